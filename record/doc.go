@@ -1,0 +1,18 @@
+// Package record holds the data types that cross signalbox's package
+// boundaries: the raw record a source delivers, the fetch that carries it
+// together with the evidence of where its partition ends, and the envelope a
+// sink receives.
+//
+// It is a leaf package (stdlib only) so that sources and sinks can implement
+// the interfaces owned by the root package without importing it.
+//
+// Invariants:
+//
+//  1. Within one Fetch, the records of one partition are in increasing offset
+//     order, and Position is strictly greater than the last record's offset.
+//     Position is the next offset to fetch; offsets in between that carry no
+//     record (transaction markers, compacted records) are covered by it.
+//  2. End < 0 means "no fresh evidence in this fetch"; it never means zero.
+//  3. A Record is owned by whoever holds it; signalbox never mutates a record
+//     after it was handed to a sink.
+package record

@@ -1,0 +1,110 @@
+package record
+
+import "time"
+
+// TopicPartition names one Kafka partition (or one file, for file sources).
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// Header is one Kafka record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Record is one record as it travels through signalbox: raw fields from the
+// source, then the decoded event time and ordering key.
+type Record struct {
+	// Raw, as delivered by the source.
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       []byte
+	Value     []byte
+	Headers   []Header
+	Timestamp time.Time // the Kafka record timestamp (zero for file sources)
+
+	// Decoded by the engine from the input's time and key settings.
+	EventTime int64  // event time, milliseconds since the Unix epoch
+	OrderKey  string // ordering key (the Kafka key or a JSON field)
+	Timeless  bool   // from a `time: none` input: never parked, never late
+
+	// Set on release.
+	Late   bool  // released out of turn because it arrived at or below the watermark
+	LateBy int64 // how far below the watermark it arrived, in ms (0 when not late)
+}
+
+// Size is the number of bytes the record accounts for in memory budgets.
+func (r *Record) Size() int {
+	n := 96 + len(r.Topic) + len(r.Key) + len(r.Value) + len(r.OrderKey)
+	for _, h := range r.Headers {
+		n += 32 + len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// PartitionInfo describes an assigned partition at the moment it was assigned.
+type PartitionInfo struct {
+	TopicPartition
+	// Start is the position the source will fetch from first.
+	Start int64
+	// End is the end offset snapshotted before any record was read: the last
+	// stable offset under read_committed, else the high-water mark.
+	End int64
+}
+
+// PartitionFetch is what one fetch returned for one partition.
+type PartitionFetch struct {
+	TopicPartition
+	Records []Record
+	// Position is the next offset to fetch after these records (invariant 1).
+	Position int64
+	// End is fresh evidence of where the partition ends (high-water mark or
+	// last stable offset) as of this fetch, or -1 when the fetch carried none.
+	End int64
+	// Err is set when fetching this partition failed: the partition has no
+	// fresh evidence and is never treated as caught up while it lasts.
+	Err error
+}
+
+// Fetch is one unit of work from a source: assignment changes and data.
+type Fetch struct {
+	Assigned   []PartitionInfo
+	Revoked    []TopicPartition
+	Partitions []PartitionFetch
+}
+
+// Dead is a record that could not be processed, with the reason.
+type Dead struct {
+	Record Record
+	Reason string
+}
+
+// PartitionCheckpoint is the saved progress of one partition.
+type PartitionCheckpoint struct {
+	TopicPartition
+	// Low is the lowest offset not yet released and acknowledged: re-reading
+	// from Low rebuilds every record that was parked or in flight.
+	Low int64
+	// Position is the next offset the source would have fetched.
+	Position int64
+	// End is the start-up end-offset snapshot, kept so a restart mid-replay
+	// does not take a new, later snapshot.
+	End int64
+	// Replaying is true while the partition had not reached End.
+	Replaying bool
+}
+
+// Checkpoint is what a restart needs: per-partition progress and the
+// watermark. Records in [Low, Position) whose event time is at or below
+// Watermark were already emitted and are skipped on restart.
+type Checkpoint struct {
+	Watermark  int64
+	Partitions []PartitionCheckpoint
+}
+
+// ReasonHeader is the header under which records sent to a dead-letter sink
+// carry the reason they were rejected.
+const ReasonHeader = "signalbox.reason"
