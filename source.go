@@ -35,3 +35,10 @@ type Pauser interface {
 	Pause(tps ...record.TopicPartition)
 	Resume(tps ...record.TopicPartition)
 }
+
+// Seeker is implemented by sources that can start partitions at given
+// offsets. signalbox calls StartAt before Open when a sink's checkpoint, not
+// the consumer group, holds the offsets to resume from (exactly-once sinks).
+type Seeker interface {
+	StartAt(offsets map[record.TopicPartition]int64)
+}

@@ -1,0 +1,258 @@
+package signalbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/signalbox/signalbox/internal/jsonfield"
+	"github.com/signalbox/signalbox/record"
+)
+
+// TimeSource says where an input's event time comes from.
+type TimeSource string
+
+// The event-time sources.
+const (
+	TimeFromTimestamp TimeSource = "timestamp" // the Kafka record timestamp
+	TimeFromField     TimeSource = "field"     // a JSON field of the value
+	TimeFromHeader    TimeSource = "header"    // a record header
+	TimeNone          TimeSource = "none"      // reference data: no event time
+)
+
+// TimeFormat says how a field or header encodes the event time.
+type TimeFormat string
+
+// The event-time formats.
+const (
+	FormatAuto    TimeFormat = "auto"    // numbers as unix_ms, strings as RFC 3339 or a number
+	FormatUnixMs  TimeFormat = "unix_ms" // milliseconds since the epoch
+	FormatUnixS   TimeFormat = "unix_s"  // seconds since the epoch (may be fractional)
+	FormatUnixUs  TimeFormat = "unix_us"
+	FormatUnixNs  TimeFormat = "unix_ns"
+	FormatRFC3339 TimeFormat = "rfc3339"
+)
+
+// KeySource says where an input's ordering key comes from.
+type KeySource string
+
+// The key sources.
+const (
+	KeyFromKafka KeySource = "key"   // the Kafka record key (default)
+	KeyFromField KeySource = "field" // a JSON field of the value
+)
+
+// Input describes how to decode the records of one topic.
+type Input struct {
+	// Topic is the input's name: the Kafka topic (or the file source's topic).
+	Topic string
+	// Time is where the event time comes from. Default TimeFromTimestamp.
+	Time TimeSource
+	// TimeField is the dotted JSON path (Time = field) or the header name
+	// (Time = header).
+	TimeField string
+	// TimeFormat is how the field or header encodes time. Default FormatAuto.
+	TimeFormat TimeFormat
+	// Key is where the ordering key comes from. Default KeyFromKafka.
+	Key KeySource
+	// KeyField is the dotted JSON path when Key = field.
+	KeyField string
+}
+
+// decoder is the compiled form of an Input.
+type decoder struct {
+	in        Input
+	timePath  jsonfield.Path
+	keyPath   jsonfield.Path
+	timeless  bool
+	needsJSON bool
+}
+
+func (in Input) withDefaults() Input {
+	if in.Time == "" {
+		in.Time = TimeFromTimestamp
+	}
+	if in.TimeFormat == "" {
+		in.TimeFormat = FormatAuto
+	}
+	if in.Key == "" {
+		in.Key = KeyFromKafka
+	}
+	return in
+}
+
+// Validate reports the first problem with the input, naming the field.
+func (in Input) Validate() error {
+	in = in.withDefaults()
+	if in.Topic == "" {
+		return errors.New("topic: must not be empty")
+	}
+	switch in.Time {
+	case TimeFromTimestamp, TimeNone:
+	case TimeFromField:
+		if _, err := jsonfield.ParsePath(in.TimeField); err != nil {
+			return fmt.Errorf("time_field: %v", err)
+		}
+	case TimeFromHeader:
+		if in.TimeField == "" {
+			return errors.New("time_field: a header name is required with time: header")
+		}
+	default:
+		return fmt.Errorf("time: %q is not one of timestamp, field, header, none", in.Time)
+	}
+	switch in.TimeFormat {
+	case FormatAuto, FormatUnixMs, FormatUnixS, FormatUnixUs, FormatUnixNs, FormatRFC3339:
+	default:
+		return fmt.Errorf("time_format: %q is not one of auto, unix_ms, unix_s, unix_us, unix_ns, rfc3339", in.TimeFormat)
+	}
+	switch in.Key {
+	case KeyFromKafka:
+	case KeyFromField:
+		if _, err := jsonfield.ParsePath(in.KeyField); err != nil {
+			return fmt.Errorf("key_field: %v", err)
+		}
+	default:
+		return fmt.Errorf("key: %q is not one of key, field", in.Key)
+	}
+	return nil
+}
+
+func compileInput(in Input) (*decoder, error) {
+	if err := in.Validate(); err != nil {
+		return nil, fmt.Errorf("input %q: %w", in.Topic, err)
+	}
+	in = in.withDefaults()
+	d := &decoder{in: in, timeless: in.Time == TimeNone}
+	if in.Time == TimeFromField {
+		d.timePath, _ = jsonfield.ParsePath(in.TimeField)
+		d.needsJSON = true
+	}
+	if in.Key == KeyFromField {
+		d.keyPath, _ = jsonfield.ParsePath(in.KeyField)
+		d.needsJSON = true
+	}
+	return d, nil
+}
+
+// decode fills r.EventTime, r.OrderKey and r.Timeless. The error text is the
+// dead-letter reason.
+func (d *decoder) decode(r *record.Record) error {
+	r.Timeless = d.timeless
+	switch d.in.Key {
+	case KeyFromField:
+		v, err := jsonfield.Get(r.Value, d.keyPath)
+		if err != nil {
+			return fmt.Errorf("key field %q: %w", d.in.KeyField, err)
+		}
+		if r.OrderKey, err = v.Text(); err != nil {
+			return fmt.Errorf("key field %q: %w", d.in.KeyField, err)
+		}
+	default:
+		r.OrderKey = string(r.Key)
+	}
+	switch d.in.Time {
+	case TimeNone:
+		return nil
+	case TimeFromTimestamp:
+		if r.Timestamp.IsZero() {
+			return errors.New("event time: record has no timestamp")
+		}
+		r.EventTime = r.Timestamp.UnixMilli()
+		return nil
+	case TimeFromHeader:
+		for _, h := range r.Headers {
+			if h.Key == d.in.TimeField {
+				t, err := parseTime(h.Value, d.in.TimeFormat, false)
+				if err != nil {
+					return fmt.Errorf("event time header %q: %w", d.in.TimeField, err)
+				}
+				r.EventTime = t
+				return nil
+			}
+		}
+		return fmt.Errorf("event time header %q: missing", d.in.TimeField)
+	}
+	v, err := jsonfield.Get(r.Value, d.timePath)
+	if err != nil {
+		return fmt.Errorf("event time field %q: %w", d.in.TimeField, err)
+	}
+	raw, quoted := v.Raw, false
+	switch v.Kind {
+	case jsonfield.String:
+		raw, quoted = raw[1:len(raw)-1], true
+	case jsonfield.Number:
+	default:
+		return fmt.Errorf("event time field %q: not a number or string", d.in.TimeField)
+	}
+	t, err := parseTime(raw, d.in.TimeFormat, !quoted)
+	if err != nil {
+		return fmt.Errorf("event time field %q: %w", d.in.TimeField, err)
+	}
+	r.EventTime = t
+	return nil
+}
+
+// parseTime parses b in format f to milliseconds since the epoch.
+func parseTime(b []byte, f TimeFormat, isNumber bool) (int64, error) {
+	if f == FormatAuto {
+		f = FormatUnixMs
+		if !isNumber && !looksNumeric(b) {
+			f = FormatRFC3339
+		}
+	}
+	if f == FormatRFC3339 {
+		t, err := time.Parse(time.RFC3339Nano, string(b))
+		if err != nil {
+			return 0, fmt.Errorf("not RFC 3339: %q", truncate(b))
+		}
+		return t.UnixMilli(), nil
+	}
+	if n, err := strconv.ParseInt(string(b), 10, 64); err == nil {
+		switch f {
+		case FormatUnixS:
+			return mulSat(n, 1000)
+		case FormatUnixUs:
+			return n / 1000, nil
+		case FormatUnixNs:
+			return n / 1e6, nil
+		}
+		return n, nil
+	}
+	x, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return 0, fmt.Errorf("not a number: %q", truncate(b))
+	}
+	scale := map[TimeFormat]float64{FormatUnixS: 1000, FormatUnixMs: 1, FormatUnixUs: 1e-3, FormatUnixNs: 1e-6}[f]
+	ms := x * scale
+	if ms != ms || ms > 9e15 || ms < -9e15 {
+		return 0, fmt.Errorf("out of range: %q", truncate(b))
+	}
+	return int64(ms), nil
+}
+
+func mulSat(n, m int64) (int64, error) {
+	if n > 9e15/m || n < -9e15/m {
+		return 0, fmt.Errorf("out of range: %d", n)
+	}
+	return n * m, nil
+}
+
+func looksNumeric(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return false
+	}
+	return strings.IndexFunc(string(b), func(r rune) bool {
+		return !(r >= '0' && r <= '9') && r != '.' && r != '-' && r != '+' && r != 'e' && r != 'E'
+	}) < 0
+}
+
+func truncate(b []byte) string {
+	if len(b) > 64 {
+		return string(b[:64]) + "…"
+	}
+	return string(b)
+}

@@ -1,0 +1,215 @@
+package signalbox
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/signalbox/signalbox/record"
+)
+
+// LatePolicy says what happens to a record that arrives with an event time at
+// or below the current watermark.
+type LatePolicy string
+
+// The late policies. Every late record is counted whatever the policy.
+const (
+	// LateEmit releases the record at once, out of turn, with Late set.
+	// It is the default: nothing is lost.
+	LateEmit LatePolicy = "emit"
+	// LateDeadLetter sends the record to the dead-letter sink with its
+	// reason.
+	LateDeadLetter LatePolicy = "dead-letter"
+	// LateDrop drops the record; it is only counted.
+	LateDrop LatePolicy = "drop"
+)
+
+// Until says when a pipeline stops.
+type Until string
+
+// The run modes.
+const (
+	// UntilLive runs until the context is cancelled (the default).
+	UntilLive Until = "live"
+	// UntilEndOffsets stops once every partition has reached the end offset
+	// snapshotted at start-up, flushes everything and returns nil.
+	UntilEndOffsets Until = "end-offsets"
+)
+
+// Clock returns the processing time. Tests inject their own.
+type Clock func() time.Time
+
+// MetaFilter sees a record before its payload is decoded: Topic, Partition,
+// Offset, Key, Headers and Timestamp are set. Returning false skips the
+// record cheaply.
+type MetaFilter func(r *record.Record) bool
+
+// Filter sees a decoded record (EventTime and OrderKey set). Returning false
+// skips it.
+type Filter func(r *record.Record) bool
+
+// Transform may rewrite a decoded record in place (its Value, Key or
+// Headers; not its EventTime, OrderKey or source coordinates). An error sends
+// the record to the dead-letter sink with the error as reason.
+type Transform func(r *record.Record) error
+
+// Option configures a Pipeline.
+type Option func(*config)
+
+type config struct {
+	inputs      []Input
+	sinks       []Sink
+	deadLetter  Sink
+	delay       time.Duration
+	late        LatePolicy
+	until       Until
+	clock       Clock
+	logger      *zap.Logger
+	metaFilter  MetaFilter
+	filter      Filter
+	transform   Transform
+	batchSize   int
+	maxInflight int
+	checkpoint  time.Duration
+	staleAfter  time.Duration
+	tick        time.Duration
+	strategy    Strategy
+	store       ParkedStore
+	observer    func(Event)
+}
+
+// WithInputs declares how each topic's records are decoded. A topic the
+// source delivers without an Input uses the Kafka timestamp and key.
+func WithInputs(in ...Input) Option { return func(c *config) { c.inputs = append(c.inputs, in...) } }
+
+// WithSink adds a sink. Every released record goes to every sink, in order.
+func WithSink(s Sink) Option { return func(c *config) { c.sinks = append(c.sinks, s) } }
+
+// WithDeadLetter sets the sink that receives malformed records, records with
+// no usable event time, records a Transform rejects, and late records under
+// LateDeadLetter. Each carries its reason in the record.ReasonHeader header.
+// Default: none, in which case such records make Run fail rather than be lost.
+func WithDeadLetter(s Sink) Option { return func(c *config) { c.deadLetter = s } }
+
+// WithDelay sets the delay bound: how far behind the newest event time the
+// watermark stays. Default 0.
+func WithDelay(d time.Duration) Option { return func(c *config) { c.delay = d } }
+
+// WithLatePolicy sets the late policy. Default LateEmit.
+func WithLatePolicy(p LatePolicy) Option { return func(c *config) { c.late = p } }
+
+// WithUntil sets the run mode. Default UntilLive.
+func WithUntil(u Until) Option { return func(c *config) { c.until = u } }
+
+// WithClock injects the processing-time clock. Default time.Now.
+func WithClock(clk Clock) Option { return func(c *config) { c.clock = clk } }
+
+// WithLogger sets the logger. Default: no logging.
+func WithLogger(l *zap.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithMetaFilter sets the cheap filter that runs before decoding.
+func WithMetaFilter(f MetaFilter) Option { return func(c *config) { c.metaFilter = f } }
+
+// WithFilter sets the filter that runs on decoded records.
+func WithFilter(f Filter) Option { return func(c *config) { c.filter = f } }
+
+// WithTransform sets the per-record transform, run after the filters.
+func WithTransform(t Transform) Option { return func(c *config) { c.transform = t } }
+
+// WithBatchSize bounds how many records one release batch holds. Default 4096.
+func WithBatchSize(n int) Option { return func(c *config) { c.batchSize = n } }
+
+// WithMaxInflightBatches bounds how many release batches may wait for the
+// sinks. When the sinks lag this far, signalbox stops polling the source and
+// Kafka keeps the backlog. Default 16.
+func WithMaxInflightBatches(n int) Option { return func(c *config) { c.maxInflight = n } }
+
+// WithCheckpointInterval sets how often sinks are flushed, a checkpoint is
+// taken and offsets are committed. Default 1s.
+func WithCheckpointInterval(d time.Duration) Option { return func(c *config) { c.checkpoint = d } }
+
+// WithStaleAfter turns a partition Unknown, holding the watermark, when the
+// source has reported no evidence for it for d. Default 0: off (the source
+// reports failures itself).
+func WithStaleAfter(d time.Duration) Option { return func(c *config) { c.staleAfter = d } }
+
+// WithTick sets how often a live pipeline re-evaluates the processing-time
+// watermark when nothing else happens. Default 50ms; parked records also
+// schedule their own exact release time.
+func WithTick(d time.Duration) Option { return func(c *config) { c.tick = d } }
+
+// WithStrategy replaces the offset gate with another watermark strategy. It
+// exists for the benchmark baselines (timeout idleness, fixed windows); the
+// offset gate is the product.
+func WithStrategy(s Strategy) Option { return func(c *config) { c.strategy = s } }
+
+// WithParkedStore replaces the in-memory timer queue, e.g. with the
+// pebble-backed store of package timers.
+func WithParkedStore(s ParkedStore) Option { return func(c *config) { c.store = s } }
+
+// WithObserver receives pipeline events (phase changes, checkpoints, late
+// records) synchronously from the engine goroutine; it must not block.
+func WithObserver(f func(Event)) Option { return func(c *config) { c.observer = f } }
+
+func (c *config) ensureDefaults() {
+	if c.late == "" {
+		c.late = LateEmit
+	}
+	if c.until == "" {
+		c.until = UntilLive
+	}
+	if c.clock == nil {
+		c.clock = time.Now
+	}
+	if c.logger == nil {
+		c.logger = zap.NewNop()
+	}
+	if c.batchSize <= 0 {
+		c.batchSize = 4096
+	}
+	if c.maxInflight <= 0 {
+		c.maxInflight = 16
+	}
+	if c.checkpoint <= 0 {
+		c.checkpoint = time.Second
+	}
+	if c.tick <= 0 {
+		c.tick = 50 * time.Millisecond
+	}
+}
+
+func (c *config) validate() error {
+	var errs []error
+	if len(c.sinks) == 0 {
+		errs = append(errs, errors.New("sinks: at least one sink is required"))
+	}
+	if c.delay < 0 {
+		errs = append(errs, fmt.Errorf("delay: %v is negative", c.delay))
+	}
+	switch c.late {
+	case LateEmit, LateDeadLetter, LateDrop:
+	default:
+		errs = append(errs, fmt.Errorf("late: %q is not one of emit, dead-letter, drop", c.late))
+	}
+	if c.late == LateDeadLetter && c.deadLetter == nil {
+		errs = append(errs, errors.New("late: dead-letter needs a dead-letter sink"))
+	}
+	switch c.until {
+	case UntilLive, UntilEndOffsets:
+	default:
+		errs = append(errs, fmt.Errorf("until: %q is not one of live, end-offsets", c.until))
+	}
+	seen := map[string]bool{}
+	for _, in := range c.inputs {
+		if seen[in.Topic] {
+			errs = append(errs, fmt.Errorf("inputs: topic %q is declared twice", in.Topic))
+		}
+		seen[in.Topic] = true
+		if err := in.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("inputs[%s].%w", in.Topic, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,560 @@
+package signalbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/signalbox/signalbox/catchup"
+	"github.com/signalbox/signalbox/internal/offsets"
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/timers"
+	"github.com/signalbox/signalbox/watermark"
+)
+
+// ErrNoDeadLetter surfaces from Run when a record must go to the dead-letter
+// sink but none is configured: signalbox stops rather than lose it.
+var ErrNoDeadLetter = errors.New("signalbox: record rejected and no dead-letter sink configured")
+
+// Pipeline reads from one Source and releases records in event-time order to
+// its sinks. Build it with New, run it once with Run.
+type Pipeline struct {
+	src      Source
+	cfg      config
+	decoders map[string]*decoder
+	fallback *decoder
+
+	mu    sync.Mutex
+	stats Stats
+}
+
+// New builds a pipeline. It validates the options and reports every problem.
+func New(src Source, opts ...Option) (*Pipeline, error) {
+	p := &Pipeline{src: src, decoders: map[string]*decoder{}}
+	for _, o := range opts {
+		o(&p.cfg)
+	}
+	p.cfg.ensureDefaults()
+	if src == nil {
+		return nil, errors.New("signalbox: source: must not be nil")
+	}
+	if err := p.cfg.validate(); err != nil {
+		return nil, fmt.Errorf("signalbox: invalid pipeline: %w", err)
+	}
+	for _, in := range p.cfg.inputs {
+		d, err := compileInput(in)
+		if err != nil {
+			return nil, err
+		}
+		p.decoders[in.Topic] = d
+	}
+	p.fallback, _ = compileInput(Input{Topic: "*"})
+	if p.cfg.strategy == nil {
+		p.cfg.strategy = NewOffsetGate(p.cfg.delay)
+	}
+	if p.cfg.store == nil {
+		p.cfg.store = newMemStore()
+	}
+	return p, nil
+}
+
+// Stats returns a snapshot of the counters. It is safe to call from any
+// goroutine while Run is running; the snapshot is refreshed about every tick.
+func (p *Pipeline) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.stats
+	s.Late = maps.Clone(p.stats.Late)
+	return s
+}
+
+type partState struct {
+	tp      record.TopicPartition
+	wid     watermark.ID
+	cid     catchup.ID
+	dec     *decoder
+	offs    *offsets.Partition
+	late    *LateCounter
+	revoked bool
+	// restart: records below restorePos with event time ≤ restoreWM were
+	// already emitted before the restart.
+	restoring  bool
+	restorePos int64
+	restoreWM  int64
+}
+
+// out is one unit of work for the sink goroutine.
+type out struct {
+	records []record.Record
+	dead    []record.Record
+	cp      *record.Checkpoint // flush, then checkpoint and commit
+	final   bool
+}
+
+// run holds the state of one Run: it is touched by the engine goroutine only.
+type run struct {
+	p        *Pipeline
+	cfg      *config
+	parts    map[record.TopicPartition]*partState
+	catch    *catchup.Tracker
+	strat    Strategy
+	store    ParkedStore
+	restored map[record.TopicPartition]record.PartitionCheckpoint
+	cpWM     int64
+	wm       int64
+	cur      *out
+	outs     chan *out
+	errs     chan error
+	stats    Stats
+	started  time.Time
+	replayed bool
+	pos      timers.Pos
+}
+
+// Run runs the pipeline until ctx is cancelled (live mode) or until every
+// partition reaches its start-up end offset (UntilEndOffsets).
+//
+// Lifecycle: Run opens the sinks, restores a checkpoint from the first
+// CheckpointSink, opens the source, and then parks and releases. On
+// cancellation it stops polling, flushes what was released, takes a last
+// checkpoint, commits, closes source and sinks, and returns nil: parked
+// records stay uncommitted and are re-read on restart. Any other error is
+// fatal and returned after the same clean-up (without the last checkpoint).
+// Run may be called once.
+func (p *Pipeline) Run(ctx context.Context) (err error) {
+	cfg := &p.cfg
+	r := &run{
+		p: p, cfg: cfg,
+		parts:    map[record.TopicPartition]*partState{},
+		catch:    catchup.New(catchup.Options{StaleAfter: cfg.staleAfter}),
+		strat:    cfg.strategy,
+		store:    cfg.store,
+		wm:       watermark.MinTime,
+		outs:     make(chan *out, cfg.maxInflight),
+		errs:     make(chan error, 2),
+		started:  cfg.clock(),
+		restored: map[record.TopicPartition]record.PartitionCheckpoint{},
+		stats:    Stats{Late: map[record.TopicPartition]LateCounter{}},
+	}
+	r.cur = &out{}
+	sinks := cfg.sinks
+	if cfg.deadLetter != nil {
+		sinks = append(sinks[:len(sinks):len(sinks)], cfg.deadLetter)
+	}
+	opened := 0
+	defer func() {
+		for _, s := range sinks[:opened] {
+			if cerr := s.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("signalbox: closing sink: %w", cerr)
+			}
+		}
+	}()
+	for _, s := range sinks {
+		if err := s.Open(ctx); err != nil {
+			return fmt.Errorf("signalbox: opening sink: %w", err)
+		}
+		opened++
+	}
+	if err := r.restore(ctx); err != nil {
+		return err
+	}
+	if err := p.src.Open(ctx); err != nil {
+		return fmt.Errorf("signalbox: opening source: %w", err)
+	}
+	defer func() {
+		if cerr := p.src.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("signalbox: closing source: %w", cerr)
+		}
+	}()
+
+	pollCtx, stopPoll := context.WithCancel(ctx)
+	defer stopPoll()
+	fetches := make(chan record.Fetch, 2)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); r.poll(pollCtx, fetches) }()
+	sinkDone := make(chan struct{})
+	go func() { defer wg.Done(); defer close(sinkDone); r.write(context.WithoutCancel(ctx)) }()
+	defer wg.Wait()
+
+	err = r.loop(ctx, fetches)
+	stopPoll()
+	if err == nil || errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		// Graceful: flush what was released, checkpoint, commit.
+		cp := r.checkpoint()
+		r.cur.cp, r.cur.final = &cp, true
+		err = r.send(context.Background(), sinkDone)
+	}
+	close(r.outs)
+	<-sinkDone
+	select {
+	case werr := <-r.errs:
+		if err == nil {
+			err = werr
+		}
+	default:
+	}
+	r.publish()
+	return err
+}
+
+func (r *run) poll(ctx context.Context, fetches chan<- record.Fetch) {
+	for {
+		f, err := r.p.src.Poll(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.errs <- fmt.Errorf("signalbox: source: %w", err)
+			}
+			return
+		}
+		select {
+		case fetches <- f:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// loop is the engine: it returns nil when a bounded run is complete, or the
+// reason it stopped.
+func (r *run) loop(ctx context.Context, fetches <-chan record.Fetch) error {
+	cfg := r.cfg
+	tick := time.NewTimer(cfg.tick)
+	defer tick.Stop()
+	lastCP := cfg.clock()
+	lastPub := time.Time{}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-r.errs:
+			return err
+		case f := <-fetches:
+			if err := r.handle(f); err != nil {
+				return err
+			}
+		case <-tick.C:
+		}
+		now := cfg.clock()
+		for _, t := range r.catch.Tick(now) {
+			r.phase(t)
+		}
+		if err := r.release(now); err != nil {
+			return err
+		}
+		if !r.replayed && r.catch.Len() > 0 && r.catch.ReplayDone() {
+			r.replayed = true
+			r.stats.ReplayDone, r.stats.ReplayTime = true, now.Sub(r.started)
+			r.emit(Event{Kind: EventReplayDone, Watermark: r.wm})
+			if cfg.until == UntilEndOffsets {
+				return r.flushAll(ctx)
+			}
+		}
+		if now.Sub(lastCP) >= cfg.checkpoint {
+			lastCP = now
+			cp := r.checkpoint()
+			r.cur.cp = &cp
+		}
+		if err := r.send(ctx, nil); err != nil {
+			return err
+		}
+		if now.Sub(lastPub) >= cfg.tick {
+			lastPub = now
+			r.publish()
+		}
+		resetTimer(tick, r.nextWake(now))
+	}
+}
+
+// nextWake is how long to sleep before re-evaluating the watermark: the
+// exact release time of the first parked record when the processing-time
+// clock drives the watermark, else the tick.
+func (r *run) nextWake(now time.Time) time.Duration {
+	d := r.cfg.tick
+	if pos, ok := r.store.Min(); ok && r.replayed {
+		due := time.UnixMilli(pos.EventTime).Add(r.cfg.delay)
+		if w := due.Sub(now); w < d {
+			d = max(w, 0)
+		}
+	}
+	return d
+}
+
+func resetTimer(t *time.Timer, d time.Duration) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	t.Reset(d)
+}
+
+func (r *run) handle(f record.Fetch) error {
+	now := r.cfg.clock()
+	for _, tp := range f.Revoked {
+		r.revoke(tp)
+	}
+	for _, a := range f.Assigned {
+		r.assign(a, now)
+	}
+	for i := range f.Partitions {
+		pf := &f.Partitions[i]
+		ps := r.parts[pf.TopicPartition]
+		if ps == nil {
+			r.cfg.logger.Warn("fetch for an unassigned partition", zap.String("topic", pf.Topic), zap.Int32("partition", pf.Partition))
+			continue
+		}
+		if pf.Err != nil {
+			if t, ok := r.catch.Fail(ps.cid, now); ok {
+				r.phase(t)
+			}
+			r.cfg.logger.Warn("fetch failed: partition holds the watermark", zap.String("topic", pf.Topic), zap.Int32("partition", pf.Partition), zap.Error(pf.Err))
+			continue
+		}
+		for j := range pf.Records {
+			if err := r.ingest(ps, &pf.Records[j], now); err != nil {
+				return err
+			}
+		}
+		ps.offs.Advance(pf.Position)
+		if ps.restoring && pf.Position >= ps.restorePos {
+			ps.restoring = false
+		}
+		if t, ok := r.catch.Observe(ps.cid, pf.Position, pf.End, now); ok {
+			r.phase(t)
+		} else if st, _ := r.catch.Status(ps.cid); st.Phase != catchup.CaughtUp {
+			r.strat.SetPhase(ps.wid, st.Phase, st.Behind, now)
+		}
+	}
+	return nil
+}
+
+func (r *run) ingest(ps *partState, rec *record.Record, now time.Time) error {
+	r.stats.In++
+	if f := r.cfg.metaFilter; f != nil && !f(rec) {
+		r.stats.Filtered++
+		return nil
+	}
+	if err := ps.dec.decode(rec); err != nil {
+		return r.dead(rec, err.Error())
+	}
+	if ps.restoring && rec.Offset < ps.restorePos && (rec.Timeless || rec.EventTime <= ps.restoreWM) {
+		r.stats.Skipped++
+		return nil
+	}
+	if f := r.cfg.filter; f != nil && !f(rec) {
+		r.stats.Filtered++
+		return nil
+	}
+	if t := r.cfg.transform; t != nil {
+		if err := t(rec); err != nil {
+			return r.dead(rec, "transform: "+err.Error())
+		}
+	}
+	if rec.Timeless {
+		r.stats.Timeless++
+		r.emitNow(rec)
+		return nil
+	}
+	r.strat.Observe(ps.wid, rec.EventTime, now)
+	if rec.EventTime <= r.wm {
+		return r.late(ps, rec)
+	}
+	ps.offs.Add(rec.Offset)
+	r.pos = timers.Pos{EventTime: rec.EventTime, Key: rec.OrderKey, Input: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}
+	return r.store.Park(r.pos, rec)
+}
+
+func (r *run) late(ps *partState, rec *record.Record) error {
+	lateBy := r.wm - rec.EventTime
+	ps.late.add(lateBy, r.cfg.late)
+	r.stats.Late[ps.tp] = *ps.late
+	r.emit(Event{Kind: EventLate, Partition: ps.tp, Offset: rec.Offset, LateBy: lateBy, Watermark: r.wm})
+	switch r.cfg.late {
+	case LateDrop:
+		return nil
+	case LateDeadLetter:
+		return r.dead(rec, "late by "+strconv.FormatInt(lateBy, 10)+"ms")
+	}
+	rec.Late, rec.LateBy = true, lateBy
+	r.emitNow(rec)
+	return nil
+}
+
+func (r *run) emitNow(rec *record.Record) {
+	r.cur.records = append(r.cur.records, *rec)
+	r.stats.Out++
+}
+
+func (r *run) dead(rec *record.Record, reason string) error {
+	if r.cfg.deadLetter == nil {
+		return fmt.Errorf("%w: %s/%d@%d: %s", ErrNoDeadLetter, rec.Topic, rec.Partition, rec.Offset, reason)
+	}
+	d := *rec
+	d.Headers = append(d.Headers[:len(d.Headers):len(d.Headers)], record.Header{Key: record.ReasonHeader, Value: []byte(reason)})
+	r.cur.dead = append(r.cur.dead, d)
+	r.stats.Dead++
+	r.emit(Event{Kind: EventDead, Partition: record.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}, Offset: rec.Offset, Reason: reason})
+	return nil
+}
+
+func (r *run) assign(a record.PartitionInfo, now time.Time) {
+	dec := r.p.decoders[a.Topic]
+	if dec == nil {
+		dec = r.p.fallback
+	}
+	ps := &partState{
+		tp:   a.TopicPartition,
+		wid:  watermark.ID{Input: a.Topic, Partition: a.Partition},
+		cid:  catchup.ID{Input: a.Topic, Partition: a.Partition},
+		dec:  dec,
+		offs: offsets.New(a.Start),
+		late: &LateCounter{},
+	}
+	end := a.End
+	if cp, ok := r.restored[a.TopicPartition]; ok {
+		ps.restoring, ps.restorePos, ps.restoreWM = a.Start < cp.Position, cp.Position, r.cpWM
+		if cp.Replaying && cp.End > 0 {
+			end = cp.End // keep the original snapshot: a restart cannot shorten history
+		}
+		r.emit(Event{Kind: EventOffsetsReset, Partition: a.TopicPartition, Offset: cp.Position, Watermark: r.cpWM})
+	}
+	r.parts[a.TopicPartition] = ps
+	r.strat.Add(ps.wid, dec.timeless, now)
+	ph := r.catch.Assign(ps.cid, a.Start, end, now)
+	st, _ := r.catch.Status(ps.cid)
+	r.strat.SetPhase(ps.wid, ph, st.Behind, now)
+	r.emit(Event{Kind: EventAssigned, Partition: a.TopicPartition, To: ph})
+}
+
+func (r *run) revoke(tp record.TopicPartition) {
+	ps := r.parts[tp]
+	if ps == nil {
+		return
+	}
+	ps.revoked = true
+	delete(r.parts, tp)
+	r.catch.Revoke(ps.cid)
+	r.strat.Remove(ps.wid)
+	r.emit(Event{Kind: EventRevoked, Partition: tp})
+}
+
+func (r *run) phase(t catchup.Transition) {
+	ps := r.parts[record.TopicPartition{Topic: t.Input, Partition: t.Partition}]
+	if ps == nil {
+		return
+	}
+	st, _ := r.catch.Status(t.ID)
+	r.strat.SetPhase(ps.wid, t.To, st.Behind, r.cfg.clock())
+	r.emit(Event{Kind: EventPhase, Partition: ps.tp, From: t.From, To: t.To, Watermark: r.wm})
+}
+
+// release advances the watermark and moves every parked record at or below it
+// into the current out batch, in timer order.
+func (r *run) release(now time.Time) error {
+	r.wm = r.strat.Advance(now)
+	return r.releaseTo(r.wm)
+}
+
+func (r *run) releaseTo(wm int64) error {
+	return r.store.Release(wm, 0, func(rec *record.Record) error {
+		ps := r.parts[record.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}]
+		if ps == nil {
+			return nil // revoked: its records are re-read by the new owner
+		}
+		ps.offs.Done(rec.Offset)
+		r.emitNow(rec)
+		if len(r.cur.records) >= r.cfg.batchSize {
+			return r.send(context.Background(), nil)
+		}
+		return nil
+	})
+}
+
+// flushAll releases everything parked (end of a bounded run) and raises the
+// watermark to the last released event time, so that a later restart treats
+// all of it as emitted.
+func (r *run) flushAll(ctx context.Context) error {
+	last := r.wm
+	if err := r.store.Release(watermark.MaxTime, 0, func(rec *record.Record) error {
+		last = max(last, rec.EventTime)
+		if ps := r.parts[record.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}]; ps != nil {
+			ps.offs.Done(rec.Offset)
+		}
+		r.emitNow(rec)
+		if len(r.cur.records) >= r.cfg.batchSize {
+			return r.send(ctx, nil)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	r.strat.Restore(last)
+	r.wm = max(r.wm, last)
+	return nil
+}
+
+// checkpoint builds the checkpoint as of everything released so far.
+func (r *run) checkpoint() record.Checkpoint {
+	cp := record.Checkpoint{Watermark: r.wm, Partitions: make([]record.PartitionCheckpoint, 0, len(r.parts))}
+	for _, st := range r.catch.Statuses() {
+		tp := record.TopicPartition{Topic: st.Input, Partition: st.Partition}
+		ps := r.parts[tp]
+		cp.Partitions = append(cp.Partitions, record.PartitionCheckpoint{
+			TopicPartition: tp,
+			Low:            ps.offs.Low(),
+			Position:       ps.offs.Position(),
+			End:            st.SnapshotEnd,
+			Replaying:      st.Phase == catchup.Replaying || (st.Phase == catchup.Unknown && st.Position < st.SnapshotEnd),
+		})
+	}
+	return cp
+}
+
+// send hands the current out batch to the sink goroutine if it has anything.
+// It blocks while the sinks lag (backpressure).
+func (r *run) send(ctx context.Context, sinkDone <-chan struct{}) error {
+	o := r.cur
+	if len(o.records) == 0 && len(o.dead) == 0 && o.cp == nil {
+		return nil
+	}
+	r.cur = &out{records: make([]record.Record, 0, min(len(o.records), r.cfg.batchSize))}
+	select {
+	case r.outs <- o:
+		return nil
+	case err := <-r.errs:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-sinkDone:
+		return errors.New("signalbox: sink goroutine stopped")
+	}
+}
+
+func (r *run) emit(e Event) {
+	if r.cfg.observer != nil {
+		r.cfg.observer(e)
+	}
+}
+
+func (r *run) publish() {
+	s := r.stats
+	s.Watermark = r.wm
+	s.Parked, s.ParkedB = r.store.Len(), r.store.Bytes()
+	s.Holders = r.strat.Holders()
+	s.Progress = r.catch.Progress()
+	s.Partitions = r.catch.Statuses()
+	r.p.mu.Lock()
+	checkpoints := r.p.stats.Checkpoints
+	r.p.stats = s
+	r.p.stats.Checkpoints = checkpoints
+	r.p.stats.Late = maps.Clone(r.stats.Late)
+	r.p.mu.Unlock()
+}

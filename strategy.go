@@ -1,0 +1,90 @@
+package signalbox
+
+import (
+	"time"
+
+	"github.com/signalbox/signalbox/catchup"
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/timers"
+	"github.com/signalbox/signalbox/watermark"
+)
+
+// Strategy decides the watermark from what the engine observes. The default
+// is the offset gate (package watermark fed by package catchup); the
+// benchmark baselines implement timeout idleness and fixed windows with it.
+//
+// Lifecycle: Add when a partition is assigned → Observe / SetPhase as
+// records and evidence arrive → Advance at least once per batch and on every
+// tick → Remove on revoke. All calls come from the engine goroutine.
+type Strategy interface {
+	Add(id watermark.ID, timeless bool, now time.Time)
+	Remove(id watermark.ID)
+	Observe(id watermark.ID, eventTime int64, now time.Time)
+	SetPhase(id watermark.ID, phase catchup.Phase, behind int64, now time.Time)
+	// Advance returns the watermark at now. It must be monotonic.
+	Advance(now time.Time) int64
+	// Restore raises the watermark to a checkpointed value.
+	Restore(wm int64)
+	// Holders explains the current value (may be nil).
+	Holders() []watermark.Hold
+}
+
+// offsetGate is the product's strategy: only evidence releases the clock.
+type offsetGate struct{ t *watermark.Tracker }
+
+// NewOffsetGate returns the default strategy with the given delay bound.
+func NewOffsetGate(delay time.Duration) Strategy { return offsetGate{watermark.New(delay)} }
+
+func (g offsetGate) Add(id watermark.ID, timeless bool, _ time.Time) { g.t.Add(id, timeless) }
+func (g offsetGate) Remove(id watermark.ID)                          { g.t.Remove(id) }
+func (g offsetGate) Observe(id watermark.ID, et int64, _ time.Time)  { g.t.Observe(id, et) }
+func (g offsetGate) SetPhase(id watermark.ID, ph catchup.Phase, behind int64, _ time.Time) {
+	g.t.SetHolding(id, ph.Holds(), ph.String(), behind)
+}
+func (g offsetGate) Advance(now time.Time) int64 { return g.t.Advance(now) }
+func (g offsetGate) Restore(wm int64)            { g.t.Restore(wm) }
+func (g offsetGate) Holders() []watermark.Hold   { return g.t.Holders() }
+
+// ParkedStore holds parked records in timer order. The default keeps them in
+// memory (timers.Queue); timers.Store spills to pebble beyond a budget.
+//
+// Lifecycle: Park and Release from the engine goroutine only; the engine
+// never closes a store it did not create.
+type ParkedStore interface {
+	// Park parks r at p. r stays owned by the store until released.
+	Park(p timers.Pos, r *record.Record) error
+	// Release calls fn, in timer order, for every record with event time ≤
+	// watermark (at most max when max > 0), removing each.
+	Release(watermark int64, max int, fn func(*record.Record) error) error
+	// Min returns the first parked position.
+	Min() (timers.Pos, bool)
+	Len() int
+	Bytes() int64
+}
+
+type memStore struct {
+	q   *timers.Queue[*record.Record]
+	buf []*record.Record
+}
+
+func newMemStore() *memStore { return &memStore{q: timers.NewQueue[*record.Record]()} }
+
+func (m *memStore) Park(p timers.Pos, r *record.Record) error {
+	m.q.Push(p, r, r.Size())
+	return nil
+}
+
+func (m *memStore) Release(wm int64, max int, fn func(*record.Record) error) error {
+	m.buf = m.q.PopUntil(wm, max, m.buf[:0])
+	for i, r := range m.buf {
+		m.buf[i] = nil
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *memStore) Min() (timers.Pos, bool) { return m.q.Min() }
+func (m *memStore) Len() int                { return m.q.Len() }
+func (m *memStore) Bytes() int64            { return m.q.Bytes() }

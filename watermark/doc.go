@@ -1,0 +1,19 @@
+// Package watermark computes signalbox's event-time watermark from evidence.
+//
+// It is a pure, synchronous state machine: event times, partition states and
+// the current time come in as arguments; it does no I/O and logs nothing.
+//
+// Invariants:
+//
+//  1. The watermark is the minimum, over the partitions that hold it, of
+//     (maximum event time seen − delay). A holding partition that has
+//     delivered nothing yet contributes −∞ (MinTime).
+//  2. When no partition holds it — every timed partition is caught up — the
+//     processing-time fallback applies: now − delay.
+//  3. With no timed partition assigned at all, there is no evidence, and the
+//     watermark does not move.
+//  4. A timeless (`time: none`) partition never holds the watermark.
+//  5. The watermark is monotonic: Advance never returns less than before.
+//  6. Holders explains the value: which partitions hold it, in which state,
+//     how many offsets behind, ordered by their contribution.
+package watermark
