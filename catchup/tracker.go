@@ -110,8 +110,12 @@ func (t *Tracker) Observe(id ID, position, end int64, now time.Time) (Transition
 	from := p.Phase
 	if dt := now.Sub(p.rateAt).Seconds(); dt > 0 && position > p.Position {
 		inst := float64(position-p.Position) / dt
-		w := 1 - pow2(-dt/t.opts.RateHalfLife.Seconds())
-		p.rate += w * (inst - p.rate)
+		if p.rate == 0 {
+			p.rate = inst // the first measurement: smoothing from 0 would bias it low
+		} else {
+			w := 1 - pow2(-dt/t.opts.RateHalfLife.Seconds())
+			p.rate += w * (inst - p.rate)
+		}
 		p.rateAt = now
 	} else if position > p.Position || p.rate == 0 {
 		p.rateAt = now

@@ -47,10 +47,16 @@ type Queue[V any] struct {
 // degree of the btree: 32 keeps nodes within a few cache lines for Pos items.
 const degree = 32
 
+// freeListSize is how many released btree nodes are kept for reuse. A node
+// holds 31 to 63 records, so 256 nodes cover parking and releasing a batch of
+// 4096 records (the engine's default batch) without allocating; btree's
+// default of 32 nodes does not (invariant 4).
+const freeListSize = 256
+
 // NewQueue returns an empty queue.
 func NewQueue[V any]() *Queue[V] {
 	less := func(a, b item[V]) bool { return Less(a.pos, b.pos) }
-	fl := btree.NewFreeListG[item[V]](btree.DefaultFreeListSize)
+	fl := btree.NewFreeListG[item[V]](freeListSize)
 	return &Queue[V]{tree: btree.NewWithFreeListG(degree, less, fl)}
 }
 

@@ -128,7 +128,8 @@ func keyEquals(quoted []byte, escaped bool, key []byte) bool {
 	if !escaped {
 		return string(quoted[1:len(quoted)-1]) == string(key)
 	}
-	s, err := strconv.Unquote(string(quoted))
+	// JSON escapes, not Go's: \/ and surrogate pairs are valid keys.
+	s, err := Value{Kind: String, Raw: quoted}.Text()
 	return err == nil && s == string(key)
 }
 

@@ -39,6 +39,7 @@ func (p *Partition) Add(off int64) {
 	if off+1 > p.position {
 		p.position = off + 1
 	}
+	p.settle() // the offsets skipped below off are complete
 }
 
 // Advance moves the position: every offset below it that was not added is

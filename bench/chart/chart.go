@@ -1,0 +1,138 @@
+package chart
+
+import (
+	"bytes"
+	"fmt"
+	"html"
+	"math"
+
+	"github.com/signalbox/signalbox/bench/harness"
+)
+
+// Series is one set of bars in a panel, one value per label.
+type Series struct {
+	Name   string
+	Color  string
+	Values []float64
+	Format string // fmt verb for the value label, e.g. "%.2f%%"
+}
+
+// Panel is one horizontal bar chart.
+type Panel struct {
+	Title  string
+	Labels []string
+	Series []Series
+	Log    bool // log10 scale (values ≤ LogMin are drawn at LogMin)
+	LogMin float64
+}
+
+const (
+	width    = 760
+	labelW   = 150
+	valueW   = 110
+	barH     = 14
+	gap      = 8
+	titleH   = 28
+	panelGap = 18
+)
+
+// height is the panel's height in pixels.
+func (p Panel) height() int {
+	return titleH + len(p.Labels)*(len(p.Series)*barH+gap) + gap
+}
+
+// scale maps a value to a bar length in [0, plotW].
+func (p Panel) scale(v, maxV float64, plotW int) float64 {
+	if p.Log {
+		lo := math.Log10(p.LogMin)
+		hi := math.Log10(max(maxV, p.LogMin*10))
+		return float64(plotW) * (math.Log10(max(v, p.LogMin)) - lo) / (hi - lo)
+	}
+	if maxV <= 0 {
+		return 0
+	}
+	return float64(plotW) * v / maxV
+}
+
+func (p Panel) draw(b *bytes.Buffer, y int) {
+	fmt.Fprintf(b, `<text x="10" y="%d" font-size="14" font-weight="bold">%s</text>`+"\n", y+18, html.EscapeString(p.Title))
+	maxV := 0.0
+	for _, s := range p.Series {
+		for _, v := range s.Values {
+			maxV = max(maxV, v)
+		}
+	}
+	plotW := width - labelW - valueW
+	yy := y + titleH
+	for i, l := range p.Labels {
+		fmt.Fprintf(b, `<text x="%d" y="%d" font-size="12" text-anchor="end">%s</text>`+"\n", labelW-8, yy+barH*len(p.Series)/2+4, html.EscapeString(l))
+		for _, s := range p.Series {
+			v := s.Values[i]
+			w := p.scale(v, maxV, plotW)
+			fmt.Fprintf(b, `<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"><title>%s</title></rect>`+"\n", labelW, yy, w, barH-2, s.Color, html.EscapeString(s.Name))
+			fmt.Fprintf(b, `<text x="%.1f" y="%d" font-size="11">%s</text>`+"\n", float64(labelW)+w+4, yy+barH-4, html.EscapeString(fmt.Sprintf(s.Format, v)))
+			yy += barH
+		}
+		yy += gap
+	}
+}
+
+// SVG draws panels one under the other, with a legend per panel of several
+// series.
+func SVG(title string, panels ...Panel) []byte {
+	h := 40
+	for _, p := range panels {
+		h += p.height() + panelGap
+		if len(p.Series) > 1 {
+			h += 16
+		}
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif">`+"\n", width, h, width, h)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	fmt.Fprintf(&b, `<text x="10" y="24" font-size="16" font-weight="bold">%s</text>`+"\n", html.EscapeString(title))
+	y := 40
+	for _, p := range panels {
+		p.draw(&b, y)
+		y += p.height()
+		if len(p.Series) > 1 {
+			x := labelW
+			for _, s := range p.Series {
+				fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d" font-size="11">%s</text>`+"\n", x, y, s.Color, x+14, y+9, html.EscapeString(s.Name))
+				x += 14 + 8*len(s.Name) + 16
+			}
+			y += 16
+		}
+		y += panelGap
+	}
+	b.WriteString("</svg>\n")
+	return b.Bytes()
+}
+
+// Report draws the benchmark report's three panels.
+func Report(r harness.Report) []byte {
+	var labels []string
+	var ooo, mean, p99, thr []float64
+	for _, x := range r.Results {
+		labels = append(labels, x.Strategy)
+		ooo = append(ooo, x.OutOfOrderPct)
+		mean = append(mean, x.LiveLatency.MeanMs)
+		p99 = append(p99, x.LiveLatency.P99Ms)
+		thr = append(thr, x.Throughput.PerSecond)
+	}
+	panels := []Panel{
+		{Title: "Out of order (% of timed records emitted; lower is better)", Labels: labels,
+			Series: []Series{{Name: "out of order", Color: "#d62728", Values: ooo, Format: "%.2f%%"}}},
+		{Title: "Live release latency beyond the delay (ms, log scale; lower is better)", Labels: labels, Log: true, LogMin: 0.1,
+			Series: []Series{
+				{Name: "mean", Color: "#1f77b4", Values: mean, Format: "%.1f ms"},
+				{Name: "p99", Color: "#aec7e8", Values: p99, Format: "%.1f ms"},
+			}},
+	}
+	if r.Ceiling.PerSecond > 0 {
+		panels = append(panels, Panel{Title: "Replay throughput (records/s; the ceiling is raw sarama, no ordering)",
+			Labels: append(labels, harness.Raw),
+			Series: []Series{{Name: "records/s", Color: "#2ca02c", Values: append(thr, r.Ceiling.PerSecond), Format: "%.0f/s"}}})
+	}
+	return SVG(fmt.Sprintf("signalbox benchmark — seed %d, %d cores", r.Seed, r.Cores), panels...)
+}

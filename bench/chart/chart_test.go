@@ -1,0 +1,36 @@
+package chart
+
+import (
+	"bytes"
+	"encoding/xml"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/signalbox/signalbox/bench/harness"
+)
+
+func TestReportIsWellFormedAndLabelled(t *testing.T) {
+	r := harness.Report{Seed: 1, Cores: 2, Ceiling: harness.Throughput{PerSecond: 1000},
+		Results: []harness.Result{
+			{Strategy: harness.Gate, OutOfOrderPct: 0, LiveLatency: harness.Latency{MeanMs: 0.5, P99Ms: 3}, Throughput: harness.Throughput{PerSecond: 800}},
+			{Strategy: "a<b", OutOfOrderPct: 5.5, LiveLatency: harness.Latency{MeanMs: 20, P99Ms: 90}, Throughput: harness.Throughput{PerSecond: 700}},
+		}}
+	svg := Report(r)
+	d := xml.NewDecoder(bytes.NewReader(svg))
+	for {
+		if _, err := d.Token(); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("not well-formed XML: %v\n%s", err, svg)
+		}
+	}
+	for _, want := range []string{"5.50%", "90.0 ms", "800/s", "raw-sarama", "a&lt;b"} {
+		if !strings.Contains(string(svg), want) {
+			t.Errorf("chart lacks %q", want)
+		}
+	}
+	if !bytes.Equal(svg, Report(r)) {
+		t.Error("the same report drew two different charts")
+	}
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/signalbox/signalbox/bench/chart"
+	"github.com/signalbox/signalbox/bench/harness"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "benchall:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var o harness.Options
+	w := &o.Workload
+	child := flag.Bool("child", false, "internal: run one throughput job read as JSON from stdin")
+	out := flag.String("out", "docs/", "directory for bench.md, bench.json and bench.svg")
+	inproc := flag.Bool("inprocess", false, "run throughput replays in this process (no per-strategy peak RSS)")
+	flag.Int64Var(&w.Seed, "seed", 1, "workload seed")
+	flag.IntVar(&w.Topics, "topics", 13, "event topics")
+	flag.IntVar(&w.Partitions, "partitions", 3, "partitions per topic")
+	flag.IntVar(&w.RecordsPerPartition, "records", 10000, "history records per partition")
+	flag.IntVar(&w.SlowTopics, "slow-topics", 2, "topics slower to connect than the idle timeout")
+	flag.DurationVar(&w.SlowFor, "slow", 3*time.Second, "how long the slow topics' fetches are delayed")
+	flag.DurationVar(&w.LiveFor, "live", 5*time.Second, "live traffic duration")
+	flag.IntVar(&w.LiveRate, "rate", 2000, "live records per second")
+	flag.IntVar(&w.ProducerDelayed, "producer-delayed", 0, "producer-delayed live records (late for every strategy)")
+	flag.DurationVar(&o.Delay, "delay", 300*time.Millisecond, "delay bound of every strategy")
+	flag.DurationVar(&o.IdleTimeout, "idle", time.Second, "partition idle timeout of the timeout strategies")
+	flag.DurationVar(&o.InputTimeout, "input-idle", time.Second, "input idle timeout of the two-layer strategy")
+	flag.DurationVar(&o.Window, "window", 2*time.Second, "fixed window")
+	flag.Parse()
+	log, _ := zap.NewProduction()
+	if *child {
+		return runChild(log)
+	}
+	o.Throughput = true
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	runner := harness.Runner(subprocess)
+	if *inproc {
+		runner = harness.InProcess
+	}
+	rep, err := harness.Run(ctx, o, runner, log)
+	if err != nil {
+		return err
+	}
+	rep.Command = "go run ./bench/cmd/benchall " + strings.Join(os.Args[1:], " ")
+	return write(*out, rep)
+}
+
+// runChild runs one throughput job for the parent (see subprocess).
+func runChild(log *zap.Logger) error {
+	var job harness.ThroughputJob
+	if err := json.NewDecoder(os.Stdin).Decode(&job); err != nil {
+		return err
+	}
+	t, err := harness.RunThroughput(context.Background(), job, log)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(t)
+}
+
+// subprocess runs job in a fresh copy of this binary.
+func subprocess(ctx context.Context, job harness.ThroughputJob, _ *zap.Logger) (harness.Throughput, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return harness.Throughput{}, err
+	}
+	in, err := json.Marshal(job)
+	if err != nil {
+		return harness.Throughput{}, err
+	}
+	cmd := exec.CommandContext(ctx, exe, "-child")
+	cmd.Stdin, cmd.Stderr = bytes.NewReader(in), os.Stderr
+	outb, err := cmd.Output()
+	if err != nil {
+		return harness.Throughput{}, fmt.Errorf("throughput of %s in a subprocess: %w", job.Strategy, err)
+	}
+	var t harness.Throughput
+	return t, json.Unmarshal(outb, &t)
+}
+
+func write(dir string, rep harness.Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bench.json"), append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bench.svg"), chart.Report(rep), 0o644); err != nil {
+		return err
+	}
+	md := filepath.Join(dir, "bench.md")
+	old, err := os.ReadFile(md)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return os.WriteFile(md, []byte(splice(string(old), section(rep))), 0o644)
+}

@@ -1,0 +1,81 @@
+package harness
+
+import (
+	"context"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/signalbox/signalbox/record"
+)
+
+// measure is the measuring sink every lane uses (invariants 2 and 3). Its
+// fields are written by the engine's sink goroutine and read after Run
+// returns.
+type measure struct {
+	liveFrom int64 // event times above this are live
+	delay    int64 // ms
+	now      func() time.Time
+
+	out, timeless, ooo, lateFlagged int64
+	maxET                           int64
+	lastWrite                       time.Time
+	lat                             []float64 // ms beyond the delay
+}
+
+func newMeasure(liveFrom int64, delay time.Duration) *measure {
+	return &measure{liveFrom: liveFrom, delay: delay.Milliseconds(), now: time.Now, maxET: math.MinInt64}
+}
+
+func (m *measure) Open(context.Context) error  { return nil }
+func (m *measure) Flush(context.Context) error { return nil }
+func (m *measure) Close() error                { return nil }
+
+func (m *measure) Write(_ context.Context, batch []record.Record) error {
+	now := m.now()
+	m.lastWrite = now
+	nowMs := float64(now.UnixNano()) / 1e6
+	for i := range batch {
+		r := &batch[i]
+		m.out++
+		if r.Timeless {
+			m.timeless++
+			continue
+		}
+		if r.Late {
+			m.lateFlagged++
+		}
+		if r.EventTime < m.maxET {
+			m.ooo++
+		} else {
+			m.maxET = r.EventTime
+		}
+		if r.EventTime > m.liveFrom && !r.Late {
+			m.lat = append(m.lat, nowMs-float64(r.EventTime+m.delay))
+		}
+	}
+	return nil
+}
+
+// Latency summarizes release latency beyond the delay, in milliseconds.
+type Latency struct {
+	Samples int     `json:"samples"`
+	MeanMs  float64 `json:"mean_ms"`
+	P50Ms   float64 `json:"p50_ms"`
+	P99Ms   float64 `json:"p99_ms"`
+	MaxMs   float64 `json:"max_ms"`
+}
+
+func summarize(xs []float64) Latency {
+	if len(xs) == 0 {
+		return Latency{}
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	var sum float64
+	for _, x := range s {
+		sum += x
+	}
+	q := func(p float64) float64 { return s[min(int(p*float64(len(s))), len(s)-1)] }
+	return Latency{Samples: len(s), MeanMs: sum / float64(len(s)), P50Ms: q(0.50), P99Ms: q(0.99), MaxMs: s[len(s)-1]}
+}

@@ -1,0 +1,384 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/embedded"
+)
+
+// ReferenceTopic is the topic of reference data with no event time.
+const ReferenceTopic = "items"
+
+// TimeField is the JSON field that carries the event time (unix ms).
+const TimeField = "ts"
+
+// Options scale the scenario. The zero value of every field takes the
+// default given in its comment (see EnsureDefaults).
+type Options struct {
+	Seed                int64         // default 1
+	Topics              int           // event topics; default 13
+	Partitions          int           // per topic, the reference topic too; default 3
+	RecordsPerPartition int           // history records per event partition; default 5000
+	Items               int           // distinct keys; default 600
+	HistorySpan         time.Duration // event-time span of the history; default a week (168h)
+	Disorder            time.Duration // bound D on in-partition disorder; default 100ms
+	SlowTopics          int           // topics slower to connect than an idle timeout; default 1
+	SlowFor             time.Duration // how long their fetches are delayed; default 2s
+	LiveFor             time.Duration // live traffic duration; 0: none (default 0)
+	LiveRate            int           // live records/s over all event partitions; default 2000
+	ProducerDelayed     int           // producer-delayed live records; default 0
+	ProducerDelayBy     time.Duration // how old their event time is when produced; default 5s
+}
+
+// EnsureDefaults fills every unset field with its default.
+func (o *Options) EnsureDefaults() {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defD := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	def(&o.Topics, 13)
+	def(&o.Partitions, 3)
+	def(&o.RecordsPerPartition, 5000)
+	def(&o.Items, 600)
+	def(&o.LiveRate, 2000)
+	defD(&o.HistorySpan, 7*24*time.Hour)
+	defD(&o.Disorder, 100*time.Millisecond)
+	defD(&o.SlowFor, 2*time.Second)
+	defD(&o.ProducerDelayBy, 5*time.Second)
+	if o.SlowTopics < 0 {
+		o.SlowTopics = 0
+	} else if o.SlowTopics == 0 {
+		o.SlowTopics = 1
+	}
+	o.SlowTopics = min(o.SlowTopics, o.Topics)
+}
+
+// Validate reports every invalid field.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.LiveFor < 0 {
+		errs = append(errs, errors.New("workload: live_for: must not be negative"))
+	}
+	if o.ProducerDelayed < 0 {
+		errs = append(errs, errors.New("workload: producer_delayed: must not be negative"))
+	}
+	if o.ProducerDelayed > 0 && o.LiveFor == 0 {
+		errs = append(errs, errors.New("workload: producer_delayed: needs live traffic (live_for > 0)"))
+	}
+	if o.ProducerDelayBy <= o.Disorder {
+		errs = append(errs, errors.New("workload: producer_delay_by: must exceed disorder"))
+	}
+	return errors.Join(errs...)
+}
+
+// Workload is one scenario, ready to produce.
+type Workload struct {
+	opts  Options
+	end   time.Time
+	kinds []string
+}
+
+// New returns the scenario for opts (defaults applied). The history ends one
+// minute before now, so that live traffic is newer than all of it.
+func New(opts Options) (*Workload, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	return &Workload{opts: opts, end: time.Now().Add(-time.Minute).Truncate(time.Millisecond),
+		kinds: []string{"in-stock", "reserved", "sold", "returned", "restocked"}}, nil
+}
+
+// Options returns the options with defaults applied.
+func (w *Workload) Options() Options { return w.opts }
+
+// Topic names the i-th event topic.
+func Topic(i int) string { return fmt.Sprintf("events-%02d", i) }
+
+// EventTopics lists the event topics.
+func (w *Workload) EventTopics() []string {
+	ts := make([]string, w.opts.Topics)
+	for i := range ts {
+		ts[i] = Topic(i)
+	}
+	return ts
+}
+
+// Topics lists every topic: the event topics, then the reference topic.
+func (w *Workload) Topics() []string { return append(w.EventTopics(), ReferenceTopic) }
+
+// SlowTopics lists the topics SlowStart makes slow to connect: the last
+// SlowTopics event topics.
+func (w *Workload) SlowTopics() []string {
+	ts := w.EventTopics()
+	return ts[len(ts)-w.opts.SlowTopics:]
+}
+
+// Inputs declares how signalbox decodes every topic: event time from the
+// JSON field ts (unix ms), key from the Kafka key; the reference topic is
+// `time: none`.
+func (w *Workload) Inputs() []signalbox.Input {
+	var in []signalbox.Input
+	for _, t := range w.EventTopics() {
+		in = append(in, signalbox.Input{Topic: t, Time: signalbox.TimeFromField, TimeField: TimeField, TimeFormat: signalbox.FormatUnixMs})
+	}
+	return append(in, signalbox.Input{Topic: ReferenceTopic, Time: signalbox.TimeNone})
+}
+
+// ClusterOptions creates every topic of the scenario.
+func (w *Workload) ClusterOptions() []embedded.Option {
+	var opts []embedded.Option
+	for _, t := range w.Topics() {
+		opts = append(opts, embedded.WithTopic(t, int32(w.opts.Partitions)))
+	}
+	return opts
+}
+
+// HistoryEnd is the latest event time of the history (unix ms).
+func (w *Workload) HistoryEnd() int64 { return w.end.UnixMilli() }
+
+// History describes what ProduceHistory produced.
+type History struct {
+	Records   int64 // event records
+	Reference int64 // reference records
+	Start     int64 // earliest event time, unix ms
+	End       int64 // latest event time, unix ms
+	Took      time.Duration
+}
+
+// item names item i.
+func item(i int) string { return fmt.Sprintf("i-%03d", i) }
+
+func value(it string, ts int64, kind string) []byte {
+	b := make([]byte, 0, 64)
+	b = append(b, `{"item":"`...)
+	b = append(b, it...)
+	b = append(b, `","ts":`...)
+	b = strconv.AppendInt(b, ts, 10)
+	b = append(b, `,"kind":"`...)
+	b = append(b, kind...)
+	return append(b, `"}`...)
+}
+
+// partitionTimes returns n event times in [end−span, end] for one partition:
+// bursts of records closer than D, jittered down by up to D, so that the
+// order inside the partition is disordered by at most D (invariant 2).
+func partitionTimes(rng *rand.Rand, n int, end, span, d int64) []int64 {
+	gaps := make([]float64, n)
+	var long float64
+	for i := range gaps {
+		if i > 0 && rng.IntN(2) == 0 {
+			gaps[i] = -rng.Float64() * float64(d) // burst: marked negative, fixed size
+		} else {
+			gaps[i] = rng.ExpFloat64()
+			long += gaps[i]
+		}
+	}
+	var bursts float64
+	for _, g := range gaps {
+		if g < 0 {
+			bursts -= g
+		}
+	}
+	scale := max((float64(span-d)-bursts)/max(long, 1e-9), 0)
+	ts := make([]int64, n)
+	base := float64(end - span + d)
+	for i, g := range gaps {
+		if g < 0 {
+			base -= g
+		} else if i > 0 {
+			base += g * scale
+		}
+		ts[i] = int64(base) - rng.Int64N(d+1)
+	}
+	return ts
+}
+
+// ProduceHistory produces the week of keyed history into c, partition by
+// partition in a deterministic order, and the reference records.
+func (w *Workload) ProduceHistory(ctx context.Context, c *embedded.Cluster) (History, error) {
+	start := time.Now()
+	o := w.opts
+	h := History{Start: w.end.UnixMilli(), End: w.end.UnixMilli()}
+	var recs []*kgo.Record
+	for ti, topic := range w.EventTopics() {
+		for p := 0; p < o.Partitions; p++ {
+			rng := rand.New(rand.NewPCG(uint64(o.Seed), uint64(ti*1000+p)))
+			ts := partitionTimes(rng, o.RecordsPerPartition, w.end.UnixMilli(), o.HistorySpan.Milliseconds(), o.Disorder.Milliseconds())
+			for _, t := range ts {
+				it := item(w.itemIn(rng, p))
+				recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(p), Key: []byte(it),
+					Value: value(it, t, w.kinds[rng.IntN(len(w.kinds))])})
+				h.Start = min(h.Start, t)
+			}
+			h.Records += int64(len(ts))
+		}
+	}
+	for i := 0; i < o.Items; i++ {
+		it := item(i)
+		recs = append(recs, &kgo.Record{Topic: ReferenceTopic, Partition: int32(i % o.Partitions), Key: []byte(it),
+			Value: []byte(`{"item":"` + it + `","name":"item ` + strconv.Itoa(i) + `"}`)})
+		h.Reference++
+	}
+	if err := produce(ctx, c, recs); err != nil {
+		return h, fmt.Errorf("workload: producing history: %w", err)
+	}
+	h.Took = time.Since(start)
+	return h, nil
+}
+
+// BatchBytes bounds one produced record batch: Kafka's default batch.size.
+// Record batches are the unit a fetch returns, so small batches let a replay
+// stream over many fetches as a real week of history does.
+const BatchBytes = 16 << 10
+
+// client is a producer on c's listeners with explicit partitions.
+func client(c *embedded.Cluster, extra ...kgo.Opt) (*kgo.Client, error) {
+	return kgo.NewClient(append(append(c.ClientOptions(),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchMaxBytes(BatchBytes),
+		kgo.MaxBufferedRecords(100_000)), extra...)...)
+}
+
+// produce produces recs and waits for every acknowledgement.
+func produce(ctx context.Context, c *embedded.Cluster, recs []*kgo.Record) error {
+	cl, err := client(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var (
+		wg       sync.WaitGroup
+		firstErr atomic.Value
+	)
+	wg.Add(len(recs))
+	for _, r := range recs {
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil {
+				firstErr.CompareAndSwap(nil, err)
+			}
+		})
+	}
+	wg.Wait()
+	err, _ = firstErr.Load().(error)
+	return err
+}
+
+// itemIn picks an item that belongs to partition p (co-partitioned keys).
+func (w *Workload) itemIn(rng *rand.Rand, p int) int {
+	per := max(w.opts.Items/w.opts.Partitions, 1)
+	return rng.IntN(per)*w.opts.Partitions + p
+}
+
+// SlowStart makes SlowTopics slow to connect: their fetches are answered
+// without them for SlowFor from now. The returned function ends it early.
+func (w *Workload) SlowStart(c *embedded.Cluster) (stop func()) {
+	var stops []func()
+	for _, t := range w.SlowTopics() {
+		stops = append(stops, c.DelayFetches(t, w.opts.SlowFor))
+	}
+	return func() {
+		for _, s := range stops {
+			s()
+		}
+	}
+}
+
+// Live describes what ProduceLive produced.
+type Live struct {
+	Records         int64 // live records acknowledged, producer-delayed ones included
+	ProducerDelayed int64 // of which producer-delayed
+	Took            time.Duration
+}
+
+// ProduceLive produces live traffic at LiveRate for LiveFor: event time ≈
+// now (jittered down by up to Disorder), plus ProducerDelayed records spread
+// over the phase whose event time is ProducerDelayBy old. It returns when
+// every record is acknowledged or ctx is done.
+func (w *Workload) ProduceLive(ctx context.Context, c *embedded.Cluster) (Live, error) {
+	o := w.opts
+	var live Live
+	if o.LiveFor <= 0 {
+		return live, nil
+	}
+	cl, err := client(c, kgo.ProducerLinger(0))
+	if err != nil {
+		return live, err
+	}
+	defer cl.Close()
+	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0xfeed))
+	topics := w.EventTopics()
+	parts := len(topics) * o.Partitions
+	total := int64(float64(o.LiveRate) * o.LiveFor.Seconds())
+	delayedEvery := int64(0)
+	if o.ProducerDelayed > 0 {
+		delayedEvery = max(total/int64(o.ProducerDelayed), 1)
+	}
+	var (
+		wg          sync.WaitGroup
+		acked, lost atomic.Int64
+		firstErr    atomic.Value
+		delayedSent int64
+	)
+	start := time.Now()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	var sent int64
+	for sent < total {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return live, ctx.Err()
+		case <-tick.C:
+		}
+		due := min(int64(time.Since(start).Seconds()*float64(o.LiveRate)), total)
+		for ; sent < due; sent++ {
+			k := int(sent % int64(parts))
+			topic, p := topics[k/o.Partitions], k%o.Partitions
+			now := time.Now().UnixMilli()
+			et := now - rng.Int64N(o.Disorder.Milliseconds()+1)
+			if delayedEvery > 0 && delayedSent < int64(o.ProducerDelayed) && sent%delayedEvery == delayedEvery-1 {
+				et = now - o.ProducerDelayBy.Milliseconds()
+				delayedSent++
+			}
+			it := item(w.itemIn(rng, p))
+			wg.Add(1)
+			cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: int32(p), Key: []byte(it),
+				Value: value(it, et, w.kinds[rng.IntN(len(w.kinds))])}, func(_ *kgo.Record, err error) {
+				defer wg.Done()
+				if err != nil {
+					lost.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				acked.Add(1)
+			})
+		}
+	}
+	wg.Wait()
+	live.Records, live.ProducerDelayed, live.Took = acked.Load(), delayedSent, time.Since(start)
+	if err, _ := firstErr.Load().(error); err != nil {
+		return live, fmt.Errorf("workload: %d live records not produced: %w", lost.Load(), err)
+	}
+	return live, nil
+}

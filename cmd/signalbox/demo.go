@@ -1,0 +1,116 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/signalbox/signalbox/bench/harness"
+	"github.com/signalbox/signalbox/bench/workload"
+)
+
+// newDemoCmd is `signalbox demo`: the reference scenario on an embedded
+// broker, run by the offset gate, with its summary.
+func newDemoCmd() *cobra.Command {
+	var (
+		asJSON bool
+		d      harness.DemoOptions
+	)
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run the reference scenario on an embedded broker and print the summary",
+		Long: `demo starts an embedded Kafka-protocol broker, produces a compressed week of
+keyed history into 13 topics × 3 partitions plus a reference topic without
+event time, makes one topic slow to connect, runs signalbox on it, then sends
+live traffic for a few seconds. It prints records in and out, late and
+out-of-order counts (0 unless --producer-delayed asks for late records),
+release latency beyond the delay in the live phase, and replay throughput.
+It exits 1 if any record came out of order or late beyond those asked for.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := harness.RunDemo(cmd.Context(), d, logger(cmd))
+			if err != nil {
+				return runtimeError(err)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(s); err != nil {
+					return runtimeError(err)
+				}
+			} else {
+				printSummary(out, s)
+			}
+			if s.OutOfOrder != 0 || s.Late != s.ProducerDelayed {
+				return runtimeError(fmt.Errorf("ordering violated: %d out of order, %d late (%d producer-delayed)", s.OutOfOrder, s.Late, s.ProducerDelayed))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	w := &d.Workload
+	f.BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	f.Int64Var(&w.Seed, "seed", 1, "workload seed")
+	f.IntVar(&w.Topics, "topics", 13, "event topics")
+	f.IntVar(&w.Partitions, "partitions", 3, "partitions per topic")
+	f.IntVar(&w.RecordsPerPartition, "records", 5000, "history records per partition")
+	f.IntVar(&w.SlowTopics, "slow-topics", 1, "topics slow to connect")
+	f.DurationVar(&w.SlowFor, "slow", 2*time.Second, "how long the slow topics' fetches are delayed")
+	f.DurationVar(&w.LiveFor, "live", 5*time.Second, "live traffic duration")
+	f.IntVar(&w.LiveRate, "rate", 2000, "live records per second")
+	f.IntVar(&w.ProducerDelayed, "producer-delayed", 0, "live records produced already older than the delay (each is late, and counted)")
+	f.DurationVar(&d.Delay, "delay", 300*time.Millisecond, "delay bound")
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		var errs []error
+		if w.LiveFor <= 0 {
+			errs = append(errs, errors.New("--live: must be positive"))
+		}
+		for name, v := range map[string]int{"--topics": w.Topics, "--partitions": w.Partitions, "--records": w.RecordsPerPartition, "--rate": w.LiveRate} {
+			if v <= 0 {
+				errs = append(errs, fmt.Errorf("%s: must be positive", name))
+			}
+		}
+		if w.SlowTopics < 0 || w.SlowTopics > w.Topics {
+			errs = append(errs, fmt.Errorf("--slow-topics: must be between 0 and --topics"))
+		}
+		if w.SlowTopics == 0 {
+			w.SlowTopics = -1 // workload.Options: negative means none
+		}
+		if err := errors.Join(errs...); err != nil {
+			return usageError(err)
+		}
+		return nil
+	}
+	return cmd
+}
+
+func printSummary(out io.Writer, s harness.Summary) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	row := func(k string, format string, args ...any) {
+		fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, args...))
+	}
+	slow := strings.Join(s.SlowTopics, ", ")
+	if slow == "" {
+		slow = "none"
+	}
+	row("scenario", "%d topics × %d partitions + reference topic %q, seed %d", s.Topics, s.Partitions, workload.ReferenceTopic, s.Seed)
+	row("slow to connect", "%s for %s", slow, s.SlowFor)
+	row("delay bound", "%s", s.Delay)
+	row("records", "%d history + %d reference + %d live (%d producer-delayed)", s.HistoryRecords, s.ReferenceRecords, s.LiveRecords, s.ProducerDelayed)
+	row("in / out", "%d / %d (%d still parked at stop)", s.In, s.Out, s.ParkedAtEnd)
+	row("out of order", "%d", s.OutOfOrder)
+	row("late", "%d", s.Late)
+	l := s.LiveLatency
+	row("live latency beyond delay", "mean %.1f ms, p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d records)", l.MeanMs, l.P50Ms, l.P99Ms, l.MaxMs, l.Samples)
+	row("replay throughput", "%.0f records/s (bounded replay of %d records)", s.ReplayPerSecond, s.ReplayRecords)
+	row("replay with slow start", "%.2f s", s.ReplaySeconds)
+	row("took", "%.1f s", s.Took)
+	_ = tw.Flush()
+}

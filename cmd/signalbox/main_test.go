@@ -1,0 +1,302 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/watermark"
+)
+
+// hangGuard bounds a test that talks to a broker; it is never expected to
+// fire.
+const hangGuard = 45 * time.Second
+
+// cli runs the CLI in-process.
+func cli(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = execute(ctx, args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestValidateGoodFile(t *testing.T) {
+	md, err := os.ReadFile("../../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindSubmatch(md)
+	if m == nil {
+		t.Fatal("no yaml block in docs/config.md")
+	}
+	code, out, errs := cli(t, context.Background(), "validate", "-c", writeFile(t, "job.yaml", string(m[1])))
+	if code != 0 || out != "ok\n" {
+		t.Fatalf("validate the docs example: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+func TestValidateBadFile(t *testing.T) {
+	path := writeFile(t, "job.yaml", `brokers: [localhost:9092]
+inputs:
+  - {topic: a, time: field}
+sinks: [{type: foo}]
+delai: 2s
+`)
+	code, out, _ := cli(t, context.Background(), "validate", "-c", path)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	want := []string{
+		"delai: unknown field (line 5)",
+		"inputs[0].time_field: required when time is field (line 3)",
+		`sinks[0].type: "foo" is not one of jsonl, kafka, postgres, bulk (line 4)`,
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), out)
+	}
+	for i, w := range want {
+		if lines[i] != path+": "+w {
+			t.Errorf("line %d = %q, want %q", i, lines[i], path+": "+w)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"validate"}, // -c missing
+		{"validate", "-c", "/nonexistent/job.yaml"}, // unreadable
+		{"frobnicate"},
+		{"run", "--no-such-flag"},
+		{"--log-format", "xml", "validate", "-c", "x"},
+		{"broker", "--topic", "t:zero"},
+	} {
+		if code, _, errs := cli(t, context.Background(), args...); code != 2 {
+			t.Errorf("%q: exit %d, want 2 (stderr %q)", args, code, errs)
+		}
+	}
+}
+
+func TestRunInvalidJobIsAConfigError(t *testing.T) {
+	path := writeFile(t, "job.yaml", "brokers: []\n")
+	code, _, errs := cli(t, context.Background(), "run", "-c", path)
+	if code != 2 || !strings.Contains(errs, "brokers: at least one broker is required") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+}
+
+// outLine is one line of the jsonl sink's output.
+type outLine struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	EventTime int64  `json:"event_time_ms"`
+	Late      bool   `json:"late"`
+}
+
+// setup starts a broker, produces JSON records into two topics, each
+// partition in event-time order but the topics interleaved out of order (a
+// stock record produced last can be older than every order), and writes a
+// job file with the given until into a jsonl file. It returns the job file,
+// the output file and the number of records.
+func setup(t *testing.T, ctx context.Context, until string) (job, out string, n int) {
+	t.Helper()
+	c, err := embedded.Start(embedded.WithTopic("orders", 2), embedded.WithTopic("stock", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	const perPartition = 50
+	var recs []*kgo.Record
+	for _, topic := range []string{"orders", "stock"} {
+		for p := range int32(2) {
+			for i := range perPartition {
+				ts := 1_700_000_000_000 + int64(i)*1000 + int64(p)*7
+				if topic == "stock" {
+					ts -= 500
+				}
+				key := fmt.Sprintf("item-%d", i%5)
+				recs = append(recs, embedded.Record(topic, p, key,
+					fmt.Sprintf(`{"ts":%d,"item":%q,"topic":%q}`, ts, key, topic)))
+			}
+		}
+	}
+	if err := c.Produce(ctx, recs...); err != nil {
+		t.Fatal(err)
+	}
+	out = filepath.Join(t.TempDir(), "out.jsonl")
+	job = writeFile(t, "job.yaml", fmt.Sprintf(`
+brokers: [%s]
+inputs:
+  - {topic: orders, time: field, time_field: ts, key: field, key_field: item}
+  - {topic: stock, time: field, time_field: ts, time_format: unix_ms}
+delay: 100ms
+until: %s
+sinks:
+  - {type: jsonl, path: %s}
+checkpoint_interval: 100ms
+`, c.Addrs()[0], until, out))
+	return job, out, len(recs)
+}
+
+// readOutput reads the jsonl output; a missing file is empty.
+func readOutput(t *testing.T, path string) []outLine {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []outLine
+	for _, l := range strings.SplitAfter(string(data), "\n") {
+		if !strings.HasSuffix(l, "\n") {
+			break // a line being written
+		}
+		var o outLine
+		if err := json.Unmarshal([]byte(l), &o); err != nil {
+			t.Fatalf("bad line %q: %v", l, err)
+		}
+		got = append(got, o)
+	}
+	return got
+}
+
+// checkOutput checks that got holds n distinct records, none late, in
+// event-time order.
+func checkOutput(t *testing.T, got []outLine, n int) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, l := range got {
+		id := fmt.Sprintf("%s/%d@%d", l.Topic, l.Partition, l.Offset)
+		if seen[id] {
+			t.Errorf("%s written twice", id)
+		}
+		seen[id] = true
+		if l.Late {
+			t.Errorf("late record %+v", l)
+		}
+	}
+	if len(got) != n {
+		t.Fatalf("output has %d records, want %d", len(got), n)
+	}
+	if !slices.IsSortedFunc(got, func(a, b outLine) int { return int(a.EventTime - b.EventTime) }) {
+		t.Fatalf("output is not in event-time order: %+v", got)
+	}
+}
+
+// TestRunEndToEnd runs a bounded job: it must exit 0 by itself with every
+// record written, in event-time order.
+func TestRunEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	job, out, n := setup(t, ctx, "end-offsets")
+	code, _, errs := cli(t, ctx, "--log-level", "warn", "run", "-c", job)
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, errs)
+	}
+	checkOutput(t, readOutput(t, out), n)
+}
+
+// TestRunLiveStopsGracefully runs a live job until everything is written,
+// then cancels it as a signal would: it must exit 0.
+func TestRunLiveStopsGracefully(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	job, out, n := setup(t, ctx, "live")
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan int, 1)
+	var errs bytes.Buffer
+	go func() { done <- execute(runCtx, []string{"--log-level", "warn", "run", "-c", job}, io.Discard, &errs) }()
+	for len(readOutput(t, out)) < n {
+		select {
+		case code := <-done:
+			t.Fatalf("live run exited by itself with %d\n%s", code, errs.String())
+		case <-ctx.Done():
+			t.Fatalf("hang guard: output has %d of %d records", len(readOutput(t, out)), n)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	stop()
+	if code := <-done; code != 0 {
+		t.Fatalf("run stopped by cancellation: exit %d\n%s", code, errs.String())
+	}
+	checkOutput(t, readOutput(t, out), n)
+}
+
+func TestBrokerCommand(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- execute(ctx, []string{"--log-level", "warn", "broker", "--addr", "127.0.0.1:0", "--topic", "t:2"}, pw, io.Discard)
+		pw.Close()
+	}()
+	addr, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no address printed: %v", err)
+	}
+	addr = strings.TrimSpace(addr)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("broker at %q: %v", addr, err)
+	}
+	conn.Close()
+	go io.Copy(io.Discard, pr)
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("broker exit %d", code)
+	}
+}
+
+func TestStatusCommand(t *testing.T) {
+	stats := func() signalbox.Stats {
+		return signalbox.Stats{
+			Watermark: watermark.MinTime,
+			Holders:   []watermark.Hold{{ID: watermark.ID{Input: "orders", Partition: 1}, State: "replaying", Behind: 42, MaxEventTime: watermark.MinTime, Contribution: watermark.MinTime}},
+		}
+	}
+	srv := httptest.NewServer(statusHandler(stats))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	code, out, errs := cli(t, context.Background(), "status", "--addr", addr)
+	if code != 0 || !strings.Contains(out, "watermark  -inf") || !strings.Contains(out, "held by    orders/1  replaying, 42 behind") {
+		t.Fatalf("status: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, out, _ = cli(t, context.Background(), "status", "--json", "--addr", addr)
+	var doc map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || doc["watermark_ms"] != nil {
+		t.Fatalf("status --json: exit %d\n%s", code, out)
+	}
+	srv.Close()
+	if code, _, _ := cli(t, context.Background(), "status", "--addr", addr); code != 1 {
+		t.Fatalf("status of a stopped job: exit %d, want 1", code)
+	}
+}

@@ -1,0 +1,116 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/sources/kafka"
+)
+
+// pebbleAvailable says whether this build can keep parked records in
+// pebble (the `state` section).
+const pebbleAvailable = false
+
+// Plan is what Build makes of a Job: the Kafka source configuration and the
+// pipeline options, sinks included.
+type Plan struct {
+	Kafka   kafka.Config
+	Options []signalbox.Option
+	// WritesStdout is true when a sink writes to standard output, which is
+	// then not free for a progress display.
+	WritesStdout bool
+	// StateDir is state.dir ("" when unset).
+	StateDir string
+}
+
+// Build validates j and turns it into a Plan. Beyond Validate it can fail
+// only on the environment: an unset password variable or an unreadable
+// file. log is handed to the source and the pipeline (nil: no logging).
+func (j *Job) Build(log *zap.Logger) (*Plan, error) {
+	if err := j.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	p := &Plan{StateDir: j.State.Dir}
+	p.Kafka = kafka.Config{
+		Brokers:   j.Brokers,
+		Group:     j.Group,
+		Start:     j.Start,
+		Isolation: j.Isolation,
+		ClientID:  j.ClientID,
+		TLS: kafka.TLS{
+			Enable: j.TLS.Enabled, CAFile: j.TLS.CAFile, CertFile: j.TLS.CertFile,
+			KeyFile: j.TLS.KeyFile, InsecureSkipVerify: j.TLS.InsecureSkipVerify,
+		},
+		SASL:   kafka.SASL{Mechanism: j.SASL.Mechanism, User: j.SASL.User},
+		Logger: log,
+	}
+	if name := j.SASL.PasswordEnv; name != "" {
+		p.Kafka.SASL.Password = os.Getenv(name)
+		if p.Kafka.SASL.Password == "" {
+			return nil, Errors{{Path: "sasl.password_env", Line: j.lines["sasl.password_env"],
+				Msg: fmt.Sprintf("environment variable %s is unset or empty", name)}}
+		}
+	}
+	inputs := make([]signalbox.Input, len(j.Inputs))
+	for i, in := range j.Inputs {
+		p.Kafka.Topics = append(p.Kafka.Topics, in.Topic)
+		inputs[i] = signalbox.Input{
+			Topic: in.Topic, Time: signalbox.TimeSource(in.Time), TimeField: in.TimeField,
+			TimeFormat: signalbox.TimeFormat(in.TimeFormat), Key: signalbox.KeySource(in.Key), KeyField: in.KeyField,
+		}
+	}
+	delay, _ := time.ParseDuration(orZero(j.Delay))
+	checkpoint, _ := time.ParseDuration(orZero(j.CheckpointInterval))
+	p.Options = []signalbox.Option{
+		signalbox.WithInputs(inputs...),
+		signalbox.WithDelay(delay),
+		signalbox.WithLatePolicy(signalbox.LatePolicy(j.Late)),
+		signalbox.WithUntil(signalbox.Until(j.Until)),
+		signalbox.WithCheckpointInterval(checkpoint),
+		signalbox.WithBatchSize(j.BatchSize),
+		signalbox.WithLogger(log),
+	}
+	for i := range j.Sinks {
+		s, err := j.Sinks[i].build()
+		if err != nil {
+			return nil, Errors{{Path: fmt.Sprintf("sinks[%d]", i), Line: j.lines[fmt.Sprintf("sinks[%d]", i)], Msg: err.Error()}}
+		}
+		p.Options = append(p.Options, signalbox.WithSink(s))
+		p.WritesStdout = p.WritesStdout || j.Sinks[i].writesStdout()
+	}
+	if j.DeadLetter != nil {
+		s, err := j.DeadLetter.build()
+		if err != nil {
+			return nil, Errors{{Path: "dead_letter", Line: j.lines["dead_letter"], Msg: err.Error()}}
+		}
+		p.Options = append(p.Options, signalbox.WithDeadLetter(s))
+		p.WritesStdout = p.WritesStdout || j.DeadLetter.writesStdout()
+	}
+	return p, nil
+}
+
+func (s *Sink) build() (signalbox.Sink, error) { return sinkKinds[s.Type].build(s) }
+
+func orZero(d string) string {
+	if d == "" {
+		return "0"
+	}
+	return d
+}
+
+// Pipeline opens nothing: it makes the Kafka source and the pipeline from
+// the plan, with extra options appended (e.g. an observer).
+func (p *Plan) Pipeline(extra ...signalbox.Option) (*signalbox.Pipeline, error) {
+	src, err := kafka.New(p.Kafka)
+	if err != nil {
+		return nil, err
+	}
+	return signalbox.New(src, append(p.Options[:len(p.Options):len(p.Options)], extra...)...)
+}

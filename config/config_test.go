@@ -1,0 +1,301 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// minimal is a valid job whose last section is inputs, so that a test can
+// append an input.
+const minimal = `
+brokers: [localhost:9092]
+sinks:
+  - type: jsonl
+inputs:
+  - topic: a
+`
+
+// withSink is minimal with one more sink.
+func withSink(spec string) string {
+	return strings.Replace(minimal, "  - type: jsonl\n", "  - type: jsonl\n  - "+spec+"\n", 1)
+}
+
+// problems parses and validates doc and returns every problem, one string each.
+func problems(t testing.TB, doc string) []string {
+	t.Helper()
+	j, err := Parse([]byte(doc))
+	var out []string
+	var es Errors
+	if err != nil {
+		if !errors.As(err, &es) {
+			t.Fatalf("Parse returned %T %v, want Errors", err, err)
+		}
+		for _, e := range es {
+			out = append(out, e.Error())
+		}
+	}
+	if j != nil {
+		if err := j.Validate(); err != nil {
+			if !errors.As(err, &es) {
+				t.Fatalf("Validate returned %T %v, want Errors", err, err)
+			}
+			for _, e := range es {
+				out = append(out, e.Error())
+			}
+		}
+	}
+	return out
+}
+
+func TestMinimalIsValid(t *testing.T) {
+	if p := problems(t, minimal); len(p) != 0 {
+		t.Fatalf("minimal job: %q", p)
+	}
+}
+
+func TestValidationErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc, want string
+	}{
+		{"no brokers", "inputs: [{topic: a}]\nsinks: [{type: jsonl}]", "brokers: at least one broker is required"},
+		{"bad broker", "brokers: [nohost]\n" + rest("brokers"), `brokers[0]: "nohost" is not host:port (line 1)`},
+		{"start", minimal + "start: middle", `start: "middle" is not one of earliest, latest (line 7)`},
+		{"isolation", minimal + "isolation: dirty", `isolation: "dirty" is not one of read_committed, read_uncommitted`},
+		{"tls off with files", minimal + "tls: {ca_file: ca.pem}", "tls.enabled: TLS files or options are set but enabled is false"},
+		{"tls cert without key", minimal + "tls: {enabled: true, cert_file: c.pem}", "tls.key_file: required with cert_file"},
+		{"tls key without cert", minimal + "tls: {enabled: true, key_file: k.pem}", "tls.cert_file: required with key_file"},
+		{"sasl mechanism", minimal + "sasl: {mechanism: MD5, user: u, password_env: P}", `sasl.mechanism: "MD5" is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512`},
+		{"sasl user", minimal + "sasl: {mechanism: PLAIN, password_env: P}", "sasl.user: required with mechanism PLAIN"},
+		{"sasl password_env", minimal + "sasl: {mechanism: PLAIN, user: u}", "sasl.password_env: required with mechanism PLAIN"},
+		{"sasl secret inline", minimal + "sasl: {mechanism: PLAIN, user: u, password_env: 'hunter 2'}", "sasl.password_env: must be the NAME of an environment variable"},
+		{"sasl no mechanism", minimal + "sasl: {user: u}", "sasl.mechanism: required when user or password_env is set"},
+		{"no inputs", "brokers: [h:1]\nsinks: [{type: jsonl}]", "inputs: at least one input is required"},
+		{"input topic", minimal + "  - time: none", "inputs[1].topic: required"},
+		{"duplicate topic", minimal + "  - topic: a", `inputs[1].topic: "a" is already declared by inputs[0]`},
+		{"time", minimal + "  - {topic: b, time: clock}", `inputs[1].time: "clock" is not one of timestamp, field, header, none`},
+		{"time_field missing", strings.Replace(minimal, "- topic: a", "- topic: a\n  - topic: b\n  - {topic: c, time: field}", 1), "inputs[2].time_field: required when time is field"},
+		{"time_field path", minimal + "  - {topic: b, time: field, time_field: 'a..b'}", `inputs[1].time_field: "a..b" is not a dotted JSON path`},
+		{"time_field header", minimal + "  - {topic: b, time: header}", "inputs[1].time_field: required when time is header"},
+		{"time_field unused", minimal + "  - {topic: b, time_field: ts}", "inputs[1].time_field: only used when time is field or header"},
+		{"time_format", minimal + "  - {topic: b, time: field, time_field: ts, time_format: iso}", `inputs[1].time_format: "iso" is not one of auto`},
+		{"time_format unused", minimal + "  - {topic: b, time: none, time_format: unix_s}", "inputs[1].time_format: only used when time is field or header"},
+		{"key", minimal + "  - {topic: b, key: value}", `inputs[1].key: "value" is not one of key, field`},
+		{"key_field missing", minimal + "  - {topic: b, key: field}", "inputs[1].key_field: required when key is field"},
+		{"key_field path", minimal + "  - {topic: b, key: field, key_field: '.x'}", `inputs[1].key_field: ".x" is not a dotted JSON path`},
+		{"key_field unused", minimal + "  - {topic: b, key_field: id}", "inputs[1].key_field: only used when key is field"},
+		{"delay syntax", minimal + "delay: soon", `delay: "soon" is not a duration`},
+		{"delay negative", minimal + "delay: -1s", "delay: -1s must be positive"},
+		{"late", minimal + "late: ignore", `late: "ignore" is not one of emit, dead-letter, drop`},
+		{"late dead-letter", minimal + "late: dead-letter", "dead_letter: required when late is dead-letter"},
+		{"until", minimal + "until: forever", `until: "forever" is not one of live, end-offsets`},
+		{"no sinks", "brokers: [h:1]\ninputs: [{topic: a}]", "sinks: at least one sink is required"},
+		{"sink type", withSink("type: foo"), `sinks[1].type: "foo" is not one of jsonl, kafka, postgres, bulk`},
+		{"sink type missing", "brokers: [h:1]\ninputs: [{topic: a}]\nsinks: [{path: x}]", "sinks[0].type: required: one of jsonl, kafka, postgres, bulk"},
+		{"sink buffer", "brokers: [h:1]\ninputs: [{topic: a}]\nsinks: [{type: jsonl, buffer_size: lots}]", `sinks[0].buffer_size: "lots": unknown unit`},
+		{"sink sync stdout", "brokers: [h:1]\ninputs: [{topic: a}]\nsinks: [{type: jsonl, sync: true}]", "sinks[0].sync: only for a file path, not stdout"},
+		{"field of another sink type", withSink("{type: jsonl, path: x, url: 'http://h'}"), "sinks[1].url: not a field of a jsonl sink (its fields: path, sync, buffer_size)"},
+		{"bulk url", withSink("{type: bulk, index: i}"), "sinks[1].url: required for a bulk sink"},
+		{"bulk url scheme", withSink("{type: bulk, index: i, url: 'ftp://h'}"), `sinks[1].url: "ftp://h" is not an http(s) URL`},
+		{"bulk index", withSink("{type: bulk, url: 'http://h:9200'}"), "sinks[1].index: required for a bulk sink"},
+		{"bulk path", withSink("{type: bulk, url: 'http://h', index: i, path: x}"), "sinks[1].path: not a field of a bulk sink"},
+		{"bulk max_docs", withSink("{type: bulk, url: 'http://h', index: i, max_docs: -1}"), "sinks[1].max_docs: -1 is negative"},
+		{"bulk max_bytes", withSink("{type: bulk, url: 'http://h', index: i, max_bytes: huge}"), "sinks[1].max_bytes:"},
+		{"bulk linger", withSink("{type: bulk, url: 'http://h', index: i, linger: 1 minute}"), `sinks[1].linger: "1 minute" is not a duration`},
+		{"bulk doc_id", withSink("{type: bulk, url: 'http://h', index: i, doc_id: uuid}"), `sinks[1].doc_id: "uuid" is not one of key, offset`},
+		{"bulk versioning", withSink("{type: bulk, url: 'http://h', index: i, versioning: wall}"), `sinks[1].versioning: "wall" is not one of event_time, offset, none`},
+		{"bulk auth_env", withSink("{type: bulk, url: 'http://h', index: i, auth_env: 'Basic abc='}"), "sinks[1].auth_env: must be the NAME of an environment variable"},
+		{"dead letter type", minimal + "dead_letter: {type: nope}", `dead_letter.type: "nope" is not one of`},
+		{"state memory", minimal + "state: {memory: 12 parsecs}", `state.memory: "12 parsecs": unknown unit`},
+		{"state memory zero", minimal + "state: {memory: 0MiB}", "state.memory: 0MiB must be positive"},
+		{"checkpoint zero", minimal + "checkpoint_interval: 0s", "checkpoint_interval: 0s must be positive"},
+		{"batch size", minimal + "batch_size: -5", "batch_size: -5 is negative"},
+		{"batch size type", minimal + "batch_size: many", "batch_size: cannot unmarshal"},
+		{"unknown key", minimal + "delai: 2s", `delai: unknown field (line 7)`},
+		{"unknown nested key", minimal + "  - {topic: b, tiem: none}", "inputs[1].tiem: unknown field"},
+		{"not yaml", "brokers: [", "did not find expected"},
+		{"two documents", minimal + "---\n" + minimal, "a job file holds one YAML document"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := problems(t, tc.doc)
+			for _, p := range got {
+				if strings.Contains(p, tc.want) {
+					return
+				}
+			}
+			t.Fatalf("want a problem containing %q, got %q", tc.want, got)
+		})
+	}
+}
+
+// rest is minimal without its top-level key k.
+func rest(k string) string {
+	var out []string
+	skip := false
+	for _, l := range strings.Split(minimal, "\n") {
+		if !strings.HasPrefix(l, " ") {
+			skip = strings.HasPrefix(l, k+":")
+		}
+		if !skip {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestEveryProblemAtOnce(t *testing.T) {
+	doc := `
+brokers: [nohost]
+start: middle
+inputs:
+  - {topic: a, time: field}
+  - {topic: a, key: field}
+late: ignore
+sinks: [{type: foo}]
+batch_size: -1
+`
+	got := problems(t, doc)
+	want := []string{"brokers[0]", "start", "inputs[0].time_field", "inputs[1].topic", "inputs[1].key_field", "late", "sinks[0].type", "batch_size"}
+	if len(got) != len(want) {
+		t.Fatalf("got %d problems, want %d: %q", len(got), len(want), got)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w+": ") {
+			t.Errorf("problem %d = %q, want it about %s", i, got[i], w)
+		}
+	}
+}
+
+func TestNotYetSupportedSinks(t *testing.T) {
+	for typ, kind := range sinkKinds {
+		got := problems(t, withSink("type: "+typ))
+		if kind == nil && !strings.Contains(strings.Join(got, "\n"), "sinks[1].type: the "+typ+" sink is not yet supported") {
+			t.Errorf("%s: got %q", typ, got)
+		}
+	}
+}
+
+var yamlBlock = regexp.MustCompile("(?s)```yaml\n(.*?)```")
+
+func TestDocExampleIsValid(t *testing.T) {
+	md, err := os.ReadFile("../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := yamlBlock.FindSubmatch(md)
+	if m == nil {
+		t.Fatal("docs/config.md has no ```yaml block")
+	}
+	doc := string(m[1])
+	for _, field := range []string{"brokers", "group", "client_id", "start", "isolation", "tls", "sasl", "inputs", "delay", "late", "until", "sinks", "dead_letter", "checkpoint_interval", "batch_size"} {
+		if !regexp.MustCompile(`(?m)^` + field + `:`).MatchString(doc) {
+			t.Errorf("the example does not show %s", field)
+		}
+	}
+	if p := problems(t, doc); len(p) != 0 {
+		t.Fatalf("the example in docs/config.md has problems:\n%s", strings.Join(p, "\n"))
+	}
+}
+
+func TestBuildReadsPasswordFromEnvironment(t *testing.T) {
+	j, err := Parse([]byte(minimal + "sasl: {mechanism: PLAIN, user: u, password_env: SIGNALBOX_TEST_PW}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SIGNALBOX_TEST_PW", "")
+	_, err = j.Build(nil)
+	if err == nil || !strings.Contains(err.Error(), "sasl.password_env: environment variable SIGNALBOX_TEST_PW is unset or empty") {
+		t.Fatalf("Build without the variable: %v", err)
+	}
+	t.Setenv("SIGNALBOX_TEST_PW", "s3cret-value")
+	p, err := j.Build(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Kafka.SASL.Password != "s3cret-value" || p.Kafka.SASL.User != "u" || p.Kafka.SASL.Mechanism != "PLAIN" {
+		t.Fatalf("SASL = %+v", p.Kafka.SASL)
+	}
+}
+
+func TestBuildBulkReadsAuthFromEnvironment(t *testing.T) {
+	j, err := Parse([]byte(withSink("{type: bulk, url: 'http://h:9200', index: i, auth_env: SIGNALBOX_TEST_AUTH, linger: 1s, doc_id: offset, versioning: none}")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SIGNALBOX_TEST_AUTH", "")
+	if _, err := j.Build(nil); err == nil || !strings.Contains(err.Error(), "sinks[1]: auth_env: environment variable SIGNALBOX_TEST_AUTH is unset or empty") {
+		t.Fatalf("Build without the variable: %v", err)
+	}
+	t.Setenv("SIGNALBOX_TEST_AUTH", "Basic c2VjcmV0")
+	if _, err := j.Build(nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBuild(t *testing.T) {
+	j, err := Parse([]byte(`
+brokers: [h:1, h:2]
+group: g
+inputs: [{topic: a}, {topic: b, time: none}]
+sinks: [{type: jsonl, path: out.jsonl}, {type: jsonl}]
+delay: 2s
+until: end-offsets
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := j.Build(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(p.Kafka.Topics, ",") != "a,b" || p.Kafka.Group != "g" || len(p.Kafka.Brokers) != 2 {
+		t.Fatalf("kafka config = %+v", p.Kafka)
+	}
+	if !p.WritesStdout {
+		t.Fatal("a jsonl sink without path writes to stdout")
+	}
+	if _, err := p.Pipeline(); err != nil {
+		t.Fatalf("Pipeline: %v", err)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{
+		"4096": 4096, "64k": 64 << 10, "256MiB": 256 << 20, "1GB": 1e9, "1.5 gib": 3 << 29, "2TB": 2e12, "10b": 10,
+	} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "MiB", "1.2.3k", "5 parsecs", "-1k", "1e30TB"} {
+		if got, err := ParseSize(in); err == nil {
+			t.Errorf("ParseSize(%q) = %d, want an error", in, got)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(minimal))
+	f.Add([]byte("brokers: [\n"))
+	f.Add([]byte(minimal + "state: {memory: 1.5GiB}\ninputs: &a [*a]"))
+	f.Add([]byte("sinks: [{type: jsonl, buffer_size: 1e400k}]\ndead_letter: {type: kafka}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		j, err := Parse(data)
+		if j == nil {
+			if err == nil {
+				t.Fatal("nil job without an error")
+			}
+			return
+		}
+		if err == nil && j.Validate() == nil {
+			if _, err := j.Build(nil); err != nil {
+				var es Errors
+				if !errors.As(err, &es) {
+					t.Fatalf("Build of a valid job: %v", err)
+				}
+			}
+		}
+	})
+}

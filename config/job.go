@@ -1,0 +1,268 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Job is one signalbox job file. Every field is documented, with its
+// default, in docs/config.md.
+type Job struct {
+	Brokers            []string `yaml:"brokers"`
+	Group              string   `yaml:"group"`
+	ClientID           string   `yaml:"client_id"`
+	Start              string   `yaml:"start"`
+	Isolation          string   `yaml:"isolation"`
+	TLS                TLS      `yaml:"tls"`
+	SASL               SASL     `yaml:"sasl"`
+	Inputs             []Input  `yaml:"inputs"`
+	Delay              string   `yaml:"delay"`
+	Late               string   `yaml:"late"`
+	Until              string   `yaml:"until"`
+	Sinks              []Sink   `yaml:"sinks"`
+	DeadLetter         *Sink    `yaml:"dead_letter"`
+	State              State    `yaml:"state"`
+	CheckpointInterval string   `yaml:"checkpoint_interval"`
+	BatchSize          int      `yaml:"batch_size"`
+
+	lines map[string]int // YAML path → line, filled by Parse
+}
+
+// TLS is the `tls` section.
+type TLS struct {
+	Enabled            bool   `yaml:"enabled"`
+	CAFile             string `yaml:"ca_file"`
+	CertFile           string `yaml:"cert_file"`
+	KeyFile            string `yaml:"key_file"`
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`
+}
+
+// SASL is the `sasl` section. PasswordEnv is the NAME of the environment
+// variable that holds the password.
+type SASL struct {
+	Mechanism   string `yaml:"mechanism"`
+	User        string `yaml:"user"`
+	PasswordEnv string `yaml:"password_env"`
+}
+
+// Input is one entry of `inputs`.
+type Input struct {
+	Topic      string `yaml:"topic"`
+	Time       string `yaml:"time"`
+	TimeField  string `yaml:"time_field"`
+	TimeFormat string `yaml:"time_format"`
+	Key        string `yaml:"key"`
+	KeyField   string `yaml:"key_field"`
+}
+
+// Sink is one entry of `sinks`, or `dead_letter`. Type selects the sink;
+// the other fields belong to one type each (see docs/config.md).
+type Sink struct {
+	Type string `yaml:"type"`
+	// jsonl
+	Path       string `yaml:"path"`
+	Sync       bool   `yaml:"sync"`
+	BufferSize string `yaml:"buffer_size"`
+	// bulk
+	URL        string `yaml:"url"`
+	Index      string `yaml:"index"`
+	AuthEnv    string `yaml:"auth_env"`
+	MaxDocs    int    `yaml:"max_docs"`
+	MaxBytes   string `yaml:"max_bytes"`
+	Linger     string `yaml:"linger"`
+	DocID      string `yaml:"doc_id"`
+	Versioning string `yaml:"versioning"`
+}
+
+// State is the `state` section: where and within what memory budget parked
+// records are kept.
+type State struct {
+	Dir    string `yaml:"dir"`
+	Memory string `yaml:"memory"`
+}
+
+// FieldError is one problem with one field of a job file.
+type FieldError struct {
+	Path string // YAML path, e.g. "inputs[2].time_field"; "" for the document
+	Line int    // 1-based line in the file; 0 when unknown
+	Msg  string
+}
+
+func (e *FieldError) Error() string {
+	var b strings.Builder
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, " (line %d)", e.Line)
+	}
+	return b.String()
+}
+
+// Errors is every problem found in a job file. Its Error has one problem per
+// line.
+type Errors []*FieldError
+
+func (es Errors) Error() string {
+	s := make([]string, len(es))
+	for i, e := range es {
+		s[i] = e.Error()
+	}
+	return strings.Join(s, "\n")
+}
+
+// Unwrap lets errors.As find each FieldError.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+// err returns es as an error, nil when empty.
+func (es Errors) err() error {
+	if len(es) == 0 {
+		return nil
+	}
+	return es
+}
+
+// Load reads and parses the job file at path. See Parse.
+func Load(path string) (*Job, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data)
+}
+
+// Parse decodes a job file. Unknown keys and values of the wrong type come
+// back as Errors, together with the job decoded from everything else, so
+// that Validate can report the rest; a job is nil only when the document is
+// not YAML at all (or holds more than one document).
+func Parse(data []byte) (*Job, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, Errors{{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
+	}
+	j := &Job{lines: map[string]int{}}
+	keys := indexLines(&root, j.lines)
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	err := dec.Decode(j)
+	if errors.Is(err, io.EOF) {
+		err = nil // an empty file: every field takes its default
+	}
+	var te *yaml.TypeError
+	switch {
+	case err == nil:
+	case errors.As(err, &te):
+		es := make(Errors, 0, len(te.Errors))
+		for _, msg := range te.Errors {
+			es = append(es, decodeError(msg, keys))
+		}
+		return j, es
+	default:
+		return nil, Errors{{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
+	}
+	var extra yaml.Node
+	if dec.Decode(&extra) == nil {
+		return nil, Errors{{Line: extra.Line, Msg: "a job file holds one YAML document"}}
+	}
+	return j, nil
+}
+
+var (
+	unknownRE = regexp.MustCompile(`^line (\d+): field (.+) not found in type`)
+	lineRE    = regexp.MustCompile(`^line (\d+): (.*)$`)
+)
+
+// decodeError turns one yaml.v3 decode message into a FieldError with the
+// YAML path of the key it is about.
+func decodeError(msg string, keys map[keyAt]string) *FieldError {
+	if m := unknownRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		path := keys[keyAt{line, m[2]}]
+		if path == "" {
+			path = m[2]
+		}
+		return &FieldError{Path: path, Line: line, Msg: "unknown field"}
+	}
+	if m := lineRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		path := ""
+		for k, p := range keys { // the key whose value is on that line
+			if k.line == line && (path == "" || len(p) < len(path)) {
+				path = p
+			}
+		}
+		return &FieldError{Path: path, Line: line, Msg: m[2]}
+	}
+	return &FieldError{Msg: msg}
+}
+
+type keyAt struct {
+	line int
+	key  string
+}
+
+// indexLines records the line of every path in lines and returns, for each
+// mapping key, its path by (line, key).
+func indexLines(root *yaml.Node, lines map[string]int) map[keyAt]string {
+	keys := map[keyAt]string{}
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				walk(c, path)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i]
+				p := k.Value
+				if path != "" {
+					p = path + "." + k.Value
+				}
+				lines[p] = k.Line
+				keys[keyAt{k.Line, k.Value}] = p
+				walk(n.Content[i+1], p)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				p := fmt.Sprintf("%s[%d]", path, i)
+				lines[p] = c.Line
+				walk(c, p)
+			}
+		}
+	}
+	walk(root, "")
+	return keys
+}
+
+// LoadChecked is Load followed by Validate: it returns the job together with
+// every problem of both, as one Errors, or a file-system error.
+func LoadChecked(path string) (*Job, error) {
+	j, err := Load(path)
+	var es Errors
+	if err != nil && !errors.As(err, &es) {
+		return nil, err
+	}
+	if j != nil {
+		if verr := j.Validate(); verr != nil {
+			es = append(es, verr.(Errors)...)
+		}
+	}
+	return j, es.err()
+}

@@ -1,0 +1,88 @@
+package signalbox
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/signalbox/signalbox/record"
+)
+
+func TestDecodeTimeSources(t *testing.T) {
+	ts := time.UnixMilli(1_700_000_000_123)
+	cases := []struct {
+		in      Input
+		rec     record.Record
+		want    int64
+		wantKey string
+		wantErr bool
+	}{
+		{in: Input{Topic: "t"}, rec: record.Record{Key: []byte("k"), Timestamp: ts}, want: ts.UnixMilli(), wantKey: "k"},
+		{in: Input{Topic: "t"}, rec: record.Record{}, wantErr: true},
+		{in: Input{Topic: "t", Time: TimeFromField, TimeField: "m.ts"}, rec: record.Record{Value: []byte(`{"m":{"ts":1500}}`)}, want: 1500},
+		{in: Input{Topic: "t", Time: TimeFromField, TimeField: "ts", TimeFormat: FormatUnixS}, rec: record.Record{Value: []byte(`{"ts":1.5}`)}, want: 1500},
+		{in: Input{Topic: "t", Time: TimeFromField, TimeField: "ts"}, rec: record.Record{Value: []byte(`{"ts":"2026-11-30T05:13:24.5Z"}`)}, want: time.Date(2026, 11, 30, 5, 13, 24, 5e8, time.UTC).UnixMilli()},
+		{in: Input{Topic: "t", Time: TimeFromField, TimeField: "ts"}, rec: record.Record{Value: []byte(`{"ts":"1500"}`)}, want: 1500},
+		{in: Input{Topic: "t", Time: TimeFromField, TimeField: "ts"}, rec: record.Record{Value: []byte(`{"ts":"yesterday"}`)}, wantErr: true},
+		{in: Input{Topic: "t", Time: TimeFromField, TimeField: "ts"}, rec: record.Record{Value: []byte(`not json`)}, wantErr: true},
+		{in: Input{Topic: "t", Time: TimeFromField, TimeField: "ts"}, rec: record.Record{Value: []byte(`{"other":1}`)}, wantErr: true},
+		{in: Input{Topic: "t", Time: TimeFromField, TimeField: "ts"}, rec: record.Record{Value: []byte(`{"ts":true}`)}, wantErr: true},
+		{in: Input{Topic: "t", Time: TimeFromHeader, TimeField: "et", TimeFormat: FormatUnixUs}, rec: record.Record{Headers: []record.Header{{Key: "et", Value: []byte("2000000")}}}, want: 2000},
+		{in: Input{Topic: "t", Time: TimeFromHeader, TimeField: "et"}, rec: record.Record{}, wantErr: true},
+		{in: Input{Topic: "t", Key: KeyFromField, KeyField: "id", Time: TimeNone}, rec: record.Record{Value: []byte(`{"id":"a\u00e9"}`)}, wantKey: "aé"},
+		{in: Input{Topic: "t", Key: KeyFromField, KeyField: "id", Time: TimeNone}, rec: record.Record{Value: []byte(`{"id":42}`)}, wantKey: "42"},
+		{in: Input{Topic: "t", Key: KeyFromField, KeyField: "id", Time: TimeNone}, rec: record.Record{Value: []byte(`{}`)}, wantErr: true},
+	}
+	for i, c := range cases {
+		d, err := compileInput(c.in)
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		r := c.rec
+		err = d.decode(&r)
+		if (err != nil) != c.wantErr {
+			t.Errorf("case %d: err = %v, want error %v", i, err, c.wantErr)
+			continue
+		}
+		if err == nil && (r.EventTime != c.want || r.OrderKey != c.wantKey) {
+			t.Errorf("case %d: got (%d, %q), want (%d, %q)", i, r.EventTime, r.OrderKey, c.want, c.wantKey)
+		}
+	}
+}
+
+// FuzzDecode feeds arbitrary payloads to the JSONL decoding path: it must
+// never panic, and whenever encoding/json reads "ts" as an integer and "id"
+// as a string, the decoder must agree.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{`{"ts":1,"id":"a"}`, `{"id":"x","ts":"2026-01-01T00:00:00Z"}`, `{"ts":-5,"id":"\"q\""}`, `[1,2]`, `{"ts":1e3,"id":"b"}`, `{`, ``} {
+		f.Add([]byte(s))
+	}
+	d, err := compileInput(Input{Topic: "t", Time: TimeFromField, TimeField: "ts", Key: KeyFromField, KeyField: "id"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, value []byte) {
+		r := record.Record{Value: value}
+		derr := d.decode(&r)
+		var doc struct {
+			TS *json.Number `json:"ts"`
+			ID *string      `json:"id"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(value))
+		dec.UseNumber()
+		if dec.Decode(&doc) != nil || dec.More() || doc.TS == nil || doc.ID == nil || bytes.Count(value, []byte(`"ts"`)) != 1 || bytes.Count(value, []byte(`"id"`)) != 1 {
+			return
+		}
+		n, err := doc.TS.Int64()
+		if err != nil || bytes.ContainsAny(value, "\\") {
+			return
+		}
+		if derr != nil {
+			t.Fatalf("decode(%q) = %v; encoding/json reads ts=%d id=%q", value, derr, n, *doc.ID)
+		}
+		if r.EventTime != n || r.OrderKey != *doc.ID {
+			t.Fatalf("decode(%q) = (%d, %q); encoding/json reads (%d, %q)", value, r.EventTime, r.OrderKey, n, *doc.ID)
+		}
+	})
+}

@@ -1,0 +1,129 @@
+package progress
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/catchup"
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/watermark"
+)
+
+func sample(done bool) signalbox.Stats {
+	return signalbox.Stats{
+		In: 10, Out: 7, Parked: 3, ReplayDone: done, Watermark: 1_700_000_000_000,
+		Progress: []catchup.Progress{
+			{Input: "orders", Partitions: 3, CaughtUp: 1, Total: 200, Remaining: 50, Fraction: 0.75, Rate: 2500, ETA: 20 * time.Millisecond},
+			{Input: "stock", Partitions: 2, CaughtUp: 2, Total: 10, Fraction: 1, ETA: -1},
+		},
+		Holders:    []watermark.Hold{{ID: watermark.ID{Input: "orders", Partition: 2}, State: "replaying", Behind: 50, MaxEventTime: watermark.MinTime, Contribution: watermark.MinTime}},
+		Partitions: []catchup.Status{{ID: catchup.ID{Input: "stock", Partition: 1}, Phase: catchup.CaughtUp}, {ID: catchup.ID{Input: "orders", Partition: 2}, Phase: catchup.Replaying, Behind: 50}},
+		Late:       map[record.TopicPartition]signalbox.LateCounter{{Topic: "orders", Partition: 0}: {Count: 2, Emitted: 2, MaxLateBy: 1500}},
+	}
+}
+
+// stepper returns a stats func that reports frames[i] on the i-th call and
+// the last frame afterwards.
+func stepper(frames ...signalbox.Stats) (func() signalbox.Stats, *int) {
+	n := 0
+	return func() signalbox.Stats {
+		n++
+		return frames[min(n, len(frames))-1]
+	}, &n
+}
+
+func TestTerminalRedraws(t *testing.T) {
+	defer func(d time.Duration) { RedrawEvery = d }(RedrawEvery)
+	RedrawEvery = time.Millisecond
+	stats, calls := stepper(sample(false), sample(true))
+	var buf bytes.Buffer
+	Run(context.Background(), stats, &buf, true, zap.NewNop())
+	out := buf.String()
+	if *calls != 2 {
+		t.Fatalf("stats called %d times, want 2 (stop once the replay is done)", *calls)
+	}
+	for _, want := range []string{"orders", "stock", " 75.0%", "1/3 partitions", "2.5k/s", "100.0%", "\x1b[3A", "watermark 2023-11-14T22:13:20.000Z"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("display lacks %q:\n%q", want, out)
+		}
+	}
+}
+
+func TestLogLinesWhenNotATerminal(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	var buf bytes.Buffer
+	stats, _ := stepper(sample(true))
+	Run(context.Background(), stats, &buf, false, zap.New(core))
+	if buf.Len() != 0 {
+		t.Fatalf("wrote %q to a non-terminal", buf.String())
+	}
+	if n := logs.FilterMessage("replay progress").Len(); n != 2 {
+		t.Errorf("%d progress lines, want one per input", n)
+	}
+	if logs.FilterMessage("replay done").Len() != 1 {
+		t.Errorf("no final line: %v", logs.All())
+	}
+}
+
+func TestRunStopsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	stats, calls := stepper(sample(false))
+	Run(ctx, stats, &bytes.Buffer{}, true, zap.NewNop())
+	if *calls != 1 {
+		t.Fatalf("stats called %d times", *calls)
+	}
+}
+
+func TestStatus(t *testing.T) {
+	st := FromStats(sample(false))
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Status
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Holders[0].Topic != "orders" || back.Holders[0].MaxEventTime != "-inf" || back.Partitions[0].Topic != "orders" ||
+		back.Late[0].MaxLateByMs != 1500 || back.Progress[0].Percent != 75 || back.Progress[1].ETASeconds != -1 {
+		t.Fatalf("status round trip: %s", b)
+	}
+	if FromStats(signalbox.Stats{Watermark: watermark.MinTime}).WatermarkMs != nil {
+		t.Error("−∞ must be null in watermark_ms")
+	}
+	var text bytes.Buffer
+	if err := back.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"watermark  2023-11-14T22:13:20.000Z", "held by", "orders/2", "replaying, 50 behind", "stock/1", "caught-up", "1.5s"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
+func TestNothingShownBeforeAssignment(t *testing.T) {
+	defer func(r, l time.Duration) { RedrawEvery, LogEvery = r, l }(RedrawEvery, LogEvery)
+	RedrawEvery, LogEvery = time.Millisecond, time.Hour
+	var buf bytes.Buffer
+	stats, _ := stepper(signalbox.Stats{}, sample(true))
+	Run(context.Background(), stats, &buf, true, zap.NewNop())
+	if strings.Contains(buf.String(), "1970") || strings.Count(buf.String(), "watermark") != 1 {
+		t.Fatalf("display of an unstarted pipeline:\n%q", buf.String())
+	}
+	core, logs := observer.New(zap.InfoLevel)
+	stats, _ = stepper(signalbox.Stats{}, sample(false), sample(false), sample(true))
+	Run(context.Background(), stats, &buf, false, zap.New(core))
+	if n, m := logs.FilterMessage("replaying").Len(), logs.FilterMessage("replay done").Len(); n != 1 || m != 1 {
+		t.Fatalf("%d replaying and %d done lines, want 1 and 1 (the first at once, then not before LogEvery)", n, m)
+	}
+}

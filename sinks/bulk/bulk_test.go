@@ -1,0 +1,227 @@
+package bulk_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/sinks/bulk"
+	"github.com/signalbox/signalbox/sinks/retry"
+	"github.com/signalbox/signalbox/sinks/sinktest"
+)
+
+var ctx = context.Background()
+
+var fastRetry = retry.Policy{Initial: time.Millisecond, Max: 2 * time.Millisecond, MaxElapsed: -1}
+
+func TestConformance(t *testing.T) {
+	sinktest.Run(t, func(t *testing.T) sinktest.Target {
+		es, srv := newFakeES(t, 1)
+		return sinktest.Target{
+			Sink: bulk.New(bulk.Config{URL: srv.URL, Index: "out", DocID: bulk.OffsetID, MaxDocs: 16,
+				Retry: retry.Policy{Initial: time.Millisecond, Max: 2 * time.Millisecond, MaxElapsed: 30 * time.Millisecond}}),
+			Read:       func(t *testing.T) [][]byte { return es.values() },
+			TotalOrder: true,
+			Fail: func(t *testing.T, retryable bool) (func(), bool) {
+				mode := 2
+				if retryable {
+					mode = 1
+				}
+				es.set(func(f *fakeES) { f.outage = mode })
+				return func() { es.set(func(f *fakeES) { f.outage = 0 }) }, true
+			},
+		}
+	})
+}
+
+type payload struct {
+	Seq    int    `json:"seq"`
+	Key    string `json:"key"`
+	Poison bool   `json:"poison,omitempty"`
+}
+
+// TestNewestVersionWins drives the sink through per-item 429/503 failures,
+// whole-request 429 bursts and permanent rejections, and checks that the
+// index ends with the newest accepted version of every document and that
+// exactly the poisoned documents were reported.
+func TestNewestVersionWins(t *testing.T) {
+	for _, v := range []struct {
+		name string
+		v    bulk.Versioning
+	}{{"external", bulk.EventTimeVersion}, {"none", bulk.NoVersion}} {
+		for seed := uint64(0); seed <= 3; seed++ {
+			failRate := 0.3
+			if seed == 0 {
+				failRate = 0 // no transient item failures: every poisoned doc is reported
+			}
+			t.Run(fmt.Sprintf("%s/seed%d", v.name, seed), func(t *testing.T) {
+				es, srv := newFakeES(t, seed)
+				es.set(func(f *fakeES) { f.itemFailRate, f.burstEvery, f.burstLen, f.poison = failRate, 5, 2, true })
+				var rejected []int
+				s := bulk.New(bulk.Config{URL: srv.URL, Index: "inv", MaxDocs: 40, Linger: -1, Retry: fastRetry,
+					Versioning: v.v,
+					OnItemError: func(e *bulk.ItemError) {
+						var p payload
+						_ = json.Unmarshal(e.Record.Value, &p)
+						rejected = append(rejected, p.Seq)
+					}})
+				if err := s.Open(ctx); err != nil {
+					t.Fatal(err)
+				}
+				const n, keys = 3000, 25
+				newest := map[string]int{}
+				var poisoned []int
+				var batch []record.Record
+				for seq := 0; seq < n; seq++ {
+					p := payload{Seq: seq, Key: fmt.Sprint("sku-", seq*7%keys), Poison: seq%97 == 5}
+					b, _ := json.Marshal(p)
+					batch = append(batch, record.Record{Topic: "in", Offset: int64(seq), Key: []byte(p.Key), OrderKey: p.Key,
+						EventTime: 1_800_000_000_000 + int64(seq/3), Value: b}) // seq/3: same-ms ties
+					if p.Poison {
+						poisoned = append(poisoned, seq)
+					} else {
+						newest[p.Key] = seq
+					}
+					if len(batch) == 37 {
+						if err := s.Write(ctx, batch); err != nil {
+							t.Fatal(err)
+						}
+						batch = nil
+					}
+				}
+				if err := s.Write(ctx, batch); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				es.mu.Lock()
+				defer es.mu.Unlock()
+				if len(es.docs) != len(newest) {
+					t.Fatalf("index holds %d docs, want %d", len(es.docs), len(newest))
+				}
+				for key, want := range newest {
+					var env struct{ Value payload }
+					if err := json.Unmarshal(es.docs[key].body, &env); err != nil {
+						t.Fatal(err)
+					}
+					if env.Value.Seq != want {
+						t.Errorf("doc %s holds seq %d, want newest %d", key, env.Value.Seq, want)
+					}
+				}
+				// A poisoned doc that failed transiently and was superseded by a
+				// newer version of the same _id in the same request is dropped
+				// (invariant 3b), not reported; everything reported is poisoned.
+				isPoisoned := map[int]bool{}
+				for _, p := range poisoned {
+					isPoisoned[p] = true
+				}
+				for _, r := range rejected {
+					if !isPoisoned[r] {
+						t.Fatalf("reported seq %d, which is not poisoned", r)
+					}
+				}
+				if failRate == 0 && fmt.Sprint(rejected) != fmt.Sprint(poisoned) {
+					t.Fatalf("reported %v, want %v", rejected, poisoned)
+				}
+				t.Logf("%d requests for %d documents", es.requests, n)
+			})
+		}
+	}
+}
+
+func TestBatchClosesOnCountAndBytes(t *testing.T) {
+	es, srv := newFakeES(t, 1)
+	s := bulk.New(bulk.Config{URL: srv.URL, Index: "i", MaxDocs: 10, Linger: -1, DocID: bulk.OffsetID})
+	_ = s.Open(ctx)
+	if err := s.Write(ctx, sinktest.Records(0, 35, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(es.values()); got != 30 {
+		t.Fatalf("after Write of 35 with MaxDocs 10: %d indexed, want 30 (3 full requests)", got)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if es.requests != 4 || len(es.values()) != 35 {
+		t.Fatalf("%v, want 4 requests", es)
+	}
+
+	es2, srv2 := newFakeES(t, 1)
+	s2 := bulk.New(bulk.Config{URL: srv2.URL, Index: "i", MaxBytes: 1000, Linger: -1, DocID: bulk.OffsetID})
+	_ = s2.Open(ctx)
+	_ = s2.Write(ctx, sinktest.Records(0, 20, 3)) // ~190 bytes each
+	_ = s2.Flush(ctx)
+	if es2.requests < 4 || len(es2.values()) != 20 {
+		t.Fatalf("MaxBytes 1000: %v, want ≥4 requests", es2)
+	}
+}
+
+func TestLingerSendsWithoutFlush(t *testing.T) {
+	es, srv := newFakeES(t, 1)
+	s := bulk.New(bulk.Config{URL: srv.URL, Index: "i", Linger: 10 * time.Millisecond})
+	_ = s.Open(ctx)
+	defer s.Close()
+	if err := s.Write(ctx, sinktest.Records(0, 3, 3)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second) // generous: only a liveness bound
+	for len(es.values()) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("linger never sent the batch: %v", es)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestPermanentItemFailureWithoutHookIsFatal(t *testing.T) {
+	es, srv := newFakeES(t, 1)
+	es.set(func(f *fakeES) { f.poison = true })
+	s := bulk.New(bulk.Config{URL: srv.URL, Index: "i", Retry: fastRetry})
+	_ = s.Open(ctx)
+	recs := sinktest.Records(0, 3, 3)
+	recs[1].Value = []byte(`{"seq":1,"poison":true}`)
+	_ = s.Write(ctx, recs)
+	err := s.Flush(ctx)
+	var ie *bulk.ItemError
+	if !errors.As(err, &ie) || ie.Status != 400 || ie.Record.Offset != 1 || retry.IsRetryable(err) {
+		t.Fatalf("Flush: %v", err)
+	}
+	if err := s.Write(ctx, recs); err == nil {
+		t.Fatal("Write after a fatal error succeeded")
+	}
+}
+
+func TestThrottledWriteBlocksUntilAccepted(t *testing.T) {
+	es, srv := newFakeES(t, 1)
+	es.set(func(f *fakeES) { f.burstEvery, f.burstLen, f.burstOnce = 1, 25, true })
+	s := bulk.New(bulk.Config{URL: srv.URL, Index: "i", MaxDocs: 5, Linger: -1, Retry: fastRetry, DocID: bulk.OffsetID})
+	_ = s.Open(ctx)
+	// The second Write finds a full queue and must wait out the 429 burst.
+	for i := 0; i < 2; i++ {
+		if err := s.Write(ctx, sinktest.Records(i*5, 5, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(es.values()); n < 5 || es.requests < 26 {
+		t.Fatalf("Write returned before the throttled request went through: %v", es)
+	}
+	_ = s.Close()
+}
+
+func BenchmarkEnqueueAndSend(b *testing.B) {
+	_, srv := newFakeES(&testing.T{}, 1)
+	defer srv.Close()
+	s := bulk.New(bulk.Config{URL: srv.URL, Index: "i", Linger: -1})
+	_ = s.Open(ctx)
+	recs := sinktest.Records(0, 1000, 50)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = s.Write(ctx, recs)
+	}
+	_ = s.Close()
+}

@@ -1,0 +1,45 @@
+// Package bulk is the HTTP bulk sink for Elasticsearch and OpenSearch: it
+// indexes every record's envelope (see package envelope) as a document
+// through the `_bulk` NDJSON API.
+//
+// Lifecycle: New → Open → (Write | Flush)* → Close. Write, Flush and Close
+// come from one goroutine; a linger timer may send a batch in the background,
+// under the same lock, so a Write or Flush that arrives meanwhile waits.
+//
+// Batching: a request closes on whichever comes first of Config.MaxDocs
+// documents (default 1000), Config.MaxBytes of NDJSON (default 5 MiB), or
+// Config.Linger after its first document (default 200 ms).
+//
+// Invariants:
+//
+//  1. Backpressure: while a request is being retried (429, 5xx, transport
+//     errors, per-item 429/5xx), Write and Flush block, so the engine stops
+//     consuming and Kafka keeps the backlog. Memory is bounded by MaxDocs /
+//     MaxBytes plus one Write batch: a Write first drains a full queue and
+//     only then accepts its batch.
+//  2. A Write that returns an error did not accept its batch. A retryable
+//     error (retry budget spent) leaves every undelivered item queued; the
+//     next Write or Flush resends it.
+//  3. Newest wins. A retry never lets an older version of a document
+//     overwrite a newer one:
+//     a. with external versioning (default) every item carries
+//     version_type=external and a version that grows with event time, so
+//     the server rejects an older version with 409, which counts as done;
+//     b. independently, within a request, a failed item is dropped rather
+//     than retried when a later item for the same _id succeeded, and
+//     failed items are retried in their original order;
+//     c. requests are sequential: a batch is delivered (or fails) before the
+//     next one is sent.
+//  4. Per-item results are always inspected. 2xx is done; 409 under external
+//     versioning is done (superseded); 429 and 5xx are retried; any other
+//     status is permanent and goes to Config.OnItemError (the dead-letter
+//     hook) — or, without a hook, is a fatal error, so nothing is lost
+//     silently. A failed item superseded under 3b is done too: the newer
+//     version of its document is indexed.
+//  5. After a fatal error every call returns it.
+//  6. Flush returns nil only when every item written before it has a final
+//     per-item result (done or reported).
+//
+// Guarantee: at-least-once delivery of index operations; with deterministic
+// document ids and versions, re-delivery after a restart is idempotent.
+package bulk

@@ -1,0 +1,158 @@
+package bulk_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// fakeES is an in-memory index behind a `_bulk` endpoint: external
+// versions, partial item failures, whole-request 429 bursts and outages.
+type fakeES struct {
+	mu       sync.Mutex
+	rnd      *rand.Rand
+	docs     map[string]doc
+	applied  [][]byte // document bodies in the order they were applied
+	requests int
+
+	itemFailRate float64 // probability of a per-item 429/503
+	burstEvery   int     // every burstEvery-th request starts a burst of 429s
+	burstLen     int
+	burstOnce    bool // only one burst
+	burstLeft    int
+	outage       int  // while non-zero: 503 (1) or 400 (2) for every request
+	poison       bool // reject documents whose value has "poison":true with 400
+}
+
+type doc struct {
+	version   int64
+	versioned bool
+	body      json.RawMessage
+}
+
+func newFakeES(t *testing.T, seed uint64) (*fakeES, *httptest.Server) {
+	f := &fakeES{rnd: rand.New(rand.NewPCG(seed, 1)), docs: map[string]doc{}}
+	srv := httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(srv.Close)
+	return f, srv
+}
+
+func (f *fakeES) serve(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/_bulk" || r.Method != http.MethodPost {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests++
+	switch f.outage {
+	case 1:
+		http.Error(w, "unavailable", http.StatusServiceUnavailable)
+		return
+	case 2:
+		http.Error(w, "illegal_argument_exception", http.StatusBadRequest)
+		return
+	}
+	if f.burstLeft == 0 && f.burstEvery > 0 && f.requests%f.burstEvery == 0 {
+		f.burstLeft = f.burstLen
+		if f.burstOnce {
+			f.burstEvery = 0
+		}
+	}
+	if f.burstLeft > 0 {
+		f.burstLeft--
+		w.Header().Set("Retry-After", "0")
+		http.Error(w, "too many requests", http.StatusTooManyRequests)
+		return
+	}
+	sc := bufio.NewScanner(r.Body)
+	sc.Buffer(nil, 16<<20)
+	var items []map[string]any
+	anyErr := false
+	for sc.Scan() {
+		var action map[string]struct {
+			Index       string `json:"_index"`
+			ID          string `json:"_id"`
+			Version     *int64 `json:"version"`
+			VersionType string `json:"version_type"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &action); err != nil {
+			http.Error(w, "bad action line: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		a, ok := action["index"]
+		if !ok || !sc.Scan() {
+			http.Error(w, "expected index action and document", http.StatusBadRequest)
+			return
+		}
+		body := bytes.Clone(sc.Bytes())
+		status, errType := f.apply(a.ID, a.Version, a.VersionType, body)
+		res := map[string]any{"_index": a.Index, "_id": a.ID, "status": status}
+		if errType != "" {
+			anyErr = true
+			res["error"] = map[string]string{"type": errType, "reason": errType + " for " + a.ID}
+		}
+		items = append(items, map[string]any{"index": res})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"took": 1, "errors": anyErr, "items": items})
+}
+
+func (f *fakeES) apply(id string, version *int64, versionType string, body []byte) (int, string) {
+	if f.itemFailRate > 0 && f.rnd.Float64() < f.itemFailRate {
+		if f.rnd.IntN(2) == 0 {
+			return 429, "es_rejected_execution_exception"
+		}
+		return 503, "unavailable_shards_exception"
+	}
+	var env struct {
+		Value json.RawMessage `json:"value"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		return 400, "mapper_parsing_exception"
+	}
+	if f.poison && bytes.Contains(env.Value, []byte(`"poison":true`)) {
+		return 400, "mapper_parsing_exception"
+	}
+	cur, exists := f.docs[id]
+	d := doc{body: body}
+	if versionType == "external" && version != nil {
+		if exists && cur.versioned && cur.version >= *version {
+			return 409, "version_conflict_engine_exception"
+		}
+		d.version, d.versioned = *version, true
+	}
+	f.docs[id] = d
+	f.applied = append(f.applied, env.Value)
+	if exists {
+		return 200, ""
+	}
+	return 201, ""
+}
+
+func (f *fakeES) values() [][]byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([][]byte(nil), f.applied...)
+}
+
+func (f *fakeES) set(fn func(*fakeES)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+func (f *fakeES) String() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d docs, %d applied, %d requests", len(f.docs), len(f.applied), f.requests)
+	return b.String()
+}

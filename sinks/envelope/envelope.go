@@ -1,0 +1,223 @@
+package envelope
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/signalbox/signalbox/record"
+)
+
+// Append appends the JSON envelope of r to dst, without a trailing newline,
+// and returns the extended slice.
+func Append(dst []byte, r *record.Record) []byte {
+	dst = append(dst, `{"topic":`...)
+	dst = AppendString(dst, r.Topic)
+	dst = append(dst, `,"partition":`...)
+	dst = strconv.AppendInt(dst, int64(r.Partition), 10)
+	dst = append(dst, `,"offset":`...)
+	dst = strconv.AppendInt(dst, r.Offset, 10)
+	dst = append(dst, `,"key":`...)
+	if r.Key == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = AppendBytes(dst, r.Key)
+	}
+	if !r.Timeless {
+		dst = append(dst, `,"event_time":"`...)
+		dst = AppendTime(dst, r.EventTime)
+		dst = append(dst, `","event_time_ms":`...)
+		dst = strconv.AppendInt(dst, r.EventTime, 10)
+	}
+	dst = append(dst, `,"value":`...)
+	dst = AppendValue(dst, r.Value)
+	if r.Late {
+		dst = append(dst, `,"late":true,"late_by_ms":`...)
+		dst = strconv.AppendInt(dst, r.LateBy, 10)
+	} else {
+		dst = append(dst, `,"late":false`...)
+	}
+	if reason, ok := Reason(r); ok {
+		dst = append(dst, `,"reason":`...)
+		dst = AppendBytes(dst, reason)
+	}
+	return append(dst, '}')
+}
+
+// Reason returns the value of the record's record.ReasonHeader header, if it
+// has one (the last one wins).
+func Reason(r *record.Record) ([]byte, bool) {
+	for i := len(r.Headers) - 1; i >= 0; i-- {
+		if r.Headers[i].Key == record.ReasonHeader {
+			return r.Headers[i].Value, true
+		}
+	}
+	return nil, false
+}
+
+// IsJSON reports whether v is embedded verbatim (or compacted) by
+// AppendValue rather than encoded as a string: it is valid JSON and valid
+// UTF-8.
+func IsJSON(v []byte) bool {
+	// Cheap rejection first: json.Valid allocates its error on failure.
+	i := 0
+	for i < len(v) && (v[i] == ' ' || v[i] == '\t' || v[i] == '\n' || v[i] == '\r') {
+		i++
+	}
+	if i == len(v) || !startsJSON[v[i]] {
+		return false
+	}
+	return utf8.Valid(v) && json.Valid(v)
+}
+
+// startsJSON[b] is true for the bytes a JSON value can start with.
+var startsJSON = func() (t [256]bool) {
+	for _, b := range []byte(`{["-0123456789tfn`) {
+		t[b] = true
+	}
+	return t
+}()
+
+// AppendValue appends the envelope's value member for payload v: v itself
+// when it is valid JSON (compacted if it spans lines), else v as a JSON string.
+func AppendValue(dst []byte, v []byte) []byte {
+	if !IsJSON(v) {
+		return AppendBytes(dst, v)
+	}
+	if bytes.IndexByte(v, '\n') < 0 && bytes.IndexByte(v, '\r') < 0 {
+		return append(dst, v...)
+	}
+	var b bytes.Buffer
+	_ = json.Compact(&b, v) // cannot fail: v is valid JSON
+	return append(dst, b.Bytes()...)
+}
+
+// safe[b] is true for ASCII bytes copied into a JSON string unescaped.
+var safe = func() (t [utf8.RuneSelf]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\'
+	}
+	return t
+}()
+
+const hex = "0123456789abcdef"
+
+// AppendBytes appends b as a quoted JSON string (invariant 3).
+func AppendBytes(dst []byte, b []byte) []byte {
+	// Read-only view of b: AppendString never retains or mutates it.
+	return AppendString(dst, unsafe.String(unsafe.SliceData(b), len(b)))
+}
+
+// AppendString appends s as a quoted JSON string (invariant 3).
+func AppendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if safe[b] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case c == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			start = i + size
+		case c == '\u2028' || c == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xf])
+			start = i + size
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// AppendTime appends the millisecond timestamp ms as RFC 3339 in UTC with
+// exactly three fractional digits, e.g. 2026-11-30T05:13:24.123Z. Years
+// outside 0000–9999 are written with as many digits as they need.
+func AppendTime(dst []byte, ms int64) []byte {
+	days := floorDiv(ms, 86_400_000)
+	rem := ms - days*86_400_000 // in [0, 86_400_000)
+	y, m, d := civil(days)
+	if y < 0 {
+		dst = append(dst, '-')
+		y = -y
+	}
+	if y < 1000 {
+		dst = append(dst, "000"[:3-digits(y)+1]...)
+	}
+	dst = strconv.AppendInt(dst, y, 10)
+	dst = append(dst, '-', byte('0'+m/10), byte('0'+m%10), '-', byte('0'+d/10), byte('0'+d%10), 'T')
+	h := rem / 3_600_000
+	mi := rem / 60_000 % 60
+	s := rem / 1000 % 60
+	f := rem % 1000
+	return append(dst,
+		byte('0'+h/10), byte('0'+h%10), ':',
+		byte('0'+mi/10), byte('0'+mi%10), ':',
+		byte('0'+s/10), byte('0'+s%10), '.',
+		byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10), 'Z')
+}
+
+func digits(y int64) int {
+	switch {
+	case y < 10:
+		return 1
+	case y < 100:
+		return 2
+	default:
+		return 3
+	}
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// civil converts days since 1970-01-01 to a proleptic Gregorian date
+// (Howard Hinnant's civil_from_days).
+func civil(z int64) (y, m, d int64) {
+	z += 719468
+	era := floorDiv(z, 146097)
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	y = yoe + era*400
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	d = doy - (153*mp+2)/5 + 1
+	if mp < 10 {
+		m = mp + 3
+	} else {
+		m = mp - 9
+	}
+	if m <= 2 {
+		y++
+	}
+	return y, m, d
+}

@@ -1,0 +1,135 @@
+package envelope_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/sinks/envelope"
+)
+
+func TestAppendGolden(t *testing.T) {
+	ms := time.Date(2026, 11, 30, 5, 13, 24, 123e6, time.UTC).UnixMilli()
+	cases := []struct {
+		name string
+		rec  record.Record
+		want string
+	}{
+		{"json value", record.Record{Topic: "orders", Partition: 3, Offset: 42, Key: []byte("sku-1"), EventTime: ms, Value: []byte(`{"a": [1, 2]}`)},
+			`{"topic":"orders","partition":3,"offset":42,"key":"sku-1","event_time":"2026-11-30T05:13:24.123Z","event_time_ms":` + fmt.Sprint(ms) + `,"value":{"a": [1, 2]},"late":false}`},
+		{"no key, string value", record.Record{Topic: "t", Offset: 0, EventTime: 0, Value: []byte("not json")},
+			`{"topic":"t","partition":0,"offset":0,"key":null,"event_time":"1970-01-01T00:00:00.000Z","event_time_ms":0,"value":"not json","late":false}`},
+		{"late", record.Record{Topic: "t", Key: []byte{}, EventTime: 1, Value: []byte(`7`), Late: true, LateBy: 250},
+			`{"topic":"t","partition":0,"offset":0,"key":"","event_time":"1970-01-01T00:00:00.001Z","event_time_ms":1,"value":7,"late":true,"late_by_ms":250}`},
+		{"timeless with reason", record.Record{Topic: "ref", Timeless: true, Value: []byte("{bad"),
+			Headers: []record.Header{{Key: "x", Value: []byte("y")}, {Key: record.ReasonHeader, Value: []byte("malformed \"json\"")}}},
+			`{"topic":"ref","partition":0,"offset":0,"key":null,"value":"{bad","late":false,"reason":"malformed \"json\""}`},
+		{"multi-line json is compacted", record.Record{Topic: "t", Value: []byte("{\n  \"a\": 1\r\n}\n")},
+			`{"topic":"t","partition":0,"offset":0,"key":null,"event_time":"1970-01-01T00:00:00.000Z","event_time_ms":0,"value":{"a":1},"late":false}`},
+		{"escapes", record.Record{Topic: "t", Key: []byte("a\"b\\c\n\x01\xff\u2028é"), Value: nil},
+			`{"topic":"t","partition":0,"offset":0,"key":"a\"b\\c\n\u0001\ufffd\u2028é","event_time":"1970-01-01T00:00:00.000Z","event_time_ms":0,"value":"","late":false}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := string(envelope.Append(nil, &c.rec))
+			if got != c.want {
+				t.Fatalf("got  %s\nwant %s", got, c.want)
+			}
+			if !json.Valid([]byte(got)) {
+				t.Fatalf("invalid JSON: %s", got)
+			}
+		})
+	}
+}
+
+// TestAppendTimeMatchesTimeFormat checks the hand-written calendar arithmetic
+// against package time over random instants, including negative ones.
+func TestAppendTimeMatchesTimeFormat(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	edges := []int64{0, -1, 1, 86_399_999, 86_400_000, -86_400_000, -86_400_001,
+		951_782_400_000,         // 2000-02-29
+		253_402_300_799_999,     // 9999-12-31T23:59:59.999
+		-62_135_596_800_000,     // 0001-01-01
+		-62_135_596_800_000 + 5, // just after
+	}
+	for i := 0; i < 20000; i++ {
+		edges = append(edges, r.Int64N(253_402_300_800_000+62_135_596_800_000)-62_135_596_800_000)
+	}
+	for _, ms := range edges {
+		want := time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
+		if got := string(envelope.AppendTime(nil, ms)); got != want {
+			t.Fatalf("AppendTime(%d) = %s, want %s", ms, got, want)
+		}
+	}
+}
+
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 5000; i++ {
+		b := make([]byte, r.IntN(24))
+		for j := range b {
+			b[j] = byte(r.IntN(256))
+		}
+		if i%3 == 0 {
+			b = append(b, "\u2028x\u2029é"...)
+		}
+		got := envelope.AppendBytes(nil, b)
+		var s string
+		if err := json.Unmarshal(got, &s); err != nil {
+			t.Fatalf("%q: %v", got, err)
+		}
+		want, _ := json.Marshal(string(b)) // encoding/json replaces invalid UTF-8 the same way
+		var ws string
+		_ = json.Unmarshal(want, &ws)
+		if s != ws {
+			t.Fatalf("input %q: decoded %q, encoding/json gives %q", b, s, ws)
+		}
+	}
+}
+
+func TestAppendDoesNotAllocate(t *testing.T) {
+	rec := benchRecord()
+	buf := make([]byte, 0, 4096)
+	if n := testing.AllocsPerRun(100, func() { buf = envelope.Append(buf[:0], &rec) }); n != 0 {
+		t.Fatalf("Append allocates %.1f times per record", n)
+	}
+}
+
+func benchRecord() record.Record {
+	return record.Record{
+		Topic: "inventory", Partition: 7, Offset: 123456789, Key: []byte("sku-000042"),
+		EventTime: 1_795_000_000_123,
+		Value:     []byte(`{"sku":"sku-000042","event":"sold","qty":3,"store":"berlin-17","ts":"2026-11-19T01:46:40.123Z"}`),
+	}
+}
+
+func BenchmarkAppend(b *testing.B) {
+	rec := benchRecord()
+	buf := make([]byte, 0, 4096)
+	b.SetBytes(int64(len(envelope.Append(nil, &rec))))
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = envelope.Append(buf[:0], &rec)
+	}
+}
+
+func BenchmarkAppendStringValue(b *testing.B) {
+	rec := benchRecord()
+	rec.Value = []byte(`sku-000042;sold;3;berlin-17;2026-11-19T01:46:40.123Z plain text payload`)
+	buf := make([]byte, 0, 4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = envelope.Append(buf[:0], &rec)
+	}
+}
+
+func ExampleAppend() {
+	rec := record.Record{Topic: "orders", Partition: 1, Offset: 9, Key: []byte("k"),
+		EventTime: 1_764_479_604_123, Value: []byte(`{"qty":2}`)}
+	fmt.Println(string(envelope.Append(nil, &rec)))
+	// Output:
+	// {"topic":"orders","partition":1,"offset":9,"key":"k","event_time":"2025-11-30T05:13:24.123Z","event_time_ms":1764479604123,"value":{"qty":2},"late":false}
+}

@@ -1,0 +1,28 @@
+// Package jsonl is the JSON Lines sink: one signalbox envelope (see package
+// envelope) per line, to a file opened for append or to any io.Writer such as
+// os.Stdout.
+//
+// Lifecycle: New or Create → Open → (Write | Flush)* → Close. All calls come
+// from one goroutine. It implements signalbox.Sink (structurally; this
+// package does not import the root package).
+//
+// Invariants:
+//
+//  1. Lines are written in exactly the order the records were handed to
+//     Write; nothing is reordered, dropped or merged.
+//  2. Every line is one complete envelope followed by '\n'; a line is never
+//     split across a failed write and a later one, because after the first
+//     write error the sink is failed and every later call returns that error.
+//  3. When Flush returns nil, every line written before it has been handed to
+//     the underlying writer; with Options.Sync and a file sink, it has also
+//     been fsynced. That is the acknowledgement: the offsets may be committed.
+//  4. Close flushes (and fsyncs with Sync), closes a file the sink opened, and
+//     never closes a writer passed to New. Calls after Close return ErrClosed.
+//
+// Errors from the writer or the file system are fatal (not marked retryable):
+// a partially written buffer cannot be retried without duplicating or tearing
+// lines.
+//
+// Guarantee: at-least-once. After a crash, records released after the last
+// acknowledged Flush are written again on restart.
+package jsonl

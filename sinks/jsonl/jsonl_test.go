@@ -1,0 +1,260 @@
+package jsonl_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/sinks/jsonl"
+)
+
+var ctx = context.Background()
+
+type envelope struct {
+	Topic       string          `json:"topic"`
+	Partition   int32           `json:"partition"`
+	Offset      int64           `json:"offset"`
+	Key         *string         `json:"key"`
+	EventTime   *string         `json:"event_time"`
+	EventTimeMs *int64          `json:"event_time_ms"`
+	Value       json.RawMessage `json:"value"`
+	Late        bool            `json:"late"`
+	LateByMs    *int64          `json:"late_by_ms"`
+	Reason      *string         `json:"reason"`
+}
+
+func decodeLines(t testing.TB, b []byte) []envelope {
+	t.Helper()
+	var out []envelope
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var e envelope
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&e); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func records(n int) []record.Record {
+	rs := make([]record.Record, n)
+	for i := range rs {
+		rs[i] = record.Record{Topic: "t", Partition: int32(i % 3), Offset: int64(i), Key: []byte(fmt.Sprint("k", i%5)),
+			EventTime: 1_700_000_000_000 + int64(i), Value: []byte(fmt.Sprintf(`{"i":%d}`, i))}
+	}
+	return rs
+}
+
+func TestWriterRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	s := jsonl.New(&buf, jsonl.Options{BufferSize: 64})
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	in := records(50)
+	in[3].Late, in[3].LateBy = true, 1234
+	in[4].Timeless = true
+	in[5].Headers = []record.Header{{Key: record.ReasonHeader, Value: []byte("bad event time")}}
+	in[6].Key = nil
+	in[7].Value = []byte("plain")
+	if err := s.Write(ctx, in[:25]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(ctx, in[25:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := decodeLines(t, buf.Bytes())
+	if len(got) != len(in) {
+		t.Fatalf("%d lines, want %d", len(got), len(in))
+	}
+	for i, e := range got {
+		r := in[i]
+		if e.Topic != r.Topic || e.Partition != r.Partition || e.Offset != r.Offset {
+			t.Fatalf("line %d out of order: %+v", i, e)
+		}
+		if (e.Key == nil) != (r.Key == nil) || (e.Key != nil && *e.Key != string(r.Key)) {
+			t.Fatalf("line %d key %v, want %q", i, e.Key, r.Key)
+		}
+		if r.Timeless != (e.EventTime == nil) || r.Timeless != (e.EventTimeMs == nil) {
+			t.Fatalf("line %d: event time presence wrong: %+v", i, e)
+		}
+		if !r.Timeless && *e.EventTimeMs != r.EventTime {
+			t.Fatalf("line %d: event_time_ms %d", i, *e.EventTimeMs)
+		}
+		if e.Late != r.Late || (e.LateByMs != nil) != r.Late {
+			t.Fatalf("line %d: late fields %+v", i, e)
+		}
+		if (e.Reason != nil) != (i == 5) {
+			t.Fatalf("line %d: reason %v", i, e.Reason)
+		}
+	}
+	if *got[5].Reason != "bad event time" || string(got[7].Value) != `"plain"` || string(got[8].Value) != `{"i":8}` {
+		t.Fatalf("fields: %s %s %s", *got[5].Reason, got[7].Value, got[8].Value)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(ctx, in); !errors.Is(err, jsonl.ErrClosed) {
+		t.Fatalf("write after close: %v", err)
+	}
+}
+
+func TestFileAppendsAndSyncs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.jsonl")
+	for run := 0; run < 2; run++ {
+		s := jsonl.Create(path, jsonl.Options{Sync: true})
+		if err := s.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Write(ctx, records(10)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(decodeLines(t, b)); n != 20 {
+		t.Fatalf("%d lines after two runs, want 20 (append mode)", n)
+	}
+}
+
+func TestCloseFlushes(t *testing.T) {
+	var buf bytes.Buffer
+	s := jsonl.New(&buf, jsonl.Options{})
+	_ = s.Open(ctx)
+	_ = s.Write(ctx, records(3))
+	if buf.Len() != 0 {
+		t.Fatal("expected buffering before Flush")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(decodeLines(t, buf.Bytes())); n != 3 {
+		t.Fatalf("%d lines after Close", n)
+	}
+}
+
+type failWriter struct{ n int }
+
+func (f *failWriter) Write(p []byte) (int, error) {
+	if f.n <= 0 {
+		return 0, errors.New("disk full")
+	}
+	f.n--
+	return len(p), nil
+}
+
+func TestWriteErrorIsSticky(t *testing.T) {
+	s := jsonl.New(&failWriter{n: 1}, jsonl.Options{BufferSize: 16})
+	_ = s.Open(ctx)
+	var err error
+	for i := 0; i < 10 && err == nil; i++ {
+		err = s.Write(ctx, records(2))
+	}
+	if err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("want disk full, got %v", err)
+	}
+	if err2 := s.Flush(ctx); err2 == nil {
+		t.Fatal("Flush after a failed write returned nil")
+	}
+	if err2 := s.Write(ctx, records(1)); err2 == nil {
+		t.Fatal("Write after a failed write returned nil")
+	}
+}
+
+// FuzzLine checks envelope invariant 1 through the sink: for arbitrary key,
+// value, topic and reason bytes, the output is exactly one line of valid
+// UTF-8 JSON whose key and topic decode back to the input when it is valid
+// UTF-8, and whose value is the input when that is valid JSON.
+func FuzzLine(f *testing.F) {
+	f.Add([]byte("k"), []byte(`{"a":1}`), "topic", []byte("reason"), int64(0), false)
+	f.Add([]byte{0xff, 0, '\n'}, []byte("{\n\"a\":\"\u2028\"\n}"), "t\x00", []byte{0xc3}, int64(-1), true)
+	f.Add([]byte(nil), []byte(`"\ud800"`), "", []byte(nil), int64(253402300799999), false)
+	f.Fuzz(func(t *testing.T, key, value []byte, topic string, reason []byte, ms int64, late bool) {
+		rec := record.Record{Topic: topic, Key: key, Value: value, EventTime: ms, Late: late, LateBy: 7}
+		if reason != nil {
+			rec.Headers = []record.Header{{Key: record.ReasonHeader, Value: reason}}
+		}
+		var buf bytes.Buffer
+		s := jsonl.New(&buf, jsonl.Options{})
+		_ = s.Open(ctx)
+		if err := s.Write(ctx, []record.Record{rec}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		out := buf.Bytes()
+		if len(out) == 0 || out[len(out)-1] != '\n' || bytes.Count(out, []byte("\n")) != 1 {
+			t.Fatalf("not exactly one line: %q", out)
+		}
+		line := out[:len(out)-1]
+		if !utf8.Valid(line) || !json.Valid(line) {
+			t.Fatalf("invalid line: %q", line)
+		}
+		var e envelope
+		if err := json.Unmarshal(line, &e); err != nil {
+			t.Fatal(err)
+		}
+		if utf8.Valid(key) && key != nil && *e.Key != string(key) {
+			t.Fatalf("key %q decoded as %q", key, *e.Key)
+		}
+		if utf8.ValidString(topic) && e.Topic != topic {
+			t.Fatalf("topic %q decoded as %q", topic, e.Topic)
+		}
+		if utf8.Valid(value) && json.Valid(value) && !bytes.ContainsAny(value, "\r\n") && !bytes.Equal(e.Value, value) {
+			// json.RawMessage keeps the bytes as written.
+			if !bytes.Equal(bytes.TrimSpace(e.Value), bytes.TrimSpace(value)) {
+				t.Fatalf("value %q embedded as %q", value, e.Value)
+			}
+		}
+		if !(utf8.Valid(value) && json.Valid(value)) {
+			var s string
+			if err := json.Unmarshal(e.Value, &s); err != nil {
+				t.Fatalf("non-JSON value not a string: %s", e.Value)
+			}
+			if utf8.Valid(value) && s != string(value) {
+				t.Fatalf("string value %q decoded as %q", value, s)
+			}
+		}
+	})
+}
+
+func BenchmarkWrite(b *testing.B) {
+	rs := records(1000)
+	s := jsonl.New(discard{}, jsonl.Options{})
+	_ = s.Open(ctx)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_ = s.Write(ctx, rs[i%1000:i%1000+1])
+	}
+	_ = s.Flush(ctx)
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

@@ -1,0 +1,39 @@
+// Package kafka is the Kafka topic sink (github.com/IBM/sarama).
+//
+// Lifecycle: New → Open (connects, reads the output topic's partition count,
+// and in transactional mode initialises the producer id, fencing any earlier
+// instance with the same TransactionalID) → Restore → (Write | Flush |
+// FlushCheckpoint)* → Close. All calls come from one goroutine.
+//
+// Invariants:
+//
+//  1. The producer is idempotent: acks=all, one in-flight request per
+//     broker, sarama's sequence numbers; a broker-side retry never duplicates
+//     or reorders a partition's records.
+//  2. Keys are preserved: the output record carries the input's Key, Value
+//     and Headers.
+//  3. Output partitioning keeps each key's order: the partition is
+//     murmur2(OrderKey, else Key) mod partitions — the Java client's default
+//     hash, so it co-partitions with Java producers when OrderKey equals the
+//     key. Records without either go to partition 0.
+//  4. Flush returns nil only when every record written before it is
+//     acknowledged by the broker (and, in transactional mode, committed).
+//  5. Transactional mode (Config.TransactionalID): records are produced inside
+//     a transaction; FlushCheckpoint adds the checkpoint's Low offsets for
+//     Config.GroupID to the same transaction (AddOffsetsToTxn +
+//     TxnOffsetCommit) and commits, so output and input progress commit
+//     atomically. The rest of the checkpoint (position, end, replaying,
+//     watermark) travels in the offset commit's metadata, so Restore returns
+//     the whole checkpoint. Plain Flush commits the transaction without
+//     offsets.
+//  6. Failures: in transactional mode an abortable transaction error aborts
+//     the transaction and returns a retryable error; the records of the
+//     aborted transaction are kept and re-produced, in order, by the next
+//     Flush. Any other produce error is fatal and sticky: re-sending only
+//     the failed records would reorder a key.
+//
+// Guarantee: exactly-once Kafka→Kafka in transactional mode with
+// FlushCheckpoint, for consumers reading with isolation.level=read_committed;
+// otherwise at-least-once (a restart re-emits what was produced after the
+// last committed offsets).
+package kafka

@@ -1,0 +1,10 @@
+package kafka
+
+import "context"
+
+// Murmur2 exposes the hash to the tests.
+var Murmur2 = murmur2
+
+// Wait waits for every produced record's acknowledgement without
+// committing, so a test can leave a transaction open.
+func (s *Sink) Wait(ctx context.Context) error { return s.wait(ctx) }

@@ -1,0 +1,239 @@
+package kafka_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/sinks/kafka"
+	"github.com/signalbox/signalbox/sinks/sinktest"
+)
+
+var ctx = context.Background()
+
+func cluster(t *testing.T, topics ...string) []string {
+	c, err := kfake.NewCluster(kfake.Ports(0), kfake.SeedTopics(3, topics...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()
+}
+
+type msg struct {
+	Partition int32
+	Offset    int64
+	Key       string
+	Value     []byte
+}
+
+// read consumes every partition of topic with the given isolation level.
+// To know where to stop without timing, it first appends a sentinel record
+// to each partition (non-transactionally) and reads up to it; sentinels are
+// left out of the result. Under read_committed the sentinel only becomes
+// visible once every transaction before it is decided.
+func read(t *testing.T, brokers []string, topic string, iso sarama.IsolationLevel) []msg {
+	t.Helper()
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V2_8_0_0
+	cfg.Consumer.IsolationLevel = iso
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	client, err := sarama.NewClient(brokers, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	producer, err := sarama.NewSyncProducerFromClient(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	consumer, err := sarama.NewConsumerFromClient(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	ps, _ := client.Partitions(topic)
+	var out []msg
+	for _, p := range ps {
+		_, end, err := producer.SendMessage(&sarama.ProducerMessage{Topic: topic, Partition: p, Value: sarama.StringEncoder(sentinel)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pc, err := consumer.ConsumePartition(topic, p, sarama.OffsetOldest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range pc.Messages() {
+			if m.Offset == end {
+				break
+			}
+			if string(m.Value) != sentinel {
+				out = append(out, msg{p, m.Offset, string(m.Key), m.Value})
+			}
+		}
+		pc.Close()
+	}
+	return out
+}
+
+const sentinel = "__sentinel__"
+
+func values(ms []msg) [][]byte {
+	var vs [][]byte
+	for _, m := range ms {
+		vs = append(vs, m.Value)
+	}
+	return vs
+}
+
+func TestConformance(t *testing.T) {
+	sinktest.Run(t, func(t *testing.T) sinktest.Target {
+		brokers := cluster(t, "out")
+		return sinktest.Target{
+			Sink: kafka.New(kafka.Config{Brokers: brokers, Topic: "out"}),
+			Read: func(t *testing.T) [][]byte { return values(read(t, brokers, "out", sarama.ReadUncommitted)) },
+		}
+	})
+}
+
+func TestConformanceTransactional(t *testing.T) {
+	sinktest.Run(t, func(t *testing.T) sinktest.Target {
+		brokers := cluster(t, "out")
+		return sinktest.Target{
+			Sink: kafka.New(kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "tx-" + t.Name(), GroupID: "g"}),
+			Read: func(t *testing.T) [][]byte { return values(read(t, brokers, "out", sarama.ReadCommitted)) },
+		}
+	})
+}
+
+func TestKeysAndPartitioning(t *testing.T) {
+	brokers := cluster(t, "out")
+	s := kafka.New(kafka.Config{Brokers: brokers, Topic: "out"})
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	recs := sinktest.Records(0, 200, 20)
+	for i := range recs {
+		recs[i].Headers = []record.Header{{Key: "h", Value: []byte(fmt.Sprint(i))}}
+	}
+	_ = s.Write(ctx, recs)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := read(t, brokers, "out", sarama.ReadUncommitted)
+	if len(got) != 200 {
+		t.Fatalf("%d records", len(got))
+	}
+	partOf := map[string]int32{}
+	used := map[int32]bool{}
+	for _, m := range got {
+		var p sinktest.Payload
+		_ = json.Unmarshal(m.Value, &p)
+		if m.Key != p.Key {
+			t.Fatalf("key %q not preserved (value says %q)", m.Key, p.Key)
+		}
+		if q, ok := partOf[m.Key]; ok && q != m.Partition {
+			t.Fatalf("key %s in partitions %d and %d", m.Key, q, m.Partition)
+		}
+		partOf[m.Key] = m.Partition
+		used[m.Partition] = true
+		if want := kafka.Partition(&record.Record{OrderKey: m.Key}, 3); want != m.Partition {
+			t.Fatalf("key %s in partition %d, want %d", m.Key, m.Partition, want)
+		}
+	}
+	if len(used) < 2 {
+		t.Fatalf("20 keys all in one partition: %v", used)
+	}
+}
+
+// TestMurmur2MatchesJavaClient checks the hash against the Java client's
+// Utils.murmur2 values.
+func TestMurmur2MatchesJavaClient(t *testing.T) {
+	// Vectors from librdkafka's murmur2 unit test (Java-compatible).
+	for key, want := range map[string]uint32{
+		"kafka":             0xd067cf64,
+		"giberish123456789": 0x8f552b0c,
+		"1234":              0x9fc97b14,
+		"234":               0xe7c009ca,
+		"34":                0x873930da,
+		"4":                 0x5a4b5ca1,
+	} {
+		if got := kafka.Murmur2([]byte(key)); got != want {
+			t.Errorf("murmur2(%q) = %#x, want %#x", key, got, want)
+		}
+	}
+}
+
+// TestTransactionalExactlyOnce: a job commits a checkpoint, produces more,
+// and dies without committing. A new instance with the same transactional
+// id fences it, restores the checkpoint and re-produces: read_committed sees
+// every record exactly once, in order, and the aborted copies stay invisible.
+func TestTransactionalExactlyOnce(t *testing.T) {
+	brokers := cluster(t, "out", "in")
+	cfg := kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "job-1", GroupID: "job-1-group"}
+	recs := sinktest.Records(0, 60, 4)
+	cp1 := record.Checkpoint{Watermark: 1_800_000_000_029, Partitions: []record.PartitionCheckpoint{
+		{TopicPartition: record.TopicPartition{Topic: "in", Partition: 0}, Low: 27, Position: 30, End: 60, Replaying: true},
+		{TopicPartition: record.TopicPartition{Topic: "in", Partition: 2}, Low: 29, Position: 29, End: 59},
+	}}
+
+	s1 := kafka.New(cfg)
+	if err := s1.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if cp, err := s1.Restore(ctx); err != nil || cp != nil {
+		t.Fatalf("Restore before any commit: %+v %v", cp, err)
+	}
+	_ = s1.Write(ctx, recs[:30])
+	if err := s1.FlushCheckpoint(ctx, cp1); err != nil {
+		t.Fatal(err)
+	}
+	_ = s1.Write(ctx, recs[30:45]) // in an open transaction when the job dies
+	if err := s1.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	s2 := kafka.New(cfg) // same transactional id: fences s1, aborts its transaction
+	if err := s2.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := s2.Restore(ctx)
+	if err != nil || cp == nil || !reflect.DeepEqual(*cp, cp1) {
+		t.Fatalf("Restore = %+v, %v; want %+v", cp, err, cp1)
+	}
+	_ = s2.Write(ctx, recs[30:])
+	if err := s2.FlushCheckpoint(ctx, record.Checkpoint{Watermark: 9, Partitions: cp1.Partitions[:1]}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	committed := read(t, brokers, "out", sarama.ReadCommitted)
+	seen := map[int]int{}
+	last := map[string]int{}
+	for _, m := range committed {
+		var p sinktest.Payload
+		_ = json.Unmarshal(m.Value, &p)
+		seen[p.Seq]++
+		if l, ok := last[p.Key]; ok && p.Seq <= l {
+			t.Fatalf("key %s: seq %d after %d", p.Key, p.Seq, l)
+		}
+		last[p.Key] = p.Seq
+	}
+	for i := 0; i < 60; i++ {
+		if seen[i] != 1 {
+			t.Fatalf("seq %d seen %d times under read_committed", i, seen[i])
+		}
+	}
+	if n := len(read(t, brokers, "out", sarama.ReadUncommitted)); n != 75 {
+		t.Fatalf("read_uncommitted sees %d records, want 75 (15 aborted)", n)
+	}
+}

@@ -1,0 +1,57 @@
+// Package postgres is the PostgreSQL sink (github.com/jackc/pgx/v5). It
+// stores one row per record and, with FlushCheckpoint, signalbox's
+// checkpoint in the same transaction, which makes delivery exactly-once.
+//
+// Lifecycle: New → Open (connects, creates the tables unless
+// Config.NoCreate) → Restore → (Write | Flush | FlushCheckpoint)* → Close.
+// All calls come from one goroutine. Purge empties the data table and this
+// job's checkpoint.
+//
+// Layout (Config.Table, default "signalbox_records"):
+//
+//	seq            bigserial primary key   -- insertion order
+//	topic          text not null
+//	partition      integer not null
+//	"offset"       bigint not null          -- unique (topic, partition, "offset")
+//	key            text                     -- null when the record has no key
+//	event_time     timestamptz              -- null for timeless records
+//	event_time_ms  bigint
+//	value          jsonb (or text, Config.ValueType) -- the envelope's value
+//	late           boolean not null
+//	late_by_ms     bigint
+//	reason         text                     -- dead-letter reason, if any
+//
+// The checkpoint lives in <Table>_checkpoint (name, topic, partition, low,
+// position, end_offset, replaying; primary key (name, topic, partition)) and
+// <Table>_watermark (name primary key, watermark, updated_at), keyed by
+// Config.Name so several jobs can share the tables.
+//
+// Invariants:
+//
+//  1. Idempotence: rows are inserted with ON CONFLICT (topic, partition,
+//     "offset") DO NOTHING, so a record delivered twice (a retried commit
+//     whose outcome was unknown, a restart) is stored once, at its first
+//     position.
+//  2. Order: a batch is staged with COPY into a temporary table with an
+//     ordinal and inserted ORDER BY that ordinal, so seq follows Write order.
+//  3. Atomicity: FlushCheckpoint commits the buffered rows and the checkpoint
+//     in one transaction; the checkpoint never names a record whose row is
+//     not committed, and no committed row outlives a rolled-back checkpoint.
+//  4. Flush commits the buffered rows only (at-least-once; invariant 1 makes
+//     the re-delivery after a restart harmless).
+//  5. A Write that returns an error did not accept its batch: when
+//     Config.MaxBatch rows are buffered, Write first commits them, and only
+//     then buffers the new batch. Buffered rows survive a failed commit and
+//     are committed by the next Flush.
+//  6. Errors: connection failures, serialization failures, deadlocks, lock
+//     and statement timeouts and server shutdowns are marked retryable; any
+//     other error is fatal and sticky (every later call returns it).
+//  7. Text columns never receive NUL or invalid UTF-8 (PostgreSQL rejects
+//     them): such bytes in keys and reasons become U+FFFD, as they do in the
+//     JSON envelope; a \u0000 escape in a jsonb value becomes \ufffd.
+//
+// Guarantee: exactly-once with FlushCheckpoint and Restore (the engine
+// re-reads Kafka from the stored Low offsets and skips what the stored
+// position and watermark say was emitted; invariant 1 absorbs the rest);
+// at-least-once delivery with plain Flush, stored once by invariant 1.
+package postgres

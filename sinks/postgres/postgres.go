@@ -1,0 +1,403 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/sinks/envelope"
+	"github.com/signalbox/signalbox/sinks/retry"
+)
+
+// Defaults used by Config.EnsureDefaults.
+const (
+	DefaultTable    = "signalbox_records"
+	DefaultName     = "default"
+	DefaultMaxBatch = 10000
+)
+
+// ErrClosed is returned by calls made after Close.
+var ErrClosed = errors.New("postgres: sink closed")
+
+// Config configures the sink. Zero fields take the documented defaults.
+type Config struct {
+	// DSN is the connection string, e.g.
+	// postgres://u:p@127.0.0.1:5432/db?sslmode=disable. Required. The sink
+	// uses one connection (all calls come from one goroutine) and
+	// reconnects after a connection failure.
+	DSN string
+	// Table is the data table, optionally schema-qualified. Default
+	// "signalbox_records".
+	Table string
+	// Name identifies this job's checkpoint rows. Default "default".
+	Name string
+	// ValueType is the value column type when the sink creates the table:
+	// "jsonb" (default) or "text".
+	ValueType string
+	// NoCreate skips CREATE TABLE IF NOT EXISTS in Open.
+	NoCreate bool
+	// MaxBatch is the number of buffered rows at which Write commits them
+	// before accepting more. Default 10000.
+	MaxBatch int
+}
+
+// EnsureDefaults fills zero fields with their defaults.
+func (c *Config) EnsureDefaults() {
+	if c.Table == "" {
+		c.Table = DefaultTable
+	}
+	if c.Name == "" {
+		c.Name = DefaultName
+	}
+	if c.ValueType == "" {
+		c.ValueType = "jsonb"
+	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
+}
+
+// Validate reports configuration errors.
+func (c *Config) Validate() error {
+	if c.DSN == "" {
+		return errors.New("postgres: DSN is required")
+	}
+	if c.ValueType != "jsonb" && c.ValueType != "text" {
+		return fmt.Errorf("postgres: ValueType %q is neither jsonb nor text", c.ValueType)
+	}
+	return nil
+}
+
+// Sink is the PostgreSQL sink.
+type Sink struct {
+	cfg  Config
+	conn *pgx.Conn
+	open bool
+	rows [][]any
+	err  error
+
+	data, cp, wm string // quoted table names
+}
+
+// New returns a sink; call Open before use.
+func New(cfg Config) *Sink {
+	cfg.EnsureDefaults()
+	return &Sink{cfg: cfg}
+}
+
+func quote(name string) string {
+	return pgx.Identifier(strings.Split(name, ".")).Sanitize()
+}
+
+// Open connects and creates the tables if needed.
+func (s *Sink) Open(ctx context.Context) error {
+	if err := s.cfg.Validate(); err != nil {
+		return err
+	}
+	s.data, s.cp, s.wm = quote(s.cfg.Table), quote(s.cfg.Table+"_checkpoint"), quote(s.cfg.Table+"_watermark")
+	s.open = true
+	if s.cfg.NoCreate {
+		return nil
+	}
+	ddl := fmt.Sprintf(`
+CREATE TABLE IF NOT EXISTS %[1]s (
+	seq bigserial PRIMARY KEY,
+	topic text NOT NULL,
+	partition integer NOT NULL,
+	"offset" bigint NOT NULL,
+	key text,
+	event_time timestamptz,
+	event_time_ms bigint,
+	value %[4]s,
+	late boolean NOT NULL,
+	late_by_ms bigint,
+	reason text,
+	UNIQUE (topic, partition, "offset"));
+CREATE TABLE IF NOT EXISTS %[2]s (
+	name text NOT NULL,
+	topic text NOT NULL,
+	partition integer NOT NULL,
+	low bigint NOT NULL,
+	position bigint NOT NULL,
+	end_offset bigint NOT NULL,
+	replaying boolean NOT NULL,
+	PRIMARY KEY (name, topic, partition));
+CREATE TABLE IF NOT EXISTS %[3]s (
+	name text PRIMARY KEY,
+	watermark bigint NOT NULL,
+	updated_at timestamptz NOT NULL DEFAULT now());`, s.data, s.cp, s.wm, s.cfg.ValueType)
+	return s.do(ctx, func(c *pgx.Conn) error {
+		_, err := c.Exec(ctx, ddl)
+		return err
+	})
+}
+
+// do runs fn on the connection, connecting first if needed, and drops the
+// connection after a failure that may have broken it.
+func (s *Sink) do(ctx context.Context, fn func(*pgx.Conn) error) error {
+	if s.conn == nil || s.conn.IsClosed() {
+		c, err := pgx.Connect(ctx, s.cfg.DSN)
+		if err != nil {
+			return classify(fmt.Errorf("postgres: %w", err))
+		}
+		s.conn = c
+	}
+	err := fn(s.conn)
+	if err != nil {
+		err = classify(fmt.Errorf("postgres: %w", err))
+		if retry.IsRetryable(err) {
+			_ = s.conn.Close(context.Background())
+			s.conn = nil
+		}
+	}
+	return err
+}
+
+var columns = []string{"ord", "topic", "partition", "offset", "key", "event_time", "event_time_ms", "value", "late", "late_by_ms", "reason"}
+
+// Write buffers batch, committing first when MaxBatch rows are waiting.
+func (s *Sink) Write(ctx context.Context, batch []record.Record) error {
+	if err := s.ready(); err != nil {
+		return err
+	}
+	if len(s.rows) >= s.cfg.MaxBatch {
+		if err := s.commit(ctx, nil); err != nil {
+			return err
+		}
+	}
+	for i := range batch {
+		s.rows = append(s.rows, s.row(&batch[i]))
+	}
+	return nil
+}
+
+// Flush commits the buffered rows.
+func (s *Sink) Flush(ctx context.Context) error {
+	if err := s.ready(); err != nil {
+		return err
+	}
+	return s.commit(ctx, nil)
+}
+
+// FlushCheckpoint commits the buffered rows and cp in one transaction.
+func (s *Sink) FlushCheckpoint(ctx context.Context, cp record.Checkpoint) error {
+	if err := s.ready(); err != nil {
+		return err
+	}
+	return s.commit(ctx, &cp)
+}
+
+// Restore returns the checkpoint stored for Config.Name, or nil.
+func (s *Sink) Restore(ctx context.Context) (*record.Checkpoint, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	var cp *record.Checkpoint
+	err := s.do(ctx, func(c *pgx.Conn) error {
+		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error { // one snapshot for both tables
+			cp = &record.Checkpoint{}
+			err := tx.QueryRow(ctx, `SELECT watermark FROM `+s.wm+` WHERE name = $1`, s.cfg.Name).Scan(&cp.Watermark)
+			if errors.Is(err, pgx.ErrNoRows) {
+				cp = nil
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			rows, err := tx.Query(ctx, `SELECT topic, partition, low, position, end_offset, replaying FROM `+s.cp+
+				` WHERE name = $1 ORDER BY topic, partition`, s.cfg.Name)
+			if err != nil {
+				return err
+			}
+			cp.Partitions, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (record.PartitionCheckpoint, error) {
+				var p record.PartitionCheckpoint
+				err := r.Scan(&p.Topic, &p.Partition, &p.Low, &p.Position, &p.End, &p.Replaying)
+				return p, err
+			})
+			return err
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cp, nil
+}
+
+// Purge deletes every row of the data table and this job's checkpoint,
+// and drops buffered rows.
+func (s *Sink) Purge(ctx context.Context) error {
+	if err := s.ready(); err != nil {
+		return err
+	}
+	s.rows = nil
+	return s.do(ctx, func(c *pgx.Conn) error {
+		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `TRUNCATE `+s.data); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM `+s.cp+` WHERE name = $1`, s.cfg.Name); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `DELETE FROM `+s.wm+` WHERE name = $1`, s.cfg.Name)
+			return err
+		})
+	})
+}
+
+// Close commits the buffered rows and closes the connection.
+func (s *Sink) Close() error {
+	if errors.Is(s.err, ErrClosed) {
+		return ErrClosed
+	}
+	err := s.err
+	if err == nil && s.open {
+		err = s.commit(context.Background(), nil)
+	}
+	if s.conn != nil {
+		_ = s.conn.Close(context.Background())
+		s.conn = nil
+	}
+	s.err = ErrClosed
+	return err
+}
+
+func (s *Sink) ready() error {
+	if s.err != nil {
+		return s.err
+	}
+	if !s.open {
+		return errors.New("postgres: sink not open")
+	}
+	return nil
+}
+
+// commit runs one transaction: buffered rows, then cp if not nil.
+func (s *Sink) commit(ctx context.Context, cp *record.Checkpoint) error {
+	if len(s.rows) == 0 && cp == nil {
+		return nil
+	}
+	err := s.do(ctx, func(c *pgx.Conn) error {
+		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+			if len(s.rows) > 0 {
+				if err := s.insert(ctx, tx); err != nil {
+					return err
+				}
+			}
+			if cp != nil {
+				return s.saveCheckpoint(ctx, tx, cp)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		if !retry.IsRetryable(err) {
+			s.err = err
+		}
+		return err
+	}
+	s.rows = s.rows[:0]
+	return nil
+}
+
+func (s *Sink) insert(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, fmt.Sprintf(`CREATE TEMP TABLE IF NOT EXISTS signalbox_stage (
+	ord integer, topic text, partition integer, "offset" bigint, key text, event_time timestamptz,
+	event_time_ms bigint, value %s, late boolean, late_by_ms bigint, reason text) ON COMMIT DELETE ROWS`, s.cfg.ValueType))
+	if err != nil {
+		return err
+	}
+	for i := range s.rows {
+		s.rows[i][0] = int32(i)
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"signalbox_stage"}, columns, pgx.CopyFromRows(s.rows)); err != nil {
+		return err
+	}
+	cols := `topic, partition, "offset", key, event_time, event_time_ms, value, late, late_by_ms, reason`
+	_, err = tx.Exec(ctx, `INSERT INTO `+s.data+` (`+cols+`) SELECT `+cols+
+		` FROM signalbox_stage ORDER BY ord ON CONFLICT (topic, partition, "offset") DO NOTHING`)
+	return err
+}
+
+func (s *Sink) saveCheckpoint(ctx context.Context, tx pgx.Tx, cp *record.Checkpoint) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM `+s.cp+` WHERE name = $1`, s.cfg.Name); err != nil {
+		return err
+	}
+	rows := make([][]any, len(cp.Partitions))
+	for i, p := range cp.Partitions {
+		rows[i] = []any{s.cfg.Name, p.Topic, p.Partition, p.Low, p.Position, p.End, p.Replaying}
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier(strings.Split(s.cfg.Table+"_checkpoint", ".")),
+		[]string{"name", "topic", "partition", "low", "position", "end_offset", "replaying"}, pgx.CopyFromRows(rows)); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO `+s.wm+` (name, watermark, updated_at) VALUES ($1, $2, now())
+		ON CONFLICT (name) DO UPDATE SET watermark = EXCLUDED.watermark, updated_at = EXCLUDED.updated_at`,
+		s.cfg.Name, cp.Watermark)
+	return err
+}
+
+// row converts r to the staging row (ord is filled in at commit).
+func (s *Sink) row(r *record.Record) []any {
+	row := make([]any, len(columns))
+	row[1], row[2], row[3] = r.Topic, r.Partition, r.Offset
+	if r.Key != nil {
+		row[4] = text(r.Key)
+	}
+	if !r.Timeless {
+		row[5], row[6] = time.UnixMilli(r.EventTime).UTC(), r.EventTime
+	}
+	v := string(envelope.AppendValue(nil, r.Value))
+	if s.cfg.ValueType == "jsonb" {
+		v = strings.ReplaceAll(v, `\u0000`, `\ufffd`)
+	}
+	row[7], row[8] = v, r.Late
+	if r.Late {
+		row[9] = r.LateBy
+	}
+	if reason, ok := envelope.Reason(r); ok {
+		row[10] = text(reason)
+	}
+	return row
+}
+
+// text makes b acceptable to a text column (invariant 7).
+func text(b []byte) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(string(b), string(utf8.RuneError)), "\x00", string(utf8.RuneError))
+}
+
+// classify marks transient PostgreSQL and network errors retryable
+// (invariant 6).
+func classify(err error) error {
+	if err == nil || retry.IsRetryable(err) {
+		return err
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
+			strings.HasPrefix(pgErr.Code, "53"), // insufficient resources
+			pgErr.Code == "40001",               // serialization_failure
+			pgErr.Code == "40P01",               // deadlock_detected
+			pgErr.Code == "55P03",               // lock_not_available
+			pgErr.Code == "57014",               // query_canceled (statement_timeout)
+			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03":
+			return retry.Retryable(err)
+		}
+		return err
+	}
+	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
+		return retry.Retryable(err)
+	}
+	var netErr *pgconn.ConnectError
+	if errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) {
+		return retry.Retryable(err)
+	}
+	return err
+}

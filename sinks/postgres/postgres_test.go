@@ -1,0 +1,240 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/sinks/postgres"
+	"github.com/signalbox/signalbox/sinks/sinktest"
+)
+
+var ctx = context.Background()
+
+// dsn returns the test server's DSN. Without one the tests skip, except
+// under CI, where a missing server is a failure.
+func dsn(t *testing.T) string {
+	d := os.Getenv("SIGNALBOX_PG_DSN")
+	if d == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("SIGNALBOX_PG_DSN is not set under CI: run .ci/postgres.sh")
+		}
+		t.Skip("SIGNALBOX_PG_DSN not set (run .ci/postgres.sh)")
+	}
+	return d
+}
+
+// fixture is one isolated table set on the real server.
+type fixture struct {
+	dsn, table string
+	admin      *pgx.Conn
+}
+
+func newFixture(t *testing.T) *fixture {
+	d := dsn(t)
+	c, err := pgx.Connect(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{dsn: d, table: fmt.Sprintf("sbt_%d", rand.Uint64()%1e12), admin: c}
+	t.Cleanup(func() {
+		for _, suffix := range []string{"", "_checkpoint", "_watermark", "_broken"} {
+			_, _ = c.Exec(ctx, "DROP TABLE IF EXISTS "+f.table+suffix)
+		}
+		_ = c.Close(ctx)
+	})
+	return f
+}
+
+func (f *fixture) sink(extra ...func(*postgres.Config)) *postgres.Sink {
+	cfg := postgres.Config{DSN: f.dsn, Table: f.table}
+	for _, e := range extra {
+		e(&cfg)
+	}
+	return postgres.New(cfg)
+}
+
+func (f *fixture) values(t *testing.T) [][]byte {
+	rows, err := f.admin.Query(ctx, "SELECT value::text FROM "+f.table+" ORDER BY seq")
+	if err != nil {
+		return nil // not created yet
+	}
+	vs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([]byte, error) {
+		var s string
+		err := r.Scan(&s)
+		return []byte(s), err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vs
+}
+
+func TestConformance(t *testing.T) {
+	sinktest.Run(t, func(t *testing.T) sinktest.Target {
+		f := newFixture(t)
+		// A short lock_timeout turns a held table lock into a transient error.
+		s := f.sink(func(c *postgres.Config) { c.DSN += "&lock_timeout=100" })
+		return sinktest.Target{
+			Sink:       s,
+			Read:       f.values,
+			TotalOrder: true,
+			Fail: func(t *testing.T, retryable bool) (func(), bool) {
+				if !retryable { // the table disappears: undefined_table is fatal
+					if _, err := f.admin.Exec(ctx, "ALTER TABLE "+f.table+" RENAME TO "+f.table+"_broken"); err != nil {
+						t.Fatal(err)
+					}
+					return func() {
+						_, _ = f.admin.Exec(ctx, "ALTER TABLE "+f.table+"_broken RENAME TO "+f.table)
+					}, true
+				}
+				tx, err := f.admin.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := tx.Exec(ctx, "LOCK TABLE "+f.table+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+					t.Fatal(err)
+				}
+				return func() { _ = tx.Rollback(ctx) }, true
+			},
+		}
+	})
+}
+
+func TestCheckpointAtomicAndRestartExactlyOnce(t *testing.T) {
+	f := newFixture(t)
+	all := sinktest.Records(0, 100, 6)
+	all[7].Late, all[7].LateBy = true, 40
+	all[8].Timeless = true
+	all[9].Key = []byte("nul\x00and\xffbad")
+	all[9].Headers = []record.Header{{Key: record.ReasonHeader, Value: []byte("late")}}
+	all[10].Value = []byte("not json \x00")
+	all[11].Value = []byte(`{"seq":11,"key":"k5","s":"\u0000"}`)
+
+	s := f.sink()
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if cp, err := s.Restore(ctx); err != nil || cp != nil {
+		t.Fatalf("Restore on empty tables: %v %v", cp, err)
+	}
+	cp1 := record.Checkpoint{Watermark: 1_800_000_000_049, Partitions: []record.PartitionCheckpoint{
+		{TopicPartition: record.TopicPartition{Topic: "in", Partition: 0}, Low: 48, Position: 51, End: 99, Replaying: true},
+		{TopicPartition: record.TopicPartition{Topic: "in", Partition: 1}, Low: 49, Position: 50, End: 100},
+	}}
+	if err := s.Write(ctx, all[:50]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FlushCheckpoint(ctx, cp1); err != nil {
+		t.Fatal(err)
+	}
+	// Records 50..79 are committed by a plain Flush, 80..99 never: crash.
+	if err := s.Write(ctx, all[50:80]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Write(ctx, all[80:])
+	// (no Close: the process dies)
+
+	s2 := f.sink()
+	if err := s2.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := s2.Restore(ctx)
+	if err != nil || cp == nil || !reflect.DeepEqual(*cp, cp1) {
+		t.Fatalf("Restore = %+v, %v; want %+v", cp, err, cp1)
+	}
+	// The engine re-reads from Low and re-emits from 48 on.
+	if err := s2.Write(ctx, all[48:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.FlushCheckpoint(ctx, record.Checkpoint{Watermark: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	vs := f.values(t)
+	if len(vs) != 100 {
+		t.Fatalf("%d rows, want each of 100 records once", len(vs))
+	}
+	for i, v := range vs {
+		var p sinktest.Payload
+		if json.Unmarshal(v, &p) == nil && p.Seq != i {
+			t.Fatalf("row %d holds seq %d", i, p.Seq)
+		}
+	}
+	var key, reason string
+	var late bool
+	var lateBy *int64
+	var evt *int64
+	if err := f.admin.QueryRow(ctx, "SELECT key, reason FROM "+f.table+` WHERE "offset" = 9`).Scan(&key, &reason); err != nil || key != "nul\uFFFDand\uFFFDbad" || reason != "late" {
+		t.Fatalf("row 9: %q %q %v", key, reason, err)
+	}
+	if err := f.admin.QueryRow(ctx, "SELECT late, late_by_ms FROM "+f.table+` WHERE "offset" = 7`).Scan(&late, &lateBy); err != nil || !late || *lateBy != 40 {
+		t.Fatalf("row 7: %v %v %v", late, lateBy, err)
+	}
+	if err := f.admin.QueryRow(ctx, "SELECT event_time_ms FROM "+f.table+` WHERE "offset" = 8`).Scan(&evt); err != nil || evt != nil {
+		t.Fatalf("timeless row 8: %v %v", evt, err)
+	}
+	cp, _ = postgres.New(postgres.Config{DSN: f.dsn, Table: f.table}).Restore(ctx)
+	_ = cp // not open: must error, not panic
+	s3 := f.sink()
+	_ = s3.Open(ctx)
+	if cp, err := s3.Restore(ctx); err != nil || cp.Watermark != 5 || len(cp.Partitions) != 0 {
+		t.Fatalf("second checkpoint replaces the first: %+v %v", cp, err)
+	}
+	if err := s3.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if cp, err := s3.Restore(ctx); err != nil || cp != nil || len(f.values(t)) != 0 {
+		t.Fatalf("after Purge: %v %v %d rows", cp, err, len(f.values(t)))
+	}
+	_ = s3.Close()
+}
+
+// TestFailedCheckpointCommitsNothing: when the checkpoint part of the
+// transaction fails, the rows of that transaction are not committed either.
+func TestFailedCheckpointCommitsNothing(t *testing.T) {
+	f := newFixture(t)
+	s := f.sink()
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := f.admin.Exec(ctx, "ALTER TABLE "+f.table+"_watermark ADD CONSTRAINT no_neg CHECK (watermark >= 0)"); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Write(ctx, sinktest.Records(0, 10, 2))
+	if err := s.FlushCheckpoint(ctx, record.Checkpoint{Watermark: -1}); err == nil {
+		t.Fatal("FlushCheckpoint succeeded despite the failing checkpoint row")
+	}
+	if n := len(f.values(t)); n != 0 {
+		t.Fatalf("%d rows committed without their checkpoint", n)
+	}
+}
+
+func TestTextValueType(t *testing.T) {
+	f := newFixture(t)
+	s := f.sink(func(c *postgres.Config) { c.ValueType = "text" })
+	_ = s.Open(ctx)
+	recs := sinktest.Records(0, 3, 1)
+	recs[1].Value = []byte("raw\x00text")
+	_ = s.Write(ctx, recs)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	vs := f.values(t)
+	if len(vs) != 3 || string(vs[1]) != `"raw\u0000text"` || string(vs[0]) != string(recs[0].Value) {
+		t.Fatalf("values %q", vs)
+	}
+}

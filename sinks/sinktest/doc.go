@@ -1,0 +1,29 @@
+// Package sinktest is the conformance suite every signalbox sink runs:
+//
+//	func TestConformance(t *testing.T) { sinktest.Run(t, factory) }
+//
+// The factory builds one fresh Target per subtest: an unopened sink, a way to
+// read back what its destination durably holds, and optionally a way to make
+// the destination fail.
+//
+// What it checks (the sink contract of the root package's Sink interface):
+//
+//  1. Order: every record sharing an OrderKey is stored in the order it was
+//     written; with Target.TotalOrder, all records are.
+//  2. Acknowledgement: when Flush returns nil, every record written before it
+//     can be read back from the destination.
+//  3. Close flushes: records written and never flushed are stored by Close.
+//  4. Empty flushes and an immediate Close succeed.
+//  5. Fatal errors: while the destination fails fatally, some Write or Flush
+//     returns an error that is not retry.IsRetryable, and from then on every
+//     Write and Flush returns an error, even after the destination recovers:
+//     a sink never silently continues past a fatal error.
+//  6. Retryable errors: while the destination fails transiently, the error
+//     surfaces as retry.IsRetryable; a Write that fails so did not accept its
+//     batch and is repeated, and once the destination recovers a repeated
+//     Flush succeeds and every record is stored (at least once), with the
+//     first occurrences of each key still in order.
+//
+// Records carry their identity in the value ({"seq":n,"key":"k"}), so the
+// suite reads destinations that re-encode JSON (jsonb, Kafka) the same way.
+package sinktest

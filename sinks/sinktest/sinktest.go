@@ -1,0 +1,233 @@
+package sinktest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/sinks/retry"
+)
+
+// Sink is the root package's Sink interface, restated so that this package
+// does not import the root package.
+type Sink interface {
+	Open(ctx context.Context) error
+	Write(ctx context.Context, batch []record.Record) error
+	Flush(ctx context.Context) error
+	Close() error
+}
+
+// Target is one sink under test with its destination.
+type Target struct {
+	// Sink is a new, unopened sink writing to an empty destination.
+	Sink Sink
+	// Read returns the values the destination durably holds, in the order
+	// it stored them (for destinations without a total order, in an order
+	// that is faithful per key).
+	Read func(t *testing.T) [][]byte
+	// TotalOrder is true when the destination keeps one order for all
+	// records (a file, a table with a sequence), not only per key.
+	TotalOrder bool
+	// Fail, if set, makes the destination fail until heal is called:
+	// transiently when retryable, else permanently. It returns ok=false for
+	// a mode the destination cannot simulate; that check is then skipped.
+	Fail func(t *testing.T, retryable bool) (heal func(), ok bool)
+}
+
+// Factory builds a fresh Target for one subtest.
+type Factory func(t *testing.T) Target
+
+// Payload is the identity every generated record carries in its value.
+type Payload struct {
+	Seq int    `json:"seq"`
+	Key string `json:"key"`
+}
+
+// Records returns n records numbered from first, spread over keys keys and
+// three partitions, with strictly increasing event times and offsets.
+func Records(first, n, keys int) []record.Record {
+	rs := make([]record.Record, n)
+	for i := range rs {
+		seq := first + i
+		key := fmt.Sprintf("k%d", seq%keys)
+		v, _ := json.Marshal(Payload{Seq: seq, Key: key})
+		rs[i] = record.Record{
+			Topic: "in", Partition: int32(seq % 3), Offset: int64(seq),
+			Key: []byte(key), OrderKey: key, Value: v,
+			EventTime: 1_800_000_000_000 + int64(seq),
+		}
+	}
+	return rs
+}
+
+// Run runs the conformance suite against the sinks the factory builds.
+func Run(t *testing.T, f Factory) {
+	t.Run("OrderAndAck", func(t *testing.T) { testOrderAndAck(t, f(t)) })
+	t.Run("CloseFlushes", func(t *testing.T) { testCloseFlushes(t, f(t)) })
+	t.Run("EmptyFlush", func(t *testing.T) { testEmpty(t, f(t)) })
+	t.Run("FatalError", func(t *testing.T) { testFatal(t, f(t)) })
+	t.Run("RetryableError", func(t *testing.T) { testRetryable(t, f(t)) })
+}
+
+var ctx = context.Background()
+
+func must(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func testOrderAndAck(t *testing.T, tg Target) {
+	s := tg.Sink
+	must(t, "Open", s.Open(ctx))
+	defer s.Close()
+	all := Records(0, 300, 7)
+	for _, b := range [][]record.Record{all[:1], all[1:100], all[100:101], all[101:250]} {
+		must(t, "Write", s.Write(ctx, b))
+	}
+	must(t, "Flush", s.Flush(ctx))
+	check(t, tg, all[:250], true)
+	must(t, "Write", s.Write(ctx, all[250:]))
+	must(t, "Flush", s.Flush(ctx))
+	check(t, tg, all, true)
+}
+
+func testCloseFlushes(t *testing.T, tg Target) {
+	s := tg.Sink
+	must(t, "Open", s.Open(ctx))
+	all := Records(0, 40, 3)
+	must(t, "Write", s.Write(ctx, all))
+	must(t, "Close", s.Close())
+	check(t, tg, all, true)
+}
+
+func testEmpty(t *testing.T, tg Target) {
+	s := tg.Sink
+	must(t, "Open", s.Open(ctx))
+	must(t, "Flush", s.Flush(ctx))
+	must(t, "Write(empty)", s.Write(ctx, nil))
+	must(t, "Flush", s.Flush(ctx))
+	must(t, "Close", s.Close())
+	if got := tg.Read(t); len(got) != 0 {
+		t.Fatalf("destination holds %d records, want 0", len(got))
+	}
+}
+
+func testFatal(t *testing.T, tg Target) {
+	s, all, heal := startFailing(t, tg, 60, 4, false)
+	defer s.Close()
+	err := s.Write(ctx, all[20:40])
+	if err == nil {
+		err = s.Flush(ctx)
+	}
+	if err == nil {
+		t.Fatal("Write+Flush succeeded while the destination failed fatally")
+	}
+	if retry.IsRetryable(err) {
+		t.Fatalf("fatal failure surfaced as retryable: %v", err)
+	}
+	heal()
+	if err := s.Write(ctx, all[40:]); err == nil {
+		if err := s.Flush(ctx); err == nil {
+			t.Fatal("sink accepted and flushed records after a fatal error")
+		}
+	}
+	check(t, tg, all[:20], false)
+}
+
+func testRetryable(t *testing.T, tg Target) {
+	s, all, heal := startFailing(t, tg, 90, 5, true)
+	defer s.Close()
+	var failed error
+	for _, b := range [][]record.Record{all[30:45], all[45:60]} {
+		if err := s.Write(ctx, b); err != nil {
+			if !retry.IsRetryable(err) {
+				t.Fatalf("transient failure surfaced as fatal from Write: %v", err)
+			}
+			failed = err
+			heal()
+			must(t, "repeated Write", s.Write(ctx, b))
+		}
+	}
+	if failed == nil {
+		err := s.Flush(ctx)
+		if err == nil {
+			t.Fatal("Flush succeeded while the destination failed")
+		}
+		if !retry.IsRetryable(err) {
+			t.Fatalf("transient failure surfaced as fatal from Flush: %v", err)
+		}
+		heal()
+	}
+	must(t, "Flush after recovery", s.Flush(ctx))
+	must(t, "Write", s.Write(ctx, all[60:]))
+	must(t, "Flush", s.Flush(ctx))
+	check(t, tg, all, false)
+}
+
+// startFailing opens the sink, stores and flushes records 0..19 (fatal) or
+// 0..29 (retryable) of n, then makes the destination fail.
+func startFailing(t *testing.T, tg Target, n, keys int, retryable bool) (Sink, []record.Record, func()) {
+	if tg.Fail == nil {
+		t.Skip("target cannot simulate failures")
+	}
+	s := tg.Sink
+	must(t, "Open", s.Open(ctx))
+	all := Records(0, n, keys)
+	head := n / 3
+	must(t, "Write", s.Write(ctx, all[:head]))
+	must(t, "Flush", s.Flush(ctx))
+	heal, ok := tg.Fail(t, retryable)
+	if !ok {
+		s.Close()
+		t.Skipf("target cannot simulate this failure (retryable=%v)", retryable)
+	}
+	return s, all, heal
+}
+
+// check reads the destination and compares it with want: each record
+// present (exactly once when exact), per-key order (and total order when
+// the target has one) of first occurrences preserved.
+func check(t *testing.T, tg Target, want []record.Record, exact bool) {
+	t.Helper()
+	got := tg.Read(t)
+	seen := map[int]int{}
+	var firsts []Payload
+	for _, v := range got {
+		var p Payload
+		if err := json.Unmarshal(v, &p); err != nil {
+			t.Fatalf("stored value %q: %v", v, err)
+		}
+		if seen[p.Seq]++; seen[p.Seq] == 1 {
+			firsts = append(firsts, p)
+		}
+	}
+	for _, r := range want {
+		var p Payload
+		_ = json.Unmarshal(r.Value, &p)
+		switch n := seen[p.Seq]; {
+		case n == 0:
+			t.Fatalf("record seq %d missing (destination holds %d values)", p.Seq, len(got))
+		case n > 1 && exact:
+			t.Fatalf("record seq %d stored %d times", p.Seq, n)
+		}
+	}
+	if len(seen) != len(want) {
+		t.Fatalf("destination holds %d distinct records, want %d", len(seen), len(want))
+	}
+	last := map[string]int{}
+	prev := -1
+	for _, p := range firsts {
+		if l, ok := last[p.Key]; ok && p.Seq < l {
+			t.Fatalf("key %s: seq %d stored after %d", p.Key, p.Seq, l)
+		}
+		last[p.Key] = p.Seq
+		if tg.TotalOrder && p.Seq < prev {
+			t.Fatalf("seq %d stored after %d", p.Seq, prev)
+		}
+		prev = p.Seq
+	}
+}

@@ -1,0 +1,245 @@
+package kafka
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/IBM/sarama"
+	"go.uber.org/zap"
+)
+
+// Start values.
+const (
+	StartEarliest = "earliest"
+	StartLatest   = "latest"
+)
+
+// Isolation values.
+const (
+	ReadCommitted   = "read_committed"
+	ReadUncommitted = "read_uncommitted"
+)
+
+// SASL mechanisms.
+const (
+	SASLPlain       = "PLAIN"
+	SASLScramSHA256 = "SCRAM-SHA-256"
+	SASLScramSHA512 = "SCRAM-SHA-512"
+)
+
+// TLS configures an encrypted connection. All files are PEM.
+type TLS struct {
+	Enable             bool   // default false
+	CAFile             string // default: the system roots
+	CertFile, KeyFile  string // client certificate; both or neither
+	InsecureSkipVerify bool   // default false; for tests only
+}
+
+// SASL configures authentication. The caller resolves the password (e.g.
+// from an environment variable); it is never logged.
+type SASL struct {
+	Mechanism string // "" (off), PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
+	User      string
+	Password  string
+}
+
+// Config configures a Source. The zero value of every field but Brokers and
+// Topics takes the documented default (see EnsureDefaults).
+type Config struct {
+	Brokers []string // bootstrap "host:port" list; required
+	Topics  []string // topics to read, every partition; required
+	// Group is the consumer group. Empty: no group, every partition of
+	// Topics is assigned statically and Commit is a no-op.
+	Group string
+	// Start is where a partition without a committed offset starts:
+	// "earliest" (default) or "latest".
+	Start string
+	// Isolation is "read_committed" (default) or "read_uncommitted".
+	Isolation string
+	ClientID  string // default "signalbox"
+	TLS       TLS
+	SASL      SASL
+	// FetchMaxWait is how long a broker may hold a fetch open waiting for
+	// data. Default 500ms.
+	FetchMaxWait time.Duration
+	// FetchMaxBytes bounds one fetch response. Default 64 MiB.
+	FetchMaxBytes int32
+	// PartitionMaxBytes bounds one partition of a fetch response (it grows
+	// automatically for a larger batch). Default 8 MiB.
+	PartitionMaxBytes int32
+	// EvidenceInterval is how often paused partitions get fresh end-offset
+	// evidence by ListOffsets. Default 5s; negative disables.
+	EvidenceInterval time.Duration
+	// RetryBackoff is the first delay before re-fetching a failed
+	// partition; it doubles up to 20× on repeated failure. Default 100ms.
+	RetryBackoff time.Duration
+	// RevokeTimeout bounds how long a rebalance waits for the caller to
+	// take a Revoked (group mode). Default 30s.
+	RevokeTimeout time.Duration
+	// Version is the Kafka protocol version assumed. Default 2.8.0.
+	Version sarama.KafkaVersion
+	// Logger receives the source's logs. Default: a no-op logger.
+	Logger *zap.Logger
+}
+
+// EnsureDefaults fills every unset field with its default.
+func (c *Config) EnsureDefaults() {
+	if c.Start == "" {
+		c.Start = StartEarliest
+	}
+	if c.Isolation == "" {
+		c.Isolation = ReadCommitted
+	}
+	if c.ClientID == "" {
+		c.ClientID = "signalbox"
+	}
+	if c.FetchMaxWait == 0 {
+		c.FetchMaxWait = 500 * time.Millisecond
+	}
+	if c.FetchMaxBytes == 0 {
+		c.FetchMaxBytes = 64 << 20
+	}
+	if c.PartitionMaxBytes == 0 {
+		c.PartitionMaxBytes = 8 << 20
+	}
+	if c.EvidenceInterval == 0 {
+		c.EvidenceInterval = 5 * time.Second
+	}
+	if c.RetryBackoff == 0 {
+		c.RetryBackoff = 100 * time.Millisecond
+	}
+	if c.RevokeTimeout == 0 {
+		c.RevokeTimeout = 30 * time.Second
+	}
+	if c.Version == (sarama.KafkaVersion{}) {
+		c.Version = sarama.V2_8_0_0
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+}
+
+// Validate reports every invalid field, each named, joined in one error.
+// It checks the config as given; call EnsureDefaults first to accept zero
+// values.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("kafka: %s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if len(c.Brokers) == 0 {
+		bad("brokers", "at least one broker is required")
+	}
+	for i, b := range c.Brokers {
+		if !strings.Contains(b, ":") {
+			bad(fmt.Sprintf("brokers[%d]", i), "%q is not host:port", b)
+		}
+	}
+	if len(c.Topics) == 0 {
+		bad("topics", "at least one topic is required")
+	}
+	for i, t := range c.Topics {
+		if t == "" {
+			bad(fmt.Sprintf("topics[%d]", i), "empty topic name")
+		}
+	}
+	if c.Start != StartEarliest && c.Start != StartLatest {
+		bad("start", "%q is neither %q nor %q", c.Start, StartEarliest, StartLatest)
+	}
+	if c.Isolation != ReadCommitted && c.Isolation != ReadUncommitted {
+		bad("isolation", "%q is neither %q nor %q", c.Isolation, ReadCommitted, ReadUncommitted)
+	}
+	if c.FetchMaxWait < 0 {
+		bad("fetch_max_wait", "must not be negative")
+	}
+	if c.FetchMaxBytes < 0 || c.PartitionMaxBytes < 0 {
+		bad("fetch_max_bytes", "must not be negative")
+	}
+	if c.RetryBackoff < 0 {
+		bad("retry_backoff", "must not be negative")
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		bad("tls.cert_file", "cert_file and key_file go together")
+	}
+	if !c.TLS.Enable && (c.TLS.CAFile != "" || c.TLS.CertFile != "" || c.TLS.InsecureSkipVerify) {
+		bad("tls.enable", "TLS files or options are set but TLS is not enabled")
+	}
+	switch c.SASL.Mechanism {
+	case "":
+	case SASLPlain, SASLScramSHA256, SASLScramSHA512:
+		if c.SASL.User == "" {
+			bad("sasl.user", "required with mechanism %s", c.SASL.Mechanism)
+		}
+	default:
+		bad("sasl.mechanism", "%q is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", c.SASL.Mechanism)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) readCommitted() bool { return c.Isolation == ReadCommitted }
+
+// sarama builds the sarama configuration.
+func (c *Config) sarama() (*sarama.Config, error) {
+	sc := sarama.NewConfig()
+	sc.ClientID = c.ClientID
+	sc.Version = c.Version
+	sc.Net.ReadTimeout = 30*time.Second + c.FetchMaxWait
+	sc.Metadata.Full = false
+	sc.Consumer.Return.Errors = true
+	sc.Consumer.Offsets.AutoCommit.Enable = false
+	sc.Consumer.Offsets.Initial = sarama.OffsetOldest
+	if c.Start == StartLatest {
+		sc.Consumer.Offsets.Initial = sarama.OffsetNewest
+	}
+	if c.readCommitted() {
+		sc.Consumer.IsolationLevel = sarama.ReadCommitted
+	}
+	if c.TLS.Enable {
+		tc, err := c.TLS.config()
+		if err != nil {
+			return nil, err
+		}
+		sc.Net.TLS.Enable, sc.Net.TLS.Config = true, tc
+	}
+	if c.SASL.Mechanism != "" {
+		sc.Net.SASL.Enable = true
+		sc.Net.SASL.Handshake = true
+		sc.Net.SASL.User, sc.Net.SASL.Password = c.SASL.User, c.SASL.Password
+		sc.Net.SASL.Mechanism = sarama.SASLMechanism(c.SASL.Mechanism)
+		switch c.SASL.Mechanism {
+		case SASLScramSHA256:
+			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return newScram(sha256Gen) }
+		case SASLScramSHA512:
+			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return newScram(sha512Gen) }
+		}
+	}
+	return sc, nil
+}
+
+func (t *TLS) config() (*tls.Config, error) {
+	tc := &tls.Config{InsecureSkipVerify: t.InsecureSkipVerify, MinVersion: tls.VersionTLS12} //nolint:gosec // opt-in, documented
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("kafka: tls.ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("kafka: tls.ca_file: no certificate in %s", t.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	if t.CertFile != "" {
+		pair, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("kafka: tls.cert_file: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{pair}
+	}
+	return tc, nil
+}

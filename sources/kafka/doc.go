@@ -1,0 +1,41 @@
+// Package kafka is signalbox's Kafka source, built on github.com/IBM/sarama.
+// It implements the root package's Source and Pauser interfaces
+// structurally.
+//
+// It runs its own fetch loop on sarama's low-level Broker.Fetch, because
+// sarama's PartitionConsumer does not expose the consumer position, and the
+// whole ordering argument rests on that position.
+//
+// Lifecycle: New → Open (connect, resolve partitions; reads no record) →
+// Poll repeatedly from one goroutine → Close. Commit, Pause and Resume may be
+// called from other goroutines between Open and Close.
+//
+// Invariants:
+//
+//  1. Snapshot before read. The End reported in Assigned for a partition is
+//     taken by ListOffsets before any record of that partition is fetched:
+//     under read_committed it is the last stable offset (an OffsetRequest
+//     with IsolationLevel ReadCommitted, sent to the partition leader),
+//     otherwise the high-water mark.
+//  2. Position, not last offset. PartitionFetch.Position is the next offset
+//     to fetch: the last record batch's FirstOffset+LastOffsetDelta+1,
+//     control batches and aborted batches included. It never goes backwards
+//     except when the broker's log start moved past it (then forwards to the
+//     log start, logged).
+//  3. Evidence is fresh or absent. PartitionFetch.End is the LSO
+//     (read_committed) or high-water mark of the response the records came
+//     from, or of a ListOffsets taken for a paused partition; a failed fetch
+//     reports Err and End -1, never stale evidence.
+//  4. Under read_committed no record of an aborted transaction and no
+//     control record is delivered.
+//  5. Every partition appears in an Assigned before any PartitionFetch of it,
+//     and a Fetch that assigns or revokes carries no records, so assignment
+//     changes and data never interleave within one Fetch.
+//  6. In group mode a partition's fetching stops before its Revoked is
+//     delivered, and the rebalance waits (up to RevokeTimeout) for the next
+//     Poll, so the caller can Commit the revoked partitions' safe offsets.
+//  7. Start positions: committed group offsets when there are any, else
+//     Start ("earliest" = log start offset, "latest" = the end snapshot).
+//  8. Memory is bounded: at most one undelivered response per fetcher is
+//     buffered; fetchers block while Poll is not called.
+package kafka

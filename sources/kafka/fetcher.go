@@ -1,0 +1,343 @@
+package kafka
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/signalbox/signalbox/record"
+	"go.uber.org/zap"
+)
+
+// partState is one partition as its fetcher sees it. Only the fetcher's
+// goroutine touches it.
+type partState struct {
+	tp       record.TopicPartition
+	pos      int64 // next offset to fetch (invariant 2)
+	maxBytes int32
+	backoff  time.Duration
+	retryAt  time.Time
+	// What was last reported, so that responses with no news (no records,
+	// same position and end) are not reported again.
+	lastEnd int64
+	failed  bool
+}
+
+// fetcher fetches a fixed set of partitions in a loop, one request per
+// current leader, and sends what it got to out.
+type fetcher struct {
+	s       *Source
+	parts   []*partState
+	wake    chan struct{} // Resume pokes it
+	lastEvi time.Time     // last ListOffsets evidence for paused partitions
+}
+
+func newFetcher(s *Source, infos []record.PartitionInfo) *fetcher {
+	f := &fetcher{s: s, wake: make(chan struct{}, 1)}
+	for _, in := range infos {
+		f.parts = append(f.parts, &partState{
+			tp: in.TopicPartition, pos: in.Start, maxBytes: s.cfg.PartitionMaxBytes, lastEnd: in.End,
+		})
+	}
+	return f
+}
+
+func (f *fetcher) poke() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run fetches until ctx is done.
+func (f *fetcher) run(ctx context.Context, out chan<- item) {
+	for ctx.Err() == nil {
+		now := time.Now()
+		var active, paused []*partState
+		wait := f.s.cfg.FetchMaxWait + time.Second
+		for _, p := range f.parts {
+			switch {
+			case f.s.isPaused(p.tp):
+				paused = append(paused, p)
+			case now.Before(p.retryAt):
+				wait = min(wait, p.retryAt.Sub(now))
+			default:
+				active = append(active, p)
+			}
+		}
+		var pfs []record.PartitionFetch
+		if evi := f.s.cfg.EvidenceInterval; len(paused) > 0 && evi > 0 {
+			if now.Sub(f.lastEvi) >= evi {
+				f.lastEvi = now
+				pfs = f.evidence(paused)
+			}
+			wait = min(wait, evi)
+		}
+		if len(active) > 0 {
+			pfs = append(pfs, f.fetch(active)...)
+		}
+		if len(pfs) > 0 {
+			select {
+			case out <- item{fetch: record.Fetch{Partitions: pfs}}:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if len(active) == 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+			case <-f.wake:
+			case <-t.C:
+			}
+			t.Stop()
+		}
+	}
+}
+
+// evidence refreshes the end offsets of paused partitions by ListOffsets.
+func (f *fetcher) evidence(paused []*partState) []record.PartitionFetch {
+	tps := make([]record.TopicPartition, len(paused))
+	for i, p := range paused {
+		tps[i] = p.tp
+	}
+	ends, err := f.s.listOffsets(tps, listLatest)
+	if err != nil {
+		f.s.log.Debug("evidence refresh for paused partitions failed", zap.Error(err))
+		return nil
+	}
+	var pfs []record.PartitionFetch
+	for _, p := range paused {
+		if end := ends[p.tp]; end != p.lastEnd || p.failed {
+			p.lastEnd, p.failed = end, false
+			pfs = append(pfs, record.PartitionFetch{TopicPartition: p.tp, Position: p.pos, End: end})
+		}
+	}
+	return pfs
+}
+
+// fetch sends one fetch per current leader of active and parses the answers.
+func (f *fetcher) fetch(active []*partState) []record.PartitionFetch {
+	var pfs []record.PartitionFetch
+	byLeader := make(map[*sarama.Broker][]*partState, 1)
+	var order []*sarama.Broker
+	for _, p := range active {
+		b, err := f.s.leader(p.tp)
+		if err != nil {
+			pfs = append(pfs, f.failed(p, err))
+			continue
+		}
+		if _, ok := byLeader[b]; !ok {
+			order = append(order, b)
+		}
+		byLeader[b] = append(byLeader[b], p)
+	}
+	for _, b := range order {
+		group := byLeader[b]
+		req := &sarama.FetchRequest{
+			Version:      11,
+			MaxWaitTime:  int32(f.s.cfg.FetchMaxWait / time.Millisecond),
+			MinBytes:     1,
+			MaxBytes:     f.s.cfg.FetchMaxBytes,
+			SessionEpoch: -1, // sessionless: every request names every partition
+		}
+		if f.s.cfg.readCommitted() {
+			req.Isolation = sarama.ReadCommitted
+		}
+		for _, p := range group {
+			req.AddBlock(p.tp.Topic, p.tp.Partition, p.pos, p.maxBytes, -1)
+		}
+		resp, err := b.Fetch(req)
+		if err == nil && !errors.Is(sarama.KError(resp.ErrorCode), sarama.ErrNoError) {
+			err = sarama.KError(resp.ErrorCode)
+		}
+		if err != nil {
+			f.s.log.Warn("fetch failed", zap.Int32("broker", b.ID()), zap.Error(err))
+			_ = b.Close() // the client reopens it on next use
+			f.s.refreshMetadata()
+			for _, p := range group {
+				pfs = append(pfs, f.failed(p, err))
+			}
+			continue
+		}
+		for _, p := range group {
+			if pf, ok := f.parse(p, resp.GetBlock(p.tp.Topic, p.tp.Partition)); ok {
+				pfs = append(pfs, pf)
+			}
+		}
+	}
+	return pfs
+}
+
+// failed backs p off and reports err with no evidence (invariant 3).
+func (f *fetcher) failed(p *partState, err error) record.PartitionFetch {
+	base := f.s.cfg.RetryBackoff
+	p.backoff = min(max(2*p.backoff, base), 20*base)
+	p.retryAt = time.Now().Add(p.backoff)
+	if !p.failed {
+		f.s.log.Warn("fetch of partition failed; it has no fresh evidence until a fetch succeeds",
+			zap.String("topic", p.tp.Topic), zap.Int32("partition", p.tp.Partition), zap.Error(err))
+	}
+	p.failed = true
+	return record.PartitionFetch{TopicPartition: p.tp, Position: p.pos, End: -1, Err: err}
+}
+
+// parse turns one response block into a PartitionFetch, advancing p.pos.
+// ok is false when there is nothing to report.
+func (f *fetcher) parse(p *partState, blk *sarama.FetchResponseBlock) (record.PartitionFetch, bool) {
+	if blk == nil || f.s.isPaused(p.tp) {
+		// No answer for this partition (no evidence), or paused while the
+		// fetch was in flight: drop it, the position does not move.
+		return record.PartitionFetch{}, false
+	}
+	switch {
+	case errors.Is(blk.Err, sarama.ErrNoError):
+	case errors.Is(blk.Err, sarama.ErrOffsetOutOfRange):
+		return f.outOfRange(p)
+	case errors.Is(blk.Err, sarama.ErrNotLeaderForPartition), errors.Is(blk.Err, sarama.ErrLeaderNotAvailable),
+		errors.Is(blk.Err, sarama.ErrUnknownTopicOrPartition), errors.Is(blk.Err, sarama.ErrFencedLeaderEpoch),
+		errors.Is(blk.Err, sarama.ErrUnknownLeaderEpoch):
+		f.s.refreshMetadata()
+		return f.failed(p, blk.Err), true
+	default:
+		return f.failed(p, blk.Err), true
+	}
+	p.backoff, p.retryAt = 0, time.Time{}
+
+	end := blk.HighWaterMarkOffset
+	if f.s.cfg.readCommitted() && blk.LastStableOffset >= 0 {
+		end = blk.LastStableOffset
+	}
+	before := p.pos
+	recs, partial := f.records(p, blk)
+	switch {
+	case p.pos == before && partial:
+		// A batch larger than we asked for: ask for more next time.
+		p.maxBytes = min(max(p.maxBytes, 1<<16)*2, max(f.s.cfg.FetchMaxBytes, p.maxBytes))
+	case p.pos != before:
+		p.maxBytes = f.s.cfg.PartitionMaxBytes
+	}
+	if len(recs) == 0 && p.pos == before && end == p.lastEnd && !p.failed {
+		return record.PartitionFetch{}, false // no news
+	}
+	p.lastEnd, p.failed = end, false
+	return record.PartitionFetch{TopicPartition: p.tp, Records: recs, Position: p.pos, End: end}, true
+}
+
+// outOfRange handles a position outside the log: below the log start
+// (retention, DeleteRecords) it continues from the log start; above the end
+// it continues from the end. Either way it is logged.
+func (f *fetcher) outOfRange(p *partState) (record.PartitionFetch, bool) {
+	starts, err := f.s.listOffsets([]record.TopicPartition{p.tp}, listEarliest)
+	if err != nil {
+		return f.failed(p, err), true
+	}
+	next := starts[p.tp]
+	if p.pos >= next {
+		ends, err := f.s.listOffsets([]record.TopicPartition{p.tp}, listLatest)
+		if err != nil {
+			return f.failed(p, err), true
+		}
+		next = ends[p.tp]
+	}
+	f.s.log.Warn("position is outside the partition's log; continuing from the log's edge",
+		zap.String("topic", p.tp.Topic), zap.Int32("partition", p.tp.Partition),
+		zap.Int64("position", p.pos), zap.Int64("continue_from", next))
+	p.pos = next
+	return record.PartitionFetch{TopicPartition: p.tp, Position: p.pos, End: -1}, true
+}
+
+// records extracts the deliverable records of blk from p.pos on and moves
+// p.pos past every complete batch, control and aborted batches included.
+// partial reports a truncated trailing batch.
+func (f *fetcher) records(p *partState, blk *sarama.FetchResponseBlock) (recs []record.Record, partial bool) {
+	n := 0
+	for _, rs := range blk.RecordsSet {
+		if rs.RecordBatch != nil {
+			n += len(rs.RecordBatch.Records)
+		}
+	}
+	if n > 0 {
+		recs = make([]record.Record, 0, n)
+	}
+	aborted := blk.AbortedTransactions
+	if len(aborted) > 1 {
+		slices.SortFunc(aborted, func(a, b *sarama.AbortedTransaction) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
+	}
+	var abortedPIDs map[int64]struct{}
+	readCommitted := f.s.cfg.readCommitted()
+	for _, rs := range blk.RecordsSet {
+		batch := rs.RecordBatch
+		if batch == nil { // legacy message sets: not produced by any supported client
+			continue
+		}
+		if batch.PartialTrailingRecord {
+			return recs, true
+		}
+		last := batch.FirstOffset + int64(batch.LastOffsetDelta)
+		if last < p.pos {
+			continue // a batch we already consumed (fetches return whole batches)
+		}
+		for len(aborted) > 0 && aborted[0].FirstOffset <= last {
+			if abortedPIDs == nil {
+				abortedPIDs = make(map[int64]struct{})
+			}
+			abortedPIDs[aborted[0].ProducerID] = struct{}{}
+			aborted = aborted[1:]
+		}
+		switch {
+		case batch.Control:
+			if isAbortMarker(batch) {
+				delete(abortedPIDs, batch.ProducerID)
+			}
+		case readCommitted && batch.IsTransactional && isAborted(abortedPIDs, batch.ProducerID):
+		default:
+			recs = appendBatch(recs, p, batch)
+		}
+		p.pos = last + 1
+	}
+	return recs, blk.Partial
+}
+
+func isAborted(pids map[int64]struct{}, pid int64) bool {
+	_, ok := pids[pid]
+	return ok
+}
+
+// isAbortMarker reports whether a control batch holds an ABORT marker: a
+// control record's key is version int16, type int16 (0 abort, 1 commit).
+func isAbortMarker(batch *sarama.RecordBatch) bool {
+	if len(batch.Records) == 0 {
+		return false
+	}
+	k := batch.Records[0].Key
+	return len(k) >= 4 && k[2] == 0 && k[3] == 0
+}
+
+func appendBatch(recs []record.Record, p *partState, batch *sarama.RecordBatch) []record.Record {
+	for _, r := range batch.Records {
+		off := batch.FirstOffset + r.OffsetDelta
+		if off < p.pos {
+			continue
+		}
+		ts := batch.FirstTimestamp.Add(r.TimestampDelta)
+		if batch.LogAppendTime {
+			ts = batch.MaxTimestamp
+		}
+		rec := record.Record{
+			Topic: p.tp.Topic, Partition: p.tp.Partition, Offset: off,
+			Key: r.Key, Value: r.Value, Timestamp: ts,
+		}
+		if len(r.Headers) > 0 {
+			rec.Headers = make([]record.Header, len(r.Headers))
+			for i, h := range r.Headers {
+				rec.Headers[i] = record.Header{Key: string(h.Key), Value: h.Value}
+			}
+		}
+		recs = append(recs, rec)
+	}
+	return recs
+}

@@ -1,0 +1,165 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/record"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// hangGuard bounds every wait in these tests; it only fires on a hang.
+const hangGuard = 45 * time.Second
+
+func startCluster(t testing.TB, opts ...embedded.Option) *embedded.Cluster {
+	t.Helper()
+	c, err := embedded.Start(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func openSource(t testing.TB, cfg Config) *Source {
+	t.Helper()
+	cfg.FetchMaxWait = 100 * time.Millisecond
+	cfg.RetryBackoff = 20 * time.Millisecond
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func recs(topic string, partition int32, n int, prefix string) []*kgo.Record {
+	out := make([]*kgo.Record, n)
+	for i := range out {
+		out[i] = embedded.Record(topic, partition, fmt.Sprintf("k%d", i), fmt.Sprintf("%s%d", prefix, i))
+	}
+	return out
+}
+
+// collector polls a source and keeps what it saw.
+type collector struct {
+	t        testing.TB
+	src      *Source
+	assigned map[record.TopicPartition]record.PartitionInfo
+	revoked  []record.TopicPartition
+	pos      map[record.TopicPartition]int64
+	end      map[record.TopicPartition]int64
+	values   map[record.TopicPartition][]string
+	fetches  []record.PartitionFetch
+	received []time.Time // when each of fetches arrived
+}
+
+func newCollector(t testing.TB, src *Source) *collector {
+	return &collector{
+		t: t, src: src,
+		assigned: map[record.TopicPartition]record.PartitionInfo{},
+		pos:      map[record.TopicPartition]int64{},
+		end:      map[record.TopicPartition]int64{},
+		values:   map[record.TopicPartition][]string{},
+	}
+}
+
+// poll takes one Fetch, checking the invariants every Fetch must keep.
+func (c *collector) poll(ctx context.Context) error {
+	f, err := c.src.Poll(ctx)
+	if err != nil {
+		return err
+	}
+	if (len(f.Assigned) > 0 || len(f.Revoked) > 0) && len(f.Partitions) > 0 {
+		c.t.Errorf("a Fetch mixes assignment changes and data: %+v", f)
+	}
+	for _, a := range f.Assigned {
+		c.assigned[a.TopicPartition] = a
+		c.pos[a.TopicPartition] = a.Start
+		c.end[a.TopicPartition] = a.End
+	}
+	for _, tp := range f.Revoked {
+		c.revoked = append(c.revoked, tp)
+		delete(c.assigned, tp)
+	}
+	now := time.Now()
+	for _, pf := range f.Partitions {
+		if _, ok := c.assigned[pf.TopicPartition]; !ok {
+			c.t.Errorf("data for %v before its Assigned", pf.TopicPartition)
+		}
+		if pf.Err != nil && (pf.End != -1 || len(pf.Records) > 0) {
+			c.t.Errorf("failed fetch carries evidence or records: %+v", pf)
+		}
+		for _, r := range pf.Records {
+			if r.Offset < c.pos[pf.TopicPartition] || r.Offset >= pf.Position {
+				c.t.Errorf("%v: record offset %d outside [%d, %d)", pf.TopicPartition, r.Offset, c.pos[pf.TopicPartition], pf.Position)
+			}
+			c.values[pf.TopicPartition] = append(c.values[pf.TopicPartition], string(r.Value))
+		}
+		c.pos[pf.TopicPartition] = pf.Position
+		if pf.End >= 0 {
+			c.end[pf.TopicPartition] = pf.End
+		}
+		c.fetches = append(c.fetches, pf)
+		c.received = append(c.received, now)
+	}
+	return nil
+}
+
+// until polls until cond holds; it fails the test on a hang.
+func (c *collector) until(what string, cond func() bool) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	for !cond() {
+		if err := c.poll(ctx); err != nil {
+			c.t.Fatalf("waiting for %s: %v", what, err)
+		}
+	}
+}
+
+// caughtUp reports whether every assigned partition's position reached the
+// end snapshot it was assigned with.
+func (c *collector) caughtUp() bool {
+	if len(c.assigned) == 0 {
+		return false
+	}
+	for tp, a := range c.assigned {
+		if c.pos[tp] < a.End {
+			return false
+		}
+	}
+	return true
+}
+
+// pollFor polls for d, for checks that something does NOT happen.
+func (c *collector) pollFor(d time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	for c.poll(ctx) == nil {
+	}
+}
+
+func mustProduce(t testing.TB, c *embedded.Cluster, rs ...*kgo.Record) {
+	t.Helper()
+	if err := c.Produce(context.Background(), rs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustOffsets(t testing.TB, c *embedded.Cluster, topic string) embedded.Offsets {
+	t.Helper()
+	offs, err := c.ListOffsets(context.Background(), topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return offs
+}

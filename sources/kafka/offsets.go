@@ -1,0 +1,133 @@
+package kafka
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/IBM/sarama"
+	"github.com/signalbox/signalbox/record"
+)
+
+// Timestamps understood by ListOffsets.
+const (
+	listLatest   = -1 // the end: LSO under read_committed, else high-water mark
+	listEarliest = -2 // the log start offset
+)
+
+// listOffsets asks each partition leader for the offset at ts, under the
+// source's isolation level (sarama's Client.GetOffset ignores isolation, so
+// the OffsetRequest is built here). Partitions are grouped per leader: one
+// request per broker.
+func (s *Source) listOffsets(tps []record.TopicPartition, ts int64) (map[record.TopicPartition]int64, error) {
+	byLeader := make(map[*sarama.Broker][]record.TopicPartition)
+	for _, tp := range tps {
+		b, err := s.leader(tp)
+		if err != nil {
+			return nil, err
+		}
+		byLeader[b] = append(byLeader[b], tp)
+	}
+	out := make(map[record.TopicPartition]int64, len(tps))
+	for b, group := range byLeader {
+		req := &sarama.OffsetRequest{Version: 5}
+		if s.cfg.readCommitted() {
+			req.IsolationLevel = sarama.ReadCommitted
+		}
+		for _, tp := range group {
+			req.AddBlock(tp.Topic, tp.Partition, ts, 1)
+		}
+		resp, err := b.GetAvailableOffsets(req)
+		if err != nil {
+			s.refreshMetadata()
+			return nil, fmt.Errorf("kafka: list offsets from broker %d: %w", b.ID(), err)
+		}
+		for _, tp := range group {
+			blk := resp.GetBlock(tp.Topic, tp.Partition)
+			if blk == nil {
+				return nil, fmt.Errorf("kafka: list offsets %s/%d: no answer", tp.Topic, tp.Partition)
+			}
+			if !errors.Is(blk.Err, sarama.ErrNoError) {
+				s.refreshMetadata()
+				return nil, fmt.Errorf("kafka: list offsets %s/%d: %w", tp.Topic, tp.Partition, blk.Err)
+			}
+			out[tp] = blk.Offset
+		}
+	}
+	return out, nil
+}
+
+// leader returns the partition's current leader, refreshing metadata once
+// when sarama does not know it.
+func (s *Source) leader(tp record.TopicPartition) (*sarama.Broker, error) {
+	b, err := s.client.Leader(tp.Topic, tp.Partition)
+	if err != nil {
+		if rerr := s.client.RefreshMetadata(tp.Topic); rerr != nil {
+			return nil, fmt.Errorf("kafka: leader of %s/%d: %w", tp.Topic, tp.Partition, err)
+		}
+		b, err = s.client.Leader(tp.Topic, tp.Partition)
+		if err != nil {
+			return nil, fmt.Errorf("kafka: leader of %s/%d: %w", tp.Topic, tp.Partition, err)
+		}
+	}
+	return b, nil
+}
+
+func (s *Source) refreshMetadata() {
+	if err := s.client.RefreshMetadata(s.cfg.Topics...); err != nil {
+		s.log.Warn("metadata refresh failed")
+	}
+}
+
+// committed returns the group's committed offsets for tps (-1: none).
+func (s *Source) committed(tps []record.TopicPartition) (map[record.TopicPartition]int64, error) {
+	coord, err := s.client.Coordinator(s.cfg.Group)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: coordinator of group %s: %w", s.cfg.Group, err)
+	}
+	req := &sarama.OffsetFetchRequest{Version: 5, ConsumerGroup: s.cfg.Group}
+	for _, tp := range tps {
+		req.AddPartition(tp.Topic, tp.Partition)
+	}
+	resp, err := coord.FetchOffset(req)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: offset fetch for group %s: %w", s.cfg.Group, err)
+	}
+	if !errors.Is(resp.Err, sarama.ErrNoError) {
+		return nil, fmt.Errorf("kafka: offset fetch for group %s: %w", s.cfg.Group, resp.Err)
+	}
+	out := make(map[record.TopicPartition]int64, len(tps))
+	for _, tp := range tps {
+		out[tp] = -1
+		if blk := resp.GetBlock(tp.Topic, tp.Partition); blk != nil && errors.Is(blk.Err, sarama.ErrNoError) {
+			out[tp] = blk.Offset
+		}
+	}
+	return out, nil
+}
+
+// snapshot takes the end offsets of tps and resolves their start positions
+// (committed offsets win, then Start). It reads no record.
+func (s *Source) snapshot(tps []record.TopicPartition, committed map[record.TopicPartition]int64) ([]record.PartitionInfo, error) {
+	ends, err := s.listOffsets(tps, listLatest)
+	if err != nil {
+		return nil, err
+	}
+	var earliest map[record.TopicPartition]int64
+	if s.cfg.Start == StartEarliest {
+		if earliest, err = s.listOffsets(tps, listEarliest); err != nil {
+			return nil, err
+		}
+	}
+	infos := make([]record.PartitionInfo, 0, len(tps))
+	for _, tp := range tps {
+		info := record.PartitionInfo{TopicPartition: tp, End: ends[tp], Start: ends[tp]}
+		if earliest != nil {
+			info.Start = earliest[tp]
+		}
+		if c, ok := committed[tp]; ok && c >= 0 {
+			info.Start = c
+		}
+		infos = append(infos, info)
+	}
+	return infos, nil
+}

@@ -1,0 +1,309 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/IBM/sarama"
+	"github.com/signalbox/signalbox/record"
+	"go.uber.org/zap"
+)
+
+// ErrClosed is returned by Poll after Close.
+var ErrClosed = errors.New("kafka: source closed")
+
+// Source reads Kafka topics through sarama. See the package documentation
+// for its invariants and lifecycle.
+type Source struct {
+	cfg    Config
+	log    *zap.Logger
+	client sarama.Client
+
+	out   chan item  // fetchers and the group handler → Poll
+	fatal chan error // background failures that end the pipeline
+
+	ctx    context.Context // lives from Open to Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	paused   map[record.TopicPartition]struct{}
+	fetchers []*fetcher
+
+	// Static mode: the assignment, reported by the first Poll.
+	static  []record.PartitionInfo
+	started bool
+
+	// Poll-goroutine state: the ack of a delivered assignment change, and
+	// an item held back so that it is not mixed with data.
+	ack        chan struct{}
+	pending    item
+	hasPending bool
+
+	group *groupState // nil without Config.Group
+}
+
+// New checks cfg (after EnsureDefaults) and returns an unopened Source.
+func New(cfg Config) (*Source, error) {
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Source{
+		cfg:    cfg,
+		log:    cfg.Logger.Named("kafka"),
+		out:    make(chan item, 1),
+		fatal:  make(chan error, 1),
+		paused: make(map[record.TopicPartition]struct{}),
+	}, nil
+}
+
+// Open connects and, in static mode, snapshots every partition's end offset
+// and start position. It reads no record. In group mode it joins the group;
+// assignments arrive through Poll.
+func (s *Source) Open(ctx context.Context) error {
+	sc, err := s.cfg.sarama()
+	if err != nil {
+		return err
+	}
+	s.log.Info("connecting", zap.Strings("brokers", s.cfg.Brokers), zap.Strings("topics", s.cfg.Topics),
+		zap.String("group", s.cfg.Group), zap.String("isolation", s.cfg.Isolation),
+		zap.Bool("tls", s.cfg.TLS.Enable), zap.String("sasl", s.cfg.SASL.Mechanism)) // never the password
+	client, err := newClient(ctx, s.cfg.Brokers, sc)
+	if err != nil {
+		return fmt.Errorf("kafka: connect: %w", err)
+	}
+	s.client = client
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if s.cfg.Group != "" {
+		if err := s.openGroup(sc); err != nil {
+			s.closeClient()
+			return err
+		}
+		return nil
+	}
+	tps, err := s.partitions()
+	if err != nil {
+		s.closeClient()
+		return err
+	}
+	if s.static, err = s.snapshot(tps, nil); err != nil {
+		s.closeClient()
+		return err
+	}
+	return nil
+}
+
+// newClient connects in the background so that ctx can abandon it.
+func newClient(ctx context.Context, addrs []string, sc *sarama.Config) (sarama.Client, error) {
+	type result struct {
+		c   sarama.Client
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		c, err := sarama.NewClient(addrs, sc)
+		ch <- result{c, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.c, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-ch; r.c != nil {
+				_ = r.c.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+func (s *Source) closeClient() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	_ = s.client.Close()
+}
+
+// partitions lists every partition of the configured topics.
+func (s *Source) partitions() ([]record.TopicPartition, error) {
+	if err := s.client.RefreshMetadata(s.cfg.Topics...); err != nil {
+		return nil, fmt.Errorf("kafka: metadata: %w", err)
+	}
+	var tps []record.TopicPartition
+	for _, t := range s.cfg.Topics {
+		ps, err := s.client.Partitions(t)
+		if err != nil {
+			return nil, fmt.Errorf("kafka: partitions of %s: %w", t, err)
+		}
+		for _, p := range ps {
+			tps = append(tps, record.TopicPartition{Topic: t, Partition: p})
+		}
+	}
+	return tps, nil
+}
+
+// startFetchers starts one fetcher per current leader of infos, on ctx,
+// counted in wg.
+func (s *Source) startFetchers(ctx context.Context, infos []record.PartitionInfo, wg *sync.WaitGroup) []*fetcher {
+	byLeader := make(map[int32][]record.PartitionInfo)
+	var ids []int32
+	for _, in := range infos {
+		id := int32(-1)
+		if b, err := s.leader(in.TopicPartition); err == nil {
+			id = b.ID()
+		}
+		if _, ok := byLeader[id]; !ok {
+			ids = append(ids, id)
+		}
+		byLeader[id] = append(byLeader[id], in)
+	}
+	slices.Sort(ids)
+	fs := make([]*fetcher, 0, len(ids))
+	for _, id := range ids {
+		f := newFetcher(s, byLeader[id])
+		fs = append(fs, f)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f.run(ctx, s.out)
+		}()
+	}
+	s.mu.Lock()
+	s.fetchers = append(s.fetchers, fs...)
+	s.mu.Unlock()
+	return fs
+}
+
+// dropFetchers forgets stopped fetchers.
+func (s *Source) dropFetchers(fs []*fetcher) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fetchers = slices.DeleteFunc(s.fetchers, func(f *fetcher) bool { return slices.Contains(fs, f) })
+}
+
+// maxMerge bounds how many fetcher answers one Poll merges.
+const maxMerge = 16
+
+// item is what the fetchers and the group handler hand to Poll. ack, if
+// set, is closed when the caller comes back for the next Poll (or Closes),
+// i.e. once it has handled the Fetch.
+type item struct {
+	fetch record.Fetch
+	ack   chan struct{}
+}
+
+func (it item) changesAssignment() bool {
+	return len(it.fetch.Assigned) > 0 || len(it.fetch.Revoked) > 0
+}
+
+// Poll returns the next Fetch. The first Fetch that mentions a partition
+// lists it in Assigned (with its end snapshot) and carries no records; a
+// Fetch that assigns or revokes never carries records.
+func (s *Source) Poll(ctx context.Context) (record.Fetch, error) {
+	s.releaseAck()
+	if s.ctx == nil || s.ctx.Err() != nil {
+		return record.Fetch{}, ErrClosed
+	}
+	if s.group == nil && !s.started {
+		s.started = true
+		s.startFetchers(s.ctx, s.static, &s.wg)
+		return record.Fetch{Assigned: slices.Clone(s.static)}, nil
+	}
+	it, ok := s.pending, s.hasPending
+	s.hasPending = false
+	if !ok {
+		select {
+		case it = <-s.out:
+		case err := <-s.fatal:
+			return record.Fetch{}, err
+		case <-ctx.Done():
+			return record.Fetch{}, ctx.Err()
+		case <-s.ctx.Done():
+			return record.Fetch{}, ErrClosed
+		}
+	}
+	if it.changesAssignment() {
+		s.ack = it.ack
+		return it.fetch, nil
+	}
+	f := it.fetch
+	for range maxMerge - 1 {
+		select {
+		case next := <-s.out:
+			if next.changesAssignment() {
+				s.pending, s.hasPending = next, true // never mixed with data
+				return f, nil
+			}
+			f.Partitions = append(f.Partitions, next.fetch.Partitions...)
+		default:
+			return f, nil
+		}
+	}
+	return f, nil
+}
+
+func (s *Source) releaseAck() {
+	if s.ack != nil {
+		close(s.ack)
+		s.ack = nil
+	}
+}
+
+// Commit commits offsets to the group: for each partition, the offset a
+// restart must re-read from. Without a group it does nothing.
+func (s *Source) Commit(ctx context.Context, offsets map[record.TopicPartition]int64) error {
+	if s.group == nil || len(offsets) == 0 {
+		return nil
+	}
+	return s.group.commit(ctx, offsets)
+}
+
+// Pause stops fetching tps until Resume. Records of tps already fetched but
+// not yet delivered are dropped (their position does not advance), so they
+// are fetched again after Resume.
+func (s *Source) Pause(tps ...record.TopicPartition) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, tp := range tps {
+		s.paused[tp] = struct{}{}
+	}
+}
+
+// Resume restarts fetching tps.
+func (s *Source) Resume(tps ...record.TopicPartition) {
+	s.mu.Lock()
+	for _, tp := range tps {
+		delete(s.paused, tp)
+	}
+	fs := slices.Clone(s.fetchers)
+	s.mu.Unlock()
+	for _, f := range fs {
+		f.poke()
+	}
+}
+
+func (s *Source) isPaused(tp record.TopicPartition) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.paused[tp]
+	return ok
+}
+
+// Close stops every fetcher, leaves the group and disconnects.
+func (s *Source) Close() error {
+	if s.cancel == nil {
+		return nil
+	}
+	s.releaseAck()
+	s.cancel()
+	var err error
+	if s.group != nil {
+		err = s.group.close()
+	}
+	s.wg.Wait()
+	return errors.Join(err, s.client.Close())
+}

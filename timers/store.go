@@ -1,0 +1,550 @@
+package timers
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/google/btree"
+
+	"github.com/signalbox/signalbox/record"
+)
+
+// Sentinel errors of the Store. They are wrapped with detail; test with
+// errors.Is.
+var (
+	// ErrMissing surfaces from OpenStore with StoreOptions.MustExist when the
+	// directory does not hold a store (absent or empty): state that was
+	// expected is gone, and starting from scratch would silently re-emit or
+	// lose records.
+	ErrMissing = errors.New("timers: state directory missing")
+	// ErrCorrupt surfaces from OpenStore when the directory is a signalbox
+	// store but its content cannot be read back (damaged or missing pebble
+	// files, an undecodable key, value or checkpoint), and from Release when
+	// a spilled record cannot be loaded. Recover with ResetStore.
+	ErrCorrupt = errors.New("timers: state directory corrupt")
+	// ErrIncompatible surfaces from OpenStore when the directory holds
+	// something else: a store of another format version, a pebble database
+	// not written by signalbox, or unrelated files.
+	ErrIncompatible = errors.New("timers: state directory incompatible")
+	// ErrClosed surfaces from every method called after Close.
+	ErrClosed = errors.New("timers: store closed")
+)
+
+// formatVersion is stored under keyFormat and in the marker file. Bump it on
+// any change of the key or value layout.
+const formatVersion = 1
+
+// slot states.
+const (
+	slotDirty     = iota // payload in memory only; written at the next checkpoint
+	slotPersisted        // payload in memory and on disk
+	slotSpilled          // payload on disk only
+	slotReleased         // gone; still referenced from the dirty list
+)
+
+// slot is one parked record in the index.
+type slot struct {
+	pos   Pos
+	rec   *record.Record // nil unless dirty or persisted
+	size  int            // bytes accounted for this slot in Bytes
+	state uint8
+}
+
+// slotOverhead approximates the memory of one index entry besides its key
+// string: the slot, the btree item pointer and the Pos strings' headers.
+const slotOverhead = 96
+
+// writeChunk is the size at which pending NoSync writes are committed.
+const writeChunk = 1 << 20
+
+// Store is a parked set that stays within a memory budget and survives
+// restarts. It is the durable counterpart of Queue: an in-memory btree index
+// ordered by Less is the hot path, record payloads live in memory up to
+// StoreOptions.MemoryBudget and spill to pebble beyond it.
+//
+// Lifecycle: OpenStore → Restore (once, to learn the last checkpoint) →
+// any sequence of Park, Release and Checkpoint → Close. A Store is not safe
+// for concurrent use.
+//
+// Invariants:
+//
+//  1. pebble's byte order of parked keys is the release order: bytes.Compare
+//     of two keys agrees with Less of their positions (see encode.go).
+//  2. Release(w) hands every parked record with event time ≤ w to fn, in Less
+//     order, whether its payload is in memory or spilled. A record leaves the
+//     store only after fn returned nil for it.
+//  3. Payloads held in memory, plus the index entries, stay within
+//     MemoryBudget: a record that would exceed it is spilled on Park. (The
+//     index itself is never spilled; once it alone fills the budget every
+//     payload spills and memory grows by the index entry only.)
+//  4. Every parked value on disk carries a generation. Checkpoint n writes
+//     generation n and commits it, its deletions, the blobs and the
+//     checkpoint itself atomically, with the one Sync it does. OpenStore
+//     discards values of a generation above the last checkpoint, so reopening
+//     restores exactly the parked set of the last checkpoint, whatever was
+//     written after it, in the same order.
+//  5. Nothing is deleted from pebble between checkpoints. A checkpoint deletes
+//     the keys released since the previous one with DeleteRange, cutting the
+//     ranges around every key still parked, so a record that has not been
+//     handed to Release's fn is never deleted.
+//  6. All other writes are NoSync; there is never an fsync per record.
+//  7. Errors from pebble are sticky: the store is failed and every later call
+//     returns the error. Close it and reopen to restart from the last
+//     checkpoint.
+//
+// A record released after the last checkpoint and parked again before the
+// next one (a re-read) keeps the generation it has on disk, so a restart
+// before the next checkpoint still restores it: it was parked at the last
+// checkpoint.
+type Store struct {
+	opts  StoreOptions
+	db    *pebble.DB
+	cache interface{ Unref() }
+
+	index    *btree.BTreeG[*slot]
+	memBytes int64 // payload + index bytes held in memory
+	spilled  int   // slots in state slotSpilled
+
+	gen   uint64 // generation of the last checkpoint (0: none yet)
+	cp    *record.Checkpoint
+	blobs map[string][]byte
+
+	dirty     []*slot // slots parked since the last checkpoint, some released since
+	liveDirty int     // entries of dirty still in state slotDirty
+
+	// [relLo, relHi] covers every key released since the last checkpoint that
+	// may be on disk; hasRel reports whether the range is non-empty.
+	relLo, relHi Pos
+	hasRel       bool
+
+	wb     *pebble.Batch // pending NoSync writes
+	keyBuf []byte
+	valBuf []byte
+
+	err    error // sticky failure
+	wedged bool  // pebble panicked in a commit and cannot be closed
+	closed bool
+}
+
+// Restore returns the last checkpoint and its blobs, as found when the store
+// was opened or as last written by Checkpoint. It returns nil, nil, nil for a
+// store that has never been checkpointed. The returned values are copies.
+func (s *Store) Restore() (*record.Checkpoint, map[string][]byte, error) {
+	if err := s.usable(); err != nil {
+		return nil, nil, err
+	}
+	if s.cp == nil {
+		return nil, nil, nil
+	}
+	cp := *s.cp
+	cp.Partitions = append([]record.PartitionCheckpoint(nil), s.cp.Partitions...)
+	return &cp, cloneBlobs(s.blobs), nil
+}
+
+// Park adds r at p. The store keeps the pointer r while the payload is in
+// memory: the caller must not modify *r after Park. Parking a position that
+// is already parked keeps the copy parked first (a re-read after a restart
+// carries the same record) and returns nil.
+func (s *Store) Park(p Pos, r *record.Record) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	sl := &slot{pos: p}
+	if old, replaced := s.index.ReplaceOrInsert(sl); replaced {
+		s.index.ReplaceOrInsert(old)
+		return nil
+	}
+	overhead := slotOverhead + len(p.Key)
+	if size := overhead + r.Size(); s.memBytes+int64(size) <= s.opts.MemoryBudget {
+		sl.rec, sl.size, sl.state = r, size, slotDirty
+		s.memBytes += int64(size)
+		s.addDirty(sl)
+		return nil
+	}
+	sl.size, sl.state = overhead, slotSpilled
+	s.memBytes += int64(overhead)
+	s.spilled++
+	return s.put(p, r)
+}
+
+// addDirty records sl for the next checkpoint, compacting the list when most
+// of it has been released.
+func (s *Store) addDirty(sl *slot) {
+	if len(s.dirty) >= 1024 && len(s.dirty) >= 2*s.liveDirty {
+		live := s.dirty[:0]
+		for _, d := range s.dirty {
+			if d.state == slotDirty {
+				live = append(live, d)
+			}
+		}
+		clear(s.dirty[len(live):])
+		s.dirty = live
+	}
+	s.dirty = append(s.dirty, sl)
+	s.liveDirty++
+}
+
+// genFor is the generation a NoSync write of p carries before the next
+// checkpoint: the next one, unless p is still on disk from the last
+// checkpoint (it was released since and is parked again). Overwriting that
+// value with a generation a restart would discard could lose it
+// (invariant 4), so it keeps its generation. Only positions inside the range
+// released since the last checkpoint (late records, re-reads) need the
+// lookup.
+func (s *Store) genFor(p Pos) (uint64, error) {
+	if !s.hasRel || Less(p, s.relLo) || Less(s.relHi, p) {
+		return s.gen + 1, nil
+	}
+	if err := s.flush(); err != nil {
+		return 0, err
+	}
+	v, closer, err := s.db.Get(appendPosKey(nil, p))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return s.gen + 1, nil
+	}
+	if err != nil {
+		return 0, s.fail(err)
+	}
+	defer func() { _ = closer.Close() }()
+	gen, _, err := cutGen(v)
+	if err != nil {
+		return 0, s.fail(fmt.Errorf("%w: record %+v: %v", ErrCorrupt, p, err))
+	}
+	return min(gen, s.gen+1), nil
+}
+
+// put adds a NoSync Set of r at p to the pending writes, committing them
+// once they exceed writeChunk.
+func (s *Store) put(p Pos, r *record.Record) error {
+	gen, err := s.genFor(p)
+	if err != nil {
+		return err
+	}
+	s.keyBuf = appendPosKey(s.keyBuf[:0], p)
+	s.valBuf = record.AppendBinary(appendGen(s.valBuf[:0], gen), r)
+	if err := s.wb.Set(s.keyBuf, s.valBuf, nil); err != nil {
+		return s.fail(err)
+	}
+	if s.wb.Len() < writeChunk {
+		return nil
+	}
+	return s.flush()
+}
+
+// flush commits the pending writes without syncing them.
+func (s *Store) flush() error {
+	if s.wb.Empty() {
+		return nil
+	}
+	if err := s.commit(s.wb, pebble.NoSync); err != nil {
+		return err
+	}
+	s.wb.Reset()
+	return nil
+}
+
+// commit commits b. pebble reports a failed WAL write by panicking, with the
+// I/O error itself or through the logger's Fatalf; commit turns that into a
+// sticky failure and marks pebble unusable (see Close).
+func (s *Store) commit(b *pebble.Batch, o *pebble.WriteOptions) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			perr, ok := r.(error)
+			if !ok {
+				panic(r)
+			}
+			s.wedged = true
+			err = s.fail(perr)
+		}
+	}()
+	if err := b.Commit(o); err != nil {
+		return s.fail(err)
+	}
+	return nil
+}
+
+func (s *Store) fail(err error) error {
+	if s.err == nil {
+		s.err = fmt.Errorf("timers: store failed: %w", err)
+	}
+	return s.err
+}
+
+func (s *Store) usable() error {
+	if s.closed {
+		return ErrClosed
+	}
+	return s.err
+}
+
+// Release calls fn for every parked record with event time ≤ watermark, in
+// release order, and removes it from the store once fn returned nil
+// (invariant 2). At most max records are released when max > 0. If fn
+// returns an error, Release stops and returns it; that record stays parked.
+//
+// Spilled payloads are read back through one pebble iterator in key order.
+// The records handed to fn are owned by fn; fn must not call the Store.
+func (s *Store) Release(watermark int64, max int, fn func(*record.Record) error) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	var it *pebble.Iterator
+	defer func() {
+		if it != nil {
+			_ = it.Close()
+		}
+	}()
+	for n := 0; max <= 0 || n < max; n++ {
+		sl, ok := s.index.Min()
+		if !ok || sl.pos.EventTime > watermark {
+			break
+		}
+		r := sl.rec
+		if sl.state == slotSpilled {
+			if it == nil {
+				var err error
+				if it, err = s.spillIter(sl.pos, watermark); err != nil {
+					return err
+				}
+			}
+			var err error
+			if r, err = s.load(it, sl.pos); err != nil {
+				return err
+			}
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+		s.index.DeleteMin()
+		s.drop(sl)
+	}
+	return nil
+}
+
+// drop accounts for a slot leaving the index.
+func (s *Store) drop(sl *slot) {
+	s.memBytes -= int64(sl.size)
+	switch sl.state {
+	case slotDirty:
+		s.liveDirty--
+	case slotSpilled:
+		s.spilled--
+		s.noteReleased(sl.pos)
+	case slotPersisted:
+		s.noteReleased(sl.pos)
+	}
+	sl.rec, sl.state = nil, slotReleased
+}
+
+// noteReleased widens the range of on-disk keys to delete at the next
+// checkpoint.
+func (s *Store) noteReleased(p Pos) {
+	switch {
+	case !s.hasRel:
+		s.relLo, s.relHi, s.hasRel = p, p, true
+	case Less(p, s.relLo):
+		s.relLo = p
+	case Less(s.relHi, p):
+		s.relHi = p
+	}
+}
+
+// spillIter opens an iterator from first up to the end of watermark, after
+// committing the pending writes so that it sees them.
+func (s *Store) spillIter(first Pos, watermark int64) (*pebble.Iterator, error) {
+	if err := s.flush(); err != nil {
+		return nil, err
+	}
+	upper := parkedUpper
+	if watermark < math.MaxInt64 {
+		upper = appendTimeBound(nil, watermark+1)
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: appendPosKey(nil, first), UpperBound: upper})
+	if err != nil {
+		return nil, s.fail(err)
+	}
+	return it, nil
+}
+
+// load reads the spilled record at p. Successive calls use increasing
+// positions, usually adjacent on disk: one step forward, else a seek.
+func (s *Store) load(it *pebble.Iterator, p Pos) (*record.Record, error) {
+	s.keyBuf = appendPosKey(s.keyBuf[:0], p)
+	if it.Valid() && bytes.Compare(it.Key(), s.keyBuf) < 0 {
+		it.Next()
+	}
+	if !it.Valid() || !bytes.Equal(it.Key(), s.keyBuf) {
+		it.SeekGE(s.keyBuf)
+	}
+	if !it.Valid() || !bytes.Equal(it.Key(), s.keyBuf) {
+		if err := it.Error(); err != nil {
+			return nil, s.fail(err)
+		}
+		return nil, s.fail(fmt.Errorf("%w: spilled record %+v not found", ErrCorrupt, p))
+	}
+	v, err := it.ValueAndErr()
+	if err != nil {
+		return nil, s.fail(err)
+	}
+	r, _, err := decodeValue(v)
+	if err != nil {
+		return nil, s.fail(fmt.Errorf("%w: record %+v: %v", ErrCorrupt, p, err))
+	}
+	return r, nil
+}
+
+// decodeValue decodes a parked value into a record that owns its bytes.
+func decodeValue(v []byte) (*record.Record, uint64, error) {
+	gen, rest, err := cutGen(v)
+	if err != nil {
+		return nil, 0, err
+	}
+	r := new(record.Record)
+	if err := record.DecodeBinary(bytes.Clone(rest), r); err != nil {
+		return nil, 0, err
+	}
+	return r, gen, nil
+}
+
+// Checkpoint makes the current parked set durable together with cp and the
+// opaque blobs (e.g. late counters), atomically, with one Sync (invariants 4
+// to 6). The blobs replace those of the previous checkpoint. After it
+// returns nil, a crash at any point restores this parked set, cp and blobs.
+func (s *Store) Checkpoint(cp record.Checkpoint, blobs map[string][]byte) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	next := s.gen + 1
+	// Records parked in memory since the last checkpoint, in NoSync chunks:
+	// their generation makes them invisible to a restart until the commit
+	// below succeeds.
+	for _, sl := range s.dirty {
+		if sl.state == slotDirty {
+			if err := s.put(sl.pos, sl.rec); err != nil {
+				return err
+			}
+		}
+	}
+	if err := s.flush(); err != nil {
+		return err
+	}
+	b := s.db.NewBatch()
+	defer func() { _ = b.Close() }()
+	if err := s.deleteReleased(b); err != nil {
+		return err
+	}
+	for name := range s.blobs {
+		if _, ok := blobs[name]; !ok {
+			if err := b.Delete(blobKey(name), nil); err != nil {
+				return s.fail(err)
+			}
+		}
+	}
+	for name, v := range blobs {
+		if err := b.Set(blobKey(name), v, nil); err != nil {
+			return s.fail(err)
+		}
+	}
+	val := record.AppendCheckpoint(binaryGen(next), &cp)
+	if err := b.Set(keyCheckpoint, val, nil); err != nil {
+		return s.fail(err)
+	}
+	if err := s.commit(b, pebble.Sync); err != nil {
+		return err
+	}
+	for _, sl := range s.dirty {
+		if sl.state == slotDirty {
+			sl.state = slotPersisted
+		}
+	}
+	clear(s.dirty)
+	s.dirty, s.liveDirty = s.dirty[:0], 0
+	s.hasRel = false
+	s.gen = next
+	saved := cp
+	saved.Partitions = append([]record.PartitionCheckpoint(nil), cp.Partitions...)
+	s.cp, s.blobs = &saved, cloneBlobs(blobs)
+	return nil
+}
+
+// deleteReleased adds to b the DeleteRanges that remove every key released
+// since the last checkpoint, cut around the keys still parked (invariant 5).
+func (s *Store) deleteReleased(b *pebble.Batch) error {
+	if !s.hasRel {
+		return nil
+	}
+	start := appendPosKey(nil, s.relLo)
+	var err error
+	s.index.AscendGreaterOrEqual(&slot{pos: s.relLo}, func(sl *slot) bool {
+		if Less(s.relHi, sl.pos) {
+			return false
+		}
+		k := appendPosKey(nil, sl.pos)
+		if bytes.Compare(start, k) < 0 {
+			err = b.DeleteRange(start, k, nil)
+		}
+		start = keySuccessor(k)
+		return err == nil
+	})
+	if err == nil {
+		end := keySuccessor(appendPosKey(nil, s.relHi))
+		if bytes.Compare(start, end) < 0 {
+			err = b.DeleteRange(start, end, nil)
+		}
+	}
+	if err != nil {
+		return s.fail(err)
+	}
+	return nil
+}
+
+// Len is the number of parked records.
+func (s *Store) Len() int { return s.index.Len() }
+
+// Bytes is the memory accounted to the parked set: the payloads held in
+// memory plus the index entries (invariant 3).
+func (s *Store) Bytes() int64 { return s.memBytes }
+
+// SpilledLen is the number of parked records whose payload is only on disk.
+func (s *Store) SpilledLen() int { return s.spilled }
+
+// Close releases the store. It does not checkpoint: state written since the
+// last Checkpoint is discarded when the directory is opened again. Close
+// returns ErrClosed when called twice.
+//
+// After a failed WAL write pebble cannot be closed (its commit pipeline
+// stays locked), so Close then releases only the store's own memory and
+// returns the failure: pebble's goroutines, files and directory lock stay
+// held until the process exits. Restart the process to reopen the directory.
+func (s *Store) Close() error {
+	if s.closed {
+		return ErrClosed
+	}
+	s.closed = true
+	s.index.Clear(false)
+	s.dirty = nil
+	if s.wedged {
+		return s.err
+	}
+	err := s.wb.Close()
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
+	s.cache.Unref()
+	return err
+}
+
+// cloneBlobs deep-copies m; an empty map becomes nil.
+func cloneBlobs(m map[string][]byte) map[string][]byte {
+	if len(m) == 0 {
+		return nil
+	}
+	c := make(map[string][]byte, len(m))
+	for k, v := range m {
+		c[k] = bytes.Clone(v)
+	}
+	return c
+}

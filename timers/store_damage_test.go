@@ -1,0 +1,247 @@
+package timers
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/signalbox/signalbox/record"
+)
+
+// damaged returns a mem FS holding a checkpointed store in "state" with a
+// few parked records, after applying damage to its pebble database.
+func damaged(t *testing.T, damage func(db *pebble.DB) error) *vfs.MemFS {
+	t.Helper()
+	fs := vfs.NewMem()
+	s := mustOpen(t, "state", memOpts(fs, 1<<20))
+	for i := range 5 {
+		p := Pos{EventTime: int64(i), Key: "k", Offset: int64(i)}
+		if err := s.Park(p, recordAt(p, 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Checkpoint(record.Checkpoint{Watermark: -1}, map[string][]byte{"late": {1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if damage != nil {
+		db, err := pebble.Open("state", &pebble.Options{FS: fs, Logger: quietLogger{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := damage(db); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fs
+}
+
+func writeFile(t *testing.T, fs vfs.FS, name, content string) {
+	t.Helper()
+	f, err := fs.Create(name, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(f, content); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func removeFiles(t *testing.T, fs *vfs.MemFS, match func(string) bool) vfs.FS {
+	t.Helper()
+	names, err := fs.List("state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if match(n) {
+			if err := fs.Remove("state/" + n); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return fs
+}
+
+func TestOpenStoreDamage(t *testing.T) {
+	set := func(k, v []byte) func(*pebble.DB) error {
+		return func(db *pebble.DB) error { return db.Set(k, v, pebble.Sync) }
+	}
+	validKey := appendPosKey(nil, Pos{EventTime: 2, Key: "k", Offset: 2})
+	for _, tc := range []struct {
+		name    string
+		fs      func(t *testing.T) vfs.FS
+		opts    func(*StoreOptions)
+		wantErr error
+	}{
+		{name: "missing dir, expected", fs: func(*testing.T) vfs.FS { return vfs.NewMem() },
+			opts: func(o *StoreOptions) { o.MustExist = true }, wantErr: ErrMissing},
+		{name: "empty dir, expected", fs: func(t *testing.T) vfs.FS {
+			fs := vfs.NewMem()
+			if err := fs.MkdirAll("state", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return fs
+		}, opts: func(o *StoreOptions) { o.MustExist = true }, wantErr: ErrMissing},
+		{name: "foreign files", fs: func(t *testing.T) vfs.FS {
+			fs := vfs.NewMem()
+			if err := fs.MkdirAll("state", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, fs, "state/notes.txt", "hello")
+			return fs
+		}, wantErr: ErrIncompatible},
+		{name: "marker of another version", fs: func(t *testing.T) vfs.FS {
+			fs := damaged(t, nil)
+			writeFile(t, fs, "state/"+markerName, "signalbox parked store, format 99\n")
+			return fs
+		}, wantErr: ErrIncompatible},
+		{name: "format key of another version", fs: func(t *testing.T) vfs.FS {
+			return damaged(t, set(keyFormat, []byte{0, 0, 0, 0, 0, 0, 0, 99}))
+		}, wantErr: ErrIncompatible},
+		{name: "format key missing", fs: func(t *testing.T) vfs.FS {
+			return damaged(t, func(db *pebble.DB) error { return db.Delete(keyFormat, pebble.Sync) })
+		}, wantErr: ErrCorrupt},
+		{name: "checkpoint garbage", fs: func(t *testing.T) vfs.FS {
+			return damaged(t, set(keyCheckpoint, []byte("garbage-garbage")))
+		}, wantErr: ErrCorrupt},
+		{name: "parked key garbage", fs: func(t *testing.T) vfs.FS {
+			return damaged(t, set([]byte{prefixParked, 1, 2}, []byte{0}))
+		}, wantErr: ErrCorrupt},
+		{name: "parked value garbage", fs: func(t *testing.T) vfs.FS {
+			return damaged(t, set(validKey, []byte{1, 7, 7, 7}))
+		}, wantErr: ErrCorrupt},
+		{name: "pebble files gone", fs: func(t *testing.T) vfs.FS {
+			return removeFiles(t, damaged(t, nil), func(n string) bool { return n != markerName })
+		}, wantErr: ErrCorrupt},
+		{name: "manifest gone", fs: func(t *testing.T) vfs.FS {
+			return removeFiles(t, damaged(t, nil), func(n string) bool { return strings.HasPrefix(n, "MANIFEST-") })
+		}, wantErr: ErrCorrupt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := memOpts(tc.fs(t), 1<<20)
+			if tc.opts != nil {
+				tc.opts(&opts)
+			}
+			s, err := OpenStore("state", opts)
+			if err == nil {
+				_ = s.Close()
+			}
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("OpenStore: %v, want %v", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestOpenStoreUndamaged(t *testing.T) {
+	opts := memOpts(damaged(t, nil), 1<<20)
+	opts.MustExist = true
+	s := mustOpen(t, "state", opts)
+	defer func() { _ = s.Close() }()
+	cp, blobs, err := s.Restore()
+	if err != nil || cp == nil || cp.Watermark != -1 || string(blobs["late"]) != "\x01" || s.Len() != 5 {
+		t.Fatalf("Restore = %+v %q %v, Len %d", cp, blobs, err, s.Len())
+	}
+	if _, err := OpenStore("state", opts); err == nil {
+		t.Fatal("a second OpenStore of an open store succeeded")
+	}
+}
+
+func TestResetStore(t *testing.T) {
+	fs := damaged(t, func(db *pebble.DB) error { return db.Delete(keyFormat, pebble.Sync) })
+	if err := resetStore(fs, "state"); err != nil {
+		t.Fatal(err)
+	}
+	opts := memOpts(fs, 1<<20)
+	opts.MustExist = true
+	if _, err := OpenStore("state", opts); !errors.Is(err, ErrMissing) {
+		t.Fatalf("after reset, OpenStore(MustExist): %v", err)
+	}
+	opts.MustExist = false
+	s := mustOpen(t, "state", opts)
+	if cp, _, _ := s.Restore(); s.Len() != 0 || cp != nil {
+		t.Fatalf("after reset: Len %d, checkpoint %+v", s.Len(), cp)
+	}
+	// A store in use is not reset.
+	if err := resetStore(fs, "state"); err == nil {
+		t.Fatal("reset of an open store succeeded")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := resetStore(fs, "missing"); err != nil {
+		t.Fatalf("reset of a missing dir: %v", err)
+	}
+	// Foreign files are never removed.
+	writeFile(t, fs, "state/precious.txt", "x")
+	if err := resetStore(fs, "state"); err == nil || !strings.Contains(err.Error(), "precious.txt") {
+		t.Fatalf("reset with a foreign file: %v", err)
+	}
+	if _, err := fs.Stat("state/precious.txt"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The real file system path, end to end.
+func TestResetStoreOnDisk(t *testing.T) {
+	dir := t.TempDir() + "/state"
+	s, err := OpenStore(dir, StoreOptions{MemoryBudget: 1 << 20, MemTableSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Pos{EventTime: 1}
+	if err := s.Park(p, recordAt(p, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Checkpoint(record.Checkpoint{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = OpenStore(dir, StoreOptions{MustExist: true}); err != nil || s.Len() != 1 {
+		t.Fatalf("reopen: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ResetStore(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenStore(dir, StoreOptions{MustExist: true}); !errors.Is(err, ErrMissing) {
+		t.Fatalf("after ResetStore: %v", err)
+	}
+}
+
+func TestStoreOptions(t *testing.T) {
+	var o StoreOptions
+	o.EnsureDefaults()
+	if o.MemoryBudget != DefaultMemoryBudget || o.CacheSize != DefaultCacheSize ||
+		o.MemTableSize != DefaultMemTableSize || o.FS == nil || o.Logger == nil {
+		t.Fatalf("defaults: %+v", o)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []StoreOptions{{MemoryBudget: -1}, {CacheSize: -1}, {MemTableSize: 4 << 30}} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("Validate(%+v) = nil", bad)
+		}
+		if _, err := OpenStore("x", bad); err == nil {
+			t.Errorf("OpenStore(%+v) succeeded", bad)
+		}
+	}
+}

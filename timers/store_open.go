@@ -1,0 +1,399 @@
+package timers
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/google/btree"
+
+	"github.com/signalbox/signalbox/record"
+)
+
+// StoreOptions configure OpenStore. The zero value is usable: EnsureDefaults
+// fills every unset field with the default documented on it.
+type StoreOptions struct {
+	// MemoryBudget bounds, in bytes, the payloads (record.Record.Size) and
+	// index entries the store holds in memory; beyond it payloads spill to
+	// pebble. Default 256 MiB. pebble's own memory comes on top: up to two
+	// memtables of MemTableSize and the block cache of CacheSize.
+	MemoryBudget int64
+	// MustExist makes OpenStore fail with ErrMissing unless the directory
+	// already holds a store, instead of creating one. Set it when a previous
+	// run is known to have written state there. Default false.
+	MustExist bool
+	// FS is the file system; tests pass vfs.NewMem or an errorfs wrapper.
+	// Default vfs.Default.
+	FS vfs.FS
+	// CacheSize is pebble's block cache, in bytes. Default 8 MiB.
+	CacheSize int64
+	// MemTableSize is the size of one pebble memtable, in bytes; larger
+	// memtables make spilling cheaper. Default 64 MiB; must be below 4 GiB.
+	MemTableSize uint64
+	// Logger receives pebble's messages. Default: discarded. Its Fatalf must
+	// not return; the default panics, and the store turns that panic into a
+	// sticky error when it happens inside one of its calls.
+	Logger pebble.Logger
+}
+
+// Defaults of StoreOptions.
+const (
+	DefaultMemoryBudget = 256 << 20
+	DefaultCacheSize    = 8 << 20
+	DefaultMemTableSize = 64 << 20
+)
+
+// EnsureDefaults fills the unset fields of o with their defaults.
+func (o *StoreOptions) EnsureDefaults() {
+	if o.MemoryBudget == 0 {
+		o.MemoryBudget = DefaultMemoryBudget
+	}
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.CacheSize == 0 {
+		o.CacheSize = DefaultCacheSize
+	}
+	if o.MemTableSize == 0 {
+		o.MemTableSize = DefaultMemTableSize
+	}
+	if o.Logger == nil {
+		o.Logger = quietLogger{}
+	}
+}
+
+// Validate reports the first invalid field of o, after defaults.
+func (o *StoreOptions) Validate() error {
+	switch {
+	case o.MemoryBudget < 0:
+		return fmt.Errorf("timers: MemoryBudget %d is negative", o.MemoryBudget)
+	case o.CacheSize < 0:
+		return fmt.Errorf("timers: CacheSize %d is negative", o.CacheSize)
+	case o.MemTableSize >= 4<<30:
+		return fmt.Errorf("timers: MemTableSize %d must be below 4 GiB", o.MemTableSize)
+	}
+	return nil
+}
+
+// fatalError is the panic value of quietLogger.Fatalf.
+type fatalError struct{ msg string }
+
+func (f fatalError) Error() string { return f.msg }
+
+// quietLogger discards pebble's messages and panics on fatal ones: the core
+// logs nothing, and a library must not exit the process.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(fatalError{msg: fmt.Sprintf(format, args...)})
+}
+
+// markerName is the file that tells a signalbox state directory from any
+// other directory. It is written last when a store is created.
+const markerName = "SIGNALBOX-STATE"
+
+func markerContent() string { return fmt.Sprintf("signalbox parked store, format %d\n", formatVersion) }
+
+// OpenStore opens the store in dir, creating it if dir is absent or empty
+// (unless opts.MustExist), and restores the parked set of the last
+// checkpoint (Store invariant 4). Errors wrap ErrMissing, ErrCorrupt or
+// ErrIncompatible when the directory is not usable as it is; OpenStore never
+// silently starts from scratch over existing state.
+func OpenStore(dir string, opts StoreOptions) (*Store, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	exists, err := checkDir(opts.FS, dir)
+	if err != nil {
+		return nil, err
+	}
+	if !exists && opts.MustExist {
+		return nil, fmt.Errorf("%w: %s holds no signalbox state", ErrMissing, dir)
+	}
+	cache := pebble.NewCache(opts.CacheSize)
+	db, err := pebble.Open(dir, &pebble.Options{
+		FS:                 opts.FS,
+		Cache:              cache,
+		MemTableSize:       opts.MemTableSize,
+		Logger:             opts.Logger,
+		ErrorIfNotExists:   exists,
+		FormatMajorVersion: pebble.FormatNewest,
+	})
+	if err != nil {
+		cache.Unref()
+		if errors.Is(err, pebble.ErrDBDoesNotExist) || errors.Is(err, os.ErrNotExist) ||
+			pebble.IsCorruptionError(err) {
+			return nil, fmt.Errorf("%w: open %s: %v", ErrCorrupt, dir, err)
+		}
+		// Anything else (the directory lock is held, permissions, I/O) is
+		// not a statement about the content.
+		return nil, fmt.Errorf("timers: open store %s: %w", dir, err)
+	}
+	s := &Store{
+		opts:  opts,
+		db:    db,
+		cache: cache,
+		index: btree.NewG(degree, func(a, b *slot) bool { return Less(a.pos, b.pos) }),
+		wb:    db.NewBatch(),
+	}
+	if err = s.init(dir, exists); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// checkDir reports whether dir holds a store. An absent or empty directory
+// holds none; a directory with other content but no marker is incompatible.
+func checkDir(fs vfs.FS, dir string) (bool, error) {
+	names, err := fs.List(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("timers: read state directory: %w", err)
+	}
+	if len(names) == 0 {
+		return false, nil
+	}
+	data, err := readFile(fs, fs.PathJoin(dir, markerName))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, fmt.Errorf("%w: %s is not empty and is not a signalbox state directory (no %s)",
+			ErrIncompatible, dir, markerName)
+	}
+	if err != nil {
+		return false, fmt.Errorf("%w: read %s: %v", ErrCorrupt, markerName, err)
+	}
+	if string(data) != markerContent() {
+		return false, fmt.Errorf("%w: %s says %q, want %q", ErrIncompatible, markerName, data, markerContent())
+	}
+	return true, nil
+}
+
+func readFile(fs vfs.FS, name string) ([]byte, error) {
+	f, err := fs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	return io.ReadAll(io.LimitReader(f, 1<<10))
+}
+
+// init creates a new store's metadata, or checks and loads an existing one.
+func (s *Store) init(dir string, exists bool) error {
+	if !exists {
+		return s.create(dir)
+	}
+	v, closer, err := s.db.Get(keyFormat)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return fmt.Errorf("%w: format key missing", ErrCorrupt)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: read format: %v", ErrCorrupt, err)
+	}
+	ok := len(v) == 8 && binary.BigEndian.Uint64(v) == formatVersion
+	got := fmt.Sprintf("%x", v)
+	_ = closer.Close()
+	if !ok {
+		return fmt.Errorf("%w: format %s, want %d", ErrIncompatible, got, formatVersion)
+	}
+	if err := s.loadCheckpoint(); err != nil {
+		return err
+	}
+	return s.loadParked()
+}
+
+// create writes the format key (synced), then the marker file.
+func (s *Store) create(dir string) error {
+	if err := s.db.Set(keyFormat, binary.BigEndian.AppendUint64(nil, formatVersion), pebble.Sync); err != nil {
+		return fmt.Errorf("timers: create store: %w", err)
+	}
+	fs := s.opts.FS
+	f, err := fs.Create(fs.PathJoin(dir, markerName), vfs.WriteCategoryUnspecified)
+	if err == nil {
+		_, err = io.WriteString(f, markerContent())
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		var d vfs.File
+		if d, err = fs.OpenDir(dir); err == nil {
+			err = d.Sync()
+			_ = d.Close()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("timers: create store marker: %w", err)
+	}
+	return nil
+}
+
+func binaryGen(gen uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 64), gen) }
+
+// loadCheckpoint reads the checkpoint and its blobs.
+func (s *Store) loadCheckpoint() error {
+	v, closer, err := s.db.Get(keyCheckpoint)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: read checkpoint: %v", ErrCorrupt, err)
+	}
+	defer func() { _ = closer.Close() }()
+	var cp record.Checkpoint
+	if len(v) < genLen {
+		return fmt.Errorf("%w: checkpoint of %d bytes", ErrCorrupt, len(v))
+	}
+	if err := record.DecodeCheckpoint(v[genLen:], &cp); err != nil {
+		return fmt.Errorf("%w: checkpoint: %v", ErrCorrupt, err)
+	}
+	s.gen, s.cp = binary.BigEndian.Uint64(v), &cp
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: blobLower, UpperBound: blobUpper})
+	if err != nil {
+		return fmt.Errorf("%w: read blobs: %v", ErrCorrupt, err)
+	}
+	s.blobs = map[string][]byte{}
+	for it.First(); it.Valid(); it.Next() {
+		s.blobs[string(it.Key()[len(blobLower):])] = append([]byte{}, it.Value()...)
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("%w: read blobs: %v", ErrCorrupt, err)
+	}
+	return nil
+}
+
+// loadParked rebuilds the index from the parked range, loading payloads into
+// memory in release order up to the budget, and deletes values written after
+// the last checkpoint (Store invariant 4).
+func (s *Store) loadParked() error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: parkedLower, UpperBound: parkedUpper})
+	if err != nil {
+		return fmt.Errorf("%w: scan: %v", ErrCorrupt, err)
+	}
+	err = s.scanParked(it)
+	if cerr := it.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("%w: scan: %v", ErrCorrupt, cerr)
+	}
+	if err != nil {
+		return err
+	}
+	return s.flush()
+}
+
+func (s *Store) scanParked(it *pebble.Iterator) error {
+	spill := false
+	for it.First(); it.Valid(); it.Next() {
+		p, err := decodePosKey(it.Key())
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("%w: read %+v: %v", ErrCorrupt, p, err)
+		}
+		gen, _, err := cutGen(v)
+		if err != nil {
+			return fmt.Errorf("%w: %+v: %v", ErrCorrupt, p, err)
+		}
+		if gen > s.gen {
+			if err := s.wb.Delete(it.Key(), nil); err != nil {
+				return s.fail(err)
+			}
+			continue
+		}
+		sl := &slot{pos: p, size: slotOverhead + len(p.Key), state: slotSpilled}
+		if !spill {
+			r, _, err := decodeValue(v)
+			if err != nil {
+				return fmt.Errorf("%w: %+v: %v", ErrCorrupt, p, err)
+			}
+			if size := sl.size + r.Size(); s.memBytes+int64(size) <= s.opts.MemoryBudget {
+				sl.rec, sl.size, sl.state = r, size, slotPersisted
+			} else {
+				spill = true // keep release order: everything after spills too
+			}
+		}
+		if sl.state == slotSpilled {
+			s.spilled++
+		}
+		s.memBytes += int64(sl.size)
+		s.index.ReplaceOrInsert(sl)
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("%w: scan: %v", ErrCorrupt, err)
+	}
+	return nil
+}
+
+// ResetStore removes the store in dir so that the next OpenStore starts
+// empty (the --reset-state path: the engine then rebuilds from Kafka's
+// committed offsets). It removes only files a store writes and refuses, with
+// an error, a directory holding anything else. A missing dir is not an error.
+func ResetStore(dir string) error { return resetStore(vfs.Default, dir) }
+
+func resetStore(fs vfs.FS, dir string) error {
+	names, err := fs.List(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("timers: reset state: %w", err)
+	}
+	for _, n := range names {
+		if !isStoreFile(n) {
+			return fmt.Errorf("timers: reset state: refusing to remove %s: %q is not a store file",
+				dir, n)
+		}
+	}
+	lock, err := fs.Lock(fs.PathJoin(dir, "LOCK"))
+	if err != nil {
+		return fmt.Errorf("timers: reset state: %s is in use: %w", dir, err)
+	}
+	// The marker goes first: an interrupted reset leaves no half store that
+	// could pass for a complete one.
+	for _, n := range append([]string{markerName}, names...) {
+		if n == "LOCK" {
+			continue
+		}
+		if err := fs.Remove(fs.PathJoin(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			_ = lock.Close()
+			return fmt.Errorf("timers: reset state: %w", err)
+		}
+	}
+	if err := lock.Close(); err != nil {
+		return fmt.Errorf("timers: reset state: %w", err)
+	}
+	if err := fs.RemoveAll(dir); err != nil {
+		return fmt.Errorf("timers: reset state: %w", err)
+	}
+	return nil
+}
+
+// isStoreFile reports whether name is a file pebble or the store writes.
+func isStoreFile(name string) bool {
+	switch {
+	case name == markerName, name == "LOCK", name == "CURRENT":
+		return true
+	case strings.HasPrefix(name, "MANIFEST-"), strings.HasPrefix(name, "OPTIONS-"),
+		strings.HasPrefix(name, "marker."):
+		return true
+	}
+	for _, ext := range []string{".sst", ".log", ".blob", ".dbtmp"} {
+		if strings.HasSuffix(name, ext) {
+			return true
+		}
+	}
+	return false
+}

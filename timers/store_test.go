@@ -1,0 +1,357 @@
+package timers
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/signalbox/signalbox/record"
+)
+
+// recordAt builds a record whose fields all derive from p, with a payload of
+// n bytes, so that a released record can be checked against its position.
+func recordAt(p Pos, n int) *record.Record {
+	v := make([]byte, n)
+	for i := range v {
+		v[i] = byte(p.Offset) + byte(i)
+	}
+	return &record.Record{
+		Topic: p.Input, Partition: p.Partition, Offset: p.Offset,
+		Key: []byte(p.Key), Value: v,
+		Headers:   []record.Header{{Key: "h", Value: []byte(p.Key)}},
+		Timestamp: time.UnixMilli(p.EventTime + 1),
+		EventTime: p.EventTime, OrderKey: p.Key,
+	}
+}
+
+func posOf(r *record.Record) Pos {
+	return Pos{EventTime: r.EventTime, Key: r.OrderKey, Input: r.Topic, Partition: r.Partition, Offset: r.Offset}
+}
+
+func sameRec(a, b *record.Record) bool {
+	if !a.Timestamp.Equal(b.Timestamp) {
+		return false
+	}
+	x, y := *a, *b
+	x.Timestamp, y.Timestamp = time.Time{}, time.Time{}
+	return reflect.DeepEqual(x, y)
+}
+
+// parkedSet is the reference parked set: a map, sorted on demand.
+type parkedSet map[Pos]*record.Record
+
+func (o parkedSet) sorted() []Pos {
+	ps := make([]Pos, 0, len(o))
+	for p := range o {
+		ps = append(ps, p)
+	}
+	slices.SortFunc(ps, cmpPos) // from queue_test.go
+	return ps
+}
+
+func (o parkedSet) clone() parkedSet {
+	c := make(parkedSet, len(o))
+	for p, r := range o {
+		c[p] = r
+	}
+	return c
+}
+
+// release runs Release on s and on o and checks that the same records come
+// out, in the same order.
+func (o parkedSet) release(t *testing.T, s *Store, w int64, max int) {
+	t.Helper()
+	var want []Pos
+	for _, p := range o.sorted() {
+		if p.EventTime > w || (max > 0 && len(want) == max) {
+			break
+		}
+		want = append(want, p)
+	}
+	var got []*record.Record
+	if err := s.Release(w, max, func(r *record.Record) error { got = append(got, r); return nil }); err != nil {
+		t.Fatalf("Release(%d, %d): %v", w, max, err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("Release(%d, %d): %d records, want %d", w, max, len(got), len(want))
+	}
+	for i, r := range got {
+		if posOf(r) != want[i] || !sameRec(r, o[want[i]]) {
+			t.Fatalf("Release(%d, %d) #%d: got %+v, want %+v", w, max, i, r, o[want[i]])
+		}
+		delete(o, want[i])
+	}
+}
+
+// checkSame checks that s holds exactly o, in order, and that the memory
+// accounting is consistent (invariant 3), without releasing anything.
+func checkSame(t *testing.T, s *Store, o parkedSet) {
+	t.Helper()
+	want := o.sorted()
+	var got []Pos
+	var mem, payload int64
+	spilled := 0
+	s.index.Ascend(func(sl *slot) bool {
+		got = append(got, sl.pos)
+		mem += int64(sl.size)
+		if sl.state == slotSpilled {
+			spilled++
+		} else {
+			payload += int64(sl.size)
+		}
+		return true
+	})
+	if !slices.Equal(got, want) {
+		t.Fatalf("parked set differs:\n got %d %v\nwant %d %v", len(got), got, len(want), want)
+	}
+	if s.Len() != len(want) || s.Bytes() != mem || s.SpilledLen() != spilled {
+		t.Fatalf("Len %d Bytes %d SpilledLen %d, want %d %d %d", s.Len(), s.Bytes(), s.SpilledLen(), len(want), mem, spilled)
+	}
+	if payload > s.opts.MemoryBudget {
+		t.Fatalf("in-memory bytes %d exceed budget %d", payload, s.opts.MemoryBudget)
+	}
+}
+
+func memOpts(fs vfs.FS, budget int64) StoreOptions {
+	return StoreOptions{FS: fs, MemoryBudget: budget, MemTableSize: 1 << 20, CacheSize: 1 << 20}
+}
+
+func mustOpen(t *testing.T, dir string, opts StoreOptions) *Store {
+	t.Helper()
+	s, err := OpenStore(dir, opts)
+	if err != nil {
+		t.Fatalf("OpenStore: %v", err)
+	}
+	return s
+}
+
+// workload drives a store and an parkedSet with random operations. Event times
+// cluster around the watermark, so that many records are parked at or below
+// a watermark already released (late records landing inside released key
+// ranges): a checkpoint that deleted a released range without cutting it
+// around such records, or a DeleteRange that overtook the Sets it was meant
+// to follow, loses them and fails the comparison.
+type workload struct {
+	t      *testing.T
+	rng    *rand.Rand
+	s      *Store
+	o      parkedSet
+	w      int64 // last watermark released
+	offset int64
+	// saved is the parkedSet as of the last successful checkpoint.
+	saved   parkedSet
+	savedCP record.Checkpoint
+	blobs   map[string][]byte
+}
+
+func (wl *workload) park() {
+	p := Pos{
+		EventTime: wl.w - 20 + wl.rng.Int64N(300),
+		Key:       tricky[wl.rng.IntN(len(tricky))],
+		Input:     []string{"a", "b", "a\x00"}[wl.rng.IntN(3)],
+		Partition: int32(wl.rng.IntN(3)),
+		Offset:    wl.offset,
+	}
+	wl.offset++
+	r := recordAt(p, wl.rng.IntN(300))
+	if err := wl.s.Park(p, r); err != nil {
+		wl.t.Fatalf("Park: %v", err)
+	}
+	wl.o[p] = r
+}
+
+// repark parks a position again, as a re-read after a restart does: either
+// one still parked, with a different payload (the first copy must be kept),
+// or one that was parked at the last checkpoint and released since (a
+// restart before the next checkpoint must still restore it).
+func (wl *workload) repark() {
+	var p Pos
+	var r *record.Record
+	if wl.rng.IntN(2) == 0 {
+		ps := wl.o.sorted()
+		if len(ps) == 0 {
+			return
+		}
+		p = ps[wl.rng.IntN(len(ps))]
+		r = recordAt(p, 7)
+	} else {
+		var gone []Pos
+		for _, q := range wl.saved.sorted() {
+			if wl.o[q] == nil {
+				gone = append(gone, q)
+			}
+		}
+		if len(gone) == 0 {
+			return
+		}
+		p = gone[wl.rng.IntN(len(gone))]
+		r = wl.saved[p]
+		wl.o[p] = r
+	}
+	if err := wl.s.Park(p, r); err != nil {
+		wl.t.Fatalf("Park again: %v", err)
+	}
+}
+
+func (wl *workload) checkpoint() {
+	wl.savedCP = record.Checkpoint{Watermark: wl.w, Partitions: []record.PartitionCheckpoint{
+		{TopicPartition: record.TopicPartition{Topic: "a", Partition: 1}, Low: wl.offset / 2, Position: wl.offset, End: 99, Replaying: wl.w < 1000},
+	}}
+	wl.blobs = map[string][]byte{"late": []byte(fmt.Sprint(wl.offset))}
+	if wl.rng.IntN(3) == 0 {
+		wl.blobs["other"] = []byte{byte(wl.offset)}
+	}
+	if err := wl.s.Checkpoint(wl.savedCP, wl.blobs); err != nil {
+		wl.t.Fatalf("Checkpoint: %v", err)
+	}
+	wl.saved = wl.o.clone()
+}
+
+// step does one random operation.
+func (wl *workload) step() {
+	switch n := wl.rng.IntN(100); {
+	case n < 60:
+		wl.park()
+	case n < 66:
+		wl.repark()
+	case n < 95:
+		wl.w += wl.rng.Int64N(12)
+		max := 0
+		if wl.rng.IntN(2) == 0 {
+			max = 1 + wl.rng.IntN(10)
+		}
+		wl.o.release(wl.t, wl.s, wl.w, max)
+	default:
+		wl.checkpoint()
+	}
+}
+
+// checkRestored checks a freshly opened store against the last checkpoint.
+func (wl *workload) checkRestored(s *Store) {
+	wl.t.Helper()
+	checkSame(wl.t, s, wl.saved)
+	cp, blobs, err := s.Restore()
+	if err != nil {
+		wl.t.Fatalf("Restore: %v", err)
+	}
+	if wl.saved == nil {
+		if cp != nil {
+			wl.t.Fatalf("Restore of a never checkpointed store: %+v", cp)
+		}
+		return
+	}
+	if cp == nil || !reflect.DeepEqual(*cp, wl.savedCP) || !reflect.DeepEqual(blobs, wl.blobs) {
+		wl.t.Fatalf("Restore = %+v %q, want %+v %q", cp, blobs, wl.savedCP, wl.blobs)
+	}
+}
+
+// reopen closes the store without a checkpoint and opens it again: the
+// parked set must be exactly the one of the last checkpoint (invariant 4).
+func (wl *workload) reopen(dir string, opts StoreOptions) {
+	if err := wl.s.Close(); err != nil {
+		wl.t.Fatalf("Close: %v", err)
+	}
+	wl.s = mustOpen(wl.t, dir, opts)
+	wl.checkRestored(wl.s)
+	wl.o = wl.saved.clone()
+	if wl.saved == nil {
+		wl.o = parkedSet{}
+	}
+	if cp, _, _ := wl.s.Restore(); cp != nil {
+		wl.w = cp.Watermark
+	} else {
+		wl.w = 0
+	}
+}
+
+// TestStoreMatchesOracle: random park/release/checkpoint interleavings, with a
+// budget small enough that most payloads spill, against a sorted-slice
+// parkedSet; restarts in between restore the parked set of the last checkpoint.
+func TestStoreMatchesOracle(t *testing.T) {
+	for _, budget := range []int64{2 << 10, 16 << 10, 1 << 30} {
+		t.Run(fmt.Sprint(budget), func(t *testing.T) {
+			fs := vfs.NewMem()
+			opts := memOpts(fs, budget)
+			wl := &workload{t: t, rng: rand.New(rand.NewPCG(uint64(budget), 1)), o: parkedSet{}}
+			wl.s = mustOpen(t, "state", opts)
+			maxSpilled := 0
+			for round := range 16 {
+				for range 300 {
+					wl.step()
+					maxSpilled = max(maxSpilled, wl.s.SpilledLen())
+				}
+				checkSame(t, wl.s, wl.o)
+				if round%2 == 1 {
+					wl.reopen("state", opts)
+				}
+			}
+			wl.o.release(t, wl.s, 1<<62, 0)
+			checkSame(t, wl.s, parkedSet{})
+			if budget < 1<<20 && maxSpilled == 0 {
+				t.Fatal("nothing spilled: the test does not exercise spilling")
+			}
+			if budget >= 1<<20 && maxSpilled != 0 {
+				t.Fatalf("%d spilled under a large budget", maxSpilled)
+			}
+			if err := wl.s.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// A failing fn stops the release and leaves its record parked, spilled or
+// not.
+func TestStoreReleaseFnError(t *testing.T) {
+	s := mustOpen(t, "state", memOpts(vfs.NewMem(), 600))
+	defer func() { _ = s.Close() }()
+	o := parkedSet{}
+	for i := range 6 {
+		p := Pos{EventTime: int64(i), Offset: int64(i)}
+		o[p] = recordAt(p, 100)
+		if err := s.Park(p, o[p]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.SpilledLen() == 0 {
+		t.Fatal("nothing spilled")
+	}
+	boom := errors.New("boom")
+	for range 6 {
+		n := 0
+		err := s.Release(10, 0, func(*record.Record) error {
+			if n++; n == 2 {
+				return boom
+			}
+			return nil
+		})
+		if len(o) > 1 && !errors.Is(err, boom) {
+			t.Fatalf("Release: %v, want boom", err)
+		}
+		delete(o, o.sorted()[0])
+		checkSame(t, s, o)
+	}
+}
+
+func TestStoreClosed(t *testing.T) {
+	s := mustOpen(t, "state", memOpts(vfs.NewMem(), 0))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{
+		"Park":       s.Park(Pos{}, &record.Record{}),
+		"Release":    s.Release(0, 0, func(*record.Record) error { return nil }),
+		"Checkpoint": s.Checkpoint(record.Checkpoint{}, nil),
+		"Close":      s.Close(),
+	} {
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close: %v", name, err)
+		}
+	}
+}
