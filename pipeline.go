@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -115,6 +116,12 @@ type run struct {
 	started  time.Time
 	replayed bool
 	pos      timers.Pos
+	acks     chan Event // checkpoint acknowledgements from the sink goroutine
+	// evidence is the source's evidence clock (record.Fetch.At); stamped
+	// is false for sources that keep none.
+	evidence time.Time
+	stamped  bool
+	fetched  bool // at least one Fetch was handled
 }
 
 // Run runs the pipeline until ctx is cancelled (live mode) or until every
@@ -138,6 +145,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		wm:       watermark.MinTime,
 		outs:     make(chan *out, cfg.maxInflight),
 		errs:     make(chan error, 2),
+		acks:     make(chan Event, cfg.maxInflight+2),
 		started:  cfg.clock(),
 		restored: map[record.TopicPartition]record.PartitionCheckpoint{},
 		stats:    Stats{Late: map[record.TopicPartition]LateCounter{}},
@@ -192,7 +200,17 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		err = r.send(context.Background(), sinkDone)
 	}
 	close(r.outs)
-	<-sinkDone
+	for done := false; !done; {
+		select {
+		case e := <-r.acks:
+			r.emit(e)
+		case <-sinkDone:
+			done = true
+		}
+	}
+	for len(r.acks) > 0 {
+		r.emit(<-r.acks)
+	}
 	select {
 	case werr := <-r.errs:
 		if err == nil {
@@ -239,6 +257,8 @@ func (r *run) loop(ctx context.Context, fetches <-chan record.Fetch) error {
 			if err := r.handle(f); err != nil {
 				return err
 			}
+		case e := <-r.acks:
+			r.emit(e)
 		case <-tick.C:
 		}
 		now := cfg.clock()
@@ -248,7 +268,7 @@ func (r *run) loop(ctx context.Context, fetches <-chan record.Fetch) error {
 		if err := r.release(now); err != nil {
 			return err
 		}
-		if !r.replayed && r.catch.Len() > 0 && r.catch.ReplayDone() {
+		if !r.replayed && r.fetched && r.catch.ReplayDone() {
 			r.replayed = true
 			r.stats.ReplayDone, r.stats.ReplayTime = true, now.Sub(r.started)
 			r.emit(Event{Kind: EventReplayDone, Watermark: r.wm})
@@ -298,6 +318,13 @@ func resetTimer(t *time.Timer, d time.Duration) {
 
 func (r *run) handle(f record.Fetch) error {
 	now := r.cfg.clock()
+	r.fetched = true
+	if !f.At.IsZero() {
+		r.stamped = true
+		if f.At.After(r.evidence) {
+			r.evidence = f.At
+		}
+	}
 	for _, tp := range f.Revoked {
 		r.revoke(tp)
 	}
@@ -375,7 +402,9 @@ func (r *run) ingest(ps *partState, rec *record.Record, now time.Time) error {
 func (r *run) late(ps *partState, rec *record.Record) error {
 	lateBy := r.wm - rec.EventTime
 	ps.late.add(lateBy, r.cfg.late)
-	r.stats.Late[ps.tp] = *ps.late
+	c := *ps.late
+	c.Histogram = slices.Clone(c.Histogram) // the snapshot must not share the live counters
+	r.stats.Late[ps.tp] = c
 	r.emit(Event{Kind: EventLate, Partition: ps.tp, Offset: rec.Offset, LateBy: lateBy, Watermark: r.wm})
 	switch r.cfg.late {
 	case LateDrop:
@@ -457,8 +486,13 @@ func (r *run) phase(t catchup.Transition) {
 }
 
 // release advances the watermark and moves every parked record at or below it
-// into the current out batch, in timer order.
+// into the current out batch, in timer order. The strategy sees the source's
+// evidence clock when it keeps one: the processing-time fallback must not run
+// ahead of what the broker has been asked (record invariant 4).
 func (r *run) release(now time.Time) error {
+	if r.stamped && r.evidence.Before(now) {
+		now = r.evidence
+	}
 	r.wm = r.strat.Advance(now)
 	return r.releaseTo(r.wm)
 }
@@ -526,15 +560,19 @@ func (r *run) send(ctx context.Context, sinkDone <-chan struct{}) error {
 		return nil
 	}
 	r.cur = &out{records: make([]record.Record, 0, min(len(o.records), r.cfg.batchSize))}
-	select {
-	case r.outs <- o:
-		return nil
-	case err := <-r.errs:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-sinkDone:
-		return errors.New("signalbox: sink goroutine stopped")
+	for {
+		select {
+		case r.outs <- o:
+			return nil
+		case e := <-r.acks:
+			r.emit(e)
+		case err := <-r.errs:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-sinkDone:
+			return errors.New("signalbox: sink goroutine stopped")
+		}
 	}
 }
 

@@ -80,7 +80,7 @@ func (r *run) writeOne(ctx context.Context, policy retry.Policy, o *out) error {
 	r.p.mu.Lock()
 	r.p.stats.Checkpoints++
 	r.p.mu.Unlock()
-	r.emit(Event{Kind: EventCheckpoint, Watermark: o.cp.Watermark})
+	r.acks <- Event{Kind: EventCheckpoint, Watermark: o.cp.Watermark} // the engine goroutine emits it
 	return nil
 }
 

@@ -15,4 +15,10 @@
 //  2. End < 0 means "no fresh evidence in this fetch"; it never means zero.
 //  3. A Record is owned by whoever holds it; signalbox never mutates a record
 //     after it was handed to a sink.
+//  4. A source that sets Fetch.At never lets it go back, and never sets it
+//     later than the moment its last answer for every assigned partition was
+//     received: a record the broker already held at At is in this Fetch or
+//     an earlier one. The engine's processing-time fallback follows this
+//     clock, so records waiting in buffers between the broker and the
+//     engine can never become late.
 package record

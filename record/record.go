@@ -74,6 +74,11 @@ type Fetch struct {
 	Assigned   []PartitionInfo
 	Revoked    []TopicPartition
 	Partitions []PartitionFetch
+	// At is the source's evidence clock: the state of every assigned
+	// partition, as delivered in this and earlier Fetches, is complete up to
+	// At (invariant 4). Zero means the source keeps no such clock, and the
+	// engine uses its own clock when it handles the Fetch.
+	At time.Time
 }
 
 // Dead is a record that could not be processed, with the reason.

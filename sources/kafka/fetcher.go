@@ -29,14 +29,18 @@ type partState struct {
 // fetcher fetches a fixed set of partitions in a loop, one request per
 // current leader, and sends what it got to out.
 type fetcher struct {
-	s       *Source
+	// delivered is when the last answer Poll handed over was received; Poll
+	// reads and writes it (one goroutine), and it starts at the fetcher's
+	// creation, right after the end-offset snapshot.
+	delivered time.Time
+	s         *Source
 	parts   []*partState
 	wake    chan struct{} // Resume pokes it
 	lastEvi time.Time     // last ListOffsets evidence for paused partitions
 }
 
 func newFetcher(s *Source, infos []record.PartitionInfo) *fetcher {
-	f := &fetcher{s: s, wake: make(chan struct{}, 1)}
+	f := &fetcher{s: s, wake: make(chan struct{}, 1), delivered: time.Now()}
 	for _, in := range infos {
 		f.parts = append(f.parts, &partState{
 			tp: in.TopicPartition, pos: in.Start, maxBytes: s.cfg.PartitionMaxBytes, lastEnd: in.End,
@@ -76,12 +80,17 @@ func (f *fetcher) run(ctx context.Context, out chan<- item) {
 			}
 			wait = min(wait, evi)
 		}
+		at := time.Time{}
 		if len(active) > 0 {
 			pfs = append(pfs, f.fetch(active)...)
+			// A fetch answers as soon as the broker has data (MinBytes 1),
+			// so an answer received now certifies every active partition up
+			// to now; paused and failing ones hold the watermark anyway.
+			at = time.Now()
 		}
-		if len(pfs) > 0 {
+		if len(pfs) > 0 || !at.IsZero() {
 			select {
-			case out <- item{fetch: record.Fetch{Partitions: pfs}}:
+			case out <- item{fetch: record.Fetch{Partitions: pfs}, from: f, at: at}:
 			case <-ctx.Done():
 				return
 			}

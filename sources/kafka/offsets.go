@@ -106,7 +106,8 @@ func (s *Source) committed(tps []record.TopicPartition) (map[record.TopicPartiti
 }
 
 // snapshot takes the end offsets of tps and resolves their start positions
-// (committed offsets win, then Start). It reads no record.
+// (StartAt offsets win, then committed offsets, then Start). It reads no
+// record.
 func (s *Source) snapshot(tps []record.TopicPartition, committed map[record.TopicPartition]int64) ([]record.PartitionInfo, error) {
 	ends, err := s.listOffsets(tps, listLatest)
 	if err != nil {
@@ -126,6 +127,9 @@ func (s *Source) snapshot(tps []record.TopicPartition, committed map[record.Topi
 		}
 		if c, ok := committed[tp]; ok && c >= 0 {
 			info.Start = c
+		}
+		if o, ok := s.startAt[tp]; ok && o >= 0 {
+			info.Start = o // a sink's checkpoint outranks the group
 		}
 		infos = append(infos, info)
 	}

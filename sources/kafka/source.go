@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/signalbox/signalbox/record"
@@ -44,6 +46,16 @@ type Source struct {
 	hasPending bool
 
 	group *groupState // nil without Config.Group
+
+	// startAt overrides start positions (Seeker); set before Open.
+	startAt map[record.TopicPartition]int64
+}
+
+// StartAt makes the given partitions start at the given offsets instead of
+// the group's committed offsets. It implements the root package's Seeker,
+// used when an exactly-once sink holds the checkpoint. Call it before Open.
+func (s *Source) StartAt(offsets map[record.TopicPartition]int64) {
+	s.startAt = maps.Clone(offsets)
 }
 
 // New checks cfg (after EnsureDefaults) and returns an unopened Source.
@@ -192,6 +204,8 @@ const maxMerge = 16
 // set, is closed when the caller comes back for the next Poll (or Closes),
 // i.e. once it has handled the Fetch.
 type item struct {
+	from  *fetcher  // the fetcher that answered, nil for assignment changes
+	at    time.Time // when its answer was received
 	fetch record.Fetch
 	ack   chan struct{}
 }
@@ -231,19 +245,45 @@ func (s *Source) Poll(ctx context.Context) (record.Fetch, error) {
 		return it.fetch, nil
 	}
 	f := it.fetch
+	it.delivered()
+merge:
 	for range maxMerge - 1 {
 		select {
 		case next := <-s.out:
 			if next.changesAssignment() {
 				s.pending, s.hasPending = next, true // never mixed with data
-				return f, nil
+				break merge
 			}
 			f.Partitions = append(f.Partitions, next.fetch.Partitions...)
+			next.delivered()
 		default:
-			return f, nil
+			break merge
 		}
 	}
+	f.At = s.evidenceClock()
 	return f, nil
+}
+
+// delivered records that the answer behind it reached the caller.
+func (it item) delivered() {
+	if it.from != nil && it.at.After(it.from.delivered) {
+		it.from.delivered = it.at
+	}
+}
+
+// evidenceClock is record.Fetch.At: the oldest of the fetchers' last
+// delivered answers. Every partition is fetched by exactly one fetcher, so
+// each partition's state is complete up to at least this time.
+func (s *Source) evidenceClock() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var at time.Time
+	for i, f := range s.fetchers {
+		if i == 0 || f.delivered.Before(at) {
+			at = f.delivered
+		}
+	}
+	return at
 }
 
 func (s *Source) releaseAck() {
