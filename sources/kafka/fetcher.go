@@ -34,9 +34,9 @@ type fetcher struct {
 	// creation, right after the end-offset snapshot.
 	delivered time.Time
 	s         *Source
-	parts   []*partState
-	wake    chan struct{} // Resume pokes it
-	lastEvi time.Time     // last ListOffsets evidence for paused partitions
+	parts     []*partState
+	wake      chan struct{} // Resume pokes it
+	lastEvi   time.Time     // last ListOffsets evidence for paused partitions
 }
 
 func newFetcher(s *Source, infos []record.PartitionInfo) *fetcher {
