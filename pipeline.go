@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"bytes"
 	"maps"
 	"slices"
 	"strconv"
@@ -88,6 +89,20 @@ type partState struct {
 	restoring  bool
 	restorePos int64
 	restoreWM  int64
+	// start is the position the partition was assigned at; floor counts the
+	// records below it that a DurableStore restored, and their lowest
+	// offset, so commits stay below them until they are released.
+	start      int64
+	floorCount int
+	floorMin   int64
+}
+
+// low is the offset to commit: nothing below it is parked or unacknowledged.
+func (ps *partState) low() int64 {
+	if ps.floorCount > 0 {
+		return min(ps.floorMin, ps.offs.Low())
+	}
+	return ps.offs.Low()
 }
 
 // out is one unit of work for the sink goroutine.
@@ -96,6 +111,10 @@ type out struct {
 	dead    []record.Record
 	cp      *record.Checkpoint // flush, then checkpoint and commit
 	final   bool
+	// With a DurableStore the engine commits after storing the checkpoint:
+	// the sink goroutine only flushes, then closes ack.
+	noCommit bool
+	ack      chan struct{}
 }
 
 // run holds the state of one Run: it is touched by the engine goroutine only.
@@ -122,6 +141,12 @@ type run struct {
 	evidence time.Time
 	stamped  bool
 	fetched  bool // at least one Fetch was handled
+	durable  DurableStore
+	sinkDone chan struct{}
+	// restored from a DurableStore: parked records per partition, late
+	// counters.
+	floors       map[record.TopicPartition]timers.Parked
+	restoredLate map[record.TopicPartition]LateCounter
 }
 
 // Run runs the pipeline until ctx is cancelled (live mode) or until every
@@ -151,6 +176,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		stats:    Stats{Late: map[record.TopicPartition]LateCounter{}},
 	}
 	r.cur = &out{}
+	r.durable, _ = cfg.store.(DurableStore)
 	sinks := cfg.sinks
 	if cfg.deadLetter != nil {
 		sinks = append(sinks[:len(sinks):len(sinks)], cfg.deadLetter)
@@ -188,6 +214,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	wg.Add(2)
 	go func() { defer wg.Done(); r.poll(pollCtx, fetches) }()
 	sinkDone := make(chan struct{})
+	r.sinkDone = sinkDone
 	go func() { defer wg.Done(); defer close(sinkDone); r.write(context.WithoutCancel(ctx)) }()
 	defer wg.Wait()
 
@@ -195,9 +222,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	stopPoll()
 	if err == nil || errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		// Graceful: flush what was released, checkpoint, commit.
-		cp := r.checkpoint()
-		r.cur.cp, r.cur.final = &cp, true
-		err = r.send(context.Background(), sinkDone)
+		err = r.takeCheckpoint(context.Background(), true)
 	}
 	close(r.outs)
 	for done := false; !done; {
@@ -278,8 +303,9 @@ func (r *run) loop(ctx context.Context, fetches <-chan record.Fetch) error {
 		}
 		if now.Sub(lastCP) >= cfg.checkpoint {
 			lastCP = now
-			cp := r.checkpoint()
-			r.cur.cp = &cp
+			if err := r.takeCheckpoint(ctx, false); err != nil {
+				return err
+			}
 		}
 		if err := r.send(ctx, nil); err != nil {
 			return err
@@ -395,6 +421,11 @@ func (r *run) ingest(ps *partState, rec *record.Record, now time.Time) error {
 		return r.late(ps, rec)
 	}
 	ps.offs.Add(rec.Offset)
+	if r.durable != nil {
+		// The record may stay parked for long: do not let it pin the whole
+		// fetch buffer its slices point into.
+		rec.Key, rec.Value = bytes.Clone(rec.Key), bytes.Clone(rec.Value)
+	}
 	r.pos = timers.Pos{EventTime: rec.EventTime, Key: rec.OrderKey, Input: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}
 	return r.store.Park(r.pos, rec)
 }
@@ -444,8 +475,17 @@ func (r *run) assign(a record.PartitionInfo, now time.Time) {
 		wid:  watermark.ID{Input: a.Topic, Partition: a.Partition},
 		cid:  catchup.ID{Input: a.Topic, Partition: a.Partition},
 		dec:  dec,
-		offs: offsets.New(a.Start),
-		late: &LateCounter{},
+		offs:  offsets.New(a.Start),
+		late:  &LateCounter{},
+		start: a.Start,
+	}
+	if c, ok := r.restoredLate[a.TopicPartition]; ok {
+		c.Histogram = slices.Clone(c.Histogram)
+		ps.late = &c
+		r.stats.Late[a.TopicPartition] = c
+	}
+	if f, ok := r.floors[a.TopicPartition]; ok && f.Count > 0 {
+		ps.floorCount, ps.floorMin = f.Count, f.MinOffset
 	}
 	end := a.End
 	if cp, ok := r.restored[a.TopicPartition]; ok {
@@ -498,18 +538,32 @@ func (r *run) release(now time.Time) error {
 }
 
 func (r *run) releaseTo(wm int64) error {
-	return r.store.Release(wm, 0, func(rec *record.Record) error {
-		ps := r.parts[record.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}]
-		if ps == nil {
-			return nil // revoked: its records are re-read by the new owner
-		}
-		ps.offs.Done(rec.Offset)
-		r.emitNow(rec)
-		if len(r.cur.records) >= r.cfg.batchSize {
-			return r.send(context.Background(), nil)
-		}
+	return r.store.Release(wm, 0, r.released)
+}
+
+// released takes one record the store released: it leaves the partition's
+// outstanding offsets and goes into the current out batch, unless it belongs
+// to a revoked partition (the new owner re-reads it) or a restart found it
+// already emitted.
+func (r *run) released(rec *record.Record) error {
+	ps := r.parts[record.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}]
+	if ps == nil {
 		return nil
-	})
+	}
+	if rec.Offset < ps.start {
+		ps.floorCount-- // restored from a DurableStore
+	} else {
+		ps.offs.Done(rec.Offset)
+	}
+	if rec.Offset < ps.restorePos && rec.EventTime <= ps.restoreWM {
+		r.stats.Skipped++ // emitted before the restart, per the sink's checkpoint
+		return nil
+	}
+	r.emitNow(rec)
+	if len(r.cur.records) >= r.cfg.batchSize {
+		return r.send(context.Background(), r.sinkDone)
+	}
+	return nil
 }
 
 // flushAll releases everything parked (end of a bounded run) and raises the
@@ -519,14 +573,7 @@ func (r *run) flushAll(ctx context.Context) error {
 	last := r.wm
 	if err := r.store.Release(watermark.MaxTime, 0, func(rec *record.Record) error {
 		last = max(last, rec.EventTime)
-		if ps := r.parts[record.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}]; ps != nil {
-			ps.offs.Done(rec.Offset)
-		}
-		r.emitNow(rec)
-		if len(r.cur.records) >= r.cfg.batchSize {
-			return r.send(ctx, nil)
-		}
-		return nil
+		return r.released(rec)
 	}); err != nil {
 		return err
 	}
@@ -543,7 +590,7 @@ func (r *run) checkpoint() record.Checkpoint {
 		ps := r.parts[tp]
 		cp.Partitions = append(cp.Partitions, record.PartitionCheckpoint{
 			TopicPartition: tp,
-			Low:            ps.offs.Low(),
+			Low:            ps.low(),
 			Position:       ps.offs.Position(),
 			End:            st.SnapshotEnd,
 			Replaying:      st.Phase == catchup.Replaying || (st.Phase == catchup.Unknown && st.Position < st.SnapshotEnd),

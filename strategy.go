@@ -62,6 +62,23 @@ type ParkedStore interface {
 	Bytes() int64
 }
 
+// DurableStore is a ParkedStore that survives restarts (timers.Store). With
+// one, signalbox checkpoints the parked set itself: at each checkpoint it
+// waits until the sinks have acknowledged everything released so far, then
+// stores the parked set with the checkpoint, then commits. A restart restores
+// the parked set and resumes every partition from its saved position, so
+// re-reads stay short however much was parked.
+//
+// Lifecycle: the caller opens and closes the store; Run calls Restore once
+// before opening the source, then Park, Release, Min and Checkpoint from the
+// engine goroutine.
+type DurableStore interface {
+	ParkedStore
+	Restore() (*record.Checkpoint, map[string][]byte, error)
+	Checkpoint(cp record.Checkpoint, blobs map[string][]byte) error
+	ParkedByPartition() map[record.TopicPartition]timers.Parked
+}
+
 type memStore struct {
 	q   *timers.Queue[*record.Record]
 	buf []*record.Record

@@ -64,55 +64,40 @@ func (r *run) writeOne(ctx context.Context, policy retry.Policy, o *out) error {
 			return fmt.Errorf("signalbox: sink flush: %w", err)
 		}
 	}
-	commit := make(map[record.TopicPartition]int64, len(o.cp.Partitions))
-	for _, pc := range o.cp.Partitions {
-		commit[pc.TopicPartition] = pc.Low
+	if o.ack != nil {
+		close(o.ack) // the engine stores the checkpoint, then commits
+		return nil
 	}
-	if len(commit) > 0 {
-		if err := r.p.src.Commit(ctx, commit); err != nil {
-			if o.final {
-				return fmt.Errorf("signalbox: commit: %w", err)
-			}
-			// A failed commit loses nothing: the next checkpoint commits again.
-			cfg.logger.Warn("offset commit failed; will retry at the next checkpoint", zap.Error(err))
-		}
+	if err := r.commit(ctx, o.cp, o.final); err != nil {
+		return err
 	}
-	r.p.mu.Lock()
-	r.p.stats.Checkpoints++
-	r.p.mu.Unlock()
+	r.countCheckpoint()
 	r.acks <- Event{Kind: EventCheckpoint, Watermark: o.cp.Watermark} // the engine goroutine emits it
 	return nil
 }
 
-// restore loads the checkpoint of the first CheckpointSink, if any: records
-// the source re-delivers below a partition's saved position, with event time
-// at or below the saved watermark, were already emitted and are skipped.
-func (r *run) restore(ctx context.Context) error {
-	for _, s := range r.cfg.sinks {
-		cs, ok := s.(CheckpointSink)
-		if !ok {
-			continue
-		}
-		cp, err := cs.Restore(ctx)
-		if err != nil {
-			return fmt.Errorf("signalbox: restoring checkpoint: %w", err)
-		}
-		if cp == nil {
-			return nil
-		}
-		r.cpWM = cp.Watermark
-		r.strat.Restore(cp.Watermark)
-		r.wm = max(r.wm, cp.Watermark)
-		starts := make(map[record.TopicPartition]int64, len(cp.Partitions))
-		for _, pc := range cp.Partitions {
-			r.restored[pc.TopicPartition] = pc
-			starts[pc.TopicPartition] = pc.Low
-		}
-		if sk, ok := r.p.src.(Seeker); ok {
-			sk.StartAt(starts)
-		}
-		r.cfg.logger.Info("restored checkpoint", zap.Int64("watermark", cp.Watermark), zap.Int("partitions", len(cp.Partitions)))
+// commit commits every partition's Low offset of cp to the source. A failed
+// commit loses nothing (the next checkpoint commits again), except at the
+// final one, where it is an error.
+func (r *run) commit(ctx context.Context, cp *record.Checkpoint, final bool) error {
+	offs := make(map[record.TopicPartition]int64, len(cp.Partitions))
+	for _, pc := range cp.Partitions {
+		offs[pc.TopicPartition] = pc.Low
+	}
+	if len(offs) == 0 {
 		return nil
 	}
+	if err := r.p.src.Commit(ctx, offs); err != nil {
+		if final {
+			return fmt.Errorf("signalbox: commit: %w", err)
+		}
+		r.cfg.logger.Warn("offset commit failed; will retry at the next checkpoint", zap.Error(err))
+	}
 	return nil
+}
+
+func (r *run) countCheckpoint() {
+	r.p.mu.Lock()
+	r.p.stats.Checkpoints++
+	r.p.mu.Unlock()
 }

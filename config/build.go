@@ -25,6 +25,12 @@ type Plan struct {
 	WritesStdout bool
 	// StateDir is state.dir ("" when unset).
 	StateDir string
+	// Sinks are the sinks, unopened, in the order they are written and
+	// flushed: the job's order, except that the exactly-once sink (at most
+	// one, a signalbox.CheckpointSink) comes last. It is flushed last at
+	// each checkpoint, so its checkpoint never covers a record another sink
+	// has not yet acknowledged. The dead-letter sink is not among them.
+	Sinks []signalbox.Sink
 }
 
 // Build validates j and turns it into a Plan. Beyond Validate it can fail
@@ -77,18 +83,32 @@ func (j *Job) Build(log *zap.Logger) (*Plan, error) {
 		signalbox.WithBatchSize(j.BatchSize),
 		signalbox.WithLogger(log),
 	}
+	var last signalbox.Sink
 	for i := range j.Sinks {
-		s, err := j.Sinks[i].build()
+		s, err := j.buildSink(&j.Sinks[i])
 		if err != nil {
 			return nil, Errors{{Path: fmt.Sprintf("sinks[%d]", i), Line: j.lines[fmt.Sprintf("sinks[%d]", i)], Msg: err.Error()}}
 		}
-		p.Options = append(p.Options, signalbox.WithSink(s))
+		if _, ok := s.(signalbox.CheckpointSink); ok {
+			last = s // Validate allows one
+		} else {
+			p.Sinks = append(p.Sinks, s)
+		}
 		p.WritesStdout = p.WritesStdout || j.Sinks[i].writesStdout()
 	}
+	if last != nil {
+		p.Sinks = append(p.Sinks, last)
+	}
+	for _, s := range p.Sinks {
+		p.Options = append(p.Options, signalbox.WithSink(s))
+	}
 	if j.DeadLetter != nil {
-		s, err := j.DeadLetter.build()
+		s, err := j.buildSink(j.DeadLetter)
 		if err != nil {
 			return nil, Errors{{Path: "dead_letter", Line: j.lines["dead_letter"], Msg: err.Error()}}
+		}
+		if cs, ok := s.(signalbox.CheckpointSink); ok {
+			s = atLeastOnce{cs} // the engine only flushes the dead-letter sink
 		}
 		p.Options = append(p.Options, signalbox.WithDeadLetter(s))
 		p.WritesStdout = p.WritesStdout || j.DeadLetter.writesStdout()
@@ -96,7 +116,7 @@ func (j *Job) Build(log *zap.Logger) (*Plan, error) {
 	return p, nil
 }
 
-func (s *Sink) build() (signalbox.Sink, error) { return sinkKinds[s.Type].build(s) }
+func (j *Job) buildSink(s *Sink) (signalbox.Sink, error) { return sinkKinds[s.Type].build(j, s) }
 
 func orZero(d string) string {
 	if d == "" {

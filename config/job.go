@@ -80,6 +80,18 @@ type Sink struct {
 	Linger     string `yaml:"linger"`
 	DocID      string `yaml:"doc_id"`
 	Versioning string `yaml:"versioning"`
+	// kafka (brokers also the job's default)
+	Brokers         []string `yaml:"brokers"`
+	Topic           string   `yaml:"topic"`
+	TransactionalID string   `yaml:"transactional_id"`
+	Group           string   `yaml:"group"`
+	// postgres
+	DSNEnv    string `yaml:"dsn_env"`
+	Table     string `yaml:"table"`
+	Name      string `yaml:"name"`
+	ValueType string `yaml:"value_type"`
+	NoCreate  bool   `yaml:"no_create"`
+	MaxBatch  int    `yaml:"max_batch"`
 }
 
 // State is the `state` section: where and within what memory budget parked

@@ -1,25 +1,32 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/IBM/sarama"
+	"github.com/jackc/pgx/v5"
+
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/sinks/bulk"
 	"github.com/signalbox/signalbox/sinks/jsonl"
+	kafkasink "github.com/signalbox/signalbox/sinks/kafka"
+	"github.com/signalbox/signalbox/sinks/postgres"
 )
 
 // sinkKind validates and builds the sinks of one type.
 type sinkKind struct {
 	fields   []string // the YAML keys of Sink this type uses, besides type
 	validate func(s *Sink, v *validator, path string)
-	build    func(s *Sink) (signalbox.Sink, error)
+	build    func(j *Job, s *Sink) (signalbox.Sink, error)
 }
 
 // sinkKinds maps every type in sinkTypes to its builder; nil means the
@@ -27,8 +34,8 @@ type sinkKind struct {
 var sinkKinds = map[string]*sinkKind{
 	"jsonl":    {fields: []string{"path", "sync", "buffer_size"}, validate: validateJSONL, build: buildJSONL},
 	"bulk":     {fields: []string{"url", "index", "auth_env", "max_docs", "max_bytes", "linger", "doc_id", "versioning"}, validate: validateBulk, build: buildBulk},
-	"kafka":    nil,
-	"postgres": nil,
+	"kafka":    {fields: []string{"brokers", "topic", "transactional_id", "group"}, validate: validateKafka, build: buildKafka},
+	"postgres": {fields: []string{"dsn_env", "table", "name", "value_type", "no_create", "max_batch"}, validate: validatePostgres, build: buildPostgres},
 }
 
 // checkFields reports every field of s that is set but not used by kind.
@@ -50,7 +57,7 @@ func validateJSONL(s *Sink, v *validator, p string) {
 	}
 }
 
-func buildJSONL(s *Sink) (signalbox.Sink, error) {
+func buildJSONL(_ *Job, s *Sink) (signalbox.Sink, error) {
 	opts := jsonl.Options{Sync: s.Sync, BufferSize: int(sizeOrZero(s.BufferSize))}
 	if s.writesStdout() {
 		return jsonl.New(os.Stdout, opts), nil
@@ -82,7 +89,7 @@ func validateBulk(s *Sink, v *validator, p string) {
 	v.envName(p+".auth_env", s.AuthEnv)
 }
 
-func buildBulk(s *Sink) (signalbox.Sink, error) {
+func buildBulk(_ *Job, s *Sink) (signalbox.Sink, error) {
 	cfg := bulk.Config{URL: s.URL, Index: s.Index, MaxDocs: s.MaxDocs, MaxBytes: int(sizeOrZero(s.MaxBytes))}
 	if s.Linger != "" {
 		cfg.Linger, _ = time.ParseDuration(s.Linger) // validated
@@ -92,9 +99,9 @@ func buildBulk(s *Sink) (signalbox.Sink, error) {
 	}
 	cfg.Versioning = map[string]bulk.Versioning{"offset": bulk.OffsetVersion, "none": bulk.NoVersion}[s.Versioning]
 	if s.AuthEnv != "" {
-		auth := os.Getenv(s.AuthEnv)
-		if auth == "" {
-			return nil, fmt.Errorf("auth_env: environment variable %s is unset or empty", s.AuthEnv)
+		auth, err := fromEnv("auth_env", s.AuthEnv)
+		if err != nil {
+			return nil, err
 		}
 		cfg.Header = http.Header{"Authorization": []string{auth}}
 	}
@@ -109,3 +116,150 @@ func sizeOrZero(s string) int64 {
 
 // writesStdout reports whether the sink writes to standard output.
 func (s *Sink) writesStdout() bool { return s.Type == "jsonl" && (s.Path == "" || s.Path == "-") }
+
+// A Kafka topic name: 1 to 249 of these characters, not "." or "..".
+var topicRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
+
+func validateKafka(s *Sink, v *validator, p string) {
+	switch {
+	case s.Topic == "":
+		v.bad(p+".topic", "required for a kafka sink: the output topic, which must exist")
+	case !topicRE.MatchString(s.Topic) || s.Topic == "." || s.Topic == "..":
+		v.bad(p+".topic", "%q is not a Kafka topic name (letters, digits, '.', '_', '-'; at most 249)", s.Topic)
+	}
+	for i, b := range s.Brokers {
+		if !isHostPort(b) {
+			v.bad(fmt.Sprintf("%s.brokers[%d]", p, i), "%q is not host:port", b)
+		}
+	}
+	if s.Group != "" && s.TransactionalID == "" {
+		v.bad(p+".group", "only used with transactional_id (exactly-once mode)")
+	}
+}
+
+// pgTableRE is an unquoted-style table name, optionally schema-qualified.
+// The sink quotes it, so upper case would make a case-sensitive name: it is
+// refused rather than silently surprising a psql user.
+var pgTableRE = regexp.MustCompile(`^([a-z_][a-z0-9_]*\.)?[a-z_][a-z0-9_]*$`)
+
+// pgMaxTable leaves room for the "_checkpoint" suffix within PostgreSQL's
+// 63-byte identifiers.
+const pgMaxTable = 63 - len("_checkpoint")
+
+var valueTypeValues = []string{"jsonb", "text"}
+
+func validatePostgres(s *Sink, v *validator, p string) {
+	if s.DSNEnv == "" {
+		v.bad(p+".dsn_env", "required for a postgres sink: the NAME of the environment variable holding the connection string")
+	} else {
+		v.envName(p+".dsn_env", s.DSNEnv)
+	}
+	if s.Table != "" {
+		name := s.Table[strings.LastIndex(s.Table, ".")+1:]
+		switch {
+		case !pgTableRE.MatchString(s.Table):
+			v.bad(p+".table", "%q is not a lower-case table name such as signalbox_records or ops.ordered", s.Table)
+		case len(name) > pgMaxTable:
+			v.bad(p+".table", "%q is longer than %d bytes (the checkpoint table appends _checkpoint)", name, pgMaxTable)
+		}
+	}
+	v.oneOf(p+".value_type", s.ValueType, valueTypeValues)
+	if s.MaxBatch < 0 {
+		v.bad(p+".max_batch", "%d is negative", s.MaxBatch)
+	}
+}
+
+// exactlyOnce reports whether s stores the checkpoint in its own
+// transaction (a CheckpointSink once built).
+func (s *Sink) exactlyOnce() bool {
+	return s.Type == "postgres" || s.Type == "kafka" && s.TransactionalID != ""
+}
+
+// validateSinkSet checks what involves several sinks or the rest of the job.
+func (j *Job) validateSinkSet(v *validator) {
+	first := -1
+	for i := range j.Sinks {
+		s, p := &j.Sinks[i], fmt.Sprintf("sinks[%d]", i)
+		j.checkKafkaSink(s, v, p)
+		if s.Type == "kafka" && s.TransactionalID != "" && s.Group == "" {
+			v.bad(p+".group", "required with transactional_id: the consumer group whose offsets the output transaction commits")
+		}
+		if !s.exactlyOnce() {
+			continue
+		}
+		if first >= 0 {
+			v.bad(p+".type", "only one exactly-once sink (postgres, or kafka with transactional_id) per job, and sinks[%d] is one: "+
+				"a restart resumes from one sink's checkpoint, so a second would lose what its last transaction did not commit", first)
+			continue
+		}
+		first = i
+	}
+	if dl := j.DeadLetter; dl != nil && dl.Type == "kafka" {
+		j.checkKafkaSink(dl, v, "dead_letter")
+		if dl.Group != "" {
+			v.bad("dead_letter.group", "not used by a dead-letter sink: it stores no checkpoint")
+		}
+	}
+}
+
+// checkKafkaSink checks a kafka sink against the job's connection settings.
+func (j *Job) checkKafkaSink(s *Sink, v *validator, p string) {
+	if s.Type != "kafka" {
+		return
+	}
+	if j.TLS.Enabled || j.SASL.Mechanism != "" {
+		v.bad(p+".type", "a kafka sink cannot use tls or sasl yet: this build connects it in plaintext without authentication, so it refuses a job that sets either")
+	}
+	if s.Group != "" && s.Group == j.Group {
+		v.bad(p+".group", "%q is the job's own group: the source commits plain offsets to it after every checkpoint, "+
+			"which would erase the checkpoint the transaction stores with them; use a group of its own, e.g. %s-out", s.Group, s.Group)
+	}
+}
+
+func isHostPort(b string) bool {
+	host, port, ok := strings.Cut(b, ":")
+	return ok && host != "" && port != ""
+}
+
+// atLeastOnce hides the CheckpointSink methods of a sink that is not to
+// store the checkpoint: the engine then calls Flush, never FlushCheckpoint,
+// and restores nothing from it.
+type atLeastOnce struct{ signalbox.Sink }
+
+func buildKafka(j *Job, s *Sink) (signalbox.Sink, error) {
+	sc := sarama.NewConfig()
+	sc.Version = sarama.V2_8_0_0
+	sc.ClientID = cmp.Or(j.ClientID, "signalbox")
+	cfg := kafkasink.Config{Brokers: s.Brokers, Topic: s.Topic, TransactionalID: s.TransactionalID, GroupID: s.Group, Sarama: sc}
+	if len(cfg.Brokers) == 0 {
+		cfg.Brokers = j.Brokers
+	}
+	if cfg.TransactionalID == "" || cfg.GroupID == "" {
+		return atLeastOnce{kafkasink.New(cfg)}, nil
+	}
+	return kafkasink.New(cfg), nil
+}
+
+func buildPostgres(j *Job, s *Sink) (signalbox.Sink, error) {
+	dsn, err := fromEnv("dsn_env", s.DSNEnv)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := pgx.ParseConfig(dsn); err != nil { // the message would show the secret
+		return nil, fmt.Errorf("dsn_env: environment variable %s does not hold a PostgreSQL connection string", s.DSNEnv)
+	}
+	return postgres.New(postgres.Config{
+		DSN: dsn, Table: s.Table, Name: cmp.Or(s.Name, j.Group, postgres.DefaultName),
+		ValueType: s.ValueType, NoCreate: s.NoCreate, MaxBatch: s.MaxBatch,
+	}), nil
+}
+
+// fromEnv reads the secret held by the environment variable name, which the
+// sink field field names.
+func fromEnv(field, name string) (string, error) {
+	val := os.Getenv(name)
+	if val == "" {
+		return "", fmt.Errorf("%s: environment variable %s is unset or empty", field, name)
+	}
+	return val, nil
+}

@@ -136,6 +136,7 @@ func (j *Job) Validate() error {
 	if j.DeadLetter != nil {
 		j.DeadLetter.validate(v, "dead_letter")
 	}
+	j.validateSinkSet(v)
 	v.size("state.memory", j.State.Memory)
 	if (j.State.Dir != "" || j.State.Memory != "") && !pebbleAvailable {
 		v.bad("state", "the pebble-backed parked store is not yet supported by this build; remove the state section")

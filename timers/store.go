@@ -504,6 +504,39 @@ func (s *Store) deleteReleased(b *pebble.Batch) error {
 // Len is the number of parked records.
 func (s *Store) Len() int { return s.index.Len() }
 
+// Min returns the first parked position in release order.
+func (s *Store) Min() (Pos, bool) {
+	sl, ok := s.index.Min()
+	if !ok {
+		return Pos{}, false
+	}
+	return sl.pos, true
+}
+
+// Parked summarises the parked records of one partition.
+type Parked struct {
+	Count     int
+	MinOffset int64
+}
+
+// ParkedByPartition walks the index once and returns, per partition, how
+// many records are parked and the lowest offset among them. A restart uses
+// it to keep commits below records restored from the last checkpoint.
+func (s *Store) ParkedByPartition() map[record.TopicPartition]Parked {
+	out := map[record.TopicPartition]Parked{}
+	s.index.Ascend(func(sl *slot) bool {
+		tp := record.TopicPartition{Topic: sl.pos.Input, Partition: sl.pos.Partition}
+		p, ok := out[tp]
+		if !ok || sl.pos.Offset < p.MinOffset {
+			p.MinOffset = sl.pos.Offset
+		}
+		p.Count++
+		out[tp] = p
+		return true
+	})
+	return out
+}
+
 // Bytes is the memory accounted to the parked set: the payloads held in
 // memory plus the index entries (invariant 3).
 func (s *Store) Bytes() int64 { return s.memBytes }

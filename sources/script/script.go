@@ -80,6 +80,21 @@ func New(seed uint64, maxBatch int, parts ...Partition) *Source {
 	return s
 }
 
+// StartAt makes partitions start at the given offsets (the root package's
+// Seeker). Call it before the first Poll.
+func (s *Source) StartAt(offsets map[record.TopicPartition]int64) {
+	for _, p := range s.parts {
+		o, ok := offsets[p.TopicPartition]
+		if !ok {
+			continue
+		}
+		p.pos, p.Start, p.next = o, o, 0
+		for p.next < len(p.Records) && p.Records[p.next].Offset < o {
+			p.next++
+		}
+	}
+}
+
 // Open implements the Source contract.
 func (s *Source) Open(context.Context) error { return nil }
 
