@@ -13,7 +13,7 @@ import (
 
 // pebbleAvailable says whether this build can keep parked records in
 // pebble (the `state` section).
-const pebbleAvailable = false
+const pebbleAvailable = true
 
 // Plan is what Build makes of a Job: the Kafka source configuration and the
 // pipeline options, sinks included.
@@ -25,6 +25,8 @@ type Plan struct {
 	WritesStdout bool
 	// StateDir is state.dir ("" when unset).
 	StateDir string
+	// StateMemory is state.memory in bytes (0: the store's default).
+	StateMemory int64
 	// Sinks are the sinks, unopened, in the order they are written and
 	// flushed: the job's order, except that the exactly-once sink (at most
 	// one, a signalbox.CheckpointSink) comes last. It is flushed last at
@@ -43,7 +45,7 @@ func (j *Job) Build(log *zap.Logger) (*Plan, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	p := &Plan{StateDir: j.State.Dir}
+	p := &Plan{StateDir: j.State.Dir, StateMemory: sizeOrZero(j.State.Memory)}
 	p.Kafka = kafka.Config{
 		Brokers:   j.Brokers,
 		Group:     j.Group,

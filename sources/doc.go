@@ -6,4 +6,7 @@
 //   - sources/file: JSONL files, one partition per file, for local runs;
 //   - sources/script: a deterministic, scripted source for tests, examples
 //     and property tests (random interleavings of the same records).
+//
+// The package itself holds what those sources share: Commits, an in-memory
+// record of committed offsets for sources without a consumer group.
 package sources

@@ -45,6 +45,18 @@ func newRunCmd() *cobra.Command {
 					return runtimeError(err)
 				}
 			}
+			if plan.StateDir != "" {
+				store, err := timers.OpenStore(plan.StateDir, timers.StoreOptions{MemoryBudget: plan.StateMemory})
+				if err != nil {
+					return runtimeError(fmt.Errorf("state.dir: %w (signalbox run --reset-state rebuilds it from Kafka's committed offsets)", err))
+				}
+				defer func() {
+					if err := store.Close(); err != nil {
+						log.Error("closing the parked state", zap.Error(err))
+					}
+				}()
+				plan.Options = append(plan.Options, signalbox.WithParkedStore(store))
+			}
 			p, err := plan.Pipeline()
 			if err != nil {
 				return usageError(err)

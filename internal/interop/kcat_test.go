@@ -17,6 +17,7 @@ import (
 	"github.com/signalbox/signalbox/embedded"
 	"github.com/signalbox/signalbox/sinks/jsonl"
 	"github.com/signalbox/signalbox/sources/kafka"
+	"github.com/signalbox/signalbox/timers"
 )
 
 func kcatPath(t *testing.T) string {
@@ -106,22 +107,10 @@ func TestKcatProducedInputIsReleasedInOrder(t *testing.T) {
 	if len(got) != produced {
 		t.Fatalf("released %d records, kcat produced %d", len(got), produced)
 	}
-	sorted := sort.SliceIsSorted(got, func(i, j int) bool {
-		a, b := got[i], got[j]
-		if a.EventTimeMs != b.EventTimeMs {
-			return a.EventTimeMs < b.EventTimeMs
-		}
-		if a.Key != b.Key {
-			return a.Key < b.Key
-		}
-		if a.Topic != b.Topic {
-			return a.Topic < b.Topic
-		}
-		if a.Partition != b.Partition {
-			return a.Partition < b.Partition
-		}
-		return a.Offset < b.Offset
-	})
+	pos := func(l line) timers.Pos {
+		return timers.Pos{EventTime: l.EventTimeMs, Key: l.Key, Input: l.Topic, Partition: l.Partition, Offset: l.Offset}
+	}
+	sorted := sort.SliceIsSorted(got, func(i, j int) bool { return timers.Less(pos(got[i]), pos(got[j])) })
 	if !sorted {
 		t.Fatal("output is not in (event time, key, topic, partition, offset) order")
 	}

@@ -25,10 +25,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/sources"
 )
 
 // File is one input file.
@@ -56,8 +56,7 @@ type Source struct {
 	opened bool
 	next   int
 
-	mu        sync.Mutex
-	committed map[record.TopicPartition]int64
+	sources.Commits // Commit and Committed
 }
 
 type reader struct {
@@ -81,7 +80,7 @@ func New(opts Options, files ...File) (*Source, error) {
 	if opts.Idle <= 0 {
 		opts.Idle = 50 * time.Millisecond
 	}
-	s := &Source{opts: opts, start: map[record.TopicPartition]int64{}, committed: map[record.TopicPartition]int64{}}
+	s := &Source{opts: opts, start: map[record.TopicPartition]int64{}}
 	seen := map[record.TopicPartition]bool{}
 	for i, f := range files {
 		if f.Path == "" {
@@ -241,16 +240,6 @@ func (r *reader) read(opts Options) (record.PartitionFetch, error) {
 		pf.End = r.end
 	}
 	return pf, nil
-}
-
-// Commit remembers the committed offsets (files have no group).
-func (s *Source) Commit(_ context.Context, offsets map[record.TopicPartition]int64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for tp, o := range offsets {
-		s.committed[tp] = o
-	}
-	return nil
 }
 
 // Close closes the files.

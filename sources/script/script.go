@@ -17,10 +17,10 @@ package script
 import (
 	"context"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/sources"
 )
 
 // Partition is one scripted partition.
@@ -47,8 +47,7 @@ type Source struct {
 	idle     time.Duration
 	assigned bool
 
-	mu        sync.Mutex
-	committed map[record.TopicPartition]int64
+	sources.Commits // Commit and Committed
 }
 
 type state struct {
@@ -62,7 +61,7 @@ type state struct {
 // New returns a source over parts, interleaved by seed, with fetches of 1 to
 // maxBatch records.
 func New(seed uint64, maxBatch int, parts ...Partition) *Source {
-	s := &Source{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), maxBatch: max(1, maxBatch), idle: time.Millisecond, committed: map[record.TopicPartition]int64{}}
+	s := &Source{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), maxBatch: max(1, maxBatch), idle: time.Millisecond}
 	for _, p := range parts {
 		st := &state{Partition: p, fail: p.FailFirst, wait: p.Silent}
 		if st.End == 0 && len(p.Records) > 0 {
@@ -158,27 +157,6 @@ type fetchError struct{}
 func (fetchError) Error() string { return "scripted fetch failure" }
 
 var errFetch error = fetchError{}
-
-// Commit implements the Source contract; Committed returns what was committed.
-func (s *Source) Commit(_ context.Context, offsets map[record.TopicPartition]int64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for tp, o := range offsets {
-		s.committed[tp] = o
-	}
-	return nil
-}
-
-// Committed returns the last committed offset of each partition.
-func (s *Source) Committed() map[record.TopicPartition]int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make(map[record.TopicPartition]int64, len(s.committed))
-	for k, v := range s.committed {
-		out[k] = v
-	}
-	return out
-}
 
 // Close implements the Source contract.
 func (s *Source) Close() error { return nil }
