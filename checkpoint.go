@@ -113,15 +113,12 @@ func (r *run) restore(ctx context.Context) error {
 			}
 		}
 	}
-	for _, s := range r.cfg.sinks {
-		if cs, ok := s.(CheckpointSink); ok {
-			cp, err := cs.Restore(ctx)
-			if err != nil {
-				return fmt.Errorf("signalbox: restoring checkpoint: %w", err)
-			}
-			sinkCP = cp
-			break
+	if cs := r.cfg.checkpointSink(); cs != nil {
+		cp, err := cs.Restore(ctx)
+		if err != nil {
+			return fmt.Errorf("signalbox: restoring checkpoint: %w", err)
 		}
+		sinkCP = cp
 	}
 	filter := sinkCP
 	if filter == nil {

@@ -180,6 +180,17 @@ func (c *config) ensureDefaults() {
 	}
 }
 
+// checkpointSink is the sink that stores the checkpoint, if any (validate
+// allows at most one).
+func (c *config) checkpointSink() CheckpointSink {
+	for _, s := range c.sinks {
+		if cs, ok := s.(CheckpointSink); ok {
+			return cs
+		}
+	}
+	return nil
+}
+
 func (c *config) validate() error {
 	var errs []error
 	if len(c.sinks) == 0 {
@@ -192,6 +203,15 @@ func (c *config) validate() error {
 	case LateEmit, LateDeadLetter, LateDrop:
 	default:
 		errs = append(errs, fmt.Errorf("late: %q is not one of emit, dead-letter, drop", c.late))
+	}
+	n := 0
+	for _, s := range c.sinks {
+		if _, ok := s.(CheckpointSink); ok {
+			n++
+		}
+	}
+	if n > 1 {
+		errs = append(errs, fmt.Errorf("sinks: %d exactly-once (checkpoint) sinks; at most one can hold the checkpoint", n))
 	}
 	if c.late == LateDeadLetter && c.deadLetter == nil {
 		errs = append(errs, errors.New("late: dead-letter needs a dead-letter sink"))

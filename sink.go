@@ -39,6 +39,14 @@ type CheckpointSink interface {
 	FlushCheckpoint(ctx context.Context, cp record.Checkpoint) error
 }
 
+// SourceOffsetCommitter is implemented by sinks that commit the source's
+// consumer offsets themselves, in the same transaction as their data (Kafka's
+// AddOffsetsToTxn). When one reports true, signalbox does not also commit
+// through the source.
+type SourceOffsetCommitter interface {
+	CommitsSourceOffsets() bool
+}
+
 // Purger is implemented by sinks that can delete everything they hold, for
 // tests and migrations.
 type Purger interface {

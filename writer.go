@@ -55,12 +55,18 @@ func (r *run) writeOne(ctx context.Context, policy retry.Policy, o *out) error {
 			return fmt.Errorf("signalbox: dead-letter flush: %w", err)
 		}
 	}
+	// Plain sinks first, the checkpoint sink last: its checkpoint must never
+	// cover a record another sink has not acknowledged.
 	for _, s := range cfg.sinks {
-		flush := s.Flush
-		if cs, ok := s.(CheckpointSink); ok {
-			flush = func(ctx context.Context) error { return cs.FlushCheckpoint(ctx, *o.cp) }
+		if _, ok := s.(CheckpointSink); ok {
+			continue
 		}
-		if err := policy.Do(ctx, flush); err != nil {
+		if err := policy.Do(ctx, s.Flush); err != nil {
+			return fmt.Errorf("signalbox: sink flush: %w", err)
+		}
+	}
+	if cs := cfg.checkpointSink(); cs != nil {
+		if err := policy.Do(ctx, func(ctx context.Context) error { return cs.FlushCheckpoint(ctx, *o.cp) }); err != nil {
 			return fmt.Errorf("signalbox: sink flush: %w", err)
 		}
 	}
@@ -86,6 +92,9 @@ func (r *run) commit(ctx context.Context, cp *record.Checkpoint, final bool) err
 	}
 	if len(offs) == 0 {
 		return nil
+	}
+	if oc, ok := r.cfg.checkpointSink().(SourceOffsetCommitter); ok && oc.CommitsSourceOffsets() {
+		return nil // committed in the sink's transaction
 	}
 	if err := r.p.src.Commit(ctx, offs); err != nil {
 		if final {

@@ -107,6 +107,24 @@ func TestValidationErrors(t *testing.T) {
 		{"bulk doc_id", withSink("{type: bulk, url: 'http://h', index: i, doc_id: uuid}"), `sinks[1].doc_id: "uuid" is not one of key, offset`},
 		{"bulk versioning", withSink("{type: bulk, url: 'http://h', index: i, versioning: wall}"), `sinks[1].versioning: "wall" is not one of event_time, offset, none`},
 		{"bulk auth_env", withSink("{type: bulk, url: 'http://h', index: i, auth_env: 'Basic abc='}"), "sinks[1].auth_env: must be the NAME of an environment variable"},
+		{"kafka topic", withSink("type: kafka"), "sinks[1].topic: required for a kafka sink"},
+		{"kafka topic name", withSink("{type: kafka, topic: 'a b'}"), `sinks[1].topic: "a b" is not a Kafka topic name`},
+		{"kafka brokers", withSink("{type: kafka, topic: o, brokers: [nohost]}"), `sinks[1].brokers[0]: "nohost" is not host:port`},
+		{"kafka group alone", withSink("{type: kafka, topic: o, group: g}"), "sinks[1].group: only used with transactional_id"},
+		{"kafka group missing", withSink("{type: kafka, topic: o, transactional_id: t}"), "sinks[1].group: required with transactional_id"},
+		{"kafka job group", withSink("{type: kafka, topic: o, transactional_id: t, group: g}") + "group: g", `sinks[1].group: "g" is the job's own group`},
+		{"kafka tls", withSink("{type: kafka, topic: o}") + "tls: {enabled: true}", "sinks[1].type: a kafka sink cannot use tls or sasl yet"},
+		{"kafka sasl", minimal + "sasl: {mechanism: PLAIN, user: u, password_env: P}\ndead_letter: {type: kafka, topic: dl}", "dead_letter.type: a kafka sink cannot use tls or sasl yet"},
+		{"kafka field", withSink("{type: kafka, topic: o, table: t}"), "sinks[1].table: not a field of a kafka sink (its fields: brokers, topic, transactional_id, group)"},
+		{"kafka dead-letter group", minimal + "dead_letter: {type: kafka, topic: dl, transactional_id: t, group: g}", "dead_letter.group: not used by a dead-letter sink"},
+		{"postgres dsn_env", withSink("type: postgres"), "sinks[1].dsn_env: required for a postgres sink"},
+		{"postgres dsn inline", withSink("{type: postgres, dsn_env: 'postgres://u:secret@h/db'}"), "sinks[1].dsn_env: must be the NAME of an environment variable, not its value"},
+		{"postgres table", withSink("{type: postgres, dsn_env: PG, table: Records}"), `sinks[1].table: "Records" is not a lower-case table name`},
+		{"postgres table long", withSink("{type: postgres, dsn_env: PG, table: ops." + strings.Repeat("t", 53) + "}"), "is longer than 52 bytes"},
+		{"postgres value_type", withSink("{type: postgres, dsn_env: PG, value_type: xml}"), `sinks[1].value_type: "xml" is not one of jsonb, text`},
+		{"postgres max_batch", withSink("{type: postgres, dsn_env: PG, max_batch: -1}"), "sinks[1].max_batch: -1 is negative"},
+		{"postgres field", withSink("{type: postgres, dsn_env: PG, topic: t}"), "sinks[1].topic: not a field of a postgres sink"},
+		{"two exactly-once sinks", withSink("{type: postgres, dsn_env: PG}\n  - {type: kafka, topic: o, transactional_id: t, group: g}"), "sinks[2].type: only one exactly-once sink (postgres, or kafka with transactional_id) per job, and sinks[1] is one"},
 		{"dead letter type", minimal + "dead_letter: {type: nope}", `dead_letter.type: "nope" is not one of`},
 		{"state memory", minimal + "state: {memory: 12 parsecs}", `state.memory: "12 parsecs": unknown unit`},
 		{"state memory zero", minimal + "state: {memory: 0MiB}", "state.memory: 0MiB must be positive"},
@@ -168,15 +186,6 @@ batch_size: -1
 	}
 }
 
-func TestNotYetSupportedSinks(t *testing.T) {
-	for typ, kind := range sinkKinds {
-		got := problems(t, withSink("type: "+typ))
-		if kind == nil && !strings.Contains(strings.Join(got, "\n"), "sinks[1].type: the "+typ+" sink is not yet supported") {
-			t.Errorf("%s: got %q", typ, got)
-		}
-	}
-}
-
 var yamlBlock = regexp.MustCompile("(?s)```yaml\n(.*?)```")
 
 func TestDocExampleIsValid(t *testing.T) {
@@ -184,11 +193,16 @@ func TestDocExampleIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := yamlBlock.FindSubmatch(md)
-	if m == nil {
+	blocks := yamlBlock.FindAllSubmatch(md, -1)
+	if blocks == nil {
 		t.Fatal("docs/config.md has no ```yaml block")
 	}
-	doc := string(m[1])
+	for i, m := range blocks[1:] { // the other examples are whole jobs too
+		if p := problems(t, string(m[1])); len(p) != 0 {
+			t.Errorf("example %d of docs/config.md has problems:\n%s", i+2, strings.Join(p, "\n"))
+		}
+	}
+	doc := string(blocks[0][1])
 	for _, field := range []string{"brokers", "group", "client_id", "start", "isolation", "tls", "sasl", "inputs", "delay", "late", "until", "sinks", "dead_letter", "checkpoint_interval", "batch_size"} {
 		if !regexp.MustCompile(`(?m)^` + field + `:`).MatchString(doc) {
 			t.Errorf("the example does not show %s", field)

@@ -19,6 +19,62 @@ func Less(a, b Pos) bool {
 	if a.EventTime != b.EventTime {
 		return a.EventTime < b.EventTime
 	}
+	return lessTie(&a, &b)
+}
+
+// entry holds one parked record in the queue's slab.
+type entry[V any] struct {
+	pos  Pos
+	val  V
+	size int
+}
+
+// ref is what the btree orders: the event time inline, so that most
+// comparisons never leave the node, and the record's index in the slab for
+// the tie-break. At 16 bytes, a node's items fit in a few cache lines and
+// inserting into or deleting from a node moves little memory.
+type ref struct {
+	t int64
+	i int
+}
+
+// Queue is an in-memory timer queue of values of type V. It is not safe for
+// concurrent use.
+type Queue[V any] struct {
+	tree  *btree.BTreeG[ref]
+	slab  []entry[V] // parked records; free lists the unused indices
+	free  []int
+	bytes int64
+}
+
+// degree of the btree: with 16-byte items, 32 keeps a node within 1 KiB.
+const degree = 32
+
+// freeListSize is how many released btree nodes are kept for reuse. A node
+// holds 31 to 63 records, so 256 nodes cover parking and releasing a batch of
+// 4096 records (the engine's default batch) without allocating; btree's
+// default of 32 nodes does not (invariant 4).
+const freeListSize = 256
+
+// shrinkSlab is the slab capacity above which an emptied queue gives its
+// slab back to the garbage collector instead of keeping it for reuse.
+const shrinkSlab = 1 << 16
+
+// NewQueue returns an empty queue.
+func NewQueue[V any]() *Queue[V] {
+	q := &Queue[V]{}
+	less := func(a, b ref) bool {
+		if a.t != b.t {
+			return a.t < b.t
+		}
+		return a.i != b.i && lessTie(&q.slab[a.i].pos, &q.slab[b.i].pos)
+	}
+	q.tree = btree.NewWithFreeListG(degree, less, btree.NewFreeListG[ref](freeListSize))
+	return q
+}
+
+// lessTie is Less for two positions at the same event time.
+func lessTie(a, b *Pos) bool {
 	if a.Key != b.Key {
 		return a.Key < b.Key
 	}
@@ -31,65 +87,60 @@ func Less(a, b Pos) bool {
 	return a.Offset < b.Offset
 }
 
-type item[V any] struct {
-	pos  Pos
-	val  V
-	size int
-}
-
-// Queue is an in-memory timer queue of values of type V. It is not safe for
-// concurrent use.
-type Queue[V any] struct {
-	tree  *btree.BTreeG[item[V]]
-	bytes int64
-}
-
-// degree of the btree: 32 keeps nodes within a few cache lines for Pos items.
-const degree = 32
-
-// freeListSize is how many released btree nodes are kept for reuse. A node
-// holds 31 to 63 records, so 256 nodes cover parking and releasing a batch of
-// 4096 records (the engine's default batch) without allocating; btree's
-// default of 32 nodes does not (invariant 4).
-const freeListSize = 256
-
-// NewQueue returns an empty queue.
-func NewQueue[V any]() *Queue[V] {
-	less := func(a, b item[V]) bool { return Less(a.pos, b.pos) }
-	fl := btree.NewFreeListG[item[V]](freeListSize)
-	return &Queue[V]{tree: btree.NewWithFreeListG(degree, less, fl)}
-}
-
 // Push parks v at p, accounting size bytes. It reports false when a record
 // at p was already parked; the new value then replaces it (invariant 1).
 func (q *Queue[V]) Push(p Pos, v V, size int) bool {
-	old, replaced := q.tree.ReplaceOrInsert(item[V]{pos: p, val: v, size: size})
-	if replaced {
-		q.bytes -= int64(old.size)
+	var i int
+	if n := len(q.free); n > 0 {
+		i, q.free = q.free[n-1], q.free[:n-1]
+		q.slab[i] = entry[V]{pos: p, val: v, size: size}
+	} else {
+		i = len(q.slab)
+		q.slab = append(q.slab, entry[V]{pos: p, val: v, size: size})
 	}
 	q.bytes += int64(size)
+	old, replaced := q.tree.ReplaceOrInsert(ref{t: p.EventTime, i: i})
+	if replaced {
+		q.bytes -= int64(q.slab[old.i].size)
+		q.release(old.i)
+	}
 	return !replaced
+}
+
+// release returns slab index i to the free list, dropping its value so that
+// the queue does not keep it reachable.
+func (q *Queue[V]) release(i int) {
+	q.slab[i] = entry[V]{}
+	q.free = append(q.free, i)
 }
 
 // PopUntil removes every value with event time ≤ watermark, in order, and
 // appends it to dst (invariant 2). At most max values are popped when max > 0.
 func (q *Queue[V]) PopUntil(watermark int64, max int, dst []V) []V {
 	for n := 0; max <= 0 || n < max; n++ {
-		it, ok := q.tree.Min()
-		if !ok || it.pos.EventTime > watermark {
+		r, ok := q.tree.Min()
+		if !ok || r.t > watermark {
 			break
 		}
 		q.tree.DeleteMin()
-		q.bytes -= int64(it.size)
-		dst = append(dst, it.val)
+		s := &q.slab[r.i]
+		q.bytes -= int64(s.size)
+		dst = append(dst, s.val)
+		q.release(r.i)
+	}
+	if q.tree.Len() == 0 && cap(q.slab) > shrinkSlab {
+		q.slab, q.free = nil, nil
 	}
 	return dst
 }
 
 // Min returns the first position in release order.
 func (q *Queue[V]) Min() (Pos, bool) {
-	it, ok := q.tree.Min()
-	return it.pos, ok
+	r, ok := q.tree.Min()
+	if !ok {
+		return Pos{}, false
+	}
+	return q.slab[r.i].pos, true
 }
 
 // Len is the number of parked records.
@@ -101,11 +152,16 @@ func (q *Queue[V]) Bytes() int64 { return q.bytes }
 // Ascend calls fn for every parked record in release order until fn returns
 // false. The queue must not be modified during the walk.
 func (q *Queue[V]) Ascend(fn func(p Pos, v V) bool) {
-	q.tree.Ascend(func(it item[V]) bool { return fn(it.pos, it.val) })
+	q.tree.Ascend(func(r ref) bool {
+		s := &q.slab[r.i]
+		return fn(s.pos, s.val)
+	})
 }
 
 // Clear removes everything, keeping the nodes for reuse.
 func (q *Queue[V]) Clear() {
 	q.tree.Clear(true)
+	clear(q.slab)
+	q.slab, q.free = q.slab[:0], q.free[:0]
 	q.bytes = 0
 }

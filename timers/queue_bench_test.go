@@ -38,3 +38,47 @@ func BenchmarkQueue(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkQueueTies is BenchmarkQueue's park+release with 16 records per
+// millisecond, so that most comparisons fall through to the tie-break on key,
+// input, partition and offset. One op is one record.
+func BenchmarkQueueTies(b *testing.B) {
+	const n, perMs = 100_000, 16
+	ps := make([]Pos, 4096)
+	for i := range ps {
+		ps[i] = Pos{Key: fmt.Sprintf("key-%d", i%97), Input: "orders", Partition: int32(i % 42), Offset: int64(i)}
+	}
+	q := NewQueue[int]()
+	at := func(i int) Pos {
+		p := ps[i%len(ps)]
+		p.EventTime, p.Offset = int64(i/perMs), int64(i)
+		return p
+	}
+	for i := range n {
+		q.Push(at(i), i, 128)
+	}
+	dst := make([]int, 0, perMs)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		q.Push(at(i+n), i, 128)
+		dst = q.PopUntil(int64(i/perMs)-1, 0, dst[:0])
+	}
+}
+
+// TestQueueGivesBackLargeSlab empties a queue that grew past shrinkSlab and
+// checks that it still works: the slab is dropped and grown again.
+func TestQueueGivesBackLargeSlab(t *testing.T) {
+	q, _ := steadyQueue(shrinkSlab + 1)
+	if got := len(q.PopUntil(1<<62, 0, nil)); got != shrinkSlab+1 {
+		t.Fatalf("popped %d, want %d", got, shrinkSlab+1)
+	}
+	if q.slab != nil || q.Len() != 0 || q.Bytes() != 0 {
+		t.Fatalf("emptied queue keeps a slab of %d, len %d, bytes %d", cap(q.slab), q.Len(), q.Bytes())
+	}
+	q.Push(Pos{EventTime: 2, Key: "b"}, 2, 1)
+	q.Push(Pos{EventTime: 1, Key: "a"}, 1, 1)
+	if got := q.PopUntil(2, 0, nil); len(got) != 2 || got[0] != 1 || got[1] != 2 {
+		t.Fatalf("after shrinking, popped %v, want [1 2]", got)
+	}
+}

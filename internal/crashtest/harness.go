@@ -247,7 +247,7 @@ func (p *Producer) Live(ctx context.Context, interval time.Duration) error {
 		case now := <-tick.C:
 			for _, tp := range p.topics {
 				for part := range p.parts {
-					p.produce(ctx, tp, part, now.UnixMilli(), true)
+					p.produce(context.WithoutCancel(ctx), tp, part, now.UnixMilli(), true)
 				}
 			}
 		}
@@ -280,8 +280,12 @@ type Job struct {
 	Group   string
 	Topics  []string
 	Delay   time.Duration
-	// Sinks is the YAML of the sinks list items, indented by four spaces
-	// ("  - type: jsonl\n    path: …").
+	// Sinks is the YAML of the sinks list items after the first, indented
+	// by two spaces ("  - type: jsonl\n    path: …"). The first sink is
+	// always JSONL on stdout, which the Crasher reads at a bounded rate: a
+	// slow consumer, so that the job's catch-up lasts long enough to be
+	// killed in the middle of it (kfake serves a whole history in a fetch
+	// or two), and a second at-least-once output to check.
 	Sinks string
 	// Extra is appended to the job file as is (e.g. a state section).
 	Extra string
@@ -296,13 +300,13 @@ func (j *Job) YAML(until string) string {
 	if cp == 0 {
 		cp = 200 * time.Millisecond
 	}
-	fmt.Fprintf(&b, "brokers: [%q]\ngroup: %s\ndelay: %s\nlate: emit\nuntil: %s\ncheckpoint_interval: %s\n",
+	fmt.Fprintf(&b, "brokers: [%q]\ngroup: %s\ndelay: %s\nlate: emit\nuntil: %s\ncheckpoint_interval: %s\nbatch_size: 256\n",
 		j.Brokers, j.Group, j.Delay, until, cp)
 	b.WriteString("inputs:\n")
 	for _, tp := range j.Topics {
 		fmt.Fprintf(&b, "  - topic: %s\n    time: field\n    time_field: ts\n    time_format: unix_ms\n    key: key\n", tp)
 	}
-	b.WriteString("sinks:\n")
+	b.WriteString("sinks:\n  - type: jsonl\n    path: \"-\"\n")
 	b.WriteString(j.Sinks)
 	b.WriteString(j.Extra)
 	return b.String()
@@ -345,7 +349,34 @@ type Crasher struct {
 	Job   *Job
 	Admin *kgo.Client // for EvictGroup
 	Rng   *rand.Rand
+	Rate  int64 // bytes per second read from the job's stdout; 0: no bound
 	Kills []KillPoint
+}
+
+// StdoutOutputs parses the stdout JSONL of every run, in order. The last
+// line of a killed run may be cut short by the SIGKILL (it was never
+// acknowledged): it is dropped and counted in torn. Any other unparsable
+// line is a problem.
+func (c *Crasher) StdoutOutputs() (outs []Out, torn int, problems []string) {
+	for run := 0; run <= len(c.Kills); run++ {
+		data, err := os.ReadFile(c.stdoutPath(run))
+		if err != nil {
+			return nil, 0, append(problems, err.Error())
+		}
+		if i := bytes.LastIndexByte(data, '\n'); i+1 < len(data) && run < len(c.Kills) {
+			data = data[:i+1]
+			torn++
+		}
+		o, ps := ParseJSONL(data)
+		for i := range o {
+			o[i].Where = fmt.Sprintf("stdout of run %d, %s", run, o[i].Where)
+		}
+		outs = append(outs, o...)
+		for _, p := range ps {
+			problems = append(problems, fmt.Sprintf("stdout of run %d: %s", run, p))
+		}
+	}
+	return outs, torn, problems
 }
 
 // status is the part of the /status document the crasher reads.
@@ -389,7 +420,30 @@ type proc struct {
 	err     error
 }
 
-func (c *Crasher) start(run int, until string, statusAddr bool) *proc {
+func (c *Crasher) stdoutPath(run int) string {
+	return filepath.Join(c.Dir, fmt.Sprintf("run-%02d.jsonl", run))
+}
+
+// throttled writes to w at most rate bytes per second (0: no bound).
+type throttled struct {
+	w     io.Writer
+	rate  int64
+	start time.Time
+	n     int64
+}
+
+func (t *throttled) Write(p []byte) (int, error) {
+	n, err := t.w.Write(p)
+	t.n += int64(n)
+	if t.rate > 0 {
+		time.Sleep(time.Until(t.start.Add(time.Duration(t.n * int64(time.Second) / t.rate))))
+	}
+	return n, err
+}
+
+// start starts run number run of the job; stdout is read at rate bytes
+// per second (0: as fast as it comes).
+func (c *Crasher) start(run int, until string, statusAddr bool, rate int64) *proc {
 	c.T.Helper()
 	jobPath := filepath.Join(c.Dir, until+".yaml")
 	if _, err := os.Stat(jobPath); err != nil {
@@ -407,15 +461,20 @@ func (c *Crasher) start(run int, until string, statusAddr bool) *proc {
 	if err != nil {
 		c.T.Fatal(err)
 	}
+	outf, err := os.Create(c.stdoutPath(run))
+	if err != nil {
+		c.T.Fatal(err)
+	}
 	p.cmd = exec.Command(c.Bin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = io.Discard, logf
+	p.cmd.Stdout, p.cmd.Stderr = &throttled{w: outf, rate: rate, start: time.Now()}, logf
 	if err := p.cmd.Start(); err != nil {
 		c.T.Fatal(err)
 	}
 	p.started = time.Now()
 	go func() {
-		p.err = p.cmd.Wait()
+		p.err = p.cmd.Wait() // after stdout is drained into outf
 		logf.Close()
+		outf.Close()
 		close(p.done)
 	}()
 	return p
@@ -481,11 +540,17 @@ func (c *Crasher) Crash(kills int) {
 	}
 	c.Rng.Shuffle(len(targets)-1, func(i, j int) { targets[i+1], targets[j+1] = targets[j+1], targets[i+1] })
 	for run, target := range targets {
-		frac := 0.05 + 0.9*c.Rng.Float64()                              // replay: kill once this much is replayed
-		after := time.Duration(c.Rng.Int64N(int64(1500 * time.Millisecond))) // live: kill this long after the replay
-		p := c.start(run, "live", true)
+		// Kill `after` the status is up (replay), or after the replay (live).
+		// A restart replays only what its last checkpoint left, so a replay
+		// target after the first run reads stdout 4× slower and is killed
+		// sooner, to land inside that short replay.
+		after, rate := time.Duration(c.Rng.Int64N(int64(1500*time.Millisecond))), c.Rate
+		if target == "replay" && run > 0 {
+			after, rate = after/5, rate/4
+		}
+		p := c.start(run, "live", true, rate)
 		url := c.statusURL(p)
-		k := c.killWhen(p, url, target, frac, after)
+		k := c.killWhen(p, url, target, after)
 		k.Run, k.Target = run, target
 		c.Kills = append(c.Kills, k)
 		c.T.Log(k)
@@ -499,12 +564,15 @@ func (c *Crasher) Crash(kills int) {
 }
 
 // killWhen polls the job's status until the kill condition holds, then
-// kills the job with SIGKILL and waits for it.
-func (c *Crasher) killWhen(p *proc, url, target string, frac float64, after time.Duration) KillPoint {
+// kills the job with SIGKILL and waits for it. A replay target is killed
+// `after` the status server first answers, if the replay is still on by
+// then, else as soon as the replay is seen done; a live target `after` the
+// replay is seen done.
+func (c *Crasher) killWhen(p *proc, url, target string, after time.Duration) KillPoint {
 	c.T.Helper()
 	deadline := time.Now().Add(HangGuard)
 	var last status
-	var liveSince time.Time
+	var up, liveSince time.Time
 	var k KillPoint
 	for {
 		if time.Now().After(deadline) {
@@ -521,8 +589,11 @@ func (c *Crasher) killWhen(p *proc, url, target string, frac float64, after time
 			continue
 		}
 		last = *s
-		if target == "replay" && !s.ReplayDone && s.done() >= frac {
-			k.Phase, k.Detail = "replay", fmt.Sprintf("aimed at %.0f%% replayed; %s", 100*frac, s)
+		if up.IsZero() {
+			up = time.Now()
+		}
+		if !s.ReplayDone && target == "replay" && time.Since(up) >= after {
+			k.Phase, k.Detail = "replay", fmt.Sprintf("%v after the status was up; %s", time.Since(up).Round(time.Millisecond), s)
 			break
 		}
 		if s.ReplayDone {
@@ -549,7 +620,7 @@ func (c *Crasher) killWhen(p *proc, url, target string, frac float64, after time
 // test unless it exits 0.
 func (c *Crasher) Finish() {
 	c.T.Helper()
-	p := c.start(len(c.Kills), "end-offsets", false)
+	p := c.start(len(c.Kills), "end-offsets", false, 0)
 	select {
 	case <-p.done:
 	case <-time.After(HangGuard):

@@ -247,10 +247,18 @@ func (s *Sink) Flush(ctx context.Context) error {
 // FlushCheckpoint commits the written records and cp's Low offsets for
 // Config.GroupID in one transaction (invariant 5).
 func (s *Sink) FlushCheckpoint(ctx context.Context, cp record.Checkpoint) error {
-	if s.cfg.TransactionalID == "" || s.cfg.GroupID == "" {
-		return errors.New("kafka: FlushCheckpoint needs TransactionalID and GroupID")
+	if !s.CommitsSourceOffsets() {
+		return s.flush(ctx, nil) // not transactional: a plain flush
 	}
 	return s.flush(ctx, &cp)
+}
+
+// CommitsSourceOffsets reports whether the sink commits the consumer
+// offsets itself, inside its transaction (transactional mode with a group).
+// signalbox then does not commit them through the source, which would
+// overwrite the checkpoint the transaction stored.
+func (s *Sink) CommitsSourceOffsets() bool {
+	return s.cfg.TransactionalID != "" && s.cfg.GroupID != ""
 }
 
 func (s *Sink) flush(ctx context.Context, cp *record.Checkpoint) error {

@@ -1,0 +1,239 @@
+package config
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/embedded"
+)
+
+// build parses, validates and builds doc.
+func build(t *testing.T, doc string) (*Plan, error) {
+	t.Helper()
+	j, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j.Build(nil)
+}
+
+func TestBuildPutsTheExactlyOnceSinkLast(t *testing.T) {
+	t.Setenv("SIGNALBOX_TEST_DSN", "postgres://u:p@127.0.0.1:1/db")
+	p, err := build(t, `
+brokers: [h:1]
+inputs: [{topic: a}]
+sinks:
+  - {type: postgres, dsn_env: SIGNALBOX_TEST_DSN}
+  - {type: jsonl, path: out.jsonl}
+  - {type: kafka, topic: out}
+dead_letter: {type: postgres, dsn_env: SIGNALBOX_TEST_DSN, table: dead}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Sinks) != 3 {
+		t.Fatalf("%d sinks, want 3", len(p.Sinks))
+	}
+	for i, s := range p.Sinks {
+		_, cp := s.(signalbox.CheckpointSink)
+		if want := i == 2; cp != want {
+			t.Errorf("sink %d (%T): CheckpointSink = %v, want %v", i, s, cp, want)
+		}
+	}
+	if _, err := p.Pipeline(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBuildKafkaModes(t *testing.T) {
+	p, err := build(t, "brokers: [h:1]\ninputs: [{topic: a}]\ndead_letter: {type: kafka, topic: dl, transactional_id: t-dl}\n"+
+		"sinks: [{type: kafka, topic: o, transactional_id: t, group: g-out}, {type: kafka, topic: o2, brokers: ['k:9']}]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, first := p.Sinks[0].(signalbox.CheckpointSink)
+	_, last := p.Sinks[1].(signalbox.CheckpointSink)
+	if first || !last {
+		t.Fatalf("CheckpointSink: %v %v; want only the transactional sink, last", first, last)
+	}
+}
+
+func TestBuildPostgresReadsDSNFromEnvironment(t *testing.T) {
+	doc := withSink("{type: postgres, dsn_env: SIGNALBOX_TEST_DSN, table: ops.ordered, value_type: text, max_batch: 10, no_create: true}")
+	t.Setenv("SIGNALBOX_TEST_DSN", "")
+	if _, err := build(t, doc); err == nil || !strings.Contains(err.Error(), "sinks[1]: dsn_env: environment variable SIGNALBOX_TEST_DSN is unset or empty") {
+		t.Fatalf("Build without the variable: %v", err)
+	}
+	t.Setenv("SIGNALBOX_TEST_DSN", "host=h port=notaport password=hunter2")
+	_, err := build(t, doc)
+	if err == nil || !strings.Contains(err.Error(), "does not hold a PostgreSQL connection string") || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("Build with a bad DSN: %v", err)
+	}
+	t.Setenv("SIGNALBOX_TEST_DSN", "postgres://u:hunter2@127.0.0.1:5432/db?sslmode=disable")
+	if _, err := build(t, doc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runJob builds and runs doc to its end offsets.
+func runJob(t *testing.T, doc string) {
+	t.Helper()
+	p, err := build(t, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := p.Pipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // hang guard
+	defer cancel()
+	if err := pl.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// future is an event time ahead of the processing-time watermark that ends
+// a bounded run, so that records of the next run are not late.
+var future = time.Now().Add(time.Hour).UnixMilli()
+
+// produce writes records seq from..to-1 to topic "in", partition seq%2,
+// with increasing event times.
+func produce(t *testing.T, c *embedded.Cluster, from, to int) {
+	t.Helper()
+	var recs []*kgo.Record
+	for i := from; i < to; i++ {
+		recs = append(recs, embedded.Record("in", int32(i%2), fmt.Sprint("k", i%3), fmt.Sprintf(`{"ts":%d,"seq":%d}`, future+int64(i), i)))
+	}
+	if err := c.Produce(context.Background(), recs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkSeqs fails unless got is 0..n-1, each once, in order.
+func checkSeqs(t *testing.T, got []int, n int) {
+	t.Helper()
+	if len(got) != n {
+		t.Fatalf("%d records, want %d: %v", len(got), n, got)
+	}
+	for i, s := range got {
+		if s != i {
+			t.Fatalf("record %d is seq %d: %v", i, s, got)
+		}
+	}
+}
+
+// jobOn is a bounded job reading topic "in" of cluster c into sink.
+func jobOn(c *embedded.Cluster, sink string) string {
+	return fmt.Sprintf(`
+brokers: [%s]
+group: job
+inputs: [{topic: in, time: field, time_field: ts}]
+until: end-offsets
+sinks:
+  - %s
+`, c.Addrs()[0], sink)
+}
+
+// TestKafkaSinkExactlyOnceFromConfig runs a job file whose kafka sink uses
+// the job's brokers twice over a growing input: read_committed sees every
+// input record once, in event-time order, because the second run resumes
+// from the checkpoint the first committed in its transaction.
+func TestKafkaSinkExactlyOnceFromConfig(t *testing.T) {
+	c, err := embedded.Start(embedded.WithTopic("in", 2), embedded.WithTopic("out", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	doc := jobOn(c, "{type: kafka, topic: out, transactional_id: cfg-test, group: job-out}")
+	produce(t, c, 0, 30)
+	runJob(t, doc)
+	produce(t, c, 30, 50)
+	runJob(t, doc)
+
+	cl, err := kgo.NewClient(append(c.ClientOptions(), kgo.ConsumeTopics("out"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := c.Produce(context.Background(), embedded.Record("out", 0, "", "end")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var got []int
+	for done := false; !done; {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			var v struct{ Seq int }
+			if string(r.Value) == "end" {
+				done = true
+			} else if json.Unmarshal(r.Value, &v) == nil {
+				got = append(got, v.Seq)
+			}
+		})
+	}
+	checkSeqs(t, got, 50)
+}
+
+// TestPostgresSinkExactlyOnceFromConfig: the same with a postgres sink whose
+// DSN comes from the environment, against the real server.
+func TestPostgresSinkExactlyOnceFromConfig(t *testing.T) {
+	dsn := os.Getenv("SIGNALBOX_PG_DSN")
+	if dsn == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("SIGNALBOX_PG_DSN is not set under CI: run .ci/postgres.sh")
+		}
+		t.Skip("SIGNALBOX_PG_DSN not set (run .ci/postgres.sh)")
+	}
+	c, err := embedded.Start(embedded.WithTopic("in", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	table := fmt.Sprintf("cfgtest_%d", time.Now().UnixNano())
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	t.Cleanup(func() {
+		for _, s := range []string{"", "_checkpoint", "_watermark"} {
+			_, _ = conn.Exec(ctx, "DROP TABLE IF EXISTS "+table+s)
+		}
+	})
+	t.Setenv("SIGNALBOX_TEST_DSN", dsn)
+	doc := jobOn(c, fmt.Sprintf("{type: postgres, dsn_env: SIGNALBOX_TEST_DSN, table: %s, max_batch: 7}", table))
+	produce(t, c, 0, 30)
+	runJob(t, doc)
+	produce(t, c, 30, 50)
+	runJob(t, doc)
+
+	rows, err := conn.Query(ctx, fmt.Sprintf(`SELECT (value->>'seq')::int FROM %s ORDER BY seq`, table))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSeqs(t, got, 50)
+	var name string
+	if err := conn.QueryRow(ctx, fmt.Sprintf(`SELECT name FROM %s_watermark`, table)).Scan(&name); err != nil || name != "job" {
+		t.Fatalf("checkpoint name = %q, %v; want the job's group", name, err)
+	}
+}
