@@ -1,10 +1,10 @@
 package signalbox
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"bytes"
 	"maps"
 	"slices"
 	"strconv"
@@ -471,10 +471,10 @@ func (r *run) assign(a record.PartitionInfo, now time.Time) {
 		dec = r.p.fallback
 	}
 	ps := &partState{
-		tp:   a.TopicPartition,
-		wid:  watermark.ID{Input: a.Topic, Partition: a.Partition},
-		cid:  catchup.ID{Input: a.Topic, Partition: a.Partition},
-		dec:  dec,
+		tp:    a.TopicPartition,
+		wid:   watermark.ID{Input: a.Topic, Partition: a.Partition},
+		cid:   catchup.ID{Input: a.Topic, Partition: a.Partition},
+		dec:   dec,
 		offs:  offsets.New(a.Start),
 		late:  &LateCounter{},
 		start: a.Start,
