@@ -2,6 +2,7 @@ package jsonl
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -74,6 +75,9 @@ func (s *Sink) Open(ctx context.Context) error {
 		return errors.New("jsonl: Open called twice")
 	}
 	if s.path != "" {
+		if err := dropTornLine(s.path); err != nil {
+			return fmt.Errorf("jsonl: %w", err)
+		}
 		f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, s.opts.FileMode)
 		if err != nil {
 			return fmt.Errorf("jsonl: %w", err)
@@ -82,6 +86,40 @@ func (s *Sink) Open(ctx context.Context) error {
 	}
 	s.bw = bufio.NewWriterSize(s.w, s.opts.BufferSize)
 	return nil
+}
+
+// dropTornLine cuts a file that a crash left ending in a partial line back to
+// its last newline. The cut tail was never acknowledged (a flush always ends
+// on a whole line), so the restarted job writes those records again.
+func dropTornLine(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return err
+	}
+	buf := make([]byte, 64<<10)
+	for end := st.Size(); end > 0; {
+		start := max(0, end-int64(len(buf)))
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			if keep := start + int64(i) + 1; keep != st.Size() {
+				return f.Truncate(keep)
+			}
+			return nil
+		}
+		end = start
+	}
+	return f.Truncate(0) // no newline at all: a single torn line
 }
 
 // Write encodes batch, one line per record, into the buffer. A full buffer is

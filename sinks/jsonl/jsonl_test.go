@@ -258,3 +258,31 @@ func BenchmarkWrite(b *testing.B) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestCreateDropsTornLine: a crash can leave the file ending in half a line
+// (the buffer flushes mid-line when it fills). The next Open cuts it, so the
+// restarted job's first record starts on a line of its own.
+func TestCreateDropsTornLine(t *testing.T) {
+	for _, c := range []struct{ before, after string }{
+		{"", ""},
+		{"{\"a\":1}\n", "{\"a\":1}\n"},
+		{"{\"a\":1}\n{\"a\":", "{\"a\":1}\n"},
+		{"{\"a\":", ""},
+	} {
+		path := filepath.Join(t.TempDir(), "out.jsonl")
+		if err := os.WriteFile(path, []byte(c.before), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s := jsonl.Create(path, jsonl.Options{})
+		if err := s.Open(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(path)
+		if string(got) != c.after {
+			t.Errorf("file %q after Open = %q, want %q", c.before, got, c.after)
+		}
+	}
+}

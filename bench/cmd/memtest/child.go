@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/sources/kafka"
+	"github.com/signalbox/signalbox/timers"
+)
+
+// runChild runs the job read from stdin and prints progress lines, then
+// the result, on stdout.
+func runChild() error {
+	var j job
+	if err := json.NewDecoder(os.Stdin).Decode(&j); err != nil {
+		return err
+	}
+	log := zap.NewNop()
+	m := &meter{}
+	var opts []signalbox.Option
+	var ts *timers.Store
+	switch j.Store {
+	case "durable":
+		dir, err := os.MkdirTemp("", "memtest-state-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		so := timers.StoreOptions{MemoryBudget: j.Budget, MemTableSize: j.MemTable, CacheSize: j.Cache}
+		if ts, err = timers.OpenStore(dir, so); err != nil {
+			return err
+		}
+		defer ts.Close()
+		so.EnsureDefaults()
+		j.Budget, j.MemTable = so.MemoryBudget, so.MemTableSize
+		m.ParkedStore, m.spill = ts, ts
+		opts = append(opts, signalbox.WithParkedStore(durableMeter{m, ts}))
+	case "memory":
+		// The engine's default store: it accounts record.Record.Size in
+		// Stats.ParkedB already, sampled below.
+	default:
+		return errBadStore(j.Store)
+	}
+	src, err := kafka.New(kafka.Config{Brokers: j.Brokers, Topics: j.Topics, PartitionMaxBytes: j.PartitionMax, Logger: log})
+	if err != nil {
+		return err
+	}
+	var inputs []signalbox.Input
+	for _, t := range j.Topics {
+		inputs = append(inputs, signalbox.Input{Topic: t, Time: signalbox.TimeFromTimestamp})
+	}
+	chk := &checker{}
+	p, err := signalbox.New(src, append(opts,
+		signalbox.WithInputs(inputs...),
+		signalbox.WithSink(chk),
+		signalbox.WithUntil(signalbox.UntilEndOffsets),
+		signalbox.WithLogger(log),
+	)...)
+	if err != nil {
+		return err
+	}
+	res := result{Store: j.Store, Budget: j.Budget, MemTable: j.MemTable}
+	enc := json.NewEncoder(os.Stdout)
+	var mu sync.Mutex // enc and res
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sample(p, j.Others, stop, func(st signalbox.Stats, hold bool, ms *runtime.MemStats) {
+			mu.Lock()
+			defer mu.Unlock()
+			if st.ParkedB > res.PeakInMemB {
+				res.PeakInMemB, res.PeakParked = st.ParkedB, int64(st.Parked)
+			}
+			res.PeakHeap = max(res.PeakHeap, int64(ms.HeapInuse))
+			res.PeakGoSys = max(res.PeakGoSys, int64(ms.Sys))
+			if hold {
+				res.RSSAtHold, res.HeapAtHold = status("VmRSS:"), int64(ms.HeapInuse)
+				res.HeldParked, res.HeldParkedB, res.HeldStoreB = int64(st.Parked), st.ParkedB, st.ParkedB
+				if ts != nil {
+					res.HeldParked, res.HeldParkedB = m.n.Load(), m.bytes.Load()
+				}
+			}
+			_ = enc.Encode(progress{In: st.In})
+		})
+	}()
+	start := time.Now()
+	err = p.Run(context.Background())
+	close(stop)
+	<-done
+	if err != nil {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	res.Seconds = time.Since(start).Seconds()
+	if ts != nil {
+		res.PeakParked, res.PeakParkedB = m.peakN.Load(), m.peakB.Load()
+		res.PeakInMemB, res.Spilled = m.peakStore.Load(), m.spilled.Load()
+	} else {
+		res.PeakParkedB = res.PeakInMemB
+	}
+	res.PeakRSS = status("VmHWM:")
+	res.Out = chk.out
+	res.InOrder = !chk.disorder
+	res.Complete = chk.out == j.Total && res.InOrder // strictly increasing: no duplicates
+	return enc.Encode(progress{In: p.Stats().In, Result: &res})
+}
+
+type errBadStore string
+
+func (e errBadStore) Error() string { return "unknown store " + strconv.Quote(string(e)) }
+
+// sample reports the engine's progress and the Go runtime's memory every
+// 100ms until stop is closed. The first time in reaches others (everything
+// but the held topic ingested) it waits a second for the engine to park
+// it, collects garbage, and reports with hold set: the heap then holds only
+// what is live.
+func sample(p *signalbox.Pipeline, others int64, stop <-chan struct{}, report func(st signalbox.Stats, hold bool, ms *runtime.MemStats)) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	var ms runtime.MemStats
+	held := false
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		st := p.Stats()
+		hold := !held && st.In >= others
+		if hold {
+			held = true
+			time.Sleep(time.Second)
+			runtime.GC()
+			st = p.Stats()
+		}
+		runtime.ReadMemStats(&ms)
+		report(st, hold, &ms)
+	}
+}
+
+// status reads a size field of /proc/self/status in bytes (0 when
+// unavailable).
+func status(field string) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// meter wraps a timers.Store and keeps the parked set's accounted size
+// (record.Record.Size of every parked record), its peaks, and how many
+// records a timers.Store spilled. Park and Release run on the engine
+// goroutine; the peaks are read after Run.
+type meter struct {
+	signalbox.ParkedStore
+	spill interface{ SpilledLen() int }
+
+	n, bytes                atomic.Int64
+	peakN, peakB, peakStore atomic.Int64
+	spilled                 atomic.Int64
+}
+
+func (m *meter) Park(p timers.Pos, r *record.Record) error {
+	size := int64(r.Size())
+	before := 0
+	if m.spill != nil {
+		before = m.spill.SpilledLen()
+	}
+	if err := m.ParkedStore.Park(p, r); err != nil {
+		return err
+	}
+	if m.spill != nil && m.spill.SpilledLen() > before {
+		m.spilled.Add(1)
+	}
+	n, b := m.n.Add(1), m.bytes.Add(size)
+	if b > m.peakB.Load() {
+		m.peakN.Store(n)
+		m.peakB.Store(b)
+	}
+	if b := m.ParkedStore.Bytes(); b > m.peakStore.Load() {
+		m.peakStore.Store(b)
+	}
+	return nil
+}
+
+func (m *meter) Release(wm int64, limit int, fn func(*record.Record) error) error {
+	return m.ParkedStore.Release(wm, limit, func(r *record.Record) error {
+		m.n.Add(-1)
+		m.bytes.Add(-int64(r.Size()))
+		return fn(r)
+	})
+}
+
+// durableMeter is a meter over a DurableStore, so that signalbox still
+// checkpoints the parked set.
+type durableMeter struct {
+	*meter
+	d signalbox.DurableStore
+}
+
+func (d durableMeter) Restore() (*record.Checkpoint, map[string][]byte, error) {
+	return d.d.Restore()
+}
+
+func (d durableMeter) Checkpoint(cp record.Checkpoint, blobs map[string][]byte) error {
+	return d.d.Checkpoint(cp, blobs)
+}
+
+func (d durableMeter) ParkedByPartition() map[record.TopicPartition]timers.Parked {
+	return d.d.ParkedByPartition()
+}
+
+// checker is the sink: it counts records and checks that each comes
+// strictly after the previous one in the total release order.
+type checker struct {
+	out      int64
+	last     timers.Pos
+	disorder bool
+}
+
+func (c *checker) Open(context.Context) error  { return nil }
+func (c *checker) Flush(context.Context) error { return nil }
+func (c *checker) Close() error                { return nil }
+
+func (c *checker) Write(_ context.Context, batch []record.Record) error {
+	for i := range batch {
+		r := &batch[i]
+		p := timers.Pos{EventTime: r.EventTime, Key: r.OrderKey, Input: r.Topic, Partition: r.Partition, Offset: r.Offset}
+		if c.out > 0 && !timers.Less(c.last, p) {
+			c.disorder = true
+		}
+		c.last = timers.Pos{EventTime: p.EventTime, Key: strings.Clone(p.Key), Input: p.Input, Partition: p.Partition, Offset: p.Offset}
+		c.out++
+	}
+	return nil
+}
