@@ -31,33 +31,29 @@ type lateEntry struct {
 // checkpoint (one sync), then commits Low offsets, then reports
 // EventCheckpoint. A crash between any two steps loses nothing: the previous
 // checkpoint still covers everything not acknowledged.
-func (r *run) takeCheckpoint(ctx context.Context, final bool) error {
+//
+// With barrier set (a rebalance is about to revoke partitions), it always
+// waits until the checkpoint is flushed and committed, so the new owner
+// starts from the safe offsets.
+func (r *run) takeCheckpoint(ctx context.Context, final, barrier bool) error {
 	cp := r.checkpoint()
 	r.cur.cp, r.cur.final = &cp, final
-	if r.durable == nil {
+	if r.durable == nil && !barrier {
 		if final {
 			return r.send(ctx, r.sinkDone)
 		}
 		return nil
 	}
 	ack := make(chan struct{})
-	r.cur.noCommit, r.cur.ack = true, ack
+	r.cur.noCommit, r.cur.ack = r.durable != nil, ack
 	if err := r.send(ctx, r.sinkDone); err != nil {
 		return err
 	}
-	for waiting := true; waiting; {
-		select {
-		case <-ack:
-			waiting = false
-		case e := <-r.acks:
-			r.emit(e)
-		case err := <-r.errs:
-			return err
-		case <-r.sinkDone:
-			return errors.New("signalbox: sink goroutine stopped before the checkpoint")
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if err := r.wait(ctx, ack); err != nil {
+		return err
+	}
+	if r.durable == nil {
+		return nil // the sink goroutine committed
 	}
 	if err := r.durable.Checkpoint(cp, r.blobs()); err != nil {
 		return fmt.Errorf("signalbox: storing checkpoint: %w", err)
@@ -68,6 +64,25 @@ func (r *run) takeCheckpoint(ctx context.Context, final bool) error {
 	r.countCheckpoint()
 	r.emit(Event{Kind: EventCheckpoint, Watermark: cp.Watermark})
 	return nil
+}
+
+// wait blocks until ack is closed by the sink goroutine, emitting the events
+// it reports meanwhile.
+func (r *run) wait(ctx context.Context, ack <-chan struct{}) error {
+	for {
+		select {
+		case <-ack:
+			return nil
+		case e := <-r.acks:
+			r.emit(e)
+		case err := <-r.errs:
+			return err
+		case <-r.sinkDone:
+			return errors.New("signalbox: sink goroutine stopped before the checkpoint")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 func (r *run) blobs() map[string][]byte {

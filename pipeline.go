@@ -209,7 +209,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	defer stopPoll()
-	fetches := make(chan record.Fetch, 2)
+	fetches := make(chan polled, 2)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); r.poll(pollCtx, fetches) }()
@@ -222,7 +222,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	stopPoll()
 	if err == nil || errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		// Graceful: flush what was released, checkpoint, commit.
-		err = r.takeCheckpoint(context.Background(), true)
+		err = r.takeCheckpoint(context.Background(), true, false)
 	}
 	close(r.outs)
 	for done := false; !done; {
@@ -247,7 +247,16 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	return err
 }
 
-func (r *run) poll(ctx context.Context, fetches chan<- record.Fetch) {
+// polled is one Fetch on its way to the engine. For a Fetch that revokes
+// partitions, handled is closed once the engine has committed their safe
+// offsets: the poller waits for it before it polls again, because the next
+// Poll is what lets a rebalance proceed.
+type polled struct {
+	f       record.Fetch
+	handled chan struct{}
+}
+
+func (r *run) poll(ctx context.Context, fetches chan<- polled) {
 	for {
 		f, err := r.p.src.Poll(ctx)
 		if err != nil {
@@ -256,17 +265,28 @@ func (r *run) poll(ctx context.Context, fetches chan<- record.Fetch) {
 			}
 			return
 		}
+		p := polled{f: f}
+		if len(f.Revoked) > 0 {
+			p.handled = make(chan struct{})
+		}
 		select {
-		case fetches <- f:
+		case fetches <- p:
 		case <-ctx.Done():
 			return
+		}
+		if p.handled != nil {
+			select {
+			case <-p.handled:
+			case <-ctx.Done():
+				return
+			}
 		}
 	}
 }
 
 // loop is the engine: it returns nil when a bounded run is complete, or the
 // reason it stopped.
-func (r *run) loop(ctx context.Context, fetches <-chan record.Fetch) error {
+func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 	cfg := r.cfg
 	tick := time.NewTimer(cfg.tick)
 	defer tick.Stop()
@@ -278,8 +298,12 @@ func (r *run) loop(ctx context.Context, fetches <-chan record.Fetch) error {
 			return ctx.Err()
 		case err := <-r.errs:
 			return err
-		case f := <-fetches:
-			if err := r.handle(f); err != nil {
+		case p := <-fetches:
+			err := r.handle(ctx, p.f)
+			if p.handled != nil {
+				close(p.handled)
+			}
+			if err != nil {
 				return err
 			}
 		case e := <-r.acks:
@@ -303,7 +327,7 @@ func (r *run) loop(ctx context.Context, fetches <-chan record.Fetch) error {
 		}
 		if now.Sub(lastCP) >= cfg.checkpoint {
 			lastCP = now
-			if err := r.takeCheckpoint(ctx, false); err != nil {
+			if err := r.takeCheckpoint(ctx, false, false); err != nil {
 				return err
 			}
 		}
@@ -342,13 +366,21 @@ func resetTimer(t *time.Timer, d time.Duration) {
 	t.Reset(d)
 }
 
-func (r *run) handle(f record.Fetch) error {
+func (r *run) handle(ctx context.Context, f record.Fetch) error {
 	now := r.cfg.clock()
 	r.fetched = true
 	if !f.At.IsZero() {
 		r.stamped = true
 		if f.At.After(r.evidence) {
 			r.evidence = f.At
+		}
+	}
+	if len(f.Revoked) > 0 {
+		// Commit the safe offsets before letting the partitions go: the
+		// source acknowledges the rebalance at the next Poll, and the new
+		// owner starts from what is committed.
+		if err := r.takeCheckpoint(ctx, false, true); err != nil {
+			return err
 		}
 	}
 	for _, tp := range f.Revoked {

@@ -70,15 +70,16 @@ func (r *run) writeOne(ctx context.Context, policy retry.Policy, o *out) error {
 			return fmt.Errorf("signalbox: sink flush: %w", err)
 		}
 	}
+	if !o.noCommit {
+		if err := r.commit(ctx, o.cp, o.final); err != nil {
+			return err
+		}
+		r.countCheckpoint()
+		r.acks <- Event{Kind: EventCheckpoint, Watermark: o.cp.Watermark} // the engine goroutine emits it
+	}
 	if o.ack != nil {
-		close(o.ack) // the engine stores the checkpoint, then commits
-		return nil
+		close(o.ack) // the engine waits for it (barrier)
 	}
-	if err := r.commit(ctx, o.cp, o.final); err != nil {
-		return err
-	}
-	r.countCheckpoint()
-	r.acks <- Event{Kind: EventCheckpoint, Watermark: o.cp.Watermark} // the engine goroutine emits it
 	return nil
 }
 
