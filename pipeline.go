@@ -1,7 +1,6 @@
 package signalbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -343,11 +342,13 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 }
 
 // nextWake is how long to sleep before re-evaluating the watermark: the
-// exact release time of the first parked record when the processing-time
-// clock drives the watermark, else the tick.
+// exact release time of the first parked record when the engine's own clock
+// drives the processing-time fallback, else the tick. With a source that
+// keeps an evidence clock, only a new Fetch can move the fallback, and a
+// Fetch wakes the engine anyway: waking at the due time would only spin.
 func (r *run) nextWake(now time.Time) time.Duration {
 	d := r.cfg.tick
-	if pos, ok := r.store.Min(); ok && r.replayed {
+	if pos, ok := r.store.Min(); ok && r.replayed && !r.stamped {
 		due := time.UnixMilli(pos.EventTime).Add(r.cfg.delay)
 		if w := due.Sub(now); w < d {
 			d = max(w, 0)
@@ -453,11 +454,6 @@ func (r *run) ingest(ps *partState, rec *record.Record, now time.Time) error {
 		return r.late(ps, rec)
 	}
 	ps.offs.Add(rec.Offset)
-	if r.durable != nil {
-		// The record may stay parked for long: do not let it pin the whole
-		// fetch buffer its slices point into.
-		rec.Key, rec.Value = bytes.Clone(rec.Key), bytes.Clone(rec.Value)
-	}
 	r.pos = timers.Pos{EventTime: rec.EventTime, Key: rec.OrderKey, Input: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}
 	return r.store.Park(r.pos, rec)
 }
@@ -638,7 +634,7 @@ func (r *run) send(ctx context.Context, sinkDone <-chan struct{}) error {
 	if len(o.records) == 0 && len(o.dead) == 0 && o.cp == nil {
 		return nil
 	}
-	r.cur = &out{records: make([]record.Record, 0, min(len(o.records), r.cfg.batchSize))}
+	r.cur = &out{records: make([]record.Record, 0, min(max(len(o.records), 256), r.cfg.batchSize))}
 	for {
 		select {
 		case r.outs <- o:

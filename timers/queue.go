@@ -41,11 +41,18 @@ type ref struct {
 // Queue is an in-memory timer queue of values of type V. It is not safe for
 // concurrent use.
 type Queue[V any] struct {
-	tree  *btree.BTreeG[ref]
-	slab  []entry[V] // parked records; free lists the unused indices
+	tree *btree.BTreeG[ref]
+	// slab holds the parked records in chunks of chunkLen, so that growing
+	// it never copies what is parked; free lists the unused indices below
+	// n, the number of indices ever handed out.
+	slab  [][]entry[V]
+	n     int
 	free  []int
 	bytes int64
 }
+
+// chunkLen is the number of records in one slab chunk.
+const chunkLen = 1 << 10
 
 // degree of the btree: with 16-byte items, 32 keeps a node within 1 KiB.
 const degree = 32
@@ -56,9 +63,9 @@ const degree = 32
 // default of 32 nodes does not (invariant 4).
 const freeListSize = 256
 
-// shrinkSlab is the slab capacity above which an emptied queue gives its
-// slab back to the garbage collector instead of keeping it for reuse.
-const shrinkSlab = 1 << 16
+// keepChunks is how many slab chunks an emptied queue keeps for reuse; it
+// gives the rest back to the garbage collector.
+const keepChunks = 64
 
 // NewQueue returns an empty queue.
 func NewQueue[V any]() *Queue[V] {
@@ -67,7 +74,7 @@ func NewQueue[V any]() *Queue[V] {
 		if a.t != b.t {
 			return a.t < b.t
 		}
-		return a.i != b.i && lessTie(&q.slab[a.i].pos, &q.slab[b.i].pos)
+		return a.i != b.i && lessTie(&q.at(a.i).pos, &q.at(b.i).pos)
 	}
 	q.tree = btree.NewWithFreeListG(degree, less, btree.NewFreeListG[ref](freeListSize))
 	return q
@@ -93,25 +100,44 @@ func (q *Queue[V]) Push(p Pos, v V, size int) bool {
 	var i int
 	if n := len(q.free); n > 0 {
 		i, q.free = q.free[n-1], q.free[:n-1]
-		q.slab[i] = entry[V]{pos: p, val: v, size: size}
 	} else {
-		i = len(q.slab)
-		q.slab = append(q.slab, entry[V]{pos: p, val: v, size: size})
+		i = q.n
+		q.n++
+		if i/chunkLen == len(q.slab) {
+			q.slab = append(q.slab, make([]entry[V], chunkLen))
+		}
 	}
+	*q.at(i) = entry[V]{pos: p, val: v, size: size}
 	q.bytes += int64(size)
 	old, replaced := q.tree.ReplaceOrInsert(ref{t: p.EventTime, i: i})
 	if replaced {
-		q.bytes -= int64(q.slab[old.i].size)
+		q.bytes -= int64(q.at(old.i).size)
 		q.release(old.i)
 	}
 	return !replaced
 }
 
+// at returns the slab entry of index i.
+func (q *Queue[V]) at(i int) *entry[V] { return &q.slab[i/chunkLen][i%chunkLen] }
+
 // release returns slab index i to the free list, dropping its value so that
 // the queue does not keep it reachable.
 func (q *Queue[V]) release(i int) {
-	q.slab[i] = entry[V]{}
+	*q.at(i) = entry[V]{}
 	q.free = append(q.free, i)
+}
+
+// reset forgets every slab index, keeping at most keepChunks chunks, which
+// must already be cleared.
+func (q *Queue[V]) reset() {
+	if len(q.slab) > keepChunks {
+		clear(q.slab[keepChunks:])
+		q.slab = q.slab[:keepChunks]
+	}
+	q.n, q.free = 0, q.free[:0]
+	if cap(q.free) > keepChunks*chunkLen {
+		q.free = nil
+	}
 }
 
 // PopUntil removes every value with event time ≤ watermark, in order, and
@@ -123,13 +149,13 @@ func (q *Queue[V]) PopUntil(watermark int64, max int, dst []V) []V {
 			break
 		}
 		q.tree.DeleteMin()
-		s := &q.slab[r.i]
-		q.bytes -= int64(s.size)
-		dst = append(dst, s.val)
+		e := q.at(r.i)
+		q.bytes -= int64(e.size)
+		dst = append(dst, e.val)
 		q.release(r.i)
 	}
-	if q.tree.Len() == 0 && cap(q.slab) > shrinkSlab {
-		q.slab, q.free = nil, nil
+	if q.tree.Len() == 0 && q.n > keepChunks*chunkLen {
+		q.reset() // released entries are cleared already
 	}
 	return dst
 }
@@ -140,7 +166,7 @@ func (q *Queue[V]) Min() (Pos, bool) {
 	if !ok {
 		return Pos{}, false
 	}
-	return q.slab[r.i].pos, true
+	return q.at(r.i).pos, true
 }
 
 // Len is the number of parked records.
@@ -153,15 +179,17 @@ func (q *Queue[V]) Bytes() int64 { return q.bytes }
 // false. The queue must not be modified during the walk.
 func (q *Queue[V]) Ascend(fn func(p Pos, v V) bool) {
 	q.tree.Ascend(func(r ref) bool {
-		s := &q.slab[r.i]
-		return fn(s.pos, s.val)
+		e := q.at(r.i)
+		return fn(e.pos, e.val)
 	})
 }
 
 // Clear removes everything, keeping the nodes for reuse.
 func (q *Queue[V]) Clear() {
 	q.tree.Clear(true)
-	clear(q.slab)
-	q.slab, q.free = q.slab[:0], q.free[:0]
+	for _, c := range q.slab {
+		clear(c)
+	}
+	q.reset()
 	q.bytes = 0
 }

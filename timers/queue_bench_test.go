@@ -66,15 +66,17 @@ func BenchmarkQueueTies(b *testing.B) {
 	}
 }
 
-// TestQueueGivesBackLargeSlab empties a queue that grew past shrinkSlab and
-// checks that it still works: the slab is dropped and grown again.
+// TestQueueGivesBackLargeSlab empties a queue that grew past keepChunks
+// slab chunks and checks that it still works: the extra chunks are dropped
+// and the slab grows again.
 func TestQueueGivesBackLargeSlab(t *testing.T) {
-	q, _ := steadyQueue(shrinkSlab + 1)
-	if got := len(q.PopUntil(1<<62, 0, nil)); got != shrinkSlab+1 {
-		t.Fatalf("popped %d, want %d", got, shrinkSlab+1)
+	const n = keepChunks*chunkLen + 1
+	q, _ := steadyQueue(n)
+	if got := len(q.PopUntil(1<<62, 0, nil)); got != n {
+		t.Fatalf("popped %d, want %d", got, n)
 	}
-	if q.slab != nil || q.Len() != 0 || q.Bytes() != 0 {
-		t.Fatalf("emptied queue keeps a slab of %d, len %d, bytes %d", cap(q.slab), q.Len(), q.Bytes())
+	if len(q.slab) != keepChunks || q.n != 0 || q.Len() != 0 || q.Bytes() != 0 {
+		t.Fatalf("emptied queue keeps %d slab chunks, %d indices, len %d, bytes %d", len(q.slab), q.n, q.Len(), q.Bytes())
 	}
 	q.Push(Pos{EventTime: 2, Key: "b"}, 2, 1)
 	q.Push(Pos{EventTime: 1, Key: "a"}, 1, 1)

@@ -144,8 +144,9 @@ func (s *Store) Restore() (*record.Checkpoint, map[string][]byte, error) {
 	return &cp, cloneBlobs(s.blobs), nil
 }
 
-// Park adds r at p. The store keeps the pointer r while the payload is in
-// memory: the caller must not modify *r after Park. Parking a position that
+// Park adds r at p. A payload kept in memory is copied (key, value and
+// headers), so that a record parked for long never pins the fetch buffer its
+// slices point into; a spilled one is serialized at once. The caller keeps r. Parking a position that
 // is already parked keeps the copy parked first (a re-read after a restart
 // carries the same record) and returns nil.
 func (s *Store) Park(p Pos, r *record.Record) error {
@@ -159,7 +160,7 @@ func (s *Store) Park(p Pos, r *record.Record) error {
 	}
 	overhead := slotOverhead + len(p.Key)
 	if size := overhead + r.Size(); s.memBytes+int64(size) <= s.opts.MemoryBudget {
-		sl.rec, sl.size, sl.state = r, size, slotDirty
+		sl.rec, sl.size, sl.state = detach(r), size, slotDirty
 		s.memBytes += int64(size)
 		s.addDirty(sl)
 		return nil
@@ -168,6 +169,19 @@ func (s *Store) Park(p Pos, r *record.Record) error {
 	s.memBytes += int64(overhead)
 	s.spilled++
 	return s.put(p, r)
+}
+
+// detach returns a copy of r that shares no memory with it.
+func detach(r *record.Record) *record.Record {
+	c := *r
+	c.Key, c.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
+	if len(r.Headers) > 0 {
+		c.Headers = make([]record.Header, len(r.Headers))
+		for i, h := range r.Headers {
+			c.Headers[i] = record.Header{Key: h.Key, Value: bytes.Clone(h.Value)}
+		}
+	}
+	return &c
 }
 
 // addDirty records sl for the next checkpoint, compacting the list when most

@@ -33,7 +33,9 @@ type StoreOptions struct {
 	// CacheSize is pebble's block cache, in bytes. Default 8 MiB.
 	CacheSize int64
 	// MemTableSize is the size of one pebble memtable, in bytes; larger
-	// memtables make spilling cheaper. Default 64 MiB; must be below 4 GiB.
+	// memtables make spilling cheaper. Pebble keeps up to two outside the Go
+	// heap. Default: a quarter of MemoryBudget, between 4 MiB and
+	// DefaultMemTableSize (64 MiB); must be below 4 GiB.
 	MemTableSize uint64
 	// Logger receives pebble's messages. Default: discarded. Its Fatalf must
 	// not return; the default panics, and the store turns that panic into a
@@ -60,7 +62,7 @@ func (o *StoreOptions) EnsureDefaults() {
 		o.CacheSize = DefaultCacheSize
 	}
 	if o.MemTableSize == 0 {
-		o.MemTableSize = DefaultMemTableSize
+		o.MemTableSize = uint64(min(max(o.MemoryBudget/4, 4<<20), DefaultMemTableSize))
 	}
 	if o.Logger == nil {
 		o.Logger = quietLogger{}

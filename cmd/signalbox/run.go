@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/config"
 	"github.com/signalbox/signalbox/internal/logging"
 	"github.com/signalbox/signalbox/internal/progress"
 	"github.com/signalbox/signalbox/timers"
@@ -46,7 +48,10 @@ func newRunCmd() *cobra.Command {
 				}
 			}
 			if plan.StateDir != "" {
-				store, err := timers.OpenStore(plan.StateDir, timers.StoreOptions{MemoryBudget: plan.StateMemory})
+				opts := timers.StoreOptions{MemoryBudget: plan.StateMemory}
+				opts.EnsureDefaults()
+				boundMemory(plan, opts, log)
+				store, err := timers.OpenStore(plan.StateDir, opts)
 				if err != nil {
 					return runtimeError(fmt.Errorf("state.dir: %w (signalbox run --reset-state rebuilds it from Kafka's committed offsets)", err))
 				}
@@ -97,6 +102,17 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&statusAddr, "status-addr", "", "serve GET /status (JSON) on this address, e.g. 127.0.0.1:8080 (port 0: any free port)")
 	cmd.MarkFlagRequired("config")
 	return cmd
+}
+
+// boundMemory applies config.BoundMemory and sets the Go memory limit it
+// proposes, unless GOMEMLIMIT is set.
+func boundMemory(plan *config.Plan, opts timers.StoreOptions, log *zap.Logger) {
+	limit := config.BoundMemory(&plan.Kafka, opts)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(limit)
+	}
+	log.Info("memory bounded for the state budget", zap.Int64("budget", opts.MemoryBudget),
+		zap.Int32("fetch_max_bytes", plan.Kafka.FetchMaxBytes), zap.Int64("go_memory_limit", limit))
 }
 
 // resetState deletes the parked-record store in dir; it refuses a

@@ -67,7 +67,7 @@ type Config struct {
 	// FetchMaxWait is how long a broker may hold a fetch open waiting for
 	// data. Each answer is fresh evidence (record.Fetch.At), so this is
 	// also how long a parked record may wait beyond the delay once its
-	// partitions fall quiet. Default 100ms (Kafka's consumers use 500ms).
+	// partitions fall quiet. Default 50ms (Kafka's consumers use 500ms).
 	FetchMaxWait time.Duration
 	// FetchMaxBytes bounds one fetch response. Default 64 MiB.
 	FetchMaxBytes int32
@@ -101,7 +101,7 @@ func (c *Config) EnsureDefaults() {
 		c.ClientID = "signalbox"
 	}
 	if c.FetchMaxWait == 0 {
-		c.FetchMaxWait = 100 * time.Millisecond
+		c.FetchMaxWait = 50 * time.Millisecond
 	}
 	if c.FetchMaxBytes == 0 {
 		c.FetchMaxBytes = 64 << 20

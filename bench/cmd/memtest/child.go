@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/config"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sources/kafka"
 	"github.com/signalbox/signalbox/timers"
@@ -52,7 +56,17 @@ func runChild() error {
 	default:
 		return errBadStore(j.Store)
 	}
-	src, err := kafka.New(kafka.Config{Brokers: j.Brokers, Topics: j.Topics, PartitionMaxBytes: j.PartitionMax, Logger: log})
+	kc := kafka.Config{Brokers: j.Brokers, Topics: j.Topics, PartitionMaxBytes: j.PartitionMax, FetchMaxBytes: j.FetchMax, Logger: log}
+	if ts != nil && j.PartitionMax == 0 && j.FetchMax == 0 {
+		// What `signalbox run` does with state.memory.
+		so := timers.StoreOptions{MemoryBudget: j.Budget, MemTableSize: j.MemTable, CacheSize: j.Cache}
+		so.EnsureDefaults()
+		limit := config.BoundMemory(&kc, so)
+		if os.Getenv("GOMEMLIMIT") == "" {
+			debug.SetMemoryLimit(limit)
+		}
+	}
+	src, err := kafka.New(kc)
 	if err != nil {
 		return err
 	}
@@ -77,7 +91,7 @@ func runChild() error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		sample(p, j.Others, stop, func(st signalbox.Stats, hold bool, ms *runtime.MemStats) {
+		sample(p, j.Others, heapProfile(j), stop, func(st signalbox.Stats, hold bool, ms *runtime.MemStats) {
 			mu.Lock()
 			defer mu.Unlock()
 			if st.ParkedB > res.PeakInMemB {
@@ -127,7 +141,7 @@ func (e errBadStore) Error() string { return "unknown store " + strconv.Quote(st
 // but the held topic ingested) it waits a second for the engine to park
 // it, collects garbage, and reports with hold set: the heap then holds only
 // what is live.
-func sample(p *signalbox.Pipeline, others int64, stop <-chan struct{}, report func(st signalbox.Stats, hold bool, ms *runtime.MemStats)) {
+func sample(p *signalbox.Pipeline, others int64, profile func(), stop <-chan struct{}, report func(st signalbox.Stats, hold bool, ms *runtime.MemStats)) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	var ms runtime.MemStats
@@ -144,10 +158,28 @@ func sample(p *signalbox.Pipeline, others int64, stop <-chan struct{}, report fu
 			held = true
 			time.Sleep(time.Second)
 			runtime.GC()
+			profile()
 			st = p.Stats()
 		}
 		runtime.ReadMemStats(&ms)
 		report(st, hold, &ms)
+	}
+}
+
+// heapProfile returns what writes the heap profile j asks for.
+func heapProfile(j job) func() {
+	if j.HeapProfile == "" {
+		return func() {}
+	}
+	return func() {
+		f, err := os.Create(j.HeapProfile + "." + j.Store)
+		if err == nil {
+			err = pprof.WriteHeapProfile(f)
+			_ = f.Close()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "memtest: heap profile:", err)
+		}
 	}
 }
 

@@ -28,8 +28,10 @@ type job struct {
 	MemTable     uint64   `json:"memtable"`      // 0: timers.StoreOptions' default
 	Cache        int64    `json:"cache"`         // 0: timers.StoreOptions' default
 	PartitionMax int32    `json:"partition_max"` // 0: the Kafka source's default
+	FetchMax     int32    `json:"fetch_max"`     // 0: the Kafka source's default
 	Total        int64    `json:"total"`         // records in every topic
 	Others       int64    `json:"others"`        // records in every topic but the held one
+	HeapProfile  string   `json:"heap_profile"`  // "": none
 }
 
 // progress is one line a child prints on stdout while it runs; the last
@@ -80,15 +82,17 @@ func run() error {
 		memtableS  = flag.String("memtable", "", "pebble memtable size (default: timers.StoreOptions' default)")
 		cacheS     = flag.String("cache", "", "pebble block cache size (default: timers.StoreOptions' default)")
 		partMaxS   = flag.String("partition-max", "", "Kafka source PartitionMaxBytes (default: the source's default)")
+		fetchMaxS  = flag.String("fetch-max", "", "Kafka source FetchMaxBytes (default: the source's default)")
 		stores     = flag.String("stores", "durable,memory", "stores to run, in order: durable, memory")
 		seed       = flag.Uint64("seed", 1, "seed of the payloads")
+		heapProf   = flag.String("heapprofile", "", "write each child's heap profile, taken with everything else parked, to this path + .<store>")
 	)
 	flag.Parse()
 	if *child {
 		return runChild()
 	}
 	sizes := map[string]int64{}
-	for name, s := range map[string]string{"budget": *budgetS, "memtable": *memtableS, "cache": *cacheS, "partition-max": *partMaxS} {
+	for name, s := range map[string]string{"budget": *budgetS, "memtable": *memtableS, "cache": *cacheS, "partition-max": *partMaxS, "fetch-max": *fetchMaxS} {
 		if s == "" {
 			continue
 		}
@@ -120,8 +124,8 @@ func run() error {
 	for _, store := range strings.Split(*stores, ",") {
 		j := job{
 			Store: store, Brokers: c.Addrs(), Topics: names, Budget: sizes["budget"],
-			MemTable: uint64(sizes["memtable"]), Cache: sizes["cache"], PartitionMax: int32(sizes["partition-max"]),
-			Total: total, Others: total - int64(*partitions**perPart),
+			MemTable: uint64(sizes["memtable"]), Cache: sizes["cache"], PartitionMax: int32(sizes["partition-max"]), FetchMax: int32(sizes["fetch-max"]),
+			Total: total, Others: total - int64(*partitions**perPart), HeapProfile: *heapProf,
 		}
 		r, err := parent(ctx, c, j)
 		if err != nil {
