@@ -635,8 +635,18 @@ func (r *run) send(ctx context.Context, sinkDone <-chan struct{}) error {
 		return nil
 	}
 	r.cur = &out{records: make([]record.Record, 0, min(max(len(o.records), 256), r.cfg.batchSize))}
+	select {
+	case r.outs <- o:
+		return nil
+	default:
+	}
+	// The sinks lag: wait, keeping the stats fresh for status views.
+	pub := time.NewTicker(r.cfg.tick)
+	defer pub.Stop()
 	for {
 		select {
+		case <-pub.C:
+			r.publish()
 		case r.outs <- o:
 			return nil
 		case e := <-r.acks:
