@@ -35,6 +35,28 @@ type Plan struct {
 	Sinks []signalbox.Sink
 }
 
+// connection is how the job reaches its cluster: brokers, client id, TLS and
+// SASL, with the password read from its environment variable.
+func (j *Job) connection() (kafka.Config, error) {
+	k := kafka.Config{
+		Brokers:  j.Brokers,
+		ClientID: j.ClientID,
+		TLS: kafka.TLS{
+			Enable: j.TLS.Enabled, CAFile: j.TLS.CAFile, CertFile: j.TLS.CertFile,
+			KeyFile: j.TLS.KeyFile, InsecureSkipVerify: j.TLS.InsecureSkipVerify,
+		},
+		SASL: kafka.SASL{Mechanism: j.SASL.Mechanism, User: j.SASL.User},
+	}
+	if name := j.SASL.PasswordEnv; name != "" {
+		k.SASL.Password = os.Getenv(name)
+		if k.SASL.Password == "" {
+			return k, Errors{{Path: "sasl.password_env", Line: j.lines["sasl.password_env"],
+				Msg: fmt.Sprintf("environment variable %s is unset or empty", name)}}
+		}
+	}
+	return k, nil
+}
+
 // Build validates j and turns it into a Plan. Beyond Validate it can fail
 // only on the environment: an unset password variable or an unreadable
 // file. log is handed to the source and the pipeline (nil: no logging).
@@ -46,26 +68,11 @@ func (j *Job) Build(log *zap.Logger) (*Plan, error) {
 		log = zap.NewNop()
 	}
 	p := &Plan{StateDir: j.State.Dir, StateMemory: sizeOrZero(j.State.Memory)}
-	p.Kafka = kafka.Config{
-		Brokers:   j.Brokers,
-		Group:     j.Group,
-		Start:     j.Start,
-		Isolation: j.Isolation,
-		ClientID:  j.ClientID,
-		TLS: kafka.TLS{
-			Enable: j.TLS.Enabled, CAFile: j.TLS.CAFile, CertFile: j.TLS.CertFile,
-			KeyFile: j.TLS.KeyFile, InsecureSkipVerify: j.TLS.InsecureSkipVerify,
-		},
-		SASL:   kafka.SASL{Mechanism: j.SASL.Mechanism, User: j.SASL.User},
-		Logger: log,
+	var err error
+	if p.Kafka, err = j.connection(); err != nil {
+		return nil, err
 	}
-	if name := j.SASL.PasswordEnv; name != "" {
-		p.Kafka.SASL.Password = os.Getenv(name)
-		if p.Kafka.SASL.Password == "" {
-			return nil, Errors{{Path: "sasl.password_env", Line: j.lines["sasl.password_env"],
-				Msg: fmt.Sprintf("environment variable %s is unset or empty", name)}}
-		}
-	}
+	p.Kafka.Group, p.Kafka.Start, p.Kafka.Isolation, p.Kafka.Logger = j.Group, j.Start, j.Isolation, log
 	inputs := make([]signalbox.Input, len(j.Inputs))
 	for i, in := range j.Inputs {
 		p.Kafka.Topics = append(p.Kafka.Topics, in.Topic)

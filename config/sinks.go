@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/signalbox/signalbox"
@@ -182,9 +181,8 @@ func (j *Job) validateSinkSet(v *validator) {
 	first := -1
 	for i := range j.Sinks {
 		s, p := &j.Sinks[i], fmt.Sprintf("sinks[%d]", i)
-		j.checkKafkaSink(s, v, p)
-		if s.Type == "kafka" && s.TransactionalID != "" && s.Group == "" {
-			v.bad(p+".group", "required with transactional_id: the consumer group whose offsets the output transaction commits")
+		if s.Type == "kafka" && s.TransactionalID != "" && s.Group == "" && j.Group == "" {
+			v.bad(p+".group", "required with transactional_id when the job has no group: the consumer group whose offsets the output transaction commits")
 		}
 		if !s.exactlyOnce() {
 			continue
@@ -197,24 +195,9 @@ func (j *Job) validateSinkSet(v *validator) {
 		first = i
 	}
 	if dl := j.DeadLetter; dl != nil && dl.Type == "kafka" {
-		j.checkKafkaSink(dl, v, "dead_letter")
 		if dl.Group != "" {
 			v.bad("dead_letter.group", "not used by a dead-letter sink: it stores no checkpoint")
 		}
-	}
-}
-
-// checkKafkaSink checks a kafka sink against the job's connection settings.
-func (j *Job) checkKafkaSink(s *Sink, v *validator, p string) {
-	if s.Type != "kafka" {
-		return
-	}
-	if j.TLS.Enabled || j.SASL.Mechanism != "" {
-		v.bad(p+".type", "a kafka sink cannot use tls or sasl yet: this build connects it in plaintext without authentication, so it refuses a job that sets either")
-	}
-	if s.Group != "" && s.Group == j.Group {
-		v.bad(p+".group", "%q is the job's own group: the source commits plain offsets to it after every checkpoint, "+
-			"which would erase the checkpoint the transaction stores with them; use a group of its own, e.g. %s-out", s.Group, s.Group)
 	}
 }
 
@@ -229,10 +212,21 @@ func isHostPort(b string) bool {
 type atLeastOnce struct{ signalbox.Sink }
 
 func buildKafka(j *Job, s *Sink) (signalbox.Sink, error) {
-	sc := sarama.NewConfig()
-	sc.Version = sarama.V2_8_0_0
-	sc.ClientID = cmp.Or(j.ClientID, "signalbox")
-	cfg := kafkasink.Config{Brokers: s.Brokers, Topic: s.Topic, TransactionalID: s.TransactionalID, GroupID: s.Group, Sarama: sc}
+	conn, err := j.connection()
+	if err != nil {
+		return nil, err
+	}
+	sc, err := conn.SaramaConfig() // the job's TLS and SASL
+	if err != nil {
+		return nil, fmt.Errorf("kafka sink: %w", err)
+	}
+	cfg := kafkasink.Config{Brokers: s.Brokers, Topic: s.Topic, TransactionalID: s.TransactionalID, Sarama: sc}
+	if cfg.TransactionalID != "" {
+		// The transaction commits the job's consumer offsets itself
+		// (AddOffsetsToTxn), and signalbox then does not commit them
+		// through the source (signalbox.SourceOffsetCommitter).
+		cfg.GroupID = cmp.Or(s.Group, j.Group)
+	}
 	if len(cfg.Brokers) == 0 {
 		cfg.Brokers = j.Brokers
 	}

@@ -132,10 +132,11 @@ func cutEscaped(b []byte) (s string, rest []byte, ok bool) {
 	return "", nil, false
 }
 
-// keySuccessor returns the smallest key greater than k: k followed by 0x00.
-// It is the exclusive end that makes a DeleteRange cover k itself.
+// keySuccessor returns the smallest key greater than k: k followed by 0x00,
+// appended to k (it may use k's spare capacity). It is the exclusive end
+// that makes a DeleteRange cover k itself.
 func keySuccessor(k []byte) []byte {
-	return append(append(make([]byte, 0, len(k)+1), k...), 0)
+	return append(k, 0)
 }
 
 // The value of a parked key is uvarint(generation) followed by the record's

@@ -47,11 +47,31 @@ const (
 
 // slot is one parked record in the index.
 type slot struct {
-	pos   Pos
-	rec   *record.Record // nil unless dirty or persisted
-	size  int            // bytes accounted for this slot in Bytes
-	state uint8
+	pos     Pos
+	rec     *record.Record // nil unless dirty or persisted
+	size    int            // bytes accounted for this slot in Bytes
+	state   uint8
+	inDirty bool // referenced from Store.dirty
 }
+
+// lessSlot orders slots by Less of their positions.
+func lessSlot(a, b *slot) bool {
+	if a.pos.EventTime != b.pos.EventTime {
+		return a.pos.EventTime < b.pos.EventTime
+	}
+	return lessTie(&a.pos, &b.pos)
+}
+
+// freeSlots is how many unused slots the store keeps for reuse, so that a
+// steady park/release cycle allocates no index entries. Beyond it released
+// slots go to the garbage collector: the pool never holds more than about
+// 1.5 MiB outside the budget.
+const freeSlots = 1 << 14
+
+// batchRetain is the largest pending-write buffer the store keeps between
+// flushes (pebble's default of 1 MiB would drop every buffer just above
+// writeChunk and grow a new one from 1 KiB).
+const batchRetain = 2 * writeChunk
 
 // slotOverhead approximates the memory of one index entry besides its key
 // string: the slot, the btree item pointer and the Pos strings' headers.
@@ -105,7 +125,8 @@ type Store struct {
 	cache interface{ Unref() }
 
 	index    *btree.BTreeG[*slot]
-	memBytes int64 // payload + index bytes held in memory
+	free     []*slot // unused slots, at most freeSlots
+	memBytes int64   // payload + index bytes held in memory
 	spilled  int   // slots in state slotSpilled
 
 	gen   uint64 // generation of the last checkpoint (0: none yet)
@@ -123,6 +144,7 @@ type Store struct {
 	wb     *pebble.Batch // pending NoSync writes
 	keyBuf []byte
 	valBuf []byte
+	endBuf []byte // second key buffer of deleteReleased
 
 	err    error // sticky failure
 	wedged bool  // pebble panicked in a commit and cannot be closed
@@ -153,9 +175,10 @@ func (s *Store) Park(p Pos, r *record.Record) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	sl := &slot{pos: p}
+	sl := s.newSlot(p)
 	if old, replaced := s.index.ReplaceOrInsert(sl); replaced {
 		s.index.ReplaceOrInsert(old)
+		s.freeSlot(sl)
 		return nil
 	}
 	overhead := slotOverhead + len(p.Key)
@@ -171,17 +194,59 @@ func (s *Store) Park(p Pos, r *record.Record) error {
 	return s.put(p, r)
 }
 
-// detach returns a copy of r that shares no memory with it.
+// newSlot returns an unused slot at p, from the pool if it has one.
+func (s *Store) newSlot(p Pos) *slot {
+	n := len(s.free)
+	if n == 0 {
+		return &slot{pos: p}
+	}
+	sl := s.free[n-1]
+	s.free[n-1] = nil
+	s.free = s.free[:n-1]
+	sl.pos = p
+	return sl
+}
+
+// freeSlot returns sl, which neither the index nor the dirty list references
+// any longer, to the pool.
+func (s *Store) freeSlot(sl *slot) {
+	if len(s.free) < freeSlots {
+		*sl = slot{}
+		s.free = append(s.free, sl)
+	}
+}
+
+// detach returns a copy of r that shares no memory with it. Key, Value and
+// the header values share one allocation, each with its capacity capped; nil
+// and empty slices stay nil and empty.
 func detach(r *record.Record) *record.Record {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Value)
+	}
+	buf := make([]byte, 0, n)
 	c := *r
-	c.Key, c.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
+	c.Key, buf = carve(buf, r.Key)
+	c.Value, buf = carve(buf, r.Value)
 	if len(r.Headers) > 0 {
 		c.Headers = make([]record.Header, len(r.Headers))
 		for i, h := range r.Headers {
-			c.Headers[i] = record.Header{Key: h.Key, Value: bytes.Clone(h.Value)}
+			c.Headers[i].Key = h.Key
+			c.Headers[i].Value, buf = carve(buf, h.Value)
 		}
 	}
 	return &c
+}
+
+// carve appends b to buf, which has room for it, and returns the copy (nil
+// for a nil b) with its capacity capped, and the extended buf.
+func carve(buf, b []byte) ([]byte, []byte) {
+	if b == nil {
+		return nil, buf
+	}
+	at := len(buf)
+	buf = append(buf, b...)
+	return buf[at:len(buf):len(buf)], buf
 }
 
 // addDirty records sl for the next checkpoint, compacting the list when most
@@ -192,11 +257,14 @@ func (s *Store) addDirty(sl *slot) {
 		for _, d := range s.dirty {
 			if d.state == slotDirty {
 				live = append(live, d)
+			} else {
+				s.freeSlot(d)
 			}
 		}
 		clear(s.dirty[len(live):])
 		s.dirty = live
 	}
+	sl.inDirty = true
 	s.dirty = append(s.dirty, sl)
 	s.liveDirty++
 }
@@ -351,6 +419,9 @@ func (s *Store) drop(sl *slot) {
 		s.noteReleased(sl.pos)
 	}
 	sl.rec, sl.state = nil, slotReleased
+	if !sl.inDirty {
+		s.freeSlot(sl)
+	}
 }
 
 // noteReleased widens the range of on-disk keys to delete at the next
@@ -471,7 +542,9 @@ func (s *Store) Checkpoint(cp record.Checkpoint, blobs map[string][]byte) error 
 	}
 	for _, sl := range s.dirty {
 		if sl.state == slotDirty {
-			sl.state = slotPersisted
+			sl.state, sl.inDirty = slotPersisted, false
+		} else {
+			s.freeSlot(sl)
 		}
 	}
 	clear(s.dirty)
@@ -490,25 +563,29 @@ func (s *Store) deleteReleased(b *pebble.Batch) error {
 	if !s.hasRel {
 		return nil
 	}
-	start := appendPosKey(nil, s.relLo)
+	// start and k alternate between keyBuf and endBuf: b copies what it is
+	// given, so each buffer is free again once it has been handed over.
+	start := appendPosKey(s.keyBuf[:0], s.relLo)
+	k := s.endBuf[:0]
 	var err error
 	s.index.AscendGreaterOrEqual(&slot{pos: s.relLo}, func(sl *slot) bool {
 		if Less(s.relHi, sl.pos) {
 			return false
 		}
-		k := appendPosKey(nil, sl.pos)
+		k = appendPosKey(k[:0], sl.pos)
 		if bytes.Compare(start, k) < 0 {
 			err = b.DeleteRange(start, k, nil)
 		}
-		start = keySuccessor(k)
+		start, k = keySuccessor(k), start
 		return err == nil
 	})
 	if err == nil {
-		end := keySuccessor(appendPosKey(nil, s.relHi))
-		if bytes.Compare(start, end) < 0 {
-			err = b.DeleteRange(start, end, nil)
+		k = keySuccessor(appendPosKey(k[:0], s.relHi))
+		if bytes.Compare(start, k) < 0 {
+			err = b.DeleteRange(start, k, nil)
 		}
 	}
+	s.keyBuf, s.endBuf = start[:0], k[:0]
 	if err != nil {
 		return s.fail(err)
 	}

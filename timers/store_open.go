@@ -143,8 +143,8 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 		opts:  opts,
 		db:    db,
 		cache: cache,
-		index: btree.NewG(degree, func(a, b *slot) bool { return Less(a.pos, b.pos) }),
-		wb:    db.NewBatch(),
+		index: btree.NewWithFreeListG(degree, lessSlot, btree.NewFreeListG[*slot](freeListSize)),
+		wb:    db.NewBatch(pebble.WithMaxRetainedSizeBytes(batchRetain)),
 	}
 	if err = s.init(dir, exists); err != nil {
 		_ = s.Close()

@@ -269,7 +269,7 @@ func TestCrashKafka(t *testing.T) {
 	t.Parallel()
 	const outTopic = "ordered"
 	r := setUp(t, []string{outTopic + ":1"}, func(string, *Broker) (string, string) {
-		return fmt.Sprintf("  - type: kafka\n    topic: %s\n    transactional_id: crashtest\n    group: crashtest-out\n", outTopic), ""
+		return fmt.Sprintf("  - type: kafka\n    topic: %s\n    transactional_id: crashtest\n", outTopic), ""
 	})
 	produced := r.run()
 	outs := readCommitted(t, r.broker, outTopic, len(produced))

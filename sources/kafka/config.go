@@ -185,6 +185,14 @@ func (c *Config) Validate() error {
 
 func (c *Config) readCommitted() bool { return c.Isolation == ReadCommitted }
 
+// SaramaConfig returns the sarama client configuration the source uses —
+// client id, version, TLS and SASL included — after applying the defaults to
+// a copy of c. Sinks that write to the same cluster start from it.
+func (c Config) SaramaConfig() (*sarama.Config, error) {
+	c.EnsureDefaults()
+	return c.sarama()
+}
+
 // sarama builds the sarama configuration.
 func (c *Config) sarama() (*sarama.Config, error) {
 	sc := sarama.NewConfig()
