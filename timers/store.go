@@ -2,9 +2,11 @@ package timers
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/google/btree"
@@ -65,8 +67,8 @@ func lessSlot(a, b *slot) bool {
 // freeSlots is how many unused slots the store keeps for reuse, so that a
 // steady park/release cycle allocates no index entries. Beyond it released
 // slots go to the garbage collector: the pool never holds more than about
-// 1.5 MiB outside the budget.
-const freeSlots = 1 << 14
+// 1 MiB outside the budget.
+const freeSlots = 1 << 13
 
 // batchRetain is the largest pending-write buffer the store keeps between
 // flushes (pebble's default of 1 MiB would drop every buffer just above
@@ -127,7 +129,7 @@ type Store struct {
 	index    *btree.BTreeG[*slot]
 	free     []*slot // unused slots, at most freeSlots
 	memBytes int64   // payload + index bytes held in memory
-	spilled  int   // slots in state slotSpilled
+	spilled  int     // slots in state slotSpilled
 
 	gen   uint64 // generation of the last checkpoint (0: none yet)
 	cp    *record.Checkpoint
@@ -141,10 +143,13 @@ type Store struct {
 	relLo, relHi Pos
 	hasRel       bool
 
-	wb     *pebble.Batch // pending NoSync writes
-	keyBuf []byte
-	valBuf []byte
-	endBuf []byte // second key buffer of deleteReleased
+	wb      *pebble.Batch // NoSync writes to commit at the next flush
+	pending []pendingPut  // parked values to add to wb at the next flush
+	order   []pendingRef  // pending in key order, built by flush
+	valBuf  []byte        // the values of pending
+	keyBuf  []byte
+	endBuf  []byte       // second key buffer of deleteReleased
+	rel     releaseAlloc // memory of the records Release loads
 
 	err    error // sticky failure
 	wedged bool  // pebble panicked in a commit and cannot be closed
@@ -298,6 +303,39 @@ func (s *Store) genFor(p Pos) (uint64, error) {
 	return min(gen, s.gen+1), nil
 }
 
+// pendingPut is a parked value waiting in Store.pending for the next flush:
+// the value of pos is valBuf[start:end].
+type pendingPut struct {
+	pos        Pos
+	start, end int
+}
+
+// pendingRef is an entry of Store.order: the event time of pending[i].
+type pendingRef struct {
+	t int64
+	i int32
+}
+
+// sortPending sets s.order to the indices of s.pending in Less order of
+// their positions. Comparing the event times inline keeps it cheap.
+func (s *Store) sortPending() {
+	s.order = s.order[:0]
+	for i := range s.pending {
+		s.order = append(s.order, pendingRef{t: s.pending[i].pos.EventTime, i: int32(i)})
+	}
+	slices.SortFunc(s.order, func(a, b pendingRef) int {
+		switch {
+		case a.t != b.t:
+			return cmp.Compare(a.t, b.t)
+		case a.i == b.i:
+			return 0
+		case lessTie(&s.pending[a.i].pos, &s.pending[b.i].pos):
+			return -1
+		}
+		return 1
+	})
+}
+
 // put adds a NoSync Set of r at p to the pending writes, committing them
 // once they exceed writeChunk.
 func (s *Store) put(p Pos, r *record.Record) error {
@@ -305,19 +343,37 @@ func (s *Store) put(p Pos, r *record.Record) error {
 	if err != nil {
 		return err
 	}
-	s.keyBuf = appendPosKey(s.keyBuf[:0], p)
-	s.valBuf = record.AppendBinary(appendGen(s.valBuf[:0], gen), r)
-	if err := s.wb.Set(s.keyBuf, s.valBuf, nil); err != nil {
-		return s.fail(err)
-	}
-	if s.wb.Len() < writeChunk {
+	start := len(s.valBuf)
+	s.valBuf = record.AppendBinary(appendGen(s.valBuf, gen), r)
+	s.pending = append(s.pending, pendingPut{pos: p, start: start, end: len(s.valBuf)})
+	if len(s.valBuf) < writeChunk {
 		return nil
 	}
 	return s.flush()
 }
 
-// flush commits the pending writes without syncing them.
+// flush commits the pending writes without syncing them. It hands them to
+// pebble in key order: its memtable takes ascending keys about twice as fast
+// as keys in park order. No key is pending twice: releasing a spilled
+// record flushes first.
 func (s *Store) flush() error {
+	if len(s.pending) > 0 {
+		s.sortPending()
+		for _, o := range s.order {
+			w := &s.pending[o.i]
+			s.keyBuf = appendPosKey(s.keyBuf[:0], w.pos)
+			if err := s.wb.Set(s.keyBuf, s.valBuf[w.start:w.end], nil); err != nil {
+				return s.fail(err)
+			}
+		}
+		clear(s.pending)
+		s.pending = s.pending[:0]
+		if cap(s.valBuf) > batchRetain {
+			s.valBuf = nil // after an outsized record
+		} else {
+			s.valBuf = s.valBuf[:0]
+		}
+	}
 	if s.wb.Empty() {
 		return nil
 	}
@@ -368,7 +424,10 @@ func (s *Store) usable() error {
 // returns an error, Release stops and returns it; that record stays parked.
 //
 // Spilled payloads are read back through one pebble iterator in key order.
-// The records handed to fn are owned by fn; fn must not call the Store.
+// The records handed to fn are owned by fn and never handed out again; fn
+// must not call the Store. Records loaded from disk share their memory in
+// chunks (see releaseAlloc), so one that fn keeps for long keeps up to
+// 16 KiB of its neighbours' memory too.
 func (s *Store) Release(watermark int64, max int, fn func(*record.Record) error) error {
 	if err := s.usable(); err != nil {
 		return err
@@ -474,11 +533,14 @@ func (s *Store) load(it *pebble.Iterator, p Pos) (*record.Record, error) {
 	if err != nil {
 		return nil, s.fail(err)
 	}
-	r, _, err := decodeValue(v)
-	if err != nil {
-		return nil, s.fail(fmt.Errorf("%w: record %+v: %v", ErrCorrupt, p, err))
+	_, rest, err := cutGen(v)
+	if err == nil {
+		r := s.rel.record()
+		if err = record.DecodeBinary(s.rel.clone(rest), r); err == nil {
+			return r, nil
+		}
 	}
-	return r, nil
+	return nil, s.fail(fmt.Errorf("%w: record %+v: %v", ErrCorrupt, p, err))
 }
 
 // decodeValue decodes a parked value into a record that owns its bytes.
@@ -494,6 +556,46 @@ func decodeValue(v []byte) (*record.Record, uint64, error) {
 	return r, gen, nil
 }
 
+// Sizes of the chunks releaseAlloc carves from.
+const (
+	recChunk   = 64       // records
+	bytesChunk = 16 << 10 // bytes; larger values get their own allocation
+)
+
+// releaseAlloc hands out the records and bytes Release decodes spilled
+// payloads into, carved from shared chunks: a few allocations per chunk
+// instead of two per record. Nothing is ever handed out twice, so a record
+// fn keeps stays valid; a kept record only keeps its chunks from the garbage
+// collector.
+type releaseAlloc struct {
+	recs []record.Record
+	buf  []byte
+}
+
+// record returns a zero record.
+func (a *releaseAlloc) record() *record.Record {
+	if len(a.recs) == 0 {
+		a.recs = make([]record.Record, recChunk)
+	}
+	r := &a.recs[0]
+	a.recs = a.recs[1:]
+	return r
+}
+
+// clone returns a copy of b with its capacity capped, so that appending to
+// it never reaches the next copy.
+func (a *releaseAlloc) clone(b []byte) []byte {
+	if len(b) > bytesChunk/4 {
+		return bytes.Clone(b)
+	}
+	if len(b) > cap(a.buf)-len(a.buf) {
+		a.buf = make([]byte, 0, bytesChunk)
+	}
+	at := len(a.buf)
+	a.buf = append(a.buf, b...)
+	return a.buf[at:len(a.buf):len(a.buf)]
+}
+
 // Checkpoint makes the current parked set durable together with cp and the
 // opaque blobs (e.g. late counters), atomically, with one Sync (invariants 4
 // to 6). The blobs replace those of the previous checkpoint. After it
@@ -506,14 +608,7 @@ func (s *Store) Checkpoint(cp record.Checkpoint, blobs map[string][]byte) error 
 	// Records parked in memory since the last checkpoint, in NoSync chunks:
 	// their generation makes them invisible to a restart until the commit
 	// below succeeds.
-	for _, sl := range s.dirty {
-		if sl.state == slotDirty {
-			if err := s.put(sl.pos, sl.rec); err != nil {
-				return err
-			}
-		}
-	}
-	if err := s.flush(); err != nil {
+	if err := s.writeDirty(); err != nil {
 		return err
 	}
 	b := s.db.NewBatch()
@@ -555,6 +650,35 @@ func (s *Store) Checkpoint(cp record.Checkpoint, blobs map[string][]byte) error 
 	saved.Partitions = append([]record.PartitionCheckpoint(nil), cp.Partitions...)
 	s.cp, s.blobs = &saved, cloneBlobs(blobs)
 	return nil
+}
+
+// writeDirty writes the payloads parked in memory since the last checkpoint
+// and commits them, without syncing. When they are a good part of the index
+// it takes them in key order, walking the index, so that every chunk flush
+// commits is one ascending run (see flush); else it takes them in park
+// order, and flush sorts each chunk.
+func (s *Store) writeDirty() error {
+	var err error
+	if s.liveDirty*4 >= s.index.Len() {
+		s.index.Ascend(func(sl *slot) bool {
+			if sl.state == slotDirty {
+				err = s.put(sl.pos, sl.rec)
+			}
+			return err == nil
+		})
+	} else {
+		for _, sl := range s.dirty {
+			if sl.state == slotDirty {
+				if err = s.put(sl.pos, sl.rec); err != nil {
+					break
+				}
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return s.flush()
 }
 
 // deleteReleased adds to b the DeleteRanges that remove every key released
