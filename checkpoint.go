@@ -142,8 +142,7 @@ func (r *run) restore(ctx context.Context) error {
 	if filter == nil {
 		return nil
 	}
-	r.cpWM = filter.Watermark
-	r.strat.Restore(filter.Watermark)
+	r.cpWM = filter.Watermark // per task: see assign
 	r.wm = max(r.wm, filter.Watermark)
 	for _, pc := range filter.Partitions {
 		r.restored[pc.TopicPartition] = pc

@@ -75,7 +75,7 @@ type config struct {
 	checkpoint  time.Duration
 	staleAfter  time.Duration
 	tick        time.Duration
-	strategy    Strategy
+	strategy    func() Strategy
 	store       ParkedStore
 	observer    func(Event)
 }
@@ -140,10 +140,14 @@ func WithStaleAfter(d time.Duration) Option { return func(c *config) { c.staleAf
 // schedule their own exact release time.
 func WithTick(d time.Duration) Option { return func(c *config) { c.tick = d } }
 
-// WithStrategy replaces the offset gate with another watermark strategy. It
+// WithStrategy replaces the offset gate with another watermark strategy:
+// newStrategy is called once per co-partitioned task (partition number p of
+// every input), which each get their own watermark. It
 // exists for the benchmark baselines (timeout idleness, fixed windows); the
 // offset gate is the product.
-func WithStrategy(s Strategy) Option { return func(c *config) { c.strategy = s } }
+func WithStrategy(newStrategy func() Strategy) Option {
+	return func(c *config) { c.strategy = newStrategy }
+}
 
 // WithParkedStore replaces the in-memory timer queue, e.g. with the
 // pebble-backed store of package timers.

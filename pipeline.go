@@ -57,7 +57,8 @@ func New(src Source, opts ...Option) (*Pipeline, error) {
 	}
 	p.fallback, _ = compileInput(Input{Topic: "*"})
 	if p.cfg.strategy == nil {
-		p.cfg.strategy = NewOffsetGate(p.cfg.delay)
+		delay := p.cfg.delay
+		p.cfg.strategy = func() Strategy { return NewOffsetGate(delay) }
 	}
 	if p.cfg.store == nil {
 		p.cfg.store = newMemStore()
@@ -80,6 +81,7 @@ type partState struct {
 	wid     watermark.ID
 	cid     catchup.ID
 	dec     *decoder
+	task    *task
 	offs    *offsets.Partition
 	late    *LateCounter
 	revoked bool
@@ -94,6 +96,24 @@ type partState struct {
 	start      int64
 	floorCount int
 	floorMin   int64
+}
+
+// task is one co-partitioned task: partition number p of every input. It
+// has its own watermark (its Strategy, fed by its partitions only) and its
+// own release mark.
+//
+// The instance releases up to G, the lowest watermark of its tasks with
+// timed partitions. Without rebalances G is the watermark over all
+// partitions, so the output is in event-time order across the whole
+// instance. A task that is newly assigned starts at its checkpointed
+// watermark (or −∞): G may then fall, and the task's re-read records are
+// released in order instead of being late against the instance's other
+// tasks; order is per task (per key), as the brief's Scale section states.
+type task struct {
+	strat Strategy
+	rel   int64 // highest G applied while owned: records at or below it are late
+	parts int
+	timed int
 }
 
 // low is the offset to commit: nothing below it is parked or unacknowledged.
@@ -122,7 +142,7 @@ type run struct {
 	cfg      *config
 	parts    map[record.TopicPartition]*partState
 	catch    *catchup.Tracker
-	strat    Strategy
+	tasks    map[int32]*task
 	store    ParkedStore
 	restored map[record.TopicPartition]record.PartitionCheckpoint
 	cpWM     int64
@@ -164,7 +184,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		p: p, cfg: cfg,
 		parts:    map[record.TopicPartition]*partState{},
 		catch:    catchup.New(catchup.Options{StaleAfter: cfg.staleAfter}),
-		strat:    cfg.strategy,
+		tasks:    map[int32]*task{},
 		store:    cfg.store,
 		wm:       watermark.MinTime,
 		outs:     make(chan *out, cfg.maxInflight),
@@ -416,7 +436,7 @@ func (r *run) handle(ctx context.Context, f record.Fetch) error {
 		if t, ok := r.catch.Observe(ps.cid, pf.Position, pf.End, now); ok {
 			r.phase(t)
 		} else if st, _ := r.catch.Status(ps.cid); st.Phase != catchup.CaughtUp {
-			r.strat.SetPhase(ps.wid, st.Phase, st.Behind, now)
+			ps.task.strat.SetPhase(ps.wid, st.Phase, st.Behind, now)
 		}
 	}
 	return nil
@@ -449,8 +469,8 @@ func (r *run) ingest(ps *partState, rec *record.Record, now time.Time) error {
 		r.emitNow(rec)
 		return nil
 	}
-	r.strat.Observe(ps.wid, rec.EventTime, now)
-	if rec.EventTime <= r.wm {
+	ps.task.strat.Observe(ps.wid, rec.EventTime, now)
+	if rec.EventTime <= ps.task.rel {
 		return r.late(ps, rec)
 	}
 	ps.offs.Add(rec.Offset)
@@ -459,12 +479,12 @@ func (r *run) ingest(ps *partState, rec *record.Record, now time.Time) error {
 }
 
 func (r *run) late(ps *partState, rec *record.Record) error {
-	lateBy := r.wm - rec.EventTime
+	lateBy := ps.task.rel - rec.EventTime
 	ps.late.add(lateBy, r.cfg.late)
 	c := *ps.late
 	c.Histogram = slices.Clone(c.Histogram) // the snapshot must not share the live counters
 	r.stats.Late[ps.tp] = c
-	r.emit(Event{Kind: EventLate, Partition: ps.tp, Offset: rec.Offset, LateBy: lateBy, Watermark: r.wm})
+	r.emit(Event{Kind: EventLate, Partition: ps.tp, Offset: rec.Offset, LateBy: lateBy, Watermark: ps.task.rel})
 	switch r.cfg.late {
 	case LateDrop:
 		return nil
@@ -515,19 +535,31 @@ func (r *run) assign(a record.PartitionInfo, now time.Time) {
 	if f, ok := r.floors[a.TopicPartition]; ok && f.Count > 0 {
 		ps.floorCount, ps.floorMin = f.Count, f.MinOffset
 	}
+	ps.task = r.tasks[a.Partition]
+	if ps.task == nil {
+		ps.task = &task{strat: r.cfg.strategy(), rel: watermark.MinTime}
+		r.tasks[a.Partition] = ps.task
+	}
+	ps.task.parts++
+	if !dec.timeless {
+		ps.task.timed++
+	}
 	end := a.End
 	if cp, ok := r.restored[a.TopicPartition]; ok {
-		ps.restoring, ps.restorePos, ps.restoreWM = a.Start < cp.Position, cp.Position, r.cpWM
+		wm := max(cp.Watermark, r.cpWM)
+		ps.restoring, ps.restorePos, ps.restoreWM = a.Start < cp.Position, cp.Position, wm
+		ps.task.strat.Restore(wm)
+		ps.task.rel = max(ps.task.rel, wm)
 		if cp.Replaying && cp.End > 0 {
 			end = cp.End // keep the original snapshot: a restart cannot shorten history
 		}
-		r.emit(Event{Kind: EventOffsetsReset, Partition: a.TopicPartition, Offset: cp.Position, Watermark: r.cpWM})
+		r.emit(Event{Kind: EventOffsetsReset, Partition: a.TopicPartition, Offset: cp.Position, Watermark: wm})
 	}
 	r.parts[a.TopicPartition] = ps
-	r.strat.Add(ps.wid, dec.timeless, now)
+	ps.task.strat.Add(ps.wid, dec.timeless, now)
 	ph := r.catch.Assign(ps.cid, a.Start, end, now)
 	st, _ := r.catch.Status(ps.cid)
-	r.strat.SetPhase(ps.wid, ph, st.Behind, now)
+	ps.task.strat.SetPhase(ps.wid, ph, st.Behind, now)
 	r.emit(Event{Kind: EventAssigned, Partition: a.TopicPartition, To: ph})
 }
 
@@ -537,9 +569,20 @@ func (r *run) revoke(tp record.TopicPartition) {
 		return
 	}
 	ps.revoked = true
+	// Remember what this instance emitted, as a checkpoint would: if the
+	// partition comes back (an eager rebalance revokes everything, then
+	// reassigns), the re-read records it already emitted are skipped.
+	r.restored[tp] = record.PartitionCheckpoint{TopicPartition: tp, Low: ps.low(), Position: ps.offs.Position(), Watermark: ps.task.rel}
 	delete(r.parts, tp)
 	r.catch.Revoke(ps.cid)
-	r.strat.Remove(ps.wid)
+	ps.task.strat.Remove(ps.wid)
+	ps.task.parts--
+	if !ps.dec.timeless {
+		ps.task.timed--
+	}
+	if ps.task.parts == 0 {
+		delete(r.tasks, tp.Partition)
+	}
 	r.emit(Event{Kind: EventRevoked, Partition: tp})
 }
 
@@ -549,7 +592,7 @@ func (r *run) phase(t catchup.Transition) {
 		return
 	}
 	st, _ := r.catch.Status(t.ID)
-	r.strat.SetPhase(ps.wid, t.To, st.Behind, r.cfg.clock())
+	ps.task.strat.SetPhase(ps.wid, t.To, st.Behind, r.cfg.clock())
 	r.emit(Event{Kind: EventPhase, Partition: ps.tp, From: t.From, To: t.To, Watermark: r.wm})
 }
 
@@ -561,8 +604,21 @@ func (r *run) release(now time.Time) error {
 	if r.stamped && r.evidence.Before(now) {
 		now = r.evidence
 	}
-	r.wm = r.strat.Advance(now)
-	return r.releaseTo(r.wm)
+	g, any := watermark.MaxTime, false
+	for _, t := range r.tasks {
+		w := t.strat.Advance(now)
+		if t.timed > 0 {
+			g, any = min(g, w), true
+		}
+	}
+	if !any {
+		return nil // no timed partition: no evidence, nothing moves
+	}
+	r.wm = g
+	for _, t := range r.tasks {
+		t.rel = max(t.rel, g)
+	}
+	return r.releaseTo(g)
 }
 
 func (r *run) releaseTo(wm int64) error {
@@ -578,10 +634,16 @@ func (r *run) released(rec *record.Record) error {
 	if ps == nil {
 		return nil
 	}
-	if rec.Offset < ps.start {
-		ps.floorCount-- // restored from a DurableStore
-	} else {
+	switch {
+	case rec.Offset >= ps.start:
 		ps.offs.Done(rec.Offset)
+	case ps.floorCount > 0:
+		ps.floorCount-- // restored from a DurableStore
+	default:
+		// Parked before the partition was revoked; another instance has
+		// since committed past it, so it was that instance's to emit.
+		r.stats.Skipped++
+		return nil
 	}
 	if rec.Offset < ps.restorePos && rec.EventTime <= ps.restoreWM {
 		r.stats.Skipped++ // emitted before the restart, per the sink's checkpoint
@@ -605,7 +667,10 @@ func (r *run) flushAll(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	r.strat.Restore(last)
+	for _, t := range r.tasks {
+		t.strat.Restore(last)
+		t.rel = max(t.rel, last)
+	}
 	r.wm = max(r.wm, last)
 	return nil
 }
@@ -622,6 +687,7 @@ func (r *run) checkpoint() record.Checkpoint {
 			Position:       ps.offs.Position(),
 			End:            st.SnapshotEnd,
 			Replaying:      st.Phase == catchup.Replaying || (st.Phase == catchup.Unknown && st.Position < st.SnapshotEnd),
+			Watermark:      ps.task.rel,
 		})
 	}
 	return cp
@@ -634,10 +700,16 @@ func (r *run) send(ctx context.Context, sinkDone <-chan struct{}) error {
 	if len(o.records) == 0 && len(o.dead) == 0 && o.cp == nil {
 		return nil
 	}
-	r.cur = &out{records: make([]record.Record, 0, min(max(len(o.records), 256), r.cfg.batchSize))}
+	// r.cur is replaced only once the batch is handed over: if the wait is
+	// cancelled, its records (already counted as released) stay in r.cur and
+	// leave with the final checkpoint, so no commit can pass them.
+	sent := func() error {
+		r.cur = &out{records: make([]record.Record, 0, min(max(len(o.records), 256), r.cfg.batchSize))}
+		return nil
+	}
 	select {
 	case r.outs <- o:
-		return nil
+		return sent()
 	default:
 	}
 	// The sinks lag: wait, keeping the stats fresh for status views.
@@ -648,7 +720,7 @@ func (r *run) send(ctx context.Context, sinkDone <-chan struct{}) error {
 		case <-pub.C:
 			r.publish()
 		case r.outs <- o:
-			return nil
+			return sent()
 		case e := <-r.acks:
 			r.emit(e)
 		case err := <-r.errs:
@@ -671,7 +743,11 @@ func (r *run) publish() {
 	s := r.stats
 	s.Watermark = r.wm
 	s.Parked, s.ParkedB = r.store.Len(), r.store.Bytes()
-	s.Holders = r.strat.Holders()
+	s.Holders = nil
+	for _, t := range r.tasks {
+		s.Holders = append(s.Holders, t.strat.Holders()...)
+	}
+	watermark.SortHolds(s.Holders)
 	s.Progress = r.catch.Progress()
 	s.Partitions = r.catch.Statuses()
 	r.p.mu.Lock()

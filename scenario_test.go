@@ -312,13 +312,15 @@ func TestSlowFirstPartitionCausesNoLateRecords(t *testing.T) {
 		return rs
 	}
 	run := func(seed uint64, opts ...signalbox.Option) (signalbox.Stats, []record.Record) {
-		slow := script.Partition{TopicPartition: tp("orders", 1), Records: mk("orders", 1, 20, 0, 100), Silent: 30, FailFirst: 3}
+		// All three partitions are partition 0: one co-partitioned task,
+		// one watermark.
+		slow := script.Partition{TopicPartition: tp("returns", 0), Records: mk("returns", 0, 20, 0, 100), Silent: 30, FailFirst: 3}
 		src := script.New(seed, 4, slow,
 			script.Partition{TopicPartition: tp("orders", 0), Records: mk("orders", 0, 40, 50, 50)},
 			script.Partition{TopicPartition: tp("stock", 0), Records: mk("stock", 0, 30, 10, 70)},
 		)
 		out := &collect{}
-		p, err := signalbox.New(src, append(opts, tsInputs("orders", "stock"), signalbox.WithClock(frozen),
+		p, err := signalbox.New(src, append(opts, tsInputs("orders", "stock", "returns"), signalbox.WithClock(frozen),
 			signalbox.WithSink(out), signalbox.WithUntil(signalbox.UntilEndOffsets))...)
 		if err != nil {
 			t.Fatal(err)
@@ -346,7 +348,9 @@ func TestSlowFirstPartitionCausesNoLateRecords(t *testing.T) {
 		}
 		// Control: a strategy that guesses from silence (a partition that
 		// has delivered nothing does not hold) on the same script.
-		st, _ = run(seed, signalbox.WithStrategy(&silenceIsDone{max: map[watermark.ID]int64{}, wm: watermark.MinTime}))
+		st, _ = run(seed, signalbox.WithStrategy(func() signalbox.Strategy {
+			return &silenceIsDone{max: map[watermark.ID]int64{}, wm: watermark.MinTime}
+		}))
 		controlLate += st.LateTotal().Count
 	}
 	if controlLate == 0 {

@@ -17,6 +17,12 @@ var ErrMalformed = errors.New("record: malformed binary record")
 // any other value, so the format can evolve without misreading old bytes.
 const codecVersion = 1
 
+// checkpointVersion is the first byte of every encoded checkpoint. Version 1
+// had no per-partition watermark; version 2 adds PartitionCheckpoint.Watermark
+// after the Replaying byte. DecodeCheckpoint refuses version 1 rather than
+// misread it.
+const checkpointVersion = 2
+
 // flag bits of the second byte.
 const (
 	flagTimeless  = 1 << 0
@@ -86,7 +92,7 @@ func appendNullable(dst, b []byte) []byte {
 // modify src while r is in use (copy src first if it is a reused buffer).
 func DecodeBinary(src []byte, r *Record) error {
 	d := decoder{buf: src}
-	d.version()
+	d.version(codecVersion)
 	flags := d.byte()
 	if flags&^flagsKnown != 0 && d.err == nil {
 		return fmt.Errorf("%w: unknown flags %#x", ErrMalformed, flags)
@@ -137,9 +143,9 @@ func (d *decoder) fail(what string) {
 }
 
 // version reads and checks the format version byte.
-func (d *decoder) version() {
-	if v := d.byte(); v != codecVersion && d.err == nil {
-		d.err = fmt.Errorf("%w: format version %d, want %d", ErrMalformed, v, codecVersion)
+func (d *decoder) version(want byte) {
+	if v := d.byte(); v != want && d.err == nil {
+		d.err = fmt.Errorf("%w: format version %d, want %d", ErrMalformed, v, want)
 		d.buf = nil
 	}
 }
@@ -224,7 +230,7 @@ func (d *decoder) nullable() []byte {
 // AppendCheckpoint appends a binary encoding of cp to dst and returns the
 // extended slice. DecodeCheckpoint reads it back.
 func AppendCheckpoint(dst []byte, cp *Checkpoint) []byte {
-	dst = append(dst, codecVersion)
+	dst = append(dst, checkpointVersion)
 	dst = binary.AppendVarint(dst, cp.Watermark)
 	dst = binary.AppendUvarint(dst, uint64(len(cp.Partitions)))
 	for i := range cp.Partitions {
@@ -239,21 +245,23 @@ func AppendCheckpoint(dst []byte, cp *Checkpoint) []byte {
 			replaying = 1
 		}
 		dst = append(dst, replaying)
+		dst = binary.AppendVarint(dst, p.Watermark)
 	}
 	return dst
 }
 
 // DecodeCheckpoint overwrites *cp with the checkpoint encoded in src, which
 // must hold exactly one encoding written by AppendCheckpoint. On error it
-// returns an error wrapping ErrMalformed. A checkpoint without partitions
-// decodes with a nil Partitions slice.
+// returns an error wrapping ErrMalformed; an encoding of the earlier format
+// without per-partition watermarks is refused that way too. A checkpoint
+// without partitions decodes with a nil Partitions slice.
 func DecodeCheckpoint(src []byte, cp *Checkpoint) error {
 	d := decoder{buf: src}
-	d.version()
+	d.version(checkpointVersion)
 	*cp = Checkpoint{Watermark: d.varint()}
-	// Each partition takes at least six bytes, which bounds the allocation.
+	// Each partition takes at least seven bytes, which bounds the allocation.
 	if n := d.uvarint(); n > 0 && d.err == nil {
-		if n > uint64(len(d.buf)/6) {
+		if n > uint64(len(d.buf)/7) {
 			return fmt.Errorf("%w: %d partitions in %d bytes", ErrMalformed, n, len(d.buf))
 		}
 		cp.Partitions = make([]PartitionCheckpoint, n)
@@ -271,6 +279,7 @@ func DecodeCheckpoint(src []byte, cp *Checkpoint) error {
 			default:
 				d.fail("phase")
 			}
+			p.Watermark = d.varint()
 		}
 	}
 	return d.end()

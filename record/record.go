@@ -100,12 +100,20 @@ type PartitionCheckpoint struct {
 	End int64
 	// Replaying is true while the partition had not reached End.
 	Replaying bool
+	// Watermark is the release watermark of the partition's task (partition
+	// number) at the checkpoint: records of this partition below Position
+	// with event time at or below it were emitted. It is never below
+	// Checkpoint.Watermark.
+	Watermark int64
 }
 
 // Checkpoint is what a restart needs: per-partition progress and the
-// watermark. Records in [Low, Position) whose event time is at or below
-// Watermark were already emitted and are skipped on restart.
+// watermarks. Records in [Low, Position) whose event time is at or below
+// their partition's Watermark were already emitted and are skipped on
+// restart.
 type Checkpoint struct {
+	// Watermark is the lowest task watermark: the instance's release
+	// watermark at the checkpoint.
 	Watermark  int64
 	Partitions []PartitionCheckpoint
 }

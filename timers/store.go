@@ -36,8 +36,10 @@ var (
 )
 
 // formatVersion is stored under keyFormat and in the marker file. Bump it on
-// any change of the key or value layout.
-const formatVersion = 1
+// any change of the key or value layout, including the checkpoint encoding
+// of record.AppendCheckpoint. Version 2: checkpoints carry a watermark per
+// partition.
+const formatVersion = 2
 
 // slot states.
 const (

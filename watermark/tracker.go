@@ -149,8 +149,16 @@ func (t *Tracker) Holders() []Hold {
 		}
 		out = append(out, Hold{ID: p.id, State: p.state, Behind: p.behind, MaxEventTime: p.maxEvent, Contribution: t.contribution(p)})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
+	SortHolds(out)
+	return out
+}
+
+// SortHolds orders holds lowest contribution first, ties by input and
+// partition: the order Holders returns, also for holds merged from several
+// trackers.
+func SortHolds(hs []Hold) {
+	sort.Slice(hs, func(i, j int) bool {
+		a, b := hs[i], hs[j]
 		if a.Contribution != b.Contribution {
 			return a.Contribution < b.Contribution
 		}
@@ -159,7 +167,6 @@ func (t *Tracker) Holders() []Hold {
 		}
 		return a.Partition < b.Partition
 	})
-	return out
 }
 
 // sub is a − b, saturating at MinTime.

@@ -93,17 +93,18 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// strategy builds a fresh strategy by name.
-func (o *Options) strategy(name string) (signalbox.Strategy, error) {
+// strategy returns the constructor of a strategy by name: the engine builds
+// one per co-partitioned task.
+func (o *Options) strategy(name string) (func() signalbox.Strategy, error) {
 	switch name {
 	case Gate:
-		return signalbox.NewOffsetGate(o.Delay), nil
+		return func() signalbox.Strategy { return signalbox.NewOffsetGate(o.Delay) }, nil
 	case OneLayer:
-		return baseline.NewOneLayer(o.Delay, o.IdleTimeout), nil
+		return func() signalbox.Strategy { return baseline.NewOneLayer(o.Delay, o.IdleTimeout) }, nil
 	case TwoLayers:
-		return baseline.NewTwoLayers(o.Delay, o.IdleTimeout, o.InputTimeout), nil
+		return func() signalbox.Strategy { return baseline.NewTwoLayers(o.Delay, o.IdleTimeout, o.InputTimeout) }, nil
 	case Window:
-		return baseline.NewFixedWindow(o.Window), nil
+		return func() signalbox.Strategy { return baseline.NewFixedWindow(o.Window) }, nil
 	}
 	return nil, fmt.Errorf("harness: strategy %q is not one of %s", name, strings.Join(AllStrategies, ", "))
 }

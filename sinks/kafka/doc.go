@@ -22,9 +22,10 @@
 //     a transaction; FlushCheckpoint adds the checkpoint's Low offsets for
 //     Config.GroupID to the same transaction (AddOffsetsToTxn +
 //     TxnOffsetCommit) and commits, so output and input progress commit
-//     atomically. The rest of the checkpoint (position, end, replaying,
-//     watermark) travels in the offset commit's metadata, so Restore returns
-//     the whole checkpoint. Plain Flush commits the transaction without
+//     atomically. The rest of the checkpoint (position, end, replaying and
+//     the partition's own watermark) travels in each partition's offset
+//     commit metadata, so Restore returns the whole checkpoint, with
+//     Checkpoint.Watermark the min of the partitions' watermarks. Plain Flush commits the transaction without
 //     offsets.
 //  6. Failures: in transactional mode an abortable transaction error aborts
 //     the transaction and returns a retryable error; the records of the

@@ -324,6 +324,12 @@ func (s *Sink) txnFailure(err error) error {
 }
 
 // metadata is the rest of a partition's checkpoint, stored with its offset.
+// Watermark is the partition's own PartitionCheckpoint.Watermark. Builds
+// before per-partition watermarks stored Checkpoint.Watermark there, with
+// the same version: that value is never above a partition's watermark, so
+// restoring it as the partition's watermark is conservative, and an older
+// build taking the min over partitions of the new values still gets a bound
+// that holds for every partition.
 type metadata struct {
 	V         int   `json:"v"`
 	Position  int64 `json:"p"`
@@ -335,17 +341,20 @@ type metadata struct {
 func offsets(cp *record.Checkpoint) map[string][]*sarama.PartitionOffsetMetadata {
 	out := map[string][]*sarama.PartitionOffsetMetadata{}
 	for _, p := range cp.Partitions {
-		b, _ := json.Marshal(metadata{V: 1, Position: p.Position, End: p.End, Replaying: p.Replaying, Watermark: cp.Watermark})
+		b, _ := json.Marshal(metadata{V: 1, Position: p.Position, End: p.End, Replaying: p.Replaying, Watermark: p.Watermark})
 		md := string(b)
 		out[p.Topic] = append(out[p.Topic], &sarama.PartitionOffsetMetadata{Partition: p.Partition, Offset: p.Low, LeaderEpoch: -1, Metadata: &md})
 	}
 	return out
 }
 
-// Restore returns the checkpoint committed for Config.GroupID, or nil. When
-// an offset carries no signalbox metadata (committed by another client),
-// Position is Low, End is -1 and the watermark is unknown (math.MinInt64):
-// nothing is skipped on restart, so delivery falls back to at-least-once.
+// Restore returns the checkpoint committed for Config.GroupID, or nil. Each
+// partition gets the watermark stored in its metadata, and
+// Checkpoint.Watermark is the min over partitions. When an offset carries no
+// signalbox metadata (committed by another client), Position is Low, End is
+// -1 and the partition's watermark is unknown (math.MinInt64), so is
+// Checkpoint.Watermark: nothing is skipped on restart, so delivery falls
+// back to at-least-once.
 func (s *Sink) Restore(ctx context.Context) (*record.Checkpoint, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
@@ -372,14 +381,12 @@ func (s *Sink) Restore(ctx context.Context) (*record.Checkpoint, error) {
 				continue
 			}
 			pc := record.PartitionCheckpoint{TopicPartition: record.TopicPartition{Topic: topic, Partition: p},
-				Low: b.Offset, Position: b.Offset, End: -1}
+				Low: b.Offset, Position: b.Offset, End: -1, Watermark: math.MinInt64}
 			var md metadata
 			if json.Unmarshal([]byte(b.Metadata), &md) == nil && md.V == 1 {
-				pc.Position, pc.End, pc.Replaying = md.Position, md.End, md.Replaying
-				cp.Watermark = min(cp.Watermark, md.Watermark)
-			} else {
-				cp.Watermark = math.MinInt64
+				pc.Position, pc.End, pc.Replaying, pc.Watermark = md.Position, md.End, md.Replaying, md.Watermark
 			}
+			cp.Watermark = min(cp.Watermark, pc.Watermark)
 			cp.Partitions = append(cp.Partitions, pc)
 		}
 	}

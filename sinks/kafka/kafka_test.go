@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"testing"
 
@@ -181,8 +182,8 @@ func TestTransactionalExactlyOnce(t *testing.T) {
 	cfg := kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "job-1", GroupID: "job-1-group"}
 	recs := sinktest.Records(0, 60, 4)
 	cp1 := record.Checkpoint{Watermark: 1_800_000_000_029, Partitions: []record.PartitionCheckpoint{
-		{TopicPartition: record.TopicPartition{Topic: "in", Partition: 0}, Low: 27, Position: 30, End: 60, Replaying: true},
-		{TopicPartition: record.TopicPartition{Topic: "in", Partition: 2}, Low: 29, Position: 29, End: 59},
+		{TopicPartition: record.TopicPartition{Topic: "in", Partition: 0}, Low: 27, Position: 30, End: 60, Replaying: true, Watermark: 1_800_000_000_041},
+		{TopicPartition: record.TopicPartition{Topic: "in", Partition: 2}, Low: 29, Position: 29, End: 59, Watermark: 1_800_000_000_029},
 	}}
 
 	s1 := kafka.New(cfg)
@@ -235,5 +236,55 @@ func TestTransactionalExactlyOnce(t *testing.T) {
 	}
 	if n := len(read(t, brokers, "out", sarama.ReadUncommitted)); n != 75 {
 		t.Fatalf("read_uncommitted sees %d records, want 75 (15 aborted)", n)
+	}
+}
+
+// TestRestoreWithoutMetadata: an offset committed by another client (no
+// signalbox metadata) restores with Position = Low, End = -1 and an unknown
+// watermark for that partition, and the checkpoint's watermark is the min,
+// unknown too; a partition with metadata keeps its own watermark.
+func TestRestoreWithoutMetadata(t *testing.T) {
+	brokers := cluster(t, "out", "in")
+	cfg := kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "job-2", GroupID: "job-2-group"}
+	s := kafka.New(cfg)
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	mine := record.PartitionCheckpoint{TopicPartition: record.TopicPartition{Topic: "in", Partition: 0},
+		Low: 5, Position: 7, End: 9, Watermark: 1_800_000_000_007}
+	if err := s.FlushCheckpoint(ctx, record.Checkpoint{Watermark: 1_800_000_000_007, Partitions: []record.PartitionCheckpoint{mine}}); err != nil {
+		t.Fatal(err)
+	}
+
+	sc := sarama.NewConfig()
+	sc.Version = sarama.V2_8_0_0
+	client, err := sarama.NewClient(brokers, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	om, err := sarama.NewOffsetManagerFromClient(cfg.GroupID, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pom, err := om.ManagePartition("in", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pom.MarkOffset(12, "")
+	om.Commit()
+	if err := pom.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := om.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	cp, err := s.Restore(ctx)
+	want := record.Checkpoint{Watermark: math.MinInt64, Partitions: []record.PartitionCheckpoint{mine,
+		{TopicPartition: record.TopicPartition{Topic: "in", Partition: 1}, Low: 12, Position: 12, End: -1, Watermark: math.MinInt64}}}
+	if err != nil || cp == nil || !reflect.DeepEqual(*cp, want) {
+		t.Fatalf("Restore = %+v, %v; want %+v", cp, err, want)
 	}
 }

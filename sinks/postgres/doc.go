@@ -22,9 +22,18 @@
 //	reason         text                     -- dead-letter reason, if any
 //
 // The checkpoint lives in <Table>_checkpoint (name, topic, partition, low,
-// position, end_offset, replaying; primary key (name, topic, partition)) and
-// <Table>_watermark (name primary key, watermark, updated_at), keyed by
-// Config.Name so several jobs can share the tables.
+// position, end_offset, replaying, watermark; primary key (name, topic,
+// partition)) and <Table>_watermark (name primary key, watermark,
+// updated_at), keyed by Config.Name so several jobs can share the tables.
+// The checkpoint table's watermark column is the partition's own
+// PartitionCheckpoint.Watermark; the <Table>_watermark row is
+// Checkpoint.Watermark, stored as given (not derived from the partitions,
+// so a checkpoint without partitions keeps it). Open adds the column to a
+// checkpoint table created by an earlier build (ALTER TABLE … ADD COLUMN IF
+// NOT EXISTS watermark bigint NOT NULL DEFAULT -9223372036854775808, skipped
+// with Config.NoCreate); Restore raises each partition's watermark to at
+// least Checkpoint.Watermark, so such old rows restore with the checkpoint
+// watermark, which bounded every partition when they were written.
 //
 // Invariants:
 //

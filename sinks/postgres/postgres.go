@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -41,7 +42,9 @@ type Config struct {
 	// ValueType is the value column type when the sink creates the table:
 	// "jsonb" (default) or "text".
 	ValueType string
-	// NoCreate skips CREATE TABLE IF NOT EXISTS in Open.
+	// NoCreate skips CREATE TABLE IF NOT EXISTS in Open, and the ALTER
+	// TABLE that adds the watermark column to a <Table>_checkpoint created
+	// by an earlier build: the tables must then already have it.
 	NoCreate bool
 	// MaxBatch is the number of buffered rows at which Write commits them
 	// before accepting more. Default 10000.
@@ -96,7 +99,8 @@ func quote(name string) string {
 	return pgx.Identifier(strings.Split(name, ".")).Sanitize()
 }
 
-// Open connects and creates the tables if needed.
+// Open connects and creates the tables if needed, adding the per-partition
+// watermark column to a checkpoint table created by an earlier build.
 func (s *Sink) Open(ctx context.Context) error {
 	if err := s.cfg.Validate(); err != nil {
 		return err
@@ -128,11 +132,13 @@ CREATE TABLE IF NOT EXISTS %[2]s (
 	position bigint NOT NULL,
 	end_offset bigint NOT NULL,
 	replaying boolean NOT NULL,
+	watermark bigint NOT NULL DEFAULT %[5]d,
 	PRIMARY KEY (name, topic, partition));
+ALTER TABLE %[2]s ADD COLUMN IF NOT EXISTS watermark bigint NOT NULL DEFAULT %[5]d;
 CREATE TABLE IF NOT EXISTS %[3]s (
 	name text PRIMARY KEY,
 	watermark bigint NOT NULL,
-	updated_at timestamptz NOT NULL DEFAULT now());`, s.data, s.cp, s.wm, s.cfg.ValueType)
+	updated_at timestamptz NOT NULL DEFAULT now());`, s.data, s.cp, s.wm, s.cfg.ValueType, int64(math.MinInt64))
 	return s.do(ctx, func(c *pgx.Conn) error {
 		_, err := c.Exec(ctx, ddl)
 		return err
@@ -195,6 +201,11 @@ func (s *Sink) FlushCheckpoint(ctx context.Context, cp record.Checkpoint) error 
 }
 
 // Restore returns the checkpoint stored for Config.Name, or nil.
+// Checkpoint.Watermark comes from <Table>_watermark, each partition's
+// Watermark from its <Table>_checkpoint row, raised to at least
+// Checkpoint.Watermark: a row written before the column existed holds the
+// default math.MinInt64, and the checkpoint watermark was then the bound for
+// every partition.
 func (s *Sink) Restore(ctx context.Context) (*record.Checkpoint, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
@@ -211,14 +222,15 @@ func (s *Sink) Restore(ctx context.Context) (*record.Checkpoint, error) {
 			if err != nil {
 				return err
 			}
-			rows, err := tx.Query(ctx, `SELECT topic, partition, low, position, end_offset, replaying FROM `+s.cp+
+			rows, err := tx.Query(ctx, `SELECT topic, partition, low, position, end_offset, replaying, watermark FROM `+s.cp+
 				` WHERE name = $1 ORDER BY topic, partition`, s.cfg.Name)
 			if err != nil {
 				return err
 			}
 			cp.Partitions, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (record.PartitionCheckpoint, error) {
 				var p record.PartitionCheckpoint
-				err := r.Scan(&p.Topic, &p.Partition, &p.Low, &p.Position, &p.End, &p.Replaying)
+				err := r.Scan(&p.Topic, &p.Partition, &p.Low, &p.Position, &p.End, &p.Replaying, &p.Watermark)
+				p.Watermark = max(p.Watermark, cp.Watermark)
 				return p, err
 			})
 			return err
@@ -331,10 +343,10 @@ func (s *Sink) saveCheckpoint(ctx context.Context, tx pgx.Tx, cp *record.Checkpo
 	}
 	rows := make([][]any, len(cp.Partitions))
 	for i, p := range cp.Partitions {
-		rows[i] = []any{s.cfg.Name, p.Topic, p.Partition, p.Low, p.Position, p.End, p.Replaying}
+		rows[i] = []any{s.cfg.Name, p.Topic, p.Partition, p.Low, p.Position, p.End, p.Replaying, p.Watermark}
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier(strings.Split(s.cfg.Table+"_checkpoint", ".")),
-		[]string{"name", "topic", "partition", "low", "position", "end_offset", "replaying"}, pgx.CopyFromRows(rows)); err != nil {
+		[]string{"name", "topic", "partition", "low", "position", "end_offset", "replaying", "watermark"}, pgx.CopyFromRows(rows)); err != nil {
 		return err
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO `+s.wm+` (name, watermark, updated_at) VALUES ($1, $2, now())

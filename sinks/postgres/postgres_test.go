@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -126,8 +127,8 @@ func TestCheckpointAtomicAndRestartExactlyOnce(t *testing.T) {
 		t.Fatalf("Restore on empty tables: %v %v", cp, err)
 	}
 	cp1 := record.Checkpoint{Watermark: 1_800_000_000_049, Partitions: []record.PartitionCheckpoint{
-		{TopicPartition: record.TopicPartition{Topic: "in", Partition: 0}, Low: 48, Position: 51, End: 99, Replaying: true},
-		{TopicPartition: record.TopicPartition{Topic: "in", Partition: 1}, Low: 49, Position: 50, End: 100},
+		{TopicPartition: record.TopicPartition{Topic: "in", Partition: 0}, Low: 48, Position: 51, End: 99, Replaying: true, Watermark: 1_800_000_000_063},
+		{TopicPartition: record.TopicPartition{Topic: "in", Partition: 1}, Low: 49, Position: 50, End: 100, Watermark: 1_800_000_000_049},
 	}}
 	if err := s.Write(ctx, all[:50]); err != nil {
 		t.Fatal(err)
@@ -200,6 +201,60 @@ func TestCheckpointAtomicAndRestartExactlyOnce(t *testing.T) {
 		t.Fatalf("after Purge: %v %v %d rows", cp, err, len(f.values(t)))
 	}
 	_ = s3.Close()
+}
+
+// TestCheckpointTableFromEarlierBuild: Open adds the watermark column to a
+// checkpoint table created without it; its old rows restore with the
+// checkpoint watermark, and new checkpoints store per-partition watermarks.
+func TestCheckpointTableFromEarlierBuild(t *testing.T) {
+	f := newFixture(t)
+	for _, q := range []string{
+		`CREATE TABLE ` + f.table + `_checkpoint (name text NOT NULL, topic text NOT NULL, partition integer NOT NULL,
+			low bigint NOT NULL, position bigint NOT NULL, end_offset bigint NOT NULL, replaying boolean NOT NULL,
+			PRIMARY KEY (name, topic, partition))`,
+		`CREATE TABLE ` + f.table + `_watermark (name text PRIMARY KEY, watermark bigint NOT NULL,
+			updated_at timestamptz NOT NULL DEFAULT now())`,
+		`INSERT INTO ` + f.table + `_checkpoint VALUES ('default', 'in', 0, 3, 4, 9, false), ('default', 'in', 1, 5, 6, 9, true)`,
+		`INSERT INTO ` + f.table + `_watermark (name, watermark) VALUES ('default', 77)`,
+	} {
+		if _, err := f.admin.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.sink(func(c *postgres.Config) { c.NoCreate = true }).Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := f.admin.QueryRow(ctx, `SELECT count(*) FROM information_schema.columns
+		WHERE table_name = $1 AND column_name = 'watermark'`, f.table+"_checkpoint").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("NoCreate added the column: %d %v", n, err)
+	}
+
+	s := f.sink()
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := record.Checkpoint{Watermark: 77, Partitions: []record.PartitionCheckpoint{
+		{TopicPartition: record.TopicPartition{Topic: "in", Partition: 0}, Low: 3, Position: 4, End: 9, Watermark: 77},
+		{TopicPartition: record.TopicPartition{Topic: "in", Partition: 1}, Low: 5, Position: 6, End: 9, Replaying: true, Watermark: 77},
+	}}
+	if cp, err := s.Restore(ctx); err != nil || cp == nil || !reflect.DeepEqual(*cp, want) {
+		t.Fatalf("Restore of old rows = %+v, %v; want %+v", cp, err, want)
+	}
+	want.Watermark = math.MinInt64
+	want.Partitions[0].Watermark, want.Partitions[1].Watermark = 1_800_000_000_000, math.MinInt64
+	if err := s.FlushCheckpoint(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	s2 := f.sink()
+	if err := s2.Open(ctx); err != nil { // the column exists: a no-op
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if cp, err := s2.Restore(ctx); err != nil || cp == nil || !reflect.DeepEqual(*cp, want) {
+		t.Fatalf("Restore = %+v, %v; want %+v", cp, err, want)
+	}
 }
 
 // TestFailedCheckpointCommitsNothing: when the checkpoint part of the
