@@ -83,6 +83,13 @@ type Config struct {
 	// RevokeTimeout bounds how long a rebalance waits for the caller to
 	// take a Revoked (group mode). Default 30s.
 	RevokeTimeout time.Duration
+	// SessionTimeout, HeartbeatInterval and RebalanceTimeout are the
+	// consumer-group timings (group mode). Defaults: sarama's, 10s, 3s and
+	// 60s. A member that dies is replaced after SessionTimeout, which
+	// brokers bound by group.min.session.timeout.ms (6s by default).
+	SessionTimeout    time.Duration
+	HeartbeatInterval time.Duration
+	RebalanceTimeout  time.Duration
 	// Version is the Kafka protocol version assumed. Default 2.8.0.
 	Version sarama.KafkaVersion
 	// Logger receives the source's logs. Default: a no-op logger.
@@ -208,6 +215,19 @@ func (c *Config) sarama() (*sarama.Config, error) {
 	}
 	if c.readCommitted() {
 		sc.Consumer.IsolationLevel = sarama.ReadCommitted
+	}
+	// Range assignment gives partition p of every topic to the same member
+	// when the topics have equal partition counts: the co-partitioned tasks
+	// signalbox orders within.
+	sc.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategyRange()}
+	if c.SessionTimeout > 0 {
+		sc.Consumer.Group.Session.Timeout = c.SessionTimeout
+	}
+	if c.HeartbeatInterval > 0 {
+		sc.Consumer.Group.Heartbeat.Interval = c.HeartbeatInterval
+	}
+	if c.RebalanceTimeout > 0 {
+		sc.Consumer.Group.Rebalance.Timeout = c.RebalanceTimeout
 	}
 	if c.TLS.Enable {
 		tc, err := c.TLS.config()

@@ -32,6 +32,7 @@ type groupState struct {
 
 func (s *Source) openGroup(sc *sarama.Config) error {
 	sc.Consumer.Fetch.Default = 1 << 10 // sarama's own consumers are paused; keep what they read small
+	s.warnUnequalPartitions()
 	cg, err := sarama.NewConsumerGroupFromClient(s.cfg.Group, s.client)
 	if err != nil {
 		return fmt.Errorf("kafka: group %s: %w", s.cfg.Group, err)
@@ -47,6 +48,27 @@ func (s *Source) openGroup(sc *sarama.Config) error {
 	}()
 	go g.loop()
 	return nil
+}
+
+// warnUnequalPartitions logs when the topics have different partition
+// counts: range assignment then cannot give partition p of every topic to
+// one member, and keys are no longer co-partitioned across topics.
+func (s *Source) warnUnequalPartitions() {
+	counts := map[string]int{}
+	for _, t := range s.cfg.Topics {
+		if ps, err := s.client.Partitions(t); err == nil {
+			counts[t] = len(ps)
+		}
+	}
+	first := -1
+	for _, n := range counts {
+		if first >= 0 && n != first {
+			s.log.Warn("topics have different partition counts: a consumer group cannot co-partition them, so order across topics holds per instance, not per key",
+				zap.Any("partitions", counts))
+			return
+		}
+		first = n
+	}
 }
 
 // loop keeps the member in the group until the source closes.
