@@ -5,15 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox/catchup"
-	"github.com/signalbox/signalbox/internal/offsets"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/timers"
 	"github.com/signalbox/signalbox/watermark"
@@ -74,54 +71,6 @@ func (p *Pipeline) Stats() Stats {
 	s := p.stats
 	s.Late = maps.Clone(p.stats.Late)
 	return s
-}
-
-type partState struct {
-	tp      record.TopicPartition
-	wid     watermark.ID
-	cid     catchup.ID
-	dec     *decoder
-	task    *task
-	offs    *offsets.Partition
-	late    *LateCounter
-	revoked bool
-	// restart: records below restorePos with event time ≤ restoreWM were
-	// already emitted before the restart.
-	restoring  bool
-	restorePos int64
-	restoreWM  int64
-	// start is the position the partition was assigned at; floor counts the
-	// records below it that a DurableStore restored, and their lowest
-	// offset, so commits stay below them until they are released.
-	start      int64
-	floorCount int
-	floorMin   int64
-}
-
-// task is one co-partitioned task: partition number p of every input. It
-// has its own watermark (its Strategy, fed by its partitions only) and its
-// own release mark.
-//
-// The instance releases up to G, the lowest watermark of its tasks with
-// timed partitions. Without rebalances G is the watermark over all
-// partitions, so the output is in event-time order across the whole
-// instance. A task that is newly assigned starts at its checkpointed
-// watermark (or −∞): G may then fall, and the task's re-read records are
-// released in order instead of being late against the instance's other
-// tasks; order is per task (per key), as the brief's Scale section states.
-type task struct {
-	strat Strategy
-	rel   int64 // highest G applied while owned: records at or below it are late
-	parts int
-	timed int
-}
-
-// low is the offset to commit: nothing below it is parked or unacknowledged.
-func (ps *partState) low() int64 {
-	if ps.floorCount > 0 {
-		return min(ps.floorMin, ps.offs.Low())
-	}
-	return ps.offs.Low()
 }
 
 // out is one unit of work for the sink goroutine.
@@ -341,7 +290,7 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 			r.stats.ReplayDone, r.stats.ReplayTime = true, now.Sub(r.started)
 			r.emit(Event{Kind: EventReplayDone, Watermark: r.wm})
 			if cfg.until == UntilEndOffsets {
-				return r.flushAll(ctx)
+				return r.flushAll()
 			}
 		}
 		if now.Sub(lastCP) >= cfg.checkpoint {
@@ -442,160 +391,6 @@ func (r *run) handle(ctx context.Context, f record.Fetch) error {
 	return nil
 }
 
-func (r *run) ingest(ps *partState, rec *record.Record, now time.Time) error {
-	r.stats.In++
-	if f := r.cfg.metaFilter; f != nil && !f(rec) {
-		r.stats.Filtered++
-		return nil
-	}
-	if err := ps.dec.decode(rec); err != nil {
-		return r.dead(rec, err.Error())
-	}
-	if ps.restoring && rec.Offset < ps.restorePos && (rec.Timeless || rec.EventTime <= ps.restoreWM) {
-		r.stats.Skipped++
-		return nil
-	}
-	if f := r.cfg.filter; f != nil && !f(rec) {
-		r.stats.Filtered++
-		return nil
-	}
-	if t := r.cfg.transform; t != nil {
-		if err := t(rec); err != nil {
-			return r.dead(rec, "transform: "+err.Error())
-		}
-	}
-	if rec.Timeless {
-		r.stats.Timeless++
-		r.emitNow(rec)
-		return nil
-	}
-	ps.task.strat.Observe(ps.wid, rec.EventTime, now)
-	if rec.EventTime <= ps.task.rel {
-		return r.late(ps, rec)
-	}
-	ps.offs.Add(rec.Offset)
-	r.pos = timers.Pos{EventTime: rec.EventTime, Key: rec.OrderKey, Input: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}
-	return r.store.Park(r.pos, rec)
-}
-
-func (r *run) late(ps *partState, rec *record.Record) error {
-	lateBy := ps.task.rel - rec.EventTime
-	ps.late.add(lateBy, r.cfg.late)
-	c := *ps.late
-	c.Histogram = slices.Clone(c.Histogram) // the snapshot must not share the live counters
-	r.stats.Late[ps.tp] = c
-	r.emit(Event{Kind: EventLate, Partition: ps.tp, Offset: rec.Offset, LateBy: lateBy, Watermark: ps.task.rel})
-	switch r.cfg.late {
-	case LateDrop:
-		return nil
-	case LateDeadLetter:
-		return r.dead(rec, "late by "+strconv.FormatInt(lateBy, 10)+"ms")
-	}
-	rec.Late, rec.LateBy = true, lateBy
-	r.emitNow(rec)
-	return nil
-}
-
-func (r *run) emitNow(rec *record.Record) {
-	r.cur.records = append(r.cur.records, *rec)
-	r.stats.Out++
-}
-
-func (r *run) dead(rec *record.Record, reason string) error {
-	if r.cfg.deadLetter == nil {
-		return fmt.Errorf("%w: %s/%d@%d: %s", ErrNoDeadLetter, rec.Topic, rec.Partition, rec.Offset, reason)
-	}
-	d := *rec
-	d.Headers = append(d.Headers[:len(d.Headers):len(d.Headers)], record.Header{Key: record.ReasonHeader, Value: []byte(reason)})
-	r.cur.dead = append(r.cur.dead, d)
-	r.stats.Dead++
-	r.emit(Event{Kind: EventDead, Partition: record.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}, Offset: rec.Offset, Reason: reason})
-	return nil
-}
-
-func (r *run) assign(a record.PartitionInfo, now time.Time) {
-	dec := r.p.decoders[a.Topic]
-	if dec == nil {
-		dec = r.p.fallback
-	}
-	ps := &partState{
-		tp:    a.TopicPartition,
-		wid:   watermark.ID{Input: a.Topic, Partition: a.Partition},
-		cid:   catchup.ID{Input: a.Topic, Partition: a.Partition},
-		dec:   dec,
-		offs:  offsets.New(a.Start),
-		late:  &LateCounter{},
-		start: a.Start,
-	}
-	if c, ok := r.restoredLate[a.TopicPartition]; ok {
-		c.Histogram = slices.Clone(c.Histogram)
-		ps.late = &c
-		r.stats.Late[a.TopicPartition] = c
-	}
-	if f, ok := r.floors[a.TopicPartition]; ok && f.Count > 0 {
-		ps.floorCount, ps.floorMin = f.Count, f.MinOffset
-	}
-	ps.task = r.tasks[a.Partition]
-	if ps.task == nil {
-		ps.task = &task{strat: r.cfg.strategy(), rel: watermark.MinTime}
-		r.tasks[a.Partition] = ps.task
-	}
-	ps.task.parts++
-	if !dec.timeless {
-		ps.task.timed++
-	}
-	end := a.End
-	if cp, ok := r.restored[a.TopicPartition]; ok {
-		wm := max(cp.Watermark, r.cpWM)
-		ps.restoring, ps.restorePos, ps.restoreWM = a.Start < cp.Position, cp.Position, wm
-		ps.task.strat.Restore(wm)
-		ps.task.rel = max(ps.task.rel, wm)
-		if cp.Replaying && cp.End > 0 {
-			end = cp.End // keep the original snapshot: a restart cannot shorten history
-		}
-		r.emit(Event{Kind: EventOffsetsReset, Partition: a.TopicPartition, Offset: cp.Position, Watermark: wm})
-	}
-	r.parts[a.TopicPartition] = ps
-	ps.task.strat.Add(ps.wid, dec.timeless, now)
-	ph := r.catch.Assign(ps.cid, a.Start, end, now)
-	st, _ := r.catch.Status(ps.cid)
-	ps.task.strat.SetPhase(ps.wid, ph, st.Behind, now)
-	r.emit(Event{Kind: EventAssigned, Partition: a.TopicPartition, To: ph})
-}
-
-func (r *run) revoke(tp record.TopicPartition) {
-	ps := r.parts[tp]
-	if ps == nil {
-		return
-	}
-	ps.revoked = true
-	// Remember what this instance emitted, as a checkpoint would: if the
-	// partition comes back (an eager rebalance revokes everything, then
-	// reassigns), the re-read records it already emitted are skipped.
-	r.restored[tp] = record.PartitionCheckpoint{TopicPartition: tp, Low: ps.low(), Position: ps.offs.Position(), Watermark: ps.task.rel}
-	delete(r.parts, tp)
-	r.catch.Revoke(ps.cid)
-	ps.task.strat.Remove(ps.wid)
-	ps.task.parts--
-	if !ps.dec.timeless {
-		ps.task.timed--
-	}
-	if ps.task.parts == 0 {
-		delete(r.tasks, tp.Partition)
-	}
-	r.emit(Event{Kind: EventRevoked, Partition: tp})
-}
-
-func (r *run) phase(t catchup.Transition) {
-	ps := r.parts[record.TopicPartition{Topic: t.Input, Partition: t.Partition}]
-	if ps == nil {
-		return
-	}
-	st, _ := r.catch.Status(t.ID)
-	ps.task.strat.SetPhase(ps.wid, t.To, st.Behind, r.cfg.clock())
-	r.emit(Event{Kind: EventPhase, Partition: ps.tp, From: t.From, To: t.To, Watermark: r.wm})
-}
-
 // release advances the watermark and moves every parked record at or below it
 // into the current out batch, in timer order. The strategy sees the source's
 // evidence clock when it keeps one: the processing-time fallback must not run
@@ -659,7 +454,7 @@ func (r *run) released(rec *record.Record) error {
 // flushAll releases everything parked (end of a bounded run) and raises the
 // watermark to the last released event time, so that a later restart treats
 // all of it as emitted.
-func (r *run) flushAll(ctx context.Context) error {
+func (r *run) flushAll() error {
 	last := r.wm
 	if err := r.store.Release(watermark.MaxTime, 0, func(rec *record.Record) error {
 		last = max(last, rec.EventTime)
