@@ -548,9 +548,16 @@ func (c *Crasher) Crash(kills int) {
 		if target == "replay" && run > 0 {
 			after, rate = after/5, rate/4
 		}
+		// The first run replays the whole history: it is also killed once a
+		// random share of it is read, so that at least one kill lands in a
+		// replay however fast the machine reads (later runs replay little).
+		frac := 2.0 // never
+		if target == "replay" && run == 0 {
+			frac = 0.2 + 0.6*c.Rng.Float64()
+		}
 		p := c.start(run, "live", true, rate)
 		url := c.statusURL(p)
-		k := c.killWhen(p, url, target, after)
+		k := c.killWhen(p, url, target, after, frac)
 		k.Run, k.Target = run, target
 		c.Kills = append(c.Kills, k)
 		c.T.Log(k)
@@ -565,10 +572,10 @@ func (c *Crasher) Crash(kills int) {
 
 // killWhen polls the job's status until the kill condition holds, then
 // kills the job with SIGKILL and waits for it. A replay target is killed
-// `after` the status server first answers, if the replay is still on by
-// then, else as soon as the replay is seen done; a live target `after` the
-// replay is seen done.
-func (c *Crasher) killWhen(p *proc, url, target string, after time.Duration) KillPoint {
+// `after` the status server first answers or once the share frac of the
+// replay is read, if the replay is still on by then, else as soon as the
+// replay is seen done; a live target `after` the replay is seen done.
+func (c *Crasher) killWhen(p *proc, url, target string, after time.Duration, frac float64) KillPoint {
 	c.T.Helper()
 	deadline := time.Now().Add(HangGuard)
 	var last status
@@ -592,7 +599,7 @@ func (c *Crasher) killWhen(p *proc, url, target string, after time.Duration) Kil
 		if up.IsZero() {
 			up = time.Now()
 		}
-		if !s.ReplayDone && target == "replay" && time.Since(up) >= after {
+		if !s.ReplayDone && target == "replay" && (time.Since(up) >= after || s.done() >= frac) {
 			k.Phase, k.Detail = "replay", fmt.Sprintf("%v after the status was up; %s", time.Since(up).Round(time.Millisecond), s)
 			break
 		}
