@@ -1,10 +1,13 @@
 package signalbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -87,12 +90,14 @@ func (r *run) wait(ctx context.Context, ack <-chan struct{}) error {
 
 func (r *run) blobs() map[string][]byte {
 	var ls []lateEntry
-	for _, st := range r.catch.Statuses() {
-		tp := record.TopicPartition{Topic: st.Input, Partition: st.Partition}
-		if ps := r.parts[tp]; ps != nil && ps.late.Count > 0 {
-			ls = append(ls, lateEntry{Topic: tp.Topic, Partition: tp.Partition, Counter: *ps.late})
+	for tp, c := range r.lateCounts {
+		if c.Count > 0 {
+			ls = append(ls, lateEntry{Topic: tp.Topic, Partition: tp.Partition, Counter: *c})
 		}
 	}
+	slices.SortFunc(ls, func(a, b lateEntry) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
 	b, _ := json.Marshal(ls) // plain data: cannot fail
 	return map[string][]byte{lateBlob: b}
 }
@@ -122,9 +127,9 @@ func (r *run) restore(ctx context.Context) error {
 			if err := json.Unmarshal(b, &ls); err != nil {
 				return fmt.Errorf("signalbox: restoring late counters: %w", err)
 			}
-			r.restoredLate = map[record.TopicPartition]LateCounter{}
 			for _, l := range ls {
-				r.restoredLate[record.TopicPartition{Topic: l.Topic, Partition: l.Partition}] = l.Counter
+				c := l.Counter
+				r.lateCounts[record.TopicPartition{Topic: l.Topic, Partition: l.Partition}] = &c
 			}
 		}
 	}

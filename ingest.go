@@ -2,7 +2,6 @@ package signalbox
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -44,16 +43,12 @@ func (r *run) ingest(ps *partState, rec *record.Record, now time.Time) error {
 		return r.late(ps, rec)
 	}
 	ps.offs.Add(rec.Offset)
-	r.pos = timers.Pos{EventTime: rec.EventTime, Key: rec.OrderKey, Input: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}
-	return r.store.Park(r.pos, rec)
+	return r.store.Park(timers.Pos{EventTime: rec.EventTime, Key: rec.OrderKey, Input: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}, rec)
 }
 
 func (r *run) late(ps *partState, rec *record.Record) error {
 	lateBy := ps.task.rel - rec.EventTime
 	ps.late.add(lateBy, r.cfg.late)
-	c := *ps.late
-	c.Histogram = slices.Clone(c.Histogram) // the snapshot must not share the live counters
-	r.stats.Late[ps.tp] = c
 	r.emit(Event{Kind: EventLate, Partition: ps.tp, Offset: rec.Offset, LateBy: lateBy, Watermark: ps.task.rel})
 	switch r.cfg.late {
 	case LateDrop:

@@ -1,7 +1,6 @@
 package signalbox
 
 import (
-	"slices"
 	"time"
 
 	"github.com/signalbox/signalbox/catchup"
@@ -69,13 +68,11 @@ func (r *run) assign(a record.PartitionInfo, now time.Time) {
 		cid:   catchup.ID{Input: a.Topic, Partition: a.Partition},
 		dec:   dec,
 		offs:  offsets.New(a.Start),
-		late:  &LateCounter{},
 		start: a.Start,
 	}
-	if c, ok := r.restoredLate[a.TopicPartition]; ok {
-		c.Histogram = slices.Clone(c.Histogram)
-		ps.late = &c
-		r.stats.Late[a.TopicPartition] = c
+	if ps.late = r.lateCounts[a.TopicPartition]; ps.late == nil {
+		ps.late = &LateCounter{}
+		r.lateCounts[a.TopicPartition] = ps.late
 	}
 	if f, ok := r.floors[a.TopicPartition]; ok && f.Count > 0 {
 		ps.floorCount, ps.floorMin = f.Count, f.MinOffset

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -102,7 +103,6 @@ type run struct {
 	stats    Stats
 	started  time.Time
 	replayed bool
-	pos      timers.Pos
 	acks     chan Event // checkpoint acknowledgements from the sink goroutine
 	// evidence is the source's evidence clock (record.Fetch.At); stamped
 	// is false for sources that keep none.
@@ -113,8 +113,10 @@ type run struct {
 	sinkDone chan struct{}
 	// restored from a DurableStore: parked records per partition, late
 	// counters.
-	floors       map[record.TopicPartition]timers.Parked
-	restoredLate map[record.TopicPartition]LateCounter
+	floors map[record.TopicPartition]timers.Parked
+	// late holds every partition's late counters, restored ones included;
+	// they outlive a revoke, so a partition that comes back keeps counting.
+	lateCounts map[record.TopicPartition]*LateCounter
 }
 
 // Run runs the pipeline until ctx is cancelled (live mode) or until every
@@ -131,17 +133,17 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	cfg := &p.cfg
 	r := &run{
 		p: p, cfg: cfg,
-		parts:    map[record.TopicPartition]*partState{},
-		catch:    catchup.New(catchup.Options{StaleAfter: cfg.staleAfter}),
-		tasks:    map[int32]*task{},
-		store:    cfg.store,
-		wm:       watermark.MinTime,
-		outs:     make(chan *out, cfg.maxInflight),
-		errs:     make(chan error, 2),
-		acks:     make(chan Event, cfg.maxInflight+2),
-		started:  cfg.clock(),
-		restored: map[record.TopicPartition]record.PartitionCheckpoint{},
-		stats:    Stats{Late: map[record.TopicPartition]LateCounter{}},
+		parts:      map[record.TopicPartition]*partState{},
+		catch:      catchup.New(catchup.Options{StaleAfter: cfg.staleAfter}),
+		tasks:      map[int32]*task{},
+		store:      cfg.store,
+		wm:         watermark.MinTime,
+		outs:       make(chan *out, cfg.maxInflight),
+		errs:       make(chan error, 2),
+		acks:       make(chan Event, cfg.maxInflight+2),
+		started:    cfg.clock(),
+		restored:   map[record.TopicPartition]record.PartitionCheckpoint{},
+		lateCounts: map[record.TopicPartition]*LateCounter{},
 	}
 	r.cur = &out{}
 	r.durable, _ = cfg.store.(DurableStore)
@@ -413,11 +415,7 @@ func (r *run) release(now time.Time) error {
 	for _, t := range r.tasks {
 		t.rel = max(t.rel, g)
 	}
-	return r.releaseTo(g)
-}
-
-func (r *run) releaseTo(wm int64) error {
-	return r.store.Release(wm, 0, r.released)
+	return r.store.Release(g, 0, r.released)
 }
 
 // released takes one record the store released: it leaves the partition's
@@ -545,10 +543,17 @@ func (r *run) publish() {
 	watermark.SortHolds(s.Holders)
 	s.Progress = r.catch.Progress()
 	s.Partitions = r.catch.Statuses()
+	s.Late = make(map[record.TopicPartition]LateCounter, len(r.lateCounts))
+	for tp, c := range r.lateCounts {
+		if c.Count > 0 {
+			cc := *c
+			cc.Histogram = slices.Clone(c.Histogram) // the snapshot must not share the live counters
+			s.Late[tp] = cc
+		}
+	}
 	r.p.mu.Lock()
 	checkpoints := r.p.stats.Checkpoints
 	r.p.stats = s
 	r.p.stats.Checkpoints = checkpoints
-	r.p.stats.Late = maps.Clone(r.stats.Late)
 	r.p.mu.Unlock()
 }

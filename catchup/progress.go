@@ -1,7 +1,6 @@
 package catchup
 
 import (
-	"math"
 	"sort"
 	"time"
 )
@@ -58,5 +57,3 @@ func (t *Tracker) Progress() []Progress {
 	sort.Slice(out, func(i, j int) bool { return out[i].Input < out[j].Input })
 	return out
 }
-
-func pow2(x float64) float64 { return math.Exp2(x) }

@@ -1,6 +1,7 @@
 package catchup
 
 import (
+	"math"
 	"sort"
 	"time"
 )
@@ -113,7 +114,7 @@ func (t *Tracker) Observe(id ID, position, end int64, now time.Time) (Transition
 		if p.rate == 0 {
 			p.rate = inst // the first measurement: smoothing from 0 would bias it low
 		} else {
-			w := 1 - pow2(-dt/t.opts.RateHalfLife.Seconds())
+			w := 1 - math.Exp2(-dt/t.opts.RateHalfLife.Seconds())
 			p.rate += w * (inst - p.rate)
 		}
 		p.rateAt = now

@@ -31,31 +31,6 @@ func (c *Cluster) producerOpts(extra ...kgo.Opt) []kgo.Opt {
 	), extra...)
 }
 
-// produceAll produces recs asynchronously through cl and waits for every
-// acknowledgement, returning the first error.
-func produceAll(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) error {
-	var (
-		mu    sync.Mutex
-		first error
-		wg    sync.WaitGroup
-	)
-	wg.Add(len(recs))
-	for _, r := range recs {
-		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
-			defer wg.Done()
-			if err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return first
-}
-
 // Produce writes recs outside any transaction and waits until all are
 // acknowledged.
 func (c *Cluster) Produce(ctx context.Context, recs ...*kgo.Record) error {
@@ -64,7 +39,7 @@ func (c *Cluster) Produce(ctx context.Context, recs ...*kgo.Record) error {
 		return err
 	}
 	defer cl.Close()
-	return produceAll(ctx, cl, recs)
+	return cl.ProduceSync(ctx, recs...).FirstErr()
 }
 
 var txnSeq atomic.Int64
@@ -87,7 +62,7 @@ func (c *Cluster) OpenTxn(ctx context.Context, recs ...*kgo.Record) (*Txn, error
 		cl.Close()
 		return nil, err
 	}
-	if err := produceAll(ctx, cl, recs); err != nil {
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		cl.Close()
 		return nil, err
 	}

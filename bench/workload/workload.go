@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -266,22 +267,7 @@ func produce(ctx context.Context, c *embedded.Cluster, recs []*kgo.Record) error
 		return err
 	}
 	defer cl.Close()
-	var (
-		wg       sync.WaitGroup
-		firstErr atomic.Value
-	)
-	wg.Add(len(recs))
-	for _, r := range recs {
-		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
-			defer wg.Done()
-			if err != nil {
-				firstErr.CompareAndSwap(nil, err)
-			}
-		})
-	}
-	wg.Wait()
-	err, _ = firstErr.Load().(error)
-	return err
+	return cl.ProduceSync(ctx, recs...).FirstErr()
 }
 
 // itemIn picks an item that belongs to partition p (co-partitioned keys).
@@ -381,4 +367,19 @@ func (w *Workload) ProduceLive(ctx context.Context, c *embedded.Cluster) (Live, 
 		return live, fmt.Errorf("workload: %d live records not produced: %w", lost.Load(), err)
 	}
 	return live, nil
+}
+
+// AddFlags registers the scenario's knobs on fs, with o's current values as
+// defaults, so that every command scaling the scenario (signalbox demo,
+// benchall) names them alike.
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.Int64Var(&o.Seed, "seed", o.Seed, "workload seed")
+	fs.IntVar(&o.Topics, "topics", o.Topics, "event topics")
+	fs.IntVar(&o.Partitions, "partitions", o.Partitions, "partitions per topic")
+	fs.IntVar(&o.RecordsPerPartition, "records", o.RecordsPerPartition, "history records per partition")
+	fs.IntVar(&o.SlowTopics, "slow-topics", o.SlowTopics, "topics slower to connect than an idle timeout")
+	fs.DurationVar(&o.SlowFor, "slow", o.SlowFor, "how long the slow topics' fetches are delayed")
+	fs.DurationVar(&o.LiveFor, "live", o.LiveFor, "live traffic duration")
+	fs.IntVar(&o.LiveRate, "rate", o.LiveRate, "live records per second")
+	fs.IntVar(&o.ProducerDelayed, "producer-delayed", o.ProducerDelayed, "live records produced already older than the delay (late for every strategy, and counted)")
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -57,15 +58,11 @@ It exits 1 if any record came out of order or late beyond those asked for.`,
 	f := cmd.Flags()
 	w := &d.Workload
 	f.BoolVar(&asJSON, "json", false, "print the summary as JSON")
-	f.Int64Var(&w.Seed, "seed", 1, "workload seed")
-	f.IntVar(&w.Topics, "topics", 13, "event topics")
-	f.IntVar(&w.Partitions, "partitions", 3, "partitions per topic")
-	f.IntVar(&w.RecordsPerPartition, "records", 5000, "history records per partition")
-	f.IntVar(&w.SlowTopics, "slow-topics", 1, "topics slow to connect")
-	f.DurationVar(&w.SlowFor, "slow", 2*time.Second, "how long the slow topics' fetches are delayed")
-	f.DurationVar(&w.LiveFor, "live", 5*time.Second, "live traffic duration")
-	f.IntVar(&w.LiveRate, "rate", 2000, "live records per second")
-	f.IntVar(&w.ProducerDelayed, "producer-delayed", 0, "live records produced already older than the delay (each is late, and counted)")
+	*w = workload.Options{Seed: 1, Topics: 13, Partitions: 3, RecordsPerPartition: 5000, SlowTopics: 1,
+		SlowFor: 2 * time.Second, LiveFor: 5 * time.Second, LiveRate: 2000}
+	wf := flag.NewFlagSet("workload", flag.ContinueOnError)
+	w.AddFlags(wf)
+	f.AddGoFlagSet(wf)
 	f.DurationVar(&d.Delay, "delay", 300*time.Millisecond, "delay bound")
 	cmd.PreRunE = func(*cobra.Command, []string) error {
 		var errs []error

@@ -17,6 +17,7 @@ import (
 
 	"github.com/signalbox/signalbox/bench/chart"
 	"github.com/signalbox/signalbox/bench/harness"
+	"github.com/signalbox/signalbox/bench/workload"
 )
 
 func main() {
@@ -32,15 +33,9 @@ func run() error {
 	child := flag.Bool("child", false, "internal: run one throughput job read as JSON from stdin")
 	out := flag.String("out", "docs/", "directory for bench.md, bench.json and bench.svg")
 	inproc := flag.Bool("inprocess", false, "run throughput replays in this process (no per-strategy peak RSS)")
-	flag.Int64Var(&w.Seed, "seed", 1, "workload seed")
-	flag.IntVar(&w.Topics, "topics", 13, "event topics")
-	flag.IntVar(&w.Partitions, "partitions", 3, "partitions per topic")
-	flag.IntVar(&w.RecordsPerPartition, "records", 10000, "history records per partition")
-	flag.IntVar(&w.SlowTopics, "slow-topics", 2, "topics slower to connect than the idle timeout")
-	flag.DurationVar(&w.SlowFor, "slow", 3*time.Second, "how long the slow topics' fetches are delayed")
-	flag.DurationVar(&w.LiveFor, "live", 5*time.Second, "live traffic duration")
-	flag.IntVar(&w.LiveRate, "rate", 2000, "live records per second")
-	flag.IntVar(&w.ProducerDelayed, "producer-delayed", 0, "producer-delayed live records (late for every strategy)")
+	*w = workload.Options{Seed: 1, Topics: 13, Partitions: 3, RecordsPerPartition: 10000, SlowTopics: 2,
+		SlowFor: 3 * time.Second, LiveFor: 5 * time.Second, LiveRate: 2000}
+	w.AddFlags(flag.CommandLine)
 	flag.DurationVar(&o.Delay, "delay", 300*time.Millisecond, "delay bound of every strategy")
 	flag.DurationVar(&o.IdleTimeout, "idle", time.Second, "partition idle timeout of the timeout strategies")
 	flag.DurationVar(&o.InputTimeout, "input-idle", time.Second, "input idle timeout of the two-layer strategy")
