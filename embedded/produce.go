@@ -7,9 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Record builds a record for the helpers: Record.Partition is honoured
@@ -97,27 +96,30 @@ func (c *Cluster) ProduceTxn(ctx context.Context, commit bool, recs ...*kgo.Reco
 	return t.Abort(ctx)
 }
 
-// CreateTopic creates a topic (partitions ≤ 0: the cluster default).
-func (c *Cluster) CreateTopic(ctx context.Context, name string, partitions int32) error {
+// adm is the cluster's admin client (kadm over the shared kgo client).
+func (c *Cluster) adm() (*kadm.Client, error) {
 	cl, err := c.adminClient()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	req := kmsg.NewPtrCreateTopicsRequest()
-	t := kmsg.NewCreateTopicsRequestTopic()
-	t.Topic, t.NumPartitions, t.ReplicationFactor = name, partitions, -1
-	if partitions <= 0 {
-		t.NumPartitions = -1
-	}
-	req.Topics = append(req.Topics, t)
-	resp, err := req.RequestWith(ctx, cl)
+	return kadm.NewClient(cl), nil
+}
+
+// CreateTopic creates a topic (partitions ≤ 0: the cluster default).
+func (c *Cluster) CreateTopic(ctx context.Context, name string, partitions int32) error {
+	adm, err := c.adm()
 	if err != nil {
 		return err
 	}
-	for _, rt := range resp.Topics {
-		if err := kerr.ErrorForCode(rt.ErrorCode); err != nil {
-			return fmt.Errorf("create topic %s: %w", rt.Topic, err)
-		}
+	if partitions <= 0 {
+		partitions = -1
+	}
+	r, err := adm.CreateTopic(ctx, partitions, -1, nil, name)
+	if err == nil {
+		err = r.Err
+	}
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", name, err)
 	}
 	return nil
 }
@@ -125,41 +127,24 @@ func (c *Cluster) CreateTopic(ctx context.Context, name string, partitions int32
 // DeleteRecords deletes every record of the partition below offset (-1:
 // the high-water mark) and returns the new log start offset.
 func (c *Cluster) DeleteRecords(ctx context.Context, topic string, partition int32, offset int64) (int64, error) {
-	cl, err := c.adminClient()
+	adm, err := c.adm()
 	if err != nil {
 		return 0, err
 	}
-	req := kmsg.NewPtrDeleteRecordsRequest()
-	t := kmsg.NewDeleteRecordsRequestTopic()
-	t.Topic = topic
-	p := kmsg.NewDeleteRecordsRequestTopicPartition()
-	p.Partition, p.Offset = partition, offset
-	t.Partitions = append(t.Partitions, p)
-	req.Topics = append(req.Topics, t)
-	req.TimeoutMillis = 10_000
-	resp, err := req.RequestWith(ctx, cl)
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: topic, Partition: partition, At: offset})
+	rs, err := adm.DeleteRecords(ctx, os)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("delete records %s/%d: %w", topic, partition, err)
 	}
-	var parts []kmsg.DeleteRecordsResponseTopicPartition
-	if len(resp.Topics) > 0 {
-		parts = resp.Topics[0].Partitions
+	r, ok := rs.Lookup(topic, partition)
+	switch {
+	case !ok:
+		return 0, fmt.Errorf("delete records %s/%d: empty response", topic, partition)
+	case r.Err != nil:
+		return 0, fmt.Errorf("delete records %s/%d: %w", topic, partition, r.Err)
 	}
-	rp, err := onePartition("delete records", topic, partition, parts,
-		func(p kmsg.DeleteRecordsResponseTopicPartition) int16 { return p.ErrorCode })
-	return rp.LowWatermark, err
-}
-
-// onePartition returns the answer of a one-partition request, or its error.
-func onePartition[P any](what, topic string, partition int32, parts []P, code func(P) int16) (P, error) {
-	var zero P
-	if len(parts) == 0 {
-		return zero, fmt.Errorf("%s %s/%d: empty response", what, topic, partition)
-	}
-	if err := kerr.ErrorForCode(code(parts[0])); err != nil {
-		return zero, fmt.Errorf("%s %s/%d: %w", what, topic, partition, err)
-	}
-	return parts[0], nil
+	return r.LowWatermark, nil
 }
 
 // Offsets are the three offsets a broker reports for a partition.
@@ -171,42 +156,26 @@ type Offsets struct {
 // high-water mark of a partition.
 func (c *Cluster) ListOffsets(ctx context.Context, topic string, partition int32) (Offsets, error) {
 	var out Offsets
+	adm, err := c.adm()
+	if err != nil {
+		return out, err
+	}
 	for _, q := range []struct {
-		ts        int64
-		isolation int8
-		dst       *int64
-	}{{-2, 0, &out.LogStart}, {-1, 1, &out.LastStable}, {-1, 0, &out.HighWater}} {
-		off, err := c.listOffset(ctx, topic, partition, q.ts, q.isolation)
+		list func(context.Context, ...string) (kadm.ListedOffsets, error)
+		dst  *int64
+	}{{adm.ListStartOffsets, &out.LogStart}, {adm.ListCommittedOffsets, &out.LastStable}, {adm.ListEndOffsets, &out.HighWater}} {
+		l, err := q.list(ctx, topic)
 		if err != nil {
-			return out, err
+			return out, fmt.Errorf("list offsets %s/%d: %w", topic, partition, err)
 		}
-		*q.dst = off
+		o, ok := l.Lookup(topic, partition)
+		switch {
+		case !ok:
+			return out, fmt.Errorf("list offsets %s/%d: empty response", topic, partition)
+		case o.Err != nil:
+			return out, fmt.Errorf("list offsets %s/%d: %w", topic, partition, o.Err)
+		}
+		*q.dst = o.Offset
 	}
 	return out, nil
-}
-
-func (c *Cluster) listOffset(ctx context.Context, topic string, partition int32, ts int64, isolation int8) (int64, error) {
-	cl, err := c.adminClient()
-	if err != nil {
-		return 0, err
-	}
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.IsolationLevel = isolation
-	t := kmsg.NewListOffsetsRequestTopic()
-	t.Topic = topic
-	p := kmsg.NewListOffsetsRequestTopicPartition()
-	p.Partition, p.Timestamp = partition, ts
-	t.Partitions = append(t.Partitions, p)
-	req.Topics = append(req.Topics, t)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return 0, err
-	}
-	var parts []kmsg.ListOffsetsResponseTopicPartition
-	if len(resp.Topics) > 0 {
-		parts = resp.Topics[0].Partitions
-	}
-	rp, err := onePartition("list offsets", topic, partition, parts,
-		func(p kmsg.ListOffsetsResponseTopicPartition) int16 { return p.ErrorCode })
-	return rp.Offset, err
 }
