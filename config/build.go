@@ -27,11 +27,10 @@ type Plan struct {
 	StateDir string
 	// StateMemory is state.memory in bytes (0: the store's default).
 	StateMemory int64
-	// Sinks are the sinks, unopened, in the order they are written and
-	// flushed: the job's order, except that the exactly-once sink (at most
-	// one, a signalbox.CheckpointSink) comes last. It is flushed last at
-	// each checkpoint, so its checkpoint never covers a record another sink
-	// has not yet acknowledged. The dead-letter sink is not among them.
+	// Sinks are the sinks, unopened, in the job's order. At most one is a
+	// signalbox.CheckpointSink (the exactly-once sink); the engine flushes
+	// it after the others at each checkpoint. The dead-letter sink is not
+	// among them.
 	Sinks []signalbox.Sink
 }
 
@@ -92,21 +91,13 @@ func (j *Job) Build(log *zap.Logger) (*Plan, error) {
 		signalbox.WithBatchSize(j.BatchSize),
 		signalbox.WithLogger(log),
 	}
-	var last signalbox.Sink
 	for i := range j.Sinks {
 		s, err := j.buildSink(&j.Sinks[i])
 		if err != nil {
 			return nil, Errors{{Path: fmt.Sprintf("sinks[%d]", i), Line: j.lines[fmt.Sprintf("sinks[%d]", i)], Msg: err.Error()}}
 		}
-		if _, ok := s.(signalbox.CheckpointSink); ok {
-			last = s // Validate allows one
-		} else {
-			p.Sinks = append(p.Sinks, s)
-		}
+		p.Sinks = append(p.Sinks, s)
 		p.WritesStdout = p.WritesStdout || j.Sinks[i].writesStdout()
-	}
-	if last != nil {
-		p.Sinks = append(p.Sinks, last)
 	}
 	for _, s := range p.Sinks {
 		p.Options = append(p.Options, signalbox.WithSink(s))
@@ -115,9 +106,6 @@ func (j *Job) Build(log *zap.Logger) (*Plan, error) {
 		s, err := j.buildSink(j.DeadLetter)
 		if err != nil {
 			return nil, Errors{{Path: "dead_letter", Line: j.lines["dead_letter"], Msg: err.Error()}}
-		}
-		if cs, ok := s.(signalbox.CheckpointSink); ok {
-			s = atLeastOnce{cs} // the engine only flushes the dead-letter sink
 		}
 		p.Options = append(p.Options, signalbox.WithDeadLetter(s))
 		p.WritesStdout = p.WritesStdout || j.DeadLetter.writesStdout()
