@@ -29,6 +29,12 @@ type partState struct {
 	start      int64
 	floorCount int
 	floorMin   int64
+	// Flow control (align.go): the newest and the first event time
+	// observed, the event time the last answer spanned, and why the
+	// partition is paused ("" when it is not).
+	maxET, firstET int64
+	span           int64
+	paused         string
 }
 
 // task is one co-partitioned task: partition number p of every input. It
@@ -58,10 +64,7 @@ func (ps *partState) low() int64 {
 }
 
 func (r *run) assign(a record.PartitionInfo, now time.Time) {
-	dec := r.p.decoders[a.Topic]
-	if dec == nil {
-		dec = r.p.fallback
-	}
+	dec := r.p.decoderFor(a.Topic)
 	ps := &partState{
 		tp:    a.TopicPartition,
 		wid:   watermark.ID{Input: a.Topic, Partition: a.Partition},
@@ -69,6 +72,7 @@ func (r *run) assign(a record.PartitionInfo, now time.Time) {
 		dec:   dec,
 		offs:  offsets.New(a.Start),
 		start: a.Start,
+		maxET: watermark.MinTime, firstET: watermark.MinTime,
 	}
 	if ps.late = r.lateCounts[a.TopicPartition]; ps.late == nil {
 		ps.late = &LateCounter{}
@@ -115,6 +119,7 @@ func (r *run) revoke(tp record.TopicPartition) {
 	// reassigns), the re-read records it already emitted are skipped.
 	r.restored[tp] = record.PartitionCheckpoint{TopicPartition: tp, Low: ps.low(), Position: ps.offs.Position(), Watermark: ps.task.rel}
 	delete(r.parts, tp)
+	r.unpause(ps)
 	r.catch.Revoke(ps.cid)
 	ps.task.strat.Remove(ps.wid)
 	ps.task.parts--

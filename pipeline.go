@@ -117,6 +117,13 @@ type run struct {
 	// late holds every partition's late counters, restored ones included;
 	// they outlive a revoke, so a partition that comes back keeps counting.
 	lateCounts map[record.TopicPartition]*LateCounter
+	// flow control (align.go): the source's Pauser, if it has one, and
+	// whether the parked limit is exceeded.
+	pauser    Pauser
+	overLimit bool
+	// future is the poison guard's bound for the Fetch being handled: event
+	// times above it do not move time (WithMaxFuture).
+	future int64
 }
 
 // Run runs the pipeline until ctx is cancelled (live mode) or until every
@@ -147,6 +154,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	}
 	r.cur = &out{}
 	r.durable, _ = cfg.store.(DurableStore)
+	r.pauser, _ = p.src.(Pauser)
 	sinks := cfg.sinks
 	if cfg.deadLetter != nil {
 		sinks = append(sinks[:len(sinks):len(sinks)], cfg.deadLetter)
@@ -223,6 +231,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 // Poll is what lets a rebalance proceed.
 type polled struct {
 	f       record.Fetch
+	marks   map[*record.Record]error // from prepare
 	handled chan struct{}
 }
 
@@ -235,7 +244,7 @@ func (r *run) poll(ctx context.Context, fetches chan<- polled) {
 			}
 			return
 		}
-		p := polled{f: f}
+		p := polled{f: f, marks: r.p.prepare(&f)}
 		if len(f.Revoked) > 0 {
 			p.handled = make(chan struct{})
 		}
@@ -269,7 +278,7 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 		case err := <-r.errs:
 			return err
 		case p := <-fetches:
-			err := r.handle(ctx, p.f)
+			err := r.handle(ctx, p)
 			if p.handled != nil {
 				close(p.handled)
 			}
@@ -287,6 +296,7 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 		if err := r.release(now); err != nil {
 			return err
 		}
+		r.align()
 		if !r.replayed && r.fetched && r.catch.ReplayDone() {
 			r.replayed = true
 			r.stats.ReplayDone, r.stats.ReplayTime = true, now.Sub(r.started)
@@ -338,7 +348,8 @@ func resetTimer(t *time.Timer, d time.Duration) {
 	t.Reset(d)
 }
 
-func (r *run) handle(ctx context.Context, f record.Fetch) error {
+func (r *run) handle(ctx context.Context, p polled) error {
+	f := p.f
 	now := r.cfg.clock()
 	r.fetched = true
 	if !f.At.IsZero() {
@@ -346,6 +357,14 @@ func (r *run) handle(ctx context.Context, f record.Fetch) error {
 		if f.At.After(r.evidence) {
 			r.evidence = f.At
 		}
+	}
+	r.future = watermark.MaxTime
+	if r.cfg.maxFuture > 0 {
+		clock := now
+		if r.stamped {
+			clock = r.evidence
+		}
+		r.future = clock.Add(r.cfg.maxFuture).UnixMilli()
 	}
 	if len(f.Revoked) > 0 {
 		// Commit the safe offsets before letting the partitions go: the
@@ -375,10 +394,19 @@ func (r *run) handle(ctx context.Context, f record.Fetch) error {
 			r.cfg.logger.Warn("fetch failed: partition holds the watermark", zap.String("topic", pf.Topic), zap.Int32("partition", pf.Partition), zap.Error(pf.Err))
 			continue
 		}
+		before := ps.maxET
 		for j := range pf.Records {
-			if err := r.ingest(ps, &pf.Records[j], now); err != nil {
+			rec := &pf.Records[j]
+			var mark error
+			if p.marks != nil {
+				mark = p.marks[rec]
+			}
+			if err := r.ingest(ps, rec, mark, now); err != nil {
 				return err
 			}
+		}
+		if ps.maxET > before {
+			ps.span = ps.maxET - max(before, ps.firstET)
 		}
 		ps.offs.Advance(pf.Position)
 		if ps.restoring && pf.Position >= ps.restorePos {
@@ -541,6 +569,7 @@ func (r *run) publish() {
 		s.Holders = append(s.Holders, t.strat.Holders()...)
 	}
 	watermark.SortHolds(s.Holders)
+	s.Paused = r.pausedList()
 	s.Progress = r.catch.Progress()
 	s.Partitions = r.catch.Statuses()
 	s.Late = make(map[record.TopicPartition]LateCounter, len(r.lateCounts))

@@ -91,6 +91,11 @@ type Stats struct {
 	ReplayTime time.Duration
 	// Checkpoints counts flushed checkpoints.
 	Checkpoints int64
+	// Paused lists the partitions paused by alignment or the memory bound.
+	Paused []record.TopicPartition
+	// Future counts records whose event time was too far ahead of the
+	// evidence clock (WithMaxFuture): dead-lettered, never parked.
+	Future int64
 }
 
 // LateTotal sums the late counters.
