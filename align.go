@@ -21,14 +21,15 @@ import (
 //     base: the released watermark, or its own first contribution while the
 //     watermark is still below it (−∞ at start).
 //   - Parked limit (WithParkedLimit). Past the limit, every timed partition
-//     is paused except those with the lowest contribution among the
-//     partitions that hold the watermark, until parked bytes fall below
-//     three quarters of the limit.
+//     is paused but the lowest holder, until parked bytes fall below three
+//     quarters of the limit.
 //
 // Pausing is holding: a paused partition keeps its catch-up phase and its
 // contribution, gets fresh evidence from the source, and is never treated as
-// caught up because of the pause. The partition that holds the watermark
-// lowest is never paused, so the watermark can always move.
+// caught up because of the pause. The lowest holder — the partition that
+// holds the watermark lowest, ties broken by topic and partition — is never
+// paused, so the watermark can always move. A partition that has delivered
+// nothing holds at −∞ and is never paused either.
 
 // align pauses and resumes partitions at the source. It is called after
 // every handled Fetch and every release.
@@ -45,16 +46,17 @@ func (r *run) align() {
 			r.overLimit = false
 		}
 	}
-	low := watermark.MaxTime // lowest contribution among the holding partitions
-	if r.overLimit {
-		any := false
-		for _, ps := range r.parts {
-			if st, _ := r.catch.Status(ps.cid); !ps.dec.timeless && st.Phase.Holds() {
-				low, any = min(low, ps.contribution(r.cfg.delay)), true
-			}
+	// The lowest holder: the partition that holds the watermark lowest
+	// (ties broken by topic and partition). It is never paused, so the
+	// watermark can always move.
+	var lowest *partState
+	lowC := watermark.MaxTime
+	for _, ps := range r.parts {
+		if ps.dec.timeless || !ps.holds {
+			continue
 		}
-		if !any {
-			low = watermark.MinTime // nothing holds: pause everything until evidence says otherwise
+		if c := ps.contribution(r.cfg.delay); lowest == nil || c < lowC || c == lowC && lessTP(ps.tp, lowest.tp) {
+			lowest, lowC = ps, c
 		}
 	}
 	window := r.cfg.align.Milliseconds()
@@ -63,16 +65,18 @@ func (r *run) align() {
 		if ps.dec.timeless {
 			continue
 		}
-		c := ps.contribution(r.cfg.delay)
 		reason := ""
-		if window > 0 && ps.maxET != watermark.MinTime {
-			base := max(r.wm, ps.firstET-r.cfg.delay.Milliseconds())
-			if c-base > window+ps.span {
-				reason = "align"
+		if ps != lowest {
+			c := ps.contribution(r.cfg.delay)
+			if window > 0 && ps.maxET != watermark.MinTime {
+				base := max(r.wm, ps.firstET-r.cfg.delay.Milliseconds())
+				if c-base > window+ps.span {
+					reason = "align"
+				}
 			}
-		}
-		if r.overLimit && c > low {
-			reason = "memory"
+			if r.overLimit && ps.maxET != watermark.MinTime && (lowest == nil || c >= lowC) {
+				reason = "memory"
+			}
 		}
 		switch {
 		case reason != "" && ps.paused == "":
@@ -90,6 +94,10 @@ func (r *run) align() {
 		r.pauser.Resume(resume...)
 		r.cfg.logger.Debug("resumed partitions", zap.Int("count", len(resume)))
 	}
+}
+
+func lessTP(a, b record.TopicPartition) bool {
+	return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
 }
 
 // contribution is the partition's contribution to the watermark as far as

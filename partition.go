@@ -35,6 +35,7 @@ type partState struct {
 	maxET, firstET int64
 	span           int64
 	paused         string
+	holds          bool // its catch-up phase holds the watermark
 }
 
 // task is one co-partitioned task: partition number p of every input. It
@@ -105,6 +106,7 @@ func (r *run) assign(a record.PartitionInfo, now time.Time) {
 	ps.task.strat.Add(ps.wid, dec.timeless, now)
 	ph := r.catch.Assign(ps.cid, a.Start, end, now)
 	st, _ := r.catch.Status(ps.cid)
+	ps.holds = ph.Holds()
 	ps.task.strat.SetPhase(ps.wid, ph, st.Behind, now)
 	r.emit(Event{Kind: EventAssigned, Partition: a.TopicPartition, To: ph})
 }
@@ -138,6 +140,7 @@ func (r *run) phase(t catchup.Transition) {
 		return
 	}
 	st, _ := r.catch.Status(t.ID)
+	ps.holds = t.To.Holds()
 	ps.task.strat.SetPhase(ps.wid, t.To, st.Behind, r.cfg.clock())
 	r.emit(Event{Kind: EventPhase, Partition: ps.tp, From: t.From, To: t.To, Watermark: r.wm})
 }

@@ -32,6 +32,8 @@ type Job struct {
 	State              State    `yaml:"state"`
 	CheckpointInterval string   `yaml:"checkpoint_interval"`
 	BatchSize          int      `yaml:"batch_size"`
+	Align              string   `yaml:"align"`
+	MaxFuture          string   `yaml:"max_future"`
 
 	lines map[string]int // YAML path → line, filled by Parse
 }

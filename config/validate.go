@@ -122,6 +122,8 @@ func (j *Job) Validate() error {
 		in.validate(v, p)
 	}
 	v.duration("delay", j.Delay, false)
+	v.duration("align", j.Align, false)
+	v.duration("max_future", j.MaxFuture, false)
 	v.oneOf("late", j.Late, lateValues)
 	if j.Late == "dead-letter" && j.DeadLetter == nil {
 		v.bad("dead_letter", "required when late is dead-letter")
