@@ -85,7 +85,12 @@ type config struct {
 	limitSet    bool
 	maxFuture   time.Duration
 	futureSet   bool
+	flushLinger time.Duration
+	lingerSet   bool
 }
+
+// DefaultFlushLinger is the default idle-flush linger (WithFlushLinger).
+const DefaultFlushLinger = 5 * time.Millisecond
 
 // DefaultAlignment is the default alignment window (WithAlignment).
 const DefaultAlignment = 10 * time.Second
@@ -211,6 +216,20 @@ func WithMaxFuture(d time.Duration) Option {
 	return func(c *config) { c.maxFuture, c.futureSet = d, true }
 }
 
+// WithFlushLinger sets how soon released records become visible in the
+// at-least-once sinks (every sink that is not a CheckpointSink, and the
+// dead-letter sink): they are flushed linger after the first record handed
+// to them since their last flush, instead of waiting for the next
+// checkpoint. Under load one flush covers every record released within
+// linger, so batching stays efficient. CheckpointSinks (PostgreSQL, Kafka)
+// are flushed only at checkpoints: what they write becomes visible with the
+// checkpoint's transaction, every WithCheckpointInterval. Default
+// DefaultFlushLinger (5ms); 0 flushes as soon as the engine has handed over
+// what it released.
+func WithFlushLinger(d time.Duration) Option {
+	return func(c *config) { c.flushLinger, c.lingerSet = d, true }
+}
+
 // WithObserver receives pipeline events (phase changes, checkpoints, late
 // records) synchronously from the engine goroutine; it must not block.
 func WithObserver(f func(Event)) Option { return func(c *config) { c.observer = f } }
@@ -245,6 +264,9 @@ func (c *config) ensureDefaults() {
 	}
 	if !c.futureSet {
 		c.maxFuture = DefaultMaxFuture
+	}
+	if !c.lingerSet {
+		c.flushLinger = DefaultFlushLinger
 	}
 	if !c.limitSet {
 		c.parkedLimit = DefaultParkedLimit
@@ -295,6 +317,9 @@ func (c *config) validate() error {
 	}
 	if c.parkedLimit < 0 {
 		errs = append(errs, fmt.Errorf("parked limit: %d is negative (0 disables the bound)", c.parkedLimit))
+	}
+	if c.flushLinger < 0 {
+		errs = append(errs, fmt.Errorf("flush_linger: %v is negative", c.flushLinger))
 	}
 	if c.maxFuture < 0 {
 		errs = append(errs, fmt.Errorf("max_future: %v is negative (0 disables the guard)", c.maxFuture))

@@ -79,6 +79,7 @@ type out struct {
 	records []record.Record
 	dead    []record.Record
 	cp      *record.Checkpoint // flush, then checkpoint and commit
+	flush   bool               // flush the at-least-once sinks (WithFlushLinger)
 	final   bool
 	// With a DurableStore the engine commits after storing the checkpoint:
 	// the sink goroutine only flushes, then closes ack.
@@ -124,6 +125,9 @@ type run struct {
 	// future is the poison guard's bound for the Fetch being handled: event
 	// times above it do not move time (WithMaxFuture).
 	future int64
+	// unflushed is when records were first handed to the sinks since their
+	// last flush (zero: none); they are flushed WithFlushLinger after it.
+	unflushed time.Time
 }
 
 // Run runs the pipeline until ctx is cancelled (live mode) or until every
@@ -314,6 +318,12 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 		if err := r.send(ctx, nil); err != nil {
 			return err
 		}
+		if !r.unflushed.IsZero() && now.Sub(r.unflushed) >= cfg.flushLinger {
+			r.cur.flush = true
+			if err := r.send(ctx, nil); err != nil {
+				return err
+			}
+		}
 		if now.Sub(lastPub) >= cfg.tick {
 			lastPub = now
 			r.publish()
@@ -329,6 +339,9 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 // Fetch wakes the engine anyway: waking at the due time would only spin.
 func (r *run) nextWake(now time.Time) time.Duration {
 	d := r.cfg.tick
+	if !r.unflushed.IsZero() {
+		d = min(d, max(r.unflushed.Add(r.cfg.flushLinger).Sub(now), 0))
+	}
 	if pos, ok := r.store.Min(); ok && r.replayed && !r.stamped {
 		due := time.UnixMilli(pos.EventTime).Add(r.cfg.delay)
 		if w := due.Sub(now); w < d {
@@ -518,13 +531,19 @@ func (r *run) checkpoint() record.Checkpoint {
 // It blocks while the sinks lag (backpressure).
 func (r *run) send(ctx context.Context, sinkDone <-chan struct{}) error {
 	o := r.cur
-	if len(o.records) == 0 && len(o.dead) == 0 && o.cp == nil {
+	if len(o.records) == 0 && len(o.dead) == 0 && o.cp == nil && !o.flush {
 		return nil
 	}
 	// r.cur is replaced only once the batch is handed over: if the wait is
 	// cancelled, its records (already counted as released) stay in r.cur and
 	// leave with the final checkpoint, so no commit can pass them.
 	sent := func() error {
+		switch {
+		case o.cp != nil || o.flush:
+			r.unflushed = time.Time{}
+		case r.unflushed.IsZero() && (len(o.records) > 0 || len(o.dead) > 0):
+			r.unflushed = r.cfg.clock()
+		}
 		r.cur = &out{records: make([]record.Record, 0, min(max(len(o.records), 256), r.cfg.batchSize))}
 		return nil
 	}

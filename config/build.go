@@ -99,6 +99,10 @@ func (j *Job) Build(log *zap.Logger) (*Plan, error) {
 		future, _ := time.ParseDuration(j.MaxFuture)
 		p.Options = append(p.Options, signalbox.WithMaxFuture(future))
 	}
+	if j.FlushLinger != "" {
+		linger, _ := time.ParseDuration(j.FlushLinger)
+		p.Options = append(p.Options, signalbox.WithFlushLinger(linger))
+	}
 	if j.State.Dir == "" && p.StateMemory > 0 {
 		// Without a store to spill to, the budget bounds what is parked
 		// in memory: past it, partitions running ahead pause.

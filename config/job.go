@@ -34,6 +34,7 @@ type Job struct {
 	BatchSize          int      `yaml:"batch_size"`
 	Align              string   `yaml:"align"`
 	MaxFuture          string   `yaml:"max_future"`
+	FlushLinger        string   `yaml:"flush_linger"`
 
 	lines map[string]int // YAML path → line, filled by Parse
 }
