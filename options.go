@@ -150,7 +150,7 @@ func WithStrategy(newStrategy func() Strategy) Option {
 }
 
 // WithParkedStore replaces the in-memory timer queue, e.g. with the
-// pebble-backed store of package timers.
+// pebble-backed store of package timers/durable.
 func WithParkedStore(s ParkedStore) Option { return func(c *config) { c.store = s } }
 
 // WithObserver receives pipeline events (phase changes, checkpoints, late

@@ -2,7 +2,7 @@ package config
 
 import (
 	"github.com/signalbox/signalbox/sources/kafka"
-	"github.com/signalbox/signalbox/timers"
+	"github.com/signalbox/signalbox/timers/durable"
 )
 
 // BoundMemory fits a Kafka source to a parked-state budget and returns the
@@ -17,7 +17,7 @@ import (
 // 1 MiB) and a partition's share at 1 MiB, and proposes a limit of the budget
 // plus four fetches, two memtables, the block cache and 64 MiB of slack.
 // opts must have its defaults applied.
-func BoundMemory(k *kafka.Config, opts timers.StoreOptions) int64 {
+func BoundMemory(k *kafka.Config, opts durable.StoreOptions) int64 {
 	k.EnsureDefaults()
 	k.FetchMaxBytes = int32(min(int64(k.FetchMaxBytes), max(opts.MemoryBudget/4, 1<<20)))
 	k.PartitionMaxBytes = min(k.PartitionMaxBytes, 1<<20, k.FetchMaxBytes)

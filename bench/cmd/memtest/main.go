@@ -25,8 +25,8 @@ type job struct {
 	Brokers      []string `json:"brokers"`
 	Topics       []string `json:"topics"`
 	Budget       int64    `json:"budget"`
-	MemTable     uint64   `json:"memtable"`      // 0: timers.StoreOptions' default
-	Cache        int64    `json:"cache"`         // 0: timers.StoreOptions' default
+	MemTable     uint64   `json:"memtable"`      // 0: durable.StoreOptions' default
+	Cache        int64    `json:"cache"`         // 0: durable.StoreOptions' default
 	PartitionMax int32    `json:"partition_max"` // 0: the Kafka source's default
 	FetchMax     int32    `json:"fetch_max"`     // 0: the Kafka source's default
 	Total        int64    `json:"total"`         // records in every topic
@@ -78,9 +78,9 @@ func run() error {
 		partitions = flag.Int("partitions", 3, "partitions per topic")
 		perPart    = flag.Int("records", 16000, "records per partition")
 		valueSize  = flag.Int("value", 512, "bytes per record value")
-		budgetS    = flag.String("budget", "16MiB", "timers.Store memory budget (state.memory)")
-		memtableS  = flag.String("memtable", "", "pebble memtable size (default: timers.StoreOptions' default)")
-		cacheS     = flag.String("cache", "", "pebble block cache size (default: timers.StoreOptions' default)")
+		budgetS    = flag.String("budget", "16MiB", "durable.Store memory budget (state.memory)")
+		memtableS  = flag.String("memtable", "", "pebble memtable size (default: durable.StoreOptions' default)")
+		cacheS     = flag.String("cache", "", "pebble block cache size (default: durable.StoreOptions' default)")
 		partMaxS   = flag.String("partition-max", "", "Kafka source PartitionMaxBytes (default: the source's default)")
 		fetchMaxS  = flag.String("fetch-max", "", "Kafka source FetchMaxBytes (default: the source's default)")
 		stores     = flag.String("stores", "durable,memory", "stores to run, in order: durable, memory")

@@ -1,4 +1,4 @@
-package timers
+package durable
 
 import (
 	"errors"
@@ -12,11 +12,12 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/timers"
 )
 
 // recordAt builds a record whose fields all derive from p, with a payload of
 // n bytes, so that a released record can be checked against its position.
-func recordAt(p Pos, n int) *record.Record {
+func recordAt(p timers.Pos, n int) *record.Record {
 	v := make([]byte, n)
 	for i := range v {
 		v[i] = byte(p.Offset) + byte(i)
@@ -30,8 +31,8 @@ func recordAt(p Pos, n int) *record.Record {
 	}
 }
 
-func posOf(r *record.Record) Pos {
-	return Pos{EventTime: r.EventTime, Key: r.OrderKey, Input: r.Topic, Partition: r.Partition, Offset: r.Offset}
+func posOf(r *record.Record) timers.Pos {
+	return timers.Pos{EventTime: r.EventTime, Key: r.OrderKey, Input: r.Topic, Partition: r.Partition, Offset: r.Offset}
 }
 
 func sameRec(a, b *record.Record) bool {
@@ -44,14 +45,22 @@ func sameRec(a, b *record.Record) bool {
 }
 
 // parkedSet is the reference parked set: a map, sorted on demand.
-type parkedSet map[Pos]*record.Record
+type parkedSet map[timers.Pos]*record.Record
 
-func (o parkedSet) sorted() []Pos {
-	ps := make([]Pos, 0, len(o))
+func (o parkedSet) sorted() []timers.Pos {
+	ps := make([]timers.Pos, 0, len(o))
 	for p := range o {
 		ps = append(ps, p)
 	}
-	slices.SortFunc(ps, cmpPos) // from queue_test.go
+	slices.SortFunc(ps, func(a, b timers.Pos) int {
+		switch {
+		case timers.Less(a, b):
+			return -1
+		case timers.Less(b, a):
+			return 1
+		}
+		return 0
+	})
 	return ps
 }
 
@@ -67,7 +76,7 @@ func (o parkedSet) clone() parkedSet {
 // out, in the same order.
 func (o parkedSet) release(t *testing.T, s *Store, w int64, max int) {
 	t.Helper()
-	var want []Pos
+	var want []timers.Pos
 	for _, p := range o.sorted() {
 		if p.EventTime > w || (max > 0 && len(want) == max) {
 			break
@@ -94,7 +103,7 @@ func (o parkedSet) release(t *testing.T, s *Store, w int64, max int) {
 func checkSame(t *testing.T, s *Store, o parkedSet) {
 	t.Helper()
 	want := o.sorted()
-	var got []Pos
+	var got []timers.Pos
 	var mem, payload int64
 	spilled := 0
 	s.index.Ascend(func(sl *slot) bool {
@@ -151,7 +160,7 @@ type workload struct {
 }
 
 func (wl *workload) park() {
-	p := Pos{
+	p := timers.Pos{
 		EventTime: wl.w - 20 + wl.rng.Int64N(300),
 		Key:       tricky[wl.rng.IntN(len(tricky))],
 		Input:     []string{"a", "b", "a\x00"}[wl.rng.IntN(3)],
@@ -171,7 +180,7 @@ func (wl *workload) park() {
 // or one that was parked at the last checkpoint and released since (a
 // restart before the next checkpoint must still restore it).
 func (wl *workload) repark() {
-	var p Pos
+	var p timers.Pos
 	var r *record.Record
 	if wl.rng.IntN(2) == 0 {
 		ps := wl.o.sorted()
@@ -181,7 +190,7 @@ func (wl *workload) repark() {
 		p = ps[wl.rng.IntN(len(ps))]
 		r = recordAt(p, 7)
 	} else {
-		var gone []Pos
+		var gone []timers.Pos
 		for _, q := range wl.saved.sorted() {
 			if wl.o[q] == nil {
 				gone = append(gone, q)
@@ -313,7 +322,7 @@ func TestStoreReleaseFnError(t *testing.T) {
 	defer func() { _ = s.Close() }()
 	o := parkedSet{}
 	for i := range 6 {
-		p := Pos{EventTime: int64(i), Offset: int64(i)}
+		p := timers.Pos{EventTime: int64(i), Offset: int64(i)}
 		o[p] = recordAt(p, 100)
 		if err := s.Park(p, o[p]); err != nil {
 			t.Fatal(err)
@@ -345,7 +354,7 @@ func TestStoreClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, err := range map[string]error{
-		"Park":       s.Park(Pos{}, &record.Record{}),
+		"Park":       s.Park(timers.Pos{}, &record.Record{}),
 		"Release":    s.Release(0, 0, func(*record.Record) error { return nil }),
 		"Checkpoint": s.Checkpoint(record.Checkpoint{}, nil),
 		"Close":      s.Close(),

@@ -1,4 +1,4 @@
-package timers
+package durable
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/timers"
 )
 
 // damaged returns a mem FS holding a checkpointed store in "state" with a
@@ -19,7 +20,7 @@ func damaged(t *testing.T, damage func(db *pebble.DB) error) *vfs.MemFS {
 	fs := vfs.NewMem()
 	s := mustOpen(t, "state", memOpts(fs, 1<<20))
 	for i := range 5 {
-		p := Pos{EventTime: int64(i), Key: "k", Offset: int64(i)}
+		p := timers.Pos{EventTime: int64(i), Key: "k", Offset: int64(i)}
 		if err := s.Park(p, recordAt(p, 10)); err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +80,7 @@ func TestOpenStoreDamage(t *testing.T) {
 	set := func(k, v []byte) func(*pebble.DB) error {
 		return func(db *pebble.DB) error { return db.Set(k, v, pebble.Sync) }
 	}
-	validKey := appendPosKey(nil, Pos{EventTime: 2, Key: "k", Offset: 2})
+	validKey := appendPosKey(nil, timers.Pos{EventTime: 2, Key: "k", Offset: 2})
 	for _, tc := range []struct {
 		name    string
 		fs      func(t *testing.T) vfs.FS
@@ -202,7 +203,7 @@ func TestResetStoreOnDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := Pos{EventTime: 1}
+	p := timers.Pos{EventTime: 1}
 	if err := s.Park(p, recordAt(p, 5)); err != nil {
 		t.Fatal(err)
 	}

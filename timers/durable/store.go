@@ -1,4 +1,4 @@
-package timers
+package durable
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"github.com/google/btree"
 
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/timers"
 )
 
 // Sentinel errors of the Store. They are wrapped with detail; test with
@@ -51,7 +52,7 @@ const (
 
 // slot is one parked record in the index.
 type slot struct {
-	pos     Pos
+	pos     timers.Pos
 	rec     *record.Record // nil unless dirty or persisted
 	size    int            // bytes accounted for this slot in Bytes
 	state   uint8
@@ -60,11 +61,15 @@ type slot struct {
 
 // lessSlot orders slots by Less of their positions.
 func lessSlot(a, b *slot) bool {
-	if a.pos.EventTime != b.pos.EventTime {
-		return a.pos.EventTime < b.pos.EventTime
-	}
-	return lessTie(&a.pos, &b.pos)
+	return timers.Less(a.pos, b.pos)
 }
+
+// degree of the index btree and the number of its released nodes kept for
+// reuse, as in timers.Queue.
+const (
+	degree       = 32
+	freeListSize = 256
+)
 
 // freeSlots is how many unused slots the store keeps for reuse, so that a
 // steady park/release cycle allocates no index entries. Beyond it released
@@ -142,7 +147,7 @@ type Store struct {
 
 	// [relLo, relHi] covers every key released since the last checkpoint that
 	// may be on disk; hasRel reports whether the range is non-empty.
-	relLo, relHi Pos
+	relLo, relHi timers.Pos
 	hasRel       bool
 
 	wb      *pebble.Batch // NoSync writes to commit at the next flush
@@ -178,7 +183,7 @@ func (s *Store) Restore() (*record.Checkpoint, map[string][]byte, error) {
 // slices point into; a spilled one is serialized at once. The caller keeps r. Parking a position that
 // is already parked keeps the copy parked first (a re-read after a restart
 // carries the same record) and returns nil.
-func (s *Store) Park(p Pos, r *record.Record) error {
+func (s *Store) Park(p timers.Pos, r *record.Record) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
@@ -202,7 +207,7 @@ func (s *Store) Park(p Pos, r *record.Record) error {
 }
 
 // newSlot returns an unused slot at p, from the pool if it has one.
-func (s *Store) newSlot(p Pos) *slot {
+func (s *Store) newSlot(p timers.Pos) *slot {
 	n := len(s.free)
 	if n == 0 {
 		return &slot{pos: p}
@@ -283,8 +288,8 @@ func (s *Store) addDirty(sl *slot) {
 // (invariant 4), so it keeps its generation. Only positions inside the range
 // released since the last checkpoint (late records, re-reads) need the
 // lookup.
-func (s *Store) genFor(p Pos) (uint64, error) {
-	if !s.hasRel || Less(p, s.relLo) || Less(s.relHi, p) {
+func (s *Store) genFor(p timers.Pos) (uint64, error) {
+	if !s.hasRel || timers.Less(p, s.relLo) || timers.Less(s.relHi, p) {
 		return s.gen + 1, nil
 	}
 	if err := s.flush(); err != nil {
@@ -308,7 +313,7 @@ func (s *Store) genFor(p Pos) (uint64, error) {
 // pendingPut is a parked value waiting in Store.pending for the next flush:
 // the value of pos is valBuf[start:end].
 type pendingPut struct {
-	pos        Pos
+	pos        timers.Pos
 	start, end int
 }
 
@@ -331,7 +336,7 @@ func (s *Store) sortPending() {
 			return cmp.Compare(a.t, b.t)
 		case a.i == b.i:
 			return 0
-		case lessTie(&s.pending[a.i].pos, &s.pending[b.i].pos):
+		case timers.Less(s.pending[a.i].pos, s.pending[b.i].pos):
 			return -1
 		}
 		return 1
@@ -340,7 +345,7 @@ func (s *Store) sortPending() {
 
 // put adds a NoSync Set of r at p to the pending writes, committing them
 // once they exceed writeChunk.
-func (s *Store) put(p Pos, r *record.Record) error {
+func (s *Store) put(p timers.Pos, r *record.Record) error {
 	gen, err := s.genFor(p)
 	if err != nil {
 		return err
@@ -487,20 +492,20 @@ func (s *Store) drop(sl *slot) {
 
 // noteReleased widens the range of on-disk keys to delete at the next
 // checkpoint.
-func (s *Store) noteReleased(p Pos) {
+func (s *Store) noteReleased(p timers.Pos) {
 	switch {
 	case !s.hasRel:
 		s.relLo, s.relHi, s.hasRel = p, p, true
-	case Less(p, s.relLo):
+	case timers.Less(p, s.relLo):
 		s.relLo = p
-	case Less(s.relHi, p):
+	case timers.Less(s.relHi, p):
 		s.relHi = p
 	}
 }
 
 // spillIter opens an iterator from first up to the end of watermark, after
 // committing the pending writes so that it sees them.
-func (s *Store) spillIter(first Pos, watermark int64) (*pebble.Iterator, error) {
+func (s *Store) spillIter(first timers.Pos, watermark int64) (*pebble.Iterator, error) {
 	if err := s.flush(); err != nil {
 		return nil, err
 	}
@@ -517,7 +522,7 @@ func (s *Store) spillIter(first Pos, watermark int64) (*pebble.Iterator, error) 
 
 // load reads the spilled record at p. Successive calls use increasing
 // positions, usually adjacent on disk: one step forward, else a seek.
-func (s *Store) load(it *pebble.Iterator, p Pos) (*record.Record, error) {
+func (s *Store) load(it *pebble.Iterator, p timers.Pos) (*record.Record, error) {
 	s.keyBuf = appendPosKey(s.keyBuf[:0], p)
 	if it.Valid() && bytes.Compare(it.Key(), s.keyBuf) < 0 {
 		it.Next()
@@ -695,7 +700,7 @@ func (s *Store) deleteReleased(b *pebble.Batch) error {
 	k := s.endBuf[:0]
 	var err error
 	s.index.AscendGreaterOrEqual(&slot{pos: s.relLo}, func(sl *slot) bool {
-		if Less(s.relHi, sl.pos) {
+		if timers.Less(s.relHi, sl.pos) {
 			return false
 		}
 		k = appendPosKey(k[:0], sl.pos)
@@ -722,10 +727,10 @@ func (s *Store) deleteReleased(b *pebble.Batch) error {
 func (s *Store) Len() int { return s.index.Len() }
 
 // Min returns the first parked position in release order.
-func (s *Store) Min() (Pos, bool) {
+func (s *Store) Min() (timers.Pos, bool) {
 	sl, ok := s.index.Min()
 	if !ok {
-		return Pos{}, false
+		return timers.Pos{}, false
 	}
 	return sl.pos, true
 }

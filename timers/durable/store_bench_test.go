@@ -1,4 +1,4 @@
-package timers
+package durable
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/timers"
 )
 
 // BenchmarkStore measures park + release per record (ns/op is per record) on
@@ -43,7 +44,7 @@ func BenchmarkStore(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				p := Pos{EventTime: int64(i) + rng.Int64N(100), Key: keys[i%len(keys)], Input: "orders", Partition: int32(i % 8), Offset: int64(i)}
+				p := timers.Pos{EventTime: int64(i) + rng.Int64N(100), Key: keys[i%len(keys)], Input: "orders", Partition: int32(i % 8), Offset: int64(i)}
 				r := &recs[i%benchChunk]
 				*r = record.Record{Topic: p.Input, Partition: p.Partition, Offset: p.Offset, Key: []byte(p.Key),
 					Value: make([]byte, 100), EventTime: p.EventTime, OrderKey: p.Key}

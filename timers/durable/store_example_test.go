@@ -1,4 +1,4 @@
-package timers_test
+package durable_test
 
 import (
 	"fmt"
@@ -7,12 +7,13 @@ import (
 
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/timers"
+	"github.com/signalbox/signalbox/timers/durable"
 )
 
 func ExampleStore() {
 	fs := vfs.NewMem() // a real job passes a directory and leaves FS unset
-	opts := timers.StoreOptions{FS: fs, MemoryBudget: 700}
-	s, err := timers.OpenStore("state", opts)
+	opts := durable.StoreOptions{FS: fs, MemoryBudget: 700}
+	s, err := durable.OpenStore("state", opts)
 	if err != nil {
 		panic(err)
 	}
@@ -29,7 +30,7 @@ func ExampleStore() {
 	}
 	_ = s.Close()
 
-	s, err = timers.OpenStore("state", opts)
+	s, err = durable.OpenStore("state", opts)
 	if err != nil {
 		panic(err)
 	}

@@ -1,4 +1,4 @@
-package timers
+package durable
 
 import (
 	"encoding/binary"
