@@ -22,18 +22,24 @@ var (
 	// directory does not hold a store (absent or empty): state that was
 	// expected is gone, and starting from scratch would silently re-emit or
 	// lose records.
-	ErrMissing = errors.New("timers: state directory missing")
+	ErrMissing = errors.New("durable: state directory missing")
 	// ErrCorrupt surfaces from OpenStore when the directory is a signalbox
 	// store but its content cannot be read back (damaged or missing pebble
 	// files, an undecodable key, value or checkpoint), and from Release when
 	// a spilled record cannot be loaded. Recover with ResetStore.
-	ErrCorrupt = errors.New("timers: state directory corrupt")
+	ErrCorrupt = errors.New("durable: state directory corrupt")
 	// ErrIncompatible surfaces from OpenStore when the directory holds
 	// something else: a store of another format version, a pebble database
 	// not written by signalbox, or unrelated files.
-	ErrIncompatible = errors.New("timers: state directory incompatible")
+	ErrIncompatible = errors.New("durable: state directory incompatible")
+	// ErrDiskFull surfaces from OpenStore, and from Park, Release and
+	// Checkpoint through the sticky failure, when the file system under the
+	// directory has less free space than StoreOptions.DiskReserve. Nothing
+	// acknowledged is lost: free space and reopen to restart from the last
+	// checkpoint.
+	ErrDiskFull = errors.New("durable: state directory full")
 	// ErrClosed surfaces from every method called after Close.
-	ErrClosed = errors.New("timers: store closed")
+	ErrClosed = errors.New("durable: store closed")
 )
 
 // formatVersion is stored under keyFormat and in the marker file. Bump it on
@@ -130,6 +136,7 @@ const writeChunk = 1 << 20
 // checkpoint.
 type Store struct {
 	opts  StoreOptions
+	dir   string
 	db    *pebble.DB
 	cache interface{ Unref() }
 
@@ -395,6 +402,9 @@ func (s *Store) flush() error {
 // I/O error itself or through the logger's Fatalf; commit turns that into a
 // sticky failure and marks pebble unusable (see Close).
 func (s *Store) commit(b *pebble.Batch, o *pebble.WriteOptions) (err error) {
+	if err := checkSpace(s.opts.FS, s.dir, s.opts.DiskReserve); err != nil {
+		return s.fail(err)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			perr, ok := r.(error)
@@ -413,7 +423,7 @@ func (s *Store) commit(b *pebble.Batch, o *pebble.WriteOptions) (err error) {
 
 func (s *Store) fail(err error) error {
 	if s.err == nil {
-		s.err = fmt.Errorf("timers: store failed: %w", err)
+		s.err = fmt.Errorf("durable: store failed: %w", err)
 	}
 	return s.err
 }

@@ -37,6 +37,15 @@ type StoreOptions struct {
 	// heap. Default: a quarter of MemoryBudget, between 4 MiB and
 	// DefaultMemTableSize (64 MiB); must be below 4 GiB.
 	MemTableSize uint64
+	// DiskReserve is the free space, in bytes, the store keeps on the file
+	// system under its directory. OpenStore refuses to open, and a write
+	// fails with ErrDiskFull, when less is available: pebble cannot survive
+	// running out of space (it panics while creating a WAL file and cannot
+	// even be closed), so the store stops first. It is checked before every
+	// commit; a file system that cannot report its usage is not checked.
+	// Default: 4 × MemTableSize + 32 MiB (room for a WAL, a memtable flush
+	// and the compactions that follow it).
+	DiskReserve int64
 	// Logger receives pebble's messages. Default: discarded. Its Fatalf must
 	// not return; the default panics, and the store turns that panic into a
 	// sticky error when it happens inside one of its calls.
@@ -70,6 +79,9 @@ func (o *StoreOptions) EnsureDefaults() {
 	if o.MemTableSize == 0 {
 		o.MemTableSize = uint64(min(max(o.MemoryBudget/4, 4<<20), DefaultMemTableSize))
 	}
+	if o.DiskReserve == 0 {
+		o.DiskReserve = 4*int64(o.MemTableSize) + 32<<20
+	}
 	if o.Logger == nil {
 		o.Logger = quietLogger{}
 	}
@@ -79,11 +91,13 @@ func (o *StoreOptions) EnsureDefaults() {
 func (o *StoreOptions) Validate() error {
 	switch {
 	case o.MemoryBudget < 0:
-		return fmt.Errorf("timers: MemoryBudget %d is negative", o.MemoryBudget)
+		return fmt.Errorf("durable: MemoryBudget %d is negative", o.MemoryBudget)
 	case o.CacheSize < 0:
-		return fmt.Errorf("timers: CacheSize %d is negative", o.CacheSize)
+		return fmt.Errorf("durable: CacheSize %d is negative", o.CacheSize)
+	case o.DiskReserve < 0:
+		return fmt.Errorf("durable: DiskReserve %d is negative", o.DiskReserve)
 	case o.MemTableSize >= 4<<30:
-		return fmt.Errorf("timers: MemTableSize %d must be below 4 GiB", o.MemTableSize)
+		return fmt.Errorf("durable: MemTableSize %d must be below 4 GiB", o.MemTableSize)
 	}
 	return nil
 }
@@ -126,6 +140,9 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	if !exists && opts.MustExist {
 		return nil, fmt.Errorf("%w: %s holds no signalbox state", ErrMissing, dir)
 	}
+	if err := checkSpace(opts.FS, dir, opts.DiskReserve); err != nil {
+		return nil, err
+	}
 	cache := pebble.NewCache(opts.CacheSize)
 	db, err := pebble.Open(dir, &pebble.Options{
 		FS:                 opts.FS,
@@ -149,10 +166,11 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 		}
 		// Anything else (the directory lock is held, permissions, I/O) is
 		// not a statement about the content.
-		return nil, fmt.Errorf("timers: open store %s: %w", dir, err)
+		return nil, fmt.Errorf("durable: open store %s: %w", dir, err)
 	}
 	s := &Store{
 		opts:  opts,
+		dir:   dir,
 		db:    db,
 		cache: cache,
 		index: btree.NewWithFreeListG(degree, lessSlot, btree.NewFreeListG[*slot](freeListSize)),
@@ -165,6 +183,22 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	return s, nil
 }
 
+// checkSpace returns ErrDiskFull when the file system under dir (or, while
+// dir does not exist yet, under its parent) has less than reserve bytes
+// available. A file system that cannot tell passes.
+func checkSpace(fs vfs.FS, dir string, reserve int64) error {
+	path := dir
+	if _, err := fs.Stat(dir); err != nil {
+		path = fs.PathDir(dir)
+	}
+	u, err := fs.GetDiskUsage(path)
+	if err != nil || u.AvailBytes >= uint64(reserve) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s has %d bytes free, below the reserve of %d: free space there and restart (nothing parked is lost)",
+		ErrDiskFull, dir, u.AvailBytes, reserve)
+}
+
 // checkDir reports whether dir holds a store. An absent or empty directory
 // holds none; a directory with other content but no marker is incompatible.
 func checkDir(fs vfs.FS, dir string) (bool, error) {
@@ -173,7 +207,7 @@ func checkDir(fs vfs.FS, dir string) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("timers: read state directory: %w", err)
+		return false, fmt.Errorf("durable: read state directory: %w", err)
 	}
 	if len(names) == 0 {
 		return false, nil
@@ -228,7 +262,7 @@ func (s *Store) init(dir string, exists bool) error {
 // create writes the format key (synced), then the marker file.
 func (s *Store) create(dir string) error {
 	if err := s.db.Set(keyFormat, binary.BigEndian.AppendUint64(nil, formatVersion), pebble.Sync); err != nil {
-		return fmt.Errorf("timers: create store: %w", err)
+		return fmt.Errorf("durable: create store: %w", err)
 	}
 	fs := s.opts.FS
 	f, err := fs.Create(fs.PathJoin(dir, markerName), vfs.WriteCategoryUnspecified)
@@ -249,7 +283,7 @@ func (s *Store) create(dir string) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("timers: create store marker: %w", err)
+		return fmt.Errorf("durable: create store marker: %w", err)
 	}
 	return nil
 }
@@ -363,17 +397,17 @@ func resetStore(fs vfs.FS, dir string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("timers: reset state: %w", err)
+		return fmt.Errorf("durable: reset state: %w", err)
 	}
 	for _, n := range names {
 		if !isStoreFile(n) {
-			return fmt.Errorf("timers: reset state: refusing to remove %s: %q is not a store file",
+			return fmt.Errorf("durable: reset state: refusing to remove %s: %q is not a store file",
 				dir, n)
 		}
 	}
 	lock, err := fs.Lock(fs.PathJoin(dir, "LOCK"))
 	if err != nil {
-		return fmt.Errorf("timers: reset state: %s is in use: %w", dir, err)
+		return fmt.Errorf("durable: reset state: %s is in use: %w", dir, err)
 	}
 	// The marker goes first: an interrupted reset leaves no half store that
 	// could pass for a complete one.
@@ -383,14 +417,14 @@ func resetStore(fs vfs.FS, dir string) error {
 		}
 		if err := fs.Remove(fs.PathJoin(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			_ = lock.Close()
-			return fmt.Errorf("timers: reset state: %w", err)
+			return fmt.Errorf("durable: reset state: %w", err)
 		}
 	}
 	if err := lock.Close(); err != nil {
-		return fmt.Errorf("timers: reset state: %w", err)
+		return fmt.Errorf("durable: reset state: %w", err)
 	}
 	if err := fs.RemoveAll(dir); err != nil {
-		return fmt.Errorf("timers: reset state: %w", err)
+		return fmt.Errorf("durable: reset state: %w", err)
 	}
 	return nil
 }
