@@ -52,15 +52,14 @@ const formatVersion = 2
 const (
 	slotDirty     = iota // payload in memory only; written at the next checkpoint
 	slotPersisted        // payload in memory and on disk
-	slotSpilled          // payload on disk only
 	slotReleased         // gone; still referenced from the dirty list
 )
 
-// slot is one parked record in the index.
+// slot is one record of the in-memory part.
 type slot struct {
 	pos     timers.Pos
-	rec     *record.Record // nil unless dirty or persisted
-	size    int            // bytes accounted for this slot in Bytes
+	rec     *record.Record
+	size    int // bytes accounted for this slot in Bytes
 	state   uint8
 	inDirty bool // referenced from Store.dirty
 }
@@ -88,17 +87,19 @@ const freeSlots = 1 << 13
 // writeChunk and grow a new one from 1 KiB).
 const batchRetain = 2 * writeChunk
 
-// slotOverhead approximates the memory of one index entry besides its key
-// string: the slot, the btree item pointer and the Pos strings' headers.
+// slotOverhead approximates the memory of one in-memory entry besides its
+// key string: the slot, the btree item pointer and the Pos strings' headers.
 const slotOverhead = 96
 
 // writeChunk is the size at which pending NoSync writes are committed.
-const writeChunk = 1 << 20
+const writeChunk = 256 << 10
 
 // Store is a parked set that stays within a memory budget and survives
-// restarts. It is the durable counterpart of Queue: an in-memory btree index
-// ordered by Less is the hot path, record payloads live in memory up to
-// StoreOptions.MemoryBudget and spill to pebble beyond it.
+// restarts. It is the durable counterpart of timers.Queue. The parked set
+// has two parts: an in-memory btree ordered by Less, which holds records
+// with their payload while the budget allows, and pebble, which holds every
+// other parked record under a key that sorts in Less order and keeps
+// nothing of it in memory. Release merges the two in key order.
 //
 // Lifecycle: OpenStore → Restore (once, to learn the last checkpoint) →
 // any sequence of Park, Release and Checkpoint → Close. A Store is not safe
@@ -109,12 +110,16 @@ const writeChunk = 1 << 20
 //  1. pebble's byte order of parked keys is the release order: bytes.Compare
 //     of two keys agrees with Less of their positions (see encode.go).
 //  2. Release(w) hands every parked record with event time ≤ w to fn, in Less
-//     order, whether its payload is in memory or spilled. A record leaves the
+//     order, whether it is in memory or only on disk. A record leaves the
 //     store only after fn returned nil for it.
-//  3. Payloads held in memory, plus the index entries, stay within
-//     MemoryBudget: a record that would exceed it is spilled on Park. (The
-//     index itself is never spilled; once it alone fills the budget every
-//     payload spills and memory grows by the index entry only.)
+//  3. Everything the store holds in memory stays within MemoryBudget:
+//     pebble's memtables (up to 2 × MemTableSize) and block cache
+//     (CacheSize), the write buffers (2 × 512 KiB), and the in-memory part,
+//     which gets the rest (its payloads plus slotOverhead and the key per
+//     record). A record that does not fit goes to pebble on Park and costs
+//     no memory while parked: the index spills too. (The one exception is
+//     a record parked at or below the last position released, which the
+//     engine never parks: it is late. It stays in memory, see 8.)
 //  4. Every parked value on disk carries a generation. Checkpoint n writes
 //     generation n and commits it, its deletions, the blobs and the
 //     checkpoint itself atomically, with the one Sync it does. OpenStore
@@ -129,6 +134,16 @@ const writeChunk = 1 << 20
 //  7. Errors from pebble are sticky: the store is failed and every later call
 //     returns the error. Close it and reopen to restart from the last
 //     checkpoint.
+//  8. The cursor is the greatest position released since OpenStore. A key
+//     on disk above the cursor is parked: only in pebble, or also in memory
+//     (written by a checkpoint; Release then takes it from memory and skips
+//     the disk copy). A key at or below it is released, awaiting the next
+//     checkpoint's DeleteRange; so a record parked at or below the cursor
+//     is kept in memory, never only on disk.
+//  9. Parking a position already parked keeps the first copy. Offsets grow
+//     within a partition, so only a Park at or below the highest offset
+//     seen for its partition looks for an earlier copy (in memory, then in
+//     pebble); every other Park is known to be new without a lookup.
 //
 // A record released after the last checkpoint and parked again before the
 // next one (a re-read) keeps the generation it has on disk, so a restart
@@ -140,10 +155,26 @@ type Store struct {
 	db    *pebble.DB
 	cache interface{ Unref() }
 
-	index    *btree.BTreeG[*slot]
-	free     []*slot // unused slots, at most freeSlots
-	memBytes int64   // payload + index bytes held in memory
-	spilled  int     // slots in state slotSpilled
+	index    *btree.BTreeG[*slot] // the in-memory part
+	free     []*slot              // unused slots, at most freeSlots
+	probe    slot                 // search key for index lookups
+	memBytes int64                // payload + entry bytes of the in-memory part
+	memLimit int64                // the budget of the in-memory part (invariant 3)
+	diskLen  int                  // parked records only in pebble
+
+	// diskMin is the first parked key on disk (invariant 8) when diskMinOK;
+	// a Release that took records from disk leaves it unknown until Min
+	// needs it.
+	diskMin              timers.Pos
+	diskMinOK, diskStale bool
+	// cursor is the greatest position released (invariant 8).
+	cursor    timers.Pos
+	hasCursor bool
+	// maxOff is the highest offset parked per partition (invariant 9);
+	// lastTP and lastMax cache the last lookup.
+	maxOff  map[record.TopicPartition]*int64
+	lastTP  record.TopicPartition
+	lastMax *int64
 
 	gen   uint64 // generation of the last checkpoint (0: none yet)
 	cp    *record.Checkpoint
@@ -163,6 +194,8 @@ type Store struct {
 	valBuf  []byte        // the values of pending
 	keyBuf  []byte
 	endBuf  []byte       // second key buffer of deleteReleased
+	memKey  []byte       // key of the in-memory record Release compares
+	lastKey []byte       // key of the last record Release took from disk
 	rel     releaseAlloc // memory of the records Release loads
 
 	err    error // sticky failure
@@ -185,32 +218,82 @@ func (s *Store) Restore() (*record.Checkpoint, map[string][]byte, error) {
 	return &cp, cloneBlobs(s.blobs), nil
 }
 
-// Park adds r at p. A payload kept in memory is copied (key, value and
+// Park adds r at p. A record kept in memory is copied (key, value and
 // headers), so that a record parked for long never pins the fetch buffer its
-// slices point into; a spilled one is serialized at once. The caller keeps r. Parking a position that
-// is already parked keeps the copy parked first (a re-read after a restart
-// carries the same record) and returns nil.
+// slices point into; one that goes to pebble is serialized at once. The
+// caller keeps r. Parking a position that is already parked keeps the copy
+// parked first (a re-read after a restart carries the same record) and
+// returns nil (invariant 9).
 func (s *Store) Park(p timers.Pos, r *record.Record) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	sl := s.newSlot(p)
-	if old, replaced := s.index.ReplaceOrInsert(sl); replaced {
-		s.index.ReplaceOrInsert(old)
-		s.freeSlot(sl)
-		return nil
+	if s.seen(p) {
+		if dup, err := s.parked(p); dup || err != nil {
+			return err
+		}
 	}
-	overhead := slotOverhead + len(p.Key)
-	if size := overhead + r.Size(); s.memBytes+int64(size) <= s.opts.MemoryBudget {
+	size := slotOverhead + len(p.Key) + r.Size()
+	if s.memBytes+int64(size) <= s.memLimit || s.hasCursor && !timers.Less(s.cursor, p) {
+		sl := s.newSlot(p)
+		s.index.ReplaceOrInsert(sl)
 		sl.rec, sl.size, sl.state = detach(r), size, slotDirty
 		s.memBytes += int64(size)
 		s.addDirty(sl)
 		return nil
 	}
-	sl.size, sl.state = overhead, slotSpilled
-	s.memBytes += int64(overhead)
-	s.spilled++
+	s.diskLen++
+	if !s.diskStale && (!s.diskMinOK || timers.Less(p, s.diskMin)) {
+		s.diskMin, s.diskMinOK = p, true
+	}
 	return s.put(p, r)
+}
+
+// seen reports whether p's offset is at or below the highest offset parked
+// for its partition, and raises that offset otherwise (invariant 9).
+func (s *Store) seen(p timers.Pos) bool {
+	if s.lastMax == nil || p.Partition != s.lastTP.Partition || p.Input != s.lastTP.Topic {
+		tp := record.TopicPartition{Topic: p.Input, Partition: p.Partition}
+		m, ok := s.maxOff[tp]
+		if !ok {
+			m = new(int64)
+			*m = p.Offset
+			s.maxOff[tp] = m
+			s.lastTP, s.lastMax = tp, m
+			return false
+		}
+		s.lastTP, s.lastMax = tp, m
+	}
+	if p.Offset > *s.lastMax {
+		*s.lastMax = p.Offset
+		return false
+	}
+	return true
+}
+
+// parked reports whether p is parked, in memory or only on disk.
+func (s *Store) parked(p timers.Pos) (bool, error) {
+	s.probe.pos = p
+	_, ok := s.index.Get(&s.probe)
+	s.probe.pos = timers.Pos{}
+	if ok {
+		return true, nil
+	}
+	if s.hasCursor && !timers.Less(s.cursor, p) {
+		return false, nil // on disk at or below the cursor: released
+	}
+	if err := s.flush(); err != nil {
+		return false, err
+	}
+	_, closer, err := s.db.Get(appendPosKey(s.keyBuf[:0], p))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, s.fail(err)
+	}
+	_ = closer.Close()
+	return true, nil
 }
 
 // newSlot returns an unused slot at p, from the pool if it has one.
@@ -440,57 +523,126 @@ func (s *Store) usable() error {
 // (invariant 2). At most max records are released when max > 0. If fn
 // returns an error, Release stops and returns it; that record stays parked.
 //
-// Spilled payloads are read back through one pebble iterator in key order.
-// The records handed to fn are owned by fn and never handed out again; fn
-// must not call the Store. Records loaded from disk share their memory in
-// chunks (see releaseAlloc), so one that fn keeps for long keeps up to
-// 16 KiB of its neighbours' memory too.
-func (s *Store) Release(watermark int64, max int, fn func(*record.Record) error) error {
+// Records only on disk are read by one pebble iterator, a range scan from
+// the cursor up to the watermark, merged with the in-memory part. The
+// records handed to fn are owned by fn and never handed out again; fn must
+// not call the Store. Records read from disk share their memory in chunks
+// (see releaseAlloc), so one that fn keeps for long keeps up to 16 KiB of
+// its neighbours' memory too.
+func (s *Store) Release(watermark int64, max int, fn func(*record.Record) error) (err error) {
 	if err := s.usable(); err != nil {
 		return err
 	}
 	var it *pebble.Iterator
+	var memSlot *slot // the slot whose key is in s.memKey
+	var first timers.Pos
+	fromDisk := 0 // records taken from disk in this call
 	defer func() {
 		if it != nil {
-			_ = it.Close()
+			if cerr := it.Close(); err == nil && cerr != nil {
+				err = s.fail(cerr)
+			}
+		}
+		if fromDisk > 0 {
+			if rerr := s.releasedFromDisk(first); err == nil {
+				err = rerr
+			}
 		}
 	}()
 	for n := 0; max <= 0 || n < max; n++ {
-		sl, ok := s.index.Min()
-		if !ok || sl.pos.EventTime > watermark {
-			break
-		}
-		r := sl.rec
-		if sl.state == slotSpilled {
+		sl, inMem := s.index.Min()
+		inMem = inMem && sl.pos.EventTime <= watermark
+		onDisk := false
+		if s.diskLen > 0 {
 			if it == nil {
-				var err error
-				if it, err = s.spillIter(sl.pos, watermark); err != nil {
+				if it, err = s.scan(watermark); err != nil {
 					return err
 				}
 			}
-			var err error
-			if r, err = s.load(it, sl.pos); err != nil {
-				return err
+			if onDisk = it.Valid(); !onDisk {
+				if err := it.Error(); err != nil {
+					return s.fail(err)
+				}
 			}
 		}
-		if err := fn(r); err != nil {
-			return err
+		if onDisk && inMem {
+			if sl != memSlot {
+				s.memKey, memSlot = appendPosKey(s.memKey[:0], sl.pos), sl
+			}
+			switch c := bytes.Compare(it.Key(), s.memKey); {
+			case c == 0: // the disk copy of a persisted record
+				it.Next()
+			case c < 0:
+				inMem = false
+			default:
+				onDisk = false
+			}
 		}
-		s.index.DeleteMin()
-		s.drop(sl)
+		switch {
+		case inMem:
+			if err := fn(sl.rec); err != nil {
+				return err
+			}
+			if !s.hasCursor || timers.Less(s.cursor, sl.pos) {
+				s.cursor, s.hasCursor = sl.pos, true
+			}
+			s.index.DeleteMin()
+			s.drop(sl)
+		case onDisk:
+			r, err := s.load(it)
+			if err != nil {
+				return err
+			}
+			if err := fn(r); err != nil {
+				return err
+			}
+			s.lastKey = append(s.lastKey[:0], it.Key()...)
+			if fromDisk == 0 {
+				if first, err = s.decodeKey(s.lastKey); err != nil {
+					return err
+				}
+			}
+			fromDisk++
+			s.diskLen--
+			it.Next()
+		default:
+			return nil
+		}
 	}
 	return nil
 }
 
-// drop accounts for a slot leaving the index.
+// releasedFromDisk accounts for the records a Release took from disk, the
+// first at first and the last at s.lastKey: the cursor moves to the last,
+// and both widen the range the next checkpoint deletes.
+func (s *Store) releasedFromDisk(first timers.Pos) error {
+	last, err := s.decodeKey(s.lastKey)
+	if err != nil {
+		return err
+	}
+	s.noteReleased(first)
+	s.noteReleased(last)
+	if !s.hasCursor || timers.Less(s.cursor, last) {
+		s.cursor, s.hasCursor = last, true
+	}
+	s.diskMinOK, s.diskStale = false, s.diskLen > 0
+	return nil
+}
+
+func (s *Store) decodeKey(k []byte) (timers.Pos, error) {
+	p, err := decodePosKey(k)
+	if err != nil {
+		return p, s.fail(fmt.Errorf("%w: %v", ErrCorrupt, err))
+	}
+	return p, nil
+}
+
+// drop accounts for a slot leaving the in-memory part.
 func (s *Store) drop(sl *slot) {
 	s.memBytes -= int64(sl.size)
 	switch sl.state {
 	case slotDirty:
 		s.liveDirty--
-	case slotSpilled:
-		s.spilled--
-		s.noteReleased(sl.pos)
 	case slotPersisted:
 		s.noteReleased(sl.pos)
 	}
@@ -513,39 +665,30 @@ func (s *Store) noteReleased(p timers.Pos) {
 	}
 }
 
-// spillIter opens an iterator from first up to the end of watermark, after
-// committing the pending writes so that it sees them.
-func (s *Store) spillIter(first timers.Pos, watermark int64) (*pebble.Iterator, error) {
+// scan commits the pending writes, so that it sees them, and opens an
+// iterator over the parked keys above the cursor (invariant 8) and at or
+// below watermark, positioned at the first.
+func (s *Store) scan(watermark int64) (*pebble.Iterator, error) {
 	if err := s.flush(); err != nil {
 		return nil, err
 	}
-	upper := parkedUpper
-	if watermark < math.MaxInt64 {
-		upper = appendTimeBound(nil, watermark+1)
+	o := pebble.IterOptions{LowerBound: parkedLower, UpperBound: parkedUpper}
+	if s.hasCursor {
+		o.LowerBound = keySuccessor(appendPosKey(s.keyBuf[:0], s.cursor))
 	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: appendPosKey(nil, first), UpperBound: upper})
+	if watermark < math.MaxInt64 {
+		o.UpperBound = appendTimeBound(s.endBuf[:0], watermark+1)
+	}
+	it, err := s.db.NewIter(&o)
 	if err != nil {
 		return nil, s.fail(err)
 	}
+	it.First()
 	return it, nil
 }
 
-// load reads the spilled record at p. Successive calls use increasing
-// positions, usually adjacent on disk: one step forward, else a seek.
-func (s *Store) load(it *pebble.Iterator, p timers.Pos) (*record.Record, error) {
-	s.keyBuf = appendPosKey(s.keyBuf[:0], p)
-	if it.Valid() && bytes.Compare(it.Key(), s.keyBuf) < 0 {
-		it.Next()
-	}
-	if !it.Valid() || !bytes.Equal(it.Key(), s.keyBuf) {
-		it.SeekGE(s.keyBuf)
-	}
-	if !it.Valid() || !bytes.Equal(it.Key(), s.keyBuf) {
-		if err := it.Error(); err != nil {
-			return nil, s.fail(err)
-		}
-		return nil, s.fail(fmt.Errorf("%w: spilled record %+v not found", ErrCorrupt, p))
-	}
+// load decodes the record at the iterator.
+func (s *Store) load(it *pebble.Iterator) (*record.Record, error) {
 	v, err := it.ValueAndErr()
 	if err != nil {
 		return nil, s.fail(err)
@@ -557,7 +700,7 @@ func (s *Store) load(it *pebble.Iterator, p timers.Pos) (*record.Record, error) 
 			return r, nil
 		}
 	}
-	return nil, s.fail(fmt.Errorf("%w: record %+v: %v", ErrCorrupt, p, err))
+	return nil, s.fail(fmt.Errorf("%w: record at %x: %v", ErrCorrupt, it.Key(), err))
 }
 
 // decodeValue decodes a parked value into a record that owns its bytes.
@@ -734,15 +877,42 @@ func (s *Store) deleteReleased(b *pebble.Batch) error {
 }
 
 // Len is the number of parked records.
-func (s *Store) Len() int { return s.index.Len() }
+func (s *Store) Len() int { return s.index.Len() + s.diskLen }
 
-// Min returns the first parked position in release order.
+// Min returns the first parked position in release order. A Release that
+// took records from disk makes the next Min look the first one up on disk
+// (one seek).
 func (s *Store) Min() (timers.Pos, bool) {
 	sl, ok := s.index.Min()
-	if !ok {
+	if s.diskLen > 0 && s.diskStale && s.err == nil {
+		s.diskMin, s.diskMinOK = s.firstOnDisk()
+		s.diskStale = false
+	}
+	switch {
+	case s.diskLen > 0 && s.diskMinOK && (!ok || timers.Less(s.diskMin, sl.pos)):
+		return s.diskMin, true
+	case ok:
+		return sl.pos, true
+	}
+	return timers.Pos{}, false
+}
+
+// firstOnDisk returns the first parked key on disk (invariant 8). A failure
+// is sticky; it then reports none.
+func (s *Store) firstOnDisk() (timers.Pos, bool) {
+	it, err := s.scan(math.MaxInt64)
+	if err != nil {
 		return timers.Pos{}, false
 	}
-	return sl.pos, true
+	defer func() { _ = it.Close() }()
+	if !it.Valid() {
+		if err := it.Error(); err != nil {
+			_ = s.fail(err)
+		}
+		return timers.Pos{}, false
+	}
+	p, err := s.decodeKey(it.Key())
+	return p, err == nil
 }
 
 // Parked summarises the parked records of one partition.
@@ -751,30 +921,60 @@ type Parked struct {
 	MinOffset int64
 }
 
-// ParkedByPartition walks the index once and returns, per partition, how
-// many records are parked and the lowest offset among them. A restart uses
-// it to keep commits below records restored from the last checkpoint.
+// ParkedByPartition returns, per partition, how many records are parked and
+// the lowest offset among them. A restart uses it to keep commits below
+// records restored from the last checkpoint. It walks the in-memory part and
+// scans the parked keys on disk (invariant 8), which costs a read of the
+// whole parked set. A read error makes the store failed (invariant 7): the
+// map may then be incomplete, and the next call of any other method returns
+// the error.
 func (s *Store) ParkedByPartition() map[record.TopicPartition]Parked {
 	out := map[record.TopicPartition]Parked{}
-	s.index.Ascend(func(sl *slot) bool {
-		tp := record.TopicPartition{Topic: sl.pos.Input, Partition: sl.pos.Partition}
-		p, ok := out[tp]
-		if !ok || sl.pos.Offset < p.MinOffset {
-			p.MinOffset = sl.pos.Offset
+	add := func(p timers.Pos) {
+		tp := record.TopicPartition{Topic: p.Input, Partition: p.Partition}
+		c, ok := out[tp]
+		if !ok || p.Offset < c.MinOffset {
+			c.MinOffset = p.Offset
 		}
-		p.Count++
-		out[tp] = p
+		c.Count++
+		out[tp] = c
+	}
+	s.index.Ascend(func(sl *slot) bool {
+		add(sl.pos)
 		return true
 	})
+	if s.diskLen == 0 || s.err != nil {
+		return out
+	}
+	it, err := s.scan(math.MaxInt64)
+	if err != nil {
+		return out
+	}
+	defer func() { _ = it.Close() }()
+	for ; it.Valid(); it.Next() {
+		p, err := s.decodeKey(it.Key())
+		if err != nil {
+			return out
+		}
+		s.probe.pos = p
+		if _, inMem := s.index.Get(&s.probe); !inMem {
+			add(p)
+		}
+		s.probe.pos = timers.Pos{}
+	}
+	if err := it.Error(); err != nil {
+		_ = s.fail(err)
+	}
 	return out
 }
 
-// Bytes is the memory accounted to the parked set: the payloads held in
-// memory plus the index entries (invariant 3).
+// Bytes is the memory accounted to the in-memory part of the parked set:
+// its payloads plus its entries (invariant 3). pebble's memtables and cache
+// come on top, within MemoryBudget.
 func (s *Store) Bytes() int64 { return s.memBytes }
 
-// SpilledLen is the number of parked records whose payload is only on disk.
-func (s *Store) SpilledLen() int { return s.spilled }
+// SpilledLen is the number of parked records only on disk.
+func (s *Store) SpilledLen() int { return s.diskLen }
 
 // Close releases the store. It does not checkpoint: state written since the
 // last Checkpoint is discarded when the directory is opened again. Close

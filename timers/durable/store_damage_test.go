@@ -231,13 +231,26 @@ func TestStoreOptions(t *testing.T) {
 	var o StoreOptions
 	o.EnsureDefaults()
 	if o.MemoryBudget != DefaultMemoryBudget || o.CacheSize != DefaultCacheSize ||
-		o.MemTableSize != DefaultMemTableSize || o.FS == nil || o.Logger == nil {
+		o.MemTableSize != 32<<20 || o.DiskReserve != 4*32<<20+32<<20 || o.FS == nil || o.Logger == nil {
 		t.Fatalf("defaults: %+v", o)
+	}
+	// The budget covers pebble's memory (invariant 3): a 16 MiB budget gets
+	// 2 MiB memtables and a 512 KiB cache, and leaves the in-memory part
+	// 16 - 4 - 0.5 - 1 = 10.5 MiB.
+	small := StoreOptions{MemoryBudget: 16 << 20}
+	small.EnsureDefaults()
+	if small.MemTableSize != 2<<20 || small.CacheSize != 512<<10 || small.memLimit() != 21<<19 {
+		t.Fatalf("16 MiB: %+v, in-memory part %d", small, small.memLimit())
+	}
+	tiny := StoreOptions{MemoryBudget: 1}
+	tiny.EnsureDefaults()
+	if tiny.MemTableSize != 1<<20 || tiny.CacheSize != 512<<10 || tiny.memLimit() != 0 {
+		t.Fatalf("1 byte: %+v, in-memory part %d", tiny, tiny.memLimit())
 	}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []StoreOptions{{MemoryBudget: -1}, {CacheSize: -1}, {MemTableSize: 4 << 30}} {
+	for _, bad := range []StoreOptions{{MemoryBudget: -1}, {CacheSize: -1}, {DiskReserve: -1}, {MemTableSize: 4 << 30}} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("Validate(%+v) = nil", bad)
 		}

@@ -18,10 +18,12 @@ import (
 // StoreOptions configure OpenStore. The zero value is usable: EnsureDefaults
 // fills every unset field with the default documented on it.
 type StoreOptions struct {
-	// MemoryBudget bounds, in bytes, the payloads (record.Record.Size) and
-	// index entries the store holds in memory; beyond it payloads spill to
-	// pebble. Default 256 MiB. pebble's own memory comes on top: up to two
-	// memtables of MemTableSize and the block cache of CacheSize.
+	// MemoryBudget bounds, in bytes, everything the store holds in memory
+	// (Store invariant 3): pebble's memtables (up to two of MemTableSize),
+	// its block cache (CacheSize), the write buffers (1 MiB), and the
+	// in-memory part of the parked set, which gets the rest; beyond it
+	// parked records live only in pebble. When the first three exceed the
+	// budget, nothing parked is kept in memory. Default 256 MiB.
 	MemoryBudget int64
 	// MustExist makes OpenStore fail with ErrMissing unless the directory
 	// already holds a store, instead of creating one. Set it when a previous
@@ -30,11 +32,13 @@ type StoreOptions struct {
 	// FS is the file system; tests pass vfs.NewMem or an errorfs wrapper.
 	// Default vfs.Default.
 	FS vfs.FS
-	// CacheSize is pebble's block cache, in bytes. Default 8 MiB.
+	// CacheSize is pebble's block cache, in bytes. Default: MemoryBudget / 32,
+	// between 512 KiB and DefaultCacheSize (8 MiB).
 	CacheSize int64
 	// MemTableSize is the size of one pebble memtable, in bytes; larger
-	// memtables make spilling cheaper. Pebble keeps up to two outside the Go
-	// heap. Default: a quarter of MemoryBudget, between 4 MiB and
+	// memtables make spilling cheaper (most records parked on disk are then
+	// deleted before a flush writes them to a table). pebble keeps up to two
+	// outside the Go heap. Default: MemoryBudget / 8, between 1 MiB and
 	// DefaultMemTableSize (64 MiB); must be below 4 GiB.
 	MemTableSize uint64
 	// DiskReserve is the free space, in bytes, the store keeps on the file
@@ -74,10 +78,10 @@ func (o *StoreOptions) EnsureDefaults() {
 		o.FS = vfs.Default
 	}
 	if o.CacheSize == 0 {
-		o.CacheSize = DefaultCacheSize
+		o.CacheSize = min(max(o.MemoryBudget/32, 512<<10), DefaultCacheSize)
 	}
 	if o.MemTableSize == 0 {
-		o.MemTableSize = uint64(min(max(o.MemoryBudget/4, 4<<20), DefaultMemTableSize))
+		o.MemTableSize = uint64(min(max(o.MemoryBudget/8, 1<<20), DefaultMemTableSize))
 	}
 	if o.DiskReserve == 0 {
 		o.DiskReserve = 4*int64(o.MemTableSize) + 32<<20
@@ -85,6 +89,13 @@ func (o *StoreOptions) EnsureDefaults() {
 	if o.Logger == nil {
 		o.Logger = quietLogger{}
 	}
+}
+
+// memLimit is the budget of the in-memory part of the parked set: what
+// MemoryBudget leaves after pebble's memtables and cache and the write
+// buffers (Store invariant 3).
+func (o *StoreOptions) memLimit() int64 {
+	return max(o.MemoryBudget-2*int64(o.MemTableSize)-o.CacheSize-2*batchRetain, 0)
 }
 
 // Validate reports the first invalid field of o, after defaults.
@@ -169,12 +180,14 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 		return nil, fmt.Errorf("durable: open store %s: %w", dir, err)
 	}
 	s := &Store{
-		opts:  opts,
-		dir:   dir,
-		db:    db,
-		cache: cache,
-		index: btree.NewWithFreeListG(degree, lessSlot, btree.NewFreeListG[*slot](freeListSize)),
-		wb:    db.NewBatch(pebble.WithMaxRetainedSizeBytes(batchRetain)),
+		opts:     opts,
+		dir:      dir,
+		db:       db,
+		cache:    cache,
+		index:    btree.NewWithFreeListG(degree, lessSlot, btree.NewFreeListG[*slot](freeListSize)),
+		memLimit: opts.memLimit(),
+		maxOff:   map[record.TopicPartition]*int64{},
+		wb:       db.NewBatch(pebble.WithMaxRetainedSizeBytes(batchRetain)),
 	}
 	if err = s.init(dir, exists); err != nil {
 		_ = s.Close()
@@ -361,23 +374,21 @@ func (s *Store) scanParked(it *pebble.Iterator) error {
 			}
 			continue
 		}
-		sl := &slot{pos: p, size: slotOverhead + len(p.Key), state: slotSpilled}
+		s.seen(p)
 		if !spill {
 			r, _, err := decodeValue(v)
 			if err != nil {
 				return fmt.Errorf("%w: %+v: %v", ErrCorrupt, p, err)
 			}
-			if size := sl.size + r.Size(); s.memBytes+int64(size) <= s.opts.MemoryBudget {
-				sl.rec, sl.size, sl.state = r, size, slotPersisted
-			} else {
-				spill = true // keep release order: everything after spills too
+			if size := slotOverhead + len(p.Key) + r.Size(); s.memBytes+int64(size) <= s.memLimit {
+				s.index.ReplaceOrInsert(&slot{pos: p, rec: r, size: size, state: slotPersisted})
+				s.memBytes += int64(size)
+				continue
 			}
+			spill = true // keep release order: everything after stays on disk
+			s.diskMin, s.diskMinOK = p, true
 		}
-		if sl.state == slotSpilled {
-			s.spilled++
-		}
-		s.memBytes += int64(sl.size)
-		s.index.ReplaceOrInsert(sl)
+		s.diskLen++
 	}
 	if err := it.Error(); err != nil {
 		return fmt.Errorf("%w: scan: %v", ErrCorrupt, err)

@@ -3,6 +3,7 @@ package durable
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -44,6 +45,16 @@ func sameRec(a, b *record.Record) bool {
 	return reflect.DeepEqual(x, y)
 }
 
+func cmpPos(a, b timers.Pos) int {
+	switch {
+	case timers.Less(a, b):
+		return -1
+	case timers.Less(b, a):
+		return 1
+	}
+	return 0
+}
+
 // parkedSet is the reference parked set: a map, sorted on demand.
 type parkedSet map[timers.Pos]*record.Record
 
@@ -52,15 +63,7 @@ func (o parkedSet) sorted() []timers.Pos {
 	for p := range o {
 		ps = append(ps, p)
 	}
-	slices.SortFunc(ps, func(a, b timers.Pos) int {
-		switch {
-		case timers.Less(a, b):
-			return -1
-		case timers.Less(b, a):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(ps, cmpPos)
 	return ps
 }
 
@@ -98,36 +101,60 @@ func (o parkedSet) release(t *testing.T, s *Store, w int64, max int) {
 	}
 }
 
-// checkSame checks that s holds exactly o, in order, and that the memory
+// checkSame checks that s holds exactly o, in order, in memory or on disk
+// above the cursor (invariant 8), that Min agrees, and that the memory
 // accounting is consistent (invariant 3), without releasing anything.
 func checkSame(t *testing.T, s *Store, o parkedSet) {
 	t.Helper()
 	want := o.sorted()
 	var got []timers.Pos
-	var mem, payload int64
-	spilled := 0
+	var mem, aboveCursor int64
 	s.index.Ascend(func(sl *slot) bool {
 		got = append(got, sl.pos)
 		mem += int64(sl.size)
-		if sl.state == slotSpilled {
-			spilled++
-		} else {
-			payload += int64(sl.size)
+		if !s.hasCursor || timers.Less(s.cursor, sl.pos) {
+			aboveCursor += int64(sl.size)
 		}
 		return true
 	})
+	inMem := len(got)
+	it, err := s.scan(math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ; it.Valid(); it.Next() {
+		p, err := decodePosKey(it.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(got[:inMem], p) {
+			got = append(got, p)
+		}
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(got, cmpPos)
 	if !slices.Equal(got, want) {
 		t.Fatalf("parked set differs:\n got %d %v\nwant %d %v", len(got), got, len(want), want)
 	}
-	if s.Len() != len(want) || s.Bytes() != mem || s.SpilledLen() != spilled {
-		t.Fatalf("Len %d Bytes %d SpilledLen %d, want %d %d %d", s.Len(), s.Bytes(), s.SpilledLen(), len(want), mem, spilled)
+	if s.Len() != len(want) || s.Bytes() != mem || s.SpilledLen() != len(got)-inMem {
+		t.Fatalf("Len %d Bytes %d SpilledLen %d, want %d %d %d", s.Len(), s.Bytes(), s.SpilledLen(), len(want), mem, len(got)-inMem)
 	}
-	if payload > s.opts.MemoryBudget {
-		t.Fatalf("in-memory bytes %d exceed budget %d", payload, s.opts.MemoryBudget)
+	if aboveCursor > s.memLimit {
+		t.Fatalf("in-memory bytes %d exceed the budget of the in-memory part %d", aboveCursor, s.memLimit)
+	}
+	if p, ok := s.Min(); ok != (len(want) > 0) || ok && p != want[0] {
+		t.Fatalf("Min = %v %v, want %v", p, ok, want)
 	}
 }
 
+// memOpts gives the in-memory part a budget of budget bytes on top of
+// pebble's memory and the write buffers.
 func memOpts(fs vfs.FS, budget int64) StoreOptions {
+	if budget < 1<<40 {
+		budget += 2<<20 + 1<<20 + 2*batchRetain
+	}
 	return StoreOptions{FS: fs, MemoryBudget: budget, MemTableSize: 1 << 20, CacheSize: 1 << 20}
 }
 
