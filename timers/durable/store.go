@@ -115,8 +115,8 @@ const writeChunk = 256 << 10
 //  3. Everything the store holds in memory stays within MemoryBudget:
 //     pebble's memtables (up to 2 × MemTableSize) and block cache
 //     (CacheSize), the write buffers (2 × 512 KiB), and the in-memory part,
-//     which gets the rest (its payloads plus slotOverhead and the key per
-//     record). A record that does not fit goes to pebble on Park and costs
+//     which gets half the rest (its payloads plus slotOverhead and the key
+//     per record; the other half is the garbage collector's headroom). A record that does not fit goes to pebble on Park and costs
 //     no memory while parked: the index spills too. (The one exception is
 //     a record parked at or below the last position released, which the
 //     engine never parks: it is late. It stays in memory, see 8.)
@@ -972,6 +972,24 @@ func (s *Store) ParkedByPartition() map[record.TopicPartition]Parked {
 // its payloads plus its entries (invariant 3). pebble's memtables and cache
 // come on top, within MemoryBudget.
 func (s *Store) Bytes() int64 { return s.memBytes }
+
+// Usage is what a Store holds, for reports and benchmarks.
+type Usage struct {
+	InMemory int64 // Bytes: the in-memory part of the parked set
+	Pebble   int64 // pebble's memtables (zombies included) and block cache in use
+	Disk     int64 // bytes of pebble's files
+}
+
+// Usage reads pebble's metrics; it costs a few microseconds, not for a hot
+// path.
+func (s *Store) Usage() Usage {
+	m := s.db.Metrics()
+	return Usage{
+		InMemory: s.memBytes,
+		Pebble:   int64(m.MemTable.Size+m.MemTable.ZombieSize) + m.BlockCache.Size,
+		Disk:     int64(m.DiskSpaceUsage()),
+	}
+}
 
 // SpilledLen is the number of parked records only on disk.
 func (s *Store) SpilledLen() int { return s.diskLen }

@@ -236,10 +236,10 @@ func TestStoreOptions(t *testing.T) {
 	}
 	// The budget covers pebble's memory (invariant 3): a 16 MiB budget gets
 	// 2 MiB memtables and a 512 KiB cache, and leaves the in-memory part
-	// 16 - 4 - 0.5 - 1 = 10.5 MiB.
+	// half of 16 - 4 - 0.5 - 1, 5.25 MiB.
 	small := StoreOptions{MemoryBudget: 16 << 20}
 	small.EnsureDefaults()
-	if small.MemTableSize != 2<<20 || small.CacheSize != 512<<10 || small.memLimit() != 21<<19 {
+	if small.MemTableSize != 2<<20 || small.CacheSize != 512<<10 || small.memLimit() != 21<<18 {
 		t.Fatalf("16 MiB: %+v, in-memory part %d", small, small.memLimit())
 	}
 	tiny := StoreOptions{MemoryBudget: 1}

@@ -91,11 +91,13 @@ func (o *StoreOptions) EnsureDefaults() {
 	}
 }
 
-// memLimit is the budget of the in-memory part of the parked set: what
-// MemoryBudget leaves after pebble's memtables and cache and the write
-// buffers (Store invariant 3).
+// memLimit is the budget of the in-memory part of the parked set: half of
+// what MemoryBudget leaves after pebble's memtables and cache and the write
+// buffers (Store invariant 3). The other half is the garbage collector's:
+// the Go heap grows to about twice its live size between collections, and
+// the in-memory part is most of the store's live heap.
 func (o *StoreOptions) memLimit() int64 {
-	return max(o.MemoryBudget-2*int64(o.MemTableSize)-o.CacheSize-2*batchRetain, 0)
+	return max(o.MemoryBudget-2*int64(o.MemTableSize)-o.CacheSize-2*batchRetain, 0) / 2
 }
 
 // Validate reports the first invalid field of o, after defaults.

@@ -74,6 +74,8 @@ func main() {
 func run() error {
 	var (
 		child      = flag.Bool("child", false, "internal: run one store's job, read from stdin")
+		storeOnly  = flag.String("store-only", "", "drive a durable.Store directly in this process, without Kafka: idle, held or delay (see storeonly.go)")
+		factor     = flag.Int("factor", 10, "with -store-only: the parked set at its peak, in multiples of -budget")
 		topics     = flag.Int("topics", 8, "topics; the first is held back")
 		partitions = flag.Int("partitions", 3, "partitions per topic")
 		perPart    = flag.Int("records", 16000, "records per partition")
@@ -90,6 +92,18 @@ func run() error {
 	flag.Parse()
 	if *child {
 		return runChild()
+	}
+	if *storeOnly != "" {
+		budget, err := config.ParseSize(*budgetS)
+		if err != nil {
+			return fmt.Errorf("-budget: %w", err)
+		}
+		dir, err := os.MkdirTemp("", "memtest-store-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		return runStoreOnly(storeShape{shape: *storeOnly, budget: budget, factor: *factor, value: *valueSize, dir: dir})
 	}
 	sizes := map[string]int64{}
 	for name, s := range map[string]string{"budget": *budgetS, "memtable": *memtableS, "cache": *cacheS, "partition-max": *partMaxS, "fetch-max": *fetchMaxS} {
