@@ -13,7 +13,7 @@ import (
 
 	"github.com/signalbox/signalbox/catchup"
 	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/timers"
+	"github.com/signalbox/signalbox/timers/durable"
 	"github.com/signalbox/signalbox/watermark"
 )
 
@@ -114,7 +114,7 @@ type run struct {
 	sinkDone chan struct{}
 	// restored from a DurableStore: parked records per partition, late
 	// counters.
-	floors map[record.TopicPartition]timers.Parked
+	floors map[record.TopicPartition]durable.Parked
 	// late holds every partition's late counters, restored ones included;
 	// they outlive a revoke, so a partition that comes back keeps counting.
 	lateCounts map[record.TopicPartition]*LateCounter

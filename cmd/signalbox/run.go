@@ -21,7 +21,7 @@ import (
 	"github.com/signalbox/signalbox/config"
 	"github.com/signalbox/signalbox/internal/logging"
 	"github.com/signalbox/signalbox/internal/progress"
-	"github.com/signalbox/signalbox/timers"
+	"github.com/signalbox/signalbox/timers/durable"
 )
 
 func newRunCmd() *cobra.Command {
@@ -48,10 +48,10 @@ func newRunCmd() *cobra.Command {
 				}
 			}
 			if plan.StateDir != "" {
-				opts := timers.StoreOptions{MemoryBudget: plan.StateMemory}
+				opts := durable.StoreOptions{MemoryBudget: plan.StateMemory}
 				opts.EnsureDefaults()
 				boundMemory(plan, opts, log)
-				store, err := timers.OpenStore(plan.StateDir, opts)
+				store, err := durable.OpenStore(plan.StateDir, opts)
 				if err != nil {
 					return runtimeError(fmt.Errorf("state.dir: %w (signalbox run --reset-state rebuilds it from Kafka's committed offsets)", err))
 				}
@@ -106,7 +106,7 @@ func newRunCmd() *cobra.Command {
 
 // boundMemory applies config.BoundMemory and sets the Go memory limit it
 // proposes, unless GOMEMLIMIT is set.
-func boundMemory(plan *config.Plan, opts timers.StoreOptions, log *zap.Logger) {
+func boundMemory(plan *config.Plan, opts durable.StoreOptions, log *zap.Logger) {
 	limit := config.BoundMemory(&plan.Kafka, opts)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(limit)
@@ -122,7 +122,7 @@ func resetState(dir string, log *zap.Logger) error {
 		log.Info("--reset-state: the job has no state.dir; nothing to reset")
 		return nil
 	}
-	if err := timers.ResetStore(dir); err != nil {
+	if err := durable.ResetStore(dir); err != nil {
 		return err
 	}
 	log.Info("state reset", zap.String("dir", dir))
