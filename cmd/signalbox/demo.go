@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/signalbox/signalbox/bench/harness"
-	"github.com/signalbox/signalbox/bench/workload"
+	"github.com/signalbox/signalbox/internal/demo"
+	"github.com/signalbox/signalbox/internal/workload"
 )
 
 // newDemoCmd is `signalbox demo`: the reference scenario on an embedded
@@ -21,7 +21,7 @@ import (
 func newDemoCmd() *cobra.Command {
 	var (
 		asJSON bool
-		d      harness.DemoOptions
+		d      demo.Options
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -35,7 +35,7 @@ release latency beyond the delay in the live phase, and replay throughput.
 It exits 1 if any record came out of order or late beyond those asked for.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := harness.RunDemo(cmd.Context(), d, logger(cmd))
+			s, err := demo.RunDemo(cmd.Context(), d, logger(cmd))
 			if err != nil {
 				return runtimeError(err)
 			}
@@ -88,7 +88,7 @@ It exits 1 if any record came out of order or late beyond those asked for.`,
 	return cmd
 }
 
-func printSummary(out io.Writer, s harness.Summary) {
+func printSummary(out io.Writer, s demo.Summary) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	row := func(k string, format string, args ...any) {
 		fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, args...))

@@ -17,7 +17,7 @@ import (
 
 	"github.com/signalbox/signalbox/bench/chart"
 	"github.com/signalbox/signalbox/bench/harness"
-	"github.com/signalbox/signalbox/bench/workload"
+	"github.com/signalbox/signalbox/internal/workload"
 )
 
 func main() {
