@@ -176,7 +176,7 @@ func RunThroughput(ctx context.Context, job ThroughputJob, log *zap.Logger) (Thr
 		return Throughput{}, err
 	}
 	start := time.Now()
-	n, err := rawConsume(ctx, job.Brokers, w.Topics(), o.FetchBytes, 64<<20)
+	n, err := RawConsume(ctx, job.Brokers, w.Topics(), o.FetchBytes, 64<<20)
 	el := time.Since(start)
 	if err != nil {
 		return Throughput{}, fmt.Errorf("harness: throughput of %s: %w", job.Strategy, err)

@@ -9,11 +9,11 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// rawConsume is the ceiling: sarama's consumer reads every partition of
+// RawConsume is the ceiling: sarama's consumer reads every partition of
 // topics from the oldest offset up to the high-water mark taken at start,
 // counting records, with no decoding and no ordering: fetchBytes per
 // partition, maxBytes per request.
-func rawConsume(ctx context.Context, brokers, topics []string, fetchBytes, maxBytes int32) (int64, error) {
+func RawConsume(ctx context.Context, brokers, topics []string, fetchBytes, maxBytes int32) (int64, error) {
 	cfg := sarama.NewConfig()
 	cfg.Version = sarama.V2_8_0_0
 	cfg.Consumer.Fetch.Default = fetchBytes
