@@ -24,10 +24,12 @@ type Summary struct {
 	ParkedAtEnd      int64    `json:"parked_at_end"`
 	Late             int64    `json:"late"`
 	OutOfOrder       int64    `json:"out_of_order"`
-	LiveLatency      Latency  `json:"live_latency_beyond_delay"`
-	ReplaySeconds    float64  `json:"replay_seconds"`       // with the slow start
-	ReplayPerSecond  float64  `json:"replay_records_per_s"` // bounded replay, no slow start
-	ReplayRecords    int64    `json:"replay_records"`       // of that bounded replay
+	LiveLatency      Latency  `json:"live_latency_beyond_delay"` // release: at the sink's Write
+	VisibleSink      string   `json:"visible_sink,omitempty"`
+	VisibleLatency   Latency  `json:"visible_latency_beyond_delay"` // when the sink's reader sees it
+	ReplaySeconds    float64  `json:"replay_seconds"`               // with the slow start
+	ReplayPerSecond  float64  `json:"replay_records_per_s"`         // bounded replay, no slow start
+	ReplayRecords    int64    `json:"replay_records"`               // of that bounded replay
 	Took             float64  `json:"took_seconds"`
 }
 
@@ -49,7 +51,7 @@ func RunDemo(ctx context.Context, o Options, log *zap.Logger) (Summary, error) {
 		return Summary{}, err
 	}
 	w := o.Workload
-	s := Summary{Seed: w.Seed, Topics: w.Topics, Partitions: w.Partitions, SlowFor: w.SlowFor.String(), Delay: o.Delay.String()}
+	s := Summary{VisibleSink: o.Visible, Seed: w.Seed, Topics: w.Topics, Partitions: w.Partitions, SlowFor: w.SlowFor.String(), Delay: o.Delay.String()}
 	sc, err := Setup(ctx, o, log)
 	if err != nil {
 		return s, err
@@ -68,7 +70,7 @@ func RunDemo(ctx context.Context, o Options, log *zap.Logger) (Summary, error) {
 	if len(res) == 1 {
 		r := res[0]
 		s.In, s.Out, s.ParkedAtEnd, s.Late, s.OutOfOrder = r.In, r.Out, r.Parked, r.Late, r.OutOfOrder
-		s.LiveLatency, s.ReplaySeconds = r.LiveLatency, r.ReplaySeconds
+		s.LiveLatency, s.VisibleLatency, s.ReplaySeconds = r.LiveLatency, r.VisibleLatency, r.ReplaySeconds
 	}
 	s.Took = time.Since(start).Seconds()
 	return s, err

@@ -1,13 +1,16 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -47,8 +50,16 @@ type Options struct {
 	// Default 3m.
 	ReplayTimeout time.Duration `json:"replay_timeout"`
 	// Drain is how long the lanes keep running after the last live record
-	// is acknowledged. Default Delay + 500ms.
+	// is acknowledged. Default Delay + 500ms, plus the checkpoint interval
+	// (1s if unset) with a Visible sink.
 	Drain time.Duration `json:"-"`
+	// Visible adds a real sink to every lane of Ordering, one of
+	// VisibleKinds, and a reader of what it wrote, which measures visible
+	// latency. Default "": none.
+	Visible string `json:"visible,omitempty"`
+	// CheckpointInterval is the engine's (signalbox.WithCheckpointInterval);
+	// 0: the engine's default.
+	CheckpointInterval time.Duration `json:"checkpoint_interval,omitempty"`
 }
 
 // EnsureDefaults fills every unset field with its default.
@@ -65,6 +76,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.Drain <= 0 {
 		o.Drain = o.Delay + 500*time.Millisecond
+		if o.Visible != "" {
+			o.Drain += cmp.Or(o.CheckpointInterval, time.Second)
+		}
 	}
 }
 
@@ -73,6 +87,12 @@ func (o *Options) Validate() error {
 	errs := []error{o.Workload.Validate()}
 	if o.Delay < o.Workload.Disorder {
 		errs = append(errs, fmt.Errorf("demo: delay %v is below the workload's disorder bound %v", o.Delay, o.Workload.Disorder))
+	}
+	if o.Visible != "" && !slices.Contains(VisibleKinds, o.Visible) {
+		errs = append(errs, fmt.Errorf("demo: visible sink %q is not one of %s", o.Visible, strings.Join(VisibleKinds, ", ")))
+	}
+	if o.Visible != "" && o.Visible != VisibleJSONL && o.Workload.ProducerDelayed > 0 {
+		errs = append(errs, fmt.Errorf("demo: visible sink %s carries no late flag: it cannot measure with producer-delayed records", o.Visible))
 	}
 	return errors.Join(errs...)
 }
@@ -88,7 +108,11 @@ type Result struct {
 	OutOfOrderPct float64 `json:"out_of_order_pct"` // of the timed records emitted
 	Late          int64   `json:"late"`
 	LiveLatency   Latency `json:"live_latency_beyond_delay"`
-	ReplaySeconds float64 `json:"replay_seconds"` // ordering run, slow start included
+	// VisibleLatency is measured by the reader of the Visible sink: the
+	// wall time when the reader sees a live record not released late −
+	// (event time + delay).
+	VisibleLatency Latency `json:"visible_latency_beyond_delay"`
+	ReplaySeconds  float64 `json:"replay_seconds"` // ordering run, slow start included
 }
 
 // Throughput is one bounded replay of the history.
@@ -109,7 +133,7 @@ func Replay(ctx context.Context, o Options, brokers []string, s Strategy, log *z
 		return Throughput{}, err
 	}
 	start := time.Now()
-	l, err := newLane(s, &o, w, brokers, signalbox.UntilEndOffsets, log)
+	l, err := newLane(s, &o, w, brokers, signalbox.UntilEndOffsets, nil, log)
 	if err != nil {
 		return Throughput{}, err
 	}
@@ -137,33 +161,76 @@ func PeakRSS() int64 {
 	return 0
 }
 
-// lane is one strategy's pipeline with its measuring sink.
+// lane is one strategy's pipeline with its measuring sink, and optionally a
+// real sink with its reader.
 type lane struct {
 	name string
 	p    *signalbox.Pipeline
 	m    *measure
 	err  error
 	done chan struct{}
+
+	tap      *tap
+	visible  []float64    // ms beyond the delay, written by the reader goroutine
+	seen     atomic.Int64 // timed records the reader saw
+	readErr  error
+	readDone chan struct{}
 }
 
-func newLane(s Strategy, o *Options, w *workload.Workload, brokers []string, until signalbox.Until, log *zap.Logger) (*lane, error) {
+func newLane(s Strategy, o *Options, w *workload.Workload, brokers []string, until signalbox.Until, tp *tap, log *zap.Logger) (*lane, error) {
 	src, err := kafka.New(kafka.Config{Brokers: brokers, Topics: w.Topics(), PartitionMaxBytes: o.FetchBytes, Logger: log.Named(s.Name)})
 	if err != nil {
 		return nil, err
 	}
 	m := newMeasure(w.HistoryEnd(), o.Delay)
-	p, err := signalbox.New(src,
+	opts := []signalbox.Option{
 		signalbox.WithInputs(w.Inputs()...),
 		signalbox.WithSink(m),
 		signalbox.WithDelay(o.Delay),
 		signalbox.WithStrategy(s.New),
 		signalbox.WithUntil(until),
 		signalbox.WithLogger(log.Named(s.Name)),
-	)
+	}
+	if tp != nil {
+		opts = append(opts, signalbox.WithSink(tp.sink))
+	}
+	if o.CheckpointInterval > 0 {
+		opts = append(opts, signalbox.WithCheckpointInterval(o.CheckpointInterval))
+	}
+	p, err := signalbox.New(src, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &lane{name: s.Name, p: p, m: m, done: make(chan struct{})}, nil
+	return &lane{name: s.Name, p: p, m: m, done: make(chan struct{}), tap: tp, readDone: make(chan struct{})}, nil
+}
+
+// read runs the lane's reader until ctx is done (see tap.read).
+func (l *lane) read(ctx context.Context) {
+	defer close(l.readDone)
+	l.readErr = l.tap.read(ctx, func(et int64, late bool) {
+		l.seen.Add(1)
+		if et > l.m.liveFrom && !late {
+			now := float64(time.Now().UnixNano()) / 1e6
+			l.visible = append(l.visible, now-float64(et+l.m.delay))
+		}
+	})
+}
+
+// stopReaders lets every reader see what its sink wrote (up to timeout),
+// then stops them.
+func stopReaders(lanes []*lane, stop func(), timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for _, l := range lanes {
+		for l.tap != nil && l.seen.Load() < l.m.out-l.m.timeless && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	stop()
+	for _, l := range lanes {
+		if l.tap != nil {
+			<-l.readDone
+		}
+	}
 }
 
 func (l *lane) result() Result {
@@ -171,7 +238,7 @@ func (l *lane) result() Result {
 	r := Result{
 		Strategy: l.name, In: st.In, Out: l.m.out, Timeless: l.m.timeless, Parked: int64(st.Parked),
 		OutOfOrder: l.m.ooo, Late: st.LateTotal().Count, LiveLatency: summarize(l.m.lat),
-		ReplaySeconds: st.ReplayTime.Seconds(),
+		VisibleLatency: summarize(l.visible), ReplaySeconds: st.ReplayTime.Seconds(),
 	}
 	if timed := l.m.out - l.m.timeless; timed > 0 {
 		r.OutOfOrderPct = 100 * float64(l.m.ooo) / float64(timed)
@@ -218,13 +285,33 @@ func (sc *Scenario) Ordering(ctx context.Context, o Options, strategies []Strate
 	if o.Workload.LiveFor <= 0 {
 		until = signalbox.UntilEndOffsets
 	}
+	var dir string
+	if o.Visible == VisibleJSONL {
+		var err error
+		if dir, err = os.MkdirTemp("", "signalbox-demo-"); err != nil {
+			return nil, workload.Live{}, err
+		}
+		defer os.RemoveAll(dir)
+	}
+	readCtx, stopRead := context.WithCancel(ctx)
+	defer stopRead()
 	lanes := make([]*lane, len(strategies))
 	for i, s := range strategies {
-		l, err := newLane(s, &o, sc.Workload, sc.Cluster.Addrs(), until, log)
+		var tp *tap
+		if o.Visible != "" {
+			var err error
+			if tp, err = newTap(ctx, o.Visible, s.Name, dir, sc.Cluster, o.Workload.Partitions); err != nil {
+				return nil, workload.Live{}, err
+			}
+		}
+		l, err := newLane(s, &o, sc.Workload, sc.Cluster.Addrs(), until, tp, log)
 		if err != nil {
 			return nil, workload.Live{}, err
 		}
 		lanes[i] = l
+		if tp != nil {
+			go l.read(readCtx)
+		}
 	}
 	stopSlow := sc.Workload.SlowStart(sc.Cluster)
 	defer stopSlow()
@@ -256,10 +343,14 @@ func (sc *Scenario) Ordering(ctx context.Context, o Options, strategies []Strate
 		cancel()
 	}
 	wg.Wait()
+	stopReaders(lanes, stopRead, 10*time.Second)
 	res := make([]Result, len(lanes))
 	for i, l := range lanes {
 		if l.err != nil && err == nil {
 			err = fmt.Errorf("demo: lane %s: %w", l.name, l.err)
+		}
+		if l.readErr != nil && err == nil {
+			err = fmt.Errorf("demo: reader of lane %s: %w", l.name, l.readErr)
 		}
 		res[i] = l.result()
 	}
