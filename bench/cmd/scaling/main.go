@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -385,22 +386,17 @@ func countLines(path string) (int64, error) {
 		return 0, err
 	}
 	defer f.Close()
-	var n int64
-	buf := make([]byte, 1<<20)
-	for {
-		k, err := f.Read(buf)
-		for _, c := range buf[:k] {
-			if c == '\n' {
-				n++
-			}
-		}
-		if err == io.EOF {
-			return n, nil
-		}
-		if err != nil {
-			return n, err
-		}
-	}
+	var c lineCounter
+	_, err = io.Copy(&c, f)
+	return int64(c), err
+}
+
+// lineCounter is an io.Writer that counts the newlines written to it.
+type lineCounter int64
+
+func (c *lineCounter) Write(p []byte) (int, error) {
+	*c += lineCounter(bytes.Count(p, []byte{'\n'}))
+	return len(p), nil
 }
 
 // median returns the median of xs (the lower one of an even count).
