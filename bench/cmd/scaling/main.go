@@ -399,9 +399,11 @@ func (c *lineCounter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// median returns the median of xs (the lower one of an even count).
+// median returns the median of xs (of an even count, the mean of the two
+// middle values).
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
-	return s[(len(s)-1)/2]
+	n := len(s)
+	return (s[(n-1)/2] + s[n/2]) / 2
 }
