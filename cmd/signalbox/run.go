@@ -25,7 +25,7 @@ import (
 )
 
 func newRunCmd() *cobra.Command {
-	var file, statusAddr string
+	var file, statusAddr, cpuProfile string
 	var reset bool
 	cmd := &cobra.Command{
 		Use:   "run -c job.yaml",
@@ -66,6 +66,13 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return usageError(err)
 			}
+			if cpuProfile != "" {
+				stopProfile, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return usageError(err)
+				}
+				defer stopProfile()
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			context.AfterFunc(ctx, stop) // a second signal kills at once
@@ -100,6 +107,8 @@ func newRunCmd() *cobra.Command {
 	f.StringVarP(&file, "config", "c", "", "job file (YAML)")
 	f.BoolVar(&reset, "reset-state", false, "delete the parked-record store in state.dir before starting (parked records are rebuilt from Kafka)")
 	f.StringVar(&statusAddr, "status-addr", "", "serve GET /status (JSON) on this address, e.g. 127.0.0.1:8080 (port 0: any free port)")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (for benchmarks)")
+	f.MarkHidden("cpuprofile") //nolint:errcheck // the flag exists
 	cmd.MarkFlagRequired("config")
 	return cmd
 }
