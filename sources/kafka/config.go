@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/xdg-go/scram"
 	"go.uber.org/zap"
 )
 
@@ -243,9 +244,9 @@ func (c *Config) sarama() (*sarama.Config, error) {
 		sc.Net.SASL.Mechanism = sarama.SASLMechanism(c.SASL.Mechanism)
 		switch c.SASL.Mechanism {
 		case SASLScramSHA256:
-			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return newScram(sha256Gen) }
+			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: scram.SHA256} }
 		case SASLScramSHA512:
-			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return newScram(sha512Gen) }
+			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: scram.SHA512} }
 		}
 	}
 	return sc, nil
