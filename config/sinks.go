@@ -145,16 +145,13 @@ var pgTableRE = regexp.MustCompile(`^([a-z_][a-z0-9_]*\.)?[a-z_][a-z0-9_]*$`)
 // 63-byte identifiers.
 const pgMaxTable = 63 - len("_checkpoint")
 
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 var valueTypeValues = []string{"jsonb", "text"}
 
 func validatePostgres(s *Sink, v *validator, p string) {
 	if s.DSNEnv == "" {
 		v.bad(p+".dsn_env", "required for a postgres sink: the NAME of the environment variable holding the connection string")
-	} else if !envNameRE.MatchString(s.DSNEnv) {
-		v.bad(p+".dsn_env", "must be the NAME of an environment variable, not its value")
 	}
+	v.envName(p+".dsn_env", s.DSNEnv)
 	if s.Table != "" {
 		name := s.Table[strings.LastIndex(s.Table, ".")+1:]
 		switch {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -85,10 +86,18 @@ func (v *validator) fieldPath(path, val string) {
 	}
 }
 
-// envName checks the name of an environment variable holding a secret.
+// envNameRE is the name of an environment variable that holds a secret:
+// upper-case letters, digits and underscores, as POSIX names the variables
+// of applications. A mixed-case value is refused because it is more likely
+// the secret itself than a name, and the error that the variable is unset
+// would then print it.
+var envNameRE = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
+
+// envName checks the name of an environment variable holding a secret. The
+// message never repeats the value: it may be the secret.
 func (v *validator) envName(path, name string) {
-	if strings.ContainsAny(name, "= \t\n") {
-		v.bad(path, "must be the NAME of an environment variable, not its value")
+	if name != "" && !envNameRE.MatchString(name) {
+		v.bad(path, "must be the NAME of an environment variable (upper-case letters, digits and _, such as SIGNALBOX_SECRET), not its value")
 	}
 }
 
