@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/record"
 )
 
@@ -26,6 +27,16 @@ const (
 	LateDrop LatePolicy = "drop"
 )
 
+// Validate reports, as an error about the field late, a p that is not one
+// of the late policies ("" is the default, LateEmit).
+func (p LatePolicy) Validate() error {
+	switch p {
+	case "", LateEmit, LateDeadLetter, LateDrop:
+		return nil
+	}
+	return fielderr.New("late", "%q is not one of emit, dead-letter, drop", p)
+}
+
 // Until says when a pipeline stops.
 type Until string
 
@@ -37,6 +48,16 @@ const (
 	// snapshotted at start-up, flushes everything and returns nil.
 	UntilEndOffsets Until = "end-offsets"
 )
+
+// Validate reports, as an error about the field until, a u that is not one
+// of the run modes ("" is the default, UntilLive).
+func (u Until) Validate() error {
+	switch u {
+	case "", UntilLive, UntilEndOffsets:
+		return nil
+	}
+	return fielderr.New("until", "%q is not one of live, end-offsets", u)
+}
 
 // Clock returns the processing time. Tests inject their own.
 type Clock func() time.Time
@@ -203,10 +224,8 @@ func (c *config) validate() error {
 	if c.delay < 0 {
 		errs = append(errs, fmt.Errorf("delay: %v is negative", c.delay))
 	}
-	switch c.late {
-	case LateEmit, LateDeadLetter, LateDrop:
-	default:
-		errs = append(errs, fmt.Errorf("late: %q is not one of emit, dead-letter, drop", c.late))
+	if err := c.late.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	n := 0
 	for _, s := range c.sinks {
@@ -220,10 +239,8 @@ func (c *config) validate() error {
 	if c.late == LateDeadLetter && c.deadLetter == nil {
 		errs = append(errs, errors.New("late: dead-letter needs a dead-letter sink"))
 	}
-	switch c.until {
-	case UntilLive, UntilEndOffsets:
-	default:
-		errs = append(errs, fmt.Errorf("until: %q is not one of live, end-offsets", c.until))
+	if err := c.until.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	seen := map[string]bool{}
 	for _, in := range c.inputs {
@@ -231,8 +248,8 @@ func (c *config) validate() error {
 			errs = append(errs, fmt.Errorf("inputs: topic %q is declared twice", in.Topic))
 		}
 		seen[in.Topic] = true
-		if err := in.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("inputs[%s].%w", in.Topic, err))
+		for _, fe := range fielderr.All(in.Validate()) {
+			errs = append(errs, fmt.Errorf("inputs[%s].%w", in.Topic, fe))
 		}
 	}
 	return errors.Join(errs...)
