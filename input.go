@@ -72,15 +72,22 @@ type decoder struct {
 	needsJSON bool
 }
 
+// The defaults of an Input's fields.
+const (
+	DefaultTimeSource = TimeFromTimestamp
+	DefaultTimeFormat = FormatAuto
+	DefaultKeySource  = KeyFromKafka
+)
+
 func (in Input) withDefaults() Input {
 	if in.Time == "" {
-		in.Time = TimeFromTimestamp
+		in.Time = DefaultTimeSource
 	}
 	if in.TimeFormat == "" {
-		in.TimeFormat = FormatAuto
+		in.TimeFormat = DefaultTimeFormat
 	}
 	if in.Key == "" {
-		in.Key = KeyFromKafka
+		in.Key = DefaultKeySource
 	}
 	return in
 }

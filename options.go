@@ -178,12 +178,23 @@ func WithParkedStore(s ParkedStore) Option { return func(c *config) { c.store = 
 // records) synchronously from the engine goroutine; it must not block.
 func WithObserver(f func(Event)) Option { return func(c *config) { c.observer = f } }
 
+// The defaults of the options, which ensureDefaults applies and
+// docs/config.md documents (a test holds the two together).
+const (
+	DefaultLatePolicy         = LateEmit
+	DefaultUntil              = UntilLive
+	DefaultBatchSize          = 4096
+	DefaultMaxInflightBatches = 16
+	DefaultCheckpointInterval = time.Second
+	DefaultTick               = 50 * time.Millisecond
+)
+
 func (c *config) ensureDefaults() {
 	if c.late == "" {
-		c.late = LateEmit
+		c.late = DefaultLatePolicy
 	}
 	if c.until == "" {
-		c.until = UntilLive
+		c.until = DefaultUntil
 	}
 	if c.clock == nil {
 		c.clock = time.Now
@@ -192,16 +203,16 @@ func (c *config) ensureDefaults() {
 		c.logger = zap.NewNop()
 	}
 	if c.batchSize <= 0 {
-		c.batchSize = 4096
+		c.batchSize = DefaultBatchSize
 	}
 	if c.maxInflight <= 0 {
-		c.maxInflight = 16
+		c.maxInflight = DefaultMaxInflightBatches
 	}
 	if c.checkpoint <= 0 {
-		c.checkpoint = time.Second
+		c.checkpoint = DefaultCheckpointInterval
 	}
 	if c.tick <= 0 {
-		c.tick = 50 * time.Millisecond
+		c.tick = DefaultTick
 	}
 }
 

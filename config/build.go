@@ -11,10 +11,6 @@ import (
 	"github.com/signalbox/signalbox/sources/kafka"
 )
 
-// pebbleAvailable says whether this build can keep parked records in
-// pebble (the `state` section).
-const pebbleAvailable = true
-
 // Plan is what Build makes of a Job: the Kafka source configuration and the
 // pipeline options, sinks included.
 type Plan struct {

@@ -139,9 +139,6 @@ func (j *Job) Validate() error {
 	}
 	j.validateSinkSet(v)
 	v.size("state.memory", j.State.Memory)
-	if (j.State.Dir != "" || j.State.Memory != "") && !pebbleAvailable {
-		v.bad("state", "the pebble-backed parked store is not yet supported by this build; remove the state section")
-	}
 	v.duration("checkpoint_interval", j.CheckpointInterval, true)
 	if j.BatchSize < 0 {
 		v.bad("batch_size", "%d is negative", j.BatchSize)
