@@ -7,23 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/record"
 )
 
-// Source is the root package's Source interface, restated so that this
-// package does not import the root package.
-type Source interface {
-	Open(ctx context.Context) error
-	Poll(ctx context.Context) (record.Fetch, error)
-	Commit(ctx context.Context, offsets map[record.TopicPartition]int64) error
-	Close() error
-}
-
-// Pauser is the root package's Pauser interface.
-type Pauser interface {
-	Pause(tps ...record.TopicPartition)
-	Resume(tps ...record.TopicPartition)
-}
+// Source is the contract under test; Pauser, where the source implements it.
+type (
+	Source = signalbox.Source
+	Pauser = signalbox.Pauser
+)
 
 // Data is what a source under test must serve: for each partition, the
 // values of its records, at offsets 0, 1, 2, … (no gaps). A partition with
