@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/internal/jsonfield"
 	"github.com/signalbox/signalbox/record"
 )
@@ -71,53 +72,80 @@ type decoder struct {
 	needsJSON bool
 }
 
+// The defaults of an Input's fields.
+const (
+	DefaultTimeSource = TimeFromTimestamp
+	DefaultTimeFormat = FormatAuto
+	DefaultKeySource  = KeyFromKafka
+)
+
 func (in Input) withDefaults() Input {
 	if in.Time == "" {
-		in.Time = TimeFromTimestamp
+		in.Time = DefaultTimeSource
 	}
 	if in.TimeFormat == "" {
-		in.TimeFormat = FormatAuto
+		in.TimeFormat = DefaultTimeFormat
 	}
 	if in.Key == "" {
-		in.Key = KeyFromKafka
+		in.Key = DefaultKeySource
 	}
 	return in
 }
 
-// Validate reports the first problem with the input, naming the field.
+// Validate reports every problem with the input, each naming its field,
+// joined in one error. A field that the input's Time or Key does not use
+// (TimeField or TimeFormat with TimeFromTimestamp or TimeNone, KeyField with
+// KeyFromKafka) is an error, not silently ignored: it is a setting that
+// would do nothing, most likely a mistake about where the time or key comes
+// from.
 func (in Input) Validate() error {
-	in = in.withDefaults()
+	in, set := in.withDefaults(), in
+	var errs []error
+	bad := func(field, format string, args ...any) { errs = append(errs, fielderr.New(field, format, args...)) }
 	if in.Topic == "" {
-		return errors.New("topic: must not be empty")
+		bad("topic", "required")
 	}
 	switch in.Time {
 	case TimeFromTimestamp, TimeNone:
+		if in.TimeField != "" {
+			bad("time_field", "only used when time is field or header")
+		}
+		if set.TimeFormat != "" {
+			bad("time_format", "only used when time is field or header")
+		}
 	case TimeFromField:
-		if _, err := jsonfield.ParsePath(in.TimeField); err != nil {
-			return fmt.Errorf("time_field: %v", err)
+		if in.TimeField == "" {
+			bad("time_field", "required when time is field")
+		} else if _, err := jsonfield.ParsePath(in.TimeField); err != nil {
+			bad("time_field", "%q is not a dotted JSON path such as meta.ts", in.TimeField)
 		}
 	case TimeFromHeader:
 		if in.TimeField == "" {
-			return errors.New("time_field: a header name is required with time: header")
+			bad("time_field", "required when time is header (the header name)")
 		}
 	default:
-		return fmt.Errorf("time: %q is not one of timestamp, field, header, none", in.Time)
+		bad("time", "%q is not one of timestamp, field, header, none", in.Time)
 	}
 	switch in.TimeFormat {
 	case FormatAuto, FormatUnixMs, FormatUnixS, FormatUnixUs, FormatUnixNs, FormatRFC3339:
 	default:
-		return fmt.Errorf("time_format: %q is not one of auto, unix_ms, unix_s, unix_us, unix_ns, rfc3339", in.TimeFormat)
+		bad("time_format", "%q is not one of auto, unix_ms, unix_s, unix_us, unix_ns, rfc3339", in.TimeFormat)
 	}
 	switch in.Key {
 	case KeyFromKafka:
+		if in.KeyField != "" {
+			bad("key_field", "only used when key is field")
+		}
 	case KeyFromField:
-		if _, err := jsonfield.ParsePath(in.KeyField); err != nil {
-			return fmt.Errorf("key_field: %v", err)
+		if in.KeyField == "" {
+			bad("key_field", "required when key is field")
+		} else if _, err := jsonfield.ParsePath(in.KeyField); err != nil {
+			bad("key_field", "%q is not a dotted JSON path such as meta.id", in.KeyField)
 		}
 	default:
-		return fmt.Errorf("key: %q is not one of key, field", in.Key)
+		bad("key", "%q is not one of key, field", in.Key)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func compileInput(in Input) (*decoder, error) {

@@ -3,6 +3,7 @@ package signalbox
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,4 +86,44 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("decode(%q) = (%d, %q); encoding/json reads (%d, %q)", value, r.EventTime, r.OrderKey, n, *doc.ID)
 		}
 	})
+}
+
+// TestInputValidate: the one copy of the input rules (the job file's config
+// package maps these errors onto YAML paths). Every problem is reported,
+// each naming its field.
+func TestInputValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   Input
+		want []string // every problem, in order; none: valid
+	}{
+		{"minimal", Input{Topic: "t"}, nil},
+		{"field", Input{Topic: "t", Time: TimeFromField, TimeField: "meta.ts", TimeFormat: FormatRFC3339, Key: KeyFromField, KeyField: "id"}, nil},
+		{"header", Input{Topic: "t", Time: TimeFromHeader, TimeField: "event-time", TimeFormat: FormatUnixMs}, nil},
+		{"no topic", Input{}, []string{"topic: required"}},
+		// time_format with time: timestamp is refused: the Kafka timestamp
+		// has no format, so the setting would silently do nothing.
+		{"format with timestamp", Input{Topic: "t", TimeFormat: FormatUnixS}, []string{"time_format: only used when time is field or header"}},
+		{"format with none", Input{Topic: "t", Time: TimeNone, TimeFormat: FormatAuto}, []string{"time_format: only used when time is field or header"}},
+		{"time_field with timestamp", Input{Topic: "t", Time: TimeFromTimestamp, TimeField: "ts"}, []string{"time_field: only used when time is field or header"}},
+		{"field without path", Input{Topic: "t", Time: TimeFromField}, []string{"time_field: required when time is field"}},
+		{"bad path", Input{Topic: "t", Time: TimeFromField, TimeField: "a..b"}, []string{`time_field: "a..b" is not a dotted JSON path such as meta.ts`}},
+		{"header without name", Input{Topic: "t", Time: TimeFromHeader}, []string{"time_field: required when time is header (the header name)"}},
+		{"bad time", Input{Topic: "t", Time: "clock"}, []string{`time: "clock" is not one of timestamp, field, header, none`}},
+		{"bad format", Input{Topic: "t", Time: TimeFromField, TimeField: "ts", TimeFormat: "iso"}, []string{`time_format: "iso" is not one of auto, unix_ms, unix_s, unix_us, unix_ns, rfc3339`}},
+		{"key_field unused", Input{Topic: "t", KeyField: "id"}, []string{"key_field: only used when key is field"}},
+		{"key field missing", Input{Topic: "t", Key: KeyFromField}, []string{"key_field: required when key is field"}},
+		{"bad key", Input{Topic: "t", Key: "value"}, []string{`key: "value" is not one of key, field`}},
+		{"every problem", Input{Time: "clock", Key: KeyFromField}, []string{"topic: required", `time: "clock" is not one of timestamp, field, header, none`, "key_field: required when key is field"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			if err := tc.in.Validate(); err != nil {
+				got = strings.Split(err.Error(), "\n")
+			}
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Fatalf("Validate() = %q, want %q", got, tc.want)
+			}
+		})
+	}
 }
