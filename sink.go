@@ -16,7 +16,7 @@ import (
 //   - Flush makes everything written so far durable. When it returns nil,
 //     every record written before it is acknowledged: its offset may be
 //     committed. A sink that returns an error marked retryable
-//     (sinks/retry.Retryable) is retried with backoff by signalbox's retry
+//     (retry.Retryable) is retried with backoff by signalbox's retry
 //     policy; any other error is fatal.
 //   - Close flushes and releases resources.
 type Sink interface {

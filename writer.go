@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/sinks/retry"
+	"github.com/signalbox/signalbox/retry"
 )
 
 // write is the sink goroutine: it writes each out batch to every sink in

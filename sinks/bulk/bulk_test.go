@@ -10,7 +10,7 @@ import (
 
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sinks/bulk"
-	"github.com/signalbox/signalbox/sinks/retry"
+	"github.com/signalbox/signalbox/retry"
 	"github.com/signalbox/signalbox/sinks/sinktest"
 )
 

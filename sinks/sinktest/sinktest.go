@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/sinks/retry"
+	"github.com/signalbox/signalbox/retry"
 )
 
 // Sink is the root package's Sink interface, restated so that this package

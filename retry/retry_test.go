@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/signalbox/signalbox/sinks/retry"
+	"github.com/signalbox/signalbox/retry"
 )
 
 var fast = retry.Policy{Initial: time.Microsecond, Max: 10 * time.Microsecond, NoJitter: true, MaxElapsed: -1}
