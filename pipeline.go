@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -117,6 +118,7 @@ type run struct {
 	// late holds every partition's late counters, restored ones included;
 	// they outlive a revoke, so a partition that comes back keeps counting.
 	lateCounts map[record.TopicPartition]*LateCounter
+	sinkDead   atomic.Int64 // records the sinks rejected, dead-lettered by the sink goroutine (writer.go)
 }
 
 // Run runs the pipeline until ctx is cancelled (live mode) or until every
@@ -534,6 +536,7 @@ func (r *run) emit(e Event) {
 
 func (r *run) publish() {
 	s := r.stats
+	s.Dead += r.sinkDead.Load()
 	s.Watermark = r.wm
 	s.Parked, s.ParkedB = r.store.Len(), r.store.Bytes()
 	s.Holders = nil

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/sinks/envelope"
 	"github.com/signalbox/signalbox/retry"
+	"github.com/signalbox/signalbox/sinks/envelope"
 )
 
 // Defaults used by Config.EnsureDefaults.
@@ -45,19 +45,6 @@ const (
 	NoVersion
 )
 
-// ItemError describes a permanent per-item failure.
-type ItemError struct {
-	Record record.Record
-	Status int
-	Type   string
-	Reason string
-}
-
-func (e *ItemError) Error() string {
-	return fmt.Sprintf("bulk: item %s/%d/%d rejected with %d %s: %s",
-		e.Record.Topic, e.Record.Partition, e.Record.Offset, e.Status, e.Type, e.Reason)
-}
-
 // Config configures the sink. Zero fields take the documented defaults.
 type Config struct {
 	// URL is the cluster's base URL, e.g. http://localhost:9200. Required.
@@ -83,9 +70,6 @@ type Config struct {
 	DocID func(*record.Record) string
 	// Versioning chooses the external version. Default EventTimeVersion.
 	Versioning Versioning
-	// OnItemError receives each permanently rejected document (the
-	// dead-letter hook). Nil makes a permanent rejection a fatal error.
-	OnItemError func(*ItemError)
 }
 
 // EnsureDefaults fills zero fields with their defaults.
@@ -155,9 +139,10 @@ type Sink struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	tieTime int64          // event time of the current tie group
-	ties    map[string]int // per _id count within tieTime
-	scratch []byte
+	tieTime  int64          // event time of the current tie group
+	ties     map[string]int // per _id count within tieTime
+	scratch  []byte
+	rejected []retry.Rejection // per-item rejections not yet reported by Flush
 }
 
 // New returns a sink; call Open before use.
@@ -199,14 +184,34 @@ func (s *Sink) Write(ctx context.Context, batch []record.Record) error {
 	return nil
 }
 
-// Flush sends everything queued and waits for every per-item result.
+// Flush sends everything queued and waits for every per-item result. When
+// the server rejected documents for their data since the last Flush
+// (invariant 4), it returns them as a *retry.RejectedError once everything
+// else is acknowledged; the next Flush has nothing more to send.
 func (s *Sink) Flush(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
 		return s.err
 	}
-	return s.send(ctx, true)
+	if err := s.send(ctx, true); err != nil {
+		return err
+	}
+	rej := s.rejected
+	s.rejected = nil
+	return retry.Rejected(rej...)
+}
+
+// ReportRetries sets the hook called before each retry of a request (the
+// engine logs it). It chains Config.Retry.OnRetry.
+func (s *Sink) ReportRetries(hook func(attempt int, err error, wait time.Duration)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev := s.cfg.Retry.OnRetry; prev != nil {
+		s.cfg.Retry.OnRetry = func(a int, err error, w time.Duration) { prev(a, err, w); hook(a, err, w) }
+		return
+	}
+	s.cfg.Retry.OnRetry = hook
 }
 
 // Close flushes, stops the linger timer and makes later calls fail.
@@ -385,6 +390,14 @@ func (s *Sink) post(ctx context.Context, chunk []item) ([]item, error) {
 	return s.results(chunk, br.Items)
 }
 
+// perRecord reports whether an item's status rejects the document itself
+// (400 mapper_parsing_exception, illegal_argument_exception, 409 ...)
+// rather than the request's target: 401, 403 and 404 would reject every
+// document alike, so they are fatal.
+func perRecord(status int) bool {
+	return status/100 == 4 && status != http.StatusUnauthorized && status != http.StatusForbidden && status != http.StatusNotFound
+}
+
 // results applies invariants 3b and 4 to one response.
 func (s *Sink) results(chunk []item, outcomes []map[string]bulkItemOutcome) ([]item, error) {
 	const (
@@ -405,16 +418,18 @@ func (s *Sink) results(chunk []item, outcomes []map[string]bulkItemOutcome) ([]i
 		case o.Status == http.StatusTooManyRequests || o.Status >= 500:
 			state[i] = again
 			throttled = throttled || o.Status == http.StatusTooManyRequests
+		case o.Status == http.StatusRequestTimeout:
+			state[i] = again
 		default:
 			state[i] = rejected
-			ie := &ItemError{Record: chunk[i].rec, Status: o.Status}
+			reason := fmt.Sprintf("bulk: item rejected with %d", o.Status)
 			if o.Error != nil {
-				ie.Type, ie.Reason = o.Error.Type, o.Error.Reason
+				reason += " " + o.Error.Type + ": " + o.Error.Reason
 			}
-			if s.cfg.OnItemError == nil {
-				return nil, ie
+			if !perRecord(o.Status) {
+				return nil, fmt.Errorf("%s/%d@%d: %s", chunk[i].rec.Topic, chunk[i].rec.Partition, chunk[i].rec.Offset, reason)
 			}
-			s.cfg.OnItemError(ie)
+			s.rejected = append(s.rejected, retry.Rejection{Record: chunk[i].rec, Reason: reason})
 		}
 	}
 	// 3b: a failed item whose _id later succeeded in this request is

@@ -29,6 +29,7 @@ type fakeES struct {
 	burstLeft    int
 	outage       int  // while non-zero: 503 (1) or 400 (2) for every request
 	poison       bool // reject documents whose value has "poison":true with 400
+	missing      bool // answer every item with 404 index_not_found_exception
 }
 
 type doc struct {
@@ -117,6 +118,9 @@ func (f *fakeES) apply(id string, version *int64, versionType string, body []byt
 	}
 	if err := json.Unmarshal(body, &env); err != nil {
 		return 400, "mapper_parsing_exception"
+	}
+	if f.missing {
+		return 404, "index_not_found_exception"
 	}
 	if f.poison && bytes.Contains(env.Value, []byte(`"poison":true`)) {
 		return 400, "mapper_parsing_exception"

@@ -1,6 +1,7 @@
 package kafka_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -87,6 +88,12 @@ func read(t *testing.T, brokers []string, topic string, iso sarama.IsolationLeve
 
 const sentinel = "__sentinel__"
 
+// oversize pads r's value beyond the producer's default MaxMessageBytes.
+func oversize(r *record.Record) bool {
+	r.Value = append(r.Value[:len(r.Value):len(r.Value)], bytes.Repeat([]byte(" "), sarama.NewConfig().Producer.MaxMessageBytes)...)
+	return true
+}
+
 func values(ms []msg) [][]byte {
 	var vs [][]byte
 	for _, m := range ms {
@@ -99,8 +106,9 @@ func TestConformance(t *testing.T) {
 	sinktest.Run(t, func(t *testing.T) sinktest.Target {
 		brokers := cluster(t, "out")
 		return sinktest.Target{
-			Sink: kafka.New(kafka.Config{Brokers: brokers, Topic: "out"}),
-			Read: func(t *testing.T) [][]byte { return values(read(t, brokers, "out", sarama.ReadUncommitted)) },
+			Sink:   kafka.New(kafka.Config{Brokers: brokers, Topic: "out"}),
+			Read:   func(t *testing.T) [][]byte { return values(read(t, brokers, "out", sarama.ReadUncommitted)) },
+			Poison: oversize,
 		}
 	})
 }
@@ -109,8 +117,10 @@ func TestConformanceTransactional(t *testing.T) {
 	sinktest.Run(t, func(t *testing.T) sinktest.Target {
 		brokers := cluster(t, "out")
 		return sinktest.Target{
-			Sink: kafka.New(kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "tx-" + t.Name(), GroupID: "g"}),
-			Read: func(t *testing.T) [][]byte { return values(read(t, brokers, "out", sarama.ReadCommitted)) },
+			Sink:          kafka.New(kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "tx-" + t.Name(), GroupID: "g"}),
+			Read:          func(t *testing.T) [][]byte { return values(read(t, brokers, "out", sarama.ReadCommitted)) },
+			CloseDiscards: true,
+			Poison:        oversize,
 		}
 	})
 }
