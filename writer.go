@@ -26,7 +26,7 @@ const retryLogEvery = 10 * time.Second
 // committed only after every sink has acknowledged it, or has rejected it
 // and the dead-letter sink has acknowledged it.
 func (r *run) write(ctx context.Context) {
-	w := &writer{r: r, log: &retryLog{logger: r.cfg.logger, every: retryLogEvery}}
+	w := &writer{r: r, log: &retryLog{logger: r.cfg.logger, every: retryLogEvery, now: time.Now}}
 	for _, s := range w.all() {
 		if rr, ok := s.(RetryReporter); ok {
 			rr.ReportRetries(w.log.hook(sinkName(s)))
@@ -66,8 +66,8 @@ func (w *writer) writeOne(ctx context.Context, o *out) error {
 	}
 	if len(o.records) > 0 {
 		for _, s := range cfg.sinks {
-			if err := w.deliver(ctx, s, o.records, s.Write); err != nil {
-				return fmt.Errorf("signalbox: sink %s: write: %w", sinkName(s), err)
+			if err := w.deliver(ctx, s, "write", o.records, s.Write); err != nil {
+				return err
 			}
 		}
 	}
@@ -87,13 +87,13 @@ func (w *writer) writeOne(ctx context.Context, o *out) error {
 		if _, ok := s.(CheckpointSink); ok {
 			continue
 		}
-		if err := w.deliver(ctx, s, nil, func(ctx context.Context, _ []record.Record) error { return s.Flush(ctx) }); err != nil {
-			return fmt.Errorf("signalbox: sink %s: flush: %w", sinkName(s), err)
+		if err := w.deliver(ctx, s, "flush", nil, func(ctx context.Context, _ []record.Record) error { return s.Flush(ctx) }); err != nil {
+			return err
 		}
 	}
 	if cs := cfg.checkpointSink(); cs != nil {
-		if err := w.deliver(ctx, cs, nil, func(ctx context.Context, _ []record.Record) error { return cs.FlushCheckpoint(ctx, *o.cp) }); err != nil {
-			return fmt.Errorf("signalbox: sink %s: checkpoint: %w", sinkName(cs), err)
+		if err := w.deliver(ctx, cs, "checkpoint", nil, func(ctx context.Context, _ []record.Record) error { return cs.FlushCheckpoint(ctx, *o.cp) }); err != nil {
+			return err
 		}
 	}
 	if !o.noCommit {
@@ -118,13 +118,16 @@ func (w *writer) retry(ctx context.Context, s Sink, fn func(context.Context) err
 // rejects records (retry.RejectedError), deliver dead-letters them — written
 // and flushed, so that no later commit can pass them — and repeats the call
 // without them. Without a dead-letter sink a rejection is fatal
-// (ErrNoDeadLetter).
-func (w *writer) deliver(ctx context.Context, s Sink, batch []record.Record, call func(context.Context, []record.Record) error) error {
+// (ErrNoDeadLetter). what names the call in errors.
+func (w *writer) deliver(ctx context.Context, s Sink, what string, batch []record.Record, call func(context.Context, []record.Record) error) error {
 	for {
 		err := w.retry(ctx, s, func(ctx context.Context) error { return call(ctx, batch) })
 		rej := retry.AsRejected(err)
 		if rej == nil {
-			return err
+			if err != nil {
+				return fmt.Errorf("signalbox: sink %s: %s: %w", sinkName(s), what, err)
+			}
+			return nil
 		}
 		if err := w.deadLetter(ctx, s, rej); err != nil {
 			return err
@@ -211,9 +214,16 @@ func sinkName(s Sink) string {
 	if n, ok := s.(interface{ Name() string }); ok {
 		return n.Name()
 	}
-	t := reflect.TypeOf(s)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
+	v := reflect.ValueOf(s)
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		v = v.Elem()
+	}
+	t := v.Type()
+	// A wrapper that embeds the sink it wraps is named after that sink.
+	if t.Kind() == reflect.Struct && t.NumField() == 1 && t.Field(0).Anonymous && t.Field(0).IsExported() {
+		if inner, ok := v.Field(0).Interface().(Sink); ok && inner != nil {
+			return sinkName(inner)
+		}
 	}
 	if p := t.PkgPath(); p != "" {
 		return p[strings.LastIndexByte(p, '/')+1:]
@@ -225,6 +235,7 @@ func sinkName(s Sink) string {
 type retryLog struct {
 	logger *zap.Logger
 	every  time.Duration
+	now    func() time.Time
 	mu     sync.Mutex
 	last   map[string]time.Time
 	quiet  map[string]int // retries not logged since the last line
@@ -234,7 +245,7 @@ type retryLog struct {
 // concurrent use (a sink may retry on its own goroutine).
 func (l *retryLog) hook(sink string) func(attempt int, err error, wait time.Duration) {
 	return func(attempt int, err error, wait time.Duration) {
-		now := time.Now()
+		now := l.now()
 		l.mu.Lock()
 		if l.last == nil {
 			l.last, l.quiet = map[string]time.Time{}, map[string]int{}
