@@ -21,7 +21,10 @@ import (
 func TestRetryLogRateLimit(t *testing.T) {
 	core, logs := observer.New(zap.WarnLevel)
 	now := time.Unix(1000, 0)
-	l := &retryLog{logger: zap.New(core), every: 10 * time.Second, now: func() time.Time { return now }}
+	if retryLogEvery != 10*time.Second {
+		t.Fatalf("retryLogEvery = %v; docs/operations.md and docs/sinks.md say 10 s", retryLogEvery)
+	}
+	l := &retryLog{logger: zap.New(core), every: retryLogEvery, now: func() time.Time { return now }}
 	a, b := l.hook("bulk"), l.hook("postgres")
 	busy := errors.New("503")
 	for i := 1; i <= 5; i++ { // within one interval: one line for bulk
@@ -29,7 +32,7 @@ func TestRetryLogRateLimit(t *testing.T) {
 		now = now.Add(time.Second)
 	}
 	b(1, busy, time.Millisecond) // another sink has its own budget
-	now = now.Add(10 * time.Second)
+	now = now.Add(retryLogEvery)
 	a(6, busy, time.Millisecond)
 	var got []string
 	for _, e := range logs.All() {
