@@ -226,7 +226,7 @@ func TestFailedRunThenRerunKafkaExactlyOnce(t *testing.T) {
 }
 
 // TestPostgresRejectionGoesToDeadLetter: values PostgreSQL refuses (jsonb:
-// a number out of range, 22003; a lone surrogate escape, 22P05) stop a run
+// a number out of range, 22003; a lone surrogate escape, 22P02) stop a run
 // without a dead-letter sink with ErrNoDeadLetter, not a crash loop; the
 // rerun with one dead-letters exactly them, with the sink's reason and the
 // record's coordinates and event time, and stores every other record once.
@@ -288,12 +288,17 @@ func TestPostgresRejectionGoesToDeadLetter(t *testing.T) {
 	if len(dead) != len(poison) {
 		t.Fatalf("dead letters %v, want %d", dead, len(poison))
 	}
+	codes := map[string]int{}
 	for _, d := range dead {
 		seq := int(num(d, "event_time_ms") - exitBase)
+		codes[strings.Fields(fmt.Sprint(d["reason"]))[3]]++
 		if _, ok := poison[seq]; !ok || num(d, "offset") != int64(seq/3) || num(d, "partition") != int64(seq%3) || d["topic"] != "in" ||
 			!strings.HasPrefix(fmt.Sprint(d["reason"]), "sink postgres: postgres: 22") {
 			t.Fatalf("dead letter %v", d)
 		}
+	}
+	if codes["22003:"] != 1 || codes["22P02:"] != 1 {
+		t.Fatalf("SQLSTATEs in the reasons: %v, want 22003 and 22P02", codes)
 	}
 }
 

@@ -9,8 +9,9 @@ import (
 )
 
 // Rejection is one record that a destination refused permanently, with the
-// destination's reason (for example "postgres: 22P02: unsupported Unicode
-// escape sequence" or "bulk: 400 mapper_parsing_exception: ...").
+// destination's reason (for example "postgres: 22P02: invalid input
+// syntax for type json" or "bulk: item rejected with 400
+// mapper_parsing_exception: ...").
 type Rejection struct {
 	Record record.Record
 	Reason string

@@ -66,7 +66,7 @@
 //     harmless to exactly-once (a rerun stores each record once).
 //  9. Per-record rejection: when a commit fails with a data exception
 //     (SQLSTATE class 22, e.g. 22003 from 1e1000000 in a jsonb value, 22P02
-//     or 22P05 from "\ud800"), the sink finds the failing rows by bisection
+//     from "\ud800"), the sink finds the failing rows by bisection
 //     under savepoints in a transaction it rolls back, drops them from its
 //     buffer and returns them as a *retry.RejectedError with the SQLSTATE
 //     and message, committing nothing; the engine dead-letters them and

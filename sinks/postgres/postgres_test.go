@@ -80,7 +80,7 @@ func (f *fixture) values(t *testing.T) [][]byte {
 
 // poison gives r a value that is valid JSON but that jsonb refuses: a
 // number out of numeric's range (22003) or a lone surrogate escape
-// (22P05 "unsupported Unicode escape sequence"), alternately.
+// (22P02 "invalid input syntax for type json"), alternately.
 func poison(r *record.Record) bool {
 	bad := `,"x":1e1000000}`
 	if r.Offset%2 == 1 {
