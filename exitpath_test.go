@@ -384,3 +384,72 @@ func TestBulkRejectionAndRetryWarnings(t *testing.T) {
 		t.Fatalf("%d retries logged or counted, but the server throttled 3 requests", accounted)
 	}
 }
+
+// TestDeadLetterSinkRejectionIsLogged: a malformed record that the
+// dead-letter sink (PostgreSQL, jsonb) refuses in turn has nowhere left to
+// go. The job must not stop on it (every rerun would stop again): the
+// record is dropped and logged at error with its coordinates and both
+// reasons, and everything else is delivered.
+func TestDeadLetterSinkRejectionIsLogged(t *testing.T) {
+	dsn := os.Getenv("SIGNALBOX_PG_DSN")
+	if dsn == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("SIGNALBOX_PG_DSN is not set under CI: run .ci/postgres.sh")
+		}
+		t.Skip("SIGNALBOX_PG_DSN not set (run .ci/postgres.sh)")
+	}
+	c, err := embedded.Start(embedded.WithTopic("in", 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	table := fmt.Sprintf("exitpath_dl_%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		for _, s := range []string{"", "_checkpoint", "_watermark"} {
+			_, _ = conn.Exec(ctx, "DROP TABLE IF EXISTS "+table+s)
+		}
+	})
+	t.Setenv("EXITPATH_PG_DSN", dsn)
+	const n = 300
+	produceExit(t, c, n, func(i int) string {
+		switch i {
+		case 100: // malformed, and refused by jsonb
+			return `{"seq":100,"ts":"soon","x":1e1000000}`
+		case 200: // malformed only
+			return `{"seq":200,"ts":"later"}`
+		}
+		return fmt.Sprintf(`{"seq":%d,"ts":%d}`, i, exitBase+int64(i))
+	})
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	core, logs := observer.New(zap.ErrorLevel)
+	doc := exitJob(c, fmt.Sprintf("  - {type: jsonl, path: %q}\n", out), fmt.Sprintf("{type: postgres, dsn_env: EXITPATH_PG_DSN, table: %s}", table))
+	if err := runExitJob(t, doc, zap.New(core)); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if got := len(deadLines(t, out)); got != n-2 {
+		t.Fatalf("%d records delivered, want %d", got, n-2)
+	}
+	var dead []int
+	rows, err := conn.Query(ctx, "SELECT (value->>'seq')::int FROM "+table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dead, err = pgx.CollectRows(rows, pgx.RowTo[int]); err != nil || len(dead) != 1 || dead[0] != 200 {
+		t.Fatalf("dead-letter table holds %v (%v), want [200]", dead, err)
+	}
+	dropped := logs.FilterMessage("the dead-letter sink rejected a record: dropped").All()
+	if len(dropped) != 1 {
+		t.Fatalf("%d error lines, want 1: %v", len(dropped), logs.All())
+	}
+	f := dropped[0].ContextMap()
+	if f["offset"] != int64(100/3) || f["partition"] != int32(100%3) || !strings.Contains(fmt.Sprint(f["reason"]), `event time field "ts"`) ||
+		!strings.Contains(fmt.Sprint(f["dead_letter_reason"]), "postgres: 22003") {
+		t.Fatalf("error line fields %v", f)
+	}
+}

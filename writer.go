@@ -60,8 +60,8 @@ func (w *writer) all() []Sink {
 func (w *writer) writeOne(ctx context.Context, o *out) error {
 	r, cfg := w.r, w.r.cfg
 	if len(o.dead) > 0 {
-		if err := w.retry(ctx, cfg.deadLetter, func(ctx context.Context) error { return cfg.deadLetter.Write(ctx, o.dead) }); err != nil {
-			return fmt.Errorf("signalbox: dead-letter sink: %w", err)
+		if err := w.toDeadLetter(ctx, "write", o.dead, cfg.deadLetter.Write); err != nil {
+			return err
 		}
 	}
 	if len(o.records) > 0 {
@@ -151,8 +151,8 @@ func (w *writer) deadLetter(ctx context.Context, s Sink, rej *retry.RejectedErro
 		d.Headers = append(d.Headers[:len(d.Headers):len(d.Headers)], record.Header{Key: record.ReasonHeader, Value: []byte(reason)})
 		dead[i] = d
 	}
-	if err := w.retry(ctx, dl, func(ctx context.Context) error { return dl.Write(ctx, dead) }); err != nil {
-		return fmt.Errorf("signalbox: dead-letter sink: %w", err)
+	if err := w.toDeadLetter(ctx, "write", dead, dl.Write); err != nil {
+		return err
 	}
 	if err := w.flushDeadLetter(ctx); err != nil {
 		return err
@@ -170,10 +170,33 @@ func (w *writer) flushDeadLetter(ctx context.Context) error {
 	if dl == nil {
 		return nil
 	}
-	if err := w.retry(ctx, dl, dl.Flush); err != nil {
-		return fmt.Errorf("signalbox: dead-letter sink: flush: %w", err)
+	return w.toDeadLetter(ctx, "flush", nil, func(ctx context.Context, _ []record.Record) error { return dl.Flush(ctx) })
+}
+
+// toDeadLetter runs call(batch) on the dead-letter sink under the retry
+// policy. A record the dead-letter sink rejects in turn has nowhere left to
+// go, and stopping would stop every rerun on it again: it is dropped and
+// logged at error with its coordinates and both reasons, and the call is
+// repeated without it.
+func (w *writer) toDeadLetter(ctx context.Context, what string, batch []record.Record, call func(context.Context, []record.Record) error) error {
+	dl := w.r.cfg.deadLetter
+	for {
+		err := w.retry(ctx, dl, func(ctx context.Context) error { return call(ctx, batch) })
+		rej := retry.AsRejected(err)
+		if rej == nil {
+			if err != nil {
+				return fmt.Errorf("signalbox: dead-letter sink %s: %s: %w", sinkName(dl), what, err)
+			}
+			return nil
+		}
+		for _, rj := range rej.Rejections {
+			reason, _ := lastHeader(&rj.Record, record.ReasonHeader)
+			w.r.cfg.logger.Error("the dead-letter sink rejected a record: dropped", zap.String("topic", rj.Record.Topic),
+				zap.Int32("partition", rj.Record.Partition), zap.Int64("offset", rj.Record.Offset),
+				zap.String("reason", reason), zap.String("dead_letter_reason", rj.Reason))
+		}
+		batch = without(batch, rej.Rejections)
 	}
-	return nil
 }
 
 // without returns batch minus the rejected records (matched by topic,
