@@ -64,6 +64,17 @@ func runExitJob(t *testing.T, doc string, log *zap.Logger) error {
 	return p.Run(ctx)
 }
 
+// startCluster starts an embedded cluster, closed at the end of the test.
+func startCluster(t *testing.T, opts ...embedded.Option) *embedded.Cluster {
+	t.Helper()
+	c, err := embedded.Start(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
 // exitBase is the event time of record 0: in the past, so that no record is
 // ahead of the clock.
 var exitBase = time.Now().Add(-time.Hour).UnixMilli()
@@ -154,6 +165,33 @@ func readOut(t *testing.T, c *embedded.Cluster, iso kgo.IsolationLevel) []int {
 	return seqs
 }
 
+// pgTable connects to the test server and names a fresh table, dropped
+// (with its checkpoint tables) at the end; the job files reach the server
+// through $EXITPATH_PG_DSN. Without a server the test skips, except under
+// CI.
+func pgTable(t *testing.T) (*pgx.Conn, string) {
+	dsn := os.Getenv("SIGNALBOX_PG_DSN")
+	if dsn == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("SIGNALBOX_PG_DSN is not set under CI: run .ci/postgres.sh")
+		}
+		t.Skip("SIGNALBOX_PG_DSN not set (run .ci/postgres.sh)")
+	}
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := fmt.Sprintf("exitpath_%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		for _, s := range []string{"", "_checkpoint", "_watermark"} {
+			_, _ = conn.Exec(context.Background(), "DROP TABLE IF EXISTS "+table+s)
+		}
+		_ = conn.Close(context.Background())
+	})
+	t.Setenv("EXITPATH_PG_DSN", dsn)
+	return conn, table
+}
+
 // checkOnce fails unless seqs holds every seq in 0..n-1 but skip exactly
 // once.
 func checkOnce(t *testing.T, seqs []int, n, skip int) {
@@ -183,11 +221,7 @@ func checkOnce(t *testing.T, seqs []int, n, skip int) {
 // sink, resumes from the last committed checkpoint (none): read_committed
 // readers see every good record exactly once.
 func TestFailedRunThenRerunKafkaExactlyOnce(t *testing.T) {
-	c, err := embedded.Start(embedded.WithTopic("in", 3), embedded.WithTopic("out", 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := startCluster(t, embedded.WithTopic("in", 3), embedded.WithTopic("out", 1))
 	const n = 3000
 	produceExit(t, c, n, nil)
 	sink := "  - {type: kafka, topic: out, transactional_id: exitpath}\n"
@@ -231,31 +265,9 @@ func TestFailedRunThenRerunKafkaExactlyOnce(t *testing.T) {
 // rerun with one dead-letters exactly them, with the sink's reason and the
 // record's coordinates and event time, and stores every other record once.
 func TestPostgresRejectionGoesToDeadLetter(t *testing.T) {
-	dsn := os.Getenv("SIGNALBOX_PG_DSN")
-	if dsn == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("SIGNALBOX_PG_DSN is not set under CI: run .ci/postgres.sh")
-		}
-		t.Skip("SIGNALBOX_PG_DSN not set (run .ci/postgres.sh)")
-	}
-	c, err := embedded.Start(embedded.WithTopic("in", 3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	conn, table := pgTable(t)
+	c := startCluster(t, embedded.WithTopic("in", 3))
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	table := fmt.Sprintf("exitpath_%d", time.Now().UnixNano())
-	t.Cleanup(func() {
-		for _, s := range []string{"", "_checkpoint", "_watermark"} {
-			_, _ = conn.Exec(ctx, "DROP TABLE IF EXISTS "+table+s)
-		}
-	})
-	t.Setenv("EXITPATH_PG_DSN", dsn)
 	const n = 3000
 	poison := map[int]string{1000: `1e1000000`, 2002: `"\ud800"`}
 	produceExit(t, c, n, func(i int) string {
@@ -265,7 +277,7 @@ func TestPostgresRejectionGoesToDeadLetter(t *testing.T) {
 		return fmt.Sprintf(`{"seq":%d,"ts":%d}`, i, exitBase+int64(i))
 	})
 	sink := fmt.Sprintf("  - {type: postgres, dsn_env: EXITPATH_PG_DSN, table: %s}\n", table)
-	err = runExitJob(t, exitJob(c, sink, ""), zap.NewNop())
+	err := runExitJob(t, exitJob(c, sink, ""), zap.NewNop())
 	if !errors.Is(err, signalbox.ErrNoDeadLetter) || !strings.Contains(err.Error(), "sink postgres: postgres: 22") {
 		t.Fatalf("first run: %v, want ErrNoDeadLetter naming the SQLSTATE", err)
 	}
@@ -307,11 +319,7 @@ func TestPostgresRejectionGoesToDeadLetter(t *testing.T) {
 // each retry at warn with the sink and attempt, dead-letters the document
 // with the server's reason, and indexes everything else.
 func TestBulkRejectionAndRetryWarnings(t *testing.T) {
-	c, err := embedded.Start(embedded.WithTopic("in", 3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := startCluster(t, embedded.WithTopic("in", 3))
 	const n, bad = 600, 301
 	produceExit(t, c, n, func(i int) string {
 		if i == bad {
@@ -391,31 +399,9 @@ func TestBulkRejectionAndRetryWarnings(t *testing.T) {
 // record is dropped and logged at error with its coordinates and both
 // reasons, and everything else is delivered.
 func TestDeadLetterSinkRejectionIsLogged(t *testing.T) {
-	dsn := os.Getenv("SIGNALBOX_PG_DSN")
-	if dsn == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("SIGNALBOX_PG_DSN is not set under CI: run .ci/postgres.sh")
-		}
-		t.Skip("SIGNALBOX_PG_DSN not set (run .ci/postgres.sh)")
-	}
-	c, err := embedded.Start(embedded.WithTopic("in", 3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	conn, table := pgTable(t)
+	c := startCluster(t, embedded.WithTopic("in", 3))
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	table := fmt.Sprintf("exitpath_dl_%d", time.Now().UnixNano())
-	t.Cleanup(func() {
-		for _, s := range []string{"", "_checkpoint", "_watermark"} {
-			_, _ = conn.Exec(ctx, "DROP TABLE IF EXISTS "+table+s)
-		}
-	})
-	t.Setenv("EXITPATH_PG_DSN", dsn)
 	const n = 300
 	produceExit(t, c, n, func(i int) string {
 		switch i {

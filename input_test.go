@@ -35,12 +35,7 @@ func TestDecodeTimeSources(t *testing.T) {
 		{in: Input{Topic: "t", Key: KeyFromField, KeyField: "id", Time: TimeNone}, rec: record.Record{Value: []byte(`{}`)}, wantErr: true},
 	}
 	for i, c := range cases {
-		d, err := compileInput(c.in)
-		if err != nil {
-			t.Fatalf("case %d: %v", i, err)
-		}
-		r := c.rec
-		err = d.decode(&r)
+		r, err := decodeCase(t, c.in, c.rec)
 		if (err != nil) != c.wantErr {
 			t.Errorf("case %d: err = %v, want error %v", i, err, c.wantErr)
 			continue
@@ -134,12 +129,7 @@ func TestEventTimeRange(t *testing.T) {
 		{Input{Topic: "t"}, record.Record{Timestamp: time.UnixMilli(1700000000000)}, 1700000000000},
 	}
 	for i, c := range cases {
-		d, err := compileInput(c.in)
-		if err != nil {
-			t.Fatalf("case %d: %v", i, err)
-		}
-		r := c.rec
-		err = d.decode(&r)
+		r, err := decodeCase(t, c.in, c.rec)
 		switch {
 		case c.want == 0 && (err == nil || !r.Timeless || r.EventTime != 0):
 			t.Errorf("case %d: accepted %d (err %v, timeless %v)", i, r.EventTime, err, r.Timeless)
@@ -147,4 +137,14 @@ func TestEventTimeRange(t *testing.T) {
 			t.Errorf("case %d: got %d, %v; want %d", i, r.EventTime, err, c.want)
 		}
 	}
+}
+
+// decodeCase decodes a copy of rec with in's decoder.
+func decodeCase(t *testing.T, in Input, rec record.Record) (record.Record, error) {
+	t.Helper()
+	d, err := compileInput(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec, d.decode(&rec)
 }

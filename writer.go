@@ -120,16 +120,23 @@ func (w *writer) retry(ctx context.Context, s Sink, fn func(context.Context) err
 // without them. Without a dead-letter sink a rejection is fatal
 // (ErrNoDeadLetter). what names the call in errors.
 func (w *writer) deliver(ctx context.Context, s Sink, what string, batch []record.Record, call func(context.Context, []record.Record) error) error {
+	return w.call(ctx, s, "sink "+sinkName(s)+": "+what, batch, call, func(rej *retry.RejectedError) error { return w.deadLetter(ctx, s, rej) })
+}
+
+// call runs fn(batch) on s under the retry policy, hands what s rejects to
+// onReject and repeats fn without it. label prefixes s's own errors.
+func (w *writer) call(ctx context.Context, s Sink, label string, batch []record.Record,
+	fn func(context.Context, []record.Record) error, onReject func(*retry.RejectedError) error) error {
 	for {
-		err := w.retry(ctx, s, func(ctx context.Context) error { return call(ctx, batch) })
+		err := w.retry(ctx, s, func(ctx context.Context) error { return fn(ctx, batch) })
 		rej := retry.AsRejected(err)
 		if rej == nil {
 			if err != nil {
-				return fmt.Errorf("signalbox: sink %s: %s: %w", sinkName(s), what, err)
+				return fmt.Errorf("signalbox: %s: %w", label, err)
 			}
 			return nil
 		}
-		if err := w.deadLetter(ctx, s, rej); err != nil {
+		if err := onReject(rej); err != nil {
 			return err
 		}
 		batch = without(batch, rej.Rejections)
@@ -180,23 +187,15 @@ func (w *writer) flushDeadLetter(ctx context.Context) error {
 // repeated without it.
 func (w *writer) toDeadLetter(ctx context.Context, what string, batch []record.Record, call func(context.Context, []record.Record) error) error {
 	dl := w.r.cfg.deadLetter
-	for {
-		err := w.retry(ctx, dl, func(ctx context.Context) error { return call(ctx, batch) })
-		rej := retry.AsRejected(err)
-		if rej == nil {
-			if err != nil {
-				return fmt.Errorf("signalbox: dead-letter sink %s: %s: %w", sinkName(dl), what, err)
-			}
-			return nil
-		}
+	return w.call(ctx, dl, "dead-letter sink "+sinkName(dl)+": "+what, batch, call, func(rej *retry.RejectedError) error {
 		for _, rj := range rej.Rejections {
 			reason, _ := lastHeader(&rj.Record, record.ReasonHeader)
 			w.r.cfg.logger.Error("the dead-letter sink rejected a record: dropped", zap.String("topic", rj.Record.Topic),
 				zap.Int32("partition", rj.Record.Partition), zap.Int64("offset", rj.Record.Offset),
 				zap.String("reason", reason), zap.String("dead_letter_reason", rj.Reason))
 		}
-		batch = without(batch, rej.Rejections)
-	}
+		return nil
+	})
 }
 
 // without returns batch minus the rejected records (matched by topic,
