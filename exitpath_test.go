@@ -45,7 +45,13 @@ func exitJob(c *embedded.Cluster, sinks, deadLetter string) string {
 }
 
 // runExitJob runs doc to its end offsets and returns Run's error.
-func runExitJob(t *testing.T, doc string, log *zap.Logger) error {
+func runExitJob(t *testing.T, doc string, log *zap.Logger, opts ...signalbox.Option) error {
+	_, err := runExitPipeline(t, doc, log, opts...)
+	return err
+}
+
+// runExitPipeline is runExitJob that also returns the pipeline (its Stats).
+func runExitPipeline(t *testing.T, doc string, log *zap.Logger, opts ...signalbox.Option) (*signalbox.Pipeline, error) {
 	t.Helper()
 	j, err := config.Parse([]byte(doc))
 	if err != nil {
@@ -55,13 +61,13 @@ func runExitJob(t *testing.T, doc string, log *zap.Logger) error {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := plan.Pipeline()
+	p, err := plan.Pipeline(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // hang guard
 	defer cancel()
-	return p.Run(ctx)
+	return p, p.Run(ctx)
 }
 
 // startCluster starts an embedded cluster, closed at the end of the test.
@@ -361,8 +367,18 @@ func TestBulkRejectionAndRetryWarnings(t *testing.T) {
 	core, logs := observer.New(zap.WarnLevel)
 	dl := filepath.Join(t.TempDir(), "dead.jsonl")
 	sink := fmt.Sprintf("  - {type: bulk, url: %q, index: out, doc_id: offset}\n", srv.URL)
-	if err := runExitJob(t, exitJob(c, sink, fmt.Sprintf("{type: jsonl, path: %q}", dl)), zap.New(core)); err != nil {
+	var events []signalbox.Event
+	p, err := runExitPipeline(t, exitJob(c, sink, fmt.Sprintf("{type: jsonl, path: %q}", dl)), zap.New(core),
+		signalbox.WithObserver(func(e signalbox.Event) {
+			if e.Kind == signalbox.EventDead {
+				events = append(events, e)
+			}
+		}))
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(events) != 1 || events[0].Offset != bad/3 || !strings.HasPrefix(events[0].Reason, "sink bulk: ") || p.Stats().Dead != 1 {
+		t.Fatalf("dead events %+v, stats.Dead %d; want the rejected record once", events, p.Stats().Dead)
 	}
 	mu.Lock()
 	if len(indexed) != n-1 {
