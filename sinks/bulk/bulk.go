@@ -29,6 +29,9 @@ const (
 // ErrClosed is returned by calls made after Close.
 var ErrClosed = errors.New("bulk: sink closed")
 
+// errTooLarge marks a request the server refused as too large (413).
+var errTooLarge = errors.New("413 Request Entity Too Large")
+
 // Versioning chooses the external version sent with each document.
 type Versioning int
 
@@ -305,9 +308,10 @@ func (s *Sink) linger() {
 // send delivers requests from the head of the queue: every request when
 // all, else only full ones. It must be called with s.mu held.
 func (s *Sink) send(ctx context.Context, all bool) error {
+	limit := s.cfg.MaxDocs // halved while the server answers 413
 	for len(s.queue) > 0 && (all || len(s.queue) >= s.cfg.MaxDocs || s.bytes >= s.cfg.MaxBytes) {
 		n, size := 0, 0
-		for n < len(s.queue) && n < s.cfg.MaxDocs && (n == 0 || size+len(s.queue[n].line) <= s.cfg.MaxBytes) {
+		for n < len(s.queue) && n < limit && (n == 0 || size+len(s.queue[n].line) <= s.cfg.MaxBytes) {
 			size += len(s.queue[n].line)
 			n++
 		}
@@ -317,6 +321,16 @@ func (s *Sink) send(ctx context.Context, all bool) error {
 			chunk, err = s.post(ctx, chunk)
 			return err
 		})
+		if errors.Is(err, errTooLarge) { // invariant 7
+			if n > 1 {
+				limit = n / 2
+			} else {
+				s.rejected = append(s.rejected, retry.Rejection{Record: chunk[0].rec,
+					Reason: "bulk: the document alone is too large for the server: " + err.Error()})
+				chunk = nil
+			}
+			err = nil
+		}
 		// Whatever is left of chunk goes back to the head of the queue.
 		rest := s.queue[n:]
 		s.queue = append(chunk[:len(chunk):len(chunk)], rest...)
@@ -375,6 +389,8 @@ func (s *Sink) post(ctx context.Context, chunk []item) ([]item, error) {
 		return chunk, retry.Retryable(fmt.Errorf("bulk: reading response: %w", err))
 	}
 	switch {
+	case resp.StatusCode == http.StatusRequestEntityTooLarge:
+		return chunk, fmt.Errorf("%w: %.200s", errTooLarge, raw)
 	case resp.StatusCode == http.StatusTooManyRequests:
 		return chunk, retry.Throttled(fmt.Errorf("bulk: %s", resp.Status),
 			retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()))

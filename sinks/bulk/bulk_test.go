@@ -230,6 +230,45 @@ func TestItemRejections(t *testing.T) {
 	}
 }
 
+// TestRequestTooLarge: on 413 the sink halves its requests, in order; a
+// document too large on its own is rejected alone, and the rest indexed.
+func TestRequestTooLarge(t *testing.T) {
+	es, srv := newFakeES(t, 1)
+	recs := sinktest.Records(0, 40, 3)
+	recs[17].Value = []byte(fmt.Sprintf(`{"seq":17,"key":"k2","pad":%q}`, strings.Repeat("x", 2000)))
+	es.set(func(f *fakeES) { f.maxBody = 1500 }) // about 6 ordinary documents
+	s := bulk.New(bulk.Config{URL: srv.URL, Index: "i", Retry: fastRetry, DocID: bulk.OffsetID, MaxDocs: 32, Linger: -1})
+	_ = s.Open(ctx)
+	if err := s.Write(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Flush(ctx)
+	rej := retry.AsRejected(err)
+	if rej == nil || len(rej.Rejections) != 1 || rej.Rejections[0].Record.Offset != 17 || !strings.Contains(rej.Rejections[0].Reason, "413") {
+		t.Fatalf("Flush: %v", err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var want []record.Record
+	for i := range recs {
+		if i != 17 {
+			want = append(want, recs[i])
+		}
+	}
+	got := es.values()
+	if len(got) != len(want) {
+		t.Fatalf("%d documents indexed, want %d", len(got), len(want))
+	}
+	for i := range got {
+		var p payload
+		_ = json.Unmarshal(got[i], &p)
+		if int64(p.Seq) != want[i].Offset {
+			t.Fatalf("document %d is seq %d, want %d (order)", i, p.Seq, want[i].Offset)
+		}
+	}
+}
+
 func TestThrottledWriteBlocksUntilAccepted(t *testing.T) {
 	es, srv := newFakeES(t, 1)
 	es.set(func(f *fakeES) { f.burstEvery, f.burstLen, f.burstOnce = 1, 25, true })

@@ -44,6 +44,10 @@
 //  6. Flush returns nil only when every item written before it has a final
 //     per-item result (done, or rejected and reported by this or an earlier
 //     Flush).
+//  7. A request the server refuses as too large (413) is sent again as
+//     requests of half as many documents, in order; a single document that
+//     is still too large is rejected like a per-item 4xx (invariant 4), so
+//     one oversized document never stops the stream.
 //
 // Guarantee: at-least-once delivery of index operations; with deterministic
 // document ids and versions, re-delivery after a restart is idempotent.
