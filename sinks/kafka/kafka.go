@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 
 	"github.com/IBM/sarama"
@@ -91,7 +92,6 @@ func (s *Sink) Open(ctx context.Context) error {
 		return errors.New("kafka: Brokers and Topic are required")
 	}
 	sc := s.saramaConfig()
-	s.maxBytes = sc.Producer.MaxMessageBytes
 	client, err := sarama.NewClient(s.cfg.Brokers, sc)
 	if err != nil {
 		return retry.Retryable(fmt.Errorf("kafka: %w", err))
@@ -101,6 +101,13 @@ func (s *Sink) Open(ctx context.Context) error {
 		client.Close()
 		return fmt.Errorf("kafka: output topic %q: %v", s.cfg.Topic, err)
 	}
+	// The topic's own limit may be lower than the producer's: a batch over
+	// it would fail (and, in transactional mode, the transaction). The
+	// client shares sc, so the producer made below uses the lower limit.
+	if limit, ok := topicMaxMessageBytes(client, s.cfg.Topic); ok && limit-logOverhead < sc.Producer.MaxMessageBytes {
+		sc.Producer.MaxMessageBytes = limit - logOverhead
+	}
+	s.maxBytes = sc.Producer.MaxMessageBytes - batchOverhead
 	producer, err := sarama.NewAsyncProducerFromClient(client)
 	if err != nil {
 		client.Close()
@@ -222,15 +229,45 @@ func (s *Sink) begin() error {
 	return nil
 }
 
+// Record batch sizes (Kafka's DefaultRecordBatch): the broker compares a
+// batch with the topic's max.message.bytes including its log overhead
+// (offset and length, 12 bytes); sarama counts a batch from its 49-byte
+// header on and keeps it below Producer.MaxMessageBytes.
+const (
+	logOverhead   = 12
+	batchOverhead = 49
+)
+
+// topicMaxMessageBytes returns the topic's max.message.bytes, when the
+// cluster tells (DescribeConfigs may be denied; the producer's limit then
+// stands).
+func topicMaxMessageBytes(client sarama.Client, topic string) (int, bool) {
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		return 0, false
+	}
+	// Not admin.Close: it would close the shared client.
+	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"max.message.bytes"}})
+	if err != nil {
+		return 0, false
+	}
+	for _, e := range entries {
+		if n, err := strconv.Atoi(e.Value); e.Name == "max.message.bytes" && err == nil && n > batchOverhead+logOverhead {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
 // oversized rejects, before anything of batch is produced, the records
-// the producer would refuse as larger than Producer.MaxMessageBytes
-// (invariant 8): produced, such a record would fail the transaction.
+// the producer or the topic would refuse as too large (invariant 8):
+// produced, such a record would fail the producer, and the transaction.
 func (s *Sink) oversized(batch []record.Record) error {
 	var rej []retry.Rejection
 	for i := range batch {
 		if n := message(&batch[i], s.cfg.Topic, 0).ByteSize(2); n > s.maxBytes {
 			rej = append(rej, retry.Rejection{Record: batch[i],
-				Reason: fmt.Sprintf("kafka: record of %d bytes exceeds the producer's MaxMessageBytes (%d)", n, s.maxBytes)})
+				Reason: fmt.Sprintf("kafka: record of %d bytes exceeds the %d bytes a batch of %s can hold (max.message.bytes, Producer.MaxMessageBytes)", n, s.maxBytes, s.cfg.Topic)})
 		}
 	}
 	return retry.Rejected(rej...)
