@@ -35,16 +35,7 @@ var adapters = []string{"sources", "sinks", "bench", "cmd", "config"}
 // knownViolations are the edges that break the rules today and are being
 // removed. An entry that no longer matches a violation fails the test: delete
 // it once its move is merged.
-var knownViolations = map[string]string{
-	// Issue 14: retry classification moves out of sinks/ (sinks engineer);
-	// delete this entry after merging that move.
-	module + " -> " + module + "/sinks/retry": "issue 14",
-	// Issue 14: the pebble store moves to its own package under timers/
-	// (store engineer); delete these entries after merging that move.
-	module + "/timers -> os":                                   "issue 14",
-	module + "/timers -> github.com/cockroachdb/pebble/v2":     "issue 14",
-	module + "/timers -> github.com/cockroachdb/pebble/v2/vfs": "issue 14",
-}
+var knownViolations = map[string]string{}
 
 type listedPackage struct {
 	ImportPath string

@@ -165,10 +165,35 @@ func compileInput(in Input) (*decoder, error) {
 	return d, nil
 }
 
+// The accepted event-time range, in milliseconds since the Unix epoch: the
+// years 0001 to 9999, what RFC 3339 can write (and every sink can store:
+// PostgreSQL's timestamptz, a bulk sink's external version event_time·1000,
+// a Kafka timestamp). An event time outside it, from any source (the Kafka
+// timestamp, a field or header in any format), is malformed: the record goes
+// to the dead-letter sink with the reason.
+const (
+	MinEventTime int64 = -62135596800000 // 0001-01-01T00:00:00Z
+	MaxEventTime int64 = 253402300799999 // 9999-12-31T23:59:59.999Z
+)
+
 // decode fills r.EventTime, r.OrderKey and r.Timeless. The error text is the
-// dead-letter reason.
+// dead-letter reason. When the event time cannot be decoded the record is
+// left Timeless (EventTime 0): a dead-lettered record then carries no event
+// time rather than a wrong one (1970).
 func (d *decoder) decode(r *record.Record) error {
 	r.Timeless = d.timeless
+	if !d.timeless {
+		t, err := d.eventTime(r)
+		if err != nil {
+			r.Timeless, r.EventTime = true, 0
+			return err
+		}
+		if t < MinEventTime || t > MaxEventTime {
+			r.Timeless, r.EventTime = true, 0
+			return fmt.Errorf("event time %d ms is outside the accepted range [%d, %d] (years 0001 to 9999)", t, MinEventTime, MaxEventTime)
+		}
+		r.EventTime = t
+	}
 	switch d.in.Key {
 	case KeyFromField:
 		v, err := jsonfield.Get(r.Value, d.keyPath)
@@ -181,31 +206,32 @@ func (d *decoder) decode(r *record.Record) error {
 	default:
 		r.OrderKey = string(r.Key)
 	}
+	return nil
+}
+
+// eventTime decodes r's event time in milliseconds, not yet range-checked.
+func (d *decoder) eventTime(r *record.Record) (int64, error) {
 	switch d.in.Time {
-	case TimeNone:
-		return nil
 	case TimeFromTimestamp:
 		if r.Timestamp.IsZero() {
-			return errors.New("event time: record has no timestamp")
+			return 0, errors.New("event time: record has no timestamp")
 		}
-		r.EventTime = r.Timestamp.UnixMilli()
-		return nil
+		return r.Timestamp.UnixMilli(), nil
 	case TimeFromHeader:
 		for _, h := range r.Headers {
 			if h.Key == d.in.TimeField {
 				t, err := parseTime(h.Value, d.in.TimeFormat, false)
 				if err != nil {
-					return fmt.Errorf("event time header %q: %w", d.in.TimeField, err)
+					return 0, fmt.Errorf("event time header %q: %w", d.in.TimeField, err)
 				}
-				r.EventTime = t
-				return nil
+				return t, nil
 			}
 		}
-		return fmt.Errorf("event time header %q: missing", d.in.TimeField)
+		return 0, fmt.Errorf("event time header %q: missing", d.in.TimeField)
 	}
 	v, err := jsonfield.Get(r.Value, d.timePath)
 	if err != nil {
-		return fmt.Errorf("event time field %q: %w", d.in.TimeField, err)
+		return 0, fmt.Errorf("event time field %q: %w", d.in.TimeField, err)
 	}
 	raw, quoted := v.Raw, false
 	switch v.Kind {
@@ -213,14 +239,13 @@ func (d *decoder) decode(r *record.Record) error {
 		raw, quoted = raw[1:len(raw)-1], true
 	case jsonfield.Number:
 	default:
-		return fmt.Errorf("event time field %q: not a number or string", d.in.TimeField)
+		return 0, fmt.Errorf("event time field %q: not a number or string", d.in.TimeField)
 	}
 	t, err := parseTime(raw, d.in.TimeFormat, !quoted)
 	if err != nil {
-		return fmt.Errorf("event time field %q: %w", d.in.TimeField, err)
+		return 0, fmt.Errorf("event time field %q: %w", d.in.TimeField, err)
 	}
-	r.EventTime = t
-	return nil
+	return t, nil
 }
 
 // parseTime parses b in format f to milliseconds since the epoch.

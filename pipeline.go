@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -118,6 +119,7 @@ type run struct {
 	// late holds every partition's late counters, restored ones included;
 	// they outlive a revoke, so a partition that comes back keeps counting.
 	lateCounts map[record.TopicPartition]*LateCounter
+	sinkDead   atomic.Int64 // records the sinks rejected, dead-lettered by the sink goroutine (writer.go)
 	// flow control (align.go): the source's Pauser, if it has one, and
 	// whether the parked limit is exceeded.
 	pauser    Pauser
@@ -614,6 +616,7 @@ func (r *run) emit(e Event) {
 
 func (r *run) publish() {
 	s := r.stats
+	s.Dead += r.sinkDead.Load()
 	s.Watermark = r.wm
 	s.Parked, s.ParkedB = r.store.Len(), r.store.Bytes()
 	s.Holders = nil
