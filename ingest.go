@@ -90,7 +90,7 @@ func (r *run) ingest(ps *partState, rec *record.Record, mark error, now time.Tim
 		return r.dead(rec, "event time "+time.UnixMilli(rec.EventTime).UTC().Format(time.RFC3339Nano)+
 			" is more than max_future ("+r.cfg.maxFuture.String()+") ahead of the evidence clock: not used to advance time")
 	}
-	ps.task.strat.Observe(ps.wid, rec.EventTime, now)
+	ps.fetchMax = max(ps.fetchMax, rec.EventTime) // observed once per answer (handle)
 	if rec.EventTime > ps.maxET {
 		if ps.maxET == watermark.MinTime {
 			ps.firstET = rec.EventTime

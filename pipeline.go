@@ -443,6 +443,7 @@ func (r *run) handle(ctx context.Context, p polled) error {
 			continue
 		}
 		before := ps.maxET
+		ps.fetchMax = watermark.MinTime
 		for j := range pf.Records {
 			rec := &pf.Records[j]
 			var mark error
@@ -452,6 +453,12 @@ func (r *run) handle(ctx context.Context, p polled) error {
 			if err := r.ingest(ps, rec, mark, now); err != nil {
 				return err
 			}
+		}
+		if ps.fetchMax != watermark.MinTime {
+			// The strategy keeps a partition's newest event time: one
+			// Observe per answer, with its newest, is the same as one per
+			// record (nothing advances the watermark within a Fetch).
+			ps.task.strat.Observe(ps.wid, ps.fetchMax, now)
 		}
 		if ps.maxET > before {
 			ps.span = ps.maxET - max(before, ps.firstET)
