@@ -8,21 +8,20 @@ import (
 // TestConfigValidate: the bulk sink's own rules, which the job file maps
 // onto its YAML paths (package config).
 func TestConfigValidate(t *testing.T) {
-	for _, tc := range []struct {
-		cfg  Config
-		want string // "" : valid
-	}{
-		{Config{URL: "http://localhost:9200", Index: "i"}, ""},
-		{Config{URL: "https://search.internal", Index: "i"}, ""},
-		{Config{Index: "i"}, "bulk: url: required for a bulk sink"},
-		{Config{URL: "ftp://h", Index: "i"}, `bulk: url: "ftp://h" is not an http(s) URL`},
-		{Config{URL: "http://", Index: "i"}, `bulk: url: "http://" is not an http(s) URL`},
-		{Config{URL: "http://h"}, "bulk: index: required for a bulk sink"},
-		{Config{}, "bulk: url: required for a bulk sink, e.g. http://localhost:9200\nbulk: index: required for a bulk sink"},
+	for _, ok := range []Config{{URL: "http://localhost:9200", Index: "i"}, {URL: "https://search.internal", Index: "i"}} {
+		if err := ok.Validate(); err != nil {
+			t.Errorf("Validate(%+v) = %v", ok, err)
+		}
+	}
+	for want, bad := range map[string]Config{
+		"bulk: url: required for a bulk sink":                                                          {Index: "i"},
+		`bulk: url: "ftp://h" is not an http(s) URL`:                                                   {URL: "ftp://h", Index: "i"},
+		`bulk: url: "http://" is not an http(s) URL`:                                                   {URL: "http://", Index: "i"},
+		"bulk: index: required for a bulk sink":                                                        {URL: "http://h"},
+		"bulk: url: required for a bulk sink, e.g. http://localhost:9200\nbulk: index: required for a": {},
 	} {
-		err := tc.cfg.Validate()
-		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)) {
-			t.Errorf("Validate(%+v) = %v, want %q", tc.cfg, err, tc.want)
+		if err := bad.Validate(); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("Validate(%+v) = %v, want %q", bad, err, want)
 		}
 	}
 }
