@@ -11,10 +11,9 @@ import (
 	"github.com/signalbox/signalbox/internal/fielderr"
 )
 
-// The accepted values of the enumerated fields; the first is the default.
-var (
-	sinkTypes = []string{"jsonl", "kafka", "postgres", "bulk"}
-)
+// sinkTypes are the values of a sink's type, in the order messages list
+// them.
+var sinkTypes = []string{"jsonl", "kafka", "postgres", "bulk"}
 
 // validator collects FieldErrors.
 type validator struct {
