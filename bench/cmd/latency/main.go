@@ -64,8 +64,10 @@ func run(args []string, stdout io.Writer) error {
 	}
 	ks := strings.Split(*sinks, ",")
 	for _, k := range ks {
-		o.Visible = k
-		if err := o.Validate(); err != nil {
+		v := o
+		v.Visible = k
+		v.EnsureDefaults()
+		if err := v.Validate(); err != nil {
 			errs = append(errs, err)
 		}
 	}
