@@ -13,13 +13,13 @@ func TestTinyRun(t *testing.T) {
 	if err := run([]string{"-rates", "200", "-sinks", "jsonl", "-live", "1s", "-out", ""}, &out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "| 200 | "+sinkLabels["jsonl"]+" | 200 |") {
+	if !strings.Contains(out.String(), "| 1s | 200 | "+sinkLabels["jsonl"]+" | 200 |") {
 		t.Fatalf("no row for 200 records/s with 200 live records:\n%s", out.String())
 	}
 }
 
 func TestBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"-rates", "0"}, {"-sinks", "nope"}, {"-live", "0s"}} {
+	for _, args := range [][]string{{"-rates", "0"}, {"-sinks", "nope"}, {"-live", "0s"}, {"-checkpoints", "0s"}} {
 		if err := run(append(args, "-out", ""), &strings.Builder{}); err == nil {
 			t.Errorf("%v: no error", args)
 		}
