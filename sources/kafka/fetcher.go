@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -37,6 +38,38 @@ type fetcher struct {
 	parts     []*partState
 	wake      chan struct{} // Resume pokes it
 	lastEvi   time.Time     // last ListOffsets evidence for paused partitions
+	dropMu    sync.Mutex
+	drops     []dropReq // partitions to stop fetching (deleted topics)
+}
+
+// dropReq asks a fetcher to stop fetching tps; left receives how many
+// partitions it still fetches.
+type dropReq struct {
+	tps  []record.TopicPartition
+	left chan int
+}
+
+// drop asks f to stop fetching tps before its next request. The answer is
+// the number of partitions f still fetches; at 0 f has stopped.
+func (f *fetcher) drop(tps []record.TopicPartition) <-chan int {
+	ch := make(chan int, 1)
+	f.dropMu.Lock()
+	f.drops = append(f.drops, dropReq{tps, ch})
+	f.dropMu.Unlock()
+	f.poke()
+	return ch
+}
+
+// applyDrops removes the partitions drop asked for; false when none is left.
+func (f *fetcher) applyDrops() bool {
+	f.dropMu.Lock()
+	defer f.dropMu.Unlock()
+	for _, d := range f.drops {
+		f.parts = slices.DeleteFunc(f.parts, func(p *partState) bool { return slices.Contains(d.tps, p.tp) })
+		d.left <- len(f.parts)
+	}
+	f.drops = nil
+	return len(f.parts) > 0
 }
 
 func newFetcher(s *Source, infos []record.PartitionInfo) *fetcher {
@@ -58,7 +91,7 @@ func (f *fetcher) poke() {
 
 // run fetches until ctx is done.
 func (f *fetcher) run(ctx context.Context, out chan<- item) {
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && f.applyDrops() {
 		now := time.Now()
 		var active, paused []*partState
 		wait := f.s.cfg.FetchMaxWait + time.Second
