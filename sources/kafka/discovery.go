@@ -3,6 +3,7 @@ package kafka
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"regexp"
 	"slices"
@@ -135,6 +136,15 @@ func (s *Source) topicCounts() (map[string]int, error) {
 // set. A configured topic that does not exist fails Open; a pattern that
 // matches nothing yet is logged.
 func (s *Source) openTopics() (map[string]int, error) {
+	// sarama's refresh first: it reports why a broker refused us.
+	if err := s.client.RefreshMetadata(s.cfg.Topics...); err != nil {
+		if s.cfg.SASL.Mechanism != "" && errors.Is(err, io.EOF) {
+			// Brokers close the connection on failed authentication.
+			return nil, fmt.Errorf("kafka: metadata: the broker closed the connection, which with SASL %s means it most likely rejected user %q or its password: %w",
+				s.cfg.SASL.Mechanism, s.cfg.SASL.User, err)
+		}
+		return nil, fmt.Errorf("kafka: metadata: %w", err)
+	}
 	counts, err := s.topicCounts()
 	if err != nil {
 		return nil, err
@@ -150,9 +160,6 @@ func (s *Source) openTopics() (map[string]int, error) {
 	s.disc.mu.Lock()
 	s.disc.initial = maps.Clone(counts)
 	s.disc.mu.Unlock()
-	if err := s.client.RefreshMetadata(slices.Collect(maps.Keys(counts))...); err != nil && len(counts) > 0 {
-		return nil, fmt.Errorf("kafka: metadata: %w", err)
-	}
 	return counts, nil
 }
 
