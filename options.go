@@ -227,12 +227,12 @@ func (c *config) validate() error {
 	}
 	seen := map[string]bool{}
 	for _, in := range c.inputs {
-		if seen[in.Topic] {
-			errs = append(errs, fmt.Errorf("inputs: topic %q is declared twice", in.Topic))
+		if seen[in.name()] {
+			errs = append(errs, fmt.Errorf("inputs: topic %q is declared twice", in.name()))
 		}
-		seen[in.Topic] = true
+		seen[in.name()] = true
 		if err := in.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("inputs[%s].%w", in.Topic, err))
+			errs = append(errs, fmt.Errorf("inputs[%s].%w", in.name(), err))
 		}
 	}
 	return errors.Join(errs...)

@@ -58,10 +58,7 @@ func (ps *partState) low() int64 {
 }
 
 func (r *run) assign(a record.PartitionInfo, now time.Time) {
-	dec := r.p.decoders[a.Topic]
-	if dec == nil {
-		dec = r.p.fallback
-	}
+	dec := r.p.decoderFor(a.Topic)
 	ps := &partState{
 		tp:    a.TopicPartition,
 		wid:   watermark.ID{Input: a.Topic, Partition: a.Partition},

@@ -27,6 +27,7 @@ type Pipeline struct {
 	src      Source
 	cfg      config
 	decoders map[string]*decoder
+	patterns []topicPattern // TopicPattern inputs, in order
 	fallback *decoder
 
 	mu    sync.Mutex
@@ -50,6 +51,11 @@ func New(src Source, opts ...Option) (*Pipeline, error) {
 		d, err := compileInput(in)
 		if err != nil {
 			return nil, err
+		}
+		if in.TopicPattern != "" {
+			re, _ := compileTopicPattern(in.TopicPattern) // checked by compileInput
+			p.patterns = append(p.patterns, topicPattern{re, d})
+			continue
 		}
 		p.decoders[in.Topic] = d
 	}

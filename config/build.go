@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"time"
@@ -72,11 +73,20 @@ func (j *Job) Build(log *zap.Logger) (*Plan, error) {
 		return nil, err
 	}
 	p.Kafka.Group, p.Kafka.Start, p.Kafka.Isolation, p.Kafka.Logger = j.Group, j.Start, j.Isolation, log
+	p.Kafka.GroupInstanceID = j.GroupInstanceID
+	if j.DiscoveryInterval != "" {
+		d, _ := time.ParseDuration(j.DiscoveryInterval)
+		p.Kafka.DiscoveryInterval = cmp.Or(d, -1) // 0 disables discovery
+	}
 	inputs := make([]signalbox.Input, len(j.Inputs))
 	for i, in := range j.Inputs {
-		p.Kafka.Topics = append(p.Kafka.Topics, in.Topic)
+		if in.TopicPattern != "" {
+			p.Kafka.TopicPatterns = append(p.Kafka.TopicPatterns, in.TopicPattern)
+		} else {
+			p.Kafka.Topics = append(p.Kafka.Topics, in.Topic)
+		}
 		inputs[i] = signalbox.Input{
-			Topic: in.Topic, Time: signalbox.TimeSource(in.Time), TimeField: in.TimeField,
+			Topic: in.Topic, TopicPattern: in.TopicPattern, Time: signalbox.TimeSource(in.Time), TimeField: in.TimeField,
 			TimeFormat: signalbox.TimeFormat(in.TimeFormat), Key: signalbox.KeySource(in.Key), KeyField: in.KeyField,
 		}
 	}

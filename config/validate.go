@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -116,7 +117,7 @@ func (j *Job) Validate() error {
 		p := fmt.Sprintf("inputs[%d]", i)
 		if first, dup := topics[in.Topic]; dup && in.Topic != "" {
 			v.bad(p+".topic", "%q is already declared by inputs[%d]", in.Topic, first)
-		} else {
+		} else if in.Topic != "" {
 			topics[in.Topic] = i
 		}
 		in.validate(v, p)
@@ -144,6 +145,10 @@ func (j *Job) Validate() error {
 	v.duration("checkpoint_interval", j.CheckpointInterval, true)
 	if j.BatchSize < 0 {
 		v.bad("batch_size", "%d is negative", j.BatchSize)
+	}
+	v.duration("discovery_interval", j.DiscoveryInterval, false)
+	if j.GroupInstanceID != "" && j.Group == "" {
+		v.bad("group_instance_id", "requires group")
 	}
 	return v.errs.err()
 }
@@ -181,8 +186,15 @@ func (j *Job) validateSASL(v *validator) {
 }
 
 func (in Input) validate(v *validator, p string) {
-	if in.Topic == "" {
-		v.bad(p+".topic", "required")
+	switch {
+	case in.Topic == "" && in.TopicPattern == "":
+		v.bad(p+".topic", "required (or topic_pattern)")
+	case in.Topic != "" && in.TopicPattern != "":
+		v.bad(p+".topic_pattern", "set topic or topic_pattern, not both")
+	case in.TopicPattern != "":
+		if _, err := regexp.Compile(in.TopicPattern); err != nil {
+			v.bad(p+".topic_pattern", "%q is not a regular expression: %v", in.TopicPattern, err)
+		}
 	}
 	v.oneOf(p+".time", in.Time, timeValues)
 	switch in.Time {
