@@ -268,10 +268,11 @@ func (c *Config) sarama() (*sarama.Config, error) {
 	if c.readCommitted() {
 		sc.Consumer.IsolationLevel = sarama.ReadCommitted
 	}
-	// Range assignment gives partition p of every topic to the same member
-	// when the topics have equal partition counts: the co-partitioned tasks
-	// signalbox orders within.
-	sc.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategyRange()}
+	// The task strategy gives partition p of every topic to the same
+	// member, whatever the partition counts: the co-partitioned tasks
+	// signalbox orders within. Range (the same plan when the counts are
+	// equal) is the fallback for members of older versions.
+	sc.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{NewTaskBalanceStrategy(), sarama.NewBalanceStrategyRange()}
 	if c.SessionTimeout > 0 {
 		sc.Consumer.Group.Session.Timeout = c.SessionTimeout
 	}

@@ -251,12 +251,20 @@ func (s *Source) staticRound(counts map[string]int) bool {
 		return false
 	}
 	s.log.Info("partitions discovered", zap.Int("count", len(tps)), zap.Strings("topics", grown))
+	// The cap may advance only once the caller has taken the Assigned:
+	// a Fetch handed over before it must not certify time past it.
+	ack := make(chan struct{})
 	select {
-	case s.out <- item{fetch: record.Fetch{Assigned: infos}}:
+	case s.out <- item{fetch: record.Fetch{Assigned: infos}, ack: ack}:
 	case <-s.ctx.Done():
 		return false
 	}
 	s.startFetchers(s.ctx, infos, &s.wg)
+	select {
+	case <-ack:
+	case <-s.ctx.Done():
+		return false
+	}
 	s.disc.mu.Lock()
 	for _, t := range grown {
 		s.disc.known[t] = counts[t]
