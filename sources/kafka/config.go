@@ -63,10 +63,12 @@ type Config struct {
 	// DiscoveryInterval is how often the source looks for new partitions
 	// of its topics, new topics matching TopicPatterns and deleted topics.
 	// The evidence clock (record.Fetch.At) never passes the start of the
-	// last completed look, so records written into a partition before it
-	// is found are never late because of the search (design G7). Default
-	// 1s; negative disables discovery (the partitions found at Open are
-	// read, in group mode those of each rebalance).
+	// last completed look plus one interval (invariant 9, design G7): a
+	// record written into a new partition is not late unless its producer
+	// lagged by more than the delay minus the interval, and while looks
+	// fail the watermark is held. Default 1s; negative disables discovery
+	// (the partitions found at Open are read, in group mode those of each
+	// rebalance).
 	DiscoveryInterval time.Duration
 	// GroupInstanceID makes the member static (Kafka's
 	// group.instance.id, KIP-345): a restart within SessionTimeout
@@ -282,7 +284,7 @@ func (c *Config) sarama() (*sarama.Config, error) {
 	if c.RebalanceTimeout > 0 {
 		sc.Consumer.Group.Rebalance.Timeout = c.RebalanceTimeout
 	}
-	if c.DiscoveryInterval > 0 {
+	if c.DiscoveryInterval > 0 && c.Group != "" {
 		// The group leader's own check for grown topics (sarama) runs
 		// at the discovery interval too.
 		sc.Metadata.RefreshFrequency = c.DiscoveryInterval

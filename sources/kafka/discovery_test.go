@@ -4,11 +4,14 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/signalbox/signalbox/embedded"
 	"github.com/signalbox/signalbox/record"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -19,7 +22,7 @@ const testInterval = 200 * time.Millisecond
 // No group: a partition added while the source runs is assigned from its
 // log start (Start is "latest": the partition was created after Open) and
 // read completely. No Fetch handed over before its Assigned certifies time
-// past the moment the partition was created (invariant 9).
+// more than one interval past the partition's creation (invariant 9).
 func TestDiscoverNewPartition(t *testing.T) {
 	c := startCluster(t, embedded.WithTopic("a", 2))
 	mustProduce(t, c, recs("a", 0, 3, "old")...)
@@ -40,8 +43,8 @@ func TestDiscoverNewPartition(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !f.At.IsZero() && !f.At.Before(created) {
-			t.Fatalf("a Fetch before the new partition's Assigned certifies %v, after its creation (%v)", f.At, created)
+		if limit := created.Add(testInterval); f.At.After(limit) {
+			t.Fatalf("a Fetch before the new partition's Assigned certifies %v, more than an interval after its creation (%v)", f.At, created)
 		}
 		if slices.ContainsFunc(f.Assigned, func(a record.PartitionInfo) bool { return a.TopicPartition == tp }) {
 			col.assigned[tp] = f.Assigned[0]
@@ -156,5 +159,64 @@ func TestGroupOpenFailsWithCause(t *testing.T) {
 				t.Fatalf("error %q does not name the cause (%q)", err, tc.want)
 			}
 		})
+	}
+}
+
+// While discovery rounds fail (here: the broker answers every metadata
+// request with LEADER_NOT_AVAILABLE, while fetches keep succeeding), the
+// evidence clock stops one interval after the last completed round: a
+// failing search holds the watermark, it never advances it. It resumes
+// once rounds succeed again.
+func TestDiscoveryFailureHoldsEvidence(t *testing.T) {
+	c := startCluster(t, embedded.WithTopic("a", 1))
+	mustProduce(t, c, recs("a", 0, 3, "v")...)
+	core, logs := observer.New(zapcore.WarnLevel)
+	src := openSource(t, Config{Brokers: c.Addrs(), Topics: []string{"a"}, DiscoveryInterval: testInterval, Logger: zap.New(core)})
+	col := newCollector(t, src)
+	col.until("caught up", col.caughtUp)
+
+	var blocked atomic.Bool
+	blocked.Store(true)
+	kf := c.Kfake()
+	kf.ControlKey(int16(kmsg.Metadata), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		if !blocked.Load() {
+			return nil, nil, false
+		}
+		req := kreq.(*kmsg.MetadataRequest)
+		resp := req.ResponseKind().(*kmsg.MetadataResponse)
+		resp.Version = req.Version
+		for _, rt := range req.Topics {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic, mt.ErrorCode = rt.Topic, kerr.LeaderNotAvailable.Code
+			resp.Topics = append(resp.Topics, mt)
+		}
+		return resp, nil, true
+	})
+	blockedAt := time.Now()
+	maxAt := func(d time.Duration) time.Time {
+		ctx, cancel := context.WithTimeout(bg, d)
+		defer cancel()
+		var at time.Time
+		for {
+			f, err := src.Poll(ctx)
+			if err != nil {
+				return at
+			}
+			if f.At.After(at) {
+				at = f.At
+			}
+		}
+	}
+	if at := maxAt(6 * testInterval); at.After(blockedAt.Add(testInterval)) {
+		t.Fatalf("discovery failing since %v, yet a Fetch certifies %v", blockedAt, at)
+	}
+	if logs.FilterMessageSnippet("partition discovery failed").Len() != 1 {
+		t.Fatalf("want one warning for the failing discovery, got %d", logs.FilterMessageSnippet("partition discovery failed").Len())
+	}
+	blocked.Store(false)
+	unblocked := time.Now()
+	if at := maxAt(5 * testInterval); !at.After(unblocked) {
+		t.Fatalf("evidence clock stuck at %v after discovery recovered at %v", at, unblocked)
 	}
 }

@@ -269,10 +269,14 @@ func (it item) delivered() {
 // evidenceClock is record.Fetch.At: the oldest of the fetchers' last
 // delivered answers. Every partition is fetched by exactly one fetcher, so
 // each partition's state is complete up to at least this time. It never
-// passes the start of the last completed discovery round (invariant 9):
-// beyond it, a partition the caller was not told about may hold records.
+// passes the start of the last completed discovery round plus one interval
+// (invariant 9): a partition created since is found by the round that
+// starts then, and when rounds fail the clock stops.
 func (s *Source) evidenceClock() time.Time {
 	capAt := s.discoveredAt()
+	if !capAt.IsZero() {
+		capAt = capAt.Add(s.cfg.DiscoveryInterval)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var at time.Time
