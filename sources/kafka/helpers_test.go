@@ -163,3 +163,29 @@ func mustOffsets(t testing.TB, c *embedded.Cluster, topic string) embedded.Offse
 	}
 	return offs
 }
+
+// background polls col, as an engine would, until stop says so; wait
+// waits for it to return. col must not be read meanwhile.
+func background(col *collector, stop func() bool) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ctx, cancel := context.WithTimeout(bg, hangGuard)
+		defer cancel()
+		for !stop() && col.poll(ctx) == nil {
+		}
+	}()
+	return func() { <-done }
+}
+
+// waitFor waits for cond; it fails the test on a hang.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("hang: waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
