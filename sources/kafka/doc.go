@@ -47,7 +47,7 @@
 //     record.Fetch.At never passes the start of the last round that found
 //     nothing new plus one interval, and that round counts only once the
 //     caller has taken the Assigned it produced.
-// 10. Open fails, naming the cause, when the cluster cannot be reached or
+//  10. Open fails, naming the cause, when the cluster cannot be reached or
 //     refuses the credentials, in both modes (within startupTimeout when
 //     nothing answers). After Open a lost broker is waited for: failed
 //     fetches hold their partitions (invariant 3), a failed group session
