@@ -88,8 +88,12 @@ func (w *sinkBuf) lines(t testing.TB) []line {
 	w.mu.Lock()
 	b := bytes.Clone(w.buf.Bytes())
 	w.mu.Unlock()
-	// The sink writes whole buffers, not whole lines: a line is only
-	// complete (and flushed) once its newline is written.
+	return parseLines(t, b)
+}
+
+// parseLines parses JSONL output. The sink writes whole buffers, not whole
+// lines: a line is only complete (and flushed) once its newline is written.
+func parseLines(t testing.TB, b []byte) []line {
 	b = b[:bytes.LastIndexByte(b, '\n')+1]
 	var out []line
 	sc := bufio.NewScanner(bytes.NewReader(b))
