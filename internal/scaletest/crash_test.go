@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -51,11 +50,7 @@ func memberConfig(cfg *kafka.Config) {
 
 // runChild runs one member until it is killed: brokers, output, state dir.
 func runChild(args []string) error {
-	cfg := kafka.Config{
-		Brokers: []string{args[0]}, Topics: topics, Group: group, ClientID: "scale-child",
-		FetchMaxWait: 50 * time.Millisecond, FetchMaxBytes: 4 << 10, PartitionMaxBytes: 2 << 10,
-		RetryBackoff: 20 * time.Millisecond,
-	}
+	cfg := sourceConfig([]string{args[0]}, "child")
 	memberConfig(&cfg)
 	src, err := kafka.New(cfg)
 	if err != nil {
@@ -165,10 +160,7 @@ func TestCrashedMemberTakenOver(t *testing.T) {
 			}
 			a := startChild(t, c, filepath.Join(dir, "a1.jsonl"), state)
 			waitFor(t, "A to emit", func() bool { return len(a.lines(t)) >= 100 })
-			counts := map[string]*atomic.Int32{topicA: {}, topicB: {}}
-			counts[topicA].Store(nParts)
-			counts[topicB].Store(nParts)
-			stopLive := liveProducer(t, c, counts)
+			stopLive := liveProducer(t, c, fixedCounts(nParts))
 			b := newInstance(t, h, "B", c, memberConfig)
 			stopB := b.start(t)
 			waitFor(t, "B to own some tasks and catch up", func() bool {

@@ -55,6 +55,16 @@ func liveProducer(t *testing.T, c *embedded.Cluster, counts map[string]*atomic.I
 	}
 }
 
+// fixedCounts is n partitions for every topic of topics.
+func fixedCounts(n int32) map[string]*atomic.Int32 {
+	out := map[string]*atomic.Int32{}
+	for _, topic := range topics {
+		out[topic] = new(atomic.Int32)
+		out[topic].Store(n)
+	}
+	return out
+}
+
 // highWater returns every partition's high-water mark.
 func highWater(t *testing.T, c *embedded.Cluster, counts map[string]int32) map[record.TopicPartition]int64 {
 	end := map[record.TopicPartition]int64{}
@@ -117,9 +127,7 @@ func TestDiscoveryLive(t *testing.T) {
 			t.Cleanup(c.Close)
 			h := newHarness(t, c)
 			h.parts = map[string]int32{topicA: 3, topicB: 2}
-			counts := map[string]*atomic.Int32{topicA: {}, topicB: {}}
-			counts[topicA].Store(2)
-			counts[topicB].Store(2)
+			counts := fixedCounts(2)
 			opt := func(cfg *kafka.Config) { cfg.DiscoveryInterval = tc.interval }
 			var ins []*instance
 			if mode == "no group" {

@@ -205,9 +205,10 @@ type instance struct {
 	replayed atomic.Bool
 }
 
-func newInstance(t testing.TB, h *harness, name string, c *embedded.Cluster, opts ...func(*kafka.Config)) *instance {
-	cfg := kafka.Config{
-		Brokers: c.Addrs(), Topics: topics, Group: group,
+// sourceConfig is the source configuration of every member.
+func sourceConfig(brokers []string, name string) kafka.Config {
+	return kafka.Config{
+		Brokers: brokers, Topics: topics, Group: group,
 		FetchMaxWait:      50 * time.Millisecond,
 		FetchMaxBytes:     4 << 10, // small fetches: history is read gradually
 		PartitionMaxBytes: 2 << 10,
@@ -215,6 +216,10 @@ func newInstance(t testing.TB, h *harness, name string, c *embedded.Cluster, opt
 		RevokeTimeout:     hangGuard,
 		ClientID:          "scale-" + name,
 	}
+}
+
+func newInstance(t testing.TB, h *harness, name string, c *embedded.Cluster, opts ...func(*kafka.Config)) *instance {
+	cfg := sourceConfig(c.Addrs(), name)
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -475,38 +480,7 @@ func TestScaleRebalance(t *testing.T) {
 	waitFor(t, "A to emit part of its history", func() bool { return len(a.sink.lines(t)) >= 300 })
 
 	// Live producer: event time = now minus a disorder below the delay.
-	liveCtx, stopLive := context.WithCancel(ctx)
-	liveDone := make(chan error, 1)
-	go func() {
-		rng := rand.New(rand.NewPCG(3, 4))
-		tick := time.NewTicker(30 * time.Millisecond)
-		defer tick.Stop()
-		seq := 0
-		for {
-			select {
-			case <-liveCtx.Done():
-				liveDone <- nil
-				return
-			case <-tick.C:
-			}
-			now := time.Now()
-			var rs []*kgo.Record
-			for _, topic := range topics {
-				for p := range int32(nParts) {
-					r := embedded.Record(topic, p, keyOf(p, rng), fmt.Sprintf(`{"live":%d}`, seq))
-					r.Timestamp = now.Add(-time.Duration(rng.Int64N(int64(disorder))))
-					rs = append(rs, r)
-				}
-			}
-			seq++
-			// Per partition, event times may go back by less than the
-			// disorder: bounded, and below the delay.
-			if err := c.Produce(liveCtx, rs...); err != nil && liveCtx.Err() == nil {
-				liveDone <- err
-				return
-			}
-		}
-	}()
+	stopLive := liveProducer(t, c, fixedCounts(nParts))
 
 	stopB := b.start(t)
 	waitFor(t, "the rebalance: B assigned, A re-assigned", func() bool {
@@ -528,9 +502,6 @@ func TestScaleRebalance(t *testing.T) {
 	})
 	time.Sleep(300 * time.Millisecond) // some live traffic at B alone
 	stopLive()
-	if err := <-liveDone; err != nil {
-		t.Fatalf("live producer: %v", err)
-	}
 	end := map[record.TopicPartition]int64{}
 	for tp := range histEnd {
 		offs, err := c.ListOffsets(ctx, tp.Topic, tp.Partition)

@@ -101,11 +101,16 @@ func TestGroupCrashedMemberTakenOver(t *testing.T) {
 			b := openSource(t, cfg("member-b"))
 			colB := newCollector(t, b)
 			colB.until("B assigned half", func() bool { return len(colB.assigned) == 2 })
-			waitFor(t, "A's new session", func() bool {
+			ownsTwo := func() bool {
 				a.group.mu.Lock()
 				defer a.group.mu.Unlock()
 				return len(a.group.owned) == 2
-			})
+			}
+			for deadline := time.Now().Add(hangGuard); !ownsTwo(); time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("hang: waiting for A's new session")
+				}
+			}
 			var ofA []record.TopicPartition
 			for _, p := range []int32{0, 1} {
 				for _, topic := range []string{"a", "b"} {

@@ -177,15 +177,3 @@ func background(col *collector, stop func() bool) (wait func()) {
 	}()
 	return func() { <-done }
 }
-
-// waitFor waits for cond; it fails the test on a hang.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("hang: waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
