@@ -34,6 +34,9 @@ type groupState struct {
 	counts     map[string]int
 	rejoinCh   chan struct{} // closed to end the session; nil between sessions
 	wantRejoin bool          // a change seen before the session's Setup
+	// unsent are revoked partitions whose Revoked Poll did not take within
+	// RevokeTimeout; the next Setup delivers it before its Assigned.
+	unsent []record.TopicPartition
 }
 
 func (s *Source) openGroup(sc *sarama.Config) error {
@@ -180,7 +183,19 @@ func (g *groupState) Setup(sess sarama.ConsumerGroupSession) error {
 	if g.wantRejoin {
 		close(g.rejoinCh) // the topics changed while joining
 	}
+	unsent := g.unsent
+	g.unsent = nil
 	g.mu.Unlock()
+	if len(unsent) > 0 { // invariant 5: the caller learns of the revoke first
+		select {
+		case g.s.out <- item{fetch: record.Fetch{Revoked: unsent}}:
+		case <-sess.Context().Done():
+			g.mu.Lock()
+			g.unsent = append(unsent, g.unsent...)
+			g.mu.Unlock()
+			return sess.Context().Err()
+		}
+	}
 	if len(tps) == 0 {
 		g.set(sess, nil, nil, nil, nil)
 		return nil
@@ -252,7 +267,10 @@ func (g *groupState) Cleanup(sarama.ConsumerGroupSession) error {
 	case <-g.s.ctx.Done():
 		return nil
 	case <-timeout.C:
-		g.s.log.Warn("revoke not taken by Poll in time")
+		g.s.log.Warn("revoke not taken by Poll in time; it is delivered before the next assignment")
+		g.mu.Lock()
+		g.unsent = append(g.unsent, tps...)
+		g.mu.Unlock()
 		return nil
 	}
 	select {

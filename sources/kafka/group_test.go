@@ -182,3 +182,23 @@ func TestStaticMemberRestartKeepsOthers(t *testing.T) {
 		t.Fatalf("B was rebalanced (revoked %v) by a static member's restart", colB.revoked)
 	}
 }
+
+// A rebalance while the caller does not poll (a slow engine) gives up
+// waiting after RevokeTimeout, but the Revoked is not lost: it comes before
+// the next Assigned (invariant 5), so the caller never keeps a partition
+// that moved.
+func TestRevokeNotTakenInTimeIsDeliveredLater(t *testing.T) {
+	c := startCluster(t, embedded.WithTopic("a", 2))
+	cfg := func(id string) Config {
+		return Config{Brokers: c.Addrs(), Topics: []string{"a"}, Group: "slow", ClientID: id, RevokeTimeout: 200 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond}
+	}
+	colA := newCollector(t, openSource(t, cfg("slow-a")))
+	colA.until("A assigned", func() bool { return len(colA.assigned) == 2 })
+	// A stops polling; B joins.
+	colB := newCollector(t, openSource(t, cfg("slow-b")))
+	var stopB atomic.Bool
+	waitB := background(colB, stopB.Load)
+	defer func() { stopB.Store(true); waitB() }()
+	time.Sleep(time.Second) // A's revoke times out meanwhile
+	colA.until("A's new assignment", func() bool { return len(colA.revoked) > 0 && len(colA.assigned) == 1 })
+}

@@ -82,6 +82,9 @@ func (c *collector) poll(ctx context.Context) error {
 		c.t.Errorf("a Fetch mixes assignment changes and data: %+v", f)
 	}
 	for _, a := range f.Assigned {
+		if _, dup := c.assigned[a.TopicPartition]; dup {
+			c.t.Errorf("%v assigned again without a Revoked in between", a.TopicPartition)
+		}
 		c.assigned[a.TopicPartition] = a
 		c.pos[a.TopicPartition] = a.Start
 		c.end[a.TopicPartition] = a.End
