@@ -364,6 +364,9 @@ func (r *run) handle(ctx context.Context, f record.Fetch) error {
 	for _, tp := range f.Revoked {
 		r.revoke(tp)
 	}
+	if err := r.refreshRestored(ctx, f.Assigned); err != nil {
+		return err
+	}
 	for _, a := range f.Assigned {
 		r.assign(a, now)
 	}

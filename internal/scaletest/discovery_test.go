@@ -36,7 +36,7 @@ func liveProducer(t *testing.T, c *embedded.Cluster, counts map[string]*atomic.I
 			var rs []*kgo.Record
 			for _, topic := range topics {
 				for p := range counts[topic].Load() {
-					r := embedded.Record(topic, p, keyOf(p, rng), fmt.Sprintf(`{"live":%d}`, seq))
+					r := embedded.Record(topic, p, keyOf(p, rng), fmt.Sprintf(`{"t":%q,"p":%d,"live":%d}`, topic, p, seq))
 					r.Timestamp = now.Add(-time.Duration(rng.Int64N(int64(disorder))))
 					rs = append(rs, r)
 				}

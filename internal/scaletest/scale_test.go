@@ -123,6 +123,10 @@ type harness struct {
 	// parts is each topic's partition count when they differ; nil: every
 	// topic of topics has nParts.
 	parts map[string]int32
+	// noLetGo skips the revoke and close checks, which read an instance's
+	// own output: with a checkpoint sink, an instance skips what another
+	// one emitted.
+	noLetGo bool
 }
 
 // topicsOf is how many topics have a partition p: the inputs of task p.
@@ -312,6 +316,9 @@ func (i *instance) release(tps []record.TopicPartition) {
 // and everything read below it was flushed.
 func (i *instance) checkLetGo(tps []record.TopicPartition, why string) {
 	h := i.h
+	if h.noLetGo {
+		return
+	}
 	committed := h.committed(tps)
 	emitted := map[record.TopicPartition]map[int64]bool{}
 	for _, l := range i.sink.lines(h.t) {
@@ -381,18 +388,18 @@ func (i *instance) Resume(tps ...record.TopicPartition)             { i.src.Resu
 func (i *instance) StartAt(offsets map[record.TopicPartition]int64) { i.src.StartAt(offsets) }
 
 // start runs the instance's pipeline until the returned stop is called.
-func (i *instance) start(t testing.TB) (stop func() error) {
-	p, err := signalbox.New(i,
+func (i *instance) start(t testing.TB, extra ...signalbox.Option) (stop func() error) {
+	p, err := signalbox.New(i, append([]signalbox.Option{
 		signalbox.WithSink(jsonl.New(i.sink, jsonl.Options{BufferSize: 2 << 10})),
 		signalbox.WithDelay(delay),
-		signalbox.WithCheckpointInterval(100*time.Millisecond),
+		signalbox.WithCheckpointInterval(100 * time.Millisecond),
 		signalbox.WithBatchSize(64),
 		signalbox.WithMaxInflightBatches(2),
 		signalbox.WithObserver(func(e signalbox.Event) {
 			if e.Kind == signalbox.EventReplayDone {
 				i.replayed.Store(true)
 			}
-		}))
+		})}, extra...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
