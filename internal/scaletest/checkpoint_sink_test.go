@@ -26,8 +26,6 @@ func TestGroupTransactionalSinkTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	h := newHarness(t, c)
-	h.noLetGo = true
 	txnSink := func(id string) signalbox.Option {
 		sc, err := kafka.Config{Brokers: c.Addrs(), Topics: topics}.SaramaConfig()
 		if err != nil {
@@ -36,13 +34,50 @@ func TestGroupTransactionalSinkTakeover(t *testing.T) {
 		return signalbox.WithSink(kafkasink.New(kafkasink.Config{Brokers: c.Addrs(), Topic: out,
 			TransactionalID: id, GroupID: group, Sarama: sc}))
 	}
+	total := takeover(t, c, txnSink)
+
+	// Every input record is in the output topic once, for read_committed.
+	cl, err := kgo.NewClient(append(c.ClientOptions(), kgo.ConsumeTopics(out),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	seen := map[string]int{}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	for int64(len(seen)) < total && ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
+	}
+	cl.PollFetches(ctx) // anything beyond: duplicates
+	dups := 0
+	for v, k := range seen {
+		if k > 1 {
+			dups += k - 1
+			if dups < 4 {
+				t.Errorf("%s is in the output %d times", v, k)
+			}
+		}
+	}
+	t.Logf("input %d records, output %d distinct, %d duplicates", total, len(seen), dups)
+	if int64(len(seen)) != total || dups > 0 {
+		t.Fatalf("read_committed output holds %d distinct records (want %d) and %d duplicates", len(seen), total, dups)
+	}
+}
+
+// takeover runs the scenario with the sink each member gets (by
+// transactional id) and returns how many records were produced.
+func takeover(t *testing.T, c *embedded.Cluster, sinkFor func(id string) signalbox.Option) int64 {
+	h := newHarness(t, c)
+	h.noLetGo = true
 	stopLive := liveProducer(t, c, fixedCounts(nParts))
 	a := newInstance(t, h, "A", c)
-	stopA := a.start(t, txnSink("txn-a"))
+	stopA := a.start(t, sinkFor("txn-a"))
 	waitFor(t, "A to catch up", a.replayed.Load)
 	time.Sleep(1500 * time.Millisecond) // A checkpoints live records
 	b := newInstance(t, h, "B", c)
-	stopB := b.start(t, txnSink("txn-b"))
+	stopB := b.start(t, sinkFor("txn-b"))
 	waitFor(t, "B to own some tasks", func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -73,33 +108,5 @@ func TestGroupTransactionalSinkTakeover(t *testing.T) {
 	if err := stopB(); err != nil {
 		t.Fatalf("B: %v", err)
 	}
-
-	// Every input record is in the output topic once, for read_committed.
-	cl, err := kgo.NewClient(append(c.ClientOptions(), kgo.ConsumeTopics(out),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	seen := map[string]int{}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	for int64(len(seen)) < total && ctx.Err() == nil {
-		fs := cl.PollFetches(ctx)
-		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
-	}
-	cl.PollFetches(ctx) // anything beyond: duplicates
-	dups := 0
-	for v, k := range seen {
-		if k > 1 {
-			dups += k - 1
-			if dups < 4 {
-				t.Errorf("%s is in the output %d times", v, k)
-			}
-		}
-	}
-	t.Logf("input %d records, output %d distinct, %d duplicates", total, len(seen), dups)
-	if int64(len(seen)) != total || dups > 0 {
-		t.Fatalf("read_committed output holds %d distinct records (want %d) and %d duplicates", len(seen), total, dups)
-	}
+	return total
 }
