@@ -46,14 +46,6 @@ func (p *Pipeline) prepare(f *record.Fetch) map[*record.Record]error {
 	return marks
 }
 
-// decoderFor returns the decoder of topic's Input, or the default one.
-func (p *Pipeline) decoderFor(topic string) *decoder {
-	if d := p.decoders[topic]; d != nil {
-		return d
-	}
-	return p.fallback
-}
-
 // ingest takes one record from a fetch, already decoded by prepare (mark
 // says if it was filtered or did not decode): skip what a restart found
 // emitted, pass timeless records through, guard against event times from

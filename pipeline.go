@@ -28,6 +28,7 @@ type Pipeline struct {
 	src      Source
 	cfg      config
 	decoders map[string]*decoder
+	patterns []topicPattern // TopicPattern inputs, in order
 	fallback *decoder
 
 	mu    sync.Mutex
@@ -51,6 +52,11 @@ func New(src Source, opts ...Option) (*Pipeline, error) {
 		d, err := compileInput(in)
 		if err != nil {
 			return nil, err
+		}
+		if in.TopicPattern != "" {
+			re, _ := compileTopicPattern(in.TopicPattern) // checked by compileInput
+			p.patterns = append(p.patterns, topicPattern{re, d})
+			continue
 		}
 		p.decoders[in.Topic] = d
 	}
@@ -424,6 +430,9 @@ func (r *run) handle(ctx context.Context, p polled) error {
 	}
 	for _, tp := range f.Revoked {
 		r.revoke(tp)
+	}
+	if err := r.refreshRestored(ctx, f.Assigned); err != nil {
+		return err
 	}
 	for _, a := range f.Assigned {
 		r.assign(a, now)

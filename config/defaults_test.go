@@ -137,6 +137,7 @@ func TestDocumentedDefaultsMatchCode(t *testing.T) {
 		"align":               dur(signalbox.DefaultAlignment),
 		"max_future":          dur(signalbox.DefaultMaxFuture),
 		"flush_linger":        dur(signalbox.DefaultFlushLinger),
+		"discovery_interval":  dur(k.DiscoveryInterval),
 	}
 	// Defaults that name another field rather than a value.
 	references := map[string]bool{

@@ -116,7 +116,7 @@ func (j *Job) Validate() error {
 		p := fmt.Sprintf("inputs[%d]", i)
 		if first, dup := topics[in.Topic]; dup && in.Topic != "" {
 			v.bad(p+".topic", "%q is already declared by inputs[%d]", in.Topic, first)
-		} else {
+		} else if in.Topic != "" {
 			topics[in.Topic] = i
 		}
 		in.validate(v, p)
@@ -144,6 +144,10 @@ func (j *Job) Validate() error {
 	v.duration("checkpoint_interval", j.CheckpointInterval, true)
 	if j.BatchSize < 0 {
 		v.bad("batch_size", "%d is negative", j.BatchSize)
+	}
+	v.duration("discovery_interval", j.DiscoveryInterval, false)
+	if j.GroupInstanceID != "" && j.Group == "" {
+		v.bad("group_instance_id", "requires group")
 	}
 	return v.errs.err()
 }
@@ -178,7 +182,7 @@ func (in Input) validate(v *validator, p string) {
 // library is the signalbox.Input the job's input builds.
 func (in Input) library() signalbox.Input {
 	return signalbox.Input{
-		Topic: in.Topic, Time: signalbox.TimeSource(in.Time), TimeField: in.TimeField,
+		Topic: in.Topic, TopicPattern: in.TopicPattern, Time: signalbox.TimeSource(in.Time), TimeField: in.TimeField,
 		TimeFormat: signalbox.TimeFormat(in.TimeFormat), Key: signalbox.KeySource(in.Key), KeyField: in.KeyField,
 	}
 }
