@@ -103,6 +103,12 @@ type Config struct {
 	// more event time than the others (the engine's alignment pauses a
 	// partition that runs ahead, at the granularity of one answer).
 	PartitionMaxBytes int32
+	// PartitionMaxRecords is about how many records one fetch answer may
+	// carry for one partition: the fetcher sizes each partition's byte
+	// limit (within PartitionMaxBytes) from the bytes per record it has
+	// seen. Default 1024 (Kafka Streams buffers 1000 records per partition). Smaller keeps the parked set smaller; larger
+	// makes fewer, bigger requests.
+	PartitionMaxRecords int
 	// EvidenceInterval is how often paused partitions get fresh end-offset
 	// evidence by ListOffsets. Default 1s; negative disables. While a
 	// partition is paused, the evidence clock (record.Fetch.At) is its last
@@ -126,6 +132,9 @@ type Config struct {
 	// Logger receives the source's logs. Default: a no-op logger.
 	Logger *zap.Logger
 }
+
+// DefaultPartitionMaxRecords is Config.PartitionMaxRecords's default.
+const DefaultPartitionMaxRecords = 1024
 
 // DefaultDiscoveryInterval is Config.DiscoveryInterval's default: well below
 // the delays jobs use (seconds to minutes), and one small metadata request
@@ -164,6 +173,9 @@ func (c *Config) EnsureDefaults() {
 	}
 	if c.PartitionMaxBytes == 0 {
 		c.PartitionMaxBytes = 1 << 20
+	}
+	if c.PartitionMaxRecords <= 0 {
+		c.PartitionMaxRecords = DefaultPartitionMaxRecords
 	}
 	if c.EvidenceInterval == 0 {
 		c.EvidenceInterval = time.Second

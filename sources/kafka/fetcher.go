@@ -94,12 +94,29 @@ func (f *fetcher) applyDrops() bool {
 	return len(f.parts) > 0
 }
 
+// firstPartitionBytes is the byte limit of a partition's first fetch,
+// before the fetcher has seen how many records a byte holds.
+const firstPartitionBytes = 64 << 10
+
+// partitionBytes sizes a partition's next fetch so that it carries about
+// PartitionMaxRecords records: an answer of n records to a request of asked
+// bytes (that stopped short of the end) shows asked/n bytes per record, as
+// the broker counts them (compressed). The result stays within [4 KiB,
+// PartitionMaxBytes]. Highly compressible data therefore cannot hand one
+// partition hundreds of thousands of records, and hours of event time, in
+// one answer; whatever the compression, each partition advances by about
+// the same number of records per round.
+func (s *Source) partitionBytes(asked int32, n int) int32 {
+	want := int64(asked) * int64(s.cfg.PartitionMaxRecords) / int64(n)
+	return int32(min(max(want, 4<<10), int64(s.cfg.PartitionMaxBytes)))
+}
+
 func newFetcher(s *Source, infos []record.PartitionInfo) *fetcher {
 	now := time.Now()
 	f := &fetcher{s: s, wake: make(chan struct{}, 1), delivered: now}
 	for _, in := range infos {
 		f.parts = append(f.parts, &partState{
-			tp: in.TopicPartition, pos: in.Start, maxBytes: s.cfg.PartitionMaxBytes, lastEnd: in.End, certAt: now,
+			tp: in.TopicPartition, pos: in.Start, maxBytes: min(firstPartitionBytes, s.cfg.PartitionMaxBytes), lastEnd: in.End, certAt: now,
 		})
 	}
 	return f
@@ -287,8 +304,10 @@ func (f *fetcher) parse(p *partState, blk *sarama.FetchResponseBlock, answered t
 	case p.pos == before && partial:
 		// A batch larger than we asked for: ask for more next time.
 		p.maxBytes = min(max(p.maxBytes, 1<<16)*2, max(f.s.cfg.FetchMaxBytes, p.maxBytes))
-	case p.pos != before:
-		p.maxBytes = f.s.cfg.PartitionMaxBytes
+	case len(recs) > 0 && p.pos < end:
+		// The answer stopped short of the end: size the next one from
+		// the bytes per record this one showed.
+		p.maxBytes = f.s.partitionBytes(p.maxBytes, len(recs))
 	}
 	if len(recs) == 0 && p.pos == before && end == p.lastEnd && !p.failed {
 		return record.PartitionFetch{}, false // no news
