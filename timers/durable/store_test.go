@@ -287,6 +287,17 @@ func (wl *workload) checkRestored(s *Store) {
 	}
 }
 
+// reopenRestored opens the store in dir (the previous one is closed or
+// gone), checks that it holds the last checkpoint, and closes it.
+func (wl *workload) reopenRestored(dir string, opts StoreOptions) {
+	wl.t.Helper()
+	wl.s = mustOpen(wl.t, dir, opts)
+	wl.checkRestored(wl.s)
+	if err := wl.s.Close(); err != nil {
+		wl.t.Fatal(err)
+	}
+}
+
 // reopen closes the store without a checkpoint and opens it again: the
 // parked set must be exactly the one of the last checkpoint (invariant 4).
 func (wl *workload) reopen(dir string, opts StoreOptions) {
