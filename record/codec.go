@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"unsafe"
 )
 
 // ErrMalformed is returned by DecodeBinary when its input is not a record
@@ -88,10 +89,12 @@ func appendNullable(dst, b []byte) []byte {
 // exactly one encoding written by AppendBinary. On error it returns an error
 // wrapping ErrMalformed and *r is unspecified.
 //
-// The decoded Key, Value and header values alias src: the caller must not
-// modify src while r is in use (copy src first if it is a reused buffer).
+// The decoded Key, Value, header values and strings (Topic, OrderKey,
+// header keys) alias src, so that decoding allocates nothing: the caller
+// must not modify src while r is in use, nor ever after if it keeps the
+// strings (copy src first if it is a reused buffer).
 func DecodeBinary(src []byte, r *Record) error {
-	d := decoder{buf: src}
+	d := decoder{buf: src, alias: true}
 	d.version(codecVersion)
 	flags := d.byte()
 	if flags&^flagsKnown != 0 && d.err == nil {
@@ -131,8 +134,9 @@ func DecodeBinary(src []byte, r *Record) error {
 // decoder reads from buf; after the first error every read returns a zero
 // value and err keeps that first error.
 type decoder struct {
-	buf []byte
-	err error
+	buf   []byte
+	err   error
+	alias bool // strings alias buf instead of copying it
 }
 
 func (d *decoder) fail(what string) {
@@ -216,7 +220,11 @@ func (d *decoder) bytes(n uint64) []byte {
 
 func (d *decoder) string() string {
 	n := d.uvarint()
-	return string(d.bytes(n))
+	b := d.bytes(n)
+	if d.alias && len(b) > 0 {
+		return unsafe.String(unsafe.SliceData(b), len(b))
+	}
+	return string(b)
 }
 
 func (d *decoder) nullable() []byte {

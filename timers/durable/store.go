@@ -586,6 +586,10 @@ func (s *Store) Release(watermark int64, max int, fn func(*record.Record) error)
 			if !s.hasCursor || timers.Less(s.cursor, sl.pos) {
 				s.cursor, s.hasCursor = sl.pos, true
 			}
+			if s.diskMinOK && !timers.Less(s.cursor, s.diskMin) {
+				// diskMin was the disk copy of a record now released.
+				s.diskMinOK, s.diskStale = false, s.diskLen > 0
+			}
 			s.index.DeleteMin()
 			s.drop(sl)
 		case onDisk:

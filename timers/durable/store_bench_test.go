@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/timers"
 )
@@ -81,5 +83,47 @@ func BenchmarkStore(b *testing.B) {
 				b.Fatalf("%d left", s.Len())
 			}
 		})
+	}
+}
+
+// TestSpillPathAllocs: parking records that go to disk only and releasing
+// them from disk allocates nothing per record: what remains is per batch
+// (a commit, an iterator) or per chunk of released records (releaseAlloc).
+// The memtable is large enough that pebble never flushes during the test
+// (a flush allocates for the table it writes, per memtable, not per record).
+func TestSpillPathAllocs(t *testing.T) {
+	opts := memOpts(vfs.NewMem(), 0)
+	opts.MemTableSize = 64 << 20
+	s := mustOpen(t, "state", opts)
+	defer func() { _ = s.Close() }()
+	const batch = 2000
+	ps := make([]timers.Pos, batch)
+	rs := make([]record.Record, batch)
+	for i := range ps {
+		ps[i] = timers.Pos{Key: fmt.Sprintf("k%03d", i%100), Input: "orders", Partition: int32(i % 4)}
+		rs[i] = record.Record{Topic: "orders", Key: []byte(ps[i].Key), Value: make([]byte, 100), OrderKey: ps[i].Key}
+	}
+	next := int64(0)
+	cycle := func() {
+		for i := range ps {
+			ps[i].EventTime, ps[i].Offset = next, next
+			rs[i].EventTime, rs[i].Offset = next, next
+			next++
+			if err := s.Park(ps[i], &rs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Release(next-1, 0, func(*record.Record) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cycle() // warm up buffers
+	perRecord := testing.AllocsPerRun(20, cycle) / batch
+	if s.SpilledLen() != 0 || s.Len() != 0 {
+		t.Fatalf("%d parked, %d on disk", s.Len(), s.SpilledLen())
+	}
+	t.Logf("%.3f allocations per record", perRecord)
+	if perRecord > 0.05 {
+		t.Fatalf("%.3f allocations per record parked and released through disk", perRecord)
 	}
 }

@@ -105,11 +105,7 @@ func TestStoreWriteError(t *testing.T) {
 			// pebble cannot be closed after a failed WAL write: the process
 			// restarts, which a crash clone models.
 			opts.FS = mem.CrashClone(vfs.CrashCloneCfg{})
-			wl.s = mustOpen(t, "state", opts)
-			wl.checkRestored(wl.s)
-			if err := wl.s.Close(); err != nil {
-				t.Fatal(err)
-			}
+			wl.reopenRestored("state", opts)
 		})
 	}
 }

@@ -37,6 +37,29 @@ func fillUntilFull(wl *workload, n int) error {
 	return nil
 }
 
+// runUntilFull runs a random workload on wl.s, checkpoints it, calls
+// fillUp, then parks until the store fails, which must be with ErrDiskFull;
+// it closes the store, which must work (pebble never saw the failure).
+func runUntilFull(t *testing.T, wl *workload, fillUp func(), n int) {
+	t.Helper()
+	for range 300 {
+		wl.step()
+	}
+	wl.checkpoint()
+	fillUp()
+	err := fillUntilFull(wl, n)
+	if !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("got %v, want ErrDiskFull", err)
+	}
+	t.Logf("surfaced: %v", err)
+	if err := wl.s.Checkpoint(record.Checkpoint{}, nil); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("failure is not sticky: Checkpoint = %v", err)
+	}
+	if err := wl.s.Close(); err != nil {
+		t.Fatalf("Close after a full disk: %v", err)
+	}
+}
+
 // TestStoreDiskFull: once the file system reports less free space than the
 // reserve, the next commit fails with ErrDiskFull (sticky), Close works
 // (pebble never saw the failure), a reopen is refused while the space is
@@ -48,39 +71,22 @@ func TestStoreDiskFull(t *testing.T) {
 	opts.DiskReserve = 64 << 20
 	wl := &workload{t: t, rng: rand.New(rand.NewPCG(7, 7)), o: parkedSet{}}
 	wl.s = mustOpen(t, "state", opts)
-	for range 300 {
-		wl.step()
-	}
-	wl.checkpoint()
-	mem.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 1 << 20, TotalBytes: 2 << 30})
-	err := fillUntilFull(wl, 10000)
-	if !errors.Is(err, ErrDiskFull) {
-		t.Fatalf("got %v, want ErrDiskFull", err)
-	}
-	t.Logf("surfaced: %v", err)
-	if err := wl.s.Checkpoint(record.Checkpoint{}, nil); !errors.Is(err, ErrDiskFull) {
-		t.Fatalf("failure is not sticky: Checkpoint = %v", err)
-	}
-	if err := wl.s.Close(); err != nil {
-		t.Fatalf("Close after a full disk: %v", err)
-	}
+	runUntilFull(t, wl, func() {
+		mem.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 1 << 20, TotalBytes: 2 << 30})
+	}, 10000)
 	if _, err := OpenStore("state", opts); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("reopen on a full disk: %v, want ErrDiskFull", err)
 	}
 	mem.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 1 << 30, TotalBytes: 2 << 30})
-	wl.s = mustOpen(t, "state", opts)
-	wl.checkRestored(wl.s)
-	if err := wl.s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	wl.reopenRestored("state", opts)
 }
 
 // TestStoreDiskFullTmpfs is TestStoreDiskFull on a real, small tmpfs that a
 // filler file fills up: the store stops with ErrDiskFull before pebble runs
 // out of space (which panics inside pebble and kills the process), and once
 // the filler is removed a reopen restores the last checkpoint. (Whether a
-// reopen before that is refused depends on what pebble's close gave back.) It needs the
-// right to mount (root); elsewhere it is skipped.
+// reopen before that is refused depends on what pebble's close gave back.)
+// It needs the right to mount (root); elsewhere it is skipped.
 func TestStoreDiskFullTmpfs(t *testing.T) {
 	root := t.TempDir()
 	if err := syscall.Mount("tmpfs", root, "tmpfs", 0, "size=48m"); err != nil {
@@ -95,24 +101,9 @@ func TestStoreDiskFullTmpfs(t *testing.T) {
 	opts := StoreOptions{MemoryBudget: 4 << 10, MemTableSize: 1 << 20, CacheSize: 1 << 20, DiskReserve: 8 << 20}
 	wl := &workload{t: t, rng: rand.New(rand.NewPCG(8, 8)), o: parkedSet{}}
 	wl.s = mustOpen(t, dir, opts)
-	for range 300 {
-		wl.step()
-	}
-	wl.checkpoint()
-	err := fillUntilFull(wl, 1000000)
-	if !errors.Is(err, ErrDiskFull) {
-		t.Fatalf("got %v, want ErrDiskFull", err)
-	}
-	t.Logf("surfaced: %v", err)
-	if err := wl.s.Close(); err != nil {
-		t.Fatalf("Close after a full disk: %v", err)
-	}
+	runUntilFull(t, wl, func() {}, 1000000)
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	wl.s = mustOpen(t, dir, opts)
-	wl.checkRestored(wl.s)
-	if err := wl.s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	wl.reopenRestored(dir, opts)
 }

@@ -287,6 +287,17 @@ func (wl *workload) checkRestored(s *Store) {
 	}
 }
 
+// reopenRestored opens the store in dir (the previous one is closed or
+// gone), checks that it holds the last checkpoint, and closes it.
+func (wl *workload) reopenRestored(dir string, opts StoreOptions) {
+	wl.t.Helper()
+	wl.s = mustOpen(wl.t, dir, opts)
+	wl.checkRestored(wl.s)
+	if err := wl.s.Close(); err != nil {
+		wl.t.Fatal(err)
+	}
+}
+
 // reopen closes the store without a checkpoint and opens it again: the
 // parked set must be exactly the one of the last checkpoint (invariant 4).
 func (wl *workload) reopen(dir string, opts StoreOptions) {
@@ -389,5 +400,32 @@ func TestStoreClosed(t *testing.T) {
 		if !errors.Is(err, ErrClosed) {
 			t.Errorf("%s after Close: %v", name, err)
 		}
+	}
+}
+
+// TestStoreMinAfterRelease: Min stays right when the first parked key on
+// disk is the disk copy of a record in memory, and that record is released
+// from memory (invariant 8).
+func TestStoreMinAfterRelease(t *testing.T) {
+	at := func(et int64) timers.Pos { return timers.Pos{EventTime: et, Offset: et} }
+	one := int64(slotOverhead + recordAt(at(0), 100).Size())
+	s := mustOpen(t, "state", memOpts(vfs.NewMem(), 2*one))
+	defer func() { _ = s.Close() }()
+	o := parkedSet{}
+	for _, et := range []int64{5, 6, 1, 7} { // 5 and 6 fit in memory
+		o[at(et)] = recordAt(at(et), 100)
+		if err := s.Park(at(et), o[at(et)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.SpilledLen() != 2 {
+		t.Fatalf("%d on disk only, want 2", s.SpilledLen())
+	}
+	if err := s.Checkpoint(record.Checkpoint{}, nil); err != nil { // 5 and 6 also on disk now
+		t.Fatal(err)
+	}
+	for _, w := range []int64{1, 5, 6, 7} {
+		o.release(t, s, w, 0)
+		checkSame(t, s, o)
 	}
 }

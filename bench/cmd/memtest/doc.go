@@ -21,4 +21,12 @@
 // its result as JSON.
 //
 // memtest prints a Markdown table of the results, for docs/bench.md.
+//
+// With -store-only idle|held|delay it runs no broker and no engine: it drives
+// a durable.Store directly in its own process, parking records until the
+// parked set is -factor × -budget (accounted size), either held back and
+// released at the end or trailing a steady watermark, and prints one table
+// row: peak RSS, Go heap, pebble's memory, the in-memory part and disk
+// bytes. idle opens the store and parks nothing (the footprint the targets
+// add to the budget). See storeonly.go and docs/bench.md.
 package main
