@@ -246,9 +246,24 @@ func (s *Sink) Restore(ctx context.Context) (*record.Checkpoint, error) {
 			cp.Partitions, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (record.PartitionCheckpoint, error) {
 				var p record.PartitionCheckpoint
 				err := r.Scan(&p.Topic, &p.Partition, &p.Low, &p.Position, &p.End, &p.Replaying, &p.Watermark)
-				p.Watermark = max(p.Watermark, cp.Watermark)
 				return p, err
 			})
+			// Each row carries its own task's watermark. The name's
+			// watermark row is the last writer's, which in a consumer
+			// group is another member's: the restored watermark is the
+			// lowest of the rows, never above any partition's own. Rows
+			// from a build before the per-partition column hold its
+			// default, −∞, and take the name's row as they did then.
+			shared := cp.Watermark
+			for i := range cp.Partitions {
+				p := &cp.Partitions[i]
+				if p.Watermark == math.MinInt64 {
+					p.Watermark = shared
+				}
+				if i == 0 || p.Watermark < cp.Watermark {
+					cp.Watermark = p.Watermark
+				}
+			}
 			return err
 		})
 	})
@@ -422,7 +437,15 @@ func (s *Sink) insert(ctx context.Context, tx pgx.Tx, lo, hi int) error {
 }
 
 func (s *Sink) saveCheckpoint(ctx context.Context, tx pgx.Tx, cp *record.Checkpoint) error {
-	if _, err := tx.Exec(ctx, `DELETE FROM `+s.cp+` WHERE name = $1`, s.cfg.Name); err != nil {
+	// Only this checkpoint's partitions are replaced: in a consumer group
+	// every member checkpoints the partitions it owns under the same name,
+	// and must not erase the rows of the others.
+	topics, parts := make([]string, len(cp.Partitions)), make([]int32, len(cp.Partitions))
+	for i, p := range cp.Partitions {
+		topics[i], parts[i] = p.Topic, p.Partition
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM `+s.cp+` WHERE name = $1 AND (topic, partition) IN
+		(SELECT * FROM unnest($2::text[], $3::int[]))`, s.cfg.Name, topics, parts); err != nil {
 		return err
 	}
 	rows := make([][]any, len(cp.Partitions))

@@ -178,7 +178,10 @@ func TestCheckpointAtomicAndRestartExactlyOnce(t *testing.T) {
 	if err := s2.Write(ctx, all[48:]); err != nil {
 		t.Fatal(err)
 	}
-	if err := s2.FlushCheckpoint(ctx, record.Checkpoint{Watermark: 5}); err != nil {
+	cp2 := record.Checkpoint{Watermark: 1_800_000_000_090, Partitions: []record.PartitionCheckpoint{
+		{TopicPartition: record.TopicPartition{Topic: "in", Partition: 0}, Low: 99, Position: 99, End: 99, Watermark: 1_800_000_000_095},
+	}}
+	if err := s2.FlushCheckpoint(ctx, cp2); err != nil {
 		t.Fatal(err)
 	}
 	if err := s2.Close(); err != nil {
@@ -211,8 +214,12 @@ func TestCheckpointAtomicAndRestartExactlyOnce(t *testing.T) {
 	_ = cp // not open: must error, not panic
 	s3 := f.sink()
 	_ = s3.Open(ctx)
-	if cp, err := s3.Restore(ctx); err != nil || cp.Watermark != 5 || len(cp.Partitions) != 0 {
-		t.Fatalf("second checkpoint replaces the first: %+v %v", cp, err)
+	// The second checkpoint replaces the rows of its partitions and keeps
+	// the others' (in a group, another member's); the restored watermark is
+	// the lowest partition's.
+	want2 := record.Checkpoint{Watermark: cp1.Partitions[1].Watermark, Partitions: []record.PartitionCheckpoint{cp2.Partitions[0], cp1.Partitions[1]}}
+	if cp, err := s3.Restore(ctx); err != nil || cp == nil || !reflect.DeepEqual(*cp, want2) {
+		t.Fatalf("second checkpoint: Restore = %+v, %v; want %+v", cp, err, want2)
 	}
 	if err := s3.Purge(ctx); err != nil {
 		t.Fatal(err)
@@ -314,5 +321,37 @@ func TestTextValueType(t *testing.T) {
 	vs := f.values(t)
 	if len(vs) != 3 || string(vs[1]) != `"raw\u0000text"` || string(vs[0]) != string(recs[0].Value) {
 		t.Fatalf("values %q", vs)
+	}
+}
+
+// TestGroupMembersKeepEachOthersCheckpoints: in a consumer group every
+// member stores the checkpoint of the partitions it owns under the same
+// name. One member's checkpoint must not erase the other's rows, and the
+// restored watermark is never above a partition's own, whoever wrote last.
+func TestGroupMembersKeepEachOthersCheckpoints(t *testing.T) {
+	f := newFixture(t)
+	a, b := f.sink(), f.sink()
+	for _, s := range []*postgres.Sink{a, b} {
+		if err := s.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+	}
+	p0 := record.PartitionCheckpoint{TopicPartition: record.TopicPartition{Topic: "in", Partition: 0}, Low: 10, Position: 12, End: 20, Watermark: 1_000}
+	p1 := record.PartitionCheckpoint{TopicPartition: record.TopicPartition{Topic: "in", Partition: 1}, Low: 30, Position: 31, End: 40, Watermark: 5_000}
+	if err := a.FlushCheckpoint(ctx, record.Checkpoint{Watermark: 1_000, Partitions: []record.PartitionCheckpoint{p0}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.FlushCheckpoint(ctx, record.Checkpoint{Watermark: 5_000, Partitions: []record.PartitionCheckpoint{p1}}); err != nil {
+		t.Fatal(err)
+	}
+	s := f.sink()
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := record.Checkpoint{Watermark: 1_000, Partitions: []record.PartitionCheckpoint{p0, p1}}
+	if cp, err := s.Restore(ctx); err != nil || cp == nil || !reflect.DeepEqual(*cp, want) {
+		t.Fatalf("Restore = %+v, %v; want %+v", cp, err, want)
 	}
 }
