@@ -31,3 +31,6 @@ fi
 
 # -p 2: two cores; the Kafka and PostgreSQL suites each start real servers.
 go test -race -count=1 -p 2 -timeout 15m ./... "$@"
+# Allocation counts are meaningless under the race detector: run those
+# tests once more without it.
+go test -count=1 -run 'Allocs' ./timers/... "$@"
