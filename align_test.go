@@ -59,7 +59,8 @@ func (c *countingSource) Pause(tps ...record.TopicPartition) {
 // are paused and resumed all the time, every interleaving still gives the
 // byte-identical, sorted output, with nothing late.
 func TestAlignmentKeepsOutputIdentical(t *testing.T) {
-	runTimeout = 5 * time.Second
+	defer func(d time.Duration) { runTimeout = d }(runTimeout)
+	runTimeout = 20 * time.Second
 	var pauses int64
 	for dataSeed := range uint64(6) {
 		parts, all := recordSet(dataSeed)
