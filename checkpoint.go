@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -39,8 +40,9 @@ type lateEntry struct {
 // waits until the checkpoint is flushed and committed, so the new owner
 // starts from the safe offsets.
 func (r *run) takeCheckpoint(ctx context.Context, final, barrier bool) error {
+	start := time.Now()
 	cp := r.checkpoint()
-	r.cur.cp, r.cur.final = &cp, final
+	r.cur.cp, r.cur.final, r.cur.cpAt = &cp, final, start
 	if r.durable == nil && !barrier {
 		if final {
 			return r.send(ctx, r.sinkDone)
@@ -64,7 +66,7 @@ func (r *run) takeCheckpoint(ctx context.Context, final, barrier bool) error {
 	if err := r.commit(ctx, &cp, final); err != nil {
 		return err
 	}
-	r.countCheckpoint()
+	r.countCheckpoint(start)
 	r.emit(Event{Kind: EventCheckpoint, Watermark: cp.Watermark})
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -31,6 +32,12 @@ type Pipeline struct {
 
 	mu    sync.Mutex
 	stats Stats
+
+	// meters wrap the sinks (set by Run); live is set once the replay is
+	// done; sinksOpen while every sink is open.
+	meters    []*meteredSink
+	live      atomic.Bool
+	sinksOpen atomic.Bool
 }
 
 // New builds a pipeline. It validates the options and reports every problem.
@@ -71,6 +78,7 @@ func (p *Pipeline) Stats() Stats {
 	defer p.mu.Unlock()
 	s := p.stats
 	s.Late = maps.Clone(p.stats.Late)
+	s.SinksOpen = p.sinksOpen.Load()
 	return s
 }
 
@@ -79,6 +87,7 @@ type out struct {
 	records []record.Record
 	dead    []record.Record
 	cp      *record.Checkpoint // flush, then checkpoint and commit
+	cpAt    time.Time          // when cp was taken (wall clock)
 	final   bool
 	// With a DurableStore the engine commits after storing the checkpoint:
 	// the sink goroutine only flushes, then closes ack.
@@ -117,6 +126,8 @@ type run struct {
 	// late holds every partition's late counters, restored ones included;
 	// they outlive a revoke, so a partition that comes back keeps counting.
 	lateCounts map[record.TopicPartition]*LateCounter
+	// storeSizeAt is when publish last asked the store for its disk usage.
+	storeSizeAt time.Time
 }
 
 // Run runs the pipeline until ctx is cancelled (live mode) or until every
@@ -147,12 +158,14 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	}
 	r.cur = &out{}
 	r.durable, _ = cfg.store.(DurableStore)
+	cfg.sinks, cfg.deadLetter, p.meters = instrument(cfg.sinks, cfg.deadLetter, cfg.delay, &p.live)
 	sinks := cfg.sinks
 	if cfg.deadLetter != nil {
 		sinks = append(sinks[:len(sinks):len(sinks)], cfg.deadLetter)
 	}
 	opened := 0
 	defer func() {
+		p.sinksOpen.Store(false)
 		for _, s := range sinks[:opened] {
 			if cerr := s.Close(); cerr != nil && err == nil {
 				err = fmt.Errorf("signalbox: closing sink: %w", cerr)
@@ -165,6 +178,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		}
 		opened++
 	}
+	p.sinksOpen.Store(true)
 	if err := r.restore(ctx); err != nil {
 		return err
 	}
@@ -289,6 +303,7 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 		}
 		if !r.replayed && r.fetched && r.catch.ReplayDone() {
 			r.replayed = true
+			r.p.live.Store(true)
 			r.stats.ReplayDone, r.stats.ReplayTime = true, now.Sub(r.started)
 			r.emit(Event{Kind: EventReplayDone, Watermark: r.wm})
 			if cfg.until == UntilEndOffsets {
@@ -341,6 +356,9 @@ func resetTimer(t *time.Timer, d time.Duration) {
 func (r *run) handle(ctx context.Context, f record.Fetch) error {
 	now := r.cfg.clock()
 	r.fetched = true
+	if len(f.Revoked) > 0 || len(f.Assigned) > 0 {
+		r.stats.Rebalances++
+	}
 	if !f.At.IsZero() {
 		r.stamped = true
 		if f.At.After(r.evidence) {
@@ -404,6 +422,7 @@ func (r *run) release(now time.Time) error {
 	g, any := watermark.MaxTime, false
 	for _, t := range r.tasks {
 		w := t.strat.Advance(now)
+		t.wm = w
 		if t.timed > 0 {
 			g, any = min(g, w), true
 		}
@@ -551,9 +570,10 @@ func (r *run) publish() {
 			s.Late[tp] = cc
 		}
 	}
+	r.publishOps(&s)
 	r.p.mu.Lock()
-	checkpoints := r.p.stats.Checkpoints
+	checkpoints, delivery := r.p.stats.Checkpoints, r.p.stats.Delivery
 	r.p.stats = s
-	r.p.stats.Checkpoints = checkpoints
+	r.p.stats.Checkpoints, r.p.stats.Delivery = checkpoints, delivery
 	r.p.mu.Unlock()
 }

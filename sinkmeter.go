@@ -1,0 +1,187 @@
+package signalbox
+
+import (
+	"context"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/sinks/retry"
+)
+
+// The bucket bounds of the sink histograms.
+var (
+	// LatencyBuckets bound sink call and checkpoint durations, in seconds.
+	LatencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+	// ReleaseBuckets bound the release latency beyond the delay, in seconds.
+	ReleaseBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
+	// BatchBuckets bound the records per sink Write.
+	BatchBuckets = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536}
+)
+
+// meteredSink is the decorator the engine installs around every sink: it
+// times each call and runs the ordering audit. Its methods are called from
+// the sink goroutine only; snapshot may be called from any goroutine. The
+// per-record work is two comparisons and, once live, one bucket search; the
+// lock is taken once per call.
+type meteredSink struct {
+	Sink
+	delay float64      // seconds
+	live  *atomic.Bool // set once the replay is done
+	audit bool         // the ordering audit applies (not the dead-letter sink)
+	last  []int64      // the highest event time written, by task (partition number)
+	mu    sync.Mutex   // guards st
+	st    SinkStats    //
+	now   func() time.Time
+}
+
+// meteredCheckpointSink keeps the CheckpointSink and SourceOffsetCommitter
+// methods of the sink it wraps visible to the engine.
+type meteredCheckpointSink struct {
+	*meteredSink
+	cs CheckpointSink
+}
+
+func (m meteredCheckpointSink) Restore(ctx context.Context) (*record.Checkpoint, error) {
+	return m.cs.Restore(ctx)
+}
+
+func (m meteredCheckpointSink) FlushCheckpoint(ctx context.Context, cp record.Checkpoint) error {
+	return m.timed(&m.st.FlushSeconds, func() error { return m.cs.FlushCheckpoint(ctx, cp) })
+}
+
+func (m meteredCheckpointSink) CommitsSourceOffsets() bool {
+	oc, ok := m.cs.(SourceOffsetCommitter)
+	return ok && oc.CommitsSourceOffsets()
+}
+
+// instrument wraps the job's sinks and dead-letter sink (nil stays nil) in
+// meters named after their packages.
+func instrument(sinks []Sink, dead Sink, delay time.Duration, live *atomic.Bool) ([]Sink, Sink, []*meteredSink) {
+	var meters []*meteredSink
+	seen := map[string]int{}
+	wrap := func(s Sink, name string, audit bool) Sink {
+		m := &meteredSink{Sink: s, delay: delay.Seconds(), live: live, audit: audit, now: time.Now}
+		m.st = SinkStats{Name: name, WriteSeconds: newHistogram(LatencyBuckets), FlushSeconds: newHistogram(LatencyBuckets),
+			BatchRecords: newHistogram(BatchBuckets), ReleaseSeconds: newHistogram(ReleaseBuckets)}
+		meters = append(meters, m)
+		if cs, ok := s.(CheckpointSink); ok {
+			return meteredCheckpointSink{meteredSink: m, cs: cs}
+		}
+		return m
+	}
+	out := make([]Sink, len(sinks))
+	for i, s := range sinks {
+		name := sinkName(s)
+		if seen[name]++; seen[name] > 1 {
+			name += "#" + strconv.Itoa(seen[name])
+		}
+		out[i] = wrap(s, name, true)
+	}
+	if dead != nil {
+		dead = wrap(dead, "dead_letter", false)
+	}
+	return out, dead, meters
+}
+
+// sinkName is the name of the package that defines s's type, e.g. "jsonl".
+func sinkName(s Sink) string {
+	t := reflect.TypeOf(s)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	p := t.PkgPath()
+	if p == "" {
+		return "sink"
+	}
+	return p[strings.LastIndexByte(p, '/')+1:]
+}
+
+// Unwrap returns the sink the meter wraps.
+func (m *meteredSink) Unwrap() Sink { return m.Sink }
+
+func (m *meteredSink) Write(ctx context.Context, batch []record.Record) error {
+	start := m.now()
+	err := m.Sink.Write(ctx, batch)
+	end := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.st.WriteSeconds.Observe(end.Sub(start).Seconds())
+	if m.count(err) {
+		return err // a retry writes the batch again: audit it then
+	}
+	m.st.Records += int64(len(batch))
+	m.st.BatchRecords.Observe(float64(len(batch)))
+	if m.audit {
+		m.auditBatch(batch, float64(end.UnixNano())/1e9-m.delay, m.live.Load())
+	}
+	return nil
+}
+
+// auditBatch checks the order of a written batch per task and, when live,
+// observes each in-order record's release latency beyond the delay: at −
+// event time, with at the write's end minus the delay, in seconds.
+func (m *meteredSink) auditBatch(batch []record.Record, at float64, live bool) {
+	for i := range batch {
+		r := &batch[i]
+		if r.Timeless || r.Partition < 0 {
+			continue
+		}
+		for int(r.Partition) >= len(m.last) {
+			m.last = append(m.last, minEventTime)
+		}
+		if last := &m.last[r.Partition]; r.EventTime < *last {
+			m.st.OutOfOrder++
+			continue
+		} else {
+			*last = r.EventTime
+		}
+		if live && !r.Late {
+			m.st.ReleaseSeconds.Observe(at - float64(r.EventTime)/1e3)
+		}
+	}
+}
+
+// minEventTime is below every event time.
+const minEventTime = -1 << 63
+
+func (m *meteredSink) Flush(ctx context.Context) error {
+	return m.timed(&m.st.FlushSeconds, func() error { return m.Sink.Flush(ctx) })
+}
+
+// timed runs call and records its latency in h and its error, if any.
+func (m *meteredSink) timed(h *Histogram, call func() error) error {
+	start := m.now()
+	err := call()
+	d := m.now().Sub(start)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h.Observe(d.Seconds())
+	m.count(err)
+	return err
+}
+
+// count counts err; it reports whether err is not nil. m.mu is held.
+func (m *meteredSink) count(err error) bool {
+	if err == nil {
+		return false
+	}
+	m.st.Errors++
+	if retry.IsRetryable(err) {
+		m.st.Retries++
+	}
+	return true
+}
+
+func (m *meteredSink) snapshot() SinkStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.st
+	s.WriteSeconds, s.FlushSeconds = s.WriteSeconds.clone(), s.FlushSeconds.clone()
+	s.BatchRecords, s.ReleaseSeconds = s.BatchRecords.clone(), s.ReleaseSeconds.clone()
+	return s
+}
