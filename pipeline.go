@@ -33,10 +33,11 @@ type Pipeline struct {
 	mu    sync.Mutex
 	stats Stats
 
-	// meters wrap the sinks (set by Run); live is set once the replay is
-	// done; sinksOpen while every sink is open.
+	// meters wrap the sinks (set by Run); live is the wall time (Unix ms)
+	// the replay was done, 0 before; sinksOpen is true while every sink is
+	// open.
 	meters    []*meteredSink
-	live      atomic.Bool
+	live      atomic.Int64
 	sinksOpen atomic.Bool
 }
 
@@ -303,7 +304,7 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 		}
 		if !r.replayed && r.fetched && r.catch.ReplayDone() {
 			r.replayed = true
-			r.p.live.Store(true)
+			r.p.live.Store(time.Now().UnixMilli())
 			r.stats.ReplayDone, r.stats.ReplayTime = true, now.Sub(r.started)
 			r.emit(Event{Kind: EventReplayDone, Watermark: r.wm})
 			if cfg.until == UntilEndOffsets {

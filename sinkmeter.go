@@ -26,16 +26,16 @@ var (
 // meteredSink is the decorator the engine installs around every sink: it
 // times each call and runs the ordering audit. Its methods are called from
 // the sink goroutine only; snapshot may be called from any goroutine. The
-// per-record work is two comparisons and, once live, one bucket search; the
+// per-record work is a few comparisons and, once live, one bucket search; the
 // lock is taken once per call.
 type meteredSink struct {
 	Sink
-	delay float64      // seconds
-	live  *atomic.Bool // set once the replay is done
-	audit bool         // the ordering audit applies (not the dead-letter sink)
-	last  []int64      // the highest event time written, by task (partition number)
-	mu    sync.Mutex   // guards st
-	st    SinkStats    //
+	delay float64       // seconds
+	live  *atomic.Int64 // Unix ms (wall) when the replay was done; 0 before
+	audit bool          // the ordering audit applies (not the dead-letter sink)
+	last  []int64       // the highest event time written, by task (partition number)
+	mu    sync.Mutex    // guards st
+	st    SinkStats     //
 	now   func() time.Time
 }
 
@@ -61,7 +61,7 @@ func (m meteredCheckpointSink) CommitsSourceOffsets() bool {
 
 // instrument wraps the job's sinks and dead-letter sink (nil stays nil) in
 // meters named after their packages.
-func instrument(sinks []Sink, dead Sink, delay time.Duration, live *atomic.Bool) ([]Sink, Sink, []*meteredSink) {
+func instrument(sinks []Sink, dead Sink, delay time.Duration, live *atomic.Int64) ([]Sink, Sink, []*meteredSink) {
 	var meters []*meteredSink
 	seen := map[string]int{}
 	wrap := func(s Sink, name string, audit bool) Sink {
@@ -122,10 +122,11 @@ func (m *meteredSink) Write(ctx context.Context, batch []record.Record) error {
 	return nil
 }
 
-// auditBatch checks the order of a written batch per task and, when live,
-// observes each in-order record's release latency beyond the delay: at −
+// auditBatch checks the order of a written batch per task and observes the
+// release latency beyond the delay of each in-order record whose event time
+// is after the end of the replay (liveSince, Unix ms; 0: not yet): at −
 // event time, with at the write's end minus the delay, in seconds.
-func (m *meteredSink) auditBatch(batch []record.Record, at float64, live bool) {
+func (m *meteredSink) auditBatch(batch []record.Record, at float64, liveSince int64) {
 	for i := range batch {
 		r := &batch[i]
 		if r.Timeless || r.Partition < 0 {
@@ -140,7 +141,7 @@ func (m *meteredSink) auditBatch(batch []record.Record, at float64, live bool) {
 		} else {
 			*last = r.EventTime
 		}
-		if live && !r.Late {
+		if liveSince > 0 && r.EventTime >= liveSince && !r.Late {
 			m.st.ReleaseSeconds.Observe(at - float64(r.EventTime)/1e3)
 		}
 	}

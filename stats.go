@@ -168,8 +168,9 @@ type SinkStats struct {
 	// it stays 0 unless late records are emitted (late: emit).
 	// ReleaseSeconds is the release latency beyond the delay bound (wall
 	// time after Write − event time − delay) of every record released in
-	// order once the replay is done. Neither applies to the dead-letter
-	// sink or to timeless records.
+	// order whose event time is after the end of the replay (wall clock):
+	// history is not live latency. Neither applies to the dead-letter sink
+	// or to timeless records.
 	OutOfOrder     int64
 	ReleaseSeconds Histogram
 }

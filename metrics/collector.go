@@ -67,7 +67,7 @@ var (
 	dSinkFlush   = desc("sink_flush_duration_seconds", "Latency of the sink's Flush calls (FlushCheckpoint for the checkpoint sink).", sinkLabels...)
 	dSinkBatch   = desc("sink_batch_records", "Records per Write call.", sinkLabels...)
 	dOutOfOrder  = desc("out_of_order_records_total", "Ordering audit: records written with an event time below an earlier record of the same task. Stays 0 unless late records are emitted.", sinkLabels...)
-	dRelease     = desc("release_latency_beyond_delay_seconds", "Ordering audit: wall time when the sink took the record, minus its event time, minus the delay bound; records released in order after the replay.", sinkLabels...)
+	dRelease     = desc("release_latency_beyond_delay_seconds", "Ordering audit: wall time when the sink took the record, minus its event time, minus the delay bound; records in order whose event time is after the end of the replay.", sinkLabels...)
 
 	dCheckpoints   = desc("checkpoints_total", "Checkpoints taken and committed.")
 	dCheckpointDur = desc("checkpoint_duration_seconds", "Duration of a checkpoint, from taking it to committing its offsets.")
