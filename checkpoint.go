@@ -72,10 +72,14 @@ func (r *run) takeCheckpoint(ctx context.Context, final, barrier bool) error {
 }
 
 // wait blocks until ack is closed by the sink goroutine, emitting the events
-// it reports meanwhile.
+// it reports meanwhile and keeping the stats fresh, as send does.
 func (r *run) wait(ctx context.Context, ack <-chan struct{}) error {
+	pub := time.NewTicker(r.cfg.tick)
+	defer pub.Stop()
 	for {
 		select {
+		case <-pub.C:
+			r.publish()
 		case <-ack:
 			return nil
 		case e := <-r.acks:
