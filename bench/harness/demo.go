@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/bench/workload"
 )
 
@@ -15,6 +16,8 @@ import (
 type DemoOptions struct {
 	Workload workload.Options
 	Delay    time.Duration // default 300ms
+	// OnPipeline: see Options.OnPipeline; called once, for the ordering run.
+	OnPipeline func(lane string, stats func() signalbox.Stats)
 }
 
 // Summary is what `signalbox demo` prints.
@@ -51,7 +54,7 @@ func RunDemo(ctx context.Context, d DemoOptions, log *zap.Logger) (Summary, erro
 	if d.Workload.LiveFor == 0 {
 		d.Workload.LiveFor = 5 * time.Second
 	}
-	o := Options{Workload: d.Workload, Delay: d.Delay, Strategies: []string{Gate}}
+	o := Options{Workload: d.Workload, Delay: d.Delay, Strategies: []string{Gate}, OnPipeline: d.OnPipeline}
 	o.EnsureDefaults()
 	if err := o.Validate(); err != nil {
 		return Summary{}, err

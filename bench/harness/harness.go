@@ -51,6 +51,9 @@ type Options struct {
 	// ReplayTimeout bounds the wait for every lane to finish replaying.
 	// Default 3m.
 	ReplayTimeout time.Duration `json:"replay_timeout"`
+	// OnPipeline, when set, is called with each ordering lane's name and
+	// stats before the lane runs (the demo serves them on its admin server).
+	OnPipeline func(lane string, stats func() signalbox.Stats) `json:"-"`
 }
 
 // EnsureDefaults fills every unset field with its default.
@@ -307,6 +310,9 @@ func (sc *scenario) ordering(ctx context.Context, o *Options, names []string, lo
 			return nil, workload.Live{}, err
 		}
 		lanes[i] = l
+		if o.OnPipeline != nil {
+			o.OnPipeline(name, l.p.Stats)
+		}
 	}
 	stopSlow := sc.w.SlowStart(sc.c)
 	defer stopSlow()

@@ -12,16 +12,19 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/bench/harness"
 	"github.com/signalbox/signalbox/bench/workload"
+	"github.com/signalbox/signalbox/internal/admin"
 )
 
 // newDemoCmd is `signalbox demo`: the reference scenario on an embedded
 // broker, run by the offset gate, with its summary.
 func newDemoCmd() *cobra.Command {
 	var (
-		asJSON bool
-		d      harness.DemoOptions
+		asJSON    bool
+		adminAddr string
+		d         harness.DemoOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -35,7 +38,23 @@ release latency beyond the delay in the live phase, and replay throughput.
 It exits 1 if any record came out of order or late beyond those asked for.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := harness.RunDemo(cmd.Context(), d, logger(cmd))
+			log := logger(cmd)
+			var srv *admin.Server
+			var srvErr error
+			if adminAddr != admin.Off {
+				d.OnPipeline = func(_ string, stats func() signalbox.Stats) {
+					srv, srvErr = admin.Start(admin.Options{Addr: adminAddr, Setting: "--admin-addr", Stats: stats, Logger: log})
+				}
+			}
+			defer func() {
+				if srv != nil {
+					srv.Close()
+				}
+			}()
+			s, err := harness.RunDemo(cmd.Context(), d, log)
+			if srvErr != nil {
+				return runtimeError(srvErr)
+			}
 			if err != nil {
 				return runtimeError(err)
 			}
@@ -58,6 +77,7 @@ It exits 1 if any record came out of order or late beyond those asked for.`,
 	f := cmd.Flags()
 	w := &d.Workload
 	f.BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	f.StringVar(&adminAddr, "admin-addr", admin.DefaultAddr, "serve the ordering run's /metrics, /status, /healthz, /readyz on host:port (\""+admin.Off+"\": off)")
 	*w = workload.Options{Seed: 1, Topics: 13, Partitions: 3, RecordsPerPartition: 5000, SlowTopics: 1,
 		SlowFor: 2 * time.Second, LiveFor: 5 * time.Second, LiveRate: 2000}
 	wf := flag.NewFlagSet("workload", flag.ContinueOnError)

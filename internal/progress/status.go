@@ -243,11 +243,8 @@ func (s Status) WriteText(w io.Writer) error {
 	if s.ReplayDone {
 		replay = "done"
 	}
-	for _, in := range s.Progress {
-		if in.Remaining > 0 {
-			replay += fmt.Sprintf("; %s %.1f%% (%d/%d partitions), ETA %s", in.Input, in.Percent, in.CaughtUp, in.Partitions,
-				eta(time.Duration(in.ETASeconds*float64(time.Second))))
-		}
+	if !s.ReplayDone {
+		replay += replaySummary(s.Progress)
 	}
 	c := s.Counters
 	fmt.Fprintf(tw, "replay\t%s\n", replay)
@@ -301,6 +298,33 @@ func (s Status) WriteText(w io.Writer) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// replaySummary sums the inputs' progress: offsets read, partitions caught
+// up, the overall ETA (the longest), and the slowest input.
+func replaySummary(inputs []Input) string {
+	var total, remaining int64
+	var parts, caught int
+	etaMax, slowest := 0.0, -1
+	for i, in := range inputs {
+		total, remaining, parts, caught = total+in.Total, remaining+in.Remaining, parts+in.Partitions, caught+in.CaughtUp
+		if in.Remaining > 0 && (etaMax >= 0 && in.ETASeconds > etaMax || in.ETASeconds < 0) {
+			etaMax = in.ETASeconds
+		}
+		if slowest < 0 || in.Percent < inputs[slowest].Percent {
+			slowest = i
+		}
+	}
+	pct := 100.0
+	if total > 0 {
+		pct = 100 * (1 - float64(remaining)/float64(total))
+	}
+	out := fmt.Sprintf(", %.1f%% of %d offsets, %d/%d partitions caught up, ETA %s", pct, total, caught, parts, eta(time.Duration(etaMax*float64(time.Second))))
+	if slowest >= 0 && len(inputs) > 1 {
+		in := inputs[slowest]
+		out += fmt.Sprintf("; slowest input %s at %.1f%%", in.Input, in.Percent)
+	}
+	return out
 }
 
 func yesNo(b bool) string {
