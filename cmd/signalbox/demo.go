@@ -97,6 +97,11 @@ It exits 1 if any record came out of order or late beyond those asked for.`,
 		if w.SlowTopics < 0 || w.SlowTopics > w.Topics {
 			errs = append(errs, fmt.Errorf("--slow-topics: must be between 0 and --topics"))
 		}
+		if adminAddr != admin.Off {
+			if _, err := admin.ListenAddr(adminAddr); err != nil {
+				errs = append(errs, fmt.Errorf("--admin-addr: %w", err))
+			}
+		}
 		if w.SlowTopics == 0 {
 			w.SlowTopics = -1 // workload.Options: negative means none
 		}

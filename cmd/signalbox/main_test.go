@@ -97,6 +97,7 @@ func TestUsageErrors(t *testing.T) {
 		{"run", "--no-such-flag"},
 		{"--log-format", "xml", "validate", "-c", "x"},
 		{"broker", "--topic", "t:zero"},
+		{"demo", "--admin-addr", "9321"},
 	} {
 		if code, _, errs := cli(t, context.Background(), args...); code != 2 {
 			t.Errorf("%q: exit %d, want 2 (stderr %q)", args, code, errs)
