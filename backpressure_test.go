@@ -152,7 +152,7 @@ func newBacklog(s *slowSink) *backlog {
 // level before the run.
 func runBacklog(t *testing.T, src *backlog, s *slowSink) uint64 {
 	t.Helper()
-	p, err := signalbox.New(src, signalbox.WithSink(s), signalbox.WithClock(frozen),
+	p, err := signalbox.New(src, signalbox.WithSink(s), signalbox.WithClock(frozen), signalbox.WithMaxFuture(0),
 		signalbox.WithBatchSize(bpBatch), signalbox.WithMaxInflightBatches(bpInflight),
 		signalbox.WithUntil(signalbox.UntilEndOffsets))
 	if err != nil {

@@ -94,6 +94,36 @@ func (r *run) wait(ctx context.Context, ack <-chan struct{}) error {
 	}
 }
 
+// ErrFutureCheckpoint surfaces from Run when the checkpoint to resume from
+// holds a watermark more than max_future ahead of the clock: resuming would
+// make every new record late (a record from the future moved time before
+// the guard stopped it). signalbox refuses rather than guess.
+var ErrFutureCheckpoint = errors.New("signalbox: checkpoint watermark is ahead of the clock")
+
+// checkRestoredWatermark refuses a checkpoint poisoned by a future event
+// time (WithMaxFuture): a checkpoint never restores such a time.
+func (r *run) checkRestoredWatermark(cp *record.Checkpoint, fromStore bool) error {
+	if r.cfg.maxFuture <= 0 {
+		return nil
+	}
+	now := r.cfg.clock()
+	bound := now.Add(r.cfg.maxFuture).UnixMilli()
+	wm := cp.Watermark
+	for _, pc := range cp.Partitions {
+		wm = max(wm, pc.Watermark)
+	}
+	if wm <= bound {
+		return nil
+	}
+	fix := "delete the sink's stored checkpoint"
+	if fromStore {
+		fix = "restart with `signalbox run --reset-state` to rebuild the parked state from Kafka"
+	}
+	return fmt.Errorf("%w: %s is more than max_future (%v) ahead of %s; %s, or raise max_future",
+		ErrFutureCheckpoint, time.UnixMilli(wm).UTC().Format(time.RFC3339Nano), r.cfg.maxFuture,
+		now.UTC().Format(time.RFC3339), fix)
+}
+
 func (r *run) blobs() map[string][]byte {
 	var ls []lateEntry
 	for tp, c := range r.lateCounts {
@@ -152,6 +182,9 @@ func (r *run) restore(ctx context.Context) error {
 	}
 	if filter == nil {
 		return nil
+	}
+	if err := r.checkRestoredWatermark(filter, storeCP != nil); err != nil {
+		return err
 	}
 	r.cpWM = filter.Watermark // per task: see assign
 	r.wm = max(r.wm, filter.Watermark)

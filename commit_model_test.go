@@ -215,6 +215,7 @@ func TestCommitNeverPassesUnacknowledgedRecords(t *testing.T) {
 			signalbox.WithDelay(20*time.Millisecond), signalbox.WithLatePolicy(policy),
 			signalbox.WithFilter(func(r *record.Record) bool { return !filtered(r) }),
 			signalbox.WithClock(func() time.Time { return time.UnixMilli(tick.Add(1)) }),
+			signalbox.WithMaxFuture(0), // the clock starts at the epoch, the records do not
 			signalbox.WithCheckpointInterval(3*time.Millisecond),
 			signalbox.WithBatchSize(1+int(seed%7)), signalbox.WithMaxInflightBatches(1+int(seed%3)),
 			signalbox.WithSink(out1), signalbox.WithSink(out2), signalbox.WithDeadLetter(dead),

@@ -1,24 +1,71 @@
 package signalbox
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/timers"
+	"github.com/signalbox/signalbox/watermark"
 )
 
-// ingest takes one record from a fetch: filter, decode, skip what a restart
-// found emitted, pass timeless records through, flag late ones, park the rest.
-func (r *run) ingest(ps *partState, rec *record.Record, now time.Time) error {
-	r.stats.In++
-	if f := r.cfg.metaFilter; f != nil && !f(rec) {
-		r.stats.Filtered++
-		return nil
+// errFiltered marks a record that the meta filter skipped.
+var errFiltered = errors.New("filtered")
+
+// prepare runs on the poller goroutine, off the engine's: the meta filter
+// and the decoding of every record of f (event time, ordering key), so that
+// the engine goroutine only parks and releases. It returns the records that
+// were filtered (errFiltered) or did not decode (the dead-letter reason);
+// nil when there are none, which is the common case.
+func (p *Pipeline) prepare(f *record.Fetch) map[*record.Record]error {
+	var marks map[*record.Record]error
+	for i := range f.Partitions {
+		pf := &f.Partitions[i]
+		if len(pf.Records) == 0 {
+			continue
+		}
+		dec := p.decoderFor(pf.Topic)
+		for j := range pf.Records {
+			rec := &pf.Records[j]
+			var err error
+			if mf := p.cfg.metaFilter; mf != nil && !mf(rec) {
+				err = errFiltered
+			} else {
+				err = dec.decode(rec)
+			}
+			if err != nil {
+				if marks == nil {
+					marks = make(map[*record.Record]error)
+				}
+				marks[rec] = err
+			}
+		}
 	}
-	if err := ps.dec.decode(rec); err != nil {
-		return r.dead(rec, err.Error())
+	return marks
+}
+
+// decoderFor returns the decoder of topic's Input, or the default one.
+func (p *Pipeline) decoderFor(topic string) *decoder {
+	if d := p.decoders[topic]; d != nil {
+		return d
+	}
+	return p.fallback
+}
+
+// ingest takes one record from a fetch, already decoded by prepare (mark
+// says if it was filtered or did not decode): skip what a restart found
+// emitted, pass timeless records through, guard against event times from
+// the future, flag late ones, park the rest.
+func (r *run) ingest(ps *partState, rec *record.Record, mark error, now time.Time) error {
+	r.stats.In++
+	if mark != nil {
+		if mark == errFiltered {
+			r.stats.Filtered++
+			return nil
+		}
+		return r.dead(rec, mark.Error())
 	}
 	if ps.restoring && rec.Offset < ps.restorePos && (rec.Timeless || rec.EventTime <= ps.restoreWM) {
 		r.stats.Skipped++
@@ -38,7 +85,18 @@ func (r *run) ingest(ps *partState, rec *record.Record, now time.Time) error {
 		r.emitNow(rec)
 		return nil
 	}
+	if rec.EventTime > r.future {
+		r.stats.Future++
+		return r.dead(rec, "event time "+time.UnixMilli(rec.EventTime).UTC().Format(time.RFC3339Nano)+
+			" is more than max_future ("+r.cfg.maxFuture.String()+") ahead of the evidence clock: not used to advance time")
+	}
 	ps.task.strat.Observe(ps.wid, rec.EventTime, now)
+	if rec.EventTime > ps.maxET {
+		if ps.maxET == watermark.MinTime {
+			ps.firstET = rec.EventTime
+		}
+		ps.maxET = rec.EventTime
+	}
 	if rec.EventTime <= ps.task.rel {
 		return r.late(ps, rec)
 	}

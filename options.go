@@ -78,7 +78,30 @@ type config struct {
 	strategy    func() Strategy
 	store       ParkedStore
 	observer    func(Event)
+	// flow control and guards (align.go, ingest.go)
+	align       time.Duration
+	alignSet    bool
+	parkedLimit int64
+	limitSet    bool
+	maxFuture   time.Duration
+	futureSet   bool
+	flushLinger time.Duration
+	lingerSet   bool
 }
+
+// DefaultFlushLinger is the default idle-flush linger (WithFlushLinger).
+const DefaultFlushLinger = 5 * time.Millisecond
+
+// DefaultAlignment is the default alignment window (WithAlignment).
+const DefaultAlignment = 10 * time.Second
+
+// DefaultParkedLimit is the default bound on the bytes parked in memory
+// (WithParkedLimit).
+const DefaultParkedLimit = 256 << 20
+
+// DefaultMaxFuture is the default bound on how far ahead of the evidence
+// clock an event time may be (WithMaxFuture).
+const DefaultMaxFuture = time.Hour
 
 // WithInputs declares how each topic's records are decoded. A topic the
 // source delivers without an Input uses the Kafka timestamp and key.
@@ -153,6 +176,60 @@ func WithStrategy(newStrategy func() Strategy) Option {
 // pebble-backed store of package timers.
 func WithParkedStore(s ParkedStore) Option { return func(c *config) { c.store = s } }
 
+// WithAlignment sets the alignment window of event-time-aligned fetching
+// (Flink's watermark alignment, Kafka Streams' lowest-timestamp choice). A
+// partition whose contribution to the watermark (its newest event time −
+// the delay) runs more than window ahead of the released watermark — or,
+// while the watermark is still −∞, of its own first record — is paused at
+// the source (Pauser), on top of the event time its last fetch answer
+// spanned, so that one answer's worth of data is never refused; it resumes
+// when the watermark catches up. Pausing only holds: a paused partition
+// still gets fresh end-offset evidence and holds the watermark exactly as
+// before. Memory then stays bounded by about one answer per partition plus
+// window's worth of event time, whatever the history's size. Default
+// DefaultAlignment (10s); 0 disables alignment. Sources that do not
+// implement Pauser are never paused.
+func WithAlignment(window time.Duration) Option {
+	return func(c *config) { c.align, c.alignSet = window, true }
+}
+
+// WithParkedLimit bounds the accounted bytes of parked records. Past it,
+// every partition is paused except those with the lowest contribution
+// among the partitions holding the watermark, until parked bytes fall
+// below three quarters of the limit: memory stays bounded even when one
+// window of event time holds more than memory can. Default
+// DefaultParkedLimit (256 MiB) with the in-memory store; with a
+// DurableStore, which spills beyond its own budget, the default is 0 (no
+// bound). 0 disables the bound.
+func WithParkedLimit(bytes int64) Option {
+	return func(c *config) { c.parkedLimit, c.limitSet = bytes, true }
+}
+
+// WithMaxFuture sets the poison guard: a record whose event time is more
+// than d ahead of the evidence clock (the source's record.Fetch.At, else
+// the pipeline's clock) does not move time. It goes to the dead-letter sink
+// with its reason and is counted (Stats.Future); its partition's
+// contribution to the watermark is unchanged. A restored checkpoint whose
+// watermark is more than d ahead of the clock is refused. Default
+// DefaultMaxFuture (1h); 0 disables the guard.
+func WithMaxFuture(d time.Duration) Option {
+	return func(c *config) { c.maxFuture, c.futureSet = d, true }
+}
+
+// WithFlushLinger sets how soon released records become visible in the
+// at-least-once sinks (every sink that is not a CheckpointSink, and the
+// dead-letter sink): they are flushed linger after the first record handed
+// to them since their last flush, instead of waiting for the next
+// checkpoint. Under load one flush covers every record released within
+// linger, so batching stays efficient. CheckpointSinks (PostgreSQL, Kafka)
+// are flushed only at checkpoints: what they write becomes visible with the
+// checkpoint's transaction, every WithCheckpointInterval. Default
+// DefaultFlushLinger (5ms); 0 flushes as soon as the engine has handed over
+// what it released.
+func WithFlushLinger(d time.Duration) Option {
+	return func(c *config) { c.flushLinger, c.lingerSet = d, true }
+}
+
 // WithObserver receives pipeline events (phase changes, checkpoints, late
 // records) synchronously from the engine goroutine; it must not block.
 func WithObserver(f func(Event)) Option { return func(c *config) { c.observer = f } }
@@ -181,6 +258,21 @@ func (c *config) ensureDefaults() {
 	}
 	if c.tick <= 0 {
 		c.tick = 50 * time.Millisecond
+	}
+	if !c.alignSet {
+		c.align = DefaultAlignment
+	}
+	if !c.futureSet {
+		c.maxFuture = DefaultMaxFuture
+	}
+	if !c.lingerSet {
+		c.flushLinger = DefaultFlushLinger
+	}
+	if !c.limitSet {
+		c.parkedLimit = DefaultParkedLimit
+		if _, durable := c.store.(DurableStore); durable {
+			c.parkedLimit = 0
+		}
 	}
 }
 
@@ -219,6 +311,18 @@ func (c *config) validate() error {
 	}
 	if c.late == LateDeadLetter && c.deadLetter == nil {
 		errs = append(errs, errors.New("late: dead-letter needs a dead-letter sink"))
+	}
+	if c.align < 0 {
+		errs = append(errs, fmt.Errorf("align: %v is negative (0 disables alignment)", c.align))
+	}
+	if c.parkedLimit < 0 {
+		errs = append(errs, fmt.Errorf("parked limit: %d is negative (0 disables the bound)", c.parkedLimit))
+	}
+	if c.flushLinger < 0 {
+		errs = append(errs, fmt.Errorf("flush_linger: %v is negative", c.flushLinger))
+	}
+	if c.maxFuture < 0 {
+		errs = append(errs, fmt.Errorf("max_future: %v is negative (0 disables the guard)", c.maxFuture))
 	}
 	switch c.until {
 	case UntilLive, UntilEndOffsets:

@@ -29,6 +29,13 @@ type partState struct {
 	start      int64
 	floorCount int
 	floorMin   int64
+	// Flow control (align.go): the newest and the first event time
+	// observed, the event time the last answer spanned, and why the
+	// partition is paused ("" when it is not).
+	maxET, firstET int64
+	span           int64
+	paused         string
+	holds          bool // its catch-up phase holds the watermark
 }
 
 // task is one co-partitioned task: partition number p of every input. It
@@ -59,10 +66,7 @@ func (ps *partState) low() int64 {
 }
 
 func (r *run) assign(a record.PartitionInfo, now time.Time) {
-	dec := r.p.decoders[a.Topic]
-	if dec == nil {
-		dec = r.p.fallback
-	}
+	dec := r.p.decoderFor(a.Topic)
 	ps := &partState{
 		tp:    a.TopicPartition,
 		wid:   watermark.ID{Input: a.Topic, Partition: a.Partition},
@@ -70,6 +74,7 @@ func (r *run) assign(a record.PartitionInfo, now time.Time) {
 		dec:   dec,
 		offs:  offsets.New(a.Start),
 		start: a.Start,
+		maxET: watermark.MinTime, firstET: watermark.MinTime,
 	}
 	if ps.late = r.lateCounts[a.TopicPartition]; ps.late == nil {
 		ps.late = &LateCounter{}
@@ -102,6 +107,7 @@ func (r *run) assign(a record.PartitionInfo, now time.Time) {
 	ps.task.strat.Add(ps.wid, dec.timeless, now)
 	ph := r.catch.Assign(ps.cid, a.Start, end, now)
 	st, _ := r.catch.Status(ps.cid)
+	ps.holds = ph.Holds()
 	ps.task.strat.SetPhase(ps.wid, ph, st.Behind, now)
 	r.emit(Event{Kind: EventAssigned, Partition: a.TopicPartition, To: ph})
 }
@@ -116,6 +122,7 @@ func (r *run) revoke(tp record.TopicPartition) {
 	// reassigns), the re-read records it already emitted are skipped.
 	r.restored[tp] = record.PartitionCheckpoint{TopicPartition: tp, Low: ps.low(), Position: ps.offs.Position(), Watermark: ps.task.rel}
 	delete(r.parts, tp)
+	r.unpause(ps)
 	r.catch.Revoke(ps.cid)
 	ps.task.strat.Remove(ps.wid)
 	ps.task.parts--
@@ -134,6 +141,7 @@ func (r *run) phase(t catchup.Transition) {
 		return
 	}
 	st, _ := r.catch.Status(t.ID)
+	ps.holds = t.To.Holds()
 	ps.task.strat.SetPhase(ps.wid, t.To, st.Behind, r.cfg.clock())
 	r.emit(Event{Kind: EventPhase, Partition: ps.tp, From: t.From, To: t.To, Watermark: r.wm})
 }

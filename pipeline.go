@@ -89,6 +89,7 @@ type out struct {
 	dead    []record.Record
 	cp      *record.Checkpoint // flush, then checkpoint and commit
 	cpAt    time.Time          // when cp was taken (wall clock)
+	flush   bool               // flush the at-least-once sinks (WithFlushLinger)
 	final   bool
 	// With a DurableStore the engine commits after storing the checkpoint:
 	// the sink goroutine only flushes, then closes ack.
@@ -129,6 +130,16 @@ type run struct {
 	lateCounts map[record.TopicPartition]*LateCounter
 	// storeSizeAt is when publish last asked the store for its disk usage.
 	storeSizeAt time.Time
+	// flow control (align.go): the source's Pauser, if it has one, and
+	// whether the parked limit is exceeded.
+	pauser    Pauser
+	overLimit bool
+	// future is the poison guard's bound for the Fetch being handled: event
+	// times above it do not move time (WithMaxFuture).
+	future int64
+	// unflushed is when records were first handed to the sinks since their
+	// last flush (zero: none); they are flushed WithFlushLinger after it.
+	unflushed time.Time
 }
 
 // Run runs the pipeline until ctx is cancelled (live mode) or until every
@@ -160,6 +171,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	r.cur = &out{}
 	r.durable, _ = cfg.store.(DurableStore)
 	cfg.sinks, cfg.deadLetter, p.meters = instrument(cfg.sinks, cfg.deadLetter, cfg.delay, &p.live)
+	r.pauser, _ = p.src.(Pauser)
 	sinks := cfg.sinks
 	if cfg.deadLetter != nil {
 		sinks = append(sinks[:len(sinks):len(sinks)], cfg.deadLetter)
@@ -238,6 +250,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 // Poll is what lets a rebalance proceed.
 type polled struct {
 	f       record.Fetch
+	marks   map[*record.Record]error // from prepare
 	handled chan struct{}
 }
 
@@ -250,7 +263,7 @@ func (r *run) poll(ctx context.Context, fetches chan<- polled) {
 			}
 			return
 		}
-		p := polled{f: f}
+		p := polled{f: f, marks: r.p.prepare(&f)}
 		if len(f.Revoked) > 0 {
 			p.handled = make(chan struct{})
 		}
@@ -284,7 +297,7 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 		case err := <-r.errs:
 			return err
 		case p := <-fetches:
-			err := r.handle(ctx, p.f)
+			err := r.handle(ctx, p)
 			if p.handled != nil {
 				close(p.handled)
 			}
@@ -302,6 +315,7 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 		if err := r.release(now); err != nil {
 			return err
 		}
+		r.align()
 		if !r.replayed && r.fetched && r.catch.ReplayDone() {
 			r.replayed = true
 			r.p.live.Store(time.Now().UnixMilli())
@@ -320,6 +334,12 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 		if err := r.send(ctx, nil); err != nil {
 			return err
 		}
+		if !r.unflushed.IsZero() && now.Sub(r.unflushed) >= cfg.flushLinger {
+			r.cur.flush = true
+			if err := r.send(ctx, nil); err != nil {
+				return err
+			}
+		}
 		if now.Sub(lastPub) >= cfg.tick {
 			lastPub = now
 			r.publish()
@@ -335,6 +355,9 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 // Fetch wakes the engine anyway: waking at the due time would only spin.
 func (r *run) nextWake(now time.Time) time.Duration {
 	d := r.cfg.tick
+	if !r.unflushed.IsZero() {
+		d = min(d, max(r.unflushed.Add(r.cfg.flushLinger).Sub(now), 0))
+	}
 	if pos, ok := r.store.Min(); ok && r.replayed && !r.stamped {
 		due := time.UnixMilli(pos.EventTime).Add(r.cfg.delay)
 		if w := due.Sub(now); w < d {
@@ -354,7 +377,8 @@ func resetTimer(t *time.Timer, d time.Duration) {
 	t.Reset(d)
 }
 
-func (r *run) handle(ctx context.Context, f record.Fetch) error {
+func (r *run) handle(ctx context.Context, p polled) error {
+	f := p.f
 	now := r.cfg.clock()
 	r.fetched = true
 	if len(f.Revoked) > 0 || len(f.Assigned) > 0 {
@@ -365,6 +389,14 @@ func (r *run) handle(ctx context.Context, f record.Fetch) error {
 		if f.At.After(r.evidence) {
 			r.evidence = f.At
 		}
+	}
+	r.future = watermark.MaxTime
+	if r.cfg.maxFuture > 0 {
+		clock := now
+		if r.stamped {
+			clock = r.evidence
+		}
+		r.future = clock.Add(r.cfg.maxFuture).UnixMilli()
 	}
 	if len(f.Revoked) > 0 {
 		// Commit the safe offsets before letting the partitions go: the
@@ -394,10 +426,19 @@ func (r *run) handle(ctx context.Context, f record.Fetch) error {
 			r.cfg.logger.Warn("fetch failed: partition holds the watermark", zap.String("topic", pf.Topic), zap.Int32("partition", pf.Partition), zap.Error(pf.Err))
 			continue
 		}
+		before := ps.maxET
 		for j := range pf.Records {
-			if err := r.ingest(ps, &pf.Records[j], now); err != nil {
+			rec := &pf.Records[j]
+			var mark error
+			if p.marks != nil {
+				mark = p.marks[rec]
+			}
+			if err := r.ingest(ps, rec, mark, now); err != nil {
 				return err
 			}
+		}
+		if ps.maxET > before {
+			ps.span = ps.maxET - max(before, ps.firstET)
 		}
 		ps.offs.Advance(pf.Position)
 		if ps.restoring && pf.Position >= ps.restorePos {
@@ -510,13 +551,19 @@ func (r *run) checkpoint() record.Checkpoint {
 // It blocks while the sinks lag (backpressure).
 func (r *run) send(ctx context.Context, sinkDone <-chan struct{}) error {
 	o := r.cur
-	if len(o.records) == 0 && len(o.dead) == 0 && o.cp == nil {
+	if len(o.records) == 0 && len(o.dead) == 0 && o.cp == nil && !o.flush {
 		return nil
 	}
 	// r.cur is replaced only once the batch is handed over: if the wait is
 	// cancelled, its records (already counted as released) stay in r.cur and
 	// leave with the final checkpoint, so no commit can pass them.
 	sent := func() error {
+		switch {
+		case o.cp != nil || o.flush:
+			r.unflushed = time.Time{}
+		case r.unflushed.IsZero() && (len(o.records) > 0 || len(o.dead) > 0):
+			r.unflushed = r.cfg.clock()
+		}
 		r.cur = &out{records: make([]record.Record, 0, min(max(len(o.records), 256), r.cfg.batchSize))}
 		return nil
 	}
@@ -561,6 +608,7 @@ func (r *run) publish() {
 		s.Holders = append(s.Holders, t.strat.Holders()...)
 	}
 	watermark.SortHolds(s.Holders)
+	s.Paused = r.pausedList()
 	s.Progress = r.catch.Progress()
 	s.Partitions = r.catch.Statuses()
 	s.Late = make(map[record.TopicPartition]LateCounter, len(r.lateCounts))

@@ -97,7 +97,7 @@ func TestInterleavingsGiveIdenticalOutput(t *testing.T) {
 			var buf bytes.Buffer
 			src := script.New(seed*7919+dataSeed, 1+int(seed%8), parts...)
 			p, err := signalbox.New(src, tsInputs("orders", "stock", "prices"),
-				signalbox.WithDelay(disorder*time.Millisecond), signalbox.WithClock(frozen),
+				signalbox.WithDelay(disorder*time.Millisecond), signalbox.WithClock(frozen), signalbox.WithMaxFuture(0),
 				signalbox.WithBatchSize(1+int(seed%5)*7), // batches split anywhere
 				signalbox.WithSink(jsonl.New(&buf, jsonl.Options{BufferSize: 64})),
 				signalbox.WithUntil(signalbox.UntilEndOffsets))

@@ -62,7 +62,7 @@ func TestRevokeCommitsBeforeLettingGo(t *testing.T) {
 	}}}
 	out := &collect{}
 	p, err := signalbox.New(src, tsInputs("a", "b"),
-		signalbox.WithDelay(500*time.Millisecond), signalbox.WithClock(frozen), signalbox.WithSink(out),
+		signalbox.WithDelay(500*time.Millisecond), signalbox.WithClock(frozen), signalbox.WithMaxFuture(0), signalbox.WithSink(out),
 		signalbox.WithCheckpointInterval(time.Hour)) // only the revoke checkpoints
 	if err != nil {
 		t.Fatal(err)

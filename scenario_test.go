@@ -102,18 +102,25 @@ func tsInputs(topics ...string) signalbox.Option {
 }
 
 // frozen is a clock stopped at the epoch: the processing-time fallback
-// (now − delay) then never releases anything, so only evidence does.
+// (now − delay) then never releases anything, so only evidence does. Every
+// record's event time is then far ahead of the clock, so tests that use it
+// turn the poison guard off (WithMaxFuture(0)).
 func frozen() time.Time { return time.UnixMilli(0) }
+
+// runTimeout bounds a bounded run in tests.
+var runTimeout = time.Minute
 
 // runBounded runs p until it stops by itself; a run that does not stop
 // within a minute is a hang, reported as such.
 func runBounded(t *testing.T, p *signalbox.Pipeline) error {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 	err := p.Run(ctx)
 	if ctx.Err() != nil {
-		t.Fatalf("bounded run did not terminate: %v", err)
+		s := p.Stats()
+		t.Fatalf("bounded run did not terminate: %v; watermark %d, holders %+v, paused %v, parked %d",
+			err, s.Watermark, s.Holders, s.Paused, s.Parked)
 	}
 	return err
 }

@@ -96,6 +96,9 @@ type Stats struct {
 	Checkpoints int64
 	// Paused lists the partitions paused by alignment or the memory bound.
 	Paused []record.TopicPartition
+	// Future counts records whose event time was too far ahead of the
+	// evidence clock (WithMaxFuture): dead-lettered, never parked.
+	Future int64
 
 	// What an operator graphs and alerts on (package metrics).
 

@@ -48,6 +48,9 @@ func (r *run) writeOne(ctx context.Context, policy retry.Policy, o *out) error {
 		}
 	}
 	if o.cp == nil {
+		if o.flush {
+			return r.flushAtLeastOnce(ctx, policy)
+		}
 		return nil
 	}
 	if cfg.deadLetter != nil {
@@ -79,6 +82,26 @@ func (r *run) writeOne(ctx context.Context, policy retry.Policy, o *out) error {
 	}
 	if o.ack != nil {
 		close(o.ack) // the engine waits for it (barrier)
+	}
+	return nil
+}
+
+// flushAtLeastOnce flushes the sinks whose records become visible on Flush
+// (every sink that is not a CheckpointSink, and the dead-letter sink), so
+// that readers see released records within the flush linger. Nothing is
+// committed: commits follow checkpoints only.
+func (r *run) flushAtLeastOnce(ctx context.Context, policy retry.Policy) error {
+	sinks := r.cfg.sinks
+	if r.cfg.deadLetter != nil {
+		sinks = append(sinks[:len(sinks):len(sinks)], r.cfg.deadLetter)
+	}
+	for _, s := range sinks {
+		if _, ok := s.(CheckpointSink); ok {
+			continue
+		}
+		if err := policy.Do(ctx, s.Flush); err != nil {
+			return fmt.Errorf("signalbox: sink flush: %w", err)
+		}
 	}
 	return nil
 }

@@ -91,6 +91,23 @@ func (j *Job) Build(log *zap.Logger) (*Plan, error) {
 		signalbox.WithBatchSize(j.BatchSize),
 		signalbox.WithLogger(log),
 	}
+	if j.Align != "" {
+		align, _ := time.ParseDuration(j.Align)
+		p.Options = append(p.Options, signalbox.WithAlignment(align))
+	}
+	if j.MaxFuture != "" {
+		future, _ := time.ParseDuration(j.MaxFuture)
+		p.Options = append(p.Options, signalbox.WithMaxFuture(future))
+	}
+	if j.FlushLinger != "" {
+		linger, _ := time.ParseDuration(j.FlushLinger)
+		p.Options = append(p.Options, signalbox.WithFlushLinger(linger))
+	}
+	if j.State.Dir == "" && p.StateMemory > 0 {
+		// Without a store to spill to, the budget bounds what is parked
+		// in memory: past it, partitions running ahead pause.
+		p.Options = append(p.Options, signalbox.WithParkedLimit(p.StateMemory))
+	}
 	for i := range j.Sinks {
 		s, err := j.buildSink(&j.Sinks[i])
 		if err != nil {

@@ -32,6 +32,9 @@ type Job struct {
 	State              State    `yaml:"state"`
 	CheckpointInterval string   `yaml:"checkpoint_interval"`
 	BatchSize          int      `yaml:"batch_size"`
+	Align              string   `yaml:"align"`
+	MaxFuture          string   `yaml:"max_future"`
+	FlushLinger        string   `yaml:"flush_linger"`
 	Admin              Admin    `yaml:"admin"`
 
 	lines map[string]int // YAML path → line, filled by Parse

@@ -123,6 +123,9 @@ func (j *Job) Validate() error {
 		in.validate(v, p)
 	}
 	v.duration("delay", j.Delay, false)
+	v.duration("align", j.Align, false)
+	v.duration("max_future", j.MaxFuture, false)
+	v.duration("flush_linger", j.FlushLinger, false)
 	v.oneOf("late", j.Late, lateValues)
 	if j.Late == "dead-letter" && j.DeadLetter == nil {
 		v.bad("dead_letter", "required when late is dead-letter")

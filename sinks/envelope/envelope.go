@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	segjson "github.com/segmentio/encoding/json"
+
 	"github.com/signalbox/signalbox/record"
 )
 
@@ -61,7 +63,7 @@ func Reason(r *record.Record) ([]byte, bool) {
 // AppendValue rather than encoded as a string: it is valid JSON and valid
 // UTF-8.
 func IsJSON(v []byte) bool {
-	// Cheap rejection first: json.Valid allocates its error on failure.
+	// Cheap rejection first: Valid allocates its error on failure.
 	i := 0
 	for i < len(v) && (v[i] == ' ' || v[i] == '\t' || v[i] == '\n' || v[i] == '\r') {
 		i++
@@ -69,7 +71,7 @@ func IsJSON(v []byte) bool {
 	if i == len(v) || !startsJSON[v[i]] {
 		return false
 	}
-	return utf8.Valid(v) && json.Valid(v)
+	return utf8.Valid(v) && segjson.Valid(v)
 }
 
 // startsJSON[b] is true for the bytes a JSON value can start with.

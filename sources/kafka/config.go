@@ -72,10 +72,15 @@ type Config struct {
 	// FetchMaxBytes bounds one fetch response. Default 64 MiB.
 	FetchMaxBytes int32
 	// PartitionMaxBytes bounds one partition of a fetch response (it grows
-	// automatically for a larger batch). Default 8 MiB.
+	// automatically for a larger batch). Default 1 MiB, as Kafka's own
+	// consumers: small enough that one answer cannot hand a partition far
+	// more event time than the others (the engine's alignment pauses a
+	// partition that runs ahead, at the granularity of one answer).
 	PartitionMaxBytes int32
 	// EvidenceInterval is how often paused partitions get fresh end-offset
-	// evidence by ListOffsets. Default 5s; negative disables.
+	// evidence by ListOffsets. Default 1s; negative disables. While a
+	// partition is paused, the evidence clock (record.Fetch.At) is its last
+	// ListOffsets, so this bounds how far that clock lags.
 	EvidenceInterval time.Duration
 	// RetryBackoff is the first delay before re-fetching a failed
 	// partition; it doubles up to 20× on repeated failure. Default 100ms.
@@ -114,10 +119,10 @@ func (c *Config) EnsureDefaults() {
 		c.FetchMaxBytes = 64 << 20
 	}
 	if c.PartitionMaxBytes == 0 {
-		c.PartitionMaxBytes = 8 << 20
+		c.PartitionMaxBytes = 1 << 20
 	}
 	if c.EvidenceInterval == 0 {
-		c.EvidenceInterval = 5 * time.Second
+		c.EvidenceInterval = time.Second
 	}
 	if c.RetryBackoff == 0 {
 		c.RetryBackoff = 100 * time.Millisecond

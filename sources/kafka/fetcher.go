@@ -24,6 +24,10 @@ type partState struct {
 	// same position and end) are not reported again.
 	lastEnd int64
 	failed  bool
+	// certAt is when the partition's state was last certified: the time a
+	// fetch answer for it was received, or the time a ListOffsets for it
+	// was sent while it was paused.
+	certAt time.Time
 }
 
 // fetcher fetches a fixed set of partitions in a loop, one request per
@@ -37,13 +41,32 @@ type fetcher struct {
 	parts     []*partState
 	wake      chan struct{} // Resume pokes it
 	lastEvi   time.Time     // last ListOffsets evidence for paused partitions
+	lastAt    time.Time     // the last certification handed to Poll
+}
+
+// certified is the time up to which this fetcher certifies the state of its
+// partitions (record.Fetch.At): the oldest certification of a partition
+// that is not failing. A fetch answers as soon as the broker has data
+// (MinBytes 1), so an answer received at T certifies its partitions up to
+// T; a paused partition is certified by its last ListOffsets (or its last
+// answer before the pause). Failing partitions are left out: they are
+// Unknown and hold the watermark anyway.
+func (f *fetcher) certified() time.Time {
+	var at time.Time
+	for _, p := range f.parts {
+		if !p.failed && (at.IsZero() || p.certAt.Before(at)) {
+			at = p.certAt
+		}
+	}
+	return at
 }
 
 func newFetcher(s *Source, infos []record.PartitionInfo) *fetcher {
-	f := &fetcher{s: s, wake: make(chan struct{}, 1), delivered: time.Now()}
+	now := time.Now()
+	f := &fetcher{s: s, wake: make(chan struct{}, 1), delivered: now}
 	for _, in := range infos {
 		f.parts = append(f.parts, &partState{
-			tp: in.TopicPartition, pos: in.Start, maxBytes: s.cfg.PartitionMaxBytes, lastEnd: in.End,
+			tp: in.TopicPartition, pos: in.Start, maxBytes: s.cfg.PartitionMaxBytes, lastEnd: in.End, certAt: now,
 		})
 	}
 	return f
@@ -80,15 +103,12 @@ func (f *fetcher) run(ctx context.Context, out chan<- item) {
 			}
 			wait = min(wait, evi)
 		}
-		at := time.Time{}
 		if len(active) > 0 {
 			pfs = append(pfs, f.fetch(active)...)
-			// A fetch answers as soon as the broker has data (MinBytes 1),
-			// so an answer received now certifies every active partition up
-			// to now; paused and failing ones hold the watermark anyway.
-			at = time.Now()
 		}
-		if len(pfs) > 0 || !at.IsZero() {
+		at := f.certified()
+		if len(pfs) > 0 || at.After(f.lastAt) {
+			f.lastAt = at
 			select {
 			case out <- item{fetch: record.Fetch{Partitions: pfs}, from: f, at: at}:
 			case <-ctx.Done():
@@ -113,6 +133,7 @@ func (f *fetcher) evidence(paused []*partState) []record.PartitionFetch {
 	for i, p := range paused {
 		tps[i] = p.tp
 	}
+	sent := time.Now()
 	ends, err := f.s.listOffsets(tps, listLatest)
 	if err != nil {
 		f.s.log.Debug("evidence refresh for paused partitions failed", zap.Error(err))
@@ -120,6 +141,7 @@ func (f *fetcher) evidence(paused []*partState) []record.PartitionFetch {
 	}
 	var pfs []record.PartitionFetch
 	for _, p := range paused {
+		p.certAt = sent
 		if end := ends[p.tp]; end != p.lastEnd || p.failed {
 			p.lastEnd, p.failed = end, false
 			pfs = append(pfs, record.PartitionFetch{TopicPartition: p.tp, Position: p.pos, End: end})
@@ -129,6 +151,11 @@ func (f *fetcher) evidence(paused []*partState) []record.PartitionFetch {
 }
 
 // fetch sends one fetch per current leader of active and parses the answers.
+//
+// sarama encodes a request's partitions from a map, so their order differs
+// from request to request (no partition is systematically last, KIP-74);
+// PartitionMaxBytes (1 MiB by default) keeps one answer from handing one
+// partition much more than the others.
 func (f *fetcher) fetch(active []*partState) []record.PartitionFetch {
 	var pfs []record.PartitionFetch
 	byLeader := make(map[*sarama.Broker][]*partState, 1)
@@ -160,6 +187,7 @@ func (f *fetcher) fetch(active []*partState) []record.PartitionFetch {
 			req.AddBlock(p.tp.Topic, p.tp.Partition, p.pos, p.maxBytes, -1)
 		}
 		resp, err := b.Fetch(req)
+		answered := time.Now()
 		if err == nil && !errors.Is(sarama.KError(resp.ErrorCode), sarama.ErrNoError) {
 			err = sarama.KError(resp.ErrorCode)
 		}
@@ -173,7 +201,7 @@ func (f *fetcher) fetch(active []*partState) []record.PartitionFetch {
 			continue
 		}
 		for _, p := range group {
-			if pf, ok := f.parse(p, resp.GetBlock(p.tp.Topic, p.tp.Partition)); ok {
+			if pf, ok := f.parse(p, resp.GetBlock(p.tp.Topic, p.tp.Partition), answered); ok {
 				pfs = append(pfs, pf)
 			}
 		}
@@ -196,7 +224,7 @@ func (f *fetcher) failed(p *partState, err error) record.PartitionFetch {
 
 // parse turns one response block into a PartitionFetch, advancing p.pos.
 // ok is false when there is nothing to report.
-func (f *fetcher) parse(p *partState, blk *sarama.FetchResponseBlock) (record.PartitionFetch, bool) {
+func (f *fetcher) parse(p *partState, blk *sarama.FetchResponseBlock, answered time.Time) (record.PartitionFetch, bool) {
 	if blk == nil || f.s.isPaused(p.tp) {
 		// No answer for this partition (no evidence), or paused while the
 		// fetch was in flight: drop it, the position does not move.
@@ -214,7 +242,7 @@ func (f *fetcher) parse(p *partState, blk *sarama.FetchResponseBlock) (record.Pa
 	default:
 		return f.failed(p, blk.Err), true
 	}
-	p.backoff, p.retryAt = 0, time.Time{}
+	p.backoff, p.retryAt, p.certAt = 0, time.Time{}, answered
 
 	end := blk.HighWaterMarkOffset
 	if f.s.cfg.readCommitted() && blk.LastStableOffset >= 0 {

@@ -12,11 +12,16 @@
 //     end offset, before any record is delivered.
 //  3. Once everything is delivered, Poll reports fresh evidence (End =
 //     position) for each partition every Idle, until ctx is done.
+//  4. A paused partition (Pause, the root package's Pauser) delivers no
+//     record until Resume; while nothing else can be delivered, Poll reports
+//     fresh evidence (its position and End) for it every Idle, as a Kafka
+//     source's ListOffsets would.
 package script
 
 import (
 	"context"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/signalbox/signalbox/record"
@@ -47,7 +52,37 @@ type Source struct {
 	idle     time.Duration
 	assigned bool
 
+	mu     sync.Mutex // guards paused: Pause and Resume come from the engine goroutine
+	paused map[record.TopicPartition]bool
+
 	sources.Commits // Commit and Committed
+}
+
+// Pause stops delivering records of tps until Resume (invariant 4).
+func (s *Source) Pause(tps ...record.TopicPartition) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.paused == nil {
+		s.paused = make(map[record.TopicPartition]bool)
+	}
+	for _, tp := range tps {
+		s.paused[tp] = true
+	}
+}
+
+// Resume restarts delivering records of tps.
+func (s *Source) Resume(tps ...record.TopicPartition) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, tp := range tps {
+		delete(s.paused, tp)
+	}
+}
+
+func (s *Source) isPaused(tp record.TopicPartition) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.paused[tp]
 }
 
 type state struct {
@@ -116,7 +151,7 @@ func (s *Source) Poll(ctx context.Context) (record.Fetch, error) {
 			p.wait--
 			continue
 		}
-		if p.pos < p.End {
+		if p.pos < p.End && !s.isPaused(p.TopicPartition) {
 			live = append(live, p)
 		}
 	}

@@ -1,0 +1,134 @@
+package signalbox
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/watermark"
+)
+
+// Flow control (design F1–F3): the engine pauses partitions that run ahead so
+// that what it holds does not grow with the history.
+//
+//   - Alignment (WithAlignment). A partition's contribution is its newest
+//     event time − delay. It is paused while its contribution is more than
+//     the window, plus the event time its last answer spanned, ahead of its
+//     base: the released watermark, or its own first contribution while the
+//     watermark is still below it (−∞ at start).
+//   - Parked limit (WithParkedLimit). Past the limit, every timed partition
+//     is paused but the lowest holder, until parked bytes fall below three
+//     quarters of the limit.
+//
+// Pausing is holding: a paused partition keeps its catch-up phase and its
+// contribution, gets fresh evidence from the source, and is never treated as
+// caught up because of the pause. The lowest holder — the partition that
+// holds the watermark lowest, ties broken by topic and partition — is never
+// paused, so the watermark can always move. A partition that has delivered
+// nothing holds at −∞ and is never paused either.
+
+// align pauses and resumes partitions at the source. It is called after
+// every handled Fetch and every release.
+func (r *run) align() {
+	if r.pauser == nil || (r.cfg.align <= 0 && r.cfg.parkedLimit <= 0) || len(r.parts) == 0 {
+		return
+	}
+	if lim := r.cfg.parkedLimit; lim > 0 {
+		b := r.store.Bytes()
+		switch {
+		case b > lim:
+			r.overLimit = true
+		case b < lim/4*3:
+			r.overLimit = false
+		}
+	}
+	// The lowest holder: the partition that holds the watermark lowest
+	// (ties broken by topic and partition). It is never paused, so the
+	// watermark can always move.
+	var lowest *partState
+	lowC := watermark.MaxTime
+	for _, ps := range r.parts {
+		if ps.dec.timeless || !ps.holds {
+			continue
+		}
+		if c := ps.contribution(r.cfg.delay); lowest == nil || c < lowC || c == lowC && lessTP(ps.tp, lowest.tp) {
+			lowest, lowC = ps, c
+		}
+	}
+	window := r.cfg.align.Milliseconds()
+	var pause, resume []record.TopicPartition
+	for tp, ps := range r.parts {
+		if ps.dec.timeless {
+			continue
+		}
+		reason := ""
+		if ps != lowest {
+			c := ps.contribution(r.cfg.delay)
+			if window > 0 && ps.maxET != watermark.MinTime {
+				base := max(r.wm, ps.firstET-r.cfg.delay.Milliseconds())
+				if c-base > window+ps.span {
+					reason = "align"
+				}
+			}
+			if r.overLimit && ps.maxET != watermark.MinTime && (lowest == nil || c >= lowC) {
+				reason = "memory"
+			}
+		}
+		switch {
+		case reason != "" && ps.paused == "":
+			pause = append(pause, tp)
+		case reason == "" && ps.paused != "":
+			resume = append(resume, tp)
+		}
+		ps.paused = reason
+	}
+	if len(pause) > 0 {
+		r.pauser.Pause(pause...)
+		r.cfg.logger.Debug("paused partitions running ahead", zap.Int("count", len(pause)), zap.Bool("parked_limit", r.overLimit))
+	}
+	if len(resume) > 0 {
+		r.pauser.Resume(resume...)
+		r.cfg.logger.Debug("resumed partitions", zap.Int("count", len(resume)))
+	}
+}
+
+func lessTP(a, b record.TopicPartition) bool {
+	return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+}
+
+// contribution is the partition's contribution to the watermark as far as
+// flow control is concerned: its newest event time − delay, −∞ before its
+// first record.
+func (ps *partState) contribution(delay time.Duration) int64 {
+	if ps.maxET == watermark.MinTime {
+		return watermark.MinTime
+	}
+	return ps.maxET - delay.Milliseconds()
+}
+
+// unpause forgets a partition's pause when it leaves the engine, so that a
+// later assignment of it starts fetching.
+func (r *run) unpause(ps *partState) {
+	if ps.paused != "" && r.pauser != nil {
+		r.pauser.Resume(ps.tp)
+	}
+	ps.paused = ""
+}
+
+// pausedList is Stats.Paused: the paused partitions, sorted.
+func (r *run) pausedList() []record.TopicPartition {
+	var out []record.TopicPartition
+	for tp, ps := range r.parts {
+		if ps.paused != "" {
+			out = append(out, tp)
+		}
+	}
+	slices.SortFunc(out, func(a, b record.TopicPartition) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return out
+}

@@ -1,0 +1,73 @@
+package signalbox_test
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/sinks/jsonl"
+	"github.com/signalbox/signalbox/sources/script"
+)
+
+// lockedBuffer is an io.Writer that the test may read while the sink
+// goroutine writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) lines() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Count(b.buf.Bytes(), []byte("\n"))
+}
+
+// TestIdleFlushMakesRecordsVisible: in a live job whose checkpoints are an
+// hour apart, released records still reach the JSONL sink's writer — what a
+// reader sees — without waiting for a checkpoint, because the at-least-once
+// sinks are flushed a linger after records are handed to them. With the
+// linger set to an hour, the same records stay in the sink's buffer.
+func TestIdleFlushMakesRecordsVisible(t *testing.T) {
+	seen := func(linger time.Duration, wait time.Duration) (int, int64) {
+		now := time.Now().Add(-time.Second).UnixMilli()
+		part := script.Partition{TopicPartition: tp("a", 0)}
+		for i := range int64(10) {
+			part.Records = append(part.Records, tsRecord("a", 0, i, "k", now+i))
+		}
+		w := &lockedBuffer{}
+		p, err := signalbox.New(script.New(1, 3, part), tsInputs("a"),
+			signalbox.WithDelay(10*time.Millisecond), signalbox.WithCheckpointInterval(time.Hour),
+			signalbox.WithFlushLinger(linger), signalbox.WithSink(jsonl.New(w, jsonl.Options{})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- p.Run(ctx) }()
+		deadline := time.Now().Add(wait)
+		for w.lines() < 10 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		n, cps := w.lines(), p.Stats().Checkpoints
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		return n, cps
+	}
+	if n, cps := seen(signalbox.DefaultFlushLinger, 30*time.Second); n != 10 || cps != 0 {
+		t.Fatalf("with the default linger a reader saw %d of 10 records after %d checkpoints, want 10 after 0", n, cps)
+	}
+	if n, _ := seen(time.Hour, 500*time.Millisecond); n != 0 {
+		t.Fatalf("with an hour's linger a reader saw %d records before any checkpoint: the test does not exercise the idle flush", n)
+	}
+}
