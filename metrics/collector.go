@@ -52,6 +52,7 @@ var (
 	dFiltered = desc("records_filtered_total", "Records skipped by a filter.")
 	dTimeless = desc("records_timeless_total", "Records of time: none inputs passed straight through.")
 	dSkipped  = desc("records_skipped_total", "Records skipped after a restart because they were already emitted.")
+	dFuture   = desc("records_future_total", "Records whose event time was too far ahead of the evidence clock (max_future): dead-lettered, never parked.")
 	dLate     = desc("late_records_total", "Late records (event time at or before the watermark), by what the late policy did with them.", "topic", "partition", "policy")
 	dLateness = desc("late_lateness_seconds", "How late each late record was: the watermark minus its event time.", partLabels...)
 
@@ -81,7 +82,7 @@ var (
 var all = []*prometheus.Desc{
 	dPosition, dSnapshotEnd, dLatestEnd, dBehind, dPhase, dPaused, dHolds, dCommitted,
 	dWatermark, dWatermarkLag, dTaskWatermark, dReplayDone, dRemaining, dETA,
-	dIn, dOut, dDead, dFiltered, dTimeless, dSkipped, dLate, dLateness,
+	dIn, dOut, dDead, dFiltered, dTimeless, dSkipped, dFuture, dLate, dLateness,
 	dParked, dParkedBytes, dSpilled, dStoreBytes,
 	dSinkRecords, dSinkErrors, dSinkRetries, dSinkWrite, dSinkFlush, dSinkBatch, dOutOfOrder, dRelease,
 	dCheckpoints, dCheckpointDur, dCommits, dCommitFails, dRebalances, dSinksOpen, dPublished,
@@ -122,6 +123,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	e.counter(dFiltered, s.Filtered)
 	e.counter(dTimeless, s.Timeless)
 	e.counter(dSkipped, s.Skipped)
+	e.counter(dFuture, s.Future)
 	for tp, l := range s.Late {
 		t, p := tp.Topic, partition(tp)
 		for i, n := range []int64{l.Emitted, l.DeadLettered, l.Dropped} {

@@ -44,6 +44,7 @@ type Counters struct {
 	Commits     int64 `json:"commits"`
 	CommitFails int64 `json:"commit_failures"`
 	Rebalances  int64 `json:"rebalances"`
+	Future      int64 `json:"future"` // too far ahead of the evidence clock (max_future)
 }
 
 // Sink is what one sink did.
@@ -124,7 +125,7 @@ func FromStats(s signalbox.Stats) Status {
 		Counters: Counters{In: s.In, Out: s.Out, Filtered: s.Filtered, Timeless: s.Timeless, Dead: s.Dead,
 			Skipped: s.Skipped, Parked: int64(s.Parked), ParkedBytes: s.ParkedB, Checkpoints: s.Checkpoints,
 			Spilled: int64(s.Spilled), StoreBytes: s.StoreBytes, Commits: s.Delivery.Commits,
-			CommitFails: s.Delivery.CommitFailures, Rebalances: s.Rebalances},
+			CommitFails: s.Delivery.CommitFailures, Rebalances: s.Rebalances, Future: s.Future},
 		Holders:    []Holder{},
 		Partitions: []Partition{},
 		Progress:   []Input{},
@@ -248,7 +249,7 @@ func (s Status) WriteText(w io.Writer) error {
 	}
 	c := s.Counters
 	fmt.Fprintf(tw, "replay\t%s\n", replay)
-	fmt.Fprintf(tw, "records\tin %d, out %d, parked %d, dead-lettered %d, filtered %d, timeless %d\n", c.In, c.Out, c.Parked, c.Dead, c.Filtered, c.Timeless)
+	fmt.Fprintf(tw, "records\tin %d, out %d, parked %d, dead-lettered %d (%d too far in the future), filtered %d, timeless %d\n", c.In, c.Out, c.Parked, c.Dead, c.Future, c.Filtered, c.Timeless)
 	fmt.Fprintf(tw, "parked\t%d records, %s in memory, %d spilled to disk, store %s\n", c.Parked, bytesText(c.ParkedBytes), c.Spilled, bytesText(c.StoreBytes))
 	late := Late{}
 	for _, l := range s.Late {
