@@ -264,3 +264,36 @@ admin: {addr: %q}
 		t.Errorf("--admin-addr off: exit %d, stderr %q", code, errs)
 	}
 }
+
+// TestDemoServesMetrics: `signalbox demo` serves its ordering run on the
+// admin server, and promtool accepts its /metrics.
+func TestDemoServesMetrics(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
+	defer cancel()
+	var logs syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- execute(ctx, []string{"--log-format", "json", "demo", "--topics", "2", "--partitions", "2", "--records", "200",
+			"--slow", "200ms", "--live", "3s", "--rate", "200", "--admin-addr", "127.0.0.1:0"}, io.Discard, &logs)
+	}()
+	url := adminURL(t, ctx, &logs)
+	var body []byte
+	for {
+		_, body = httpGet(t, url+"/metrics")
+		if v, _ := sample(t, body, "signalbox_replay_done", nil); v == 1 {
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("demo exited with %d before its replay was done", code)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	promtest.Promtool(t, body, "check", "metrics")
+	if v, ok := sample(t, body, "signalbox_records_in_total", nil); !ok || v < 800 {
+		t.Errorf("signalbox_records_in_total = %v (present %v), want at least the 800 history records", v, ok)
+	}
+	if code := <-done; code != 0 {
+		t.Fatalf("demo: exit %d\n%s", code, logs.String())
+	}
+}
