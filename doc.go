@@ -2,5 +2,41 @@
 //
 // A Pipeline reads records from a Source, parks each under its event time,
 // and releases them to Sinks in event-time order once the evidence says that
-// nothing older can still arrive. See docs/design.md for the semantics.
+// nothing older can still arrive. See docs/design.md for the semantics; the
+// invariant IDs below (G, W, O, L, B, C, R, P, M) are defined there.
+//
+// # The engine on one page
+//
+// One Run has three goroutines of its own, connected by bounded channels:
+//
+//	source fetchers ──▶ poller ──fetches──▶ engine ──outs──▶ sink writer
+//	                  (pipeline.go poll)  (pipeline.go loop) (writer.go write)
+//
+//   - The poller calls Source.Poll and decodes every record off the engine's
+//     goroutine: meta filter, event time, ordering key (ingest.go prepare;
+//     P6). A Fetch that revokes partitions waits until the engine has
+//     committed their safe offsets (C4).
+//   - The engine is the only goroutine that touches the run's state. For
+//     each Fetch (pipeline.go handle) it assigns and revokes partitions
+//     (partition.go), feeds catch-up (package catchup: G1–G6) and the
+//     watermark strategy (strategy.go, package watermark: W1–W7), and parks
+//     each record (ingest.go ingest: late records L1–L3, bad input B1–B3).
+//     Then it decides the watermark and releases (see below), pauses the
+//     partitions that run ahead (align.go: P3–P5), asks for evidence when a
+//     record is due (W2b), and checkpoints on its interval (checkpoint.go:
+//     R1–R6).
+//   - The sink writer writes each released batch to every sink in order,
+//     flushes the at-least-once sinks after the flush linger, and at a
+//     checkpoint flushes every sink, checkpoint sink last, then commits
+//     (writer.go: C3).
+//
+// Where to look:
+//
+//   - the watermark is decided in pipeline.go, (*run).release: the lowest
+//     of the tasks' strategies' Advance, at the evidence clock (W2a, W7);
+//   - a record is released in pipeline.go, (*run).released: the store hands
+//     it over in timer order (O1–O2), it leaves its partition's outstanding
+//     offsets, and goes into the current out batch;
+//   - a commit is made in writer.go, (*run).commit, after every sink has
+//     acknowledged the checkpoint's records (C1–C3).
 package signalbox

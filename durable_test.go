@@ -14,6 +14,7 @@ import (
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sources/script"
 	"github.com/signalbox/signalbox/timers"
+	"github.com/signalbox/signalbox/timers/durable"
 )
 
 // failAfter is a Sink that keeps what was flushed and fails fatally once it
@@ -70,7 +71,7 @@ func heldBack(seed uint64, n int) []script.Partition {
 	return parts
 }
 
-func durablePipeline(t *testing.T, parts []script.Partition, store *timers.Store, sink signalbox.Sink) *signalbox.Pipeline {
+func durablePipeline(t *testing.T, parts []script.Partition, store *durable.Store, sink signalbox.Sink) *signalbox.Pipeline {
 	t.Helper()
 	p, err := signalbox.New(script.New(9, 16, parts...),
 		tsInputs("a", "slow"),
@@ -98,8 +99,8 @@ func TestDurableRestartLosesNothing(t *testing.T) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			dir := t.TempDir()
 			parts := heldBack(seed, 300)
-			open := func() *timers.Store {
-				s, err := timers.OpenStore(dir, timers.StoreOptions{MemoryBudget: 16 << 10})
+			open := func() *durable.Store {
+				s, err := durable.OpenStore(dir, durable.StoreOptions{MemoryBudget: 16 << 10})
 				if err != nil {
 					t.Fatal(err)
 				}

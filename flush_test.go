@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sinks/jsonl"
 	"github.com/signalbox/signalbox/sources/script"
 )
@@ -69,5 +70,58 @@ func TestIdleFlushMakesRecordsVisible(t *testing.T) {
 	}
 	if n, _ := seen(time.Hour, 500*time.Millisecond); n != 0 {
 		t.Fatalf("with an hour's linger a reader saw %d records before any checkpoint: the test does not exercise the idle flush", n)
+	}
+}
+
+// demandingSource stamps every Fetch with the wall clock as its evidence
+// clock and records the engine's evidence demands.
+type demandingSource struct {
+	*script.Source
+	mu      sync.Mutex
+	demands []time.Time
+}
+
+func (d *demandingSource) Poll(ctx context.Context) (record.Fetch, error) {
+	f, err := d.Source.Poll(ctx)
+	f.At = time.Now()
+	return f, err
+}
+
+func (d *demandingSource) WantEvidence(at time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.demands = append(d.demands, at)
+}
+
+// TestEvidenceIsDemandedWhenARecordIsDue: once everything is caught up, the
+// engine tells the source when the first parked record is due (event time
+// + delay), so the source can answer right then rather than after its long
+// poll; once nothing is parked, it withdraws the demand.
+func TestEvidenceIsDemandedWhenARecordIsDue(t *testing.T) {
+	et := time.Now().Add(300 * time.Millisecond).UnixMilli()
+	part := script.Partition{TopicPartition: tp("a", 0), Records: []record.Record{tsRecord("a", 0, 0, "k", et)}}
+	src := &demandingSource{Source: script.New(1, 1, part)}
+	out := &collect{}
+	p, err := signalbox.New(src, tsInputs("a"), signalbox.WithDelay(100*time.Millisecond), signalbox.WithSink(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for p.Stats().Out < 1 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	due := time.UnixMilli(et).Add(100 * time.Millisecond)
+	if len(src.demands) < 2 || !src.demands[0].Equal(due) || !src.demands[len(src.demands)-1].IsZero() {
+		t.Fatalf("demands %v: want the due time %v, then none", src.demands, due)
 	}
 }

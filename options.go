@@ -173,7 +173,7 @@ func WithStrategy(newStrategy func() Strategy) Option {
 }
 
 // WithParkedStore replaces the in-memory timer queue, e.g. with the
-// pebble-backed store of package timers.
+// pebble-backed store of package timers/durable.
 func WithParkedStore(s ParkedStore) Option { return func(c *config) { c.store = s } }
 
 // WithAlignment sets the alignment window of event-time-aligned fetching

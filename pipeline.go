@@ -14,7 +14,7 @@ import (
 
 	"github.com/signalbox/signalbox/catchup"
 	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/timers"
+	"github.com/signalbox/signalbox/timers/durable"
 	"github.com/signalbox/signalbox/watermark"
 )
 
@@ -124,7 +124,7 @@ type run struct {
 	sinkDone chan struct{}
 	// restored from a DurableStore: parked records per partition, late
 	// counters.
-	floors map[record.TopicPartition]timers.Parked
+	floors map[record.TopicPartition]durable.Parked
 	// late holds every partition's late counters, restored ones included;
 	// they outlive a revoke, so a partition that comes back keeps counting.
 	lateCounts map[record.TopicPartition]*LateCounter
@@ -137,6 +137,10 @@ type run struct {
 	// future is the poison guard's bound for the Fetch being handled: event
 	// times above it do not move time (WithMaxFuture).
 	future int64
+	// demander hurries evidence when a parked record is due (source.go);
+	// demanded is the due time last asked for.
+	demander EvidenceDemander
+	demanded time.Time
 	// unflushed is when records were first handed to the sinks since their
 	// last flush (zero: none); they are flushed WithFlushLinger after it.
 	unflushed time.Time
@@ -172,6 +176,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	r.durable, _ = cfg.store.(DurableStore)
 	cfg.sinks, cfg.deadLetter, p.meters = instrument(cfg.sinks, cfg.deadLetter, cfg.delay, &p.live)
 	r.pauser, _ = p.src.(Pauser)
+	r.demander, _ = p.src.(EvidenceDemander)
 	sinks := cfg.sinks
 	if cfg.deadLetter != nil {
 		sinks = append(sinks[:len(sinks):len(sinks)], cfg.deadLetter)
@@ -316,6 +321,7 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 			return err
 		}
 		r.align()
+		r.demandEvidence()
 		if !r.replayed && r.fetched && r.catch.ReplayDone() {
 			r.replayed = true
 			r.p.live.Store(time.Now().UnixMilli())
@@ -365,6 +371,33 @@ func (r *run) nextWake(now time.Time) time.Duration {
 		}
 	}
 	return d
+}
+
+// demandEvidence tells an EvidenceDemander source when the first parked
+// record is due, once only the evidence clock keeps it back: every timed
+// partition is caught up, so the watermark follows that clock.
+func (r *run) demandEvidence() {
+	if r.demander == nil || !r.stamped {
+		return
+	}
+	var at time.Time
+	if pos, ok := r.store.Min(); ok && r.replayed && !r.holding() {
+		at = time.UnixMilli(pos.EventTime).Add(r.cfg.delay)
+	}
+	if !at.Equal(r.demanded) {
+		r.demanded = at
+		r.demander.WantEvidence(at)
+	}
+}
+
+// holding reports whether a timed partition holds the watermark.
+func (r *run) holding() bool {
+	for _, ps := range r.parts {
+		if ps.holds && !ps.dec.timeless {
+			return true
+		}
+	}
+	return false
 }
 
 func resetTimer(t *time.Timer, d time.Duration) {

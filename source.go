@@ -2,6 +2,7 @@ package signalbox
 
 import (
 	"context"
+	"time"
 
 	"github.com/signalbox/signalbox/record"
 )
@@ -34,6 +35,21 @@ type Source interface {
 type Pauser interface {
 	Pause(tps ...record.TopicPartition)
 	Resume(tps ...record.TopicPartition)
+}
+
+// EvidenceDemander is implemented by sources that can hurry fresh evidence.
+// Once every partition is caught up, a parked record is released when the
+// evidence clock (record.Fetch.At) passes its event time + delay. The engine
+// calls WantEvidence(at) with that due time whenever it changes, and a zero
+// time when nothing waits for evidence; the source then answers so that an
+// answer received at or just after at certifies it, instead of waiting out
+// its long poll (the Kafka source shortens its fetch wait, never below 5ms:
+// at most one extra fetch per broker every 5ms while a record is due).
+// WantEvidence is called from the engine goroutine, concurrently with Poll;
+// it must not block. It never advances anything by itself: only answers
+// are evidence.
+type EvidenceDemander interface {
+	WantEvidence(at time.Time)
 }
 
 // Seeker is implemented by sources that can start partitions at given

@@ -6,6 +6,7 @@ import (
 	"github.com/signalbox/signalbox/catchup"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/timers"
+	"github.com/signalbox/signalbox/timers/durable"
 	"github.com/signalbox/signalbox/watermark"
 )
 
@@ -46,7 +47,7 @@ func (g offsetGate) Restore(wm int64)            { g.t.Restore(wm) }
 func (g offsetGate) Holders() []watermark.Hold   { return g.t.Holders() }
 
 // ParkedStore holds parked records in timer order. The default keeps them in
-// memory (timers.Queue); timers.Store spills to pebble beyond a budget.
+// memory (timers.Queue); durable.Store spills to pebble beyond a budget.
 //
 // Lifecycle: Park and Release from the engine goroutine only; the engine
 // never closes a store it did not create.
@@ -62,7 +63,7 @@ type ParkedStore interface {
 	Bytes() int64
 }
 
-// DurableStore is a ParkedStore that survives restarts (timers.Store). With
+// DurableStore is a ParkedStore that survives restarts (durable.Store). With
 // one, signalbox checkpoints the parked set itself: at each checkpoint it
 // waits until the sinks have acknowledged everything released so far, then
 // stores the parked set with the checkpoint, then commits. A restart restores
@@ -76,7 +77,7 @@ type DurableStore interface {
 	ParkedStore
 	Restore() (*record.Checkpoint, map[string][]byte, error)
 	Checkpoint(cp record.Checkpoint, blobs map[string][]byte) error
-	ParkedByPartition() map[record.TopicPartition]timers.Parked
+	ParkedByPartition() map[record.TopicPartition]durable.Parked
 }
 
 type memStore struct {

@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/signalbox/signalbox/bench/harness"
+	"github.com/signalbox/signalbox/internal/demo"
 )
 
 func TestReportIsWellFormedAndLabelled(t *testing.T) {
 	r := harness.Report{Seed: 1, Cores: 2, Ceiling: harness.Throughput{PerSecond: 1000},
 		Results: []harness.Result{
-			{Strategy: harness.Gate, OutOfOrderPct: 0, LiveLatency: harness.Latency{MeanMs: 0.5, P99Ms: 3}, Throughput: harness.Throughput{PerSecond: 800}},
-			{Strategy: "a<b", OutOfOrderPct: 5.5, LiveLatency: harness.Latency{MeanMs: 20, P99Ms: 90}, Throughput: harness.Throughput{PerSecond: 700}},
+			{Result: demo.Result{Strategy: harness.Gate, OutOfOrderPct: 0, LiveLatency: harness.Latency{MeanMs: 0.5, P99Ms: 3}}, Throughput: harness.Throughput{PerSecond: 800}},
+			{Result: demo.Result{Strategy: "a<b", OutOfOrderPct: 5.5, LiveLatency: harness.Latency{MeanMs: 20, P99Ms: 90}}, Throughput: harness.Throughput{PerSecond: 700}},
 		}}
 	svg := Report(r)
 	d := xml.NewDecoder(bytes.NewReader(svg))

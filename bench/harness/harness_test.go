@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	"github.com/signalbox/signalbox/bench/workload"
+	"github.com/signalbox/signalbox/internal/workload"
 )
 
 // smallOptions is a tiny reference scenario with two topics slower to

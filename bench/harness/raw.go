@@ -9,15 +9,15 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// rawConsume is the ceiling: sarama's consumer reads every partition of
+// RawConsume is the ceiling: sarama's consumer reads every partition of
 // topics from the oldest offset up to the high-water mark taken at start,
-// counting records, with no decoding and no ordering. Its fetch settings
-// match the lanes' (fetchBytes per partition, 64 MiB per request).
-func rawConsume(ctx context.Context, brokers, topics []string, fetchBytes int32) (int64, error) {
+// counting records, with no decoding and no ordering: fetchBytes per
+// partition, maxBytes per request.
+func RawConsume(ctx context.Context, brokers, topics []string, fetchBytes, maxBytes int32) (int64, error) {
 	cfg := sarama.NewConfig()
 	cfg.Version = sarama.V2_8_0_0
 	cfg.Consumer.Fetch.Default = fetchBytes
-	cfg.Consumer.Fetch.Max = 64 << 20
+	cfg.Consumer.Fetch.Max = maxBytes
 	cfg.Consumer.MaxWaitTime = 500 * time.Millisecond
 	cfg.Consumer.IsolationLevel = sarama.ReadCommitted
 	cfg.Consumer.Return.Errors = false

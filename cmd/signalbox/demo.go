@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,9 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/signalbox/signalbox"
-	"github.com/signalbox/signalbox/bench/harness"
-	"github.com/signalbox/signalbox/bench/workload"
 	"github.com/signalbox/signalbox/internal/admin"
+	"github.com/signalbox/signalbox/internal/demo"
+	"github.com/signalbox/signalbox/internal/workload"
 )
 
 // newDemoCmd is `signalbox demo`: the reference scenario on an embedded
@@ -24,7 +25,7 @@ func newDemoCmd() *cobra.Command {
 	var (
 		asJSON    bool
 		adminAddr string
-		d         harness.DemoOptions
+		d         demo.Options
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -34,7 +35,9 @@ keyed history into 13 topics × 3 partitions plus a reference topic without
 event time, makes one topic slow to connect, runs signalbox on it, then sends
 live traffic for a few seconds. It prints records in and out, late and
 out-of-order counts (0 unless --producer-delayed asks for late records),
-release latency beyond the delay in the live phase, and replay throughput.
+two latencies beyond the delay in the live phase (release: when the engine
+hands a record to the sinks; visible: when a reader of a real sink sees it,
+by default a reader tailing a JSONL file sink), and replay throughput.
 It exits 1 if any record came out of order or late beyond those asked for.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -51,7 +54,7 @@ It exits 1 if any record came out of order or late beyond those asked for.`,
 					srv.Close()
 				}
 			}()
-			s, err := harness.RunDemo(cmd.Context(), d, log)
+			s, err := demo.RunDemo(cmd.Context(), d, log)
 			if srvErr != nil {
 				return runtimeError(srvErr)
 			}
@@ -84,6 +87,7 @@ It exits 1 if any record came out of order or late beyond those asked for.`,
 	w.AddFlags(wf)
 	f.AddGoFlagSet(wf)
 	f.DurationVar(&d.Delay, "delay", 300*time.Millisecond, "delay bound")
+	f.StringVar(&d.Visible, "visible", demo.VisibleJSONL, "the real sink whose reader measures visible latency: "+strings.Join(demo.VisibleKinds, ", ")+", or none")
 	cmd.PreRunE = func(*cobra.Command, []string) error {
 		var errs []error
 		if w.LiveFor <= 0 {
@@ -102,6 +106,12 @@ It exits 1 if any record came out of order or late beyond those asked for.`,
 				errs = append(errs, fmt.Errorf("--admin-addr: %w", err))
 			}
 		}
+		switch {
+		case d.Visible == "none":
+			d.Visible = ""
+		case !slices.Contains(demo.VisibleKinds, d.Visible):
+			errs = append(errs, fmt.Errorf("--visible: %q is not one of %s or none", d.Visible, strings.Join(demo.VisibleKinds, ", ")))
+		}
 		if w.SlowTopics == 0 {
 			w.SlowTopics = -1 // workload.Options: negative means none
 		}
@@ -113,7 +123,7 @@ It exits 1 if any record came out of order or late beyond those asked for.`,
 	return cmd
 }
 
-func printSummary(out io.Writer, s harness.Summary) {
+func printSummary(out io.Writer, s demo.Summary) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	row := func(k string, format string, args ...any) {
 		fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, args...))
@@ -129,8 +139,13 @@ func printSummary(out io.Writer, s harness.Summary) {
 	row("in / out", "%d / %d (%d still parked at stop)", s.In, s.Out, s.ParkedAtEnd)
 	row("out of order", "%d", s.OutOfOrder)
 	row("late", "%d", s.Late)
-	l := s.LiveLatency
-	row("live latency beyond delay", "mean %.1f ms, p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d records)", l.MeanMs, l.P50Ms, l.P99Ms, l.MaxMs, l.Samples)
+	lat := func(l demo.Latency) string {
+		return fmt.Sprintf("mean %.1f ms, p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d records)", l.MeanMs, l.P50Ms, l.P99Ms, l.MaxMs, l.Samples)
+	}
+	row("release latency beyond delay", "%s", lat(s.LiveLatency))
+	if s.VisibleSink != "" {
+		row("visible latency beyond delay", "%s, seen by a reader of the %s sink", lat(s.VisibleLatency), s.VisibleSink)
+	}
 	row("replay throughput", "%.0f records/s (bounded replay of %d records)", s.ReplayPerSecond, s.ReplayRecords)
 	row("replay with slow start", "%.2f s", s.ReplaySeconds)
 	row("took", "%.1f s", s.Took)

@@ -17,11 +17,11 @@ import (
 	"github.com/signalbox/signalbox/internal/admin"
 	"github.com/signalbox/signalbox/internal/logging"
 	"github.com/signalbox/signalbox/internal/progress"
-	"github.com/signalbox/signalbox/timers"
+	"github.com/signalbox/signalbox/timers/durable"
 )
 
 func newRunCmd() *cobra.Command {
-	var file, adminAddr string
+	var file, adminAddr, cpuProfile string
 	var reset bool
 	cmd := &cobra.Command{
 		Use:   "run -c job.yaml",
@@ -44,10 +44,10 @@ func newRunCmd() *cobra.Command {
 				}
 			}
 			if plan.StateDir != "" {
-				opts := timers.StoreOptions{MemoryBudget: plan.StateMemory}
+				opts := durable.StoreOptions{MemoryBudget: plan.StateMemory}
 				opts.EnsureDefaults()
 				boundMemory(plan, opts, log)
-				store, err := timers.OpenStore(plan.StateDir, opts)
+				store, err := durable.OpenStore(plan.StateDir, opts)
 				if err != nil {
 					return runtimeError(fmt.Errorf("state.dir: %w (signalbox run --reset-state rebuilds it from Kafka's committed offsets)", err))
 				}
@@ -61,6 +61,13 @@ func newRunCmd() *cobra.Command {
 			p, err := plan.Pipeline()
 			if err != nil {
 				return usageError(err)
+			}
+			if cpuProfile != "" {
+				stopProfile, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return usageError(err)
+				}
+				defer stopProfile()
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -106,13 +113,15 @@ func newRunCmd() *cobra.Command {
 		"; an empty host means loopback, port 0 any free port, \""+admin.Off+"\" turns it off)")
 	f.StringVar(&adminAddr, "status-addr", "", "the former name of --admin-addr")
 	f.MarkDeprecated("status-addr", "use --admin-addr") //nolint:errcheck // the flag exists
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (for benchmarks)")
+	f.MarkHidden("cpuprofile") //nolint:errcheck // the flag exists
 	cmd.MarkFlagRequired("config")
 	return cmd
 }
 
 // boundMemory applies config.BoundMemory and sets the Go memory limit it
 // proposes, unless GOMEMLIMIT is set.
-func boundMemory(plan *config.Plan, opts timers.StoreOptions, log *zap.Logger) {
+func boundMemory(plan *config.Plan, opts durable.StoreOptions, log *zap.Logger) {
 	limit := config.BoundMemory(&plan.Kafka, opts)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(limit)
@@ -128,7 +137,7 @@ func resetState(dir string, log *zap.Logger) error {
 		log.Info("--reset-state: the job has no state.dir; nothing to reset")
 		return nil
 	}
-	if err := timers.ResetStore(dir); err != nil {
+	if err := durable.ResetStore(dir); err != nil {
 		return err
 	}
 	log.Info("state reset", zap.String("dir", dir))

@@ -175,7 +175,7 @@ func (f *fetcher) fetch(active []*partState) []record.PartitionFetch {
 		group := byLeader[b]
 		req := &sarama.FetchRequest{
 			Version:      11,
-			MaxWaitTime:  int32(f.s.cfg.FetchMaxWait / time.Millisecond),
+			MaxWaitTime:  int32(f.s.fetchWait(time.Now()) / time.Millisecond),
 			MinBytes:     1,
 			MaxBytes:     f.s.cfg.FetchMaxBytes,
 			SessionEpoch: -1, // sessionless: every request names every partition

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -49,6 +50,37 @@ type Source struct {
 
 	// startAt overrides start positions (Seeker); set before Open.
 	startAt map[record.TopicPartition]int64
+
+	// wanted is the engine's evidence demand (WantEvidence), in Unix
+	// nanoseconds; 0 when nothing waits for evidence.
+	wanted atomic.Int64
+}
+
+// minEvidenceWait is the shortest fetch wait an evidence demand can ask
+// for: while a record is due, each fetcher sends at most one fetch every
+// minEvidenceWait, so a demand cannot flood the broker.
+const minEvidenceWait = 5 * time.Millisecond
+
+// WantEvidence implements the root package's EvidenceDemander: while a
+// parked record is due at at, fetches wait no longer than until at (and no
+// less than minEvidenceWait), so the answer that certifies at comes right
+// after it instead of after FetchMaxWait. A zero at withdraws the demand.
+func (s *Source) WantEvidence(at time.Time) {
+	if at.IsZero() {
+		s.wanted.Store(0)
+		return
+	}
+	s.wanted.Store(at.UnixNano())
+}
+
+// fetchWait is the MaxWaitTime of the next fetch: FetchMaxWait, shortened
+// by an evidence demand.
+func (s *Source) fetchWait(now time.Time) time.Duration {
+	w := s.cfg.FetchMaxWait
+	if at := s.wanted.Load(); at != 0 {
+		w = min(w, max(time.Unix(0, at).Sub(now), minEvidenceWait))
+	}
+	return w
 }
 
 // StartAt makes the given partitions start at the given offsets instead of

@@ -17,7 +17,8 @@ import (
 
 	"github.com/signalbox/signalbox/bench/chart"
 	"github.com/signalbox/signalbox/bench/harness"
-	"github.com/signalbox/signalbox/bench/workload"
+	"github.com/signalbox/signalbox/bench/report"
+	"github.com/signalbox/signalbox/internal/workload"
 )
 
 func main() {
@@ -112,5 +113,5 @@ func write(dir string, rep harness.Report) error {
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	return os.WriteFile(md, []byte(splice(string(old), section(rep))), 0o644)
+	return os.WriteFile(md, []byte(report.Splice(string(old), beginMark, endMark, section(rep))), 0o644)
 }

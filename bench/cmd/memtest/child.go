@@ -21,6 +21,7 @@ import (
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sources/kafka"
 	"github.com/signalbox/signalbox/timers"
+	"github.com/signalbox/signalbox/timers/durable"
 )
 
 // runChild runs the job read from stdin and prints progress lines, then
@@ -33,7 +34,7 @@ func runChild() error {
 	log := zap.NewNop()
 	m := &meter{}
 	var opts []signalbox.Option
-	var ts *timers.Store
+	var ts *durable.Store
 	switch j.Store {
 	case "durable":
 		dir, err := os.MkdirTemp("", "memtest-state-")
@@ -41,8 +42,8 @@ func runChild() error {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		so := timers.StoreOptions{MemoryBudget: j.Budget, MemTableSize: j.MemTable, CacheSize: j.Cache}
-		if ts, err = timers.OpenStore(dir, so); err != nil {
+		so := durable.StoreOptions{MemoryBudget: j.Budget, MemTableSize: j.MemTable, CacheSize: j.Cache}
+		if ts, err = durable.OpenStore(dir, so); err != nil {
 			return err
 		}
 		defer ts.Close()
@@ -59,7 +60,7 @@ func runChild() error {
 	kc := kafka.Config{Brokers: j.Brokers, Topics: j.Topics, PartitionMaxBytes: j.PartitionMax, FetchMaxBytes: j.FetchMax, Logger: log}
 	if ts != nil && j.PartitionMax == 0 && j.FetchMax == 0 {
 		// What `signalbox run` does with state.memory.
-		so := timers.StoreOptions{MemoryBudget: j.Budget, MemTableSize: j.MemTable, CacheSize: j.Cache}
+		so := durable.StoreOptions{MemoryBudget: j.Budget, MemTableSize: j.MemTable, CacheSize: j.Cache}
 		so.EnsureDefaults()
 		limit := config.BoundMemory(&kc, so)
 		if os.Getenv("GOMEMLIMIT") == "" {
@@ -199,9 +200,9 @@ func status(field string) int64 {
 	return 0
 }
 
-// meter wraps a timers.Store and keeps the parked set's accounted size
+// meter wraps a durable.Store and keeps the parked set's accounted size
 // (record.Record.Size of every parked record), its peaks, and how many
-// records a timers.Store spilled. Park and Release run on the engine
+// records a durable.Store spilled. Park and Release run on the engine
 // goroutine; the peaks are read after Run.
 type meter struct {
 	signalbox.ParkedStore
@@ -258,7 +259,7 @@ func (d durableMeter) Checkpoint(cp record.Checkpoint, blobs map[string][]byte) 
 	return d.d.Checkpoint(cp, blobs)
 }
 
-func (d durableMeter) ParkedByPartition() map[record.TopicPartition]timers.Parked {
+func (d durableMeter) ParkedByPartition() map[record.TopicPartition]durable.Parked {
 	return d.d.ParkedByPartition()
 }
 

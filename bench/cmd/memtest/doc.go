@@ -1,6 +1,6 @@
 // Command memtest measures signalbox's memory while one input is held back
 // (issue 5): everything the other inputs deliver parks behind it, so the
-// parked set grows far beyond the memory budget of a timers.Store.
+// parked set grows far beyond the memory budget of a durable.Store.
 //
 //	go run ./bench/cmd/memtest -budget 16MiB
 //

@@ -25,8 +25,8 @@ type job struct {
 	Brokers      []string `json:"brokers"`
 	Topics       []string `json:"topics"`
 	Budget       int64    `json:"budget"`
-	MemTable     uint64   `json:"memtable"`      // 0: timers.StoreOptions' default
-	Cache        int64    `json:"cache"`         // 0: timers.StoreOptions' default
+	MemTable     uint64   `json:"memtable"`      // 0: durable.StoreOptions' default
+	Cache        int64    `json:"cache"`         // 0: durable.StoreOptions' default
 	PartitionMax int32    `json:"partition_max"` // 0: the Kafka source's default
 	FetchMax     int32    `json:"fetch_max"`     // 0: the Kafka source's default
 	Total        int64    `json:"total"`         // records in every topic
@@ -74,13 +74,15 @@ func main() {
 func run() error {
 	var (
 		child      = flag.Bool("child", false, "internal: run one store's job, read from stdin")
+		storeOnly  = flag.String("store-only", "", "drive a durable.Store directly in this process, without Kafka: idle, held or delay (see storeonly.go)")
+		factor     = flag.Int("factor", 10, "with -store-only: the parked set at its peak, in multiples of -budget")
 		topics     = flag.Int("topics", 8, "topics; the first is held back")
 		partitions = flag.Int("partitions", 3, "partitions per topic")
 		perPart    = flag.Int("records", 16000, "records per partition")
 		valueSize  = flag.Int("value", 512, "bytes per record value")
-		budgetS    = flag.String("budget", "16MiB", "timers.Store memory budget (state.memory)")
-		memtableS  = flag.String("memtable", "", "pebble memtable size (default: timers.StoreOptions' default)")
-		cacheS     = flag.String("cache", "", "pebble block cache size (default: timers.StoreOptions' default)")
+		budgetS    = flag.String("budget", "16MiB", "durable.Store memory budget (state.memory)")
+		memtableS  = flag.String("memtable", "", "pebble memtable size (default: durable.StoreOptions' default)")
+		cacheS     = flag.String("cache", "", "pebble block cache size (default: durable.StoreOptions' default)")
 		partMaxS   = flag.String("partition-max", "", "Kafka source PartitionMaxBytes (default: the source's default)")
 		fetchMaxS  = flag.String("fetch-max", "", "Kafka source FetchMaxBytes (default: the source's default)")
 		stores     = flag.String("stores", "durable,memory", "stores to run, in order: durable, memory")
@@ -90,6 +92,18 @@ func run() error {
 	flag.Parse()
 	if *child {
 		return runChild()
+	}
+	if *storeOnly != "" {
+		budget, err := config.ParseSize(*budgetS)
+		if err != nil {
+			return fmt.Errorf("-budget: %w", err)
+		}
+		dir, err := os.MkdirTemp("", "memtest-store-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		return runStoreOnly(storeShape{shape: *storeOnly, budget: budget, factor: *factor, value: *valueSize, dir: dir})
 	}
 	sizes := map[string]int64{}
 	for name, s := range map[string]string{"budget": *budgetS, "memtable": *memtableS, "cache": *cacheS, "partition-max": *partMaxS, "fetch-max": *fetchMaxS} {

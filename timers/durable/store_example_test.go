@@ -1,4 +1,4 @@
-package timers_test
+package durable_test
 
 import (
 	"fmt"
@@ -7,12 +7,16 @@ import (
 
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/timers"
+	"github.com/signalbox/signalbox/timers/durable"
 )
 
 func ExampleStore() {
 	fs := vfs.NewMem() // a real job passes a directory and leaves FS unset
-	opts := timers.StoreOptions{FS: fs, MemoryBudget: 700}
-	s, err := timers.OpenStore("state", opts)
+	// pebble's two memtables and cache and the write buffers take 4 MiB of
+	// the budget; half the rest, 700 bytes, is left for records in memory
+	// (the other half is the garbage collector's), the rest spills.
+	opts := durable.StoreOptions{FS: fs, MemoryBudget: 4<<20 + 1400, MemTableSize: 1 << 20, CacheSize: 1 << 20}
+	s, err := durable.OpenStore("state", opts)
 	if err != nil {
 		panic(err)
 	}
@@ -29,7 +33,7 @@ func ExampleStore() {
 	}
 	_ = s.Close()
 
-	s, err = timers.OpenStore("state", opts)
+	s, err = durable.OpenStore("state", opts)
 	if err != nil {
 		panic(err)
 	}

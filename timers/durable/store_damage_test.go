@@ -1,4 +1,4 @@
-package timers
+package durable
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/timers"
 )
 
 // damaged returns a mem FS holding a checkpointed store in "state" with a
@@ -19,7 +20,7 @@ func damaged(t *testing.T, damage func(db *pebble.DB) error) *vfs.MemFS {
 	fs := vfs.NewMem()
 	s := mustOpen(t, "state", memOpts(fs, 1<<20))
 	for i := range 5 {
-		p := Pos{EventTime: int64(i), Key: "k", Offset: int64(i)}
+		p := timers.Pos{EventTime: int64(i), Key: "k", Offset: int64(i)}
 		if err := s.Park(p, recordAt(p, 10)); err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +80,7 @@ func TestOpenStoreDamage(t *testing.T) {
 	set := func(k, v []byte) func(*pebble.DB) error {
 		return func(db *pebble.DB) error { return db.Set(k, v, pebble.Sync) }
 	}
-	validKey := appendPosKey(nil, Pos{EventTime: 2, Key: "k", Offset: 2})
+	validKey := appendPosKey(nil, timers.Pos{EventTime: 2, Key: "k", Offset: 2})
 	for _, tc := range []struct {
 		name    string
 		fs      func(t *testing.T) vfs.FS
@@ -202,7 +203,7 @@ func TestResetStoreOnDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := Pos{EventTime: 1}
+	p := timers.Pos{EventTime: 1}
 	if err := s.Park(p, recordAt(p, 5)); err != nil {
 		t.Fatal(err)
 	}
@@ -230,13 +231,26 @@ func TestStoreOptions(t *testing.T) {
 	var o StoreOptions
 	o.EnsureDefaults()
 	if o.MemoryBudget != DefaultMemoryBudget || o.CacheSize != DefaultCacheSize ||
-		o.MemTableSize != DefaultMemTableSize || o.FS == nil || o.Logger == nil {
+		o.MemTableSize != 32<<20 || o.DiskReserve != 4*32<<20+32<<20 || o.FS == nil || o.Logger == nil {
 		t.Fatalf("defaults: %+v", o)
+	}
+	// The budget covers pebble's memory (invariant 3): a 16 MiB budget gets
+	// 2 MiB memtables and a 512 KiB cache, and leaves the in-memory part
+	// half of 16 - 4 - 0.5 - 1, 5.25 MiB.
+	small := StoreOptions{MemoryBudget: 16 << 20}
+	small.EnsureDefaults()
+	if small.MemTableSize != 2<<20 || small.CacheSize != 512<<10 || small.memLimit() != 21<<18 {
+		t.Fatalf("16 MiB: %+v, in-memory part %d", small, small.memLimit())
+	}
+	tiny := StoreOptions{MemoryBudget: 1}
+	tiny.EnsureDefaults()
+	if tiny.MemTableSize != 1<<20 || tiny.CacheSize != 512<<10 || tiny.memLimit() != 0 {
+		t.Fatalf("1 byte: %+v, in-memory part %d", tiny, tiny.memLimit())
 	}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []StoreOptions{{MemoryBudget: -1}, {CacheSize: -1}, {MemTableSize: 4 << 30}} {
+	for _, bad := range []StoreOptions{{MemoryBudget: -1}, {CacheSize: -1}, {DiskReserve: -1}, {MemTableSize: 4 << 30}} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("Validate(%+v) = nil", bad)
 		}

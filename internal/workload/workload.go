@@ -39,6 +39,9 @@ type Options struct {
 	LiveRate            int           // live records/s over all event partitions; default 2000
 	ProducerDelayed     int           // producer-delayed live records; default 0
 	ProducerDelayBy     time.Duration // how old their event time is when produced; default 5s
+	// ValueBytes pads every event value with a "pad" field to about this
+	// many bytes; 0 (the default): no padding (about 50 bytes).
+	ValueBytes int
 }
 
 // EnsureDefaults fills every unset field with its default.
@@ -84,6 +87,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ProducerDelayed > 0 && o.LiveFor == 0 {
 		errs = append(errs, errors.New("workload: producer_delayed: needs live traffic (live_for > 0)"))
+	}
+	if o.ValueBytes < 0 {
+		errs = append(errs, errors.New("workload: value_bytes: must not be negative"))
 	}
 	if o.ProducerDelayBy <= o.Disorder {
 		errs = append(errs, errors.New("workload: producer_delay_by: must exceed disorder"))
@@ -169,15 +175,31 @@ type History struct {
 // item names item i.
 func item(i int) string { return fmt.Sprintf("i-%03d", i) }
 
-func value(it string, ts int64, kind string) []byte {
-	b := make([]byte, 0, 64)
+// value is an event's JSON value, padded to about size bytes.
+func value(it string, ts int64, kind string, size int) []byte {
+	b := make([]byte, 0, max(64, size+2))
 	b = append(b, `{"item":"`...)
 	b = append(b, it...)
 	b = append(b, `","ts":`...)
 	b = strconv.AppendInt(b, ts, 10)
 	b = append(b, `,"kind":"`...)
 	b = append(b, kind...)
-	return append(b, `"}`...)
+	b = append(b, '"')
+	if pad := size - len(b) - len(`,"pad":""}`); pad > 0 {
+		b = append(b, `,"pad":"`...)
+		for i := range pad {
+			b = append(b, 'a'+byte(i%26))
+		}
+		b = append(b, '"')
+	}
+	return append(b, '}')
+}
+
+// event is one event record; its Kafka timestamp is its event time, so
+// that `time: timestamp` and `time: field` (TimeField) read the same times.
+func (w *Workload) event(topic string, p int, it string, ts int64, kind string) *kgo.Record {
+	return &kgo.Record{Topic: topic, Partition: int32(p), Key: []byte(it), Timestamp: time.UnixMilli(ts),
+		Value: value(it, ts, kind, w.opts.ValueBytes)}
 }
 
 // partitionTimes returns n event times in [end−span, end] for one partition:
@@ -214,21 +236,37 @@ func partitionTimes(rng *rand.Rand, n int, end, span, d int64) []int64 {
 	return ts
 }
 
-// ProduceHistory produces the week of keyed history into c, partition by
-// partition in a deterministic order, and the reference records.
-func (w *Workload) ProduceHistory(ctx context.Context, c *embedded.Cluster) (History, error) {
+// Broker is where a workload produces: an *embedded.Cluster, or Remote.
+type Broker interface {
+	ClientOptions() []kgo.Opt
+}
+
+// Remote is a broker at these addresses, reached with no TLS and no SASL
+// (`signalbox broker`).
+type Remote []string
+
+// ClientOptions implements Broker.
+func (r Remote) ClientOptions() []kgo.Opt { return []kgo.Opt{kgo.SeedBrokers(r...)} }
+
+// ProduceHistory produces the week of keyed history into b, partition by
+// partition in a deterministic order, and the reference records. It streams:
+// at most the producer's buffer of records is held at once.
+func (w *Workload) ProduceHistory(ctx context.Context, b Broker) (History, error) {
 	start := time.Now()
 	o := w.opts
 	h := History{Start: w.end.UnixMilli(), End: w.end.UnixMilli()}
-	var recs []*kgo.Record
+	s, err := newSender(b)
+	if err != nil {
+		return h, err
+	}
+	defer s.cl.Close()
 	for ti, topic := range w.EventTopics() {
 		for p := 0; p < o.Partitions; p++ {
 			rng := rand.New(rand.NewPCG(uint64(o.Seed), uint64(ti*1000+p)))
 			ts := partitionTimes(rng, o.RecordsPerPartition, w.end.UnixMilli(), o.HistorySpan.Milliseconds(), o.Disorder.Milliseconds())
 			for _, t := range ts {
 				it := item(w.itemIn(rng, p))
-				recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(p), Key: []byte(it),
-					Value: value(it, t, w.kinds[rng.IntN(len(w.kinds))])})
+				s.send(ctx, w.event(topic, p, it, t, w.kinds[rng.IntN(len(w.kinds))]))
 				h.Start = min(h.Start, t)
 			}
 			h.Records += int64(len(ts))
@@ -236,11 +274,11 @@ func (w *Workload) ProduceHistory(ctx context.Context, c *embedded.Cluster) (His
 	}
 	for i := 0; i < o.Items; i++ {
 		it := item(i)
-		recs = append(recs, &kgo.Record{Topic: ReferenceTopic, Partition: int32(i % o.Partitions), Key: []byte(it),
+		s.send(ctx, &kgo.Record{Topic: ReferenceTopic, Partition: int32(i % o.Partitions), Key: []byte(it),
 			Value: []byte(`{"item":"` + it + `","name":"item ` + strconv.Itoa(i) + `"}`)})
 		h.Reference++
 	}
-	if err := produce(ctx, c, recs); err != nil {
+	if err := s.wait(); err != nil {
 		return h, fmt.Errorf("workload: producing history: %w", err)
 	}
 	h.Took = time.Since(start)
@@ -252,22 +290,47 @@ func (w *Workload) ProduceHistory(ctx context.Context, c *embedded.Cluster) (His
 // stream over many fetches as a real week of history does.
 const BatchBytes = 16 << 10
 
-// client is a producer on c's listeners with explicit partitions.
-func client(c *embedded.Cluster, extra ...kgo.Opt) (*kgo.Client, error) {
-	return kgo.NewClient(append(append(c.ClientOptions(),
+// sender produces records asynchronously with explicit partitions and
+// counts the acknowledgements; send blocks while the producer's buffer is
+// full.
+type sender struct {
+	cl          *kgo.Client
+	wg          sync.WaitGroup
+	acked, lost atomic.Int64
+	firstErr    atomic.Value
+}
+
+func newSender(b Broker, extra ...kgo.Opt) (*sender, error) {
+	cl, err := kgo.NewClient(append(append(b.ClientOptions(),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchMaxBytes(BatchBytes),
 		kgo.MaxBufferedRecords(100_000)), extra...)...)
+	if err != nil {
+		return nil, err
+	}
+	return &sender{cl: cl}, nil
 }
 
-// produce produces recs and waits for every acknowledgement.
-func produce(ctx context.Context, c *embedded.Cluster, recs []*kgo.Record) error {
-	cl, err := client(c)
-	if err != nil {
-		return err
+func (s *sender) send(ctx context.Context, r *kgo.Record) {
+	s.wg.Add(1)
+	s.cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+		defer s.wg.Done()
+		if err != nil {
+			s.lost.Add(1)
+			s.firstErr.CompareAndSwap(nil, err)
+			return
+		}
+		s.acked.Add(1)
+	})
+}
+
+// wait waits for every acknowledgement and returns the first error.
+func (s *sender) wait() error {
+	s.wg.Wait()
+	if err, _ := s.firstErr.Load().(error); err != nil {
+		return fmt.Errorf("%d records not produced: %w", s.lost.Load(), err)
 	}
-	defer cl.Close()
-	return cl.ProduceSync(ctx, recs...).FirstErr()
+	return nil
 }
 
 // itemIn picks an item that belongs to partition p (co-partitioned keys).
@@ -301,17 +364,17 @@ type Live struct {
 // now (jittered down by up to Disorder), plus ProducerDelayed records spread
 // over the phase whose event time is ProducerDelayBy old. It returns when
 // every record is acknowledged or ctx is done.
-func (w *Workload) ProduceLive(ctx context.Context, c *embedded.Cluster) (Live, error) {
+func (w *Workload) ProduceLive(ctx context.Context, b Broker) (Live, error) {
 	o := w.opts
 	var live Live
 	if o.LiveFor <= 0 {
 		return live, nil
 	}
-	cl, err := client(c, kgo.ProducerLinger(0))
+	s, err := newSender(b, kgo.ProducerLinger(0))
 	if err != nil {
 		return live, err
 	}
-	defer cl.Close()
+	defer s.cl.Close()
 	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0xfeed))
 	topics := w.EventTopics()
 	parts := len(topics) * o.Partitions
@@ -320,12 +383,7 @@ func (w *Workload) ProduceLive(ctx context.Context, c *embedded.Cluster) (Live, 
 	if o.ProducerDelayed > 0 {
 		delayedEvery = max(total/int64(o.ProducerDelayed), 1)
 	}
-	var (
-		wg          sync.WaitGroup
-		acked, lost atomic.Int64
-		firstErr    atomic.Value
-		delayedSent int64
-	)
+	var delayedSent int64
 	start := time.Now()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -333,7 +391,7 @@ func (w *Workload) ProduceLive(ctx context.Context, c *embedded.Cluster) (Live, 
 	for sent < total {
 		select {
 		case <-ctx.Done():
-			wg.Wait()
+			s.wg.Wait()
 			return live, ctx.Err()
 		case <-tick.C:
 		}
@@ -348,23 +406,13 @@ func (w *Workload) ProduceLive(ctx context.Context, c *embedded.Cluster) (Live, 
 				delayedSent++
 			}
 			it := item(w.itemIn(rng, p))
-			wg.Add(1)
-			cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: int32(p), Key: []byte(it),
-				Value: value(it, et, w.kinds[rng.IntN(len(w.kinds))])}, func(_ *kgo.Record, err error) {
-				defer wg.Done()
-				if err != nil {
-					lost.Add(1)
-					firstErr.CompareAndSwap(nil, err)
-					return
-				}
-				acked.Add(1)
-			})
+			s.send(ctx, w.event(topic, p, it, et, w.kinds[rng.IntN(len(w.kinds))]))
 		}
 	}
-	wg.Wait()
-	live.Records, live.ProducerDelayed, live.Took = acked.Load(), delayedSent, time.Since(start)
-	if err, _ := firstErr.Load().(error); err != nil {
-		return live, fmt.Errorf("workload: %d live records not produced: %w", lost.Load(), err)
+	err = s.wait()
+	live.Records, live.ProducerDelayed, live.Took = s.acked.Load(), delayedSent, time.Since(start)
+	if err != nil {
+		return live, fmt.Errorf("workload: live: %w", err)
 	}
 	return live, nil
 }

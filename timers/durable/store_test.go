@@ -1,8 +1,9 @@
-package timers
+package durable
 
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -12,11 +13,12 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/timers"
 )
 
 // recordAt builds a record whose fields all derive from p, with a payload of
 // n bytes, so that a released record can be checked against its position.
-func recordAt(p Pos, n int) *record.Record {
+func recordAt(p timers.Pos, n int) *record.Record {
 	v := make([]byte, n)
 	for i := range v {
 		v[i] = byte(p.Offset) + byte(i)
@@ -30,8 +32,8 @@ func recordAt(p Pos, n int) *record.Record {
 	}
 }
 
-func posOf(r *record.Record) Pos {
-	return Pos{EventTime: r.EventTime, Key: r.OrderKey, Input: r.Topic, Partition: r.Partition, Offset: r.Offset}
+func posOf(r *record.Record) timers.Pos {
+	return timers.Pos{EventTime: r.EventTime, Key: r.OrderKey, Input: r.Topic, Partition: r.Partition, Offset: r.Offset}
 }
 
 func sameRec(a, b *record.Record) bool {
@@ -43,15 +45,25 @@ func sameRec(a, b *record.Record) bool {
 	return reflect.DeepEqual(x, y)
 }
 
-// parkedSet is the reference parked set: a map, sorted on demand.
-type parkedSet map[Pos]*record.Record
+func cmpPos(a, b timers.Pos) int {
+	switch {
+	case timers.Less(a, b):
+		return -1
+	case timers.Less(b, a):
+		return 1
+	}
+	return 0
+}
 
-func (o parkedSet) sorted() []Pos {
-	ps := make([]Pos, 0, len(o))
+// parkedSet is the reference parked set: a map, sorted on demand.
+type parkedSet map[timers.Pos]*record.Record
+
+func (o parkedSet) sorted() []timers.Pos {
+	ps := make([]timers.Pos, 0, len(o))
 	for p := range o {
 		ps = append(ps, p)
 	}
-	slices.SortFunc(ps, cmpPos) // from queue_test.go
+	slices.SortFunc(ps, cmpPos)
 	return ps
 }
 
@@ -67,7 +79,7 @@ func (o parkedSet) clone() parkedSet {
 // out, in the same order.
 func (o parkedSet) release(t *testing.T, s *Store, w int64, max int) {
 	t.Helper()
-	var want []Pos
+	var want []timers.Pos
 	for _, p := range o.sorted() {
 		if p.EventTime > w || (max > 0 && len(want) == max) {
 			break
@@ -89,36 +101,60 @@ func (o parkedSet) release(t *testing.T, s *Store, w int64, max int) {
 	}
 }
 
-// checkSame checks that s holds exactly o, in order, and that the memory
+// checkSame checks that s holds exactly o, in order, in memory or on disk
+// above the cursor (invariant 8), that Min agrees, and that the memory
 // accounting is consistent (invariant 3), without releasing anything.
 func checkSame(t *testing.T, s *Store, o parkedSet) {
 	t.Helper()
 	want := o.sorted()
-	var got []Pos
-	var mem, payload int64
-	spilled := 0
+	var got []timers.Pos
+	var mem, aboveCursor int64
 	s.index.Ascend(func(sl *slot) bool {
 		got = append(got, sl.pos)
 		mem += int64(sl.size)
-		if sl.state == slotSpilled {
-			spilled++
-		} else {
-			payload += int64(sl.size)
+		if !s.hasCursor || timers.Less(s.cursor, sl.pos) {
+			aboveCursor += int64(sl.size)
 		}
 		return true
 	})
+	inMem := len(got)
+	it, err := s.scan(math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ; it.Valid(); it.Next() {
+		p, err := decodePosKey(it.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(got[:inMem], p) {
+			got = append(got, p)
+		}
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(got, cmpPos)
 	if !slices.Equal(got, want) {
 		t.Fatalf("parked set differs:\n got %d %v\nwant %d %v", len(got), got, len(want), want)
 	}
-	if s.Len() != len(want) || s.Bytes() != mem || s.SpilledLen() != spilled {
-		t.Fatalf("Len %d Bytes %d SpilledLen %d, want %d %d %d", s.Len(), s.Bytes(), s.SpilledLen(), len(want), mem, spilled)
+	if s.Len() != len(want) || s.Bytes() != mem || s.SpilledLen() != len(got)-inMem {
+		t.Fatalf("Len %d Bytes %d SpilledLen %d, want %d %d %d", s.Len(), s.Bytes(), s.SpilledLen(), len(want), mem, len(got)-inMem)
 	}
-	if payload > s.opts.MemoryBudget {
-		t.Fatalf("in-memory bytes %d exceed budget %d", payload, s.opts.MemoryBudget)
+	if aboveCursor > s.memLimit {
+		t.Fatalf("in-memory bytes %d exceed the budget of the in-memory part %d", aboveCursor, s.memLimit)
+	}
+	if p, ok := s.Min(); ok != (len(want) > 0) || ok && p != want[0] {
+		t.Fatalf("Min = %v %v, want %v", p, ok, want)
 	}
 }
 
+// memOpts gives the in-memory part a budget of budget bytes on top of
+// pebble's memory and the write buffers.
 func memOpts(fs vfs.FS, budget int64) StoreOptions {
+	if budget < 1<<40 {
+		budget = 2*budget + 2<<20 + 1<<20 + 2*batchRetain
+	}
 	return StoreOptions{FS: fs, MemoryBudget: budget, MemTableSize: 1 << 20, CacheSize: 1 << 20}
 }
 
@@ -151,7 +187,7 @@ type workload struct {
 }
 
 func (wl *workload) park() {
-	p := Pos{
+	p := timers.Pos{
 		EventTime: wl.w - 20 + wl.rng.Int64N(300),
 		Key:       tricky[wl.rng.IntN(len(tricky))],
 		Input:     []string{"a", "b", "a\x00"}[wl.rng.IntN(3)],
@@ -171,7 +207,7 @@ func (wl *workload) park() {
 // or one that was parked at the last checkpoint and released since (a
 // restart before the next checkpoint must still restore it).
 func (wl *workload) repark() {
-	var p Pos
+	var p timers.Pos
 	var r *record.Record
 	if wl.rng.IntN(2) == 0 {
 		ps := wl.o.sorted()
@@ -181,7 +217,7 @@ func (wl *workload) repark() {
 		p = ps[wl.rng.IntN(len(ps))]
 		r = recordAt(p, 7)
 	} else {
-		var gone []Pos
+		var gone []timers.Pos
 		for _, q := range wl.saved.sorted() {
 			if wl.o[q] == nil {
 				gone = append(gone, q)
@@ -313,7 +349,7 @@ func TestStoreReleaseFnError(t *testing.T) {
 	defer func() { _ = s.Close() }()
 	o := parkedSet{}
 	for i := range 6 {
-		p := Pos{EventTime: int64(i), Offset: int64(i)}
+		p := timers.Pos{EventTime: int64(i), Offset: int64(i)}
 		o[p] = recordAt(p, 100)
 		if err := s.Park(p, o[p]); err != nil {
 			t.Fatal(err)
@@ -345,7 +381,7 @@ func TestStoreClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, err := range map[string]error{
-		"Park":       s.Park(Pos{}, &record.Record{}),
+		"Park":       s.Park(timers.Pos{}, &record.Record{}),
 		"Release":    s.Release(0, 0, func(*record.Record) error { return nil }),
 		"Checkpoint": s.Checkpoint(record.Checkpoint{}, nil),
 		"Close":      s.Close(),

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"testing"
 )
@@ -28,5 +29,26 @@ func TestPartitionTimesBoundedDisorder(t *testing.T) {
 	}
 	if first, last := ts[0], maxSeen; last-first < span/2 {
 		t.Fatalf("history spans only %d ms of %d", last-first, span)
+	}
+}
+
+// TestValuePadding checks that a padded value is valid JSON of about the
+// asked size that still carries its event time.
+func TestValuePadding(t *testing.T) {
+	for _, size := range []int{0, 20, 100, 400} {
+		v := value("i-042", 1_700_000_000_123, "sold", size)
+		var m struct {
+			TS   int64  `json:"ts"`
+			Item string `json:"item"`
+		}
+		if err := json.Unmarshal(v, &m); err != nil {
+			t.Fatalf("size %d: %s: %v", size, v, err)
+		}
+		if m.TS != 1_700_000_000_123 || m.Item != "i-042" {
+			t.Fatalf("size %d: decoded %+v from %s", size, m, v)
+		}
+		if size > 60 && len(v) != size {
+			t.Fatalf("size %d: value has %d bytes: %s", size, len(v), v)
+		}
 	}
 }

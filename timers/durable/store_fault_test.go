@@ -1,4 +1,4 @@
-package timers
+package durable
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/timers"
 )
 
 // TestStoreCrash: a crash at any point (a crash clone of the file system
@@ -82,7 +83,7 @@ func TestStoreWriteError(t *testing.T) {
 			on.Store(true)
 			var err error
 			for i := 0; i < 300 && err == nil; i++ {
-				p := Pos{EventTime: wl.w + 1 + int64(i), Offset: wl.offset + int64(i)}
+				p := timers.Pos{EventTime: wl.w + 1 + int64(i), Offset: wl.offset + int64(i)}
 				err = wl.s.Park(p, recordAt(p, 200))
 			}
 			if err == nil {
@@ -128,7 +129,7 @@ func TestStoreReadError(t *testing.T) {
 	s := mustOpen(t, "state", opts)
 	defer func() { _ = s.Close() }()
 	for i := range 2000 {
-		p := Pos{EventTime: int64(i), Offset: int64(i)}
+		p := timers.Pos{EventTime: int64(i), Offset: int64(i)}
 		if err := s.Park(p, recordAt(p, 1000)); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package timers
+package durable
 
 import (
 	"encoding/binary"
@@ -18,10 +18,12 @@ import (
 // StoreOptions configure OpenStore. The zero value is usable: EnsureDefaults
 // fills every unset field with the default documented on it.
 type StoreOptions struct {
-	// MemoryBudget bounds, in bytes, the payloads (record.Record.Size) and
-	// index entries the store holds in memory; beyond it payloads spill to
-	// pebble. Default 256 MiB. pebble's own memory comes on top: up to two
-	// memtables of MemTableSize and the block cache of CacheSize.
+	// MemoryBudget bounds, in bytes, everything the store holds in memory
+	// (Store invariant 3): pebble's memtables (up to two of MemTableSize),
+	// its block cache (CacheSize), the write buffers (1 MiB), and the
+	// in-memory part of the parked set, which gets the rest; beyond it
+	// parked records live only in pebble. When the first three exceed the
+	// budget, nothing parked is kept in memory. Default 256 MiB.
 	MemoryBudget int64
 	// MustExist makes OpenStore fail with ErrMissing unless the directory
 	// already holds a store, instead of creating one. Set it when a previous
@@ -30,13 +32,24 @@ type StoreOptions struct {
 	// FS is the file system; tests pass vfs.NewMem or an errorfs wrapper.
 	// Default vfs.Default.
 	FS vfs.FS
-	// CacheSize is pebble's block cache, in bytes. Default 8 MiB.
+	// CacheSize is pebble's block cache, in bytes. Default: MemoryBudget / 32,
+	// between 512 KiB and DefaultCacheSize (8 MiB).
 	CacheSize int64
 	// MemTableSize is the size of one pebble memtable, in bytes; larger
-	// memtables make spilling cheaper. Pebble keeps up to two outside the Go
-	// heap. Default: a quarter of MemoryBudget, between 4 MiB and
+	// memtables make spilling cheaper (most records parked on disk are then
+	// deleted before a flush writes them to a table). pebble keeps up to two
+	// outside the Go heap. Default: MemoryBudget / 8, between 1 MiB and
 	// DefaultMemTableSize (64 MiB); must be below 4 GiB.
 	MemTableSize uint64
+	// DiskReserve is the free space, in bytes, the store keeps on the file
+	// system under its directory. OpenStore refuses to open, and a write
+	// fails with ErrDiskFull, when less is available: pebble cannot survive
+	// running out of space (it panics while creating a WAL file and cannot
+	// even be closed), so the store stops first. It is checked before every
+	// commit; a file system that cannot report its usage is not checked.
+	// Default: 4 × MemTableSize + 32 MiB (room for a WAL, a memtable flush
+	// and the compactions that follow it).
+	DiskReserve int64
 	// Logger receives pebble's messages. Default: discarded. Its Fatalf must
 	// not return; the default panics, and the store turns that panic into a
 	// sticky error when it happens inside one of its calls.
@@ -65,25 +78,39 @@ func (o *StoreOptions) EnsureDefaults() {
 		o.FS = vfs.Default
 	}
 	if o.CacheSize == 0 {
-		o.CacheSize = DefaultCacheSize
+		o.CacheSize = min(max(o.MemoryBudget/32, 512<<10), DefaultCacheSize)
 	}
 	if o.MemTableSize == 0 {
-		o.MemTableSize = uint64(min(max(o.MemoryBudget/4, 4<<20), DefaultMemTableSize))
+		o.MemTableSize = uint64(min(max(o.MemoryBudget/8, 1<<20), DefaultMemTableSize))
+	}
+	if o.DiskReserve == 0 {
+		o.DiskReserve = 4*int64(o.MemTableSize) + 32<<20
 	}
 	if o.Logger == nil {
 		o.Logger = quietLogger{}
 	}
 }
 
+// memLimit is the budget of the in-memory part of the parked set: half of
+// what MemoryBudget leaves after pebble's memtables and cache and the write
+// buffers (Store invariant 3). The other half is the garbage collector's:
+// the Go heap grows to about twice its live size between collections, and
+// the in-memory part is most of the store's live heap.
+func (o *StoreOptions) memLimit() int64 {
+	return max(o.MemoryBudget-2*int64(o.MemTableSize)-o.CacheSize-2*batchRetain, 0) / 2
+}
+
 // Validate reports the first invalid field of o, after defaults.
 func (o *StoreOptions) Validate() error {
 	switch {
 	case o.MemoryBudget < 0:
-		return fmt.Errorf("timers: MemoryBudget %d is negative", o.MemoryBudget)
+		return fmt.Errorf("durable: MemoryBudget %d is negative", o.MemoryBudget)
 	case o.CacheSize < 0:
-		return fmt.Errorf("timers: CacheSize %d is negative", o.CacheSize)
+		return fmt.Errorf("durable: CacheSize %d is negative", o.CacheSize)
+	case o.DiskReserve < 0:
+		return fmt.Errorf("durable: DiskReserve %d is negative", o.DiskReserve)
 	case o.MemTableSize >= 4<<30:
-		return fmt.Errorf("timers: MemTableSize %d must be below 4 GiB", o.MemTableSize)
+		return fmt.Errorf("durable: MemTableSize %d must be below 4 GiB", o.MemTableSize)
 	}
 	return nil
 }
@@ -126,6 +153,9 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	if !exists && opts.MustExist {
 		return nil, fmt.Errorf("%w: %s holds no signalbox state", ErrMissing, dir)
 	}
+	if err := checkSpace(opts.FS, dir, opts.DiskReserve); err != nil {
+		return nil, err
+	}
 	cache := pebble.NewCache(opts.CacheSize)
 	db, err := pebble.Open(dir, &pebble.Options{
 		FS:                 opts.FS,
@@ -149,20 +179,39 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 		}
 		// Anything else (the directory lock is held, permissions, I/O) is
 		// not a statement about the content.
-		return nil, fmt.Errorf("timers: open store %s: %w", dir, err)
+		return nil, fmt.Errorf("durable: open store %s: %w", dir, err)
 	}
 	s := &Store{
-		opts:  opts,
-		db:    db,
-		cache: cache,
-		index: btree.NewWithFreeListG(degree, lessSlot, btree.NewFreeListG[*slot](freeListSize)),
-		wb:    db.NewBatch(pebble.WithMaxRetainedSizeBytes(batchRetain)),
+		opts:     opts,
+		dir:      dir,
+		db:       db,
+		cache:    cache,
+		index:    btree.NewWithFreeListG(degree, lessSlot, btree.NewFreeListG[*slot](freeListSize)),
+		memLimit: opts.memLimit(),
+		maxOff:   map[record.TopicPartition]*int64{},
+		wb:       db.NewBatch(pebble.WithMaxRetainedSizeBytes(batchRetain)),
 	}
 	if err = s.init(dir, exists); err != nil {
 		_ = s.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// checkSpace returns ErrDiskFull when the file system under dir (or, while
+// dir does not exist yet, under its parent) has less than reserve bytes
+// available. A file system that cannot tell passes.
+func checkSpace(fs vfs.FS, dir string, reserve int64) error {
+	path := dir
+	if _, err := fs.Stat(dir); err != nil {
+		path = fs.PathDir(dir)
+	}
+	u, err := fs.GetDiskUsage(path)
+	if err != nil || u.AvailBytes >= uint64(reserve) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s has %d bytes free, below the reserve of %d: free space there and restart (nothing parked is lost)",
+		ErrDiskFull, dir, u.AvailBytes, reserve)
 }
 
 // checkDir reports whether dir holds a store. An absent or empty directory
@@ -173,7 +222,7 @@ func checkDir(fs vfs.FS, dir string) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("timers: read state directory: %w", err)
+		return false, fmt.Errorf("durable: read state directory: %w", err)
 	}
 	if len(names) == 0 {
 		return false, nil
@@ -228,7 +277,7 @@ func (s *Store) init(dir string, exists bool) error {
 // create writes the format key (synced), then the marker file.
 func (s *Store) create(dir string) error {
 	if err := s.db.Set(keyFormat, binary.BigEndian.AppendUint64(nil, formatVersion), pebble.Sync); err != nil {
-		return fmt.Errorf("timers: create store: %w", err)
+		return fmt.Errorf("durable: create store: %w", err)
 	}
 	fs := s.opts.FS
 	f, err := fs.Create(fs.PathJoin(dir, markerName), vfs.WriteCategoryUnspecified)
@@ -249,7 +298,7 @@ func (s *Store) create(dir string) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("timers: create store marker: %w", err)
+		return fmt.Errorf("durable: create store marker: %w", err)
 	}
 	return nil
 }
@@ -327,23 +376,21 @@ func (s *Store) scanParked(it *pebble.Iterator) error {
 			}
 			continue
 		}
-		sl := &slot{pos: p, size: slotOverhead + len(p.Key), state: slotSpilled}
+		s.seen(p)
 		if !spill {
 			r, _, err := decodeValue(v)
 			if err != nil {
 				return fmt.Errorf("%w: %+v: %v", ErrCorrupt, p, err)
 			}
-			if size := sl.size + r.Size(); s.memBytes+int64(size) <= s.opts.MemoryBudget {
-				sl.rec, sl.size, sl.state = r, size, slotPersisted
-			} else {
-				spill = true // keep release order: everything after spills too
+			if size := slotOverhead + len(p.Key) + r.Size(); s.memBytes+int64(size) <= s.memLimit {
+				s.index.ReplaceOrInsert(&slot{pos: p, rec: r, size: size, state: slotPersisted})
+				s.memBytes += int64(size)
+				continue
 			}
+			spill = true // keep release order: everything after stays on disk
+			s.diskMin, s.diskMinOK = p, true
 		}
-		if sl.state == slotSpilled {
-			s.spilled++
-		}
-		s.memBytes += int64(sl.size)
-		s.index.ReplaceOrInsert(sl)
+		s.diskLen++
 	}
 	if err := it.Error(); err != nil {
 		return fmt.Errorf("%w: scan: %v", ErrCorrupt, err)
@@ -363,17 +410,17 @@ func resetStore(fs vfs.FS, dir string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("timers: reset state: %w", err)
+		return fmt.Errorf("durable: reset state: %w", err)
 	}
 	for _, n := range names {
 		if !isStoreFile(n) {
-			return fmt.Errorf("timers: reset state: refusing to remove %s: %q is not a store file",
+			return fmt.Errorf("durable: reset state: refusing to remove %s: %q is not a store file",
 				dir, n)
 		}
 	}
 	lock, err := fs.Lock(fs.PathJoin(dir, "LOCK"))
 	if err != nil {
-		return fmt.Errorf("timers: reset state: %s is in use: %w", dir, err)
+		return fmt.Errorf("durable: reset state: %s is in use: %w", dir, err)
 	}
 	// The marker goes first: an interrupted reset leaves no half store that
 	// could pass for a complete one.
@@ -383,14 +430,14 @@ func resetStore(fs vfs.FS, dir string) error {
 		}
 		if err := fs.Remove(fs.PathJoin(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			_ = lock.Close()
-			return fmt.Errorf("timers: reset state: %w", err)
+			return fmt.Errorf("durable: reset state: %w", err)
 		}
 	}
 	if err := lock.Close(); err != nil {
-		return fmt.Errorf("timers: reset state: %w", err)
+		return fmt.Errorf("durable: reset state: %w", err)
 	}
 	if err := fs.RemoveAll(dir); err != nil {
-		return fmt.Errorf("timers: reset state: %w", err)
+		return fmt.Errorf("durable: reset state: %w", err)
 	}
 	return nil
 }

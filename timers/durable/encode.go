@@ -1,9 +1,11 @@
-package timers
+package durable
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/signalbox/signalbox/timers"
 )
 
 // Key layout of the store. Every key starts with a one-byte prefix, so the
@@ -55,7 +57,7 @@ const (
 var errBadKey = errors.New("malformed parked key")
 
 // appendPosKey appends the parked-record key of p to dst.
-func appendPosKey(dst []byte, p Pos) []byte {
+func appendPosKey(dst []byte, p timers.Pos) []byte {
 	dst = append(dst, prefixParked)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(p.EventTime)^(1<<63))
 	dst = appendEscaped(dst, p.Key)
@@ -86,8 +88,8 @@ func appendEscaped(dst []byte, s string) []byte {
 
 // decodePosKey is the inverse of appendPosKey. It rejects anything
 // appendPosKey cannot produce, so decode(k) re-encodes to exactly k.
-func decodePosKey(k []byte) (Pos, error) {
-	var p Pos
+func decodePosKey(k []byte) (timers.Pos, error) {
+	var p timers.Pos
 	if len(k) < 1+8 || k[0] != prefixParked {
 		return p, fmt.Errorf("%w: %x", errBadKey, k)
 	}

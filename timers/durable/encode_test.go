@@ -1,17 +1,19 @@
-package timers
+package durable
 
 import (
 	"bytes"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/signalbox/signalbox/timers"
 )
 
 // Strings chosen to exercise the escaping: NUL, the terminator byte, 0xFF,
 // prefixes of each other.
 var tricky = []string{"", "\x00", "\x00\x00", "\x00\x01", "\x00\xff", "\x01", "\xff", "a", "a\x00", "a\x00b", "a\x01", "ab", "b"}
 
-func randomPos(rng *rand.Rand) Pos {
+func randomPos(rng *rand.Rand) timers.Pos {
 	i64 := func() int64 {
 		return []int64{math.MinInt64, -1, 0, 1, math.MaxInt64, rng.Int64N(4), rng.Int64() - math.MaxInt64/2}[rng.IntN(7)]
 	}
@@ -25,7 +27,7 @@ func randomPos(rng *rand.Rand) Pos {
 		}
 		return tricky[rng.IntN(len(tricky))]
 	}
-	return Pos{
+	return timers.Pos{
 		EventTime: i64(),
 		Key:       str(),
 		Input:     str(),
@@ -40,9 +42,9 @@ func TestPosKeyOrderIsLess(t *testing.T) {
 		a, b := randomPos(rng), randomPos(rng)
 		ka, kb := appendPosKey(nil, a), appendPosKey(nil, b)
 		want := 0
-		if Less(a, b) {
+		if timers.Less(a, b) {
 			want = -1
-		} else if Less(b, a) {
+		} else if timers.Less(b, a) {
 			want = 1
 		}
 		if got := bytes.Compare(ka, kb); got != want {
@@ -64,7 +66,7 @@ func TestPosKeyOrderIsLess(t *testing.T) {
 }
 
 func TestDecodePosKeyRejects(t *testing.T) {
-	good := appendPosKey(nil, Pos{EventTime: 5, Key: "k\x00", Input: "in", Partition: 3, Offset: 9})
+	good := appendPosKey(nil, timers.Pos{EventTime: 5, Key: "k\x00", Input: "in", Partition: 3, Offset: 9})
 	for n := range len(good) {
 		if _, err := decodePosKey(good[:n]); err == nil {
 			t.Errorf("prefix of %d bytes decoded", n)

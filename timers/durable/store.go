@@ -1,4 +1,4 @@
-package timers
+package durable
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"github.com/google/btree"
 
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/timers"
 )
 
 // Sentinel errors of the Store. They are wrapped with detail; test with
@@ -21,18 +22,24 @@ var (
 	// directory does not hold a store (absent or empty): state that was
 	// expected is gone, and starting from scratch would silently re-emit or
 	// lose records.
-	ErrMissing = errors.New("timers: state directory missing")
+	ErrMissing = errors.New("durable: state directory missing")
 	// ErrCorrupt surfaces from OpenStore when the directory is a signalbox
 	// store but its content cannot be read back (damaged or missing pebble
 	// files, an undecodable key, value or checkpoint), and from Release when
 	// a spilled record cannot be loaded. Recover with ResetStore.
-	ErrCorrupt = errors.New("timers: state directory corrupt")
+	ErrCorrupt = errors.New("durable: state directory corrupt")
 	// ErrIncompatible surfaces from OpenStore when the directory holds
 	// something else: a store of another format version, a pebble database
 	// not written by signalbox, or unrelated files.
-	ErrIncompatible = errors.New("timers: state directory incompatible")
+	ErrIncompatible = errors.New("durable: state directory incompatible")
+	// ErrDiskFull surfaces from OpenStore, and from Park, Release and
+	// Checkpoint through the sticky failure, when the file system under the
+	// directory has less free space than StoreOptions.DiskReserve. Nothing
+	// acknowledged is lost: free space and reopen to restart from the last
+	// checkpoint.
+	ErrDiskFull = errors.New("durable: state directory full")
 	// ErrClosed surfaces from every method called after Close.
-	ErrClosed = errors.New("timers: store closed")
+	ErrClosed = errors.New("durable: store closed")
 )
 
 // formatVersion is stored under keyFormat and in the marker file. Bump it on
@@ -45,26 +52,29 @@ const formatVersion = 2
 const (
 	slotDirty     = iota // payload in memory only; written at the next checkpoint
 	slotPersisted        // payload in memory and on disk
-	slotSpilled          // payload on disk only
 	slotReleased         // gone; still referenced from the dirty list
 )
 
-// slot is one parked record in the index.
+// slot is one record of the in-memory part.
 type slot struct {
-	pos     Pos
-	rec     *record.Record // nil unless dirty or persisted
-	size    int            // bytes accounted for this slot in Bytes
+	pos     timers.Pos
+	rec     *record.Record
+	size    int // bytes accounted for this slot in Bytes
 	state   uint8
 	inDirty bool // referenced from Store.dirty
 }
 
 // lessSlot orders slots by Less of their positions.
 func lessSlot(a, b *slot) bool {
-	if a.pos.EventTime != b.pos.EventTime {
-		return a.pos.EventTime < b.pos.EventTime
-	}
-	return lessTie(&a.pos, &b.pos)
+	return timers.Less(a.pos, b.pos)
 }
+
+// degree of the index btree and the number of its released nodes kept for
+// reuse, as in timers.Queue.
+const (
+	degree       = 32
+	freeListSize = 256
+)
 
 // freeSlots is how many unused slots the store keeps for reuse, so that a
 // steady park/release cycle allocates no index entries. Beyond it released
@@ -77,17 +87,19 @@ const freeSlots = 1 << 13
 // writeChunk and grow a new one from 1 KiB).
 const batchRetain = 2 * writeChunk
 
-// slotOverhead approximates the memory of one index entry besides its key
-// string: the slot, the btree item pointer and the Pos strings' headers.
+// slotOverhead approximates the memory of one in-memory entry besides its
+// key string: the slot, the btree item pointer and the Pos strings' headers.
 const slotOverhead = 96
 
 // writeChunk is the size at which pending NoSync writes are committed.
-const writeChunk = 1 << 20
+const writeChunk = 256 << 10
 
 // Store is a parked set that stays within a memory budget and survives
-// restarts. It is the durable counterpart of Queue: an in-memory btree index
-// ordered by Less is the hot path, record payloads live in memory up to
-// StoreOptions.MemoryBudget and spill to pebble beyond it.
+// restarts. It is the durable counterpart of timers.Queue. The parked set
+// has two parts: an in-memory btree ordered by Less, which holds records
+// with their payload while the budget allows, and pebble, which holds every
+// other parked record under a key that sorts in Less order and keeps
+// nothing of it in memory. Release merges the two in key order.
 //
 // Lifecycle: OpenStore → Restore (once, to learn the last checkpoint) →
 // any sequence of Park, Release and Checkpoint → Close. A Store is not safe
@@ -98,12 +110,16 @@ const writeChunk = 1 << 20
 //  1. pebble's byte order of parked keys is the release order: bytes.Compare
 //     of two keys agrees with Less of their positions (see encode.go).
 //  2. Release(w) hands every parked record with event time ≤ w to fn, in Less
-//     order, whether its payload is in memory or spilled. A record leaves the
+//     order, whether it is in memory or only on disk. A record leaves the
 //     store only after fn returned nil for it.
-//  3. Payloads held in memory, plus the index entries, stay within
-//     MemoryBudget: a record that would exceed it is spilled on Park. (The
-//     index itself is never spilled; once it alone fills the budget every
-//     payload spills and memory grows by the index entry only.)
+//  3. Everything the store holds in memory stays within MemoryBudget:
+//     pebble's memtables (up to 2 × MemTableSize) and block cache
+//     (CacheSize), the write buffers (2 × 512 KiB), and the in-memory part,
+//     which gets half the rest (its payloads plus slotOverhead and the key
+//     per record; the other half is the garbage collector's headroom). A record that does not fit goes to pebble on Park and costs
+//     no memory while parked: the index spills too. (The one exception is
+//     a record parked at or below the last position released, which the
+//     engine never parks: it is late. It stays in memory, see 8.)
 //  4. Every parked value on disk carries a generation. Checkpoint n writes
 //     generation n and commits it, its deletions, the blobs and the
 //     checkpoint itself atomically, with the one Sync it does. OpenStore
@@ -118,6 +134,16 @@ const writeChunk = 1 << 20
 //  7. Errors from pebble are sticky: the store is failed and every later call
 //     returns the error. Close it and reopen to restart from the last
 //     checkpoint.
+//  8. The cursor is the greatest position released since OpenStore. A key
+//     on disk above the cursor is parked: only in pebble, or also in memory
+//     (written by a checkpoint; Release then takes it from memory and skips
+//     the disk copy). A key at or below it is released, awaiting the next
+//     checkpoint's DeleteRange; so a record parked at or below the cursor
+//     is kept in memory, never only on disk.
+//  9. Parking a position already parked keeps the first copy. Offsets grow
+//     within a partition, so only a Park at or below the highest offset
+//     seen for its partition looks for an earlier copy (in memory, then in
+//     pebble); every other Park is known to be new without a lookup.
 //
 // A record released after the last checkpoint and parked again before the
 // next one (a re-read) keeps the generation it has on disk, so a restart
@@ -125,13 +151,30 @@ const writeChunk = 1 << 20
 // checkpoint.
 type Store struct {
 	opts  StoreOptions
+	dir   string
 	db    *pebble.DB
 	cache interface{ Unref() }
 
-	index    *btree.BTreeG[*slot]
-	free     []*slot // unused slots, at most freeSlots
-	memBytes int64   // payload + index bytes held in memory
-	spilled  int     // slots in state slotSpilled
+	index    *btree.BTreeG[*slot] // the in-memory part
+	free     []*slot              // unused slots, at most freeSlots
+	probe    slot                 // search key for index lookups
+	memBytes int64                // payload + entry bytes of the in-memory part
+	memLimit int64                // the budget of the in-memory part (invariant 3)
+	diskLen  int                  // parked records only in pebble
+
+	// diskMin is the first parked key on disk (invariant 8) when diskMinOK;
+	// a Release that took records from disk leaves it unknown until Min
+	// needs it.
+	diskMin              timers.Pos
+	diskMinOK, diskStale bool
+	// cursor is the greatest position released (invariant 8).
+	cursor    timers.Pos
+	hasCursor bool
+	// maxOff is the highest offset parked per partition (invariant 9);
+	// lastTP and lastMax cache the last lookup.
+	maxOff  map[record.TopicPartition]*int64
+	lastTP  record.TopicPartition
+	lastMax *int64
 
 	gen   uint64 // generation of the last checkpoint (0: none yet)
 	cp    *record.Checkpoint
@@ -142,7 +185,7 @@ type Store struct {
 
 	// [relLo, relHi] covers every key released since the last checkpoint that
 	// may be on disk; hasRel reports whether the range is non-empty.
-	relLo, relHi Pos
+	relLo, relHi timers.Pos
 	hasRel       bool
 
 	wb      *pebble.Batch // NoSync writes to commit at the next flush
@@ -151,6 +194,8 @@ type Store struct {
 	valBuf  []byte        // the values of pending
 	keyBuf  []byte
 	endBuf  []byte       // second key buffer of deleteReleased
+	memKey  []byte       // key of the in-memory record Release compares
+	lastKey []byte       // key of the last record Release took from disk
 	rel     releaseAlloc // memory of the records Release loads
 
 	err    error // sticky failure
@@ -173,36 +218,86 @@ func (s *Store) Restore() (*record.Checkpoint, map[string][]byte, error) {
 	return &cp, cloneBlobs(s.blobs), nil
 }
 
-// Park adds r at p. A payload kept in memory is copied (key, value and
+// Park adds r at p. A record kept in memory is copied (key, value and
 // headers), so that a record parked for long never pins the fetch buffer its
-// slices point into; a spilled one is serialized at once. The caller keeps r. Parking a position that
-// is already parked keeps the copy parked first (a re-read after a restart
-// carries the same record) and returns nil.
-func (s *Store) Park(p Pos, r *record.Record) error {
+// slices point into; one that goes to pebble is serialized at once. The
+// caller keeps r. Parking a position that is already parked keeps the copy
+// parked first (a re-read after a restart carries the same record) and
+// returns nil (invariant 9).
+func (s *Store) Park(p timers.Pos, r *record.Record) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	sl := s.newSlot(p)
-	if old, replaced := s.index.ReplaceOrInsert(sl); replaced {
-		s.index.ReplaceOrInsert(old)
-		s.freeSlot(sl)
-		return nil
+	if s.seen(p) {
+		if dup, err := s.parked(p); dup || err != nil {
+			return err
+		}
 	}
-	overhead := slotOverhead + len(p.Key)
-	if size := overhead + r.Size(); s.memBytes+int64(size) <= s.opts.MemoryBudget {
+	size := slotOverhead + len(p.Key) + r.Size()
+	if s.memBytes+int64(size) <= s.memLimit || s.hasCursor && !timers.Less(s.cursor, p) {
+		sl := s.newSlot(p)
+		s.index.ReplaceOrInsert(sl)
 		sl.rec, sl.size, sl.state = detach(r), size, slotDirty
 		s.memBytes += int64(size)
 		s.addDirty(sl)
 		return nil
 	}
-	sl.size, sl.state = overhead, slotSpilled
-	s.memBytes += int64(overhead)
-	s.spilled++
+	s.diskLen++
+	if !s.diskStale && (!s.diskMinOK || timers.Less(p, s.diskMin)) {
+		s.diskMin, s.diskMinOK = p, true
+	}
 	return s.put(p, r)
 }
 
+// seen reports whether p's offset is at or below the highest offset parked
+// for its partition, and raises that offset otherwise (invariant 9).
+func (s *Store) seen(p timers.Pos) bool {
+	if s.lastMax == nil || p.Partition != s.lastTP.Partition || p.Input != s.lastTP.Topic {
+		tp := record.TopicPartition{Topic: p.Input, Partition: p.Partition}
+		m, ok := s.maxOff[tp]
+		if !ok {
+			m = new(int64)
+			*m = p.Offset
+			s.maxOff[tp] = m
+			s.lastTP, s.lastMax = tp, m
+			return false
+		}
+		s.lastTP, s.lastMax = tp, m
+	}
+	if p.Offset > *s.lastMax {
+		*s.lastMax = p.Offset
+		return false
+	}
+	return true
+}
+
+// parked reports whether p is parked, in memory or only on disk.
+func (s *Store) parked(p timers.Pos) (bool, error) {
+	s.probe.pos = p
+	_, ok := s.index.Get(&s.probe)
+	s.probe.pos = timers.Pos{}
+	if ok {
+		return true, nil
+	}
+	if s.hasCursor && !timers.Less(s.cursor, p) {
+		return false, nil // on disk at or below the cursor: released
+	}
+	if err := s.flush(); err != nil {
+		return false, err
+	}
+	_, closer, err := s.db.Get(appendPosKey(s.keyBuf[:0], p))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, s.fail(err)
+	}
+	_ = closer.Close()
+	return true, nil
+}
+
 // newSlot returns an unused slot at p, from the pool if it has one.
-func (s *Store) newSlot(p Pos) *slot {
+func (s *Store) newSlot(p timers.Pos) *slot {
 	n := len(s.free)
 	if n == 0 {
 		return &slot{pos: p}
@@ -283,8 +378,8 @@ func (s *Store) addDirty(sl *slot) {
 // (invariant 4), so it keeps its generation. Only positions inside the range
 // released since the last checkpoint (late records, re-reads) need the
 // lookup.
-func (s *Store) genFor(p Pos) (uint64, error) {
-	if !s.hasRel || Less(p, s.relLo) || Less(s.relHi, p) {
+func (s *Store) genFor(p timers.Pos) (uint64, error) {
+	if !s.hasRel || timers.Less(p, s.relLo) || timers.Less(s.relHi, p) {
 		return s.gen + 1, nil
 	}
 	if err := s.flush(); err != nil {
@@ -308,7 +403,7 @@ func (s *Store) genFor(p Pos) (uint64, error) {
 // pendingPut is a parked value waiting in Store.pending for the next flush:
 // the value of pos is valBuf[start:end].
 type pendingPut struct {
-	pos        Pos
+	pos        timers.Pos
 	start, end int
 }
 
@@ -331,7 +426,7 @@ func (s *Store) sortPending() {
 			return cmp.Compare(a.t, b.t)
 		case a.i == b.i:
 			return 0
-		case lessTie(&s.pending[a.i].pos, &s.pending[b.i].pos):
+		case timers.Less(s.pending[a.i].pos, s.pending[b.i].pos):
 			return -1
 		}
 		return 1
@@ -340,7 +435,7 @@ func (s *Store) sortPending() {
 
 // put adds a NoSync Set of r at p to the pending writes, committing them
 // once they exceed writeChunk.
-func (s *Store) put(p Pos, r *record.Record) error {
+func (s *Store) put(p timers.Pos, r *record.Record) error {
 	gen, err := s.genFor(p)
 	if err != nil {
 		return err
@@ -390,6 +485,9 @@ func (s *Store) flush() error {
 // I/O error itself or through the logger's Fatalf; commit turns that into a
 // sticky failure and marks pebble unusable (see Close).
 func (s *Store) commit(b *pebble.Batch, o *pebble.WriteOptions) (err error) {
+	if err := checkSpace(s.opts.FS, s.dir, s.opts.DiskReserve); err != nil {
+		return s.fail(err)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			perr, ok := r.(error)
@@ -408,7 +506,7 @@ func (s *Store) commit(b *pebble.Batch, o *pebble.WriteOptions) (err error) {
 
 func (s *Store) fail(err error) error {
 	if s.err == nil {
-		s.err = fmt.Errorf("timers: store failed: %w", err)
+		s.err = fmt.Errorf("durable: store failed: %w", err)
 	}
 	return s.err
 }
@@ -425,57 +523,126 @@ func (s *Store) usable() error {
 // (invariant 2). At most max records are released when max > 0. If fn
 // returns an error, Release stops and returns it; that record stays parked.
 //
-// Spilled payloads are read back through one pebble iterator in key order.
-// The records handed to fn are owned by fn and never handed out again; fn
-// must not call the Store. Records loaded from disk share their memory in
-// chunks (see releaseAlloc), so one that fn keeps for long keeps up to
-// 16 KiB of its neighbours' memory too.
-func (s *Store) Release(watermark int64, max int, fn func(*record.Record) error) error {
+// Records only on disk are read by one pebble iterator, a range scan from
+// the cursor up to the watermark, merged with the in-memory part. The
+// records handed to fn are owned by fn and never handed out again; fn must
+// not call the Store. Records read from disk share their memory in chunks
+// (see releaseAlloc), so one that fn keeps for long keeps up to 16 KiB of
+// its neighbours' memory too.
+func (s *Store) Release(watermark int64, max int, fn func(*record.Record) error) (err error) {
 	if err := s.usable(); err != nil {
 		return err
 	}
 	var it *pebble.Iterator
+	var memSlot *slot // the slot whose key is in s.memKey
+	var first timers.Pos
+	fromDisk := 0 // records taken from disk in this call
 	defer func() {
 		if it != nil {
-			_ = it.Close()
+			if cerr := it.Close(); err == nil && cerr != nil {
+				err = s.fail(cerr)
+			}
+		}
+		if fromDisk > 0 {
+			if rerr := s.releasedFromDisk(first); err == nil {
+				err = rerr
+			}
 		}
 	}()
 	for n := 0; max <= 0 || n < max; n++ {
-		sl, ok := s.index.Min()
-		if !ok || sl.pos.EventTime > watermark {
-			break
-		}
-		r := sl.rec
-		if sl.state == slotSpilled {
+		sl, inMem := s.index.Min()
+		inMem = inMem && sl.pos.EventTime <= watermark
+		onDisk := false
+		if s.diskLen > 0 {
 			if it == nil {
-				var err error
-				if it, err = s.spillIter(sl.pos, watermark); err != nil {
+				if it, err = s.scan(watermark); err != nil {
 					return err
 				}
 			}
-			var err error
-			if r, err = s.load(it, sl.pos); err != nil {
-				return err
+			if onDisk = it.Valid(); !onDisk {
+				if err := it.Error(); err != nil {
+					return s.fail(err)
+				}
 			}
 		}
-		if err := fn(r); err != nil {
-			return err
+		if onDisk && inMem {
+			if sl != memSlot {
+				s.memKey, memSlot = appendPosKey(s.memKey[:0], sl.pos), sl
+			}
+			switch c := bytes.Compare(it.Key(), s.memKey); {
+			case c == 0: // the disk copy of a persisted record
+				it.Next()
+			case c < 0:
+				inMem = false
+			default:
+				onDisk = false
+			}
 		}
-		s.index.DeleteMin()
-		s.drop(sl)
+		switch {
+		case inMem:
+			if err := fn(sl.rec); err != nil {
+				return err
+			}
+			if !s.hasCursor || timers.Less(s.cursor, sl.pos) {
+				s.cursor, s.hasCursor = sl.pos, true
+			}
+			s.index.DeleteMin()
+			s.drop(sl)
+		case onDisk:
+			r, err := s.load(it)
+			if err != nil {
+				return err
+			}
+			if err := fn(r); err != nil {
+				return err
+			}
+			s.lastKey = append(s.lastKey[:0], it.Key()...)
+			if fromDisk == 0 {
+				if first, err = s.decodeKey(s.lastKey); err != nil {
+					return err
+				}
+			}
+			fromDisk++
+			s.diskLen--
+			it.Next()
+		default:
+			return nil
+		}
 	}
 	return nil
 }
 
-// drop accounts for a slot leaving the index.
+// releasedFromDisk accounts for the records a Release took from disk, the
+// first at first and the last at s.lastKey: the cursor moves to the last,
+// and both widen the range the next checkpoint deletes.
+func (s *Store) releasedFromDisk(first timers.Pos) error {
+	last, err := s.decodeKey(s.lastKey)
+	if err != nil {
+		return err
+	}
+	s.noteReleased(first)
+	s.noteReleased(last)
+	if !s.hasCursor || timers.Less(s.cursor, last) {
+		s.cursor, s.hasCursor = last, true
+	}
+	s.diskMinOK, s.diskStale = false, s.diskLen > 0
+	return nil
+}
+
+func (s *Store) decodeKey(k []byte) (timers.Pos, error) {
+	p, err := decodePosKey(k)
+	if err != nil {
+		return p, s.fail(fmt.Errorf("%w: %v", ErrCorrupt, err))
+	}
+	return p, nil
+}
+
+// drop accounts for a slot leaving the in-memory part.
 func (s *Store) drop(sl *slot) {
 	s.memBytes -= int64(sl.size)
 	switch sl.state {
 	case slotDirty:
 		s.liveDirty--
-	case slotSpilled:
-		s.spilled--
-		s.noteReleased(sl.pos)
 	case slotPersisted:
 		s.noteReleased(sl.pos)
 	}
@@ -487,50 +654,41 @@ func (s *Store) drop(sl *slot) {
 
 // noteReleased widens the range of on-disk keys to delete at the next
 // checkpoint.
-func (s *Store) noteReleased(p Pos) {
+func (s *Store) noteReleased(p timers.Pos) {
 	switch {
 	case !s.hasRel:
 		s.relLo, s.relHi, s.hasRel = p, p, true
-	case Less(p, s.relLo):
+	case timers.Less(p, s.relLo):
 		s.relLo = p
-	case Less(s.relHi, p):
+	case timers.Less(s.relHi, p):
 		s.relHi = p
 	}
 }
 
-// spillIter opens an iterator from first up to the end of watermark, after
-// committing the pending writes so that it sees them.
-func (s *Store) spillIter(first Pos, watermark int64) (*pebble.Iterator, error) {
+// scan commits the pending writes, so that it sees them, and opens an
+// iterator over the parked keys above the cursor (invariant 8) and at or
+// below watermark, positioned at the first.
+func (s *Store) scan(watermark int64) (*pebble.Iterator, error) {
 	if err := s.flush(); err != nil {
 		return nil, err
 	}
-	upper := parkedUpper
-	if watermark < math.MaxInt64 {
-		upper = appendTimeBound(nil, watermark+1)
+	o := pebble.IterOptions{LowerBound: parkedLower, UpperBound: parkedUpper}
+	if s.hasCursor {
+		o.LowerBound = keySuccessor(appendPosKey(s.keyBuf[:0], s.cursor))
 	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: appendPosKey(nil, first), UpperBound: upper})
+	if watermark < math.MaxInt64 {
+		o.UpperBound = appendTimeBound(s.endBuf[:0], watermark+1)
+	}
+	it, err := s.db.NewIter(&o)
 	if err != nil {
 		return nil, s.fail(err)
 	}
+	it.First()
 	return it, nil
 }
 
-// load reads the spilled record at p. Successive calls use increasing
-// positions, usually adjacent on disk: one step forward, else a seek.
-func (s *Store) load(it *pebble.Iterator, p Pos) (*record.Record, error) {
-	s.keyBuf = appendPosKey(s.keyBuf[:0], p)
-	if it.Valid() && bytes.Compare(it.Key(), s.keyBuf) < 0 {
-		it.Next()
-	}
-	if !it.Valid() || !bytes.Equal(it.Key(), s.keyBuf) {
-		it.SeekGE(s.keyBuf)
-	}
-	if !it.Valid() || !bytes.Equal(it.Key(), s.keyBuf) {
-		if err := it.Error(); err != nil {
-			return nil, s.fail(err)
-		}
-		return nil, s.fail(fmt.Errorf("%w: spilled record %+v not found", ErrCorrupt, p))
-	}
+// load decodes the record at the iterator.
+func (s *Store) load(it *pebble.Iterator) (*record.Record, error) {
 	v, err := it.ValueAndErr()
 	if err != nil {
 		return nil, s.fail(err)
@@ -542,7 +700,7 @@ func (s *Store) load(it *pebble.Iterator, p Pos) (*record.Record, error) {
 			return r, nil
 		}
 	}
-	return nil, s.fail(fmt.Errorf("%w: record %+v: %v", ErrCorrupt, p, err))
+	return nil, s.fail(fmt.Errorf("%w: record at %x: %v", ErrCorrupt, it.Key(), err))
 }
 
 // decodeValue decodes a parked value into a record that owns its bytes.
@@ -695,7 +853,7 @@ func (s *Store) deleteReleased(b *pebble.Batch) error {
 	k := s.endBuf[:0]
 	var err error
 	s.index.AscendGreaterOrEqual(&slot{pos: s.relLo}, func(sl *slot) bool {
-		if Less(s.relHi, sl.pos) {
+		if timers.Less(s.relHi, sl.pos) {
 			return false
 		}
 		k = appendPosKey(k[:0], sl.pos)
@@ -719,15 +877,42 @@ func (s *Store) deleteReleased(b *pebble.Batch) error {
 }
 
 // Len is the number of parked records.
-func (s *Store) Len() int { return s.index.Len() }
+func (s *Store) Len() int { return s.index.Len() + s.diskLen }
 
-// Min returns the first parked position in release order.
-func (s *Store) Min() (Pos, bool) {
+// Min returns the first parked position in release order. A Release that
+// took records from disk makes the next Min look the first one up on disk
+// (one seek).
+func (s *Store) Min() (timers.Pos, bool) {
 	sl, ok := s.index.Min()
-	if !ok {
-		return Pos{}, false
+	if s.diskLen > 0 && s.diskStale && s.err == nil {
+		s.diskMin, s.diskMinOK = s.firstOnDisk()
+		s.diskStale = false
 	}
-	return sl.pos, true
+	switch {
+	case s.diskLen > 0 && s.diskMinOK && (!ok || timers.Less(s.diskMin, sl.pos)):
+		return s.diskMin, true
+	case ok:
+		return sl.pos, true
+	}
+	return timers.Pos{}, false
+}
+
+// firstOnDisk returns the first parked key on disk (invariant 8). A failure
+// is sticky; it then reports none.
+func (s *Store) firstOnDisk() (timers.Pos, bool) {
+	it, err := s.scan(math.MaxInt64)
+	if err != nil {
+		return timers.Pos{}, false
+	}
+	defer func() { _ = it.Close() }()
+	if !it.Valid() {
+		if err := it.Error(); err != nil {
+			_ = s.fail(err)
+		}
+		return timers.Pos{}, false
+	}
+	p, err := s.decodeKey(it.Key())
+	return p, err == nil
 }
 
 // Parked summarises the parked records of one partition.
@@ -736,30 +921,78 @@ type Parked struct {
 	MinOffset int64
 }
 
-// ParkedByPartition walks the index once and returns, per partition, how
-// many records are parked and the lowest offset among them. A restart uses
-// it to keep commits below records restored from the last checkpoint.
+// ParkedByPartition returns, per partition, how many records are parked and
+// the lowest offset among them. A restart uses it to keep commits below
+// records restored from the last checkpoint. It walks the in-memory part and
+// scans the parked keys on disk (invariant 8), which costs a read of the
+// whole parked set. A read error makes the store failed (invariant 7): the
+// map may then be incomplete, and the next call of any other method returns
+// the error.
 func (s *Store) ParkedByPartition() map[record.TopicPartition]Parked {
 	out := map[record.TopicPartition]Parked{}
-	s.index.Ascend(func(sl *slot) bool {
-		tp := record.TopicPartition{Topic: sl.pos.Input, Partition: sl.pos.Partition}
-		p, ok := out[tp]
-		if !ok || sl.pos.Offset < p.MinOffset {
-			p.MinOffset = sl.pos.Offset
+	add := func(p timers.Pos) {
+		tp := record.TopicPartition{Topic: p.Input, Partition: p.Partition}
+		c, ok := out[tp]
+		if !ok || p.Offset < c.MinOffset {
+			c.MinOffset = p.Offset
 		}
-		p.Count++
-		out[tp] = p
+		c.Count++
+		out[tp] = c
+	}
+	s.index.Ascend(func(sl *slot) bool {
+		add(sl.pos)
 		return true
 	})
+	if s.diskLen == 0 || s.err != nil {
+		return out
+	}
+	it, err := s.scan(math.MaxInt64)
+	if err != nil {
+		return out
+	}
+	defer func() { _ = it.Close() }()
+	for ; it.Valid(); it.Next() {
+		p, err := s.decodeKey(it.Key())
+		if err != nil {
+			return out
+		}
+		s.probe.pos = p
+		if _, inMem := s.index.Get(&s.probe); !inMem {
+			add(p)
+		}
+		s.probe.pos = timers.Pos{}
+	}
+	if err := it.Error(); err != nil {
+		_ = s.fail(err)
+	}
 	return out
 }
 
-// Bytes is the memory accounted to the parked set: the payloads held in
-// memory plus the index entries (invariant 3).
+// Bytes is the memory accounted to the in-memory part of the parked set:
+// its payloads plus its entries (invariant 3). pebble's memtables and cache
+// come on top, within MemoryBudget.
 func (s *Store) Bytes() int64 { return s.memBytes }
 
-// SpilledLen is the number of parked records whose payload is only on disk.
-func (s *Store) SpilledLen() int { return s.spilled }
+// Usage is what a Store holds, for reports and benchmarks.
+type Usage struct {
+	InMemory int64 // Bytes: the in-memory part of the parked set
+	Pebble   int64 // pebble's memtables (zombies included) and block cache in use
+	Disk     int64 // bytes of pebble's files
+}
+
+// Usage reads pebble's metrics; it costs a few microseconds, not for a hot
+// path.
+func (s *Store) Usage() Usage {
+	m := s.db.Metrics()
+	return Usage{
+		InMemory: s.memBytes,
+		Pebble:   int64(m.MemTable.Size+m.MemTable.ZombieSize) + m.BlockCache.Size,
+		Disk:     int64(m.DiskSpaceUsage()),
+	}
+}
+
+// SpilledLen is the number of parked records only on disk.
+func (s *Store) SpilledLen() int { return s.diskLen }
 
 // DiskBytes is the disk space the store's files take, as pebble reports it.
 func (s *Store) DiskBytes() int64 { return int64(s.db.Metrics().DiskSpaceUsage()) }

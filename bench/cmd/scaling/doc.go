@@ -1,0 +1,29 @@
+// Command scaling measures ordered replay against plain consumers of the
+// same data, at several history sizes, in one command (issue 9):
+//
+//	go run ./bench/cmd/scaling -sizes 1M,4M,12M -rounds 3
+//
+// For each size it starts one broker process (`signalbox broker`, built
+// from this module unless -signalbox names a binary), produces the history
+// into it (8 topics × 3 partitions of ~100-byte JSON values, event time in
+// field ts and as the Kafka timestamp, ≤ 200 ms disorder inside a
+// partition, 1000 keys, plus the reference topic), then runs each consumer
+// in its own process, rounds times, alternating (A B C D A B C D …):
+//
+//   - franz-go: PollFetches up to the end offsets listed first, with the
+//     client's defaults, counting records (the ceiling);
+//   - sarama: ConsumePartition per partition, 1 MiB fetches
+//     (bench/harness.RawConsume);
+//   - `signalbox run` with `time: timestamp`, then with `time: field`, a
+//     JSONL file sink and `until: end-offsets`.
+//
+// A consumer that reads a different number of records than the history
+// holds fails the run. Each child's peak RSS comes from its rusage
+// (os.ProcessState.SysUsage, ru_maxrss). At -profile-size, each signalbox
+// mode runs once more with `signalbox run --cpuprofile`, and the top of
+// `go tool pprof -top` goes into the section.
+//
+// The command prints a Markdown section and splices it into -out
+// (docs/bench.md by default) between its markers, keeping the rest of the
+// file.
+package main

@@ -1,0 +1,409 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/signalbox/signalbox/bench/report"
+	"github.com/signalbox/signalbox/internal/workload"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "scaling:", err)
+		os.Exit(1)
+	}
+}
+
+// config is the command line.
+type config struct {
+	sizes       []int64 // total event records per history size
+	rounds      int
+	delay       time.Duration
+	bin         string // signalbox binary; "": build it
+	out         string // bench.md to splice into; "": stdout only
+	profileSize int64  // history size whose signalbox runs are profiled; 0: none
+	child       string // internal: run one raw consumer
+	brokers     string // child: broker addresses
+	topics      string // child: topics
+}
+
+func parseFlags(args []string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("scaling", flag.ContinueOnError)
+	sizes := fs.String("sizes", "1M,4M,12M", "history sizes in event records (suffix K or M), comma-separated")
+	profile := fs.String("profile-size", "4M", "write a CPU profile of each signalbox mode at this size (one extra run each, not in the table); empty: none")
+	fs.IntVar(&c.rounds, "rounds", 3, "rounds per size; each round runs every consumer once, in turn")
+	fs.DurationVar(&c.delay, "delay", time.Second, "signalbox's delay bound")
+	fs.StringVar(&c.bin, "signalbox", "", "signalbox binary (default: go build ./cmd/signalbox into a temporary directory)")
+	fs.StringVar(&c.out, "out", "docs/bench.md", "splice the section into this file; empty: print it only")
+	fs.StringVar(&c.child, "child", "", "internal: run one raw consumer ("+franz+" or "+sarama+") and print its count")
+	fs.StringVar(&c.brokers, "brokers", "", "internal: the child's brokers")
+	fs.StringVar(&c.topics, "topics", "", "internal: the child's topics")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	var errs []error
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := parseCount(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("-sizes: %w", err))
+		}
+		c.sizes = append(c.sizes, n)
+	}
+	if *profile != "" {
+		n, err := parseCount(*profile)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("-profile-size: %w", err))
+		}
+		c.profileSize = n
+	}
+	if c.rounds < 1 {
+		errs = append(errs, errors.New("-rounds: must be at least 1"))
+	}
+	if c.delay < disorder {
+		errs = append(errs, fmt.Errorf("-delay: must be at least the workload's disorder bound %v", disorder))
+	}
+	return c, errors.Join(errs...)
+}
+
+// parseCount parses "1M", "250K" or "1200".
+func parseCount(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(s, "M"):
+		mult, s = 1_000_000, strings.TrimSuffix(s, "M")
+	case strings.HasSuffix(s, "K"):
+		mult, s = 1_000, strings.TrimSuffix(s, "K")
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f <= 0 {
+		return 0, fmt.Errorf("%q: want a positive count such as 1M, 250K or 1200", s)
+	}
+	return int64(f * float64(mult)), nil
+}
+
+// The scenario of issue 9: 8 topics × 3 partitions of ~100-byte JSON values,
+// event time in field ts (and as the Kafka timestamp), ≤ 200 ms disorder
+// inside a partition, 1000 keys, no slow topic.
+const (
+	topics     = 8
+	partitions = 3
+	items      = 1000
+	valueBytes = 100
+	disorder   = 200 * time.Millisecond
+)
+
+func workloadOptions(size int64) workload.Options {
+	return workload.Options{Seed: 1, Topics: topics, Partitions: partitions, Items: items, ValueBytes: valueBytes,
+		Disorder: disorder, SlowTopics: -1, RecordsPerPartition: int(max(size/(topics*partitions), 1))}
+}
+
+// The consumers, in the order of a round.
+const (
+	franz        = "franz-go"
+	sarama       = "sarama"
+	sbTimestamp  = "signalbox-timestamp"
+	sbField      = "signalbox-field"
+	profileLabel = "profile"
+)
+
+var consumers = []string{franz, sarama, sbTimestamp, sbField}
+
+// sample is one consumer's run.
+type sample struct {
+	Consumer string  `json:"consumer"`
+	Round    int     `json:"round"`
+	Records  int64   `json:"records"`
+	Seconds  float64 `json:"seconds"`
+	MaxRSS   int64   `json:"max_rss_bytes"`
+}
+
+func (s sample) perSecond() float64 { return float64(s.Records) / s.Seconds }
+
+// sizeRun is every sample at one history size.
+type sizeRun struct {
+	Size     int64         `json:"size"`
+	Records  int64         `json:"records"` // event + reference records in the history
+	Produced time.Duration `json:"produce_took"`
+	Samples  []sample      `json:"samples"`
+	Profiles []profile     `json:"-"`
+}
+
+// profile is the top of one profiled signalbox run.
+type profile struct {
+	Consumer string
+	Top      string
+}
+
+func run(args []string, stdout io.Writer) error {
+	c, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	if c.child != "" {
+		return runChild(c, stdout)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log, _ := zap.NewDevelopment(zap.IncreaseLevel(zap.InfoLevel))
+	tmp, err := os.MkdirTemp("", "signalbox-scaling-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if c.bin == "" {
+		if c.bin, err = build(tmp); err != nil {
+			return err
+		}
+	}
+	started := time.Now()
+	var runs []sizeRun
+	for _, size := range c.sizes {
+		r, err := measureSize(ctx, c, size, tmp, log)
+		if err != nil {
+			return fmt.Errorf("size %d: %w", size, err)
+		}
+		runs = append(runs, r)
+	}
+	sec := section(c, args, runs, started)
+	fmt.Fprint(stdout, sec)
+	if c.out == "" {
+		return nil
+	}
+	old, err := os.ReadFile(c.out)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return os.WriteFile(c.out, []byte(report.Splice(string(old), beginMark, endMark, sec)), 0o644)
+}
+
+// build compiles cmd/signalbox into dir.
+func build(dir string) (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil || strings.TrimSpace(string(out)) == "" || strings.TrimSpace(string(out)) == os.DevNull {
+		return "", fmt.Errorf("-signalbox not given and not inside the signalbox module to build it (go env GOMOD: %v)", err)
+	}
+	bin := filepath.Join(dir, "signalbox")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/signalbox")
+	cmd.Dir = filepath.Dir(strings.TrimSpace(string(out)))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/signalbox: %v\n%s", err, b)
+	}
+	return bin, nil
+}
+
+// measureSize starts a broker process, produces a history of size event
+// records into it, and runs every consumer rounds times, alternating.
+func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap.Logger) (sizeRun, error) {
+	w, err := workload.New(workloadOptions(size))
+	if err != nil {
+		return sizeRun{}, err
+	}
+	addrs, stopBroker, err := startBroker(c.bin, w, filepath.Join(tmp, "broker.log"))
+	if err != nil {
+		return sizeRun{}, err
+	}
+	defer stopBroker()
+	h, err := w.ProduceHistory(ctx, workload.Remote(addrs))
+	if err != nil {
+		return sizeRun{}, err
+	}
+	r := sizeRun{Size: size, Records: h.Records + h.Reference, Produced: h.Took}
+	log.Info("history produced", zap.Int64("records", r.Records), zap.Duration("took", h.Took))
+	jobs := map[string]string{}
+	for _, mode := range []string{sbTimestamp, sbField} {
+		if jobs[mode], err = writeJob(tmp, mode, addrs, w, c.delay); err != nil {
+			return r, err
+		}
+	}
+	one := func(consumer string, round int, profilePath string) (sample, error) {
+		var cmd *exec.Cmd
+		sink := filepath.Join(tmp, "out.jsonl")
+		switch consumer {
+		case franz, sarama:
+			exe, err := os.Executable()
+			if err != nil {
+				return sample{}, err
+			}
+			cmd = exec.CommandContext(ctx, exe, "-child", consumer, "-brokers", strings.Join(addrs, ","), "-topics", strings.Join(w.Topics(), ","))
+		default:
+			os.Remove(sink)
+			args := []string{"run", "-c", jobs[consumer]}
+			if profilePath != "" {
+				args = append(args, "--cpuprofile", profilePath)
+			}
+			cmd = exec.CommandContext(ctx, c.bin, args...)
+		}
+		s, err := runMeasured(cmd, filepath.Join(tmp, consumer+".log"))
+		s.Consumer, s.Round = consumer, round
+		if err == nil && cmd.Path == c.bin {
+			s.Records, err = countLines(sink)
+			os.Remove(sink)
+		}
+		if err == nil && s.Records != r.Records {
+			err = fmt.Errorf("%s read %d records, want %d", consumer, s.Records, r.Records)
+		}
+		return s, err
+	}
+	for round := 1; round <= c.rounds; round++ {
+		for _, consumer := range consumers {
+			s, err := one(consumer, round, "")
+			if err != nil {
+				return r, err
+			}
+			log.Info("measured", zap.Int64("size", size), zap.Int("round", round), zap.String("consumer", consumer),
+				zap.Float64("records_per_s", s.perSecond()), zap.Int64("max_rss_mib", s.MaxRSS>>20))
+			r.Samples = append(r.Samples, s)
+		}
+	}
+	if size == c.profileSize {
+		for _, mode := range []string{sbTimestamp, sbField} {
+			path := filepath.Join(tmp, mode+".pprof")
+			if _, err := one(mode, 0, path); err != nil {
+				return r, err
+			}
+			top, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=25", c.bin, path).Output()
+			if err != nil {
+				return r, fmt.Errorf("go tool pprof: %w", err)
+			}
+			r.Profiles = append(r.Profiles, profile{Consumer: mode, Top: string(top)})
+		}
+	}
+	return r, nil
+}
+
+// startBroker starts `signalbox broker` with the workload's topics and
+// returns its addresses and a function that stops it.
+func startBroker(bin string, w *workload.Workload, logPath string) ([]string, func(), error) {
+	args := []string{"broker", "--addr", "127.0.0.1:0"}
+	for _, t := range w.Topics() {
+		args = append(args, "--topic", fmt.Sprintf("%s:%d", t, partitions))
+	}
+	cmd := exec.Command(bin, args...)
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd.Stderr = logf
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	stop := func() {
+		cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // it may be gone
+		cmd.Wait()                          //nolint:errcheck // stopped by us
+		logf.Close()
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("signalbox broker printed no address (see %s): %w", logPath, err)
+	}
+	return strings.Split(strings.TrimSpace(line), ","), stop, nil
+}
+
+// writeJob writes the job file of a signalbox mode: every event topic with
+// `time: timestamp` or `time: field`, the reference topic `time: none`, a
+// JSONL file sink, until the end offsets.
+func writeJob(dir, mode string, addrs []string, w *workload.Workload, delay time.Duration) (string, error) {
+	var b strings.Builder
+	q, _ := json.Marshal(addrs) // a YAML flow sequence
+	fmt.Fprintf(&b, "brokers: %s\nstart: earliest\ninputs:\n", q)
+	for _, t := range w.EventTopics() {
+		if mode == sbField {
+			fmt.Fprintf(&b, "  - topic: %s\n    time: field\n    time_field: %s\n    time_format: unix_ms\n", t, workload.TimeField)
+		} else {
+			fmt.Fprintf(&b, "  - topic: %s\n    time: timestamp\n", t)
+		}
+	}
+	fmt.Fprintf(&b, "  - topic: %s\n    time: none\ndelay: %s\nuntil: end-offsets\nsinks:\n  - type: jsonl\n    path: %s\n",
+		workload.ReferenceTopic, delay, filepath.Join(dir, "out.jsonl"))
+	path := filepath.Join(dir, mode+".yaml")
+	return path, os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// runMeasured runs cmd with its output in logPath, and returns its wall time
+// and peak RSS (the child's rusage). A raw consumer child prints its record
+// count as the last line of its standard output.
+func runMeasured(cmd *exec.Cmd, logPath string) (sample, error) {
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return sample{}, err
+	}
+	defer logf.Close()
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(&out, logf), logf
+	start := time.Now()
+	err = cmd.Run()
+	s := sample{Seconds: time.Since(start).Seconds()}
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			s.MaxRSS = ru.Maxrss << 10 // KiB on Linux
+		}
+	}
+	if err != nil {
+		return s, fmt.Errorf("%s: %w (log: %s)", strings.Join(cmd.Args, " "), err, tail(logPath))
+	}
+	if lines := strings.Fields(out.String()); len(lines) > 0 && cmd.Args[1] == "-child" {
+		s.Records, err = strconv.ParseInt(lines[len(lines)-1], 10, 64)
+	}
+	return s, err
+}
+
+// tail returns the last lines of a log file.
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.Join(lines[max(len(lines)-5, 0):], "\n")
+}
+
+// countLines counts the lines of a file.
+func countLines(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var c lineCounter
+	_, err = io.Copy(&c, f)
+	return int64(c), err
+}
+
+// lineCounter is an io.Writer that counts the newlines written to it.
+type lineCounter int64
+
+func (c *lineCounter) Write(p []byte) (int, error) {
+	*c += lineCounter(bytes.Count(p, []byte{'\n'}))
+	return len(p), nil
+}
+
+// median returns the median of xs (of an even count, the mean of the two
+// middle values).
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	return (s[(n-1)/2] + s[n/2]) / 2
+}

@@ -1,0 +1,90 @@
+package demo
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/signalbox/signalbox/internal/workload"
+)
+
+// small is a tiny scenario with one slow topic and a second of live
+// traffic. The delay is long so that a slow machine does not make live
+// records late (a record that reaches the broker later than the delay is
+// late by design); the tests below do not depend on it either way.
+func small(visible string) Options {
+	return Options{
+		Workload: workload.Options{Seed: 3, Topics: 3, Partitions: 2, RecordsPerPartition: 300, Items: 20,
+			SlowTopics: 1, SlowFor: 500 * time.Millisecond, LiveFor: time.Second, LiveRate: 200},
+		Delay:   2 * time.Second,
+		Visible: visible,
+	}
+}
+
+// TestRunDemoSmall runs the demo with the JSONL sink's reader and checks
+// correctness figures only: every record out, nothing out of order that was
+// not flagged late, every live record released seen by the reader. It
+// asserts no timing.
+func TestRunDemoSmall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := RunDemo(ctx, small(VisibleJSONL), zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", s)
+	hist := int64(3 * 2 * 300)
+	if s.HistoryRecords != hist || s.ReferenceRecords != 20 {
+		t.Fatalf("history %d + reference %d, want %d + 20", s.HistoryRecords, s.ReferenceRecords, hist)
+	}
+	if s.ReplayRecords != hist+20 {
+		t.Errorf("bounded replay read %d records, want %d", s.ReplayRecords, hist+20)
+	}
+	if s.LiveRecords == 0 {
+		t.Fatal("no live records produced")
+	}
+	if want := hist + 20 + s.LiveRecords; s.In != want || s.Out+s.ParkedAtEnd != want {
+		t.Errorf("in %d, out %d + parked %d; want %d in, all out or parked", s.In, s.Out, s.ParkedAtEnd, want)
+	}
+	if s.OutOfOrder > s.Late {
+		t.Errorf("%d out of order but only %d late: a record not flagged late came out of order", s.OutOfOrder, s.Late)
+	}
+	if s.LiveLatency.Samples == 0 || s.VisibleLatency.Samples != s.LiveLatency.Samples {
+		t.Errorf("release latency of %d live records, visible latency of %d; want the same, > 0",
+			s.LiveLatency.Samples, s.VisibleLatency.Samples)
+	}
+}
+
+// TestVisibleKafka runs the ordering phase with each Kafka sink and checks
+// that its read_committed reader saw every live record released (the Kafka
+// sink carries no late flag, so the reader may also count late ones, and
+// at-least-once may repeat some).
+func TestVisibleKafka(t *testing.T) {
+	for _, kind := range []string{VisibleKafka, VisibleKafkaTxn} {
+		t.Run(kind, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			o := small(kind)
+			o.Workload.SlowTopics = -1
+			o.CheckpointInterval = 200 * time.Millisecond
+			log := zaptest.NewLogger(t)
+			sc, err := Setup(ctx, o, log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sc.Close()
+			res, live, err := sc.Ordering(ctx, o, []Strategy{GateStrategy(o.Delay)}, log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := res[0]
+			t.Logf("%d live: %+v", live.Records, r)
+			if r.LiveLatency.Samples == 0 || r.VisibleLatency.Samples < r.LiveLatency.Samples {
+				t.Errorf("release latency of %d live records, visible latency of %d; want every released one seen",
+					r.LiveLatency.Samples, r.VisibleLatency.Samples)
+			}
+		})
+	}
+}
