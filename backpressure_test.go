@@ -11,7 +11,7 @@ import (
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/sinks/retry"
+	"github.com/signalbox/signalbox/retry"
 	"github.com/signalbox/signalbox/timers"
 )
 

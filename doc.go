@@ -12,6 +12,8 @@
 //	source fetchers ──▶ poller ──fetches──▶ engine ──outs──▶ sink writer
 //	                  (pipeline.go poll)  (pipeline.go loop) (writer.go write)
 //
+// The stages:
+//
 //   - The poller calls Source.Poll and decodes every record off the engine's
 //     goroutine: meta filter, event time, ordering key (ingest.go prepare;
 //     P6). A Fetch that revokes partitions waits until the engine has

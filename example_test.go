@@ -68,5 +68,5 @@ func ExampleNew_invalid() {
 	// signalbox: invalid pipeline: sinks: at least one sink is required
 	//   delay: -1s is negative
 	//   late: "ignore" is not one of emit, dead-letter, drop
-	//   inputs[t].time_field: empty segment in field path ""
+	//   inputs[t].time_field: required when time is field
 }

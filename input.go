@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/internal/jsonfield"
 	"github.com/signalbox/signalbox/record"
 )
@@ -71,53 +72,80 @@ type decoder struct {
 	needsJSON bool
 }
 
+// The defaults of an Input's fields.
+const (
+	DefaultTimeSource = TimeFromTimestamp
+	DefaultTimeFormat = FormatAuto
+	DefaultKeySource  = KeyFromKafka
+)
+
 func (in Input) withDefaults() Input {
 	if in.Time == "" {
-		in.Time = TimeFromTimestamp
+		in.Time = DefaultTimeSource
 	}
 	if in.TimeFormat == "" {
-		in.TimeFormat = FormatAuto
+		in.TimeFormat = DefaultTimeFormat
 	}
 	if in.Key == "" {
-		in.Key = KeyFromKafka
+		in.Key = DefaultKeySource
 	}
 	return in
 }
 
-// Validate reports the first problem with the input, naming the field.
+// Validate reports every problem with the input, each naming its field,
+// joined in one error. A field that the input's Time or Key does not use
+// (TimeField or TimeFormat with TimeFromTimestamp or TimeNone, KeyField with
+// KeyFromKafka) is an error, not silently ignored: it is a setting that
+// would do nothing, most likely a mistake about where the time or key comes
+// from.
 func (in Input) Validate() error {
-	in = in.withDefaults()
+	in, set := in.withDefaults(), in
+	var errs []error
+	bad := func(field, format string, args ...any) { errs = append(errs, fielderr.New(field, format, args...)) }
 	if in.Topic == "" {
-		return errors.New("topic: must not be empty")
+		bad("topic", "required")
 	}
 	switch in.Time {
 	case TimeFromTimestamp, TimeNone:
+		if in.TimeField != "" {
+			bad("time_field", "only used when time is field or header")
+		}
+		if set.TimeFormat != "" {
+			bad("time_format", "only used when time is field or header")
+		}
 	case TimeFromField:
-		if _, err := jsonfield.ParsePath(in.TimeField); err != nil {
-			return fmt.Errorf("time_field: %v", err)
+		if in.TimeField == "" {
+			bad("time_field", "required when time is field")
+		} else if _, err := jsonfield.ParsePath(in.TimeField); err != nil {
+			bad("time_field", "%q is not a dotted JSON path such as meta.ts", in.TimeField)
 		}
 	case TimeFromHeader:
 		if in.TimeField == "" {
-			return errors.New("time_field: a header name is required with time: header")
+			bad("time_field", "required when time is header (the header name)")
 		}
 	default:
-		return fmt.Errorf("time: %q is not one of timestamp, field, header, none", in.Time)
+		bad("time", "%q is not one of timestamp, field, header, none", in.Time)
 	}
 	switch in.TimeFormat {
 	case FormatAuto, FormatUnixMs, FormatUnixS, FormatUnixUs, FormatUnixNs, FormatRFC3339:
 	default:
-		return fmt.Errorf("time_format: %q is not one of auto, unix_ms, unix_s, unix_us, unix_ns, rfc3339", in.TimeFormat)
+		bad("time_format", "%q is not one of auto, unix_ms, unix_s, unix_us, unix_ns, rfc3339", in.TimeFormat)
 	}
 	switch in.Key {
 	case KeyFromKafka:
+		if in.KeyField != "" {
+			bad("key_field", "only used when key is field")
+		}
 	case KeyFromField:
-		if _, err := jsonfield.ParsePath(in.KeyField); err != nil {
-			return fmt.Errorf("key_field: %v", err)
+		if in.KeyField == "" {
+			bad("key_field", "required when key is field")
+		} else if _, err := jsonfield.ParsePath(in.KeyField); err != nil {
+			bad("key_field", "%q is not a dotted JSON path such as meta.id", in.KeyField)
 		}
 	default:
-		return fmt.Errorf("key: %q is not one of key, field", in.Key)
+		bad("key", "%q is not one of key, field", in.Key)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func compileInput(in Input) (*decoder, error) {
@@ -137,10 +165,35 @@ func compileInput(in Input) (*decoder, error) {
 	return d, nil
 }
 
+// The accepted event-time range, in milliseconds since the Unix epoch: the
+// years 0001 to 9999, what RFC 3339 can write (and every sink can store:
+// PostgreSQL's timestamptz, a bulk sink's external version event_time·1000,
+// a Kafka timestamp). An event time outside it, from any source (the Kafka
+// timestamp, a field or header in any format), is malformed: the record goes
+// to the dead-letter sink with the reason.
+const (
+	MinEventTime int64 = -62135596800000 // 0001-01-01T00:00:00Z
+	MaxEventTime int64 = 253402300799999 // 9999-12-31T23:59:59.999Z
+)
+
 // decode fills r.EventTime, r.OrderKey and r.Timeless. The error text is the
-// dead-letter reason.
+// dead-letter reason. When the event time cannot be decoded the record is
+// left Timeless (EventTime 0): a dead-lettered record then carries no event
+// time rather than a wrong one (1970).
 func (d *decoder) decode(r *record.Record) error {
 	r.Timeless = d.timeless
+	if !d.timeless {
+		t, err := d.eventTime(r)
+		if err != nil {
+			r.Timeless, r.EventTime = true, 0
+			return err
+		}
+		if t < MinEventTime || t > MaxEventTime {
+			r.Timeless, r.EventTime = true, 0
+			return fmt.Errorf("event time %d ms is outside the accepted range [%d, %d] (years 0001 to 9999)", t, MinEventTime, MaxEventTime)
+		}
+		r.EventTime = t
+	}
 	switch d.in.Key {
 	case KeyFromField:
 		v, err := jsonfield.Get(r.Value, d.keyPath)
@@ -153,31 +206,32 @@ func (d *decoder) decode(r *record.Record) error {
 	default:
 		r.OrderKey = string(r.Key)
 	}
+	return nil
+}
+
+// eventTime decodes r's event time in milliseconds, not yet range-checked.
+func (d *decoder) eventTime(r *record.Record) (int64, error) {
 	switch d.in.Time {
-	case TimeNone:
-		return nil
 	case TimeFromTimestamp:
 		if r.Timestamp.IsZero() {
-			return errors.New("event time: record has no timestamp")
+			return 0, errors.New("event time: record has no timestamp")
 		}
-		r.EventTime = r.Timestamp.UnixMilli()
-		return nil
+		return r.Timestamp.UnixMilli(), nil
 	case TimeFromHeader:
 		for _, h := range r.Headers {
 			if h.Key == d.in.TimeField {
 				t, err := parseTime(h.Value, d.in.TimeFormat, false)
 				if err != nil {
-					return fmt.Errorf("event time header %q: %w", d.in.TimeField, err)
+					return 0, fmt.Errorf("event time header %q: %w", d.in.TimeField, err)
 				}
-				r.EventTime = t
-				return nil
+				return t, nil
 			}
 		}
-		return fmt.Errorf("event time header %q: missing", d.in.TimeField)
+		return 0, fmt.Errorf("event time header %q: missing", d.in.TimeField)
 	}
 	v, err := jsonfield.Get(r.Value, d.timePath)
 	if err != nil {
-		return fmt.Errorf("event time field %q: %w", d.in.TimeField, err)
+		return 0, fmt.Errorf("event time field %q: %w", d.in.TimeField, err)
 	}
 	raw, quoted := v.Raw, false
 	switch v.Kind {
@@ -185,14 +239,13 @@ func (d *decoder) decode(r *record.Record) error {
 		raw, quoted = raw[1:len(raw)-1], true
 	case jsonfield.Number:
 	default:
-		return fmt.Errorf("event time field %q: not a number or string", d.in.TimeField)
+		return 0, fmt.Errorf("event time field %q: not a number or string", d.in.TimeField)
 	}
 	t, err := parseTime(raw, d.in.TimeFormat, !quoted)
 	if err != nil {
-		return fmt.Errorf("event time field %q: %w", d.in.TimeField, err)
+		return 0, fmt.Errorf("event time field %q: %w", d.in.TimeField, err)
 	}
-	r.EventTime = t
-	return nil
+	return t, nil
 }
 
 // parseTime parses b in format f to milliseconds since the epoch.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/sinks/retry"
+	"github.com/signalbox/signalbox/retry"
 )
 
 // TestOrderingAuditCountsOnlyLateEmissions: the audit at the sink boundary
@@ -98,5 +98,40 @@ func TestDeliveryStats(t *testing.T) {
 	s := st.Sinks[0]
 	if s.Errors != 1 || s.Retries != 1 || s.OutOfOrder != 0 || s.Records != 3 {
 		t.Errorf("sink stats: %d errors, %d retries, %d out of order, %d records; want 1, 1, 0, 3", s.Errors, s.Retries, s.OutOfOrder, s.Records)
+	}
+}
+
+// rejecting refuses every record of partition b/0 at offset 0 as bad data.
+type rejecting struct{ collect }
+
+func (s *rejecting) Write(ctx context.Context, b []record.Record) error {
+	var rs []retry.Rejection
+	for _, r := range b {
+		if r.Topic == "b" && r.Offset == 0 {
+			rs = append(rs, retry.Rejection{Record: r, Reason: "bad"})
+		}
+	}
+	if err := retry.Rejected(rs...); err != nil {
+		return err
+	}
+	return s.collect.Write(ctx, b)
+}
+
+// TestRejectedRecordsCounted: a record the sink refuses as bad data counts
+// as rejected, not as a sink error, and is not among its records written.
+func TestRejectedRecordsCounted(t *testing.T) {
+	out, dead := &rejecting{}, &collect{}
+	p, err := signalbox.New(lateTimeline(), tsInputs("a", "b"),
+		signalbox.WithDelay(time.Second), signalbox.WithClock(frozen), signalbox.WithLatePolicy(signalbox.LateDrop),
+		signalbox.WithSink(out), signalbox.WithDeadLetter(dead), signalbox.WithUntil(signalbox.UntilEndOffsets))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runBounded(t, p); err != nil {
+		t.Fatal(err)
+	}
+	s := p.Stats().Sinks[0]
+	if s.Rejected != 1 || s.Errors != 0 || s.Records != 2 || len(dead.lines()) != 1 {
+		t.Errorf("sink stats %d rejected, %d errors, %d records; %d dead-lettered; want 1, 0, 2, 1", s.Rejected, s.Errors, s.Records, len(dead.lines()))
 	}
 }

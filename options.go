@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/record"
 )
 
@@ -26,6 +27,16 @@ const (
 	LateDrop LatePolicy = "drop"
 )
 
+// Validate reports, as an error about the field late, a p that is not one
+// of the late policies ("" is the default, LateEmit).
+func (p LatePolicy) Validate() error {
+	switch p {
+	case "", LateEmit, LateDeadLetter, LateDrop:
+		return nil
+	}
+	return fielderr.New("late", "%q is not one of emit, dead-letter, drop", p)
+}
+
 // Until says when a pipeline stops.
 type Until string
 
@@ -37,6 +48,16 @@ const (
 	// snapshotted at start-up, flushes everything and returns nil.
 	UntilEndOffsets Until = "end-offsets"
 )
+
+// Validate reports, as an error about the field until, a u that is not one
+// of the run modes ("" is the default, UntilLive).
+func (u Until) Validate() error {
+	switch u {
+	case "", UntilLive, UntilEndOffsets:
+		return nil
+	}
+	return fielderr.New("until", "%q is not one of live, end-offsets", u)
+}
 
 // Clock returns the processing time. Tests inject their own.
 type Clock func() time.Time
@@ -234,12 +255,23 @@ func WithFlushLinger(d time.Duration) Option {
 // records) synchronously from the engine goroutine; it must not block.
 func WithObserver(f func(Event)) Option { return func(c *config) { c.observer = f } }
 
+// The defaults of the options, which ensureDefaults applies and
+// docs/config.md documents (a test holds the two together).
+const (
+	DefaultLatePolicy         = LateEmit
+	DefaultUntil              = UntilLive
+	DefaultBatchSize          = 4096
+	DefaultMaxInflightBatches = 16
+	DefaultCheckpointInterval = time.Second
+	DefaultTick               = 50 * time.Millisecond
+)
+
 func (c *config) ensureDefaults() {
 	if c.late == "" {
-		c.late = LateEmit
+		c.late = DefaultLatePolicy
 	}
 	if c.until == "" {
-		c.until = UntilLive
+		c.until = DefaultUntil
 	}
 	if c.clock == nil {
 		c.clock = time.Now
@@ -248,16 +280,16 @@ func (c *config) ensureDefaults() {
 		c.logger = zap.NewNop()
 	}
 	if c.batchSize <= 0 {
-		c.batchSize = 4096
+		c.batchSize = DefaultBatchSize
 	}
 	if c.maxInflight <= 0 {
-		c.maxInflight = 16
+		c.maxInflight = DefaultMaxInflightBatches
 	}
 	if c.checkpoint <= 0 {
-		c.checkpoint = time.Second
+		c.checkpoint = DefaultCheckpointInterval
 	}
 	if c.tick <= 0 {
-		c.tick = 50 * time.Millisecond
+		c.tick = DefaultTick
 	}
 	if !c.alignSet {
 		c.align = DefaultAlignment
@@ -295,10 +327,8 @@ func (c *config) validate() error {
 	if c.delay < 0 {
 		errs = append(errs, fmt.Errorf("delay: %v is negative", c.delay))
 	}
-	switch c.late {
-	case LateEmit, LateDeadLetter, LateDrop:
-	default:
-		errs = append(errs, fmt.Errorf("late: %q is not one of emit, dead-letter, drop", c.late))
+	if err := c.late.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	n := 0
 	for _, s := range c.sinks {
@@ -324,10 +354,8 @@ func (c *config) validate() error {
 	if c.maxFuture < 0 {
 		errs = append(errs, fmt.Errorf("max_future: %v is negative (0 disables the guard)", c.maxFuture))
 	}
-	switch c.until {
-	case UntilLive, UntilEndOffsets:
-	default:
-		errs = append(errs, fmt.Errorf("until: %q is not one of live, end-offsets", c.until))
+	if err := c.until.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	seen := map[string]bool{}
 	for _, in := range c.inputs {
@@ -335,8 +363,8 @@ func (c *config) validate() error {
 			errs = append(errs, fmt.Errorf("inputs: topic %q is declared twice", in.Topic))
 		}
 		seen[in.Topic] = true
-		if err := in.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("inputs[%s].%w", in.Topic, err))
+		for _, fe := range fielderr.All(in.Validate()) {
+			errs = append(errs, fmt.Errorf("inputs[%s].%w", in.Topic, fe))
 		}
 	}
 	return errors.Join(errs...)

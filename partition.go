@@ -48,7 +48,7 @@ type partState struct {
 // instance. A task that is newly assigned starts at its checkpointed
 // watermark (or −∞): G may then fall, and the task's re-read records are
 // released in order instead of being late against the instance's other
-// tasks; order is per task (per key), as the brief's Scale section states.
+// tasks; order is per task (per key), as docs/design.md invariant W7 states.
 type task struct {
 	strat Strategy
 	rel   int64 // highest G applied while owned: records at or below it are late

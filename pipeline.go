@@ -130,6 +130,7 @@ type run struct {
 	lateCounts map[record.TopicPartition]*LateCounter
 	// storeSizeAt is when publish last asked the store for its disk usage.
 	storeSizeAt time.Time
+	sinkDead    atomic.Int64 // records the sinks rejected, dead-lettered by the sink goroutine (writer.go)
 	// flow control (align.go): the source's Pauser, if it has one, and
 	// whether the parked limit is exceeded.
 	pauser    Pauser
@@ -634,6 +635,7 @@ func (r *run) emit(e Event) {
 
 func (r *run) publish() {
 	s := r.stats
+	s.Dead += r.sinkDead.Load()
 	s.Watermark = r.wm
 	s.Parked, s.ParkedB = r.store.Len(), r.store.Bytes()
 	s.Holders = nil

@@ -2,6 +2,7 @@ package signalbox
 
 import (
 	"context"
+	"time"
 
 	"github.com/signalbox/signalbox/record"
 )
@@ -15,10 +16,32 @@ import (
 //     must never reorder records that share an OrderKey.
 //   - Flush makes everything written so far durable. When it returns nil,
 //     every record written before it is acknowledged: its offset may be
-//     committed. A sink that returns an error marked retryable
-//     (sinks/retry.Retryable) is retried with backoff by signalbox's retry
-//     policy; any other error is fatal.
-//   - Close flushes and releases resources.
+//     committed.
+//   - Close releases resources. The engine calls it once, last: after the
+//     final checkpoint on a graceful stop (everything is already flushed),
+//     or after a fatal error, when nothing more is acknowledged. Close must
+//     therefore never make durable what Flush (or FlushCheckpoint) has not
+//     acknowledged where that would break the sink's guarantee: a
+//     CheckpointSink aborts an open transaction and drops buffered records
+//     (they are re-read from Kafka on restart), so a failed run leaves no
+//     record visible beyond its last stored checkpoint. A plain
+//     at-least-once sink may still flush its buffer in Close.
+//
+// Errors fall into three kinds (package retry):
+//
+//   - transient, marked retry.Retryable or retry.Throttled: the engine
+//     retries the same call with backoff (retry.Policy), logging each retry
+//     at warn, rate-limited; consumption pauses meanwhile. The call must
+//     lose nothing.
+//   - per-record, a *retry.RejectedError from Write, Flush or
+//     FlushCheckpoint: the destination refused these records for their
+//     data. The call did not complete; the sink has dropped them. The engine
+//     writes them to the dead-letter sink with the sink's reason (their
+//     original topic, partition, offset and event time kept), flushes it,
+//     and repeats the call without them. Without a dead-letter sink Run
+//     fails with ErrNoDeadLetter.
+//   - anything else is fatal: Run stops, and the sink should make it sticky
+//     (every later call returns it).
 type Sink interface {
 	Open(ctx context.Context) error
 	Write(ctx context.Context, batch []record.Record) error
@@ -32,7 +55,13 @@ type Sink interface {
 //   - Restore is called after Open, before the first Write. It returns the
 //     last committed checkpoint, or nil when there is none.
 //   - FlushCheckpoint replaces Flush: it makes everything written so far and
-//     cp durable atomically.
+//     cp durable atomically. It is the only call that may make records
+//     visible to a reader that trusts the checkpoint (a read_committed Kafka
+//     consumer, a PostgreSQL reader of committed rows) beyond what an earlier
+//     checkpoint covered, except where the sink's storage is idempotent per
+//     record (PostgreSQL's unique (topic, partition, offset)).
+//   - Close never commits: an open transaction is aborted, buffered rows
+//     are dropped.
 type CheckpointSink interface {
 	Sink
 	Restore(ctx context.Context) (*record.Checkpoint, error)
@@ -51,4 +80,13 @@ type SourceOffsetCommitter interface {
 // tests and migrations.
 type Purger interface {
 	Purge(ctx context.Context) error
+}
+
+// RetryReporter is implemented by sinks that retry inside a call (the HTTP
+// bulk sink retries each request on 429 and 5xx). Run's sink goroutine
+// calls ReportRetries once, before the first Write; the sink then calls
+// hook before each wait (from any goroutine), and the engine logs it at
+// warn with the sink's name, rate-limited.
+type RetryReporter interface {
+	ReportRetries(hook func(attempt int, err error, wait time.Duration))
 }

@@ -2,15 +2,13 @@ package signalbox
 
 import (
 	"context"
-	"reflect"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/sinks/retry"
+	"github.com/signalbox/signalbox/retry"
 )
 
 // The bucket bounds of the sink histograms.
@@ -88,21 +86,11 @@ func instrument(sinks []Sink, dead Sink, delay time.Duration, live *atomic.Int64
 	return out, dead, meters
 }
 
-// sinkName is the name of the package that defines s's type, e.g. "jsonl".
-func sinkName(s Sink) string {
-	t := reflect.TypeOf(s)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	p := t.PkgPath()
-	if p == "" {
-		return "sink"
-	}
-	return p[strings.LastIndexByte(p, '/')+1:]
-}
-
 // Unwrap returns the sink the meter wraps.
 func (m *meteredSink) Unwrap() Sink { return m.Sink }
+
+// Name is the wrapped sink's name, for the writer's logs and reasons.
+func (m *meteredSink) Name() string { return sinkName(m.Sink) }
 
 func (m *meteredSink) Write(ctx context.Context, batch []record.Record) error {
 	start := m.now()
@@ -166,10 +154,15 @@ func (m *meteredSink) timed(h *Histogram, call func() error) error {
 	return err
 }
 
-// count counts err; it reports whether err is not nil. m.mu is held.
+// count counts err: the records it rejects, or a failed call (retryable or
+// not); it reports whether err is not nil. m.mu is held.
 func (m *meteredSink) count(err error) bool {
 	if err == nil {
 		return false
+	}
+	if rej := retry.AsRejected(err); rej != nil {
+		m.st.Rejected += int64(len(rej.Rejections)) // bad records, not a failing sink
+		return true
 	}
 	m.st.Errors++
 	if retry.IsRetryable(err) {

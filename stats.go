@@ -162,6 +162,9 @@ type SinkStats struct {
 	// Errors counts failed calls; Retries the failed calls whose error was
 	// retryable (each is retried with backoff, consumption paused).
 	Errors, Retries int64
+	// Rejected counts the records the sink refused as bad data
+	// (retry.RejectedError): they go to the dead-letter sink.
+	Rejected int64
 	// WriteSeconds and FlushSeconds are the latency of Write and of Flush
 	// (FlushCheckpoint for the checkpoint sink); BatchRecords the records
 	// per Write.

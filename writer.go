@@ -3,74 +3,100 @@ package signalbox
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/sinks/retry"
+	"github.com/signalbox/signalbox/retry"
 )
+
+// retryLogEvery is the rate limit of the retry warnings: per sink, the
+// first retry is logged at once, later ones at most once per interval, with
+// the number left out in between.
+const retryLogEvery = 10 * time.Second
 
 // write is the sink goroutine: it writes each out batch to every sink in
 // order, and on a checkpoint flushes the dead-letter sink, then the sinks
 // (storing the checkpoint with the data where a sink can), then commits the
 // checkpoint's Low offsets to the source. A record's offset is therefore
-// committed only after every sink has acknowledged it.
+// committed only after every sink has acknowledged it, or has rejected it
+// and the dead-letter sink has acknowledged it.
 func (r *run) write(ctx context.Context) {
-	cfg := r.cfg
-	policy := retry.Policy{OnRetry: func(attempt int, err error, wait time.Duration) {
-		cfg.logger.Warn("sink busy: retrying, consumption paused meanwhile", zap.Int("attempt", attempt), zap.Duration("wait", wait), zap.Error(err))
-	}}
+	w := &writer{r: r, log: &retryLog{logger: r.cfg.logger, every: retryLogEvery, now: time.Now}}
+	for _, s := range w.all() {
+		if rr, ok := s.(RetryReporter); ok {
+			rr.ReportRetries(w.log.hook(sinkName(s)))
+		}
+	}
 	failed := false
 	for o := range r.outs {
 		if failed {
 			continue // drain so the engine never blocks; nothing more is written
 		}
-		if err := r.writeOne(ctx, policy, o); err != nil {
+		if err := w.writeOne(ctx, o); err != nil {
 			failed = true
 			r.errs <- err
 		}
 	}
 }
 
-func (r *run) writeOne(ctx context.Context, policy retry.Policy, o *out) error {
-	cfg := r.cfg
+// writer is the sink goroutine's state.
+type writer struct {
+	r   *run
+	log *retryLog
+}
+
+func (w *writer) all() []Sink {
+	if w.r.cfg.deadLetter == nil {
+		return w.r.cfg.sinks
+	}
+	return append(w.r.cfg.sinks[:len(w.r.cfg.sinks):len(w.r.cfg.sinks)], w.r.cfg.deadLetter)
+}
+
+func (w *writer) writeOne(ctx context.Context, o *out) error {
+	r, cfg := w.r, w.r.cfg
 	if len(o.dead) > 0 {
-		if err := policy.Do(ctx, func(ctx context.Context) error { return cfg.deadLetter.Write(ctx, o.dead) }); err != nil {
-			return fmt.Errorf("signalbox: dead-letter sink: %w", err)
+		if err := w.toDeadLetter(ctx, "write", o.dead, cfg.deadLetter.Write); err != nil {
+			return err
 		}
 	}
 	if len(o.records) > 0 {
 		for _, s := range cfg.sinks {
-			if err := policy.Do(ctx, func(ctx context.Context) error { return s.Write(ctx, o.records) }); err != nil {
-				return fmt.Errorf("signalbox: sink write: %w", err)
+			if err := w.deliver(ctx, s, "write", o.records, s.Write); err != nil {
+				return err
 			}
 		}
 	}
 	if o.cp == nil {
 		if o.flush {
-			return r.flushAtLeastOnce(ctx, policy)
+			// Idle flush (WithFlushLinger): the at-least-once sinks make
+			// what they hold visible; nothing is committed.
+			if err := w.flushDeadLetter(ctx); err != nil {
+				return err
+			}
+			return w.flushPlain(ctx)
 		}
 		return nil
 	}
-	if cfg.deadLetter != nil {
-		if err := policy.Do(ctx, cfg.deadLetter.Flush); err != nil {
-			return fmt.Errorf("signalbox: dead-letter flush: %w", err)
-		}
+	// The dead-letter sink first: no checkpoint may cover a dead record it
+	// has not acknowledged. Records a sink rejects below are flushed to it
+	// before that sink's call is repeated.
+	if err := w.flushDeadLetter(ctx); err != nil {
+		return err
 	}
 	// Plain sinks first, the checkpoint sink last: its checkpoint must never
-	// cover a record another sink has not acknowledged.
-	for _, s := range cfg.sinks {
-		if _, ok := s.(CheckpointSink); ok {
-			continue
-		}
-		if err := policy.Do(ctx, s.Flush); err != nil {
-			return fmt.Errorf("signalbox: sink flush: %w", err)
-		}
+	// cover a record another sink has not acknowledged (or rejected, and the
+	// dead-letter sink acknowledged).
+	if err := w.flushPlain(ctx); err != nil {
+		return err
 	}
 	if cs := cfg.checkpointSink(); cs != nil {
-		if err := policy.Do(ctx, func(ctx context.Context) error { return cs.FlushCheckpoint(ctx, *o.cp) }); err != nil {
-			return fmt.Errorf("signalbox: sink flush: %w", err)
+		if err := w.deliver(ctx, cs, "checkpoint", nil, func(ctx context.Context, _ []record.Record) error { return cs.FlushCheckpoint(ctx, *o.cp) }); err != nil {
+			return err
 		}
 	}
 	if !o.noCommit {
@@ -86,24 +112,195 @@ func (r *run) writeOne(ctx context.Context, policy retry.Policy, o *out) error {
 	return nil
 }
 
-// flushAtLeastOnce flushes the sinks whose records become visible on Flush
-// (every sink that is not a CheckpointSink, and the dead-letter sink), so
-// that readers see released records within the flush linger. Nothing is
-// committed: commits follow checkpoints only.
-func (r *run) flushAtLeastOnce(ctx context.Context, policy retry.Policy) error {
-	sinks := r.cfg.sinks
-	if r.cfg.deadLetter != nil {
-		sinks = append(sinks[:len(sinks):len(sinks)], r.cfg.deadLetter)
-	}
-	for _, s := range sinks {
+// flushPlain flushes every sink that is not a CheckpointSink: what they
+// hold becomes visible, and acknowledged. A CheckpointSink is flushed only
+// with a checkpoint (its transaction commits with it).
+func (w *writer) flushPlain(ctx context.Context) error {
+	for _, s := range w.r.cfg.sinks {
 		if _, ok := s.(CheckpointSink); ok {
 			continue
 		}
-		if err := policy.Do(ctx, s.Flush); err != nil {
-			return fmt.Errorf("signalbox: sink flush: %w", err)
+		if err := w.deliver(ctx, s, "flush", nil, func(ctx context.Context, _ []record.Record) error { return s.Flush(ctx) }); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// retry runs one call on s under the retry policy, logging each retry.
+func (w *writer) retry(ctx context.Context, s Sink, fn func(context.Context) error) error {
+	return retry.Policy{OnRetry: w.log.hook(sinkName(s))}.Do(ctx, fn)
+}
+
+// deliver runs call(batch) on s under the retry policy. When the sink
+// rejects records (retry.RejectedError), deliver dead-letters them — written
+// and flushed, so that no later commit can pass them — and repeats the call
+// without them. Without a dead-letter sink a rejection is fatal
+// (ErrNoDeadLetter). what names the call in errors.
+func (w *writer) deliver(ctx context.Context, s Sink, what string, batch []record.Record, call func(context.Context, []record.Record) error) error {
+	return w.call(ctx, s, "sink "+sinkName(s)+": "+what, batch, call, func(rej *retry.RejectedError) error { return w.deadLetter(ctx, s, rej) })
+}
+
+// call runs fn(batch) on s under the retry policy, hands what s rejects to
+// onReject and repeats fn without it. label prefixes s's own errors.
+func (w *writer) call(ctx context.Context, s Sink, label string, batch []record.Record,
+	fn func(context.Context, []record.Record) error, onReject func(*retry.RejectedError) error) error {
+	for {
+		err := w.retry(ctx, s, func(ctx context.Context) error { return fn(ctx, batch) })
+		rej := retry.AsRejected(err)
+		if rej == nil {
+			if err != nil {
+				return fmt.Errorf("signalbox: %s: %w", label, err)
+			}
+			return nil
+		}
+		if err := onReject(rej); err != nil {
+			return err
+		}
+		batch = without(batch, rej.Rejections)
+	}
+}
+
+// deadLetter hands records a sink rejected to the dead-letter sink, each
+// with the sink's reason, and flushes it.
+func (w *writer) deadLetter(ctx context.Context, s Sink, rej *retry.RejectedError) error {
+	r, dl := w.r, w.r.cfg.deadLetter
+	if dl == nil {
+		rj := &rej.Rejections[0]
+		return fmt.Errorf("%w: %s/%d@%d: sink %s: %s", ErrNoDeadLetter, rj.Record.Topic, rj.Record.Partition, rj.Record.Offset, sinkName(s), rj.Reason)
+	}
+	dead := make([]record.Record, len(rej.Rejections))
+	for i, rj := range rej.Rejections {
+		reason := "sink " + sinkName(s) + ": " + rj.Reason
+		d := rj.Record
+		d.Headers = append(d.Headers[:len(d.Headers):len(d.Headers)], record.Header{Key: record.ReasonHeader, Value: []byte(reason)})
+		dead[i] = d
+	}
+	if err := w.toDeadLetter(ctx, "write", dead, dl.Write); err != nil {
+		return err
+	}
+	if err := w.flushDeadLetter(ctx); err != nil {
+		return err
+	}
+	r.sinkDead.Add(int64(len(dead)))
+	for _, d := range dead {
+		reason, _ := lastHeader(&d, record.ReasonHeader)
+		r.acks <- Event{Kind: EventDead, Partition: record.TopicPartition{Topic: d.Topic, Partition: d.Partition}, Offset: d.Offset, Reason: reason}
+	}
+	return nil
+}
+
+func (w *writer) flushDeadLetter(ctx context.Context) error {
+	dl := w.r.cfg.deadLetter
+	if dl == nil {
+		return nil
+	}
+	return w.toDeadLetter(ctx, "flush", nil, func(ctx context.Context, _ []record.Record) error { return dl.Flush(ctx) })
+}
+
+// toDeadLetter runs call(batch) on the dead-letter sink under the retry
+// policy. A record the dead-letter sink rejects in turn has nowhere left to
+// go, and stopping would stop every rerun on it again: it is dropped and
+// logged at error with its coordinates and both reasons, and the call is
+// repeated without it.
+func (w *writer) toDeadLetter(ctx context.Context, what string, batch []record.Record, call func(context.Context, []record.Record) error) error {
+	dl := w.r.cfg.deadLetter
+	return w.call(ctx, dl, "dead-letter sink "+sinkName(dl)+": "+what, batch, call, func(rej *retry.RejectedError) error {
+		for _, rj := range rej.Rejections {
+			reason, _ := lastHeader(&rj.Record, record.ReasonHeader)
+			w.r.cfg.logger.Error("the dead-letter sink rejected a record: dropped", zap.String("topic", rj.Record.Topic),
+				zap.Int32("partition", rj.Record.Partition), zap.Int64("offset", rj.Record.Offset),
+				zap.String("reason", reason), zap.String("dead_letter_reason", rj.Reason))
+		}
+		return nil
+	})
+}
+
+// without returns batch minus the rejected records (matched by topic,
+// partition and offset), in order, without touching batch.
+func without(batch []record.Record, rej []retry.Rejection) []record.Record {
+	if len(batch) == 0 {
+		return batch
+	}
+	gone := make(map[record.TopicPartition]map[int64]bool, 1)
+	for i := range rej {
+		tp := record.TopicPartition{Topic: rej[i].Record.Topic, Partition: rej[i].Record.Partition}
+		if gone[tp] == nil {
+			gone[tp] = map[int64]bool{}
+		}
+		gone[tp][rej[i].Record.Offset] = true
+	}
+	out := make([]record.Record, 0, len(batch))
+	for i := range batch {
+		if !gone[record.TopicPartition{Topic: batch[i].Topic, Partition: batch[i].Partition}][batch[i].Offset] {
+			out = append(out, batch[i])
+		}
+	}
+	return out
+}
+
+func lastHeader(r *record.Record, key string) (string, bool) {
+	for i := len(r.Headers) - 1; i >= 0; i-- {
+		if r.Headers[i].Key == key {
+			return string(r.Headers[i].Value), true
+		}
+	}
+	return "", false
+}
+
+// sinkName names a sink in logs and reasons: its Name method when it has
+// one, else its package ("jsonl", "postgres", "bulk", "kafka").
+func sinkName(s Sink) string {
+	if n, ok := s.(interface{ Name() string }); ok {
+		return n.Name()
+	}
+	v := reflect.ValueOf(s)
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		v = v.Elem()
+	}
+	t := v.Type()
+	// A wrapper that embeds the sink it wraps is named after that sink.
+	if t.Kind() == reflect.Struct && t.NumField() == 1 && t.Field(0).Anonymous && t.Field(0).IsExported() {
+		if inner, ok := v.Field(0).Interface().(Sink); ok && inner != nil {
+			return sinkName(inner)
+		}
+	}
+	if p := t.PkgPath(); p != "" {
+		return p[strings.LastIndexByte(p, '/')+1:]
+	}
+	return t.String()
+}
+
+// retryLog writes the retry warnings, rate-limited per sink.
+type retryLog struct {
+	logger *zap.Logger
+	every  time.Duration
+	now    func() time.Time
+	mu     sync.Mutex
+	last   map[string]time.Time
+	quiet  map[string]int // retries not logged since the last line
+}
+
+// hook returns the retry.Policy.OnRetry of one sink. It is safe for
+// concurrent use (a sink may retry on its own goroutine).
+func (l *retryLog) hook(sink string) func(attempt int, err error, wait time.Duration) {
+	return func(attempt int, err error, wait time.Duration) {
+		now := l.now()
+		l.mu.Lock()
+		if l.last == nil {
+			l.last, l.quiet = map[string]time.Time{}, map[string]int{}
+		}
+		if t, ok := l.last[sink]; ok && now.Sub(t) < l.every {
+			l.quiet[sink]++
+			l.mu.Unlock()
+			return
+		}
+		quiet := l.quiet[sink]
+		l.last[sink], l.quiet[sink] = now, 0
+		l.mu.Unlock()
+		l.logger.Warn("sink retry: consumption paused meanwhile", zap.String("sink", sink), zap.Int("attempt", attempt),
+			zap.Duration("wait", wait), zap.Error(err), zap.Int("retries_not_logged", quiet))
+	}
 }
 
 // commit commits every partition's Low offset of cp to the source. A failed

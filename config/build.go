@@ -11,10 +11,6 @@ import (
 	"github.com/signalbox/signalbox/sources/kafka"
 )
 
-// pebbleAvailable says whether this build can keep parked records in
-// pebble (the `state` section).
-const pebbleAvailable = true
-
 // Plan is what Build makes of a Job: the Kafka source configuration and the
 // pipeline options, sinks included.
 type Plan struct {
@@ -34,18 +30,29 @@ type Plan struct {
 	Sinks []signalbox.Sink
 }
 
-// connection is how the job reaches its cluster: brokers, client id, TLS and
-// SASL, with the password read from its environment variable.
-func (j *Job) connection() (kafka.Config, error) {
+// kafkaConfig is the source configuration the job describes, without the
+// password (see connection) and the logger.
+func (j *Job) kafkaConfig() kafka.Config {
 	k := kafka.Config{
 		Brokers:  j.Brokers,
 		ClientID: j.ClientID,
+		Group:    j.Group, Start: j.Start, Isolation: j.Isolation,
 		TLS: kafka.TLS{
 			Enable: j.TLS.Enabled, CAFile: j.TLS.CAFile, CertFile: j.TLS.CertFile,
 			KeyFile: j.TLS.KeyFile, InsecureSkipVerify: j.TLS.InsecureSkipVerify,
 		},
 		SASL: kafka.SASL{Mechanism: j.SASL.Mechanism, User: j.SASL.User},
 	}
+	for _, in := range j.Inputs {
+		k.Topics = append(k.Topics, in.Topic)
+	}
+	return k
+}
+
+// connection is how the job reaches its cluster: brokers, client id, TLS and
+// SASL, with the password read from its environment variable.
+func (j *Job) connection() (kafka.Config, error) {
+	k := j.kafkaConfig()
 	if name := j.SASL.PasswordEnv; name != "" {
 		k.SASL.Password = os.Getenv(name)
 		if k.SASL.Password == "" {
@@ -71,14 +78,10 @@ func (j *Job) Build(log *zap.Logger) (*Plan, error) {
 	if p.Kafka, err = j.connection(); err != nil {
 		return nil, err
 	}
-	p.Kafka.Group, p.Kafka.Start, p.Kafka.Isolation, p.Kafka.Logger = j.Group, j.Start, j.Isolation, log
+	p.Kafka.Logger = log
 	inputs := make([]signalbox.Input, len(j.Inputs))
 	for i, in := range j.Inputs {
-		p.Kafka.Topics = append(p.Kafka.Topics, in.Topic)
-		inputs[i] = signalbox.Input{
-			Topic: in.Topic, Time: signalbox.TimeSource(in.Time), TimeField: in.TimeField,
-			TimeFormat: signalbox.TimeFormat(in.TimeFormat), Key: signalbox.KeySource(in.Key), KeyField: in.KeyField,
-		}
+		inputs[i] = in.library()
 	}
 	delay, _ := time.ParseDuration(orZero(j.Delay))
 	checkpoint, _ := time.ParseDuration(orZero(j.CheckpointInterval))

@@ -1,12 +1,17 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // minimal is a valid job whose last section is inputs, so that a test can
@@ -72,7 +77,8 @@ func TestValidationErrors(t *testing.T) {
 		{"sasl user", minimal + "sasl: {mechanism: PLAIN, password_env: P}", "sasl.user: required with mechanism PLAIN"},
 		{"sasl password_env", minimal + "sasl: {mechanism: PLAIN, user: u}", "sasl.password_env: required with mechanism PLAIN"},
 		{"sasl secret inline", minimal + "sasl: {mechanism: PLAIN, user: u, password_env: 'hunter 2'}", "sasl.password_env: must be the NAME of an environment variable"},
-		{"sasl no mechanism", minimal + "sasl: {user: u}", "sasl.mechanism: required when user or password_env is set"},
+		{"sasl password as name", minimal + "sasl: {mechanism: PLAIN, user: u, password_env: Tr0ub4dor}", "sasl.password_env: must be the NAME of an environment variable"},
+		{"sasl no mechanism", minimal + "sasl: {user: u}", "sasl.mechanism: required when user or password is set"},
 		{"no inputs", "brokers: [h:1]\nsinks: [{type: jsonl}]", "inputs: at least one input is required"},
 		{"input topic", minimal + "  - time: none", "inputs[1].topic: required"},
 		{"duplicate topic", minimal + "  - topic: a", `inputs[1].topic: "a" is already declared by inputs[0]`},
@@ -82,6 +88,7 @@ func TestValidationErrors(t *testing.T) {
 		{"time_field header", minimal + "  - {topic: b, time: header}", "inputs[1].time_field: required when time is header"},
 		{"time_field unused", minimal + "  - {topic: b, time_field: ts}", "inputs[1].time_field: only used when time is field or header"},
 		{"time_format", minimal + "  - {topic: b, time: field, time_field: ts, time_format: iso}", `inputs[1].time_format: "iso" is not one of auto`},
+		{"time_format with timestamp", minimal + "  - {topic: b, time_format: unix_s}", "inputs[1].time_format: only used when time is field or header (line 7)"},
 		{"time_format unused", minimal + "  - {topic: b, time: none, time_format: unix_s}", "inputs[1].time_format: only used when time is field or header"},
 		{"key", minimal + "  - {topic: b, key: value}", `inputs[1].key: "value" is not one of key, field`},
 		{"key_field missing", minimal + "  - {topic: b, key: field}", "inputs[1].key_field: required when key is field"},
@@ -116,7 +123,7 @@ func TestValidationErrors(t *testing.T) {
 		{"kafka field", withSink("{type: kafka, topic: o, table: t}"), "sinks[1].table: not a field of a kafka sink (its fields: brokers, topic, transactional_id, group)"},
 		{"kafka dead-letter group", minimal + "dead_letter: {type: kafka, topic: dl, transactional_id: t, group: g}", "dead_letter.group: not used by a dead-letter sink"},
 		{"postgres dsn_env", withSink("type: postgres"), "sinks[1].dsn_env: required for a postgres sink"},
-		{"postgres dsn inline", withSink("{type: postgres, dsn_env: 'postgres://u:secret@h/db'}"), "sinks[1].dsn_env: must be the NAME of an environment variable, not its value"},
+		{"postgres dsn inline", withSink("{type: postgres, dsn_env: 'postgres://u:secret@h/db'}"), "sinks[1].dsn_env: must be the NAME of an environment variable"},
 		{"postgres table", withSink("{type: postgres, dsn_env: PG, table: Records}"), `sinks[1].table: "Records" is not a lower-case table name`},
 		{"postgres table long", withSink("{type: postgres, dsn_env: PG, table: ops." + strings.Repeat("t", 53) + "}"), "is longer than 52 bytes"},
 		{"postgres value_type", withSink("{type: postgres, dsn_env: PG, value_type: xml}"), `sinks[1].value_type: "xml" is not one of jsonb, text`},
@@ -128,7 +135,13 @@ func TestValidationErrors(t *testing.T) {
 		{"state memory zero", minimal + "state: {memory: 0MiB}", "state.memory: 0MiB must be positive"},
 		{"checkpoint zero", minimal + "checkpoint_interval: 0s", "checkpoint_interval: 0s must be positive"},
 		{"batch size", minimal + "batch_size: -5", "batch_size: -5 is negative"},
-		{"batch size type", minimal + "batch_size: many", "batch_size: cannot unmarshal"},
+		{"batch size type", minimal + "batch_size: many", `batch_size: want an integer, got "many" (line 7)`},
+		{"bool type", minimal + "tls: {enabled: maybe}", `tls.enabled: want true or false, got "maybe" (line 7)`},
+		{"string type", minimal + "group: [a, b]", "group: want a single value (a string), got a list (line 7)"},
+		{"mapping type", minimal + "tls: yes", `tls: want a mapping of keys to values, got "yes" (line 7)`},
+		{"list type", "brokers: h:1\n" + rest("brokers"), `brokers: want a list, got "h:1" (line 1)`},
+		{"unknown key in merge", minimal + "base: &b {tiem: none}\n", "base: unknown field (line 7)"},
+		{"unknown key in a merged mapping", "x: &x {tiem: none}\n" + minimal + "  - {<<: *x, topic: b}", "tiem: unknown field (line 1)"},
 		{"unknown key", minimal + "delai: 2s", `delai: unknown field (line 7)`},
 		{"unknown nested key", minimal + "  - {topic: b, tiem: none}", "inputs[1].tiem: unknown field"},
 		{"not yaml", "brokers: [", "did not find expected"},
@@ -293,6 +306,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("brokers: [\n"))
 	f.Add([]byte(minimal + "state: {memory: 1.5GiB}\ninputs: &a [*a]"))
 	f.Add([]byte("sinks: [{type: jsonl, buffer_size: 1e400k}]\ndead_letter: {type: kafka}"))
+	f.Add([]byte("x: &x {topic: a, time: none}\ninputs: [{<<: *x, key: field}, *x]\nbatch_size: 0x10\nsasl: ~\ntls: {enabled: yes}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		j, err := Parse(data)
 		if j == nil {
@@ -300,6 +314,18 @@ func FuzzParse(f *testing.F) {
 				t.Fatal("nil job without an error")
 			}
 			return
+		}
+		if err == nil { // the node walk agrees with yaml.v3's own strict decoding
+			var want Job
+			dec := yaml.NewDecoder(bytes.NewReader(data))
+			dec.KnownFields(true)
+			if derr := dec.Decode(&want); derr != nil && !errors.Is(derr, io.EOF) {
+				t.Fatalf("Parse accepted what yaml.v3 rejects: %v", derr)
+			}
+			want.lines = j.lines
+			if !reflect.DeepEqual(*j, want) {
+				t.Fatalf("Parse = %+v\nyaml.v3 = %+v", *j, want)
+			}
 		}
 		if err == nil && j.Validate() == nil {
 			if _, err := j.Build(nil); err != nil {
@@ -323,6 +349,67 @@ func TestAdminAddr(t *testing.T) {
 		p := problems(t, minimal+fmt.Sprintf("admin: {addr: %q}\n", addr))
 		if want == "" && len(p) != 0 || want != "" && (len(p) != 1 || !strings.HasPrefix(p[0], want)) {
 			t.Errorf("admin.addr %q: problems %q, want %q", addr, p, want)
+		}
+	}
+}
+
+func TestParseMergeAndAlias(t *testing.T) {
+	j, err := Parse([]byte(`
+defaults: &in {time: field, time_field: ts, key: field, key_field: id}
+brokers: &b [h:1]
+inputs:
+  - {<<: *in, topic: a}
+  - {<<: *in, topic: b, time_field: meta.ts}
+sinks: [{type: kafka, topic: o, brokers: *b}]
+`))
+	if err == nil || !strings.Contains(err.Error(), "defaults: unknown field (line 2)") || strings.Count(err.Error(), "\n") != 0 {
+		t.Fatalf("want only defaults reported unknown, got %v", err)
+	}
+	if in := j.Inputs[0]; in.Topic != "a" || in.Time != "field" || in.TimeField != "ts" || in.KeyField != "id" {
+		t.Errorf("inputs[0] = %+v", in)
+	}
+	if in := j.Inputs[1]; in.Topic != "b" || in.TimeField != "meta.ts" {
+		t.Errorf("inputs[1] = %+v: the mapping's own key must override the merged one", in)
+	}
+	if len(j.Sinks) != 1 || strings.Join(j.Sinks[0].Brokers, ",") != "h:1" {
+		t.Errorf("sinks = %+v", j.Sinks)
+	}
+	if j.lines["inputs[1].time_field"] != 6 {
+		t.Errorf("line of inputs[1].time_field = %d, want 6", j.lines["inputs[1].time_field"])
+	}
+}
+
+// TestLoadRefusesAHugeFile: a file beyond MaxJobSize is refused before it is
+// parsed (issue 10: `validate` on a 10 MB YAML took 5 s and 547 MB).
+func TestLoadRefusesAHugeFile(t *testing.T) {
+	path := t.TempDir() + "/huge.yaml"
+	doc := minimal + strings.Repeat("  - {topic: t, time: none}\n", MaxJobSize/27+1)
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j, err := Load(path)
+	if j != nil || err == nil || !strings.Contains(err.Error(), "a job file is at most 1048576 bytes") {
+		t.Fatalf("Load of a %d-byte file = %v, %v", len(doc), j, err)
+	}
+}
+
+// TestSecretLikeNamesRefused: a *_env field that holds what looks like the
+// secret itself is refused, and no message repeats it (issue 10: a password
+// in password_env was accepted, then printed in the "unset" error).
+func TestSecretLikeNamesRefused(t *testing.T) {
+	const secret = "Tr0ub4dor"
+	for field, doc := range map[string]string{
+		"sasl.password_env":   minimal + "sasl: {mechanism: PLAIN, user: u, password_env: " + secret + "}",
+		"sinks[1].auth_env":   withSink("{type: bulk, url: 'http://h', index: i, auth_env: " + secret + "}"),
+		"sinks[1].dsn_env":    withSink("{type: postgres, dsn_env: " + secret + "}"),
+		"dead_letter.dsn_env": minimal + "dead_letter: {type: postgres, dsn_env: " + secret + "}",
+	} {
+		got := strings.Join(problems(t, doc), "\n")
+		if !strings.Contains(got, field+": must be the NAME of an environment variable") {
+			t.Errorf("%s: problems %q", field, got)
+		}
+		if strings.Contains(got, secret) {
+			t.Errorf("%s: a problem repeats the value: %q", field, got)
 		}
 	}
 }

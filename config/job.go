@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
-	"strconv"
+	"reflect"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -162,9 +161,19 @@ func (es Errors) err() error {
 	return es
 }
 
+// MaxJobSize bounds a job file. A real job is a few kilobytes; the bound
+// keeps `validate` and `run` fast and small on a file that is not a job at
+// all (a 10 MB YAML would otherwise take seconds and hundreds of MB to parse).
+const MaxJobSize = 1 << 20
+
 // Load reads and parses the job file at path. See Parse.
 func Load(path string) (*Job, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxJobSize+1))
 	if err != nil {
 		return nil, err
 	}
@@ -172,107 +181,36 @@ func Load(path string) (*Job, error) {
 }
 
 // Parse decodes a job file. Unknown keys and values of the wrong type come
-// back as Errors, together with the job decoded from everything else, so
-// that Validate can report the rest; a job is nil only when the document is
-// not YAML at all (or holds more than one document).
+// back as Errors, each with its YAML path and line, together with the job
+// decoded from everything else, so that Validate can report the rest; a job
+// is nil only when the document is not YAML at all, holds more than one
+// document, or is larger than MaxJobSize.
+//
+// The document is parsed once into a yaml.Node tree and decoded by walking
+// it against the yaml tags of Job (decode.go), so that every problem is
+// found on the node it is about, never by reading the text of yaml.v3's
+// error messages.
 func Parse(data []byte) (*Job, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, Errors{{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
+	if len(data) > MaxJobSize {
+		return nil, Errors{{Msg: fmt.Sprintf("a job file is at most %d bytes (1 MiB); this one is larger", MaxJobSize)}}
 	}
-	j := &Job{lines: map[string]int{}}
-	keys := indexLines(&root, j.lines)
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	err := dec.Decode(j)
-	if errors.Is(err, io.EOF) {
-		err = nil // an empty file: every field takes its default
-	}
-	var te *yaml.TypeError
-	switch {
-	case err == nil:
-	case errors.As(err, &te):
-		es := make(Errors, 0, len(te.Errors))
-		for _, msg := range te.Errors {
-			es = append(es, decodeError(msg, keys))
-		}
-		return j, es
-	default:
+	var root yaml.Node
+	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
 		return nil, Errors{{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
 	}
 	var extra yaml.Node
-	if dec.Decode(&extra) == nil {
+	if err := dec.Decode(&extra); err == nil {
 		return nil, Errors{{Line: extra.Line, Msg: "a job file holds one YAML document"}}
+	} else if !errors.Is(err, io.EOF) {
+		return nil, Errors{{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
 	}
-	return j, nil
-}
-
-var (
-	unknownRE = regexp.MustCompile(`^line (\d+): field (.+) not found in type`)
-	lineRE    = regexp.MustCompile(`^line (\d+): (.*)$`)
-)
-
-// decodeError turns one yaml.v3 decode message into a FieldError with the
-// YAML path of the key it is about.
-func decodeError(msg string, keys map[keyAt]string) *FieldError {
-	if m := unknownRE.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		path := keys[keyAt{line, m[2]}]
-		if path == "" {
-			path = m[2]
-		}
-		return &FieldError{Path: path, Line: line, Msg: "unknown field"}
+	j := &Job{lines: map[string]int{}}
+	d := &nodeDecoder{lines: j.lines}
+	if len(root.Content) > 0 { // an empty file: every field takes its default
+		d.decode(root.Content[0], reflect.ValueOf(j).Elem(), "")
 	}
-	if m := lineRE.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		path := ""
-		for k, p := range keys { // the key whose value is on that line
-			if k.line == line && (path == "" || len(p) < len(path)) {
-				path = p
-			}
-		}
-		return &FieldError{Path: path, Line: line, Msg: m[2]}
-	}
-	return &FieldError{Msg: msg}
-}
-
-type keyAt struct {
-	line int
-	key  string
-}
-
-// indexLines records the line of every path in lines and returns, for each
-// mapping key, its path by (line, key).
-func indexLines(root *yaml.Node, lines map[string]int) map[keyAt]string {
-	keys := map[keyAt]string{}
-	var walk func(n *yaml.Node, path string)
-	walk = func(n *yaml.Node, path string) {
-		switch n.Kind {
-		case yaml.DocumentNode:
-			for _, c := range n.Content {
-				walk(c, path)
-			}
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k := n.Content[i]
-				p := k.Value
-				if path != "" {
-					p = path + "." + k.Value
-				}
-				lines[p] = k.Line
-				keys[keyAt{k.Line, k.Value}] = p
-				walk(n.Content[i+1], p)
-			}
-		case yaml.SequenceNode:
-			for i, c := range n.Content {
-				p := fmt.Sprintf("%s[%d]", path, i)
-				lines[p] = c.Line
-				walk(c, p)
-			}
-		}
-	}
-	walk(root, "")
-	return keys
+	return j, d.errs.err()
 }
 
 // LoadChecked is Load followed by Validate: it returns the job together with

@@ -19,6 +19,7 @@ import (
 	"github.com/signalbox/signalbox/sinks/jsonl"
 	kafkasink "github.com/signalbox/signalbox/sinks/kafka"
 	"github.com/signalbox/signalbox/sinks/postgres"
+	"github.com/signalbox/signalbox/sources/kafka"
 )
 
 // sinkKind validates and builds the sinks of one type.
@@ -127,8 +128,8 @@ func validateKafka(s *Sink, v *validator, p string) {
 		v.bad(p+".topic", "%q is not a Kafka topic name (letters, digits, '.', '_', '-'; at most 249)", s.Topic)
 	}
 	for i, b := range s.Brokers {
-		if !isHostPort(b) {
-			v.bad(fmt.Sprintf("%s.brokers[%d]", p, i), "%q is not host:port", b)
+		if err := kafka.CheckBroker(b); err != nil {
+			v.bad(fmt.Sprintf("%s.brokers[%d]", p, i), "%v", err)
 		}
 	}
 	if s.Group != "" && s.TransactionalID == "" {
@@ -145,16 +146,13 @@ var pgTableRE = regexp.MustCompile(`^([a-z_][a-z0-9_]*\.)?[a-z_][a-z0-9_]*$`)
 // 63-byte identifiers.
 const pgMaxTable = 63 - len("_checkpoint")
 
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 var valueTypeValues = []string{"jsonb", "text"}
 
 func validatePostgres(s *Sink, v *validator, p string) {
 	if s.DSNEnv == "" {
 		v.bad(p+".dsn_env", "required for a postgres sink: the NAME of the environment variable holding the connection string")
-	} else if !envNameRE.MatchString(s.DSNEnv) {
-		v.bad(p+".dsn_env", "must be the NAME of an environment variable, not its value")
 	}
+	v.envName(p+".dsn_env", s.DSNEnv)
 	if s.Table != "" {
 		name := s.Table[strings.LastIndex(s.Table, ".")+1:]
 		switch {
@@ -199,11 +197,6 @@ func (j *Job) validateSinkSet(v *validator) {
 			v.bad("dead_letter.group", "not used by a dead-letter sink: it stores no checkpoint")
 		}
 	}
-}
-
-func isHostPort(b string) bool {
-	host, port, ok := strings.Cut(b, ":")
-	return ok && host != "" && port != ""
 }
 
 // atLeastOnce hides the CheckpointSink methods of a sink that is not to

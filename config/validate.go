@@ -2,25 +2,19 @@ package config
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/internal/admin"
-	"github.com/signalbox/signalbox/internal/jsonfield"
+	"github.com/signalbox/signalbox/internal/fielderr"
 )
 
 // The accepted values of the enumerated fields; the first is the default.
 var (
-	startValues      = []string{"earliest", "latest"}
-	isolationValues  = []string{"read_committed", "read_uncommitted"}
-	mechanismValues  = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
-	timeValues       = []string{"timestamp", "field", "header", "none"}
-	timeFormatValues = []string{"auto", "unix_ms", "unix_s", "unix_us", "unix_ns", "rfc3339"}
-	keyValues        = []string{"key", "field"}
-	lateValues       = []string{"emit", "dead-letter", "drop"}
-	untilValues      = []string{"live", "end-offsets"}
-	sinkTypes        = []string{"jsonl", "kafka", "postgres", "bulk"}
+	sinkTypes = []string{"jsonl", "kafka", "postgres", "bulk"}
 )
 
 // validator collects FieldErrors.
@@ -42,6 +36,22 @@ func (v *validator) bad(path, format string, args ...any) {
 		p = p[:i]
 	}
 	v.errs = append(v.errs, &FieldError{Path: path, Line: line, Msg: fmt.Sprintf(format, args...)})
+}
+
+// fields records each field error of err (a library validator's verdict)
+// at its YAML path under prefix; any other error is recorded at prefix.
+func (v *validator) fields(prefix string, err error) {
+	fes := fielderr.All(err)
+	if err != nil && len(fes) == 0 {
+		v.bad(prefix, "%v", err)
+	}
+	for _, fe := range fes {
+		path := fe.Field
+		if prefix != "" {
+			path = prefix + "." + fe.Field
+		}
+		v.bad(path, "%s", fe.Msg)
+	}
 }
 
 // oneOf checks an enumerated field; "" is accepted as the default.
@@ -80,16 +90,18 @@ func (v *validator) size(path, val string) int64 {
 	return n
 }
 
-func (v *validator) fieldPath(path, val string) {
-	if _, err := jsonfield.ParsePath(val); err != nil {
-		v.bad(path, "%q is not a dotted JSON path such as meta.ts", val)
-	}
-}
+// envNameRE is the name of an environment variable that holds a secret:
+// upper-case letters, digits and underscores, as POSIX names the variables
+// of applications. A mixed-case value is refused because it is more likely
+// the secret itself than a name, and the error that the variable is unset
+// would then print it.
+var envNameRE = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
 
-// envName checks the name of an environment variable holding a secret.
+// envName checks the name of an environment variable holding a secret. The
+// message never repeats the value: it may be the secret.
 func (v *validator) envName(path, name string) {
-	if strings.ContainsAny(name, "= \t\n") {
-		v.bad(path, "must be the NAME of an environment variable, not its value")
+	if name != "" && !envNameRE.MatchString(name) {
+		v.bad(path, "must be the NAME of an environment variable (upper-case letters, digits and _, such as SIGNALBOX_SECRET), not its value")
 	}
 }
 
@@ -97,18 +109,7 @@ func (v *validator) envName(path, name string) {
 // nil. It reads no file and no environment variable: see Build.
 func (j *Job) Validate() error {
 	v := &validator{lines: j.lines}
-	if len(j.Brokers) == 0 {
-		v.bad("brokers", "at least one broker is required")
-	}
-	for i, b := range j.Brokers {
-		if host, port, ok := strings.Cut(b, ":"); !ok || host == "" || port == "" {
-			v.bad(fmt.Sprintf("brokers[%d]", i), "%q is not host:port", b)
-		}
-	}
-	v.oneOf("start", j.Start, startValues)
-	v.oneOf("isolation", j.Isolation, isolationValues)
-	j.validateTLS(v)
-	j.validateSASL(v)
+	j.validateConnection(v)
 	if len(j.Inputs) == 0 {
 		v.bad("inputs", "at least one input is required")
 	}
@@ -126,11 +127,11 @@ func (j *Job) Validate() error {
 	v.duration("align", j.Align, false)
 	v.duration("max_future", j.MaxFuture, false)
 	v.duration("flush_linger", j.FlushLinger, false)
-	v.oneOf("late", j.Late, lateValues)
+	v.fields("", signalbox.LatePolicy(j.Late).Validate())
 	if j.Late == "dead-letter" && j.DeadLetter == nil {
 		v.bad("dead_letter", "required when late is dead-letter")
 	}
-	v.oneOf("until", j.Until, untilValues)
+	v.fields("", signalbox.Until(j.Until).Validate())
 	if len(j.Sinks) == 0 {
 		v.bad("sinks", "at least one sink is required")
 	}
@@ -142,9 +143,6 @@ func (j *Job) Validate() error {
 	}
 	j.validateSinkSet(v)
 	v.size("state.memory", j.State.Memory)
-	if (j.State.Dir != "" || j.State.Memory != "") && !pebbleAvailable {
-		v.bad("state", "the pebble-backed parked store is not yet supported by this build; remove the state section")
-	}
 	v.duration("checkpoint_interval", j.CheckpointInterval, true)
 	if j.BatchSize < 0 {
 		v.bad("batch_size", "%d is negative", j.BatchSize)
@@ -157,71 +155,38 @@ func (j *Job) Validate() error {
 	return v.errs.err()
 }
 
-func (j *Job) validateTLS(v *validator) {
-	t := j.TLS
-	if !t.Enabled && (t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.InsecureSkipVerify) {
-		v.bad("tls.enabled", "TLS files or options are set but enabled is false")
+// validateConnection maps the Kafka source's verdict on the connection
+// (kafka.Config.Validate, the one copy of those rules) onto the job's YAML
+// paths, and checks what only the job file has: password_env. The topics
+// are the inputs', checked there.
+func (j *Job) validateConnection(v *validator) {
+	k := j.kafkaConfig()
+	if j.SASL.PasswordEnv != "" {
+		k.SASL.Password = "(read by Build)" // stands in for the secret
 	}
-	if t.CertFile != "" && t.KeyFile == "" {
-		v.bad("tls.key_file", "required with cert_file")
-	}
-	if t.KeyFile != "" && t.CertFile == "" {
-		v.bad("tls.cert_file", "required with key_file")
-	}
-}
-
-func (j *Job) validateSASL(v *validator) {
-	s := j.SASL
-	v.oneOf("sasl.mechanism", s.Mechanism, mechanismValues)
-	if s.Mechanism == "" {
-		if s.User != "" || s.PasswordEnv != "" {
-			v.bad("sasl.mechanism", "required when user or password_env is set")
+	k.EnsureDefaults()
+	for _, fe := range fielderr.All(k.Validate()) {
+		if !strings.HasPrefix(fe.Field, "topics") {
+			v.bad(fe.Field, "%s", fe.Msg)
 		}
-		return
 	}
-	if s.User == "" {
-		v.bad("sasl.user", "required with mechanism %s", s.Mechanism)
-	}
-	if s.PasswordEnv == "" {
+	if s := j.SASL; s.Mechanism != "" && s.PasswordEnv == "" {
 		v.bad("sasl.password_env", "required with mechanism %s: the name of the environment variable holding the password", s.Mechanism)
-	} else {
-		v.envName("sasl.password_env", s.PasswordEnv)
 	}
+	v.envName("sasl.password_env", j.SASL.PasswordEnv)
 }
 
+// validate maps the library's verdict on the input (signalbox.Input.Validate,
+// the one copy of the rules) onto the input's YAML paths.
 func (in Input) validate(v *validator, p string) {
-	if in.Topic == "" {
-		v.bad(p+".topic", "required")
-	}
-	v.oneOf(p+".time", in.Time, timeValues)
-	switch in.Time {
-	case "field":
-		if in.TimeField == "" {
-			v.bad(p+".time_field", "required when time is field")
-		} else {
-			v.fieldPath(p+".time_field", in.TimeField)
-		}
-	case "header":
-		if in.TimeField == "" {
-			v.bad(p+".time_field", "required when time is header (the header name)")
-		}
-	default:
-		if in.TimeField != "" {
-			v.bad(p+".time_field", "only used when time is field or header")
-		}
-		if in.TimeFormat != "" {
-			v.bad(p+".time_format", "only used when time is field or header")
-		}
-	}
-	v.oneOf(p+".time_format", in.TimeFormat, timeFormatValues)
-	v.oneOf(p+".key", in.Key, keyValues)
-	switch {
-	case in.Key == "field" && in.KeyField == "":
-		v.bad(p+".key_field", "required when key is field")
-	case in.Key == "field":
-		v.fieldPath(p+".key_field", in.KeyField)
-	case in.KeyField != "":
-		v.bad(p+".key_field", "only used when key is field")
+	v.fields(p, in.library().Validate())
+}
+
+// library is the signalbox.Input the job's input builds.
+func (in Input) library() signalbox.Input {
+	return signalbox.Input{
+		Topic: in.Topic, Time: signalbox.TimeSource(in.Time), TimeField: in.TimeField,
+		TimeFormat: signalbox.TimeFormat(in.TimeFormat), Key: signalbox.KeySource(in.Key), KeyField: in.KeyField,
 	}
 }
 

@@ -61,14 +61,15 @@ var (
 	dSpilled     = desc("spilled_records", "Parked records held only on disk (durable store).")
 	dStoreBytes  = desc("store_size_bytes", "Disk space of the durable parked store.")
 
-	dSinkRecords = desc("sink_records_total", "Records written to the sink.", sinkLabels...)
-	dSinkErrors  = desc("sink_errors_total", "Failed sink calls.", sinkLabels...)
-	dSinkRetries = desc("sink_retries_total", "Failed sink calls with a retryable error: each is retried with backoff while consumption pauses.", sinkLabels...)
-	dSinkWrite   = desc("sink_write_duration_seconds", "Latency of the sink's Write calls.", sinkLabels...)
-	dSinkFlush   = desc("sink_flush_duration_seconds", "Latency of the sink's Flush calls (FlushCheckpoint for the checkpoint sink).", sinkLabels...)
-	dSinkBatch   = desc("sink_batch_records", "Records per Write call.", sinkLabels...)
-	dOutOfOrder  = desc("out_of_order_records_total", "Ordering audit: records written with an event time below an earlier record of the same task. Stays 0 unless late records are emitted.", sinkLabels...)
-	dRelease     = desc("release_latency_beyond_delay_seconds", "Ordering audit: wall time when the sink took the record, minus its event time, minus the delay bound; records in order whose event time is after the end of the replay.", sinkLabels...)
+	dSinkRecords  = desc("sink_records_total", "Records written to the sink.", sinkLabels...)
+	dSinkErrors   = desc("sink_errors_total", "Failed sink calls.", sinkLabels...)
+	dSinkRetries  = desc("sink_retries_total", "Failed sink calls with a retryable error: each is retried with backoff while consumption pauses.", sinkLabels...)
+	dSinkRejected = desc("sink_rejected_records_total", "Records the sink refused as bad data; they go to the dead-letter sink.", sinkLabels...)
+	dSinkWrite    = desc("sink_write_duration_seconds", "Latency of the sink's Write calls.", sinkLabels...)
+	dSinkFlush    = desc("sink_flush_duration_seconds", "Latency of the sink's Flush calls (FlushCheckpoint for the checkpoint sink).", sinkLabels...)
+	dSinkBatch    = desc("sink_batch_records", "Records per Write call.", sinkLabels...)
+	dOutOfOrder   = desc("out_of_order_records_total", "Ordering audit: records written with an event time below an earlier record of the same task. Stays 0 unless late records are emitted.", sinkLabels...)
+	dRelease      = desc("release_latency_beyond_delay_seconds", "Ordering audit: wall time when the sink took the record, minus its event time, minus the delay bound; records in order whose event time is after the end of the replay.", sinkLabels...)
 
 	dCheckpoints   = desc("checkpoints_total", "Checkpoints taken and committed.")
 	dCheckpointDur = desc("checkpoint_duration_seconds", "Duration of a checkpoint, from taking it to committing its offsets.")
@@ -84,7 +85,7 @@ var all = []*prometheus.Desc{
 	dWatermark, dWatermarkLag, dTaskWatermark, dReplayDone, dRemaining, dETA,
 	dIn, dOut, dDead, dFiltered, dTimeless, dSkipped, dFuture, dLate, dLateness,
 	dParked, dParkedBytes, dSpilled, dStoreBytes,
-	dSinkRecords, dSinkErrors, dSinkRetries, dSinkWrite, dSinkFlush, dSinkBatch, dOutOfOrder, dRelease,
+	dSinkRecords, dSinkErrors, dSinkRetries, dSinkRejected, dSinkWrite, dSinkFlush, dSinkBatch, dOutOfOrder, dRelease,
 	dCheckpoints, dCheckpointDur, dCommits, dCommitFails, dRebalances, dSinksOpen, dPublished,
 }
 
@@ -139,6 +140,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		e.counter(dSinkRecords, k.Records, k.Name)
 		e.counter(dSinkErrors, k.Errors, k.Name)
 		e.counter(dSinkRetries, k.Retries, k.Name)
+		e.counter(dSinkRejected, k.Rejected, k.Name)
 		e.histogram(dSinkWrite, k.WriteSeconds, k.Name)
 		e.histogram(dSinkFlush, k.FlushSeconds, k.Name)
 		e.histogram(dSinkBatch, k.BatchRecords, k.Name)

@@ -1,32 +1,31 @@
 package watermark_test
 
 import (
-	"bufio"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/datadriven"
+
 	"github.com/signalbox/signalbox/catchup"
 	"github.com/signalbox/signalbox/watermark"
 )
 
-// rewrite regenerates the expected output of every transcript:
+// TestTranscripts replays testdata/*.txt with cockroachdb/datadriven, the
+// runner etcd-io/raft and pebble use. Each file is a timeline of commands,
+// each followed by "----" and the expected output, ended by a blank line;
+// lines starting with '#' are comments. Regenerate the expected output with
 //
 //	go test ./watermark -run TestTranscripts -rewrite
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt")
-
-// TestTranscripts replays testdata/*.txt. Each file is a timeline of
-// commands, each followed by "----" and the expected output, ended by a blank
-// line. Lines starting with '#' are comments. The interpreter drives a
-// catchup.Tracker and a watermark.Tracker together, the way the engine loop
-// does: every phase change becomes SetHolding, and after every command
-// staleness is applied (catchup Tick) and the watermark recomputed (Advance),
-// as the engine does after every fetch and on every timer tick.
+//
+// The interpreter drives a catchup.Tracker and a watermark.Tracker together,
+// the way the engine loop does: every phase change becomes SetHolding, and
+// after every command staleness is applied (catchup Tick) and the watermark
+// recomputed (Advance), as the engine does after every fetch and on every
+// timer tick.
 //
 // Commands (ids are input/partition; times are ms since the epoch):
 //
@@ -50,95 +49,13 @@ func TestTranscripts(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatal("no transcripts in testdata")
 	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runTranscript(t, f) })
-	}
-}
-
-// chunk is a piece of a transcript: a raw line (comment, blank), or a command
-// with its expected output.
-type chunk struct {
-	raw  string
-	line int
-	cmd  string
-	want []string
-	got  []string
-}
-
-func parseTranscript(t *testing.T, path string) []*chunk {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []*chunk
-	sc := bufio.NewScanner(f)
-	n := 0
-	next := func() (string, bool) {
-		if !sc.Scan() {
-			return "", false
-		}
-		n++
-		return sc.Text(), true
-	}
-	for {
-		l, ok := next()
-		if !ok {
-			break
-		}
-		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
-			out = append(out, &chunk{raw: l})
-			continue
-		}
-		c := &chunk{cmd: l, line: n}
-		if sep, ok := next(); !ok || sep != "----" {
-			t.Fatalf("%s:%d: command %q must be followed by ----", path, n, l)
-		}
-		for {
-			l, ok := next()
-			if !ok || strings.TrimSpace(l) == "" {
-				break
-			}
-			c.want = append(c.want, l)
-		}
-		out = append(out, c)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func runTranscript(t *testing.T, path string) {
-	chunks := parseTranscript(t, path)
-	m := newMachine(t)
-	for _, c := range chunks {
-		if c.cmd == "" {
-			continue
-		}
-		c.got = m.exec(fmt.Sprintf("%s:%d", path, c.line), c.cmd)
-		if !*rewrite && strings.Join(c.got, "\n") != strings.Join(c.want, "\n") {
-			t.Errorf("%s:%d: %s\n--- want\n%s\n--- got\n%s", path, c.line, c.cmd, strings.Join(c.want, "\n"), strings.Join(c.got, "\n"))
-		}
-	}
-	if *rewrite {
-		var b strings.Builder
-		for _, c := range chunks {
-			if c.cmd == "" {
-				b.WriteString(c.raw + "\n")
-				continue
-			}
-			b.WriteString(c.cmd + "\n----\n")
-			for _, l := range c.got {
-				b.WriteString(l + "\n")
-			}
-			b.WriteString("\n")
-		}
-		if err := os.WriteFile(path, []byte(strings.TrimRight(b.String(), "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		m := newMachine(t)
+		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+			m.t = t
+			return strings.Join(m.exec(td), "\n") + "\n"
+		})
+	})
 }
 
 // machine is the engine's wiring of the two trackers, without records.
@@ -168,14 +85,13 @@ func (m *machine) init(delay, stale int64) {
 func (m *machine) clock() time.Time { return time.UnixMilli(m.now) }
 
 // exec runs one command and returns its output lines.
-func (m *machine) exec(where, line string) []string {
-	fields := strings.Fields(line)
-	cmd, pos, kv := fields[0], []string{}, map[string]string{}
-	for _, f := range fields[1:] {
-		if k, v, ok := strings.Cut(f, "="); ok {
-			kv[k] = v
+func (m *machine) exec(td *datadriven.TestData) []string {
+	where, cmd, pos, kv := td.Pos, td.Cmd, []string{}, map[string]string{}
+	for _, a := range td.CmdArgs {
+		if len(a.Vals) == 0 {
+			pos = append(pos, a.Key)
 		} else {
-			pos = append(pos, f)
+			kv[a.Key] = strings.Join(a.Vals, ",")
 		}
 	}
 	num := func(k string, def int64) int64 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -53,13 +54,19 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(stderr, "signalbox:", ee.err)
+			report(stderr, ee.err)
 		}
 		return ee.code
 	}
 	// cobra's own errors: unknown command or flag, wrong arguments.
-	fmt.Fprintln(stderr, "signalbox:", err)
+	report(stderr, err)
 	return exitUsage
+}
+
+// report prints err with one "signalbox: " prefix: the library's errors
+// already start with it.
+func report(w io.Writer, err error) {
+	fmt.Fprintln(w, "signalbox:", strings.TrimPrefix(err.Error(), "signalbox: "))
 }
 
 type loggerKey struct{}

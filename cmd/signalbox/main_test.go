@@ -227,6 +227,27 @@ func TestRunEndToEnd(t *testing.T) {
 	checkOutput(t, readOutput(t, out), n)
 }
 
+// TestRunRefusesForeignOutputFile: the jsonl output is a user's file whose
+// last line has no newline. The job must not cut it: it exits 1 with one
+// "signalbox:" prefix (not "signalbox: signalbox:") and names the file.
+func TestRunRefusesForeignOutputFile(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	job, out, _ := setup(t, ctx, "end-offsets")
+	const users = "{\"mine\":1}\n{\"mine\":2}"
+	if err := os.WriteFile(out, []byte(users), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := cli(t, ctx, "--log-level", "error", "run", "-c", job)
+	if code != 1 || !strings.HasPrefix(errs, "signalbox: ") || strings.Contains(errs, "signalbox: signalbox:") ||
+		!strings.Contains(errs, out+": its last line has no final newline") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	if got, _ := os.ReadFile(out); string(got) != users {
+		t.Fatalf("the user's file became %q", got)
+	}
+}
+
 // TestRunLiveStopsGracefully runs a live job until everything is written,
 // then cancels it as a signal would: it must exit 0.
 func TestRunLiveStopsGracefully(t *testing.T) {

@@ -150,7 +150,7 @@ func TestStatusExplainsHolders(t *testing.T) {
 		"replaying history: 50 offsets to its start-up end offset, input done in about 0s; nothing delivered yet, so it holds the watermark at -inf; paused by alignment",
 		"no fresh evidence: its fetches fail or its evidence is stale (last seen 2026-11-30T05:00:00Z)",
 		"parked     3 records, 0 B in memory, 3 spilled to disk, store 3.0 MiB",
-		"jsonl  7        2       2",
+		"jsonl  7        2       2        0",
 	} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())

@@ -53,6 +53,7 @@ type Sink struct {
 	Records    int64  `json:"records"`
 	Errors     int64  `json:"errors"`
 	Retries    int64  `json:"retries"`
+	Rejected   int64  `json:"rejected"` // refused as bad data, dead-lettered
 	OutOfOrder int64  `json:"out_of_order"`
 }
 
@@ -178,7 +179,7 @@ func FromStats(s signalbox.Stats) Status {
 		st.Holders = append(st.Holders, hd)
 	}
 	for _, k := range s.Sinks {
-		st.Sinks = append(st.Sinks, Sink{Name: k.Name, Records: k.Records, Errors: k.Errors, Retries: k.Retries, OutOfOrder: k.OutOfOrder})
+		st.Sinks = append(st.Sinks, Sink{Name: k.Name, Records: k.Records, Errors: k.Errors, Retries: k.Retries, Rejected: k.Rejected, OutOfOrder: k.OutOfOrder})
 	}
 	for _, p := range s.Progress {
 		st.Progress = append(st.Progress, Input{Input: p.Input, Partitions: p.Partitions, CaughtUp: p.CaughtUp,
@@ -286,9 +287,9 @@ func (s Status) WriteText(w io.Writer) error {
 	}
 	if len(s.Sinks) > 0 {
 		fmt.Fprintln(tw)
-		fmt.Fprintf(tw, "SINK\tRECORDS\tERRORS\tRETRIES\tOUT OF ORDER\n")
+		fmt.Fprintf(tw, "SINK\tRECORDS\tERRORS\tRETRIES\tREJECTED\tOUT OF ORDER\n")
 		for _, k := range s.Sinks {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", k.Name, k.Records, k.Errors, k.Retries, k.OutOfOrder)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", k.Name, k.Records, k.Errors, k.Retries, k.Rejected, k.OutOfOrder)
 		}
 	}
 	if len(s.Late) > 0 {

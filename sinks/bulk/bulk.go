@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/retry"
 	"github.com/signalbox/signalbox/sinks/envelope"
-	"github.com/signalbox/signalbox/sinks/retry"
 )
 
 // Defaults used by Config.EnsureDefaults.
@@ -28,6 +28,9 @@ const (
 
 // ErrClosed is returned by calls made after Close.
 var ErrClosed = errors.New("bulk: sink closed")
+
+// errTooLarge marks a request the server refused as too large (413).
+var errTooLarge = errors.New("413 Request Entity Too Large")
 
 // Versioning chooses the external version sent with each document.
 type Versioning int
@@ -44,19 +47,6 @@ const (
 	// NoVersion sends no version: order rests on invariants 3b and 3c.
 	NoVersion
 )
-
-// ItemError describes a permanent per-item failure.
-type ItemError struct {
-	Record record.Record
-	Status int
-	Type   string
-	Reason string
-}
-
-func (e *ItemError) Error() string {
-	return fmt.Sprintf("bulk: item %s/%d/%d rejected with %d %s: %s",
-		e.Record.Topic, e.Record.Partition, e.Record.Offset, e.Status, e.Type, e.Reason)
-}
 
 // Config configures the sink. Zero fields take the documented defaults.
 type Config struct {
@@ -83,9 +73,6 @@ type Config struct {
 	DocID func(*record.Record) string
 	// Versioning chooses the external version. Default EventTimeVersion.
 	Versioning Versioning
-	// OnItemError receives each permanently rejected document (the
-	// dead-letter hook). Nil makes a permanent rejection a fatal error.
-	OnItemError func(*ItemError)
 }
 
 // EnsureDefaults fills zero fields with their defaults.
@@ -155,9 +142,10 @@ type Sink struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	tieTime int64          // event time of the current tie group
-	ties    map[string]int // per _id count within tieTime
-	scratch []byte
+	tieTime  int64          // event time of the current tie group
+	ties     map[string]int // per _id count within tieTime
+	scratch  []byte
+	rejected []retry.Rejection // per-item rejections not yet reported by Flush
 }
 
 // New returns a sink; call Open before use.
@@ -199,14 +187,34 @@ func (s *Sink) Write(ctx context.Context, batch []record.Record) error {
 	return nil
 }
 
-// Flush sends everything queued and waits for every per-item result.
+// Flush sends everything queued and waits for every per-item result. When
+// the server rejected documents for their data since the last Flush
+// (invariant 4), it returns them as a *retry.RejectedError once everything
+// else is acknowledged; the next Flush has nothing more to send.
 func (s *Sink) Flush(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
 		return s.err
 	}
-	return s.send(ctx, true)
+	if err := s.send(ctx, true); err != nil {
+		return err
+	}
+	rej := s.rejected
+	s.rejected = nil
+	return retry.Rejected(rej...)
+}
+
+// ReportRetries sets the hook called before each retry of a request (the
+// engine logs it). It chains Config.Retry.OnRetry.
+func (s *Sink) ReportRetries(hook func(attempt int, err error, wait time.Duration)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev := s.cfg.Retry.OnRetry; prev != nil {
+		s.cfg.Retry.OnRetry = func(a int, err error, w time.Duration) { prev(a, err, w); hook(a, err, w) }
+		return
+	}
+	s.cfg.Retry.OnRetry = hook
 }
 
 // Close flushes, stops the linger timer and makes later calls fail.
@@ -300,9 +308,10 @@ func (s *Sink) linger() {
 // send delivers requests from the head of the queue: every request when
 // all, else only full ones. It must be called with s.mu held.
 func (s *Sink) send(ctx context.Context, all bool) error {
+	limit := s.cfg.MaxDocs // halved while the server answers 413
 	for len(s.queue) > 0 && (all || len(s.queue) >= s.cfg.MaxDocs || s.bytes >= s.cfg.MaxBytes) {
 		n, size := 0, 0
-		for n < len(s.queue) && n < s.cfg.MaxDocs && (n == 0 || size+len(s.queue[n].line) <= s.cfg.MaxBytes) {
+		for n < len(s.queue) && n < limit && (n == 0 || size+len(s.queue[n].line) <= s.cfg.MaxBytes) {
 			size += len(s.queue[n].line)
 			n++
 		}
@@ -312,6 +321,16 @@ func (s *Sink) send(ctx context.Context, all bool) error {
 			chunk, err = s.post(ctx, chunk)
 			return err
 		})
+		if errors.Is(err, errTooLarge) { // invariant 7
+			if n > 1 {
+				limit = n / 2
+			} else {
+				s.rejected = append(s.rejected, retry.Rejection{Record: chunk[0].rec,
+					Reason: "bulk: the document alone is too large for the server: " + err.Error()})
+				chunk = nil
+			}
+			err = nil
+		}
 		// Whatever is left of chunk goes back to the head of the queue.
 		rest := s.queue[n:]
 		s.queue = append(chunk[:len(chunk):len(chunk)], rest...)
@@ -370,6 +389,8 @@ func (s *Sink) post(ctx context.Context, chunk []item) ([]item, error) {
 		return chunk, retry.Retryable(fmt.Errorf("bulk: reading response: %w", err))
 	}
 	switch {
+	case resp.StatusCode == http.StatusRequestEntityTooLarge:
+		return chunk, fmt.Errorf("%w: %.200s", errTooLarge, raw)
 	case resp.StatusCode == http.StatusTooManyRequests:
 		return chunk, retry.Throttled(fmt.Errorf("bulk: %s", resp.Status),
 			retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()))
@@ -383,6 +404,14 @@ func (s *Sink) post(ctx context.Context, chunk []item) ([]item, error) {
 		return chunk, fmt.Errorf("bulk: malformed response (%d items for %d documents): %v", len(br.Items), len(chunk), err)
 	}
 	return s.results(chunk, br.Items)
+}
+
+// perRecord reports whether an item's status rejects the document itself
+// (400 mapper_parsing_exception, illegal_argument_exception, 409 ...)
+// rather than the request's target: 401, 403 and 404 would reject every
+// document alike, so they are fatal.
+func perRecord(status int) bool {
+	return status/100 == 4 && status != http.StatusUnauthorized && status != http.StatusForbidden && status != http.StatusNotFound
 }
 
 // results applies invariants 3b and 4 to one response.
@@ -405,16 +434,18 @@ func (s *Sink) results(chunk []item, outcomes []map[string]bulkItemOutcome) ([]i
 		case o.Status == http.StatusTooManyRequests || o.Status >= 500:
 			state[i] = again
 			throttled = throttled || o.Status == http.StatusTooManyRequests
+		case o.Status == http.StatusRequestTimeout:
+			state[i] = again
 		default:
 			state[i] = rejected
-			ie := &ItemError{Record: chunk[i].rec, Status: o.Status}
+			reason := fmt.Sprintf("bulk: item rejected with %d", o.Status)
 			if o.Error != nil {
-				ie.Type, ie.Reason = o.Error.Type, o.Error.Reason
+				reason += " " + o.Error.Type + ": " + o.Error.Reason
 			}
-			if s.cfg.OnItemError == nil {
-				return nil, ie
+			if !perRecord(o.Status) {
+				return nil, fmt.Errorf("%s/%d@%d: %s", chunk[i].rec.Topic, chunk[i].rec.Partition, chunk[i].rec.Offset, reason)
 			}
-			s.cfg.OnItemError(ie)
+			s.rejected = append(s.rejected, retry.Rejection{Record: chunk[i].rec, Reason: reason})
 		}
 	}
 	// 3b: a failed item whose _id later succeeded in this request is

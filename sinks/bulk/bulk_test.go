@@ -3,14 +3,14 @@ package bulk_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/retry"
 	"github.com/signalbox/signalbox/sinks/bulk"
-	"github.com/signalbox/signalbox/sinks/retry"
 	"github.com/signalbox/signalbox/sinks/sinktest"
 )
 
@@ -26,6 +26,11 @@ func TestConformance(t *testing.T) {
 				Retry: retry.Policy{Initial: time.Millisecond, Max: 2 * time.Millisecond, MaxElapsed: 30 * time.Millisecond}}),
 			Read:       func(t *testing.T) [][]byte { return es.values() },
 			TotalOrder: true,
+			Poison: func(r *record.Record) bool {
+				es.set(func(f *fakeES) { f.poison = true })
+				r.Value = append(r.Value[:len(r.Value)-1:len(r.Value)-1], `,"poison":true}`...)
+				return true
+			},
 			Fail: func(t *testing.T, retryable bool) (func(), bool) {
 				mode := 2
 				if retryable {
@@ -63,12 +68,7 @@ func TestNewestVersionWins(t *testing.T) {
 				es.set(func(f *fakeES) { f.itemFailRate, f.burstEvery, f.burstLen, f.poison = failRate, 5, 2, true })
 				var rejected []int
 				s := bulk.New(bulk.Config{URL: srv.URL, Index: "inv", MaxDocs: 40, Linger: -1, Retry: fastRetry,
-					Versioning: v.v,
-					OnItemError: func(e *bulk.ItemError) {
-						var p payload
-						_ = json.Unmarshal(e.Record.Value, &p)
-						rejected = append(rejected, p.Seq)
-					}})
+					Versioning: v.v})
 				if err := s.Open(ctx); err != nil {
 					t.Fatal(err)
 				}
@@ -94,6 +94,18 @@ func TestNewestVersionWins(t *testing.T) {
 					}
 				}
 				if err := s.Write(ctx, batch); err != nil {
+					t.Fatal(err)
+				}
+				err := s.Flush(ctx)
+				if rej := retry.AsRejected(err); rej != nil {
+					for _, r := range rej.Rejections {
+						var p payload
+						_ = json.Unmarshal(r.Record.Value, &p)
+						rejected = append(rejected, p.Seq)
+					}
+					err = s.Flush(ctx)
+				}
+				if err != nil {
 					t.Fatal(err)
 				}
 				if err := s.Close(); err != nil {
@@ -178,21 +190,82 @@ func TestLingerSendsWithoutFlush(t *testing.T) {
 	}
 }
 
-func TestPermanentItemFailureWithoutHookIsFatal(t *testing.T) {
+// TestItemRejections: a per-item 400 rejects that document only (the rest
+// is indexed, the sink goes on); a per-item 404 (the index, not the
+// document) is fatal.
+func TestItemRejections(t *testing.T) {
 	es, srv := newFakeES(t, 1)
 	es.set(func(f *fakeES) { f.poison = true })
-	s := bulk.New(bulk.Config{URL: srv.URL, Index: "i", Retry: fastRetry})
+	s := bulk.New(bulk.Config{URL: srv.URL, Index: "i", Retry: fastRetry, DocID: bulk.OffsetID})
 	_ = s.Open(ctx)
 	recs := sinktest.Records(0, 3, 3)
 	recs[1].Value = []byte(`{"seq":1,"poison":true}`)
 	_ = s.Write(ctx, recs)
 	err := s.Flush(ctx)
-	var ie *bulk.ItemError
-	if !errors.As(err, &ie) || ie.Status != 400 || ie.Record.Offset != 1 || retry.IsRetryable(err) {
+	rej := retry.AsRejected(err)
+	if rej == nil || len(rej.Rejections) != 1 || rej.Rejections[0].Record.Offset != 1 || retry.IsRetryable(err) ||
+		!strings.Contains(rej.Rejections[0].Reason, "400 mapper_parsing_exception") {
 		t.Fatalf("Flush: %v", err)
 	}
-	if err := s.Write(ctx, recs); err == nil {
-		t.Fatal("Write after a fatal error succeeded")
+	if got := len(es.values()); got != 2 {
+		t.Fatalf("index holds %d documents, want 2", got)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatalf("second Flush: %v", err)
+	}
+	if err := s.Write(ctx, sinktest.Records(3, 2, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil || len(es.values()) != 4 {
+		t.Fatalf("after a rejection: Flush %v, %d documents", err, len(es.values()))
+	}
+
+	es404, srv404 := newFakeES(t, 1)
+	es404.set(func(f *fakeES) { f.missing = true })
+	s = bulk.New(bulk.Config{URL: srv404.URL, Index: "i", Retry: fastRetry})
+	_ = s.Open(ctx)
+	_ = s.Write(ctx, recs)
+	if err := s.Flush(ctx); err == nil || retry.AsRejected(err) != nil || retry.IsRetryable(err) {
+		t.Fatalf("per-item 404: Flush = %v, want a fatal error", err)
+	}
+}
+
+// TestRequestTooLarge: on 413 the sink halves its requests, in order; a
+// document too large on its own is rejected alone, and the rest indexed.
+func TestRequestTooLarge(t *testing.T) {
+	es, srv := newFakeES(t, 1)
+	recs := sinktest.Records(0, 40, 3)
+	recs[17].Value = []byte(fmt.Sprintf(`{"seq":17,"key":"k2","pad":%q}`, strings.Repeat("x", 2000)))
+	es.set(func(f *fakeES) { f.maxBody = 1500 }) // about 6 ordinary documents
+	s := bulk.New(bulk.Config{URL: srv.URL, Index: "i", Retry: fastRetry, DocID: bulk.OffsetID, MaxDocs: 32, Linger: -1})
+	_ = s.Open(ctx)
+	if err := s.Write(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Flush(ctx)
+	rej := retry.AsRejected(err)
+	if rej == nil || len(rej.Rejections) != 1 || rej.Rejections[0].Record.Offset != 17 || !strings.Contains(rej.Rejections[0].Reason, "413") {
+		t.Fatalf("Flush: %v", err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var want []record.Record
+	for i := range recs {
+		if i != 17 {
+			want = append(want, recs[i])
+		}
+	}
+	got := es.values()
+	if len(got) != len(want) {
+		t.Fatalf("%d documents indexed, want %d", len(got), len(want))
+	}
+	for i := range got {
+		var p payload
+		_ = json.Unmarshal(got[i], &p)
+		if int64(p.Seq) != want[i].Offset {
+			t.Fatalf("document %d is seq %d, want %d (order)", i, p.Seq, want[i].Offset)
+		}
 	}
 }
 

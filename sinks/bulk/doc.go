@@ -31,14 +31,23 @@
 //     c. requests are sequential: a batch is delivered (or fails) before the
 //     next one is sent.
 //  4. Per-item results are always inspected. 2xx is done; 409 under external
-//     versioning is done (superseded); 429 and 5xx are retried; any other
-//     status is permanent and goes to Config.OnItemError (the dead-letter
-//     hook) — or, without a hook, is a fatal error, so nothing is lost
-//     silently. A failed item superseded under 3b is done too: the newer
-//     version of its document is indexed.
+//     versioning is done (superseded); 408, 429 and 5xx are retried (and
+//     each retry is reported to the hook set by ReportRetries, which the
+//     engine logs); 401, 403 and 404 are about the target, not the document,
+//     and fatal; any other 4xx (400 mapper_parsing_exception, ...) rejects
+//     that document only: the next Flush, once everything else is
+//     acknowledged, returns the rejected documents as a
+//     *retry.RejectedError with status, type and reason, and the engine
+//     dead-letters them. Nothing is lost silently. A failed item superseded
+//     under 3b is done too: the newer version of its document is indexed.
 //  5. After a fatal error every call returns it.
 //  6. Flush returns nil only when every item written before it has a final
-//     per-item result (done or reported).
+//     per-item result (done, or rejected and reported by this or an earlier
+//     Flush).
+//  7. A request the server refuses as too large (413) is sent again as
+//     requests of half as many documents, in order; a single document that
+//     is still too large is rejected like a per-item 4xx (invariant 4), so
+//     one oversized document never stops the stream.
 //
 // Guarantee: at-least-once delivery of index operations; with deterministic
 // document ids and versions, re-delivery after a restart is idempotent.

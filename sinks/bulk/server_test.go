@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -29,6 +30,8 @@ type fakeES struct {
 	burstLeft    int
 	outage       int  // while non-zero: 503 (1) or 400 (2) for every request
 	poison       bool // reject documents whose value has "poison":true with 400
+	missing      bool // answer every item with 404 index_not_found_exception
+	maxBody      int  // when non-zero: 413 for a longer request body
 }
 
 type doc struct {
@@ -72,7 +75,12 @@ func (f *fakeES) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "too many requests", http.StatusTooManyRequests)
 		return
 	}
-	sc := bufio.NewScanner(r.Body)
+	body, _ := io.ReadAll(r.Body)
+	if f.maxBody > 0 && len(body) > f.maxBody {
+		http.Error(w, "Request Entity Too Large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(nil, 16<<20)
 	var items []map[string]any
 	anyErr := false
@@ -117,6 +125,9 @@ func (f *fakeES) apply(id string, version *int64, versionType string, body []byt
 	}
 	if err := json.Unmarshal(body, &env); err != nil {
 		return 400, "mapper_parsing_exception"
+	}
+	if f.missing {
+		return 404, "index_not_found_exception"
 	}
 	if f.poison && bytes.Contains(env.Value, []byte(`"poison":true`)) {
 		return 400, "mapper_parsing_exception"

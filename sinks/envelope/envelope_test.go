@@ -1,11 +1,13 @@
 package envelope_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sinks/envelope"
@@ -132,4 +134,69 @@ func ExampleAppend() {
 	fmt.Println(string(envelope.Append(nil, &rec)))
 	// Output:
 	// {"topic":"orders","partition":1,"offset":9,"key":"k","event_time":"2025-11-30T05:13:24.123Z","event_time_ms":1764479604123,"value":{"qty":2},"late":false}
+}
+
+// BenchmarkAppendTime compares the calendar arithmetic of AppendTime with
+// time.Time.AppendFormat, the library way; see the comment on AppendTime.
+func BenchmarkAppendTime(b *testing.B) {
+	dst := make([]byte, 0, 64)
+	ms := int64(1_764_479_604_123)
+	b.Run("AppendTime", func(b *testing.B) {
+		for b.Loop() {
+			dst = envelope.AppendTime(dst[:0], ms)
+		}
+	})
+	b.Run("time.AppendFormat", func(b *testing.B) {
+		for b.Loop() {
+			dst = time.UnixMilli(ms).UTC().AppendFormat(dst[:0], "2006-01-02T15:04:05.000Z")
+		}
+	})
+}
+
+// FuzzAppend holds invariants 1–3 of the package doc: whatever the topic,
+// key, value, reason and event time, Append writes one valid JSON object on
+// one line, in valid UTF-8, that decodes to the record's fields.
+func FuzzAppend(f *testing.F) {
+	f.Add("orders", []byte("sku-1"), []byte(`{"a": [1, 2]}`), []byte(""), int64(1_764_479_604_123), false, false)
+	f.Add("t\n", []byte("a\"b\\c\n\x01\xff\u2028é"), []byte("{\n  \"a\": 1\r\n}\n"), []byte("bad \"json\""), int64(-1), true, false)
+	f.Add("", []byte(nil), []byte("not json\xff"), []byte("\x00"), int64(-62_135_596_800_001), false, true)
+	f.Fuzz(func(t *testing.T, topic string, key, value, reason []byte, ms int64, late, timeless bool) {
+		rec := record.Record{Topic: topic, Key: key, Value: value, EventTime: ms, Late: late, LateBy: 7, Timeless: timeless}
+		if len(reason) > 0 {
+			rec.Headers = []record.Header{{Key: record.ReasonHeader, Value: reason}}
+		}
+		out := envelope.Append(nil, &rec)
+		if !json.Valid(out) || !utf8.Valid(out) || bytes.ContainsAny(out, "\r\n") {
+			t.Fatalf("not one valid JSON line: %q", out)
+		}
+		var got struct {
+			Topic       string          `json:"topic"`
+			Key         *string         `json:"key"`
+			EventTimeMs *int64          `json:"event_time_ms"`
+			Value       json.RawMessage `json:"value"`
+			Late        bool            `json:"late"`
+			Reason      *string         `json:"reason"`
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatal(err)
+		}
+		if utf8.ValidString(topic) && got.Topic != topic {
+			t.Fatalf("topic %q, want %q", got.Topic, topic)
+		}
+		if (got.Key == nil) != (key == nil) || key != nil && utf8.Valid(key) && *got.Key != string(key) {
+			t.Fatalf("key %v, want %q", got.Key, key)
+		}
+		if timeless != (got.EventTimeMs == nil) || !timeless && *got.EventTimeMs != ms {
+			t.Fatalf("event_time_ms %v, want %d (timeless %v)", got.EventTimeMs, ms, timeless)
+		}
+		if got.Late != late || (got.Reason != nil) != (len(reason) > 0) {
+			t.Fatalf("late %v reason %v, want %v %q", got.Late, got.Reason, late, reason)
+		}
+		if json.Valid(value) && utf8.Valid(value) {
+			var want, have bytes.Buffer
+			if json.Compact(&want, value) != nil || json.Compact(&have, got.Value) != nil || want.String() != have.String() {
+				t.Fatalf("value %s, want %s", got.Value, value)
+			}
+		}
+	})
 }

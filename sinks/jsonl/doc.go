@@ -18,6 +18,18 @@
 //     been fsynced. That is the acknowledgement: the offsets may be committed.
 //  4. Close flushes (and fsyncs with Sync), closes a file the sink opened, and
 //     never closes a writer passed to New. Calls after Close return ErrClosed.
+//  5. A file is never cut where signalbox did not write. Create's sink
+//     records, in the side file SideFile(path) ("<path>.signalbox-size"),
+//     the file's size after Open and after each Flush (written to a
+//     temporary file and renamed; fsynced with Sync). Open appends to a file
+//     that is empty or ends in a newline. A file whose last line has no
+//     newline is cut back to its last newline only when the side file
+//     records a size at or before that newline: the partial line was then
+//     written by this sink after its last acknowledged Flush (a crash in
+//     the middle of a write). Otherwise (a user's file without a final
+//     newline, or with no newline at all, or no side file) Open refuses
+//     with an error that names the file, and changes nothing. The sink
+//     owns the file while the job runs: nothing else may append to it.
 //
 // Errors from the writer or the file system are fatal (not marked retryable):
 // a partially written buffer cannot be retried without duplicating or tearing

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sinks/envelope"
@@ -51,6 +54,11 @@ type Sink struct {
 	bw   *bufio.Writer
 	line []byte // scratch for one envelope
 	err  error  // sticky: first write error, or ErrClosed
+	// size is the file's size once everything written is flushed (a
+	// regular file from Create only; -1 otherwise): the good size the
+	// side file records at each Flush.
+	size   int64
+	marked int64 // the size the side file holds
 }
 
 // New returns a sink that writes to w. Close does not close w.
@@ -66,7 +74,10 @@ func Create(path string, opts Options) *Sink {
 	return &Sink{opts: opts, path: path}
 }
 
-// Open opens the file (for Create) and allocates the buffer.
+// Open opens the file (for Create) and allocates the buffer. A file that
+// ends in a partial line is cut back to its last newline only when the side
+// file shows that signalbox wrote that tail (invariant 5); otherwise Open
+// refuses, naming the file.
 func (s *Sink) Open(ctx context.Context) error {
 	if s.err != nil {
 		return s.err
@@ -74,8 +85,10 @@ func (s *Sink) Open(ctx context.Context) error {
 	if s.bw != nil {
 		return errors.New("jsonl: Open called twice")
 	}
+	s.size = -1
 	if s.path != "" {
-		if err := dropTornLine(s.path); err != nil {
+		size, err := dropTornLine(s.path)
+		if err != nil {
 			return fmt.Errorf("jsonl: %w", err)
 		}
 		f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, s.opts.FileMode)
@@ -83,43 +96,105 @@ func (s *Sink) Open(ctx context.Context) error {
 			return fmt.Errorf("jsonl: %w", err)
 		}
 		s.file, s.w = f, f
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			if size < 0 { // created just now
+				size = 0
+			}
+			s.size = size
+			if err := s.mark(); err != nil {
+				f.Close()
+				return err
+			}
+		}
 	}
 	s.bw = bufio.NewWriterSize(s.w, s.opts.BufferSize)
 	return nil
 }
 
-// dropTornLine cuts a file that a crash left ending in a partial line back to
-// its last newline. The cut tail was never acknowledged (a flush always ends
-// on a whole line), so the restarted job writes those records again.
-func dropTornLine(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
+// SideFile returns the path of the file in which a sink created for path
+// records the size of path after its last Flush: "<path>.signalbox-size".
+func SideFile(path string) string { return path + ".signalbox-size" }
+
+// mark records s.size in the side file (write to a temporary file, then
+// rename, so a crash leaves the old or the new size, never half of one).
+func (s *Sink) mark() error {
+	side := SideFile(s.path)
+	tmp := side + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, s.opts.FileMode)
+	if err != nil {
+		return fmt.Errorf("jsonl: %w", err)
+	}
+	_, err = f.WriteString(strconv.FormatInt(s.size, 10) + "\n")
+	if err == nil && s.opts.Sync {
+		err = f.Sync()
+	}
+	if err = errors.Join(err, f.Close()); err == nil {
+		err = os.Rename(tmp, side)
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("jsonl: recording the file size: %w", err)
+	}
+	s.marked = s.size
+	return nil
+}
+
+// goodSize reads the size recorded by mark, or returns false.
+func goodSize(path string) (int64, bool) {
+	b, err := os.ReadFile(SideFile(path))
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n, err == nil && n >= 0
+}
+
+// dropTornLine prepares an existing regular file for appending and returns
+// its size (-1 when it does not exist, 0 for other kinds of files). A file
+// that ends in a partial line is cut back to its last newline only when the
+// side file records a size at or before that newline: the tail was then
+// written by signalbox after its last acknowledged Flush (a flush always
+// ends on a whole line), so the restarted job writes those records again.
+// Any other partial last line belongs to someone else, and dropTornLine
+// refuses to touch the file.
+func dropTornLine(path string) (int64, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return -1, nil
+	}
+	if err != nil {
+		return 0, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
-	if err != nil || st.Size() == 0 {
-		return err
+	if err != nil || !st.Mode().IsRegular() || st.Size() == 0 {
+		return 0, err
 	}
+	keep := int64(0) // just after the last newline
 	buf := make([]byte, 64<<10)
 	for end := st.Size(); end > 0; {
 		start := max(0, end-int64(len(buf)))
 		n, err := f.ReadAt(buf[:end-start], start)
 		if err != nil && !errors.Is(err, io.EOF) {
-			return err
+			return 0, err
 		}
 		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
-			if keep := start + int64(i) + 1; keep != st.Size() {
-				return f.Truncate(keep)
-			}
-			return nil
+			keep = start + int64(i) + 1
+			break
 		}
 		end = start
 	}
-	return f.Truncate(0) // no newline at all: a single torn line
+	if keep == st.Size() {
+		return keep, nil
+	}
+	if good, ok := goodSize(path); !ok || good > keep {
+		what := "its last line has no final newline"
+		if keep == 0 {
+			what = "it holds no newline at all"
+		}
+		return 0, fmt.Errorf("%s: %s (%d bytes after byte %d), and signalbox did not write them (%s records no such write): refusing to append to, or cut, a file it does not own; end the line, or choose another path",
+			path, what, st.Size()-keep, keep, filepath.Base(SideFile(path)))
+	}
+	return keep, f.Truncate(keep)
 }
 
 // Write encodes batch, one line per record, into the buffer. A full buffer is
@@ -133,6 +208,9 @@ func (s *Sink) Write(ctx context.Context, batch []record.Record) error {
 		s.line = append(s.line, '\n')
 		if _, err := s.bw.Write(s.line); err != nil {
 			return s.fail(err)
+		}
+		if s.size >= 0 {
+			s.size += int64(len(s.line))
 		}
 	}
 	return nil
@@ -149,6 +227,12 @@ func (s *Sink) Flush(ctx context.Context) error {
 	if s.opts.Sync && s.file != nil {
 		if err := s.file.Sync(); err != nil {
 			return s.fail(err)
+		}
+	}
+	if s.size >= 0 && s.size != s.marked {
+		if err := s.mark(); err != nil {
+			s.err = err
+			return err
 		}
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sinks/jsonl"
+	"github.com/signalbox/signalbox/sinks/sinktest"
 )
 
 var ctx = context.Background()
@@ -261,28 +262,88 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // TestCreateDropsTornLine: a crash can leave the file ending in half a line
 // (the buffer flushes mid-line when it fills). The next Open cuts it, so the
-// restarted job's first record starts on a line of its own.
+// restarted job's first record starts on a line of its own, but only when
+// the side file shows signalbox wrote that tail: after its last Flush.
 func TestCreateDropsTornLine(t *testing.T) {
-	for _, c := range []struct{ before, after string }{
-		{"", ""},
-		{"{\"a\":1}\n", "{\"a\":1}\n"},
-		{"{\"a\":1}\n{\"a\":", "{\"a\":1}\n"},
-		{"{\"a\":", ""},
-	} {
+	for _, flushed := range []int{0, 3} {
 		path := filepath.Join(t.TempDir(), "out.jsonl")
-		if err := os.WriteFile(path, []byte(c.before), 0o644); err != nil {
+		s := jsonl.Create(path, jsonl.Options{BufferSize: 64})
+		if err := s.Open(ctx); err != nil {
 			t.Fatal(err)
 		}
-		s := jsonl.Create(path, jsonl.Options{})
-		if err := s.Open(context.Background()); err != nil {
+		recs := sinktest.Records(0, 10, 2)
+		_ = s.Write(ctx, recs[:flushed])
+		if err := s.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Close(); err != nil {
+		acked, _ := os.ReadFile(path)
+		// The crash: more records, which the small buffer writes out
+		// without a Flush, and a write the kill cut in the middle.
+		_ = s.Write(ctx, recs[flushed:])
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
 			t.Fatal(err)
 		}
+		_, _ = f.WriteString(`{"topic":"in","partition":1,"off`)
+		f.Close()
+		after, _ := os.ReadFile(path)
+		if len(after) <= len(acked) {
+			t.Fatal("nothing written after the last Flush")
+		}
+		s2 := jsonl.Create(path, jsonl.Options{})
+		if err := s2.Open(ctx); err != nil {
+			t.Fatalf("flushed %d: %v", flushed, err)
+		}
+		_ = s2.Close()
 		got, _ := os.ReadFile(path)
-		if string(got) != c.after {
-			t.Errorf("file %q after Open = %q, want %q", c.before, got, c.after)
+		if want := after[:bytes.LastIndexByte(after, '\n')+1]; !bytes.Equal(got, want) {
+			t.Errorf("flushed %d: file after Open = %q, want %q", flushed, got, want)
 		}
+	}
+}
+
+// TestCreateRefusesForeignPartialLine: a user's file whose last line has no
+// newline, or with no newline at all, was not written by signalbox: Open
+// refuses with an error that names the file, and leaves it as it was. A
+// user's file that ends in a newline is appended to.
+func TestCreateRefusesForeignPartialLine(t *testing.T) {
+	for _, c := range []struct{ content, msg string }{
+		{"{\"a\":1}\n{\"a\":2}", "its last line has no final newline (7 bytes after byte 8)"},
+		{"no newline here", "it holds no newline at all"},
+	} {
+		path := filepath.Join(t.TempDir(), "users.jsonl")
+		if err := os.WriteFile(path, []byte(c.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := jsonl.Create(path, jsonl.Options{}).Open(ctx)
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("Open(%q) = %v, want an error naming the file and %q", c.content, err, c.msg)
+		}
+		if got, _ := os.ReadFile(path); string(got) != c.content {
+			t.Errorf("file changed to %q", got)
+		}
+		// A stale side file from an earlier, longer file does not make the
+		// tail ours either.
+		if err := os.WriteFile(jsonl.SideFile(path), []byte("1000\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := jsonl.Create(path, jsonl.Options{}).Open(ctx); err == nil {
+			t.Errorf("Open(%q) with a side file beyond the tail succeeded", c.content)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "users.jsonl")
+	if err := os.WriteFile(path, []byte("{\"a\":1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := jsonl.Create(path, jsonl.Options{})
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Write(ctx, sinktest.Records(0, 1, 1))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); !bytes.HasPrefix(got, []byte("{\"a\":1}\n{")) || bytes.Count(got, []byte("\n")) != 2 {
+		t.Errorf("appended file = %q", got)
 	}
 }

@@ -32,6 +32,21 @@
 //     aborted transaction are kept and re-produced, in order, by the next
 //     Flush. Any other produce error is fatal and sticky: re-sending only
 //     the failed records would reorder a key.
+//  7. Close never commits a transaction: in transactional mode it aborts
+//     the open one, whatever the reason for closing (a fatal error, a close
+//     without a final checkpoint), so read_committed readers see only what
+//     a Flush or FlushCheckpoint committed. Close without a transaction
+//     waits for the acknowledgement of everything produced (at-least-once).
+//  8. Per-record rejection: Open lowers the producer's MaxMessageBytes
+//     (sarama's Producer.MaxMessageBytes, default 1 MB) to the output
+//     topic's max.message.bytes when that is lower (read with
+//     DescribeConfigs; if the cluster does not tell, the producer's limit
+//     stands). A record that cannot fit a batch under that limit is refused
+//     before anything of its batch is produced: Write returns it in a
+//     *retry.RejectedError and accepts nothing, and the engine dead-letters
+//     it and repeats the Write without it. Produced, such a record would
+//     fail the producer, and in transactional mode the transaction. Every
+//     other produce error follows invariant 6.
 //
 // Guarantee: exactly-once Kafka→Kafka in transactional mode with
 // FlushCheckpoint, for consumers reading with isolation.level=read_committed;

@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 
 	"github.com/IBM/sarama"
 
 	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/sinks/retry"
+	"github.com/signalbox/signalbox/retry"
 )
 
 // ErrClosed is returned by calls made after Close.
@@ -41,6 +42,7 @@ type Config struct {
 // Sink is the Kafka sink.
 type Sink struct {
 	cfg        Config
+	maxBytes   int // the producer's MaxMessageBytes
 	client     sarama.Client
 	producer   sarama.AsyncProducer
 	partitions int32
@@ -89,7 +91,8 @@ func (s *Sink) Open(ctx context.Context) error {
 	if len(s.cfg.Brokers) == 0 || s.cfg.Topic == "" {
 		return errors.New("kafka: Brokers and Topic are required")
 	}
-	client, err := sarama.NewClient(s.cfg.Brokers, s.saramaConfig())
+	sc := s.saramaConfig()
+	client, err := sarama.NewClient(s.cfg.Brokers, sc)
 	if err != nil {
 		return retry.Retryable(fmt.Errorf("kafka: %w", err))
 	}
@@ -98,6 +101,13 @@ func (s *Sink) Open(ctx context.Context) error {
 		client.Close()
 		return fmt.Errorf("kafka: output topic %q: %v", s.cfg.Topic, err)
 	}
+	// The topic's own limit may be lower than the producer's: a batch over
+	// it would fail (and, in transactional mode, the transaction). The
+	// client shares sc, so the producer made below uses the lower limit.
+	if limit, ok := topicMaxMessageBytes(client, s.cfg.Topic); ok && limit-logOverhead < sc.Producer.MaxMessageBytes {
+		sc.Producer.MaxMessageBytes = limit - logOverhead
+	}
+	s.maxBytes = sc.Producer.MaxMessageBytes - batchOverhead
 	producer, err := sarama.NewAsyncProducerFromClient(client)
 	if err != nil {
 		client.Close()
@@ -190,6 +200,9 @@ func (s *Sink) Write(ctx context.Context, batch []record.Record) error {
 	if err := s.ready(); err != nil {
 		return err
 	}
+	if err := s.oversized(batch); err != nil {
+		return err
+	}
 	if err := s.begin(); err != nil { // re-produces an aborted transaction first
 		return err
 	}
@@ -216,22 +229,71 @@ func (s *Sink) begin() error {
 	return nil
 }
 
+// Record batch sizes (Kafka's DefaultRecordBatch): the broker compares a
+// batch with the topic's max.message.bytes including its log overhead
+// (offset and length, 12 bytes); sarama counts a batch from its 49-byte
+// header on and keeps it below Producer.MaxMessageBytes.
+const (
+	logOverhead   = 12
+	batchOverhead = 49
+)
+
+// topicMaxMessageBytes returns the topic's max.message.bytes, when the
+// cluster tells (DescribeConfigs may be denied; the producer's limit then
+// stands).
+func topicMaxMessageBytes(client sarama.Client, topic string) (int, bool) {
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		return 0, false
+	}
+	// Not admin.Close: it would close the shared client.
+	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"max.message.bytes"}})
+	if err != nil {
+		return 0, false
+	}
+	for _, e := range entries {
+		if n, err := strconv.Atoi(e.Value); e.Name == "max.message.bytes" && err == nil && n > batchOverhead+logOverhead {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// oversized rejects, before anything of batch is produced, the records
+// the producer or the topic would refuse as too large (invariant 8):
+// produced, such a record would fail the producer, and the transaction.
+func (s *Sink) oversized(batch []record.Record) error {
+	var rej []retry.Rejection
+	for i := range batch {
+		if n := message(&batch[i], s.cfg.Topic, 0).ByteSize(2); n > s.maxBytes {
+			rej = append(rej, retry.Rejection{Record: batch[i],
+				Reason: fmt.Sprintf("kafka: record of %d bytes exceeds the %d bytes a batch of %s can hold (max.message.bytes, Producer.MaxMessageBytes)", n, s.maxBytes, s.cfg.Topic)})
+		}
+	}
+	return retry.Rejected(rej...)
+}
+
+// message builds the output message of r.
+func message(r *record.Record, topic string, partition int32) *sarama.ProducerMessage {
+	msg := &sarama.ProducerMessage{Topic: topic, Partition: partition}
+	if r.Key != nil {
+		msg.Key = sarama.ByteEncoder(r.Key)
+	}
+	if r.Value != nil {
+		msg.Value = sarama.ByteEncoder(r.Value)
+	}
+	for _, h := range r.Headers {
+		msg.Headers = append(msg.Headers, sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value})
+	}
+	if !r.Timeless && r.EventTime > 0 {
+		msg.Timestamp = timeOf(r.EventTime)
+	}
+	return msg
+}
+
 func (s *Sink) produce(batch []record.Record) {
 	for i := range batch {
-		r := &batch[i]
-		msg := &sarama.ProducerMessage{Topic: s.cfg.Topic, Partition: Partition(r, s.partitions)}
-		if r.Key != nil {
-			msg.Key = sarama.ByteEncoder(r.Key)
-		}
-		if r.Value != nil {
-			msg.Value = sarama.ByteEncoder(r.Value)
-		}
-		for _, h := range r.Headers {
-			msg.Headers = append(msg.Headers, sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value})
-		}
-		if !r.Timeless && r.EventTime > 0 {
-			msg.Timestamp = timeOf(r.EventTime)
-		}
+		msg := message(&batch[i], s.cfg.Topic, Partition(&batch[i], s.partitions))
 		s.mu.Lock()
 		s.pending++
 		s.mu.Unlock()
@@ -397,18 +459,26 @@ func (s *Sink) Restore(ctx context.Context) (*record.Checkpoint, error) {
 	return cp, nil
 }
 
-// Close flushes (committing an open transaction) and shuts the producer.
+// Close shuts the producer. In transactional mode it never commits: an open
+// transaction is aborted (invariant 7), so records that no FlushCheckpoint
+// committed stay invisible to read_committed readers. Otherwise it first
+// waits for the acknowledgement of everything produced.
 func (s *Sink) Close() error {
 	if errors.Is(s.err, ErrClosed) {
 		return ErrClosed
 	}
 	err := s.err
-	if err == nil && s.producer != nil {
-		err = s.Flush(context.Background())
-	}
 	if s.producer != nil {
+		if err == nil && s.cfg.TransactionalID == "" {
+			err = s.Flush(context.Background())
+		}
 		if s.inTxn {
-			_ = s.producer.AbortTxn()
+			if aerr := s.producer.AbortTxn(); aerr != nil {
+				// The broker aborts it at the transaction timeout, or when
+				// the next instance with this TransactionalID starts.
+				err = errors.Join(err, fmt.Errorf("kafka: aborting the open transaction: %w", aerr))
+			}
+			s.inTxn = false
 		}
 		err = errors.Join(err, s.producer.Close())
 		<-s.done

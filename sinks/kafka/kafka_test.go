@@ -1,17 +1,22 @@
 package kafka_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/retry"
 	"github.com/signalbox/signalbox/sinks/kafka"
 	"github.com/signalbox/signalbox/sinks/sinktest"
 )
@@ -87,6 +92,12 @@ func read(t *testing.T, brokers []string, topic string, iso sarama.IsolationLeve
 
 const sentinel = "__sentinel__"
 
+// oversize pads r's value beyond the producer's default MaxMessageBytes.
+func oversize(r *record.Record) bool {
+	r.Value = append(r.Value[:len(r.Value):len(r.Value)], bytes.Repeat([]byte(" "), sarama.NewConfig().Producer.MaxMessageBytes)...)
+	return true
+}
+
 func values(ms []msg) [][]byte {
 	var vs [][]byte
 	for _, m := range ms {
@@ -99,8 +110,9 @@ func TestConformance(t *testing.T) {
 	sinktest.Run(t, func(t *testing.T) sinktest.Target {
 		brokers := cluster(t, "out")
 		return sinktest.Target{
-			Sink: kafka.New(kafka.Config{Brokers: brokers, Topic: "out"}),
-			Read: func(t *testing.T) [][]byte { return values(read(t, brokers, "out", sarama.ReadUncommitted)) },
+			Sink:   kafka.New(kafka.Config{Brokers: brokers, Topic: "out"}),
+			Read:   func(t *testing.T) [][]byte { return values(read(t, brokers, "out", sarama.ReadUncommitted)) },
+			Poison: oversize,
 		}
 	})
 }
@@ -109,8 +121,10 @@ func TestConformanceTransactional(t *testing.T) {
 	sinktest.Run(t, func(t *testing.T) sinktest.Target {
 		brokers := cluster(t, "out")
 		return sinktest.Target{
-			Sink: kafka.New(kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "tx-" + t.Name(), GroupID: "g"}),
-			Read: func(t *testing.T) [][]byte { return values(read(t, brokers, "out", sarama.ReadCommitted)) },
+			Sink:          kafka.New(kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "tx-" + t.Name(), GroupID: "g"}),
+			Read:          func(t *testing.T) [][]byte { return values(read(t, brokers, "out", sarama.ReadCommitted)) },
+			CloseDiscards: true,
+			Poison:        oversize,
 		}
 	})
 }
@@ -286,5 +300,44 @@ func TestRestoreWithoutMetadata(t *testing.T) {
 		{TopicPartition: record.TopicPartition{Topic: "in", Partition: 1}, Low: 12, Position: 12, End: -1, Watermark: math.MinInt64}}}
 	if err != nil || cp == nil || !reflect.DeepEqual(*cp, want) {
 		t.Fatalf("Restore = %+v, %v; want %+v", cp, err, want)
+	}
+}
+
+// TestTopicMessageLimit: the output topic's max.message.bytes is below the
+// producer's limit. A record too large for the topic is rejected alone,
+// before anything of its batch is produced; the transaction goes on and
+// read_committed readers get every other record.
+func TestTopicMessageLimit(t *testing.T) {
+	brokers := cluster(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	limit := "4000"
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{"max.message.bytes": &limit}, "small"); err != nil {
+		t.Fatal(err)
+	}
+	s := kafka.New(kafka.Config{Brokers: brokers, Topic: "small", TransactionalID: "tx-small"})
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	recs := sinktest.Records(0, 20, 3)
+	recs[5].Value = []byte(fmt.Sprintf(`{"seq":5,"key":"k2","pad":%q}`, strings.Repeat("x", 5000)))
+	err = s.Write(ctx, recs)
+	rej := retry.AsRejected(err)
+	if rej == nil || len(rej.Rejections) != 1 || rej.Rejections[0].Record.Offset != 5 || !strings.Contains(rej.Rejections[0].Reason, "max.message.bytes") {
+		t.Fatalf("Write: %v", err)
+	}
+	rest := append(recs[:5:5], recs[6:]...)
+	if err := s.Write(ctx, rest); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, brokers, "small", sarama.ReadCommitted); len(got) != len(rest) {
+		t.Fatalf("read_committed sees %d records, want %d", len(got), len(rest))
 	}
 }

@@ -53,11 +53,24 @@
 //     then buffers the new batch. Buffered rows survive a failed commit and
 //     are committed by the next Flush.
 //  6. Errors: connection failures, serialization failures, deadlocks, lock
-//     and statement timeouts and server shutdowns are marked retryable; any
-//     other error is fatal and sticky (every later call returns it).
+//     and statement timeouts and server shutdowns are marked retryable; data
+//     exceptions are rejections (invariant 9); any other error is fatal and
+//     sticky (every later call returns it).
 //  7. Text columns never receive NUL or invalid UTF-8 (PostgreSQL rejects
 //     them): such bytes in keys and reasons become U+FFFD, as they do in the
 //     JSON envelope; a \u0000 escape in a jsonb value becomes \ufffd.
+//  8. Close never commits: it drops the buffered rows (a fatal error ends
+//     the job without its last checkpoint, and the rows are re-read from
+//     Kafka on restart). Only Flush, FlushCheckpoint and a Write that
+//     reaches Config.MaxBatch commit; invariant 1 makes an early commit
+//     harmless to exactly-once (a rerun stores each record once).
+//  9. Per-record rejection: when a commit fails with a data exception
+//     (SQLSTATE class 22, e.g. 22003 from 1e1000000 in a jsonb value, 22P02
+//     from "\ud800"), the sink finds the failing rows by bisection
+//     under savepoints in a transaction it rolls back, drops them from its
+//     buffer and returns them as a *retry.RejectedError with the SQLSTATE
+//     and message, committing nothing; the engine dead-letters them and
+//     repeats the call, which commits the rest. The error is not sticky.
 //
 // Guarantee: exactly-once with FlushCheckpoint and Restore (the engine
 // re-reads Kafka from the stored Low offsets and skips what the stored

@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/retry"
 	"github.com/signalbox/signalbox/sinks/envelope"
-	"github.com/signalbox/signalbox/sinks/retry"
 )
 
 // Defaults used by Config.EnsureDefaults.
@@ -84,6 +84,7 @@ type Sink struct {
 	conn *pgx.Conn
 	open bool
 	rows [][]any
+	recs []record.Record // the records of rows, for rejections
 	err  error
 
 	data, cp, wm string // quoted table names
@@ -181,6 +182,7 @@ func (s *Sink) Write(ctx context.Context, batch []record.Record) error {
 	for i := range batch {
 		s.rows = append(s.rows, s.row(&batch[i]))
 	}
+	s.recs = append(s.recs, batch...)
 	return nil
 }
 
@@ -248,7 +250,7 @@ func (s *Sink) Purge(ctx context.Context) error {
 	if err := s.ready(); err != nil {
 		return err
 	}
-	s.rows = nil
+	s.rows, s.recs = nil, nil
 	return s.do(ctx, func(c *pgx.Conn) error {
 		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, `TRUNCATE `+s.data); err != nil {
@@ -263,15 +265,14 @@ func (s *Sink) Purge(ctx context.Context) error {
 	})
 }
 
-// Close commits the buffered rows and closes the connection.
+// Close drops the buffered rows, never committing them (invariant 8), and
+// closes the connection.
 func (s *Sink) Close() error {
 	if errors.Is(s.err, ErrClosed) {
 		return ErrClosed
 	}
 	err := s.err
-	if err == nil && s.open {
-		err = s.commit(context.Background(), nil)
-	}
+	s.rows, s.recs = nil, nil
 	if s.conn != nil {
 		_ = s.conn.Close(context.Background())
 		s.conn = nil
@@ -290,15 +291,20 @@ func (s *Sink) ready() error {
 	return nil
 }
 
-// commit runs one transaction: buffered rows, then cp if not nil.
+// commit runs one transaction: buffered rows, then cp if not nil. When a
+// row's data fails (invariant 9), it finds the failing rows, drops them and
+// returns them as a rejection, committing nothing.
 func (s *Sink) commit(ctx context.Context, cp *record.Checkpoint) error {
 	if len(s.rows) == 0 && cp == nil {
 		return nil
 	}
+	for i := range s.rows {
+		s.rows[i][0] = int32(i)
+	}
 	err := s.do(ctx, func(c *pgx.Conn) error {
 		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 			if len(s.rows) > 0 {
-				if err := s.insert(ctx, tx); err != nil {
+				if err := s.insert(ctx, tx, 0, len(s.rows)); err != nil {
 					return err
 				}
 			}
@@ -308,32 +314,96 @@ func (s *Sink) commit(ctx context.Context, cp *record.Checkpoint) error {
 			return nil
 		})
 	})
+	if err != nil && dataError(err) != nil && len(s.rows) > 0 {
+		err = s.reject(ctx)
+	}
 	if err != nil {
-		if !retry.IsRetryable(err) {
+		if !retry.IsRetryable(err) && retry.AsRejected(err) == nil {
 			s.err = err
 		}
 		return err
 	}
-	s.rows = s.rows[:0]
+	s.rows, s.recs = s.rows[:0], s.recs[:0]
 	return nil
 }
 
-func (s *Sink) insert(ctx context.Context, tx pgx.Tx) error {
+// reject finds the buffered rows whose data PostgreSQL refuses, by
+// bisection under savepoints in a transaction that is rolled back, drops
+// them from the buffer and returns them as a *retry.RejectedError. It
+// returns the error of the search itself if that fails otherwise, and nil
+// when no row fails alone (the failure was not about one row's data).
+func (s *Sink) reject(ctx context.Context) error {
+	var bad []retry.Rejection
+	var badAt []int
+	err := s.do(ctx, func(c *pgx.Conn) error {
+		tx, err := c.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(context.Background()) //nolint:errcheck // never committed: only a search
+		var try func(lo, hi int) error
+		try = func(lo, hi int) error {
+			if _, err := tx.Exec(ctx, `SAVEPOINT signalbox_rows`); err != nil {
+				return err
+			}
+			err := s.insert(ctx, tx, lo, hi)
+			pgErr := dataError(err)
+			if err != nil && pgErr == nil {
+				return err
+			}
+			if err != nil {
+				if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT signalbox_rows`); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.Exec(ctx, `RELEASE SAVEPOINT signalbox_rows`); err != nil || pgErr == nil {
+				return err
+			}
+			if hi-lo == 1 {
+				bad = append(bad, retry.Rejection{Record: s.recs[lo], Reason: "postgres: " + pgErr.Code + ": " + pgErr.Message})
+				badAt = append(badAt, lo)
+				return nil
+			}
+			mid := lo + (hi-lo)/2
+			if err := try(lo, mid); err != nil {
+				return err
+			}
+			return try(mid, hi)
+		}
+		return try(0, len(s.rows))
+	})
+	if err != nil || len(bad) == 0 {
+		return err
+	}
+	rows, recs := s.rows[:0], s.recs[:0]
+	for i := range s.rows {
+		if len(badAt) > 0 && badAt[0] == i {
+			badAt = badAt[1:]
+			continue
+		}
+		rows, recs = append(rows, s.rows[i]), append(recs, s.recs[i])
+	}
+	clear(s.rows[len(rows):])
+	clear(s.recs[len(recs):])
+	s.rows, s.recs = rows, recs
+	return retry.Rejected(bad...)
+}
+
+// insert stages rows [lo, hi) with COPY and inserts them into the data
+// table in order. Ordinals (row[0]) are set by commit.
+func (s *Sink) insert(ctx context.Context, tx pgx.Tx, lo, hi int) error {
 	_, err := tx.Exec(ctx, fmt.Sprintf(`CREATE TEMP TABLE IF NOT EXISTS signalbox_stage (
 	ord integer, topic text, partition integer, "offset" bigint, key text, event_time timestamptz,
 	event_time_ms bigint, value %s, late boolean, late_by_ms bigint, reason text) ON COMMIT DELETE ROWS`, s.cfg.ValueType))
 	if err != nil {
 		return err
 	}
-	for i := range s.rows {
-		s.rows[i][0] = int32(i)
-	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"signalbox_stage"}, columns, pgx.CopyFromRows(s.rows)); err != nil {
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"signalbox_stage"}, columns, pgx.CopyFromRows(s.rows[lo:hi])); err != nil {
 		return err
 	}
 	cols := `topic, partition, "offset", key, event_time, event_time_ms, value, late, late_by_ms, reason`
 	_, err = tx.Exec(ctx, `INSERT INTO `+s.data+` (`+cols+`) SELECT `+cols+
-		` FROM signalbox_stage ORDER BY ord ON CONFLICT (topic, partition, "offset") DO NOTHING`)
+		` FROM signalbox_stage WHERE ord >= $1 AND ord < $2 ORDER BY ord ON CONFLICT (topic, partition, "offset") DO NOTHING`, lo, hi)
 	return err
 }
 
@@ -382,6 +452,17 @@ func (s *Sink) row(r *record.Record) []any {
 // text makes b acceptable to a text column (invariant 7).
 func text(b []byte) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(string(b), string(utf8.RuneError)), "\x00", string(utf8.RuneError))
+}
+
+// dataError returns err's PostgreSQL error when it is about the data of a
+// row (SQLSTATE class 22, data exception: 22003 numeric value out of range,
+// 22P02 invalid text representation, 22021 bad encoding, ...), else nil.
+func dataError(err error) *pgconn.PgError {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
+		return pgErr
+	}
+	return nil
 }
 
 // classify marks transient PostgreSQL and network errors retryable

@@ -78,15 +78,35 @@ func (f *fixture) values(t *testing.T) [][]byte {
 	return vs
 }
 
-func TestConformance(t *testing.T) {
+// poison gives r a value that is valid JSON but that jsonb refuses: a
+// number out of numeric's range (22003) or a lone surrogate escape
+// (22P02 "invalid input syntax for type json"), alternately.
+func poison(r *record.Record) bool {
+	bad := `,"x":1e1000000}`
+	if r.Offset%2 == 1 {
+		bad = `,"x":"\ud800"}`
+	}
+	r.Value = append(r.Value[:len(r.Value)-1:len(r.Value)-1], bad...)
+	return true
+}
+
+func TestConformance(t *testing.T) { conformance(t, postgres.DefaultMaxBatch) }
+
+// TestConformanceSmallBatches makes Write commit (and find rejections)
+// every few rows (Config.MaxBatch).
+func TestConformanceSmallBatches(t *testing.T) { conformance(t, 8) }
+
+func conformance(t *testing.T, maxBatch int) {
 	sinktest.Run(t, func(t *testing.T) sinktest.Target {
 		f := newFixture(t)
 		// A short lock_timeout turns a held table lock into a transient error.
-		s := f.sink(func(c *postgres.Config) { c.DSN += "&lock_timeout=100" })
+		s := f.sink(func(c *postgres.Config) { c.DSN += "&lock_timeout=100"; c.MaxBatch = maxBatch })
 		return sinktest.Target{
-			Sink:       s,
-			Read:       f.values,
-			TotalOrder: true,
+			Sink:          s,
+			Read:          f.values,
+			TotalOrder:    true,
+			CloseDiscards: true,
+			Poison:        poison,
 			Fail: func(t *testing.T, retryable bool) (func(), bool) {
 				if !retryable { // the table disappears: undefined_table is fatal
 					if _, err := f.admin.Exec(ctx, "ALTER TABLE "+f.table+" RENAME TO "+f.table+"_broken"); err != nil {
@@ -285,6 +305,9 @@ func TestTextValueType(t *testing.T) {
 	recs := sinktest.Records(0, 3, 1)
 	recs[1].Value = []byte("raw\x00text")
 	_ = s.Write(ctx, recs)
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

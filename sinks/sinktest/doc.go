@@ -12,7 +12,9 @@
 //     written; with Target.TotalOrder, all records are.
 //  2. Acknowledgement: when Flush returns nil, every record written before it
 //     can be read back from the destination.
-//  3. Close flushes: records written and never flushed are stored by Close.
+//  3. Close: records written and never flushed are stored by Close, or,
+//     with Target.CloseDiscards (a sink whose Close never commits), never
+//     stored; what Flush acknowledged stays either way.
 //  4. Empty flushes and an immediate Close succeed.
 //  5. Fatal errors: while the destination fails fatally, some Write or Flush
 //     returns an error that is not retry.IsRetryable, and from then on every
@@ -23,6 +25,11 @@
 //     batch and is repeated, and once the destination recovers a repeated
 //     Flush succeeds and every record is stored (at least once), with the
 //     first occurrences of each key still in order.
+//  7. Per-record rejection (Target.Poison): a record the destination
+//     refuses for its data comes back in a *retry.RejectedError from Write
+//     or Flush, unchanged (topic, partition, offset, event time) and with a
+//     reason, never retryable; repeating the call without it stores every
+//     other record exactly once and in order, and the sink goes on.
 //
 // Records carry their identity in the value ({"seq":n,"key":"k"}), so the
 // suite reads destinations that re-encode JSON (jsonb, Kafka) the same way.

@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/sinks/retry"
+	"github.com/signalbox/signalbox/retry"
 )
 
 // Sink is the root package's Sink interface, restated so that this package
@@ -34,6 +35,14 @@ type Target struct {
 	// transiently when retryable, else permanently. It returns ok=false for
 	// a mode the destination cannot simulate; that check is then skipped.
 	Fail func(t *testing.T, retryable bool) (heal func(), ok bool)
+	// CloseDiscards is true for sinks whose Close never commits (a
+	// CheckpointSink, a transactional Kafka sink): records written after the
+	// last Flush must not be stored by Close. False: Close stores them.
+	CloseDiscards bool
+	// Poison, if set, changes r so that the destination refuses it for its
+	// data (the sink must return a *retry.RejectedError for it). It returns
+	// false when the destination refuses nothing; the case is then skipped.
+	Poison func(r *record.Record) bool
 }
 
 // Factory builds a fresh Target for one subtest.
@@ -65,10 +74,11 @@ func Records(first, n, keys int) []record.Record {
 // Run runs the conformance suite against the sinks the factory builds.
 func Run(t *testing.T, f Factory) {
 	t.Run("OrderAndAck", func(t *testing.T) { testOrderAndAck(t, f(t)) })
-	t.Run("CloseFlushes", func(t *testing.T) { testCloseFlushes(t, f(t)) })
+	t.Run("Close", func(t *testing.T) { testClose(t, f(t)) })
 	t.Run("EmptyFlush", func(t *testing.T) { testEmpty(t, f(t)) })
 	t.Run("FatalError", func(t *testing.T) { testFatal(t, f(t)) })
 	t.Run("RetryableError", func(t *testing.T) { testRetryable(t, f(t)) })
+	t.Run("Rejection", func(t *testing.T) { testRejection(t, f(t)) })
 }
 
 var ctx = context.Background()
@@ -95,12 +105,18 @@ func testOrderAndAck(t *testing.T, tg Target) {
 	check(t, tg, all, true)
 }
 
-func testCloseFlushes(t *testing.T, tg Target) {
+func testClose(t *testing.T, tg Target) {
 	s := tg.Sink
 	must(t, "Open", s.Open(ctx))
 	all := Records(0, 40, 3)
-	must(t, "Write", s.Write(ctx, all))
+	must(t, "Write", s.Write(ctx, all[:25]))
+	must(t, "Flush", s.Flush(ctx))
+	must(t, "Write", s.Write(ctx, all[25:]))
 	must(t, "Close", s.Close())
+	if tg.CloseDiscards {
+		check(t, tg, all[:25], true)
+		return
+	}
 	check(t, tg, all, true)
 }
 
@@ -230,4 +246,84 @@ func check(t *testing.T, tg Target, want []record.Record, exact bool) {
 		}
 		prev = p.Seq
 	}
+}
+
+// testRejection poisons a few records and drives the sink as the engine
+// does: a rejection names records, which are set aside (dead-lettered), and
+// the call is repeated without them. The destination must then hold every
+// other record exactly once and in order, the rejected ones must be exactly
+// the poisoned ones, unchanged (topic, partition, offset, event time) and
+// with a reason, and the sink must go on working.
+func testRejection(t *testing.T, tg Target) {
+	all := Records(0, 70, 5)
+	poisoned := map[int64]bool{}
+	for _, i := range []int{0, 7, 8, 31, 49} {
+		if tg.Poison == nil || !tg.Poison(&all[i]) {
+			t.Skip("the destination refuses no record for its data")
+		}
+		poisoned[all[i].Offset] = true
+	}
+	s := tg.Sink
+	must(t, "Open", s.Open(ctx))
+	defer s.Close()
+	byOffset := map[int64]record.Record{}
+	for _, r := range all {
+		byOffset[r.Offset] = r
+	}
+	var rejected []retry.Rejection
+	deliver := func(what string, batch []record.Record, call func([]record.Record) error) {
+		t.Helper()
+		for range len(all) + 1 {
+			err := call(batch)
+			rej := retry.AsRejected(err)
+			if rej == nil {
+				must(t, what, err)
+				return
+			}
+			if retry.IsRetryable(err) {
+				t.Fatalf("%s: a rejection is marked retryable: %v", what, err)
+			}
+			rejected = append(rejected, rej.Rejections...)
+			var rest []record.Record
+			for _, r := range batch {
+				if !slices.ContainsFunc(rej.Rejections, func(x retry.Rejection) bool { return x.Record.Offset == r.Offset }) {
+					rest = append(rest, r)
+				}
+			}
+			batch = rest
+		}
+		t.Fatalf("%s: rejections never end", what)
+	}
+	write := func(b []record.Record) error { return s.Write(ctx, b) }
+	flush := func([]record.Record) error { return s.Flush(ctx) }
+	deliver("Write", all[:20], write)
+	deliver("Write", all[20:45], write)
+	deliver("Flush", nil, flush)
+	deliver("Write", all[45:60], write)
+	deliver("Flush", nil, flush)
+	got := map[int64]bool{}
+	for _, rj := range rejected {
+		orig := byOffset[rj.Record.Offset]
+		if !poisoned[rj.Record.Offset] || got[rj.Record.Offset] {
+			t.Fatalf("rejected offset %d: not poisoned, or rejected twice", rj.Record.Offset)
+		}
+		got[rj.Record.Offset] = true
+		if rj.Reason == "" || rj.Record.Topic != orig.Topic || rj.Record.Partition != orig.Partition || rj.Record.EventTime != orig.EventTime {
+			t.Fatalf("rejection %+v does not carry the original record and a reason", rj)
+		}
+	}
+	if len(got) != len(poisoned) {
+		t.Fatalf("rejected %d records, want the %d poisoned", len(got), len(poisoned))
+	}
+	var want []record.Record
+	for _, r := range all[:60] {
+		if !poisoned[r.Offset] {
+			want = append(want, r)
+		}
+	}
+	check(t, tg, want, true)
+	// The sink goes on: a rejection is not sticky.
+	deliver("Write", all[60:], write)
+	deliver("Flush", nil, flush)
+	check(t, tg, append(want, all[60:]...), true)
 }

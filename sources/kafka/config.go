@@ -5,12 +5,16 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/xdg-go/scram"
 	"go.uber.org/zap"
+
+	"github.com/signalbox/signalbox/internal/fielderr"
 )
 
 // Start values.
@@ -138,20 +142,20 @@ func (c *Config) EnsureDefaults() {
 	}
 }
 
-// Validate reports every invalid field, each named, joined in one error.
-// It checks the config as given; call EnsureDefaults first to accept zero
-// values.
+// Validate reports every invalid field, each named (as the job file names
+// it) and joined in one error. It checks the config as given; call
+// EnsureDefaults first to accept zero values.
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("kafka: %s: %s", field, fmt.Sprintf(format, args...)))
+		errs = append(errs, fmt.Errorf("kafka: %w", fielderr.New(field, format, args...)))
 	}
 	if len(c.Brokers) == 0 {
 		bad("brokers", "at least one broker is required")
 	}
 	for i, b := range c.Brokers {
-		if !strings.Contains(b, ":") {
-			bad(fmt.Sprintf("brokers[%d]", i), "%q is not host:port", b)
+		if err := CheckBroker(b); err != nil {
+			bad(fmt.Sprintf("brokers[%d]", i), "%v", err)
 		}
 	}
 	if len(c.Topics) == 0 {
@@ -163,10 +167,10 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.Start != StartEarliest && c.Start != StartLatest {
-		bad("start", "%q is neither %q nor %q", c.Start, StartEarliest, StartLatest)
+		bad("start", "%q is not one of %s, %s", c.Start, StartEarliest, StartLatest)
 	}
 	if c.Isolation != ReadCommitted && c.Isolation != ReadUncommitted {
-		bad("isolation", "%q is neither %q nor %q", c.Isolation, ReadCommitted, ReadUncommitted)
+		bad("isolation", "%q is not one of %s, %s", c.Isolation, ReadCommitted, ReadUncommitted)
 	}
 	if c.FetchMaxWait < 0 {
 		bad("fetch_max_wait", "must not be negative")
@@ -177,22 +181,42 @@ func (c *Config) Validate() error {
 	if c.RetryBackoff < 0 {
 		bad("retry_backoff", "must not be negative")
 	}
-	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
-		bad("tls.cert_file", "cert_file and key_file go together")
+	if !c.TLS.Enable && (c.TLS.CAFile != "" || c.TLS.CertFile != "" || c.TLS.KeyFile != "" || c.TLS.InsecureSkipVerify) {
+		bad("tls.enabled", "TLS files or options are set but enabled is false")
 	}
-	if !c.TLS.Enable && (c.TLS.CAFile != "" || c.TLS.CertFile != "" || c.TLS.InsecureSkipVerify) {
-		bad("tls.enable", "TLS files or options are set but TLS is not enabled")
+	if c.TLS.CertFile != "" && c.TLS.KeyFile == "" {
+		bad("tls.key_file", "required with cert_file")
+	}
+	if c.TLS.KeyFile != "" && c.TLS.CertFile == "" {
+		bad("tls.cert_file", "required with key_file")
 	}
 	switch c.SASL.Mechanism {
 	case "":
+		if c.SASL.User != "" || c.SASL.Password != "" {
+			bad("sasl.mechanism", "required when user or password is set")
+		}
 	case SASLPlain, SASLScramSHA256, SASLScramSHA512:
 		if c.SASL.User == "" {
 			bad("sasl.user", "required with mechanism %s", c.SASL.Mechanism)
 		}
 	default:
-		bad("sasl.mechanism", "%q is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", c.SASL.Mechanism)
+		bad("sasl.mechanism", "%q is not one of %s, %s, %s", c.SASL.Mechanism, SASLPlain, SASLScramSHA256, SASLScramSHA512)
 	}
 	return errors.Join(errs...)
+}
+
+// CheckBroker reports whether addr is a broker address, host:port with a
+// port number: the one check of a broker address, for the source's and the
+// sinks' brokers alike.
+func CheckBroker(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return fmt.Errorf("%q is not host:port", addr)
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return fmt.Errorf("%q is not host:port: the port must be a number from 1 to 65535", addr)
+	}
+	return nil
 }
 
 func (c *Config) readCommitted() bool { return c.Isolation == ReadCommitted }
@@ -248,9 +272,9 @@ func (c *Config) sarama() (*sarama.Config, error) {
 		sc.Net.SASL.Mechanism = sarama.SASLMechanism(c.SASL.Mechanism)
 		switch c.SASL.Mechanism {
 		case SASLScramSHA256:
-			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return newScram(sha256Gen) }
+			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: scram.SHA256} }
 		case SASLScramSHA512:
-			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return newScram(sha512Gen) }
+			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: scram.SHA512} }
 		}
 	}
 	return sc, nil

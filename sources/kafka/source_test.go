@@ -269,7 +269,7 @@ func TestValidateNamesFields(t *testing.T) {
 	if err == nil {
 		t.Fatal("invalid config accepted")
 	}
-	for _, field := range []string{"brokers[0]", "topics", "start", "isolation", "sasl.mechanism", "tls.cert_file", "tls.enable"} {
+	for _, field := range []string{"brokers[0]", "topics", "start", "isolation", "sasl.mechanism", "tls.key_file", "tls.enabled"} {
 		if !strings.Contains(err.Error(), field+":") {
 			t.Errorf("error does not name %s: %v", field, err)
 		}
@@ -278,5 +278,20 @@ func TestValidateNamesFields(t *testing.T) {
 	good.EnsureDefaults()
 	if err := good.Validate(); err != nil {
 		t.Fatalf("defaulted config rejected: %v", err)
+	}
+}
+
+// TestCheckBroker: the one check of a broker address (the job file's source
+// and sink brokers use it too).
+func TestCheckBroker(t *testing.T) {
+	for _, ok := range []string{"localhost:9092", "10.0.0.1:1", "[::1]:9092", "kafka-1.internal:65535"} {
+		if err := CheckBroker(ok); err != nil {
+			t.Errorf("CheckBroker(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "nohost", "host:", ":9092", "host:port", "host:0", "host:65536", "::1:9092"} {
+		if err := CheckBroker(bad); err == nil || !strings.Contains(err.Error(), "is not host:port") {
+			t.Errorf("CheckBroker(%q) = %v, want an error", bad, err)
+		}
 	}
 }

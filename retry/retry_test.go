@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/signalbox/signalbox/sinks/retry"
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/retry"
 )
 
 var fast = retry.Policy{Initial: time.Microsecond, Max: 10 * time.Microsecond, NoJitter: true, MaxElapsed: -1}
@@ -122,5 +123,27 @@ func TestParseRetryAfter(t *testing.T) {
 		if got := retry.ParseRetryAfter(h, now); got != want {
 			t.Errorf("%q: %v, want %v", h, got, want)
 		}
+	}
+}
+
+func TestRejectedIsNotRetriedAndSurvivesWrapping(t *testing.T) {
+	rec := record.Record{Topic: "in", Partition: 2, Offset: 7, EventTime: 1_800_000_000_000}
+	calls := 0
+	err := fast.Do(context.Background(), func(context.Context) error {
+		calls++
+		return fmt.Errorf("sink: %w", retry.Rejected(retry.Rejection{Record: rec, Reason: "22P02: bad"}))
+	})
+	rej := retry.AsRejected(err)
+	if calls != 1 || rej == nil || retry.IsRetryable(err) {
+		t.Fatalf("calls %d, rejected %v, retryable %v", calls, rej, retry.IsRetryable(err))
+	}
+	if got := rej.Rejections[0]; got.Record.Offset != 7 || got.Reason != "22P02: bad" {
+		t.Fatalf("rejection %+v", got)
+	}
+	if want := "sink: record in/2@7 rejected: 22P02: bad"; err.Error() != want {
+		t.Fatalf("message %q, want %q", err, want)
+	}
+	if retry.Rejected() != nil || retry.AsRejected(errors.New("x")) != nil {
+		t.Fatal("empty rejection or plain error seen as rejected")
 	}
 }

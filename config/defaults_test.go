@@ -1,0 +1,168 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/sinks/bulk"
+	"github.com/signalbox/signalbox/sinks/jsonl"
+	"github.com/signalbox/signalbox/sinks/postgres"
+	"github.com/signalbox/signalbox/sources/kafka"
+	"github.com/signalbox/signalbox/timers/durable"
+)
+
+// docDefaults reads the field tables of docs/config.md: "| `field` |
+// default | meaning |" rows, keyed by field and, in a "### `type: X`"
+// section, prefixed with "X.".
+func docDefaults(t *testing.T) map[string]string {
+	t.Helper()
+	md, err := os.ReadFile("../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("^\\| `([a-z_.\\[\\]]+)` \\| ([^|]*) \\|")
+	section := regexp.MustCompile("^### `type: ([a-z]+)`")
+	out, prefix := map[string]string{}, ""
+	for _, line := range strings.Split(string(md), "\n") {
+		switch {
+		case strings.HasPrefix(line, "#"):
+			prefix = ""
+			if m := section.FindStringSubmatch(line); m != nil {
+				prefix = m[1] + "."
+			}
+		case row.MatchString(line):
+			m := row.FindStringSubmatch(line)
+			out[prefix+m[1]] = strings.TrimSpace(m[2])
+		}
+	}
+	return out
+}
+
+// value is the first `quoted` value of a documented default.
+func value(cell string) string {
+	_, rest, _ := strings.Cut(cell, "`")
+	v, _, _ := strings.Cut(rest, "`")
+	return v
+}
+
+// TestDocumentedDefaultsMatchCode holds every default that docs/config.md
+// gives as a value (in backquotes) to the default the code applies: the
+// library's EnsureDefaults and Default constants, which a zero field of the
+// job file leaves in place. A documented field whose default is a value but
+// that has no check here fails, so a new field gets one.
+func TestDocumentedDefaultsMatchCode(t *testing.T) {
+	var k kafka.Config
+	k.EnsureDefaults()
+	var b bulk.Config
+	b.EnsureDefaults()
+	var pg postgres.Config
+	pg.EnsureDefaults()
+	var st durable.StoreOptions
+	st.EnsureDefaults()
+
+	str := func(code string) func(string) error {
+		return func(doc string) error {
+			if doc != code {
+				return fmt.Errorf("the code's default is %q", code)
+			}
+			return nil
+		}
+	}
+	size := func(code int64) func(string) error {
+		return func(doc string) error {
+			if n, err := ParseSize(doc); err != nil || n != code {
+				return fmt.Errorf("the code's default is %d bytes (doc: %d, %v)", code, n, err)
+			}
+			return nil
+		}
+	}
+	dur := func(code time.Duration) func(string) error {
+		return func(doc string) error {
+			if d, err := time.ParseDuration(doc); err != nil || d != code {
+				return fmt.Errorf("the code's default is %v", code)
+			}
+			return nil
+		}
+	}
+	num := func(code int) func(string) error { return str(strconv.Itoa(code)) }
+	zero := func(v any) func(string) error { return str(fmt.Sprint(reflect.Zero(reflect.TypeOf(v)))) }
+
+	docIDs := map[uintptr]string{reflect.ValueOf(bulk.KeyID).Pointer(): "key", reflect.ValueOf(bulk.OffsetID).Pointer(): "offset"}
+	versions := map[bulk.Versioning]string{bulk.EventTimeVersion: "event_time", bulk.OffsetVersion: "offset", bulk.NoVersion: "none"}
+	stdout := "a file"
+	if (&Sink{Type: "jsonl"}).writesStdout() {
+		stdout = "-"
+	}
+
+	code := map[string]func(string) error{
+		"client_id":                str(k.ClientID),
+		"start":                    str(k.Start),
+		"isolation":                str(k.Isolation),
+		"tls.enabled":              zero(k.TLS.Enable),
+		"tls.insecure_skip_verify": zero(k.TLS.InsecureSkipVerify),
+		"inputs[i].time":           str(string(signalbox.DefaultTimeSource)),
+		"inputs[i].time_format":    str(string(signalbox.DefaultTimeFormat)),
+		"inputs[i].key":            str(string(signalbox.DefaultKeySource)),
+		"delay":                    dur(0), // WithDelay: zero unless set
+		"late":                     str(string(signalbox.DefaultLatePolicy)),
+		"until":                    str(string(signalbox.DefaultUntil)),
+		"jsonl.path":               str(stdout),
+		"jsonl.sync":               zero(jsonl.Options{}.Sync),
+		"jsonl.buffer_size":        size(jsonl.DefaultBufferSize),
+		"bulk.max_docs":            num(b.MaxDocs),
+		"bulk.max_bytes":           size(int64(b.MaxBytes)),
+		"bulk.linger":              dur(b.Linger),
+		"bulk.doc_id":              str(docIDs[reflect.ValueOf(b.DocID).Pointer()]),
+		"bulk.versioning":          str(versions[b.Versioning]),
+		"postgres.table":           str(pg.Table),
+		"postgres.name": func(string) error { // "the job's `group`, else `default`"
+			if cell := docDefaults(t)["postgres.name"]; !strings.HasSuffix(cell, "`"+postgres.DefaultName+"`") {
+				return fmt.Errorf("the code's default, without a group, is %q", postgres.DefaultName)
+			}
+			return nil
+		},
+		"postgres.value_type": str(pg.ValueType),
+		"postgres.no_create":  zero(pg.NoCreate),
+		"postgres.max_batch":  num(pg.MaxBatch),
+		"state.memory":        size(st.MemoryBudget),
+		"checkpoint_interval": dur(signalbox.DefaultCheckpointInterval),
+		"batch_size":          num(signalbox.DefaultBatchSize),
+		"align":               dur(signalbox.DefaultAlignment),
+		"max_future":          dur(signalbox.DefaultMaxFuture),
+		"flush_linger":        dur(signalbox.DefaultFlushLinger),
+	}
+	// Defaults that name another field rather than a value.
+	references := map[string]bool{
+		"kafka.brokers": true, // the job's brokers (buildKafka)
+		"kafka.group":   true, // the job's group (buildKafka)
+	}
+
+	doc := docDefaults(t)
+	if len(doc) < 30 {
+		t.Fatalf("found only %d documented fields in docs/config.md; has the table format changed?", len(doc))
+	}
+	for field, cell := range doc {
+		check, ok := code[field]
+		switch {
+		case ok:
+			if err := check(value(cell)); err != nil {
+				t.Errorf("docs/config.md: %s defaults to %s: %v", field, cell, err)
+			}
+		case references[field]:
+		case value(cell) != "":
+			t.Errorf("docs/config.md: %s defaults to %s, which no check in this test holds to the code: add one", field, cell)
+		}
+	}
+	for field := range code {
+		if _, ok := doc[field]; !ok {
+			t.Errorf("docs/config.md does not document the default of %s", field)
+		}
+	}
+}
