@@ -22,7 +22,10 @@ var (
 )
 
 // meteredSink is the decorator the engine installs around every sink: it
-// times each call and runs the ordering audit. Its methods are called from
+// times each call and runs the ordering audit. It keeps the optional
+// interfaces the engine looks for visible: CheckpointSink and
+// SourceOffsetCommitter (meteredCheckpointSink), RetryReporter and a Name;
+// an optional interface added to the engine must be forwarded here too. Its methods are called from
 // the sink goroutine only; snapshot may be called from any goroutine. The
 // per-record work is a few comparisons and, once live, one bucket search; the
 // lock is taken once per call.
@@ -91,6 +94,22 @@ func (m *meteredSink) Unwrap() Sink { return m.Sink }
 
 // Name is the wrapped sink's name, for the writer's logs and reasons.
 func (m *meteredSink) Name() string { return sinkName(m.Sink) }
+
+// ReportRetries hands hook to the wrapped sink when it retries inside a
+// call (RetryReporter), counting each of those retries; for any other sink
+// it does nothing.
+func (m *meteredSink) ReportRetries(hook func(attempt int, err error, wait time.Duration)) {
+	rr, ok := m.Sink.(RetryReporter)
+	if !ok {
+		return
+	}
+	rr.ReportRetries(func(attempt int, err error, wait time.Duration) {
+		m.mu.Lock()
+		m.st.Retries++
+		m.mu.Unlock()
+		hook(attempt, err, wait)
+	})
+}
 
 func (m *meteredSink) Write(ctx context.Context, batch []record.Record) error {
 	start := m.now()

@@ -160,7 +160,8 @@ type SinkStats struct {
 	Name    string
 	Records int64 // records written
 	// Errors counts failed calls; Retries the failed calls whose error was
-	// retryable (each is retried with backoff, consumption paused).
+	// retryable (each is retried with backoff, consumption paused) plus the
+	// retries a sink makes inside a call and reports (RetryReporter).
 	Errors, Retries int64
 	// Rejected counts the records the sink refused as bad data
 	// (retry.RejectedError): they go to the dead-letter sink.
