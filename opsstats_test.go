@@ -12,6 +12,22 @@ import (
 	"github.com/signalbox/signalbox/retry"
 )
 
+// runLateTimeline runs lateTimeline to the end into sink with the late
+// policy and opts.
+func runLateTimeline(t *testing.T, policy signalbox.LatePolicy, sink signalbox.Sink, opts ...signalbox.Option) *signalbox.Pipeline {
+	t.Helper()
+	p, err := signalbox.New(lateTimeline(), append([]signalbox.Option{tsInputs("a", "b"),
+		signalbox.WithDelay(time.Second), signalbox.WithClock(frozen), signalbox.WithLatePolicy(policy),
+		signalbox.WithSink(sink), signalbox.WithUntil(signalbox.UntilEndOffsets)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runBounded(t, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestOrderingAuditCountsOnlyLateEmissions: the audit at the sink boundary
 // counts out-of-order records; without late records emitted (drop,
 // dead-letter) it stays 0, with late: emit it counts the late one.
@@ -22,16 +38,7 @@ func TestOrderingAuditCountsOnlyLateEmissions(t *testing.T) {
 	}{{signalbox.LateEmit, 1}, {signalbox.LateDeadLetter, 0}, {signalbox.LateDrop, 0}} {
 		t.Run(string(tc.policy), func(t *testing.T) {
 			out, dead := &collect{}, &collect{}
-			p, err := signalbox.New(lateTimeline(), tsInputs("a", "b"),
-				signalbox.WithDelay(time.Second), signalbox.WithClock(frozen), signalbox.WithLatePolicy(tc.policy),
-				signalbox.WithSink(out), signalbox.WithDeadLetter(dead), signalbox.WithUntil(signalbox.UntilEndOffsets))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := runBounded(t, p); err != nil {
-				t.Fatal(err)
-			}
-			st := p.Stats()
+			st := runLateTimeline(t, tc.policy, out, signalbox.WithDeadLetter(dead)).Stats()
 			if len(st.Sinks) != 2 || st.Sinks[0].Name != "signalbox_test" || st.Sinks[1].Name != "dead_letter" {
 				t.Fatalf("sinks %+v, want the test's sink and dead_letter", st.Sinks)
 			}
@@ -74,16 +81,7 @@ func (f *flaky) Write(ctx context.Context, b []record.Record) error {
 // audited once, so it is not out of order.
 func TestDeliveryStats(t *testing.T) {
 	out := &flaky{}
-	p, err := signalbox.New(lateTimeline(), tsInputs("a", "b"),
-		signalbox.WithDelay(time.Second), signalbox.WithClock(frozen), signalbox.WithLatePolicy(signalbox.LateDrop),
-		signalbox.WithSink(out), signalbox.WithUntil(signalbox.UntilEndOffsets))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := runBounded(t, p); err != nil {
-		t.Fatal(err)
-	}
-	st := p.Stats()
+	st := runLateTimeline(t, signalbox.LateDrop, out).Stats()
 	d := st.Delivery
 	if d.Commits == 0 || d.CommitFailures != 0 {
 		t.Errorf("commits %d, failures %d; want some commits, no failure", d.Commits, d.CommitFailures)
@@ -121,16 +119,7 @@ func (s *rejecting) Write(ctx context.Context, b []record.Record) error {
 // as rejected, not as a sink error, and is not among its records written.
 func TestRejectedRecordsCounted(t *testing.T) {
 	out, dead := &rejecting{}, &collect{}
-	p, err := signalbox.New(lateTimeline(), tsInputs("a", "b"),
-		signalbox.WithDelay(time.Second), signalbox.WithClock(frozen), signalbox.WithLatePolicy(signalbox.LateDrop),
-		signalbox.WithSink(out), signalbox.WithDeadLetter(dead), signalbox.WithUntil(signalbox.UntilEndOffsets))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := runBounded(t, p); err != nil {
-		t.Fatal(err)
-	}
-	s := p.Stats().Sinks[0]
+	s := runLateTimeline(t, signalbox.LateDrop, out, signalbox.WithDeadLetter(dead)).Stats().Sinks[0]
 	if s.Rejected != 1 || s.Errors != 0 || s.Records != 2 || len(dead.lines()) != 1 {
 		t.Errorf("sink stats %d rejected, %d errors, %d records; %d dead-lettered; want 1, 0, 2, 1", s.Rejected, s.Errors, s.Records, len(dead.lines()))
 	}
