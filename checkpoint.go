@@ -210,3 +210,35 @@ func (r *run) restore(ctx context.Context) error {
 		zap.Int("partitions", len(filter.Partitions)), zap.Bool("parked_state", storeCP != nil), zap.Bool("sink_checkpoint", sinkCP != nil))
 	return nil
 }
+
+// refreshRestored re-reads the checkpoint sink's checkpoint when partitions
+// are assigned: in a group, another instance may have emitted and
+// checkpointed them since this one restored at start (a group is joined
+// after that), and its checkpoint, not the one read then, says which
+// re-read records to skip (design C4, R3). The newest position per
+// partition wins.
+func (r *run) refreshRestored(ctx context.Context, assigned []record.PartitionInfo) error {
+	cs := r.cfg.checkpointSink()
+	if cs == nil || len(assigned) == 0 {
+		return nil
+	}
+	cp, err := cs.Restore(ctx)
+	if err != nil {
+		return fmt.Errorf("signalbox: restoring checkpoint at rebalance: %w", err)
+	}
+	if cp == nil {
+		return nil
+	}
+	for _, pc := range cp.Partitions {
+		old, ok := r.restored[pc.TopicPartition]
+		if ok && old.Position >= pc.Position {
+			continue
+		}
+		for _, a := range assigned {
+			if a.TopicPartition == pc.TopicPartition {
+				r.restored[pc.TopicPartition] = pc
+			}
+		}
+	}
+	return nil
+}

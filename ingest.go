@@ -46,14 +46,6 @@ func (p *Pipeline) prepare(f *record.Fetch) map[*record.Record]error {
 	return marks
 }
 
-// decoderFor returns the decoder of topic's Input, or the default one.
-func (p *Pipeline) decoderFor(topic string) *decoder {
-	if d := p.decoders[topic]; d != nil {
-		return d
-	}
-	return p.fallback
-}
-
 // ingest takes one record from a fetch, already decoded by prepare (mark
 // says if it was filtered or did not decode): skip what a restart found
 // emitted, pass timeless records through, guard against event times from
@@ -90,7 +82,7 @@ func (r *run) ingest(ps *partState, rec *record.Record, mark error, now time.Tim
 		return r.dead(rec, "event time "+time.UnixMilli(rec.EventTime).UTC().Format(time.RFC3339Nano)+
 			" is more than max_future ("+r.cfg.maxFuture.String()+") ahead of the evidence clock: not used to advance time")
 	}
-	ps.task.strat.Observe(ps.wid, rec.EventTime, now)
+	ps.fetchMax = max(ps.fetchMax, rec.EventTime) // observed once per answer (handle)
 	if rec.EventTime > ps.maxET {
 		if ps.maxET == watermark.MinTime {
 			ps.firstET = rec.EventTime

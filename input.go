@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -50,6 +51,12 @@ const (
 type Input struct {
 	// Topic is the input's name: the Kafka topic (or the file source's topic).
 	Topic string
+	// TopicPattern, set instead of Topic, is a regular expression (Go
+	// syntax, matching the whole name): the input applies to every topic
+	// whose name matches and that no Topic input names, each topic being
+	// an input of its own. The source finds the topics (the Kafka source's
+	// Config.TopicPatterns).
+	TopicPattern string
 	// Time is where the event time comes from. Default TimeFromTimestamp.
 	Time TimeSource
 	// TimeField is the dotted JSON path (Time = field) or the header name
@@ -102,8 +109,15 @@ func (in Input) Validate() error {
 	in, set := in.withDefaults(), in
 	var errs []error
 	bad := func(field, format string, args ...any) { errs = append(errs, fielderr.New(field, format, args...)) }
-	if in.Topic == "" {
-		bad("topic", "required")
+	switch {
+	case in.Topic == "" && in.TopicPattern == "":
+		bad("topic", "required (or topic_pattern)")
+	case in.Topic != "" && in.TopicPattern != "":
+		bad("topic_pattern", "set topic or topic_pattern, not both")
+	case in.TopicPattern != "":
+		if _, err := compileTopicPattern(in.TopicPattern); err != nil {
+			bad("topic_pattern", "%q is not a regular expression: %v", in.TopicPattern, err)
+		}
 	}
 	switch in.Time {
 	case TimeFromTimestamp, TimeNone:
@@ -148,9 +162,43 @@ func (in Input) Validate() error {
 	return errors.Join(errs...)
 }
 
+// name is how errors name the input: its topic, or /pattern/.
+func (in Input) name() string {
+	if in.TopicPattern != "" {
+		return "/" + in.TopicPattern + "/"
+	}
+	return in.Topic
+}
+
+// compileTopicPattern compiles a pattern that must match a whole topic
+// name, as the Kafka source's topic patterns do.
+func compileTopicPattern(p string) (*regexp.Regexp, error) {
+	return regexp.Compile("^(?:" + p + ")$")
+}
+
+// topicPattern is a TopicPattern input, compiled.
+type topicPattern struct {
+	re  *regexp.Regexp
+	dec *decoder
+}
+
+// decoderFor returns the decoder of topic: its Topic input, else the first
+// TopicPattern input that matches, else the default (timestamp, key).
+func (p *Pipeline) decoderFor(topic string) *decoder {
+	if d := p.decoders[topic]; d != nil {
+		return d
+	}
+	for _, tp := range p.patterns {
+		if tp.re.MatchString(topic) {
+			return tp.dec
+		}
+	}
+	return p.fallback
+}
+
 func compileInput(in Input) (*decoder, error) {
 	if err := in.Validate(); err != nil {
-		return nil, fmt.Errorf("input %q: %w", in.Topic, err)
+		return nil, fmt.Errorf("input %q: %w", in.name(), err)
 	}
 	in = in.withDefaults()
 	d := &decoder{in: in, timeless: in.Time == TimeNone}

@@ -101,7 +101,7 @@ func TestInputValidate(t *testing.T) {
 		{"minimal", Input{Topic: "t"}, nil},
 		{"field", Input{Topic: "t", Time: TimeFromField, TimeField: "meta.ts", TimeFormat: FormatRFC3339, Key: KeyFromField, KeyField: "id"}, nil},
 		{"header", Input{Topic: "t", Time: TimeFromHeader, TimeField: "event-time", TimeFormat: FormatUnixMs}, nil},
-		{"no topic", Input{}, []string{"topic: required"}},
+		{"no topic", Input{}, []string{"topic: required (or topic_pattern)"}},
 		// time_format with time: timestamp is refused: the Kafka timestamp
 		// has no format, so the setting would silently do nothing.
 		{"format with timestamp", Input{Topic: "t", TimeFormat: FormatUnixS}, []string{"time_format: only used when time is field or header"}},
@@ -115,7 +115,7 @@ func TestInputValidate(t *testing.T) {
 		{"key_field unused", Input{Topic: "t", KeyField: "id"}, []string{"key_field: only used when key is field"}},
 		{"key field missing", Input{Topic: "t", Key: KeyFromField}, []string{"key_field: required when key is field"}},
 		{"bad key", Input{Topic: "t", Key: "value"}, []string{`key: "value" is not one of key, field`}},
-		{"every problem", Input{Time: "clock", Key: KeyFromField}, []string{"topic: required", `time: "clock" is not one of timestamp, field, header, none`, "key_field: required when key is field"}},
+		{"every problem", Input{Time: "clock", Key: KeyFromField}, []string{"topic: required (or topic_pattern)", `time: "clock" is not one of timestamp, field, header, none`, "key_field: required when key is field"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string

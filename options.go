@@ -359,12 +359,12 @@ func (c *config) validate() error {
 	}
 	seen := map[string]bool{}
 	for _, in := range c.inputs {
-		if seen[in.Topic] {
-			errs = append(errs, fmt.Errorf("inputs: topic %q is declared twice", in.Topic))
+		if seen[in.name()] {
+			errs = append(errs, fmt.Errorf("inputs: topic %q is declared twice", in.name()))
 		}
-		seen[in.Topic] = true
+		seen[in.name()] = true
 		for _, fe := range fielderr.All(in.Validate()) {
-			errs = append(errs, fmt.Errorf("inputs[%s].%w", in.Topic, fe))
+			errs = append(errs, fmt.Errorf("inputs[%s].%w", in.name(), fe))
 		}
 	}
 	return errors.Join(errs...)

@@ -35,7 +35,8 @@ type partState struct {
 	maxET, firstET int64
 	span           int64
 	paused         string
-	holds          bool // its catch-up phase holds the watermark
+	holds          bool  // its catch-up phase holds the watermark
+	fetchMax       int64 // newest event time of the answer being handled
 }
 
 // task is one co-partitioned task: partition number p of every input. It

@@ -28,6 +28,7 @@ type Pipeline struct {
 	src      Source
 	cfg      config
 	decoders map[string]*decoder
+	patterns []topicPattern // TopicPattern inputs, in order
 	fallback *decoder
 
 	mu    sync.Mutex
@@ -58,6 +59,11 @@ func New(src Source, opts ...Option) (*Pipeline, error) {
 		d, err := compileInput(in)
 		if err != nil {
 			return nil, err
+		}
+		if in.TopicPattern != "" {
+			re, _ := compileTopicPattern(in.TopicPattern) // checked by compileInput
+			p.patterns = append(p.patterns, topicPattern{re, d})
+			continue
 		}
 		p.decoders[in.Topic] = d
 	}
@@ -443,6 +449,9 @@ func (r *run) handle(ctx context.Context, p polled) error {
 	for _, tp := range f.Revoked {
 		r.revoke(tp)
 	}
+	if err := r.refreshRestored(ctx, f.Assigned); err != nil {
+		return err
+	}
 	for _, a := range f.Assigned {
 		r.assign(a, now)
 	}
@@ -461,6 +470,7 @@ func (r *run) handle(ctx context.Context, p polled) error {
 			continue
 		}
 		before := ps.maxET
+		ps.fetchMax = watermark.MinTime
 		for j := range pf.Records {
 			rec := &pf.Records[j]
 			var mark error
@@ -470,6 +480,12 @@ func (r *run) handle(ctx context.Context, p polled) error {
 			if err := r.ingest(ps, rec, mark, now); err != nil {
 				return err
 			}
+		}
+		if ps.fetchMax != watermark.MinTime {
+			// The strategy keeps a partition's newest event time: one
+			// Observe per answer, with its newest, is the same as one per
+			// record (nothing advances the watermark within a Fetch).
+			ps.task.strat.Observe(ps.wid, ps.fetchMax, now)
 		}
 		if ps.maxET > before {
 			ps.span = ps.maxET - max(before, ps.firstET)

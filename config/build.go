@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"time"
@@ -44,7 +45,16 @@ func (j *Job) kafkaConfig() kafka.Config {
 		SASL: kafka.SASL{Mechanism: j.SASL.Mechanism, User: j.SASL.User},
 	}
 	for _, in := range j.Inputs {
-		k.Topics = append(k.Topics, in.Topic)
+		if in.TopicPattern != "" {
+			k.TopicPatterns = append(k.TopicPatterns, in.TopicPattern)
+		} else {
+			k.Topics = append(k.Topics, in.Topic)
+		}
+	}
+	k.GroupInstanceID = j.GroupInstanceID
+	if j.DiscoveryInterval != "" {
+		d, _ := time.ParseDuration(j.DiscoveryInterval)
+		k.DiscoveryInterval = cmp.Or(d, -1) // 0 disables discovery
 	}
 	return k
 }

@@ -125,7 +125,7 @@ func TestValidationErrors(t *testing.T) {
 		{"postgres dsn_env", withSink("type: postgres"), "sinks[1].dsn_env: required for a postgres sink"},
 		{"postgres dsn inline", withSink("{type: postgres, dsn_env: 'postgres://u:secret@h/db'}"), "sinks[1].dsn_env: must be the NAME of an environment variable"},
 		{"postgres table", withSink("{type: postgres, dsn_env: PG, table: Records}"), `sinks[1].table: "Records" is not a lower-case table name`},
-		{"postgres table long", withSink("{type: postgres, dsn_env: PG, table: ops." + strings.Repeat("t", 53) + "}"), "is longer than 52 bytes"},
+		{"postgres table long", withSink("{type: postgres, dsn_env: PG, table: ops." + strings.Repeat("t", 53) + "}"), "must be 1 to 52 bytes"},
 		{"postgres value_type", withSink("{type: postgres, dsn_env: PG, value_type: xml}"), `sinks[1].value_type: "xml" is not one of jsonb, text`},
 		{"postgres max_batch", withSink("{type: postgres, dsn_env: PG, max_batch: -1}"), "sinks[1].max_batch: -1 is negative"},
 		{"postgres field", withSink("{type: postgres, dsn_env: PG, topic: t}"), "sinks[1].topic: not a field of a postgres sink"},

@@ -138,6 +138,7 @@ func TestDocumentedDefaultsMatchCode(t *testing.T) {
 		"align":               dur(signalbox.DefaultAlignment),
 		"max_future":          dur(signalbox.DefaultMaxFuture),
 		"flush_linger":        dur(signalbox.DefaultFlushLinger),
+		"discovery_interval":  dur(k.DiscoveryInterval),
 		"admin.addr":          str(admin.DefaultAddr),
 	}
 	// Defaults that name another field rather than a value.

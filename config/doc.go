@@ -20,5 +20,15 @@
 //     (FuzzParse).
 //  6. Zero values mean the documented default; defaults are those of the
 //     library (package signalbox and sources/kafka), never a second copy
-//     that could drift.
+//     that could drift (TestDocumentedDefaultsMatchCode holds
+//     docs/config.md to them).
+//  7. The rules of the inputs, the late policy, the run mode and the Kafka
+//     connection are the library's (signalbox.Input.Validate,
+//     LatePolicy.Validate, Until.Validate, kafka.Config.Validate,
+//     kafka.CheckBroker): Validate maps their field errors onto YAML paths
+//     and lines. Only what the job file alone has (durations and sizes as
+//     text, *_env names, which sinks may go together, the sinks' fields) is
+//     checked here.
+//  8. Parse walks one yaml.Node tree (decode.go); it never reads the text
+//     of yaml.v3's error messages, and it refuses a file beyond MaxJobSize.
 package config

@@ -34,6 +34,8 @@ type Job struct {
 	Align              string   `yaml:"align"`
 	MaxFuture          string   `yaml:"max_future"`
 	FlushLinger        string   `yaml:"flush_linger"`
+	DiscoveryInterval  string   `yaml:"discovery_interval"`
+	GroupInstanceID    string   `yaml:"group_instance_id"`
 	Admin              Admin    `yaml:"admin"`
 
 	lines map[string]int // YAML path → line, filled by Parse
@@ -58,12 +60,13 @@ type SASL struct {
 
 // Input is one entry of `inputs`.
 type Input struct {
-	Topic      string `yaml:"topic"`
-	Time       string `yaml:"time"`
-	TimeField  string `yaml:"time_field"`
-	TimeFormat string `yaml:"time_format"`
-	Key        string `yaml:"key"`
-	KeyField   string `yaml:"key_field"`
+	Topic        string `yaml:"topic"`
+	TopicPattern string `yaml:"topic_pattern"`
+	Time         string `yaml:"time"`
+	TimeField    string `yaml:"time_field"`
+	TimeFormat   string `yaml:"time_format"`
+	Key          string `yaml:"key"`
+	KeyField     string `yaml:"key_field"`
 }
 
 // Sink is one entry of `sinks`, or `dead_letter`. Type selects the sink;

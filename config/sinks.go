@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"reflect"
 	"regexp"
@@ -71,14 +70,7 @@ var (
 )
 
 func validateBulk(s *Sink, v *validator, p string) {
-	if s.URL == "" {
-		v.bad(p+".url", "required for a bulk sink, e.g. http://localhost:9200")
-	} else if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		v.bad(p+".url", "%q is not an http(s) URL", s.URL)
-	}
-	if s.Index == "" {
-		v.bad(p+".index", "required for a bulk sink")
-	}
+	v.fields(p, (&bulk.Config{URL: s.URL, Index: s.Index}).Validate())
 	if s.MaxDocs < 0 {
 		v.bad(p+".max_docs", "%d is negative", s.MaxDocs)
 	}
@@ -138,31 +130,22 @@ func validateKafka(s *Sink, v *validator, p string) {
 }
 
 // pgTableRE is an unquoted-style table name, optionally schema-qualified.
-// The sink quotes it, so upper case would make a case-sensitive name: it is
-// refused rather than silently surprising a psql user.
+// The sink quotes it, so upper case would make a case-sensitive name: the
+// library accepts it, but the job file refuses it rather than silently
+// surprise a psql user. (The length rule is the library's.)
 var pgTableRE = regexp.MustCompile(`^([a-z_][a-z0-9_]*\.)?[a-z_][a-z0-9_]*$`)
-
-// pgMaxTable leaves room for the "_checkpoint" suffix within PostgreSQL's
-// 63-byte identifiers.
-const pgMaxTable = 63 - len("_checkpoint")
-
-var valueTypeValues = []string{"jsonb", "text"}
 
 func validatePostgres(s *Sink, v *validator, p string) {
 	if s.DSNEnv == "" {
 		v.bad(p+".dsn_env", "required for a postgres sink: the NAME of the environment variable holding the connection string")
 	}
 	v.envName(p+".dsn_env", s.DSNEnv)
-	if s.Table != "" {
-		name := s.Table[strings.LastIndex(s.Table, ".")+1:]
-		switch {
-		case !pgTableRE.MatchString(s.Table):
-			v.bad(p+".table", "%q is not a lower-case table name such as signalbox_records or ops.ordered", s.Table)
-		case len(name) > pgMaxTable:
-			v.bad(p+".table", "%q is longer than %d bytes (the checkpoint table appends _checkpoint)", name, pgMaxTable)
-		}
+	if s.Table != "" && !pgTableRE.MatchString(s.Table) {
+		v.bad(p+".table", "%q is not a lower-case table name such as signalbox_records or ops.ordered", s.Table)
 	}
-	v.oneOf(p+".value_type", s.ValueType, valueTypeValues)
+	cfg := postgres.Config{DSN: "(read by Build)", Table: s.Table, ValueType: s.ValueType}
+	cfg.EnsureDefaults()
+	v.fields(p, cfg.Validate())
 	if s.MaxBatch < 0 {
 		v.bad(p+".max_batch", "%d is negative", s.MaxBatch)
 	}

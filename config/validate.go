@@ -12,10 +12,9 @@ import (
 	"github.com/signalbox/signalbox/internal/fielderr"
 )
 
-// The accepted values of the enumerated fields; the first is the default.
-var (
-	sinkTypes = []string{"jsonl", "kafka", "postgres", "bulk"}
-)
+// sinkTypes are the values of a sink's type, in the order messages list
+// them.
+var sinkTypes = []string{"jsonl", "kafka", "postgres", "bulk"}
 
 // validator collects FieldErrors.
 type validator struct {
@@ -118,7 +117,7 @@ func (j *Job) Validate() error {
 		p := fmt.Sprintf("inputs[%d]", i)
 		if first, dup := topics[in.Topic]; dup && in.Topic != "" {
 			v.bad(p+".topic", "%q is already declared by inputs[%d]", in.Topic, first)
-		} else {
+		} else if in.Topic != "" {
 			topics[in.Topic] = i
 		}
 		in.validate(v, p)
@@ -151,6 +150,10 @@ func (j *Job) Validate() error {
 		if _, err := admin.ListenAddr(a); err != nil {
 			v.bad("admin.addr", "%v", err)
 		}
+	}
+	v.duration("discovery_interval", j.DiscoveryInterval, false)
+	if j.GroupInstanceID != "" && j.Group == "" {
+		v.bad("group_instance_id", "requires group")
 	}
 	return v.errs.err()
 }
@@ -185,7 +188,7 @@ func (in Input) validate(v *validator, p string) {
 // library is the signalbox.Input the job's input builds.
 func (in Input) library() signalbox.Input {
 	return signalbox.Input{
-		Topic: in.Topic, Time: signalbox.TimeSource(in.Time), TimeField: in.TimeField,
+		Topic: in.Topic, TopicPattern: in.TopicPattern, Time: signalbox.TimeSource(in.Time), TimeField: in.TimeField,
 		TimeFormat: signalbox.TimeFormat(in.TimeFormat), Key: signalbox.KeySource(in.Key), KeyField: in.KeyField,
 	}
 }

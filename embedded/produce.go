@@ -179,3 +179,36 @@ func (c *Cluster) ListOffsets(ctx context.Context, topic string, partition int32
 	}
 	return out, nil
 }
+
+// CreatePartitions grows topic to total partitions, as `kafka-topics
+// --alter --partitions` does.
+func (c *Cluster) CreatePartitions(ctx context.Context, topic string, total int) error {
+	adm, err := c.adm()
+	if err != nil {
+		return err
+	}
+	r, err := adm.UpdatePartitions(ctx, total, topic)
+	if err == nil {
+		err = r.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("create partitions of %s: %w", topic, err)
+	}
+	return nil
+}
+
+// DeleteTopic deletes a topic.
+func (c *Cluster) DeleteTopic(ctx context.Context, topic string) error {
+	adm, err := c.adm()
+	if err != nil {
+		return err
+	}
+	r, err := adm.DeleteTopic(ctx, topic)
+	if err == nil {
+		err = r.Err
+	}
+	if err != nil {
+		return fmt.Errorf("delete topic %s: %w", topic, err)
+	}
+	return nil
+}

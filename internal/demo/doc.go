@@ -27,4 +27,11 @@
 //  4. Late counts come from the engine's Stats, never from the sink.
 //  5. Nothing in this package asserts timing; its tests check correctness
 //     figures only.
+//  6. Visible latency (Options.Visible) is measured by a reader of a real
+//     sink that the lane writes beside its measuring sink, for the same
+//     live records: wall time when the reader sees the record − (event
+//     time + delay). The JSONL reader tails the file (resolution
+//     pollEvery); the Kafka readers are read_committed consumers. The
+//     readers stop only after seeing every timed record the lane wrote, or
+//     after a bounded wait.
 package demo

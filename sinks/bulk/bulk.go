@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/retry"
 	"github.com/signalbox/signalbox/sinks/envelope"
@@ -95,12 +97,22 @@ func (c *Config) EnsureDefaults() {
 	c.Retry = c.Retry.EnsureDefaults()
 }
 
-// Validate reports configuration errors.
+// Validate reports every configuration error, each naming its field as the
+// job file does (url, index), joined in one error.
 func (c *Config) Validate() error {
-	if c.URL == "" || c.Index == "" {
-		return errors.New("bulk: URL and Index are required")
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("bulk: %w", fielderr.New(field, format, args...)))
 	}
-	return nil
+	if c.URL == "" {
+		bad("url", "required for a bulk sink, e.g. http://localhost:9200")
+	} else if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		bad("url", "%q is not an http(s) URL", c.URL)
+	}
+	if c.Index == "" {
+		bad("index", "required for a bulk sink")
+	}
+	return errors.Join(errs...)
 }
 
 // KeyID is the default document id: the record's OrderKey, else its Kafka

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/retry"
 	"github.com/signalbox/signalbox/sinks/envelope"
@@ -67,15 +68,28 @@ func (c *Config) EnsureDefaults() {
 	}
 }
 
-// Validate reports configuration errors.
+// MaxTable is the longest table name (without its schema): PostgreSQL's
+// identifiers have 63 bytes, and the checkpoint table appends _checkpoint.
+const MaxTable = 63 - len("_checkpoint")
+
+// Validate reports every configuration error, each naming its field as the
+// job file does (dsn, table, value_type), joined in one error. Call
+// EnsureDefaults first to accept zero values.
 func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("postgres: %w", fielderr.New(field, format, args...)))
+	}
 	if c.DSN == "" {
-		return errors.New("postgres: DSN is required")
+		bad("dsn", "required")
+	}
+	if name := c.Table[strings.LastIndex(c.Table, ".")+1:]; name == "" || len(name) > MaxTable {
+		bad("table", "%q must be 1 to %d bytes (the checkpoint table appends _checkpoint)", name, MaxTable)
 	}
 	if c.ValueType != "jsonb" && c.ValueType != "text" {
-		return fmt.Errorf("postgres: ValueType %q is neither jsonb nor text", c.ValueType)
+		bad("value_type", "%q is not one of jsonb, text", c.ValueType)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Sink is the PostgreSQL sink.

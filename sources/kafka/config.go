@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -56,7 +57,28 @@ type SASL struct {
 // Topics takes the documented default (see EnsureDefaults).
 type Config struct {
 	Brokers []string // bootstrap "host:port" list; required
-	Topics  []string // topics to read, every partition; required
+	// Topics are the topics to read, every partition. Topics or
+	// TopicPatterns is required.
+	Topics []string
+	// TopicPatterns are regular expressions (Go syntax, anchored: the
+	// whole name must match); every topic whose name matches one is read,
+	// found at Open and then every DiscoveryInterval.
+	TopicPatterns []string
+	// DiscoveryInterval is how often the source looks for new partitions
+	// of its topics, new topics matching TopicPatterns and deleted topics.
+	// The evidence clock (record.Fetch.At) never passes the start of the
+	// last completed look plus one interval (invariant 9, design G7): a
+	// record written into a new partition is not late unless its producer
+	// lagged by more than the delay minus the interval, and while looks
+	// fail the watermark is held. Default 1s; negative disables discovery
+	// (the partitions found at Open are read, in group mode those of each
+	// rebalance).
+	DiscoveryInterval time.Duration
+	// GroupInstanceID makes the member static (Kafka's
+	// group.instance.id, KIP-345): a restart within SessionTimeout
+	// takes its partitions back without a rebalance. Unique per instance;
+	// requires Group. Default empty (dynamic membership).
+	GroupInstanceID string
 	// Group is the consumer group. Empty: no group, every partition of
 	// Topics is assigned statically and Commit is a no-op.
 	Group string
@@ -105,6 +127,24 @@ type Config struct {
 	Logger *zap.Logger
 }
 
+// DefaultDiscoveryInterval is Config.DiscoveryInterval's default: well below
+// the delays jobs use (seconds to minutes), and one small metadata request
+// per interval.
+const DefaultDiscoveryInterval = time.Second
+
+// startupTimeout bounds the first metadata request of Open when no broker
+// answers at all (sarama's Metadata.Timeout); a refused connection or a
+// rejected authentication fails at once.
+const startupTimeout = 30 * time.Second
+
+// compilePattern compiles a topic pattern, anchored on both ends.
+func compilePattern(p string) (*regexp.Regexp, error) {
+	if p == "" {
+		return nil, errors.New("empty pattern")
+	}
+	return regexp.Compile("^(?:" + p + ")$")
+}
+
 // EnsureDefaults fills every unset field with its default.
 func (c *Config) EnsureDefaults() {
 	if c.Start == "" {
@@ -134,6 +174,9 @@ func (c *Config) EnsureDefaults() {
 	if c.RevokeTimeout == 0 {
 		c.RevokeTimeout = 30 * time.Second
 	}
+	if c.DiscoveryInterval == 0 {
+		c.DiscoveryInterval = DefaultDiscoveryInterval
+	}
 	if c.Version == (sarama.KafkaVersion{}) {
 		c.Version = sarama.V2_8_0_0
 	}
@@ -158,8 +201,16 @@ func (c *Config) Validate() error {
 			bad(fmt.Sprintf("brokers[%d]", i), "%v", err)
 		}
 	}
-	if len(c.Topics) == 0 {
-		bad("topics", "at least one topic is required")
+	if len(c.Topics) == 0 && len(c.TopicPatterns) == 0 {
+		bad("topics", "at least one topic or topic pattern is required")
+	}
+	for i, p := range c.TopicPatterns {
+		if _, err := compilePattern(p); err != nil {
+			bad(fmt.Sprintf("topic_patterns[%d]", i), "%v", err)
+		}
+	}
+	if c.GroupInstanceID != "" && c.Group == "" {
+		bad("group_instance_id", "requires a group")
 	}
 	for i, t := range c.Topics {
 		if t == "" {
@@ -236,6 +287,9 @@ func (c *Config) sarama() (*sarama.Config, error) {
 	sc.Version = c.Version
 	sc.Net.ReadTimeout = 30*time.Second + c.FetchMaxWait
 	sc.Metadata.Full = false
+	sc.Metadata.Timeout = startupTimeout
+	// A deleted topic must not be re-created by asking for it.
+	sc.Metadata.AllowAutoTopicCreation = false
 	sc.Consumer.Return.Errors = true
 	sc.Consumer.Offsets.AutoCommit.Enable = false
 	sc.Consumer.Offsets.Initial = sarama.OffsetOldest
@@ -245,10 +299,11 @@ func (c *Config) sarama() (*sarama.Config, error) {
 	if c.readCommitted() {
 		sc.Consumer.IsolationLevel = sarama.ReadCommitted
 	}
-	// Range assignment gives partition p of every topic to the same member
-	// when the topics have equal partition counts: the co-partitioned tasks
-	// signalbox orders within.
-	sc.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategyRange()}
+	// The task strategy gives partition p of every topic to the same
+	// member, whatever the partition counts: the co-partitioned tasks
+	// signalbox orders within. Range (the same plan when the counts are
+	// equal) is the fallback for members of older versions.
+	sc.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{NewTaskBalanceStrategy(), sarama.NewBalanceStrategyRange()}
 	if c.SessionTimeout > 0 {
 		sc.Consumer.Group.Session.Timeout = c.SessionTimeout
 	}
@@ -258,6 +313,12 @@ func (c *Config) sarama() (*sarama.Config, error) {
 	if c.RebalanceTimeout > 0 {
 		sc.Consumer.Group.Rebalance.Timeout = c.RebalanceTimeout
 	}
+	if c.DiscoveryInterval > 0 && c.Group != "" {
+		// The group leader's own check for grown topics (sarama) runs
+		// at the discovery interval too.
+		sc.Metadata.RefreshFrequency = c.DiscoveryInterval
+	}
+	sc.Consumer.Group.InstanceId = c.GroupInstanceID
 	if c.TLS.Enable {
 		tc, err := c.TLS.config()
 		if err != nil {

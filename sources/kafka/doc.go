@@ -35,7 +35,21 @@
 //     delivered, and the rebalance waits (up to RevokeTimeout) for the next
 //     Poll, so the caller can Commit the revoked partitions' safe offsets.
 //  7. Start positions: committed group offsets when there are any, else
-//     Start ("earliest" = log start offset, "latest" = the end snapshot).
+//     Start ("earliest" = log start offset, "latest" = the end snapshot);
+//     a partition created after Open starts at its log start whatever
+//     Start says.
 //  8. Memory is bounded: at most one undelivered response per fetcher is
 //     buffered; fetchers block while Poll is not called.
+//  9. Discovery (design G7): every DiscoveryInterval the source lists its
+//     topics (and those matching TopicPatterns). New partitions are
+//     assigned (no group) or make the member rejoin (group); partitions of
+//     a deleted topic stop being fetched before their Revoked is delivered.
+//     record.Fetch.At never passes the start of the last round that found
+//     nothing new plus one interval, and that round counts only once the
+//     caller has taken the Assigned it produced.
+//  10. Open fails, naming the cause, when the cluster cannot be reached or
+//     refuses the credentials, in both modes (within startupTimeout when
+//     nothing answers). After Open a lost broker is waited for: failed
+//     fetches hold their partitions (invariant 3), a failed group session
+//     is rejoined with backoff.
 package kafka

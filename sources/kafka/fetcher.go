@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -42,6 +43,8 @@ type fetcher struct {
 	wake      chan struct{} // Resume pokes it
 	lastEvi   time.Time     // last ListOffsets evidence for paused partitions
 	lastAt    time.Time     // the last certification handed to Poll
+	dropMu    sync.Mutex
+	drops     []dropReq // partitions to stop fetching (deleted topics)
 }
 
 // certified is the time up to which this fetcher certifies the state of its
@@ -59,6 +62,36 @@ func (f *fetcher) certified() time.Time {
 		}
 	}
 	return at
+}
+
+// dropReq asks a fetcher to stop fetching tps; left receives how many
+// partitions it still fetches.
+type dropReq struct {
+	tps  []record.TopicPartition
+	left chan int
+}
+
+// drop asks f to stop fetching tps before its next request. The answer is
+// the number of partitions f still fetches; at 0 f has stopped.
+func (f *fetcher) drop(tps []record.TopicPartition) <-chan int {
+	ch := make(chan int, 1)
+	f.dropMu.Lock()
+	f.drops = append(f.drops, dropReq{tps, ch})
+	f.dropMu.Unlock()
+	f.poke()
+	return ch
+}
+
+// applyDrops removes the partitions drop asked for; false when none is left.
+func (f *fetcher) applyDrops() bool {
+	f.dropMu.Lock()
+	defer f.dropMu.Unlock()
+	for _, d := range f.drops {
+		f.parts = slices.DeleteFunc(f.parts, func(p *partState) bool { return slices.Contains(d.tps, p.tp) })
+		d.left <- len(f.parts)
+	}
+	f.drops = nil
+	return len(f.parts) > 0
 }
 
 func newFetcher(s *Source, infos []record.PartitionInfo) *fetcher {
@@ -81,7 +114,7 @@ func (f *fetcher) poke() {
 
 // run fetches until ctx is done.
 func (f *fetcher) run(ctx context.Context, out chan<- item) {
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && f.applyDrops() {
 		now := time.Now()
 		var active, paused []*partState
 		wait := f.s.cfg.FetchMaxWait + time.Second

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -28,17 +29,33 @@ type groupState struct {
 	wg       *sync.WaitGroup
 	fetchers []*fetcher
 	owned    []record.TopicPartition
+	// counts are the partition counts the current subscription was joined
+	// with; a discovery round that finds others makes the member rejoin.
+	counts     map[string]int
+	rejoinCh   chan struct{} // closed to end the session; nil between sessions
+	wantRejoin bool          // a change seen before the session's Setup
+	// unsent are revoked partitions whose Revoked Poll did not take within
+	// RevokeTimeout; the next Setup delivers it before its Assigned.
+	unsent []record.TopicPartition
 }
 
 func (s *Source) openGroup(sc *sarama.Config) error {
 	sc.Consumer.Fetch.Default = 1 << 10 // sarama's own consumers are paused; keep what they read small
-	s.warnUnequalPartitions()
+	// Reach the cluster and authenticate before joining: a wrong address
+	// or password fails Open with its cause instead of a session that
+	// rejoins forever (bounded by startupTimeout when nothing answers).
+	start := time.Now()
+	counts, err := s.openTopics()
+	if err != nil {
+		return err
+	}
 	cg, err := sarama.NewConsumerGroupFromClient(s.cfg.Group, s.client)
 	if err != nil {
 		return fmt.Errorf("kafka: group %s: %w", s.cfg.Group, err)
 	}
-	g := &groupState{s: s, cg: cg, done: make(chan struct{})}
+	g := &groupState{s: s, cg: cg, done: make(chan struct{}), counts: counts}
 	s.group = g
+	s.markDiscovered(start)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -47,23 +64,27 @@ func (s *Source) openGroup(sc *sarama.Config) error {
 		}
 	}()
 	go g.loop()
+	if s.discoveryEnabled() {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.discoverLoop(g.round)
+		}()
+	}
 	return nil
 }
 
 // warnUnequalPartitions logs when the topics have different partition
-// counts: range assignment then cannot give partition p of every topic to
-// one member, and keys are no longer co-partitioned across topics.
-func (s *Source) warnUnequalPartitions() {
-	counts := map[string]int{}
-	for _, t := range s.cfg.Topics {
-		if ps, err := s.client.Partitions(t); err == nil {
-			counts[t] = len(ps)
-		}
-	}
+// counts. Tasks are partition numbers: a task p beyond a topic's count
+// lacks that topic, and its records are ordered among themselves only.
+// Range assignment may also place partition p of two topics on different
+// members, and a key hashes to another partition once its topic grew, so
+// order across topics then holds per instance and task, not per key.
+func (s *Source) warnUnequalPartitions(counts map[string]int) {
 	first := -1
 	for _, n := range counts {
 		if first >= 0 && n != first {
-			s.log.Warn("topics have different partition counts: a consumer group cannot co-partition them, so order across topics holds per instance, not per key",
+			s.log.Warn("topics have different partition counts: tasks beyond a topic's count lack it, a consumer group may place partition p of two topics on different members, and keys are no longer co-partitioned across topics; order across topics then holds per instance and task, not per key",
 				zap.Any("partitions", counts))
 			return
 		}
@@ -71,12 +92,20 @@ func (s *Source) warnUnequalPartitions() {
 	}
 }
 
-// loop keeps the member in the group until the source closes.
+// loop keeps the member in the group until the source closes. Each
+// session subscribes to the topics that exist, as last counted.
 func (g *groupState) loop() {
 	defer close(g.done)
 	backoff := g.s.cfg.RetryBackoff
+	counts := g.joinCounts()
 	for g.s.ctx.Err() == nil {
-		err := g.cg.Consume(g.s.ctx, g.s.cfg.Topics, g)
+		var err error
+		if len(counts) == 0 {
+			err = errors.New("no topic to read yet")
+		} else {
+			g.s.warnUnequalPartitions(counts)
+			err = g.cg.Consume(g.s.ctx, slices.Sorted(maps.Keys(counts)), g)
+		}
 		switch {
 		case errors.Is(err, sarama.ErrClosedConsumerGroup) || g.s.ctx.Err() != nil:
 			return
@@ -91,7 +120,51 @@ func (g *groupState) loop() {
 		default:
 			backoff = g.s.cfg.RetryBackoff
 		}
+		c, err := g.s.topicCounts()
+		if err != nil {
+			g.s.log.Warn("listing topics before rejoining failed", zap.Error(err))
+			select {
+			case <-time.After(backoff):
+			case <-g.s.ctx.Done():
+				return
+			}
+			continue
+		}
+		counts = c
+		g.mu.Lock()
+		g.counts, g.wantRejoin = c, false
+		g.mu.Unlock()
 	}
+}
+
+func (g *groupState) joinCounts() map[string]int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.counts
+}
+
+// round is a discovery round in group mode: when the topics read or their
+// partition counts changed, the member rejoins, so that the group assigns
+// the new partitions; the evidence clock stays capped until then.
+func (g *groupState) round(counts map[string]int) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if maps.Equal(counts, g.counts) {
+		return true
+	}
+	grown, gone := diff(g.counts, counts)
+	if len(gone) > 0 {
+		g.s.log.Warn("topics deleted: their partitions are revoked", zap.Strings("topics", gone))
+	}
+	if !g.wantRejoin {
+		g.s.log.Info("partitions discovered: rejoining the group", zap.Strings("topics", grown))
+	}
+	g.wantRejoin = true
+	if g.rejoinCh != nil {
+		close(g.rejoinCh)
+		g.rejoinCh = nil
+	}
+	return false
 }
 
 // Setup snapshots the claimed partitions, reports them as Assigned, then
@@ -105,6 +178,24 @@ func (g *groupState) Setup(sess sarama.ConsumerGroupSession) error {
 	}
 	slices.SortFunc(tps, compareTP)
 	g.s.log.Info("partitions assigned", zap.Int("count", len(tps)), zap.Int32("generation", sess.GenerationID()))
+	g.mu.Lock()
+	g.rejoinCh = make(chan struct{})
+	if g.wantRejoin {
+		close(g.rejoinCh) // the topics changed while joining
+	}
+	unsent := g.unsent
+	g.unsent = nil
+	g.mu.Unlock()
+	if len(unsent) > 0 { // invariant 5: the caller learns of the revoke first
+		select {
+		case g.s.out <- item{fetch: record.Fetch{Revoked: unsent}}:
+		case <-sess.Context().Done():
+			g.mu.Lock()
+			g.unsent = append(unsent, g.unsent...)
+			g.mu.Unlock()
+			return sess.Context().Err()
+		}
+	}
 	if len(tps) == 0 {
 		g.set(sess, nil, nil, nil, nil)
 		return nil
@@ -113,7 +204,7 @@ func (g *groupState) Setup(sess sarama.ConsumerGroupSession) error {
 	if err != nil {
 		return err
 	}
-	infos, err := g.s.snapshot(tps, committed)
+	infos, err := g.s.snapshotNew(tps, committed)
 	if err != nil {
 		return err
 	}
@@ -136,9 +227,20 @@ func (g *groupState) set(sess sarama.ConsumerGroupSession, stop context.CancelFu
 
 // ConsumeClaim pauses sarama's consumer of the claim and holds the claim
 // until the session ends; the source's fetchers do the reading.
+// A claim that returns ends the session: that is how a discovery round
+// makes the member rejoin.
 func (g *groupState) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	g.cg.Pause(map[string][]int32{claim.Topic(): {claim.Partition()}})
-	<-sess.Context().Done()
+	g.mu.Lock()
+	rejoin := g.rejoinCh
+	g.mu.Unlock()
+	if rejoin == nil {
+		return nil // the topics changed before the claim started
+	}
+	select {
+	case <-sess.Context().Done():
+	case <-rejoin:
+	}
 	return nil
 }
 
@@ -165,7 +267,10 @@ func (g *groupState) Cleanup(sarama.ConsumerGroupSession) error {
 	case <-g.s.ctx.Done():
 		return nil
 	case <-timeout.C:
-		g.s.log.Warn("revoke not taken by Poll in time")
+		g.s.log.Warn("revoke not taken by Poll in time; it is delivered before the next assignment")
+		g.mu.Lock()
+		g.unsent = append(g.unsent, tps...)
+		g.mu.Unlock()
 		return nil
 	}
 	select {

@@ -2,10 +2,13 @@ package kafka
 
 import (
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/signalbox/signalbox/embedded"
 	"github.com/signalbox/signalbox/record"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -65,4 +68,137 @@ func TestGroupRestartAndDeleteRecords(t *testing.T) {
 	if logs.FilterMessageSnippet("outside the partition's log").Len() == 0 {
 		t.Fatal("the jump to the log start was not logged")
 	}
+}
+
+// A member that crashes (its connections drop, it never leaves the group)
+// is expired by the session timeout; the other member takes its partitions
+// over from the crashed member's committed offsets and reads them to the
+// end: nothing is lost. Static membership (GroupInstanceID) does not keep a
+// dead member's partitions beyond the session timeout either.
+func TestGroupCrashedMemberTakenOver(t *testing.T) {
+	for _, static := range []bool{false, true} {
+		t.Run(map[bool]string{false: "dynamic", true: "static"}[static], func(t *testing.T) {
+			c := startCluster(t, embedded.WithTopic("a", 2), embedded.WithTopic("b", 2),
+				embedded.WithKfakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
+			for _, topic := range []string{"a", "b"} {
+				for p := range int32(2) {
+					mustProduce(t, c, recs(topic, p, 10, "h")...)
+				}
+			}
+			cfg := func(id string) Config {
+				cfg := Config{Brokers: c.Addrs(), Topics: []string{"a", "b"}, Group: "crash",
+					SessionTimeout: time.Second, HeartbeatInterval: 100 * time.Millisecond, ClientID: id}
+				if static {
+					cfg.GroupInstanceID = id
+				}
+				return cfg
+			}
+			a := openSource(t, cfg("member-a"))
+			colA := newCollector(t, a)
+			colA.until("A assigned everything", func() bool { return len(colA.assigned) == 4 && colA.caughtUp() })
+			var stopA atomic.Bool
+			waitA := background(colA, stopA.Load) // as A's engine would, so the rebalance proceeds
+			b := openSource(t, cfg("member-b"))
+			colB := newCollector(t, b)
+			colB.until("B assigned half", func() bool { return len(colB.assigned) == 2 })
+			ownsTwo := func() bool {
+				a.group.mu.Lock()
+				defer a.group.mu.Unlock()
+				return len(a.group.owned) == 2
+			}
+			for deadline := time.Now().Add(hangGuard); !ownsTwo(); time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("hang: waiting for A's new session")
+				}
+			}
+			var ofA []record.TopicPartition
+			for _, p := range []int32{0, 1} {
+				for _, topic := range []string{"a", "b"} {
+					tp := record.TopicPartition{Topic: topic, Partition: p}
+					if _, ok := colB.assigned[tp]; !ok {
+						ofA = append(ofA, tp)
+					}
+				}
+			}
+			if len(ofA) != 2 || ofA[0].Partition != ofA[1].Partition {
+				t.Fatalf("A kept %v: not one whole task", ofA)
+			}
+			// A commits offset 4 of its partitions, then crashes.
+			commits := map[record.TopicPartition]int64{ofA[0]: 4, ofA[1]: 4}
+			if err := a.Commit(bg, commits); err != nil {
+				t.Fatal(err)
+			}
+			_ = a.client.Close() // the crash: connections drop, no LeaveGroup
+			crashed := time.Now()
+			stopA.Store(true)
+			defer waitA()
+			colB.until("B takes A's partitions over", func() bool {
+				return len(colB.assigned) == 4 && colB.caughtUp()
+			})
+			t.Logf("taken over %v after the crash (session timeout 1s)", time.Since(crashed).Round(10*time.Millisecond))
+			for _, tp := range ofA {
+				if got := colB.assigned[tp].Start; got != 4 {
+					t.Errorf("%v: B starts at %d, want A's committed 4", tp, got)
+				}
+				if n := len(colB.values[tp]); n < 6 {
+					t.Errorf("%v: B read %d records from offset 4, want 6", tp, n)
+				}
+			}
+		})
+	}
+}
+
+// Static membership: a member that restarts within the session timeout
+// gets its partitions back, and the other member is not rebalanced.
+func TestStaticMemberRestartKeepsOthers(t *testing.T) {
+	c := startCluster(t, embedded.WithTopic("a", 2))
+	cfg := func(id string) Config {
+		return Config{Brokers: c.Addrs(), Topics: []string{"a"}, Group: "static", GroupInstanceID: id, ClientID: id}
+	}
+	a := openSource(t, cfg("static-a"))
+	colA := newCollector(t, a)
+	colA.until("A assigned", func() bool { return len(colA.assigned) == 2 })
+	var stopA atomic.Bool
+	waitA := background(colA, stopA.Load)
+	b := openSource(t, cfg("static-b"))
+	colB := newCollector(t, b)
+	colB.until("B assigned", func() bool { return len(colB.assigned) == 1 })
+	var stopB atomic.Bool
+	waitB := background(colB, stopB.Load)
+	stopA.Store(true)
+	waitA()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	colA2 := newCollector(t, openSource(t, cfg("static-a")))
+	colA2.until("restarted A assigned", func() bool { return len(colA2.assigned) > 0 })
+	time.Sleep(time.Second) // B keeps polling: a rebalance would reach it now
+	stopB.Store(true)
+	waitB()
+	if len(colA2.assigned) != 1 {
+		t.Fatalf("restarted A assigned %v, want its one partition back", colA2.assigned)
+	}
+	if len(colB.revoked) > 0 {
+		t.Fatalf("B was rebalanced (revoked %v) by a static member's restart", colB.revoked)
+	}
+}
+
+// A rebalance while the caller does not poll (a slow engine) gives up
+// waiting after RevokeTimeout, but the Revoked is not lost: it comes before
+// the next Assigned (invariant 5), so the caller never keeps a partition
+// that moved.
+func TestRevokeNotTakenInTimeIsDeliveredLater(t *testing.T) {
+	c := startCluster(t, embedded.WithTopic("a", 2))
+	cfg := func(id string) Config {
+		return Config{Brokers: c.Addrs(), Topics: []string{"a"}, Group: "slow", ClientID: id, RevokeTimeout: 200 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond}
+	}
+	colA := newCollector(t, openSource(t, cfg("slow-a")))
+	colA.until("A assigned", func() bool { return len(colA.assigned) == 2 })
+	// A stops polling; B joins.
+	colB := newCollector(t, openSource(t, cfg("slow-b")))
+	var stopB atomic.Bool
+	waitB := background(colB, stopB.Load)
+	defer func() { stopB.Store(true); waitB() }()
+	time.Sleep(time.Second) // A's revoke times out meanwhile
+	colA.until("A's new assignment", func() bool { return len(colA.revoked) > 0 && len(colA.assigned) == 1 })
 }

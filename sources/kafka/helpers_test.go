@@ -82,6 +82,9 @@ func (c *collector) poll(ctx context.Context) error {
 		c.t.Errorf("a Fetch mixes assignment changes and data: %+v", f)
 	}
 	for _, a := range f.Assigned {
+		if _, dup := c.assigned[a.TopicPartition]; dup {
+			c.t.Errorf("%v assigned again without a Revoked in between", a.TopicPartition)
+		}
 		c.assigned[a.TopicPartition] = a
 		c.pos[a.TopicPartition] = a.Start
 		c.end[a.TopicPartition] = a.End
@@ -162,4 +165,18 @@ func mustOffsets(t testing.TB, c *embedded.Cluster, topic string) embedded.Offse
 		t.Fatal(err)
 	}
 	return offs
+}
+
+// background polls col, as an engine would, until stop says so; wait
+// waits for it to return. col must not be read meanwhile.
+func background(col *collector, stop func() bool) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ctx, cancel := context.WithTimeout(bg, hangGuard)
+		defer cancel()
+		for !stop() && col.poll(ctx) == nil {
+		}
+	}()
+	return func() { <-done }
 }

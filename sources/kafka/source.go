@@ -47,6 +47,7 @@ type Source struct {
 	hasPending bool
 
 	group *groupState // nil without Config.Group
+	disc  discovery
 
 	// startAt overrides start positions (Seeker); set before Open.
 	startAt map[record.TopicPartition]int64
@@ -102,6 +103,7 @@ func New(cfg Config) (*Source, error) {
 		out:    make(chan item, 1),
 		fatal:  make(chan error, 1),
 		paused: make(map[record.TopicPartition]struct{}),
+		disc:   discovery{patterns: compilePatterns(cfg.TopicPatterns)},
 	}, nil
 }
 
@@ -114,6 +116,7 @@ func (s *Source) Open(ctx context.Context) error {
 		return err
 	}
 	s.log.Info("connecting", zap.Strings("brokers", s.cfg.Brokers), zap.Strings("topics", s.cfg.Topics),
+		zap.Strings("topic_patterns", s.cfg.TopicPatterns), zap.Duration("discovery_interval", s.cfg.DiscoveryInterval),
 		zap.String("group", s.cfg.Group), zap.String("isolation", s.cfg.Isolation),
 		zap.Bool("tls", s.cfg.TLS.Enable), zap.String("sasl", s.cfg.SASL.Mechanism)) // never the password
 	client, err := newClient(ctx, s.cfg.Brokers, sc)
@@ -129,15 +132,18 @@ func (s *Source) Open(ctx context.Context) error {
 		}
 		return nil
 	}
-	tps, err := s.partitions()
+	start := time.Now()
+	counts, err := s.openTopics()
 	if err != nil {
 		s.closeClient()
 		return err
 	}
-	if s.static, err = s.snapshot(tps, nil); err != nil {
+	s.disc.known = counts
+	if s.static, err = s.snapshot(partitionsOf(counts, nil), nil); err != nil {
 		s.closeClient()
 		return err
 	}
+	s.markDiscovered(start)
 	return nil
 }
 
@@ -170,24 +176,6 @@ func (s *Source) closeClient() {
 		s.cancel()
 	}
 	_ = s.client.Close()
-}
-
-// partitions lists every partition of the configured topics.
-func (s *Source) partitions() ([]record.TopicPartition, error) {
-	if err := s.client.RefreshMetadata(s.cfg.Topics...); err != nil {
-		return nil, fmt.Errorf("kafka: metadata: %w", err)
-	}
-	var tps []record.TopicPartition
-	for _, t := range s.cfg.Topics {
-		ps, err := s.client.Partitions(t)
-		if err != nil {
-			return nil, fmt.Errorf("kafka: partitions of %s: %w", t, err)
-		}
-		for _, p := range ps {
-			tps = append(tps, record.TopicPartition{Topic: t, Partition: p})
-		}
-	}
-	return tps, nil
 }
 
 // startFetchers starts one fetcher per current leader of infos, on ctx,
@@ -257,6 +245,13 @@ func (s *Source) Poll(ctx context.Context) (record.Fetch, error) {
 	if s.group == nil && !s.started {
 		s.started = true
 		s.startFetchers(s.ctx, s.static, &s.wg)
+		if s.discoveryEnabled() {
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.discoverLoop(s.staticRound)
+			}()
+		}
 		return record.Fetch{Assigned: slices.Clone(s.static)}, nil
 	}
 	it, ok := s.pending, s.hasPending
@@ -305,8 +300,15 @@ func (it item) delivered() {
 
 // evidenceClock is record.Fetch.At: the oldest of the fetchers' last
 // delivered answers. Every partition is fetched by exactly one fetcher, so
-// each partition's state is complete up to at least this time.
+// each partition's state is complete up to at least this time. It never
+// passes the start of the last completed discovery round plus one interval
+// (invariant 9): a partition created since is found by the round that
+// starts then, and when rounds fail the clock stops.
 func (s *Source) evidenceClock() time.Time {
+	capAt := s.discoveredAt()
+	if !capAt.IsZero() {
+		capAt = capAt.Add(s.cfg.DiscoveryInterval)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var at time.Time
@@ -314,6 +316,9 @@ func (s *Source) evidenceClock() time.Time {
 		if i == 0 || f.delivered.Before(at) {
 			at = f.delivered
 		}
+	}
+	if !capAt.IsZero() && capAt.Before(at) {
+		at = capAt
 	}
 	return at
 }

@@ -11,10 +11,11 @@
 //  2. Each partition's records arrive once, in offset order, with their
 //     values; the Position reported with them is the next offset to fetch,
 //     never goes back, and reaches End.
-//  3. Evidence: a reported end offset never hides records the partition
-//     holds, and once a partition is read its reported position reaches its
-//     reported end (at assignment for an empty partition), so the engine
-//     can tell it is caught up.
+//  3. Evidence: a reported end offset never claims a partition caught up
+//     (End ≤ Position) while records remain, and never lies beyond the
+//     data (it may be a lower bound); once a partition is read, its reported
+//     position reaches its reported end (at assignment for an empty
+//     partition), so the engine can tell it is caught up.
 //  4. Pause and Resume (sources that implement them): a paused partition
 //     delivers no record until resumed, then delivers all of them.
 //  5. Commit: a committed offset is accepted and, where the Target can read

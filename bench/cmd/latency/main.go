@@ -33,12 +33,14 @@ func main() {
 	}
 }
 
-// measurement is one run: a rate, a sink, and what the lane measured.
+// measurement is one run: a checkpoint interval, a rate, a sink, and what
+// the lane measured.
 type measurement struct {
-	Rate   int
-	Sink   string
-	Live   int64
-	Result demo.Result
+	Checkpoint time.Duration
+	Rate       int
+	Sink       string
+	Live       int64
+	Result     demo.Result
 }
 
 func run(args []string, stdout io.Writer) error {
@@ -49,7 +51,7 @@ func run(args []string, stdout io.Writer) error {
 	o := demo.Options{Workload: workload.Options{Seed: 1, Topics: 13, Partitions: 3, RecordsPerPartition: 2000, SlowTopics: -1}}
 	fs.DurationVar(&o.Workload.LiveFor, "live", 5*time.Second, "live traffic duration of each run")
 	fs.DurationVar(&o.Delay, "delay", 300*time.Millisecond, "delay bound")
-	fs.DurationVar(&o.CheckpointInterval, "checkpoint", 0, "the engine's checkpoint interval (0: its default)")
+	checkpoints := fs.String("checkpoints", "1s", "the engine's checkpoint intervals to measure, comma-separated")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -62,10 +64,20 @@ func run(args []string, stdout io.Writer) error {
 		}
 		rs = append(rs, n)
 	}
+	var cs []time.Duration
+	for _, c := range strings.Split(*checkpoints, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(c))
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("-checkpoints: %q is not a positive duration", c))
+		}
+		cs = append(cs, d)
+	}
 	ks := strings.Split(*sinks, ",")
 	for _, k := range ks {
-		o.Visible = k
-		if err := o.Validate(); err != nil {
+		v := o
+		v.Visible = k
+		v.EnsureDefaults()
+		if err := v.Validate(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -80,13 +92,16 @@ func run(args []string, stdout io.Writer) error {
 	log, _ := zap.NewDevelopment(zap.IncreaseLevel(zap.WarnLevel))
 	started := time.Now()
 	var ms []measurement
-	for _, rate := range rs {
-		for _, k := range ks {
-			m, err := measure(ctx, o, rate, k, log)
-			if err != nil {
-				return fmt.Errorf("%d records/s, %s: %w", rate, k, err)
+	for _, c := range cs {
+		o.CheckpointInterval = c
+		for _, rate := range rs {
+			for _, k := range ks {
+				m, err := measure(ctx, o, rate, k, log)
+				if err != nil {
+					return fmt.Errorf("checkpoint interval %v, %d records/s, %s: %w", c, rate, k, err)
+				}
+				ms = append(ms, m)
 			}
-			ms = append(ms, m)
 		}
 	}
 	sec := section(args, o, ms, started)
@@ -114,7 +129,7 @@ func measure(ctx context.Context, o demo.Options, rate int, kind string, log *za
 	if err != nil {
 		return measurement{}, err
 	}
-	return measurement{Rate: rate, Sink: kind, Live: live.Records, Result: res[0]}, nil
+	return measurement{Checkpoint: o.CheckpointInterval, Rate: rate, Sink: kind, Live: live.Records, Result: res[0]}, nil
 }
 
 var sinkLabels = map[string]string{
@@ -131,18 +146,14 @@ func section(args []string, o demo.Options, ms []measurement, started time.Time)
 	w := o.Workload
 	p("## Live latency where users see it (issue 13)\n\n")
 	p("Reproduce with:\n\n```\ngo run ./bench/cmd/latency %s\n```\n\n", strings.Join(args, " "))
-	ci := "the engine's default (1s)"
-	if o.CheckpointInterval > 0 {
-		ci = o.CheckpointInterval.String()
-	}
 	p("%d cores · %s · run of %s, %s.\n\n", runtime.NumCPU(), runtime.Version(), started.UTC().Format("2006-01-02 15:04 MST"), time.Since(started).Round(time.Second))
-	p("**Scenario.** The offset gate on %d topics × %d partitions (%d history records each, no slow topic) and the reference topic, delay bound %v, checkpoint interval %s; then %v of live traffic at each rate. Each run has its own embedded broker, in this process, with the pipeline, the producer and the reader, so at high rates they share the 2 cores.\n\n",
-		w.Topics, w.Partitions, w.RecordsPerPartition, o.Delay, ci, w.LiveFor)
+	p("**Scenario.** The offset gate on %d topics × %d partitions (%d history records each, no slow topic) and the reference topic, delay bound %v; then %v of live traffic at each rate. Each run has its own embedded broker, in this process, with the pipeline, the producer and the reader, so at high rates they share the 2 cores.\n\n",
+		w.Topics, w.Partitions, w.RecordsPerPartition, o.Delay, w.LiveFor)
 	p("**How it is measured**, for live records not released late, both beyond the delay: *release* = wall time at the sinks' `Write` − (event time + delay), what the demo called live latency before; *visible* = wall time when the sink's reader sees the record − (event time + delay). The JSONL reader polls the file every %v.\n\n", time.Millisecond)
-	p("| records/s | sink and reader | live records | late | release: mean / p50 / p99 / max (ms) | visible: mean / p50 / p99 / max (ms) |\n|---:|---|---:|---:|---:|---:|\n")
+	p("| checkpoint interval | records/s | sink and reader | live records | late | release: mean / p50 / p99 / max (ms) | visible: mean / p50 / p99 / max (ms) |\n|---:|---:|---|---:|---:|---:|---:|\n")
 	for _, m := range ms {
 		r, v := m.Result.LiveLatency, m.Result.VisibleLatency
-		p("| %d | %s | %d | %d | %.1f / %.1f / %.1f / %.1f | %.1f / %.1f / %.1f / %.1f |\n", m.Rate, sinkLabels[m.Sink], m.Live, m.Result.Late,
+		p("| %v | %d | %s | %d | %d | %.1f / %.1f / %.1f / %.1f | %.1f / %.1f / %.1f / %.1f |\n", m.Checkpoint, m.Rate, sinkLabels[m.Sink], m.Live, m.Result.Late,
 			r.MeanMs, r.P50Ms, r.P99Ms, r.MaxMs, v.MeanMs, v.P50Ms, v.P99Ms, v.MaxMs)
 	}
 	p("\n")

@@ -37,12 +37,13 @@ type config struct {
 	sizes       []int64 // total event records per history size
 	rounds      int
 	delay       time.Duration
-	bin         string // signalbox binary; "": build it
-	out         string // bench.md to splice into; "": stdout only
-	profileSize int64  // history size whose signalbox runs are profiled; 0: none
-	child       string // internal: run one raw consumer
-	brokers     string // child: broker addresses
-	topics      string // child: topics
+	checkpoint  time.Duration // signalbox's checkpoint_interval; 0: its default
+	bin         string        // signalbox binary; "": build it
+	out         string        // bench.md to splice into; "": stdout only
+	profileSize int64         // history size whose signalbox runs are profiled; 0: none
+	child       string        // internal: run one raw consumer
+	brokers     string        // child: broker addresses
+	topics      string        // child: topics
 }
 
 func parseFlags(args []string) (config, error) {
@@ -52,6 +53,7 @@ func parseFlags(args []string) (config, error) {
 	profile := fs.String("profile-size", "4M", "write a CPU profile of each signalbox mode at this size (one extra run each, not in the table); empty: none")
 	fs.IntVar(&c.rounds, "rounds", 3, "rounds per size; each round runs every consumer once, in turn")
 	fs.DurationVar(&c.delay, "delay", time.Second, "signalbox's delay bound")
+	fs.DurationVar(&c.checkpoint, "checkpoint", 0, "signalbox's checkpoint_interval (0: its default)")
 	fs.StringVar(&c.bin, "signalbox", "", "signalbox binary (default: go build ./cmd/signalbox into a temporary directory)")
 	fs.StringVar(&c.out, "out", "docs/bench.md", "splice the section into this file; empty: print it only")
 	fs.StringVar(&c.child, "child", "", "internal: run one raw consumer ("+franz+" or "+sarama+") and print its count")
@@ -231,7 +233,7 @@ func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap
 	log.Info("history produced", zap.Int64("records", r.Records), zap.Duration("took", h.Took))
 	jobs := map[string]string{}
 	for _, mode := range []string{sbTimestamp, sbField} {
-		if jobs[mode], err = writeJob(tmp, mode, addrs, w, c.delay); err != nil {
+		if jobs[mode], err = writeJob(tmp, mode, addrs, w, c); err != nil {
 			return r, err
 		}
 	}
@@ -327,7 +329,7 @@ func startBroker(bin string, w *workload.Workload, logPath string) ([]string, fu
 // writeJob writes the job file of a signalbox mode: every event topic with
 // `time: timestamp` or `time: field`, the reference topic `time: none`, a
 // JSONL file sink, until the end offsets.
-func writeJob(dir, mode string, addrs []string, w *workload.Workload, delay time.Duration) (string, error) {
+func writeJob(dir, mode string, addrs []string, w *workload.Workload, c config) (string, error) {
 	var b strings.Builder
 	q, _ := json.Marshal(addrs) // a YAML flow sequence
 	fmt.Fprintf(&b, "brokers: %s\nstart: earliest\ninputs:\n", q)
@@ -339,7 +341,10 @@ func writeJob(dir, mode string, addrs []string, w *workload.Workload, delay time
 		}
 	}
 	fmt.Fprintf(&b, "  - topic: %s\n    time: none\ndelay: %s\nuntil: end-offsets\nsinks:\n  - type: jsonl\n    path: %s\n",
-		workload.ReferenceTopic, delay, filepath.Join(dir, "out.jsonl"))
+		workload.ReferenceTopic, c.delay, filepath.Join(dir, "out.jsonl"))
+	if c.checkpoint > 0 {
+		fmt.Fprintf(&b, "checkpoint_interval: %s\n", c.checkpoint)
+	}
 	path := filepath.Join(dir, mode+".yaml")
 	return path, os.WriteFile(path, []byte(b.String()), 0o644)
 }

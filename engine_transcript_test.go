@@ -1,0 +1,247 @@
+package signalbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/record"
+)
+
+// TestEngineTranscripts replays testdata/engine/*.txt: whole-engine scenarios
+// written as cockroachdb/datadriven transcripts, as watermark/testdata is for
+// the watermark alone. A transcript declares what the source delivers, fetch
+// by fetch (records, positions, end offsets), and how the sink behaves, then
+// runs the pipeline to the end offsets and prints what came out: the
+// released records in order, the dead letters, the late counts and the
+// committed offsets. Regenerate the expected output with
+//
+//	go test . -run TestEngineTranscripts -rewrite
+//
+// Commands (ids are topic/partition; times are ms since the epoch):
+//
+//	new [delay=<ms>] [late=emit|dead-letter|drop]   a new job (a new group: nothing committed)
+//	assign <id> [start=<n>] end=<n>                 the start-up end-offset snapshot
+//	fetch <id> pos=<n> [end=<n>] [records=(<off>@<ms>[:key], ...)] [fail]
+//	sink fail-after=<n>                             the sink fails (fatally) once it has taken n records
+//	run                                             run to the end offsets; print what came out
+//	restart                                         same job and group, new process: keeps the
+//	                                                committed offsets, forgets fetches and sink
+//
+// The clock is frozen at the epoch, so only evidence releases records: what
+// comes out is decided by the offsets and event times the transcript
+// declares, never by the machine's speed. Every input uses the record's
+// "ts" field as event time.
+func TestEngineTranscripts(t *testing.T) {
+	datadriven.Walk(t, "testdata/engine", func(t *testing.T, path string) {
+		e := &engineScript{}
+		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+			return e.exec(t, td)
+		})
+	})
+}
+
+// engineScript is the state of one transcript.
+type engineScript struct {
+	delay     int64
+	late      signalbox.LatePolicy
+	assigned  []record.PartitionInfo
+	fetches   []record.Fetch
+	failAfter int // 0: never
+	committed map[record.TopicPartition]int64
+	topics    []string
+}
+
+func (e *engineScript) exec(t *testing.T, td *datadriven.TestData) string {
+	switch td.Cmd {
+	case "new":
+		*e = engineScript{late: signalbox.LateEmit, committed: map[record.TopicPartition]int64{}}
+		if td.HasArg("delay") {
+			td.ScanArgs(t, "delay", &e.delay)
+		}
+		if td.HasArg("late") {
+			var s string
+			td.ScanArgs(t, "late", &s)
+			e.late = signalbox.LatePolicy(s)
+		}
+		return ""
+	case "restart":
+		e.assigned, e.fetches, e.failAfter = nil, nil, 0
+		return ""
+	case "assign":
+		id := partitionArg(t, td)
+		info := record.PartitionInfo{TopicPartition: id, Start: e.committed[id]}
+		if td.HasArg("start") {
+			td.ScanArgs(t, "start", &info.Start)
+		}
+		td.ScanArgs(t, "end", &info.End)
+		e.assigned = append(e.assigned, info)
+		if !slices.Contains(e.topics, id.Topic) {
+			e.topics = append(e.topics, id.Topic)
+		}
+		return ""
+	case "fetch":
+		id := partitionArg(t, td)
+		pf := record.PartitionFetch{TopicPartition: id, End: -1}
+		td.ScanArgs(t, "pos", &pf.Position)
+		if td.HasArg("end") {
+			td.ScanArgs(t, "end", &pf.End)
+		}
+		if td.HasArg("fail") {
+			pf.Err = errors.New("scripted fetch failure")
+		}
+		if a, ok := td.Arg("records"); ok {
+			for _, v := range a.Vals {
+				pf.Records = append(pf.Records, parseRecord(t, id, v))
+			}
+		}
+		e.fetches = append(e.fetches, record.Fetch{Partitions: []record.PartitionFetch{pf}})
+		return ""
+	case "sink":
+		td.ScanArgs(t, "fail-after", &e.failAfter)
+		return ""
+	case "run":
+		return e.run(t)
+	}
+	t.Fatalf("%s: unknown command %q", td.Pos, td.Cmd)
+	return ""
+}
+
+func partitionArg(t *testing.T, td *datadriven.TestData) record.TopicPartition {
+	if len(td.CmdArgs) == 0 || len(td.CmdArgs[0].Vals) != 0 {
+		t.Fatalf("%s: %s needs a topic/partition first", td.Pos, td.Cmd)
+	}
+	topic, p, ok := strings.Cut(td.CmdArgs[0].Key, "/")
+	n, err := strconv.ParseInt(p, 10, 32)
+	if !ok || err != nil {
+		t.Fatalf("%s: bad partition %q (want topic/partition)", td.Pos, td.CmdArgs[0].Key)
+	}
+	return record.TopicPartition{Topic: topic, Partition: int32(n)}
+}
+
+// parseRecord parses <offset>@<event time>[:key].
+func parseRecord(t *testing.T, id record.TopicPartition, s string) record.Record {
+	s, key, _ := strings.Cut(s, ":")
+	off, ts, ok := strings.Cut(s, "@")
+	o, err1 := strconv.ParseInt(off, 10, 64)
+	ms, err2 := strconv.ParseInt(ts, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		t.Fatalf("bad record %q (want offset@ms[:key])", s)
+	}
+	if key == "" {
+		key = "k"
+	}
+	return tsRecord(id.Topic, id.Partition, o, key, ms)
+}
+
+// transcriptSource delivers the assignment, then the transcript's fetches in
+// order, then keeps reporting the last known evidence; it records commits.
+type transcriptSource struct {
+	timeline
+	mu        sync.Mutex
+	committed map[record.TopicPartition]int64
+}
+
+func (s *transcriptSource) Commit(_ context.Context, offsets map[record.TopicPartition]int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	maps.Copy(s.committed, offsets)
+	return nil
+}
+
+// failingSink collects records and fails fatally once it holds failAfter:
+// it stores the part of the batch that fits, then fails, as a destination
+// that went down mid-batch; what comes out does not depend on how the
+// engine cut its batches.
+type failingSink struct {
+	collect
+	failAfter int
+}
+
+var errSinkDown = errors.New("sink rejected the write")
+
+func (s *failingSink) Write(ctx context.Context, batch []record.Record) error {
+	s.mu.Lock()
+	room := s.failAfter - len(s.records)
+	s.mu.Unlock()
+	if s.failAfter > 0 && len(batch) > room {
+		_ = s.collect.Write(ctx, batch[:max(room, 0)])
+		return errSinkDown
+	}
+	return s.collect.Write(ctx, batch)
+}
+
+func (e *engineScript) run(t *testing.T) string {
+	src := &transcriptSource{committed: maps.Clone(e.committed)}
+	src.fetches = append([]record.Fetch{{Assigned: e.assigned}}, e.fetches...)
+	out, dead := &failingSink{failAfter: e.failAfter}, &collect{}
+	p, err := signalbox.New(src, tsInputs(e.topics...),
+		signalbox.WithDelay(time.Duration(e.delay)*time.Millisecond), signalbox.WithClock(frozen),
+		signalbox.WithLatePolicy(e.late), signalbox.WithSink(out), signalbox.WithDeadLetter(dead),
+		signalbox.WithUntil(signalbox.UntilEndOffsets))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	runErr := p.Run(ctx)
+	if ctx.Err() != nil {
+		t.Fatalf("the run did not end by itself (a transcript must let every partition reach its end offset): %v", runErr)
+	}
+	src.mu.Lock()
+	e.committed = maps.Clone(src.committed)
+	src.mu.Unlock()
+
+	var b strings.Builder
+	section := func(name string, lines []string) {
+		fmt.Fprintf(&b, "%s:", name)
+		if len(lines) == 0 {
+			b.WriteString(" none")
+		}
+		b.WriteString("\n")
+		for _, l := range lines {
+			fmt.Fprintf(&b, "  %s\n", l)
+		}
+	}
+	section("released", out.lines())
+	section("dead-letter", dead.lines())
+	st := p.Stats()
+	var late []string
+	for _, id := range slices.SortedFunc(maps.Keys(st.Late), cmpTP) {
+		l := st.Late[id]
+		late = append(late, fmt.Sprintf("%s/%d: count=%d emitted=%d dead-lettered=%d dropped=%d max-late-by=%dms",
+			id.Topic, id.Partition, l.Count, l.Emitted, l.DeadLettered, l.Dropped, l.MaxLateBy))
+	}
+	section("late", late)
+	var committed []string
+	for _, id := range slices.SortedFunc(maps.Keys(e.committed), cmpTP) {
+		committed = append(committed, fmt.Sprintf("%s/%d=%d", id.Topic, id.Partition, e.committed[id]))
+	}
+	section("committed", committed)
+	switch {
+	case runErr == nil:
+		b.WriteString("run: ok\n")
+	case errors.Is(runErr, errSinkDown):
+		b.WriteString("run: failed: the sink rejected a write\n")
+	default:
+		fmt.Fprintf(&b, "run: failed: %v\n", runErr)
+	}
+	return b.String()
+}
+
+func cmpTP(a, b record.TopicPartition) int {
+	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	return int(a.Partition - b.Partition)
+}

@@ -1,0 +1,198 @@
+package scaletest_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/sources/kafka"
+)
+
+// liveProducer writes one record to every partition of every topic each
+// 30ms, event time now minus a disorder below the delay: no producer is
+// late. counts says how many partitions each topic has right now.
+func liveProducer(t *testing.T, c *embedded.Cluster, counts map[string]*atomic.Int32) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		rng := rand.New(rand.NewPCG(5, 6))
+		tick := time.NewTicker(30 * time.Millisecond)
+		defer tick.Stop()
+		for seq := 0; ; seq++ {
+			select {
+			case <-ctx.Done():
+				done <- nil
+				return
+			case <-tick.C:
+			}
+			now := time.Now()
+			var rs []*kgo.Record
+			for _, topic := range topics {
+				for p := range counts[topic].Load() {
+					r := embedded.Record(topic, p, keyOf(p, rng), fmt.Sprintf(`{"t":%q,"p":%d,"live":%d}`, topic, p, seq))
+					r.Timestamp = now.Add(-time.Duration(rng.Int64N(int64(disorder))))
+					rs = append(rs, r)
+				}
+			}
+			if err := c.Produce(ctx, rs...); err != nil && ctx.Err() == nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("live producer: %v", err)
+		}
+	}
+}
+
+// fixedCounts is n partitions for every topic of topics.
+func fixedCounts(n int32) map[string]*atomic.Int32 {
+	out := map[string]*atomic.Int32{}
+	for _, topic := range topics {
+		out[topic] = new(atomic.Int32)
+		out[topic].Store(n)
+	}
+	return out
+}
+
+// highWater returns every partition's high-water mark.
+func highWater(t *testing.T, c *embedded.Cluster, counts map[string]int32) map[record.TopicPartition]int64 {
+	end := map[record.TopicPartition]int64{}
+	for topic, n := range counts {
+		for p := range n {
+			offs, err := c.ListOffsets(context.Background(), topic, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			end[record.TopicPartition{Topic: topic, Partition: p}] = offs.HighWater
+		}
+	}
+	return end
+}
+
+// emitted counts, per partition and offset, the lines of every output.
+func emitted(t *testing.T, ins ...*instance) map[record.TopicPartition]map[int64]int {
+	seen := map[record.TopicPartition]map[int64]int{}
+	for _, in := range ins {
+		for _, l := range in.sink.lines(t) {
+			if seen[l.tp()] == nil {
+				seen[l.tp()] = map[int64]int{}
+			}
+			seen[l.tp()][l.Offset]++
+		}
+	}
+	return seen
+}
+
+func covered(seen map[record.TopicPartition]map[int64]int, end map[record.TopicPartition]int64) bool {
+	for tp, e := range end {
+		if int64(len(seen[tp])) < e {
+			return false
+		}
+	}
+	return true
+}
+
+// TestDiscoveryLive: a live job reads orders and stock (2 partitions
+// each); while producers write to every partition, orders grows to 3
+// partitions and the producers write to the new one too. The discovery
+// interval (200ms) is below the delay (1s). Every record comes out, none
+// late, in timer order: across the whole output without a group (one
+// instance), per instance and task with a group of two instances, where
+// task 2 has no stock partition (unequal counts).
+func TestDiscoveryLive(t *testing.T) {
+	for _, tc := range []struct {
+		mode     string
+		interval time.Duration
+	}{
+		{"no group", 200 * time.Millisecond},
+		{"group", 200 * time.Millisecond},
+	} {
+		mode := tc.mode
+		t.Run(fmt.Sprintf("%s, interval %v", mode, tc.interval), func(t *testing.T) {
+			c, err := embedded.Start(embedded.WithTopic(topicA, 2), embedded.WithTopic(topicB, 2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(c.Close)
+			h := newHarness(t, c)
+			h.parts = map[string]int32{topicA: 3, topicB: 2}
+			counts := fixedCounts(2)
+			opt := func(cfg *kafka.Config) { cfg.DiscoveryInterval = tc.interval }
+			var ins []*instance
+			if mode == "no group" {
+				ins = append(ins, newInstance(t, h, "A", c, opt, func(cfg *kafka.Config) { cfg.Group = "" }))
+			} else {
+				ins = append(ins, newInstance(t, h, "A", c, opt), newInstance(t, h, "B", c, opt))
+			}
+			stopLive := liveProducer(t, c, counts)
+			var stops []func() error
+			for _, in := range ins {
+				stops = append(stops, in.start(t))
+			}
+			for _, in := range ins {
+				waitFor(t, in.name+" to catch up", in.replayed.Load)
+			}
+			time.Sleep(300 * time.Millisecond)
+			if err := c.CreatePartitions(context.Background(), topicA, 3); err != nil {
+				t.Fatal(err)
+			}
+			counts[topicA].Store(3)
+			time.Sleep(max(1500*time.Millisecond, tc.interval+time.Second))
+			stopLive()
+			end := highWater(t, c, h.parts)
+			if end[record.TopicPartition{Topic: topicA, Partition: 2}] == 0 {
+				t.Fatal("nothing was written to the new partition")
+			}
+			deadline := time.Now().Add(hangGuard)
+			for !covered(emitted(t, ins...), end) && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			for i, stop := range stops {
+				if err := stop(); err != nil {
+					t.Fatalf("%s: %v", ins[i].name, err)
+				}
+			}
+
+			seen := emitted(t, ins...)
+			for tp, e := range end {
+				if n := int64(len(seen[tp])); n < e {
+					t.Errorf("%v: %d of %d offsets emitted", tp, n, e)
+				}
+			}
+			for _, in := range ins {
+				ls := in.sink.lines(t)
+				late := 0
+				prevTask := map[int32]*line{}
+				var prev *line
+				for k := range ls {
+					l := &ls[k]
+					if l.Late {
+						late++
+					}
+					if p := prevTask[l.Partition]; p != nil && cmpTimer(*p, *l) >= 0 {
+						t.Errorf("%s: %+v after %+v in task %d", in.name, *l, *p, l.Partition)
+					}
+					if mode == "no group" && prev != nil && cmpTimer(*prev, *l) >= 0 {
+						t.Errorf("%s: %+v after %+v: output not in timer order", in.name, *l, *prev)
+					}
+					prevTask[l.Partition], prev = l, l
+				}
+				t.Logf("%s emitted %d lines, %d late", in.name, len(ls), late)
+				if late > 0 {
+					t.Errorf("%s: %d late lines, want 0 (no producer is late)", in.name, late)
+				}
+			}
+		})
+	}
+}

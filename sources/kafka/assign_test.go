@@ -1,0 +1,122 @@
+package kafka
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/IBM/sarama"
+)
+
+// The task strategy: every partition is assigned exactly once, partition p
+// of every topic to one member (tasks stay whole, whatever the counts),
+// only to members that subscribe to the topic, and with equal counts the
+// plan is range's.
+func TestTaskStrategy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	for i := range 500 {
+		nMembers := 1 + rng.IntN(5)
+		members := map[string]sarama.ConsumerGroupMemberMetadata{}
+		topicNames := []string{"a", "b", "c"}[:1+rng.IntN(3)]
+		equal := rng.IntN(2) == 0
+		n0 := int32(1 + rng.IntN(8))
+		topics := map[string][]int32{}
+		for _, tn := range topicNames {
+			n := n0
+			if !equal {
+				n = int32(1 + rng.IntN(8))
+			}
+			for p := range n {
+				topics[tn] = append(topics[tn], p)
+			}
+			rng.Shuffle(len(topics[tn]), func(i, j int) { topics[tn][i], topics[tn][j] = topics[tn][j], topics[tn][i] })
+		}
+		partial := rng.IntN(4) == 0 // some member misses a topic (subscriptions differ while a pattern is discovered)
+		for m := range nMembers {
+			ts := slices.Clone(topicNames)
+			if partial && m == 0 && len(ts) > 1 {
+				ts = ts[1:]
+			}
+			members[fmt.Sprintf("m%d", m)] = sarama.ConsumerGroupMemberMetadata{Topics: ts}
+		}
+		plan, err := taskStrategy{}.Plan(members, topics)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owner := map[string]map[int32]string{}
+		for m, a := range plan {
+			for tn, ps := range a {
+				if !slices.Contains(members[m].Topics, tn) {
+					t.Fatalf("case %d: %s got %s without subscribing", i, m, tn)
+				}
+				for _, p := range ps {
+					if owner[tn] == nil {
+						owner[tn] = map[int32]string{}
+					}
+					if o, dup := owner[tn][p]; dup {
+						t.Fatalf("case %d: %s/%d assigned to %s and %s", i, tn, p, o, m)
+					}
+					owner[tn][p] = m
+				}
+			}
+		}
+		for tn, ps := range topics {
+			subscribed := false
+			for _, md := range members {
+				subscribed = subscribed || slices.Contains(md.Topics, tn)
+			}
+			if subscribed && len(owner[tn]) != len(ps) {
+				t.Fatalf("case %d: %s: %d of %d partitions assigned", i, tn, len(owner[tn]), len(ps))
+			}
+		}
+		if !partial {
+			for p := range int32(8) {
+				var who []string
+				for _, tn := range topicNames {
+					if o, ok := owner[tn][p]; ok {
+						who = append(who, o)
+					}
+				}
+				if len(slices.Compact(slices.Sorted(slices.Values(who)))) > 1 {
+					t.Fatalf("case %d: task %d split across %v (counts %v)", i, p, who, counts(topics))
+				}
+			}
+		}
+		if equal && !partial {
+			sorted := map[string][]int32{} // as sarama's client lists them
+			for tn, ps := range topics {
+				sorted[tn] = slices.Sorted(slices.Values(ps))
+			}
+			want, _ := sarama.NewBalanceStrategyRange().Plan(members, sorted)
+			if !reflect.DeepEqual(normalize(plan), normalize(want)) {
+				t.Fatalf("case %d: equal counts, plan %v differs from range's %v", i, plan, want)
+			}
+		}
+	}
+}
+
+func counts(topics map[string][]int32) map[string]int {
+	out := map[string]int{}
+	for tn, ps := range topics {
+		out[tn] = len(ps)
+	}
+	return out
+}
+
+func normalize(p sarama.BalanceStrategyPlan) map[string]map[string][]int32 {
+	out := map[string]map[string][]int32{}
+	for m, a := range p {
+		for tn, ps := range a {
+			if len(ps) == 0 {
+				continue
+			}
+			if out[m] == nil {
+				out[m] = map[string][]int32{}
+			}
+			out[m][tn] = slices.Sorted(slices.Values(ps))
+		}
+	}
+	return out
+}
