@@ -113,7 +113,7 @@ type Stats struct {
 	// number; Watermark is the lowest of them.
 	Tasks []TaskWatermark
 	// Rebalances counts the fetches that assigned or revoked partitions
-	// (the first assignment included).
+	// (the first assignment and discovered partitions included).
 	Rebalances int64
 	// Spilled is the number of parked records held only on disk, and
 	// StoreBytes the disk space of the durable store; both 0 without one.

@@ -75,7 +75,7 @@ var (
 	dCheckpointDur = desc("checkpoint_duration_seconds", "Duration of a checkpoint, from taking it to committing its offsets.")
 	dCommits       = desc("commits_total", "Successful offset commits (by the consumer, or in the checkpoint sink's transaction).")
 	dCommitFails   = desc("commit_failures_total", "Failed offset commits; the next checkpoint commits again.")
-	dRebalances    = desc("rebalances_total", "Assignments and revocations of partitions, the first assignment included.")
+	dRebalances    = desc("rebalances_total", "Answers that assigned or revoked partitions: the first assignment, group rebalances, discovered partitions.")
 	dSinksOpen     = desc("sinks_open", "1 while every sink is open.")
 	dPublished     = desc("stats_published_timestamp_seconds", "When the engine loop last published these statistics, as Unix time; it advances while the loop turns.")
 )
