@@ -40,8 +40,9 @@ type lateEntry struct {
 // waits until the checkpoint is flushed and committed, so the new owner
 // starts from the safe offsets.
 func (r *run) takeCheckpoint(ctx context.Context, final, barrier bool) error {
+	start := time.Now()
 	cp := r.checkpoint()
-	r.cur.cp, r.cur.final = &cp, final
+	r.cur.cp, r.cur.final, r.cur.cpAt = &cp, final, start
 	if r.durable == nil && !barrier {
 		if final {
 			return r.send(ctx, r.sinkDone)
@@ -65,16 +66,20 @@ func (r *run) takeCheckpoint(ctx context.Context, final, barrier bool) error {
 	if err := r.commit(ctx, &cp, final); err != nil {
 		return err
 	}
-	r.countCheckpoint()
+	r.countCheckpoint(start)
 	r.emit(Event{Kind: EventCheckpoint, Watermark: cp.Watermark})
 	return nil
 }
 
 // wait blocks until ack is closed by the sink goroutine, emitting the events
-// it reports meanwhile.
+// it reports meanwhile and keeping the stats fresh, as send does.
 func (r *run) wait(ctx context.Context, ack <-chan struct{}) error {
+	pub := time.NewTicker(r.cfg.tick)
+	defer pub.Stop()
 	for {
 		select {
+		case <-pub.C:
+			r.publish()
 		case <-ack:
 			return nil
 		case e := <-r.acks:

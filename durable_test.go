@@ -109,12 +109,16 @@ func TestDurableRestartLosesNothing(t *testing.T) {
 
 			store := open()
 			first := &failAfter{limit: 200}
-			err := runBounded(t, durablePipeline(t, parts, store, first))
+			p1 := durablePipeline(t, parts, store, first)
+			err := runBounded(t, p1)
 			if !errors.Is(err, errCrash) {
 				t.Fatalf("first run: %v, want the simulated crash", err)
 			}
 			if store.SpilledLen() == 0 {
 				t.Error("the memory budget never made the store spill")
+			}
+			if st := p1.Stats(); st.Spilled != store.SpilledLen() || st.StoreBytes <= 0 {
+				t.Errorf("stats: %d spilled, store %d bytes; the store has %d spilled", st.Spilled, st.StoreBytes, store.SpilledLen())
 			}
 			if err := store.Close(); err != nil {
 				t.Fatal(err)

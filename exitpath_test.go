@@ -396,6 +396,9 @@ func TestBulkRejectionAndRetryWarnings(t *testing.T) {
 	if len(retries) == 0 {
 		t.Fatal("no retry warning logged for 429s")
 	}
+	if st := p.Stats().Sinks[0]; st.Name != "bulk" || st.Retries != 3 || st.Rejected != 1 {
+		t.Errorf("sink stats %s: %d retries, %d rejected; want bulk, the 3 throttled requests, the 1 rejected record", st.Name, st.Retries, st.Rejected)
+	}
 	f := retries[0].ContextMap()
 	if f["sink"] != "bulk" || f["attempt"] != int64(1) || !strings.Contains(fmt.Sprint(f["error"]), "429") {
 		t.Fatalf("retry warning fields %v", f)

@@ -53,6 +53,7 @@ type partState struct {
 type task struct {
 	strat Strategy
 	rel   int64 // highest G applied while owned: records at or below it are late
+	wm    int64 // the task's own watermark at the last release
 	parts int
 	timed int
 }

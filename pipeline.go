@@ -33,6 +33,13 @@ type Pipeline struct {
 
 	mu    sync.Mutex
 	stats Stats
+
+	// meters wrap the sinks (set by Run); live is the wall time (Unix ms)
+	// the replay was done, 0 before; sinksOpen is true while every sink is
+	// open.
+	meters    []*meteredSink
+	live      atomic.Int64
+	sinksOpen atomic.Bool
 }
 
 // New builds a pipeline. It validates the options and reports every problem.
@@ -78,6 +85,7 @@ func (p *Pipeline) Stats() Stats {
 	defer p.mu.Unlock()
 	s := p.stats
 	s.Late = maps.Clone(p.stats.Late)
+	s.SinksOpen = p.sinksOpen.Load()
 	return s
 }
 
@@ -86,6 +94,7 @@ type out struct {
 	records []record.Record
 	dead    []record.Record
 	cp      *record.Checkpoint // flush, then checkpoint and commit
+	cpAt    time.Time          // when cp was taken (wall clock)
 	flush   bool               // flush the at-least-once sinks (WithFlushLinger)
 	final   bool
 	// With a DurableStore the engine commits after storing the checkpoint:
@@ -125,7 +134,9 @@ type run struct {
 	// late holds every partition's late counters, restored ones included;
 	// they outlive a revoke, so a partition that comes back keeps counting.
 	lateCounts map[record.TopicPartition]*LateCounter
-	sinkDead   atomic.Int64 // records the sinks rejected, dead-lettered by the sink goroutine (writer.go)
+	// storeSizeAt is when publish last asked the store for its disk usage.
+	storeSizeAt time.Time
+	sinkDead    atomic.Int64 // records the sinks rejected, dead-lettered by the sink goroutine (writer.go)
 	// flow control (align.go): the source's Pauser, if it has one, and
 	// whether the parked limit is exceeded.
 	pauser    Pauser
@@ -170,6 +181,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	}
 	r.cur = &out{}
 	r.durable, _ = cfg.store.(DurableStore)
+	cfg.sinks, cfg.deadLetter, p.meters = instrument(cfg.sinks, cfg.deadLetter, cfg.delay, &p.live)
 	r.pauser, _ = p.src.(Pauser)
 	r.demander, _ = p.src.(EvidenceDemander)
 	sinks := cfg.sinks
@@ -178,6 +190,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	}
 	opened := 0
 	defer func() {
+		p.sinksOpen.Store(false)
 		for _, s := range sinks[:opened] {
 			if cerr := s.Close(); cerr != nil && err == nil {
 				err = fmt.Errorf("signalbox: closing sink: %w", cerr)
@@ -190,6 +203,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		}
 		opened++
 	}
+	p.sinksOpen.Store(true)
 	if err := r.restore(ctx); err != nil {
 		return err
 	}
@@ -317,6 +331,7 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 		r.demandEvidence()
 		if !r.replayed && r.fetched && r.catch.ReplayDone() {
 			r.replayed = true
+			r.p.live.Store(time.Now().UnixMilli())
 			r.stats.ReplayDone, r.stats.ReplayTime = true, now.Sub(r.started)
 			r.emit(Event{Kind: EventReplayDone, Watermark: r.wm})
 			if cfg.until == UntilEndOffsets {
@@ -406,6 +421,9 @@ func (r *run) handle(ctx context.Context, p polled) error {
 	f := p.f
 	now := r.cfg.clock()
 	r.fetched = true
+	if len(f.Revoked) > 0 || len(f.Assigned) > 0 {
+		r.stats.Rebalances++
+	}
 	if !f.At.IsZero() {
 		r.stamped = true
 		if f.At.After(r.evidence) {
@@ -496,6 +514,7 @@ func (r *run) release(now time.Time) error {
 	g, any := watermark.MaxTime, false
 	for _, t := range r.tasks {
 		w := t.strat.Advance(now)
+		t.wm = w
 		if t.timed > 0 {
 			g, any = min(g, w), true
 		}
@@ -651,9 +670,10 @@ func (r *run) publish() {
 			s.Late[tp] = cc
 		}
 	}
+	r.publishOps(&s)
 	r.p.mu.Lock()
-	checkpoints := r.p.stats.Checkpoints
+	checkpoints, delivery := r.p.stats.Checkpoints, r.p.stats.Delivery
 	r.p.stats = s
-	r.p.stats.Checkpoints = checkpoints
+	r.p.stats.Checkpoints, r.p.stats.Delivery = checkpoints, delivery
 	r.p.mu.Unlock()
 }

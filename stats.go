@@ -1,6 +1,7 @@
 package signalbox
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -47,6 +48,7 @@ type LateCounter struct {
 	Dropped      int64
 	MaxLateBy    int64   // ms
 	Histogram    []int64 // len(LateBuckets)+1 counts
+	SumLateBy    int64   // ms, the sum of every late record's lateness
 }
 
 func (l *LateCounter) add(lateBy int64, p LatePolicy) {
@@ -63,6 +65,7 @@ func (l *LateCounter) add(lateBy int64, p LatePolicy) {
 		l.Dropped++
 	}
 	l.MaxLateBy = max(l.MaxLateBy, lateBy)
+	l.SumLateBy += lateBy
 	i := sort.Search(len(LateBuckets), func(i int) bool { return lateBy <= LateBuckets[i] })
 	l.Histogram[i]++
 }
@@ -96,6 +99,113 @@ type Stats struct {
 	// Future counts records whose event time was too far ahead of the
 	// evidence clock (WithMaxFuture): dead-lettered, never parked.
 	Future int64
+
+	// What an operator graphs and alerts on (package metrics).
+
+	// Published is when this snapshot was taken, on the pipeline's clock;
+	// zero before Run starts its loop. It advances about every tick while
+	// the engine loop turns, also while the sinks apply backpressure.
+	Published time.Time
+	// SinksOpen is true from the moment every sink is open until Run
+	// starts closing them.
+	SinksOpen bool
+	// Tasks is the watermark of every co-partitioned task, by partition
+	// number; Watermark is the lowest of them.
+	Tasks []TaskWatermark
+	// Rebalances counts the fetches that assigned or revoked partitions
+	// (the first assignment and discovered partitions included).
+	Rebalances int64
+	// Spilled is the number of parked records held only on disk, and
+	// StoreBytes the disk space of the durable store; both 0 without one.
+	Spilled    int
+	StoreBytes int64
+	// Delivery is what the checkpoints achieved.
+	Delivery Delivery
+	// Sinks is each sink's activity, in the order of the job's sinks, the
+	// dead-letter sink last.
+	Sinks []SinkStats
+}
+
+// TaskWatermark is the watermark of one co-partitioned task.
+type TaskWatermark struct {
+	Task      int32 // the partition number shared by the task's partitions
+	Watermark int64 // ms; watermark.MinTime before any evidence
+}
+
+// Delivery counts checkpoints and offset commits.
+type Delivery struct {
+	// CheckpointSeconds is the duration of each checkpoint, from the
+	// moment it is taken until its offsets are committed.
+	CheckpointSeconds Histogram
+	// Commits counts successful offset commits (by the source, or in the
+	// checkpoint sink's transaction); CommitFailures the failed ones.
+	Commits        int64
+	CommitFailures int64
+	// Committed is the last committed offset of every partition, sorted by
+	// topic and partition.
+	Committed []CommittedOffset
+}
+
+// CommittedOffset is the last offset committed for one partition: the next
+// offset a restarted consumer reads.
+type CommittedOffset struct {
+	record.TopicPartition
+	Offset int64
+}
+
+// SinkStats is what one sink did, measured around its calls by the engine.
+type SinkStats struct {
+	// Name is the sink's package name ("jsonl", "postgres", …), with "#2",
+	// "#3" … for repeats, or "dead_letter".
+	Name    string
+	Records int64 // records written
+	// Errors counts failed calls; Retries the failed calls whose error was
+	// retryable (each is retried with backoff, consumption paused) plus the
+	// retries a sink makes inside a call and reports (RetryReporter).
+	Errors, Retries int64
+	// Rejected counts the records the sink refused as bad data
+	// (retry.RejectedError): they go to the dead-letter sink.
+	Rejected int64
+	// WriteSeconds and FlushSeconds are the latency of Write and of Flush
+	// (FlushCheckpoint for the checkpoint sink); BatchRecords the records
+	// per Write.
+	WriteSeconds, FlushSeconds, BatchRecords Histogram
+	// The ordering audit, at the sink boundary. OutOfOrder counts records
+	// written with an event time below an earlier record of the same task;
+	// it stays 0 unless late records are emitted (late: emit).
+	// ReleaseSeconds is the release latency beyond the delay bound (wall
+	// time after Write − event time − delay) of every record released in
+	// order whose event time is after the end of the replay (wall clock):
+	// history is not live latency. Neither applies to the dead-letter sink
+	// or to timeless records.
+	OutOfOrder     int64
+	ReleaseSeconds Histogram
+}
+
+// Histogram counts observations into buckets with fixed upper bounds.
+type Histogram struct {
+	Bounds []float64 // upper bounds, ascending; shared, never modified
+	Counts []uint64  // per bucket, len(Bounds)+1: the last is above every bound
+	Count  uint64
+	Sum    float64
+}
+
+func newHistogram(bounds []float64) Histogram {
+	return Histogram{Bounds: bounds, Counts: make([]uint64, len(bounds)+1)}
+}
+
+// Observe adds one observation.
+func (h *Histogram) Observe(v float64) {
+	i := sort.SearchFloat64s(h.Bounds, v) // the first bound ≥ v
+	h.Counts[i]++
+	h.Count++
+	h.Sum += v
+}
+
+// clone returns a copy that shares nothing mutable with h.
+func (h Histogram) clone() Histogram {
+	h.Counts = slices.Clone(h.Counts)
+	return h
 }
 
 // LateTotal sums the late counters.

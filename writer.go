@@ -103,7 +103,7 @@ func (w *writer) writeOne(ctx context.Context, o *out) error {
 		if err := r.commit(ctx, o.cp, o.final); err != nil {
 			return err
 		}
-		r.countCheckpoint()
+		r.countCheckpoint(o.cpAt)
 		r.acks <- Event{Kind: EventCheckpoint, Watermark: o.cp.Watermark} // the engine goroutine emits it
 	}
 	if o.ack != nil {
@@ -315,19 +315,16 @@ func (r *run) commit(ctx context.Context, cp *record.Checkpoint, final bool) err
 		return nil
 	}
 	if oc, ok := r.cfg.checkpointSink().(SourceOffsetCommitter); ok && oc.CommitsSourceOffsets() {
+		r.countCommit(offs, nil)
 		return nil // committed in the sink's transaction
 	}
-	if err := r.p.src.Commit(ctx, offs); err != nil {
+	err := r.p.src.Commit(ctx, offs)
+	r.countCommit(offs, err)
+	if err != nil {
 		if final {
 			return fmt.Errorf("signalbox: commit: %w", err)
 		}
 		r.cfg.logger.Warn("offset commit failed; will retry at the next checkpoint", zap.Error(err))
 	}
 	return nil
-}
-
-func (r *run) countCheckpoint() {
-	r.p.mu.Lock()
-	r.p.stats.Checkpoints++
-	r.p.mu.Unlock()
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"reflect"
@@ -213,7 +214,7 @@ func TestDocExampleIsValid(t *testing.T) {
 		}
 	}
 	doc := string(blocks[0][1])
-	for _, field := range []string{"brokers", "group", "client_id", "start", "isolation", "tls", "sasl", "inputs", "delay", "late", "until", "sinks", "dead_letter", "checkpoint_interval", "batch_size"} {
+	for _, field := range []string{"brokers", "group", "client_id", "start", "isolation", "tls", "sasl", "inputs", "delay", "late", "until", "sinks", "dead_letter", "checkpoint_interval", "batch_size", "admin"} {
 		if !regexp.MustCompile(`(?m)^` + field + `:`).MatchString(doc) {
 			t.Errorf("the example does not show %s", field)
 		}
@@ -335,6 +336,21 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestAdminAddr(t *testing.T) {
+	for addr, want := range map[string]string{
+		"off":            "",
+		":0":             "",
+		"0.0.0.0:9321":   "",
+		"9321":           `admin.addr: "9321" is not host:port`,
+		"127.0.0.1:http": `admin.addr: "127.0.0.1:http": port "http" is not a number between 0 and 65535`,
+	} {
+		p := problems(t, minimal+fmt.Sprintf("admin: {addr: %q}\n", addr))
+		if want == "" && len(p) != 0 || want != "" && (len(p) != 1 || !strings.HasPrefix(p[0], want)) {
+			t.Errorf("admin.addr %q: problems %q, want %q", addr, p, want)
+		}
+	}
 }
 
 func TestParseMergeAndAlias(t *testing.T) {

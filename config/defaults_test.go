@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/internal/admin"
 	"github.com/signalbox/signalbox/sinks/bulk"
 	"github.com/signalbox/signalbox/sinks/jsonl"
 	"github.com/signalbox/signalbox/sinks/postgres"
@@ -138,6 +139,7 @@ func TestDocumentedDefaultsMatchCode(t *testing.T) {
 		"max_future":          dur(signalbox.DefaultMaxFuture),
 		"flush_linger":        dur(signalbox.DefaultFlushLinger),
 		"discovery_interval":  dur(k.DiscoveryInterval),
+		"admin.addr":          str(admin.DefaultAddr),
 	}
 	// Defaults that name another field rather than a value.
 	references := map[string]bool{

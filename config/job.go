@@ -36,6 +36,7 @@ type Job struct {
 	FlushLinger        string   `yaml:"flush_linger"`
 	DiscoveryInterval  string   `yaml:"discovery_interval"`
 	GroupInstanceID    string   `yaml:"group_instance_id"`
+	Admin              Admin    `yaml:"admin"`
 
 	lines map[string]int // YAML path → line, filled by Parse
 }
@@ -104,6 +105,14 @@ type Sink struct {
 type State struct {
 	Dir    string `yaml:"dir"`
 	Memory string `yaml:"memory"`
+}
+
+// Admin is the `admin` section: the HTTP admin server of `run` (/metrics,
+// /status, /healthz, /readyz).
+type Admin struct {
+	// Addr is host:port, or "off"; "" means admin.DefaultAddr. An empty host
+	// binds the loopback interface only.
+	Addr string `yaml:"addr"`
 }
 
 // FieldError is one problem with one field of a job file.

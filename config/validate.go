@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/internal/admin"
 	"github.com/signalbox/signalbox/internal/fielderr"
 )
 
@@ -144,6 +145,11 @@ func (j *Job) Validate() error {
 	v.duration("checkpoint_interval", j.CheckpointInterval, true)
 	if j.BatchSize < 0 {
 		v.bad("batch_size", "%d is negative", j.BatchSize)
+	}
+	if a := j.Admin.Addr; a != "" && a != admin.Off {
+		if _, err := admin.ListenAddr(a); err != nil {
+			v.bad("admin.addr", "%v", err)
+		}
 	}
 	v.duration("discovery_interval", j.DiscoveryInterval, false)
 	if j.GroupInstanceID != "" && j.Group == "" {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/test.sh — the project's one test command (README, .ci/run).
 #
-# Installs what the tests need and is missing (Debian's kcat and PostgreSQL),
-# starts PostgreSQL, then runs every Go test under the race detector.
+# Installs what the tests need and is missing (Debian's kcat, prometheus and
+# PostgreSQL), starts PostgreSQL, then runs every Go test under the race
+# detector.
 # Idempotent; needs root (or sudo) only when something must be installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,14 @@ if ! command -v kcat >/dev/null 2>&1; then
 	echo "test.sh: installing kcat" >&2
 	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update >&2
 	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y kcat >&2
+fi
+
+# Debian's prometheus: promtool checks the rules and /metrics, and the
+# admin server test scrapes a job with a real Prometheus server.
+if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; then
+	echo "test.sh: installing prometheus" >&2
+	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update >&2
+	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >&2
 fi
 
 # PostgreSQL: installed and started by .ci/postgres.sh, whose last line

@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/internal/admin"
 	"github.com/signalbox/signalbox/internal/demo"
 	"github.com/signalbox/signalbox/internal/workload"
 )
@@ -21,8 +23,9 @@ import (
 // broker, run by the offset gate, with its summary.
 func newDemoCmd() *cobra.Command {
 	var (
-		asJSON bool
-		d      demo.Options
+		asJSON    bool
+		adminAddr string
+		d         demo.Options
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -38,7 +41,23 @@ by default a reader tailing a JSONL file sink), and replay throughput.
 It exits 1 if any record came out of order or late beyond those asked for.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := demo.RunDemo(cmd.Context(), d, logger(cmd))
+			log := logger(cmd)
+			var srv *admin.Server
+			var srvErr error
+			if adminAddr != admin.Off {
+				d.OnPipeline = func(_ string, stats func() signalbox.Stats) {
+					srv, srvErr = admin.Start(admin.Options{Addr: adminAddr, Setting: "--admin-addr", Stats: stats, Logger: log})
+				}
+			}
+			defer func() {
+				if srv != nil {
+					srv.Close()
+				}
+			}()
+			s, err := demo.RunDemo(cmd.Context(), d, log)
+			if srvErr != nil {
+				return runtimeError(srvErr)
+			}
 			if err != nil {
 				return runtimeError(err)
 			}
@@ -61,6 +80,7 @@ It exits 1 if any record came out of order or late beyond those asked for.`,
 	f := cmd.Flags()
 	w := &d.Workload
 	f.BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	f.StringVar(&adminAddr, "admin-addr", admin.DefaultAddr, "serve the ordering run's /metrics, /status, /healthz, /readyz on host:port (\""+admin.Off+"\": off)")
 	*w = workload.Options{Seed: 1, Topics: 13, Partitions: 3, RecordsPerPartition: 5000, SlowTopics: 1,
 		SlowFor: 2 * time.Second, LiveFor: 5 * time.Second, LiveRate: 2000}
 	wf := flag.NewFlagSet("workload", flag.ContinueOnError)
@@ -80,6 +100,11 @@ It exits 1 if any record came out of order or late beyond those asked for.`,
 		}
 		if w.SlowTopics < 0 || w.SlowTopics > w.Topics {
 			errs = append(errs, fmt.Errorf("--slow-topics: must be between 0 and --topics"))
+		}
+		if adminAddr != admin.Off {
+			if _, err := admin.ListenAddr(adminAddr); err != nil {
+				errs = append(errs, fmt.Errorf("--admin-addr: %w", err))
+			}
 		}
 		switch {
 		case d.Visible == "none":

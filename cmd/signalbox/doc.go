@@ -3,7 +3,8 @@
 // running job's status, and run the demo.
 //
 // It is thin: it parses flags and calls packages (config, internal/logging,
-// internal/progress, embedded and the root package). See docs/operations.md.
+// internal/progress, internal/admin, embedded and the root package). See
+// docs/operations.md.
 //
 // Invariants:
 //
@@ -15,4 +16,7 @@
 //     display on a terminal).
 //  4. No secret is printed: SASL passwords are read from the environment by
 //     package config and never logged.
+//  5. run and demo serve the admin server (internal/admin) unless its
+//     address is "off": on loopback unless an interface is named, its URL
+//     logged at start; a port in use fails the start with exit code 1.
 package main

@@ -18,9 +18,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/internal/admin"
 	"github.com/signalbox/signalbox/watermark"
 )
 
@@ -95,6 +97,7 @@ func TestUsageErrors(t *testing.T) {
 		{"run", "--no-such-flag"},
 		{"--log-format", "xml", "validate", "-c", "x"},
 		{"broker", "--topic", "t:zero"},
+		{"demo", "--admin-addr", "9321"},
 	} {
 		if code, _, errs := cli(t, context.Background(), args...); code != 2 {
 			t.Errorf("%q: exit %d, want 2 (stderr %q)", args, code, errs)
@@ -304,12 +307,16 @@ func TestStatusCommand(t *testing.T) {
 			Holders:   []watermark.Hold{{ID: watermark.ID{Input: "orders", Partition: 1}, State: "replaying", Behind: 42, MaxEventTime: watermark.MinTime, Contribution: watermark.MinTime}},
 		}
 	}
-	srv := httptest.NewServer(statusHandler(stats))
+	srv := httptest.NewServer(admin.Handler(admin.Options{Stats: stats, Now: time.Now, Logger: zap.NewNop()}))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	code, out, errs := cli(t, context.Background(), "status", "--addr", addr)
-	if code != 0 || !strings.Contains(out, "watermark  -inf") || !strings.Contains(out, "held by    orders/1  replaying, 42 behind") {
+	if code != 0 || !strings.Contains(out, "watermark  -inf") || !strings.Contains(out, "held by    orders/1  replaying, 42 behind") ||
+		!strings.Contains(out, "nothing delivered yet, so it holds the watermark at -inf") {
 		t.Fatalf("status: exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, out, _ := cli(t, context.Background(), "status", "--addr", srv.URL+"/"); code != 0 || !strings.Contains(out, "orders/1") {
+		t.Fatalf("status --addr URL: exit %d\n%s", code, out)
 	}
 	code, out, _ = cli(t, context.Background(), "status", "--json", "--addr", addr)
 	var doc map[string]any

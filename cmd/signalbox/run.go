@@ -2,30 +2,26 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/config"
+	"github.com/signalbox/signalbox/internal/admin"
 	"github.com/signalbox/signalbox/internal/logging"
 	"github.com/signalbox/signalbox/internal/progress"
 	"github.com/signalbox/signalbox/timers/durable"
 )
 
 func newRunCmd() *cobra.Command {
-	var file, statusAddr, cpuProfile string
+	var file, adminAddr, cpuProfile string
 	var reset bool
 	cmd := &cobra.Command{
 		Use:   "run -c job.yaml",
@@ -76,12 +72,19 @@ func newRunCmd() *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			context.AfterFunc(ctx, stop) // a second signal kills at once
-			if statusAddr != "" {
-				shutdown, err := serveStatus(statusAddr, p.Stats, log)
+			addr, setting := job.Admin.Addr, "admin.addr"
+			if f := cmd.Flags(); f.Changed("admin-addr") || f.Changed("status-addr") {
+				addr, setting = adminAddr, "--admin-addr"
+			}
+			if addr == "" {
+				addr = admin.DefaultAddr
+			}
+			if addr != admin.Off {
+				srv, err := admin.Start(admin.Options{Addr: addr, Setting: setting, Stats: p.Stats, Logger: log})
 				if err != nil {
 					return runtimeError(err)
 				}
-				defer shutdown()
+				defer srv.Close()
 			}
 			out := cmd.OutOrStdout()
 			tty := !plan.WritesStdout && logging.IsTerminal(out)
@@ -106,7 +109,10 @@ func newRunCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVarP(&file, "config", "c", "", "job file (YAML)")
 	f.BoolVar(&reset, "reset-state", false, "delete the parked-record store in state.dir before starting (parked records are rebuilt from Kafka)")
-	f.StringVar(&statusAddr, "status-addr", "", "serve GET /status (JSON) on this address, e.g. 127.0.0.1:8080 (port 0: any free port)")
+	f.StringVar(&adminAddr, "admin-addr", "", "serve /metrics, /status, /healthz, /readyz on host:port (overrides admin.addr; default "+admin.DefaultAddr+
+		"; an empty host means loopback, port 0 any free port, \""+admin.Off+"\" turns it off)")
+	f.StringVar(&adminAddr, "status-addr", "", "the former name of --admin-addr")
+	f.MarkDeprecated("status-addr", "use --admin-addr") //nolint:errcheck // the flag exists
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (for benchmarks)")
 	f.MarkHidden("cpuprofile") //nolint:errcheck // the flag exists
 	cmd.MarkFlagRequired("config")
@@ -136,36 +142,4 @@ func resetState(dir string, log *zap.Logger) error {
 	}
 	log.Info("state reset", zap.String("dir", dir))
 	return nil
-}
-
-// serveStatus serves GET /status on addr and returns a function that stops
-// the server.
-func serveStatus(addr string, stats func() signalbox.Stats, log *zap.Logger) (func(), error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("status server: %w", err)
-	}
-	srv := &http.Server{Handler: statusHandler(stats), ReadHeaderTimeout: 10 * time.Second}
-	log.Info("status server listening", zap.String("url", "http://"+ln.Addr().String()+"/status"))
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Warn("status server stopped", zap.Error(err))
-		}
-	}()
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx) //nolint:errcheck // best effort at exit
-	}, nil
-}
-
-func statusHandler(stats func() signalbox.Stats) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.Encode(progress.FromStats(stats())) //nolint:errcheck // the client went away
-	})
-	return mux
 }

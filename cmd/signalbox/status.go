@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,7 +19,7 @@ func newStatusCmd() *cobra.Command {
 	var raw bool
 	cmd := &cobra.Command{
 		Use:   "status --addr host:port",
-		Short: "Show a running job's watermark, who holds it, and each partition's phase",
+		Short: "Show a running job's watermark, who holds it and why, the parked set, each partition and the late counts",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
@@ -38,14 +39,18 @@ func newStatusCmd() *cobra.Command {
 			return st.WriteText(cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", "", "the --status-addr of the running job, host:port")
+	cmd.Flags().StringVar(&addr, "addr", "", "the running job's admin server: host:port, or the URL it logs at start")
 	cmd.Flags().BoolVar(&raw, "json", false, "print the JSON document as served")
 	cmd.MarkFlagRequired("addr")
 	return cmd
 }
 
 func fetchStatus(ctx context.Context, addr string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/status", nil)
+	base := strings.TrimSuffix(addr, "/")
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/status", nil)
 	if err != nil {
 		return nil, err
 	}

@@ -454,7 +454,7 @@ func (c *Crasher) start(run int, until string, statusAddr bool, rate int64) *pro
 	}
 	args := []string{"run", "-c", jobPath, "--log-format", "json"}
 	if statusAddr {
-		args = append(args, "--status-addr", "127.0.0.1:0")
+		args = append(args, "--admin-addr", "127.0.0.1:0")
 	}
 	p := &proc{log: filepath.Join(c.Dir, fmt.Sprintf("run-%02d.log", run)), done: make(chan struct{})}
 	logf, err := os.Create(p.log)
@@ -489,15 +489,15 @@ func (p *proc) tail() string {
 	return string(data)
 }
 
-// statusURL waits for the "status server listening" log line.
+// statusURL waits for the "admin server listening" log line.
 func (c *Crasher) statusURL(p *proc) string {
 	deadline := time.Now().Add(HangGuard)
 	for time.Now().Before(deadline) {
 		data, _ := os.ReadFile(p.log)
 		for l := range bytes.SplitSeq(data, []byte{'\n'}) {
 			var m struct{ Msg, URL string }
-			if json.Unmarshal(l, &m) == nil && m.Msg == "status server listening" {
-				return m.URL
+			if json.Unmarshal(l, &m) == nil && m.Msg == "admin server listening" {
+				return m.URL + "/status"
 			}
 		}
 		select {

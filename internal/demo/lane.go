@@ -60,6 +60,10 @@ type Options struct {
 	// CheckpointInterval is the engine's (signalbox.WithCheckpointInterval);
 	// 0: the engine's default.
 	CheckpointInterval time.Duration `json:"checkpoint_interval,omitempty"`
+	// OnPipeline, when set, is called with each ordering lane's strategy
+	// name and stats before the lane runs (the demo serves them on its
+	// admin server).
+	OnPipeline func(lane string, stats func() signalbox.Stats) `json:"-"`
 }
 
 // EnsureDefaults fills every unset field with its default.
@@ -309,6 +313,9 @@ func (sc *Scenario) Ordering(ctx context.Context, o Options, strategies []Strate
 			return nil, workload.Live{}, err
 		}
 		lanes[i] = l
+		if o.OnPipeline != nil {
+			o.OnPipeline(s.Name, l.p.Stats)
+		}
 		if tp != nil {
 			go l.read(readCtx)
 		}

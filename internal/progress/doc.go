@@ -1,6 +1,7 @@
 // Package progress shows a running pipeline to people: the replay progress
-// display of `signalbox run`, and the /status document served with
-// --status-addr and printed by `signalbox status`.
+// display of `signalbox run`, and the /status document served by the admin
+// server (internal/admin) and printed by `signalbox status`, which explains
+// who holds the watermark and why.
 //
 // Invariants:
 //

@@ -108,5 +108,8 @@ func eta(d time.Duration) string {
 	if d < 0 {
 		return "?"
 	}
+	if d < 10*time.Second {
+		return d.Round(100 * time.Millisecond).String()
+	}
 	return d.Round(time.Second).String()
 }

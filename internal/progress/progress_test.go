@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +126,37 @@ func TestNothingShownBeforeAssignment(t *testing.T) {
 	Run(context.Background(), stats, &buf, false, zap.New(core))
 	if n, m := logs.FilterMessage("replaying").Len(), logs.FilterMessage("replay done").Len(); n != 1 || m != 1 {
 		t.Fatalf("%d replaying and %d done lines, want 1 and 1 (the first at once, then not before LogEvery)", n, m)
+	}
+}
+
+// TestStatusExplainsHolders: the text says why each holder holds: its phase,
+// how far behind, the ETA, paused by alignment, failing fetches.
+func TestStatusExplainsHolders(t *testing.T) {
+	s := sample(false)
+	seen := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
+	s.Holders = append(s.Holders, watermark.Hold{ID: watermark.ID{Input: "stock", Partition: 0}, State: "unknown", Behind: 7, MaxEventTime: 1_700_000_000_000, Contribution: 1_699_999_999_000})
+	s.Partitions = append(s.Partitions, catchup.Status{ID: catchup.ID{Input: "stock", Partition: 0}, Phase: catchup.Unknown, Behind: 7, LastSeen: seen})
+	s.Paused = []record.TopicPartition{{Topic: "orders", Partition: 2}}
+	s.Spilled, s.StoreBytes = 3, 3<<20
+	s.Sinks = []signalbox.SinkStats{{Name: "jsonl", Records: 7, Retries: 2, Errors: 2}}
+	s.Delivery.Committed = []signalbox.CommittedOffset{{TopicPartition: record.TopicPartition{Topic: "stock", Partition: 1}, Offset: 9}}
+	var text bytes.Buffer
+	if err := FromStats(s).WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"replay     in progress, 76.2% of 210 offsets, 3/5 partitions caught up, ETA 0s; slowest input orders at 75.0%",
+		"held by    orders/2  replaying, 50 behind, bound -inf (and 1 more partitions holding)",
+		"replaying history: 50 offsets to its start-up end offset, input done in about 0s; nothing delivered yet, so it holds the watermark at -inf; paused by alignment",
+		"no fresh evidence: its fetches fail or its evidence is stale (last seen 2026-11-30T05:00:00Z)",
+		"parked     3 records, 0 B in memory, 3 spilled to disk, store 3.0 MiB",
+		"jsonl  7        2       2        0",
+	} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	if !regexp.MustCompile(`stock/1\s+caught-up.*\s9\n`).MatchString(text.String()) {
+		t.Errorf("no committed offset 9 for stock/1:\n%s", text.String())
 	}
 }

@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/catchup"
+	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/watermark"
 )
 
@@ -22,6 +25,7 @@ type Status struct {
 	Partitions  []Partition `json:"partitions"`
 	Progress    []Input     `json:"progress"`
 	Late        []Late      `json:"late"`
+	Sinks       []Sink      `json:"sinks"`
 }
 
 // Counters are the pipeline's record counters.
@@ -35,16 +39,36 @@ type Counters struct {
 	Parked      int64 `json:"parked"`
 	ParkedBytes int64 `json:"parked_bytes"`
 	Checkpoints int64 `json:"checkpoints"`
+	Spilled     int64 `json:"spilled"`     // parked records held only on disk
+	StoreBytes  int64 `json:"store_bytes"` // disk space of the durable store
+	Commits     int64 `json:"commits"`
+	CommitFails int64 `json:"commit_failures"`
+	Rebalances  int64 `json:"rebalances"`
+	Future      int64 `json:"future"` // too far ahead of the evidence clock (max_future)
+}
+
+// Sink is what one sink did.
+type Sink struct {
+	Name       string `json:"name"`
+	Records    int64  `json:"records"`
+	Errors     int64  `json:"errors"`
+	Retries    int64  `json:"retries"`
+	Rejected   int64  `json:"rejected"` // refused as bad data, dead-lettered
+	OutOfOrder int64  `json:"out_of_order"`
 }
 
 // Holder is a partition holding the watermark, and why.
 type Holder struct {
-	Topic        string `json:"topic"`
-	Partition    int32  `json:"partition"`
-	State        string `json:"state"`  // its catch-up phase: why it holds
-	Behind       int64  `json:"behind"` // offsets still to read
-	MaxEventTime string `json:"max_event_time"`
-	Contribution string `json:"contribution"` // its bound on the watermark
+	Topic        string  `json:"topic"`
+	Partition    int32   `json:"partition"`
+	State        string  `json:"state"`  // its catch-up phase: why it holds
+	Behind       int64   `json:"behind"` // offsets still to read
+	MaxEventTime string  `json:"max_event_time"`
+	Contribution string  `json:"contribution"` // its bound on the watermark
+	Paused       bool    `json:"paused"`       // by alignment or the memory bound
+	ETASeconds   float64 `json:"eta_seconds"`  // its input's replay ETA; −1 when unknown or not replaying
+	LastSeen     string  `json:"last_seen"`    // its last fresh evidence (RFC 3339), "" when never
+	Why          string  `json:"why"`          // the reason, for people
 }
 
 // Partition is the catch-up state of one partition.
@@ -56,6 +80,8 @@ type Partition struct {
 	SnapshotEnd int64  `json:"snapshot_end"`
 	LatestEnd   int64  `json:"latest_end"`
 	Behind      int64  `json:"behind"`
+	Paused      bool   `json:"paused"`
+	Committed   *int64 `json:"committed"` // the last committed offset; null before any commit
 }
 
 // Input is the replay progress of one input.
@@ -98,23 +124,62 @@ func FromStats(s signalbox.Stats) Status {
 		Watermark:  FormatTime(s.Watermark),
 		ReplayDone: s.ReplayDone,
 		Counters: Counters{In: s.In, Out: s.Out, Filtered: s.Filtered, Timeless: s.Timeless, Dead: s.Dead,
-			Skipped: s.Skipped, Parked: int64(s.Parked), ParkedBytes: s.ParkedB, Checkpoints: s.Checkpoints},
+			Skipped: s.Skipped, Parked: int64(s.Parked), ParkedBytes: s.ParkedB, Checkpoints: s.Checkpoints,
+			Spilled: int64(s.Spilled), StoreBytes: s.StoreBytes, Commits: s.Delivery.Commits,
+			CommitFails: s.Delivery.CommitFailures, Rebalances: s.Rebalances, Future: s.Future},
 		Holders:    []Holder{},
 		Partitions: []Partition{},
 		Progress:   []Input{},
 		Late:       []Late{},
+		Sinks:      []Sink{},
 	}
 	if s.Watermark != watermark.MinTime {
 		wm := s.Watermark
 		st.WatermarkMs = &wm
 	}
-	for _, h := range s.Holders {
-		st.Holders = append(st.Holders, Holder{Topic: h.Input, Partition: h.Partition, State: h.State, Behind: h.Behind,
-			MaxEventTime: FormatTime(h.MaxEventTime), Contribution: FormatTime(h.Contribution)})
+	paused := map[record.TopicPartition]bool{}
+	for _, tp := range s.Paused {
+		paused[tp] = true
 	}
+	seen := map[record.TopicPartition]time.Time{}
 	for _, p := range s.Partitions {
-		st.Partitions = append(st.Partitions, Partition{Topic: p.Input, Partition: p.Partition, Phase: p.Phase.String(),
-			Position: p.Position, SnapshotEnd: p.SnapshotEnd, LatestEnd: p.LatestEnd, Behind: p.Behind})
+		tp := record.TopicPartition{Topic: p.Input, Partition: p.Partition}
+		seen[tp] = p.LastSeen
+		part := Partition{Topic: p.Input, Partition: p.Partition, Phase: p.Phase.String(), Position: p.Position,
+			SnapshotEnd: p.SnapshotEnd, LatestEnd: p.LatestEnd, Behind: p.Behind, Paused: paused[tp]}
+		st.Partitions = append(st.Partitions, part)
+	}
+	committed := map[record.TopicPartition]int64{}
+	for _, c := range s.Delivery.Committed {
+		committed[c.TopicPartition] = c.Offset
+	}
+	for i := range st.Partitions {
+		p := &st.Partitions[i]
+		if o, ok := committed[record.TopicPartition{Topic: p.Topic, Partition: p.Partition}]; ok {
+			p.Committed = &o
+		}
+	}
+	eta := map[string]float64{}
+	for _, p := range s.Progress {
+		eta[p.Input] = etaSeconds(p.ETA)
+	}
+	for _, h := range s.Holders {
+		tp := record.TopicPartition{Topic: h.Input, Partition: h.Partition}
+		hd := Holder{Topic: h.Input, Partition: h.Partition, State: h.State, Behind: h.Behind,
+			MaxEventTime: FormatTime(h.MaxEventTime), Contribution: FormatTime(h.Contribution), Paused: paused[tp], ETASeconds: -1}
+		if h.State == catchup.Replaying.String() {
+			if e, ok := eta[h.Input]; ok {
+				hd.ETASeconds = e
+			}
+		}
+		if t := seen[tp]; !t.IsZero() {
+			hd.LastSeen = t.UTC().Format(time.RFC3339)
+		}
+		hd.Why = why(hd, h.MaxEventTime == watermark.MinTime)
+		st.Holders = append(st.Holders, hd)
+	}
+	for _, k := range s.Sinks {
+		st.Sinks = append(st.Sinks, Sink{Name: k.Name, Records: k.Records, Errors: k.Errors, Retries: k.Retries, Rejected: k.Rejected, OutOfOrder: k.OutOfOrder})
 	}
 	for _, p := range s.Progress {
 		st.Progress = append(st.Progress, Input{Input: p.Input, Partitions: p.Partitions, CaughtUp: p.CaughtUp,
@@ -127,6 +192,34 @@ func FromStats(s signalbox.Stats) Status {
 	slices.SortFunc(st.Partitions, func(a, b Partition) int { return cmpTP(a.Topic, a.Partition, b.Topic, b.Partition) })
 	slices.SortFunc(st.Late, func(a, b Late) int { return cmpTP(a.Topic, a.Partition, b.Topic, b.Partition) })
 	return st
+}
+
+// why explains, for people, why a partition holds the watermark.
+func why(h Holder, nothing bool) string {
+	var b strings.Builder
+	switch h.State {
+	case catchup.Replaying.String():
+		fmt.Fprintf(&b, "replaying history: %d offsets to its start-up end offset", h.Behind)
+		if h.ETASeconds >= 0 {
+			fmt.Fprintf(&b, ", input done in about %s", eta(time.Duration(h.ETASeconds*float64(time.Second))))
+		}
+	case catchup.Behind.String():
+		fmt.Fprintf(&b, "live but behind: %d offsets to the latest end offset", h.Behind)
+	case catchup.Unknown.String():
+		b.WriteString("no fresh evidence: its fetches fail or its evidence is stale")
+		if h.LastSeen != "" {
+			b.WriteString(" (last seen " + h.LastSeen + ")")
+		}
+	default:
+		b.WriteString(h.State)
+	}
+	if nothing {
+		b.WriteString("; nothing delivered yet, so it holds the watermark at -inf")
+	}
+	if h.Paused {
+		b.WriteString("; paused by alignment: it resumes when the watermark catches up")
+	}
+	return b.String()
 }
 
 func cmpTP(t1 string, p1 int32, t2 string, p2 int32) int {
@@ -143,8 +236,8 @@ func etaSeconds(d time.Duration) float64 {
 	return d.Seconds()
 }
 
-// WriteText writes s for people: the watermark and who holds it, then each
-// partition's phase, then late counts.
+// WriteText writes s for people: the watermark and who holds it and why,
+// the parked set, then each partition, the sinks and late counts.
 func (s Status) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "watermark\t%s\n", s.Watermark)
@@ -152,23 +245,52 @@ func (s Status) WriteText(w io.Writer) error {
 	if s.ReplayDone {
 		replay = "done"
 	}
+	if !s.ReplayDone {
+		replay += replaySummary(s.Progress)
+	}
 	c := s.Counters
 	fmt.Fprintf(tw, "replay\t%s\n", replay)
-	fmt.Fprintf(tw, "records\tin %d, out %d, parked %d, dead-lettered %d, timeless %d\n", c.In, c.Out, c.Parked, c.Dead, c.Timeless)
-	if len(s.Holders) == 0 {
-		fmt.Fprintf(tw, "held by\tnobody: the processing-time clock drives the watermark\n")
+	fmt.Fprintf(tw, "records\tin %d, out %d, parked %d, dead-lettered %d (%d too far in the future), filtered %d, timeless %d\n", c.In, c.Out, c.Parked, c.Dead, c.Future, c.Filtered, c.Timeless)
+	fmt.Fprintf(tw, "parked\t%d records, %s in memory, %d spilled to disk, store %s\n", c.Parked, bytesText(c.ParkedBytes), c.Spilled, bytesText(c.StoreBytes))
+	late := Late{}
+	for _, l := range s.Late {
+		late.Count, late.Emitted, late.DeadLettered, late.Dropped = late.Count+l.Count, late.Emitted+l.Emitted, late.DeadLettered+l.DeadLettered, late.Dropped+l.Dropped
+		late.MaxLateByMs = max(late.MaxLateByMs, l.MaxLateByMs)
 	}
-	for i, h := range s.Holders {
-		label := ""
-		if i == 0 {
-			label = "held by"
+	fmt.Fprintf(tw, "late\t%d (emitted %d, dead-lettered %d, dropped %d), most late by %v\n", late.Count, late.Emitted, late.DeadLettered, late.Dropped, time.Duration(late.MaxLateByMs)*time.Millisecond)
+	fmt.Fprintf(tw, "delivery\t%d checkpoints, %d commits (%d failed), %d rebalances\n", c.Checkpoints, c.Commits, c.CommitFails, c.Rebalances)
+	if len(s.Holders) == 0 {
+		fmt.Fprintf(tw, "held by\tnobody: every partition is caught up, the processing-time clock drives the watermark\n")
+	}
+	if len(s.Holders) > 0 {
+		h := s.Holders[0]
+		fmt.Fprintf(tw, "held by\t%s/%d  %s, %d behind, bound %s", h.Topic, h.Partition, h.State, h.Behind, h.Contribution)
+		if n := len(s.Holders) - 1; n > 0 {
+			fmt.Fprintf(tw, " (and %d more partitions holding)", n)
 		}
-		fmt.Fprintf(tw, "%s\t%s/%d\t%s, %d behind, max event time %s, bound %s\n", label, h.Topic, h.Partition, h.State, h.Behind, h.MaxEventTime, h.Contribution)
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw)
+		fmt.Fprintf(tw, "HOLDER\tPHASE\tBEHIND\tETA\tPAUSED\tMAX EVENT TIME\tBOUND\tWHY\n")
+		for _, h := range s.Holders {
+			fmt.Fprintf(tw, "%s/%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", h.Topic, h.Partition, h.State, h.Behind,
+				eta(time.Duration(h.ETASeconds*float64(time.Second))), yesNo(h.Paused), h.MaxEventTime, h.Contribution, h.Why)
+		}
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintf(tw, "PARTITION\tPHASE\tPOSITION\tSNAPSHOT END\tLATEST END\tBEHIND\n")
+	fmt.Fprintf(tw, "PARTITION\tPHASE\tPOSITION\tSNAPSHOT END\tLATEST END\tBEHIND\tPAUSED\tCOMMITTED\n")
 	for _, p := range s.Partitions {
-		fmt.Fprintf(tw, "%s/%d\t%s\t%d\t%d\t%d\t%d\n", p.Topic, p.Partition, p.Phase, p.Position, p.SnapshotEnd, p.LatestEnd, p.Behind)
+		committed := "-"
+		if p.Committed != nil {
+			committed = strconv.FormatInt(*p.Committed, 10)
+		}
+		fmt.Fprintf(tw, "%s/%d\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", p.Topic, p.Partition, p.Phase, p.Position, p.SnapshotEnd, p.LatestEnd, p.Behind, yesNo(p.Paused), committed)
+	}
+	if len(s.Sinks) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintf(tw, "SINK\tRECORDS\tERRORS\tRETRIES\tREJECTED\tOUT OF ORDER\n")
+		for _, k := range s.Sinks {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", k.Name, k.Records, k.Errors, k.Retries, k.Rejected, k.OutOfOrder)
+		}
 	}
 	if len(s.Late) > 0 {
 		fmt.Fprintln(tw)
@@ -178,4 +300,52 @@ func (s Status) WriteText(w io.Writer) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// replaySummary sums the inputs' progress: offsets read, partitions caught
+// up, the overall ETA (the longest), and the slowest input.
+func replaySummary(inputs []Input) string {
+	var total, remaining int64
+	var parts, caught int
+	etaMax, slowest := 0.0, -1
+	for i, in := range inputs {
+		total, remaining, parts, caught = total+in.Total, remaining+in.Remaining, parts+in.Partitions, caught+in.CaughtUp
+		if in.Remaining > 0 && (etaMax >= 0 && in.ETASeconds > etaMax || in.ETASeconds < 0) {
+			etaMax = in.ETASeconds
+		}
+		if slowest < 0 || in.Percent < inputs[slowest].Percent {
+			slowest = i
+		}
+	}
+	pct := 100.0
+	if total > 0 {
+		pct = 100 * (1 - float64(remaining)/float64(total))
+	}
+	out := fmt.Sprintf(", %.1f%% of %d offsets, %d/%d partitions caught up, ETA %s", pct, total, caught, parts, eta(time.Duration(etaMax*float64(time.Second))))
+	if slowest >= 0 && len(inputs) > 1 {
+		in := inputs[slowest]
+		out += fmt.Sprintf("; slowest input %s at %.1f%%", in.Input, in.Percent)
+	}
+	return out
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// bytesText spells n bytes with a binary unit.
+func bytesText(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -998,6 +998,9 @@ func (s *Store) Usage() Usage {
 // SpilledLen is the number of parked records only on disk.
 func (s *Store) SpilledLen() int { return s.diskLen }
 
+// DiskBytes is the disk space the store's files take, as pebble reports it.
+func (s *Store) DiskBytes() int64 { return int64(s.db.Metrics().DiskSpaceUsage()) }
+
 // Close releases the store. It does not checkpoint: state written since the
 // last Checkpoint is discarded when the directory is opened again. Close
 // returns ErrClosed when called twice.

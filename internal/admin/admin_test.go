@@ -1,0 +1,133 @@
+package admin_test
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/catchup"
+	"github.com/signalbox/signalbox/internal/admin"
+)
+
+func TestListenAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		":0":             "127.0.0.1:0",
+		":9321":          "127.0.0.1:9321",
+		"127.0.0.1:8080": "127.0.0.1:8080",
+		"0.0.0.0:9321":   "0.0.0.0:9321",
+		"[::]:9321":      "[::]:9321",
+		"localhost:1":    "localhost:1",
+	} {
+		if got, err := admin.ListenAddr(in); err != nil || got != want {
+			t.Errorf("ListenAddr(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"9321", "127.0.0.1", ":http", ":65536", ":-1", "host:port"} {
+		if _, err := admin.ListenAddr(bad); err == nil {
+			t.Errorf("ListenAddr(%q) accepted", bad)
+		}
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestStartLoopbackAndPortInUse: an address without a host binds loopback
+// and logs its URL; a port in use fails with the setting's name.
+func TestStartLoopbackAndPortInUse(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	stats := func() signalbox.Stats { return signalbox.Stats{} }
+	srv, err := admin.Start(admin.Options{Addr: ":0", Setting: "admin.addr", Stats: stats, Logger: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if !strings.HasPrefix(srv.URL, "http://127.0.0.1:") || strings.HasSuffix(srv.URL, ":0") {
+		t.Fatalf("URL %q, want loopback with the port bound", srv.URL)
+	}
+	if l := logs.FilterMessage("admin server listening").All(); len(l) != 1 || l[0].ContextMap()["url"] != srv.URL {
+		t.Errorf("logged %v, want the URL %s", logs.All(), srv.URL)
+	}
+	if code, body := get(t, srv.URL+"/metrics"); code != 200 || !strings.Contains(body, "signalbox_records_in_total 0") {
+		t.Errorf("/metrics: %d\n%s", code, body)
+	}
+	_, err = admin.Start(admin.Options{Addr: strings.TrimPrefix(srv.URL, "http://"), Setting: "--admin-addr", Stats: stats})
+	if err == nil || !strings.HasPrefix(err.Error(), "--admin-addr: ") || !strings.Contains(err.Error(), "already in use") {
+		t.Fatalf("second server on the same port: %v", err)
+	}
+}
+
+// TestNonLoopbackWarns: a named wildcard address is bound, with a warning.
+func TestNonLoopbackWarns(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	srv, err := admin.Start(admin.Options{Addr: "0.0.0.0:0", Setting: "admin.addr", Stats: func() signalbox.Stats { return signalbox.Stats{} }, Logger: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if logs.FilterLevelExact(zap.WarnLevel).Len() != 1 {
+		t.Errorf("no warning for a non-loopback address: %v", logs.All())
+	}
+}
+
+// TestIdleConnectionsClosed: a connection that sends nothing is closed by
+// the server's timeouts rather than held open.
+func TestIdleConnectionsClosed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the read timeout")
+	}
+	srv, err := admin.Start(admin.Options{Addr: "127.0.0.1:0", Setting: "admin.addr", Stats: func() signalbox.Stats { return signalbox.Stats{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(time.Minute))
+	if _, err := conn.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("read on an idle connection: %v, want EOF (closed by the server)", err)
+	}
+}
+
+func TestHealthAndReadiness(t *testing.T) {
+	now := time.Unix(1000, 0)
+	var s signalbox.Stats
+	h := admin.Handler(admin.Options{Stats: func() signalbox.Stats { return s }, Now: func() time.Time { return now }, StallAfter: time.Minute, Logger: zap.NewNop()})
+	check := func(path string, want int, text string) {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != want || !strings.Contains(rec.Body.String(), text) {
+			t.Errorf("%s: %d %q, want %d with %q", path, rec.Code, rec.Body.String(), want, text)
+		}
+	}
+	check("/healthz", 200, "starting")
+	check("/readyz", 503, "the sinks are not open, no partition is assigned")
+	s.Published, s.SinksOpen = now.Add(-59*time.Second), true
+	check("/healthz", 200, "ok")
+	check("/readyz", 503, "no partition is assigned")
+	s.Partitions = []catchup.Status{{ID: catchup.ID{Input: "a"}}}
+	check("/readyz", 200, "1 partitions assigned")
+	s.Published = now.Add(-61 * time.Second)
+	check("/healthz", 503, "published nothing for 1m1s")
+	check("/status", 200, `"watermark"`)
+}

@@ -1,0 +1,22 @@
+// Package admin is the HTTP admin server of `signalbox run`: /metrics
+// (Prometheus), /status (JSON), /healthz and /readyz.
+//
+// Lifecycle: Start listens (the listen error names the setting the address
+// came from) and serves in a goroutine; Close shuts it down. Everything it
+// serves comes from the pipeline's Stats snapshots.
+//
+// Invariants:
+//
+//  1. An address without a host (":9321", ":0") binds the loopback
+//     interface only; another interface is bound only when named
+//     ("0.0.0.0:9321", "[::]:9321", "10.0.0.5:9321").
+//  2. Port 0 takes any free port; the URL with the actual port is returned
+//     and logged. A port in use fails Start with an error naming the
+//     setting.
+//  3. /healthz answers 503 only when the engine loop has published stats
+//     before and has not for StallAfter: a job still opening its sinks or
+//     restoring state is alive. /readyz answers 200 only while every sink
+//     is open and at least one partition is assigned.
+//  4. Every connection has read, write and idle timeouts: a client that
+//     stops reading or keeps a connection open idle cannot hold resources.
+package admin

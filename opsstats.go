@@ -1,0 +1,78 @@
+package signalbox
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/signalbox/signalbox/record"
+)
+
+// storeSizeEvery is how often publish asks a durable store for its disk
+// usage, which costs more than a counter.
+const storeSizeEvery = time.Second
+
+// publishOps fills the operational fields of a snapshot the engine
+// publishes. It runs on the engine goroutine, once per publish.
+func (r *run) publishOps(s *Stats) {
+	s.Published = r.cfg.clock()
+	s.Tasks = make([]TaskWatermark, 0, len(r.tasks))
+	for id, t := range r.tasks {
+		s.Tasks = append(s.Tasks, TaskWatermark{Task: id, Watermark: t.wm})
+	}
+	slices.SortFunc(s.Tasks, func(a, b TaskWatermark) int { return cmp.Compare(a.Task, b.Task) })
+	if sp, ok := r.store.(interface{ SpilledLen() int }); ok {
+		s.Spilled = sp.SpilledLen()
+	}
+	if ds, ok := r.store.(interface{ DiskBytes() int64 }); ok && time.Since(r.storeSizeAt) >= storeSizeEvery {
+		r.storeSizeAt = time.Now()
+		r.stats.StoreBytes = ds.DiskBytes()
+		s.StoreBytes = r.stats.StoreBytes
+	}
+	s.Sinks = make([]SinkStats, len(r.p.meters))
+	for i, m := range r.p.meters {
+		s.Sinks[i] = m.snapshot()
+	}
+}
+
+// countCheckpoint counts a committed checkpoint taken at start.
+func (r *run) countCheckpoint(start time.Time) {
+	d := time.Since(start).Seconds()
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	r.p.stats.Checkpoints++
+	h := &r.p.stats.Delivery.CheckpointSeconds
+	if h.Counts == nil {
+		*h = newHistogram(LatencyBuckets)
+	} else {
+		*h = h.clone() // snapshots handed out share the old counts
+	}
+	h.Observe(d)
+}
+
+// countCommit counts an offset commit of offs and its outcome.
+func (r *run) countCommit(offs map[record.TopicPartition]int64, err error) {
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	dl := &r.p.stats.Delivery
+	if err != nil {
+		dl.CommitFailures++
+		return
+	}
+	dl.Commits++
+	// A new slice each time: snapshots handed out keep the old one.
+	next := make([]CommittedOffset, 0, max(len(dl.Committed), len(offs)))
+	for _, c := range dl.Committed {
+		if _, ok := offs[c.TopicPartition]; !ok {
+			next = append(next, c)
+		}
+	}
+	for tp, o := range offs {
+		next = append(next, CommittedOffset{TopicPartition: tp, Offset: o})
+	}
+	slices.SortFunc(next, func(a, b CommittedOffset) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	dl.Committed = next
+}

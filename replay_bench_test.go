@@ -1,0 +1,106 @@
+package signalbox_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/metrics"
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/sources/script"
+)
+
+// discard is a Sink that counts what it is given.
+type discard struct{ n atomic.Int64 }
+
+func (d *discard) Open(context.Context) error  { return nil }
+func (d *discard) Flush(context.Context) error { return nil }
+func (d *discard) Close() error                { return nil }
+func (d *discard) Write(_ context.Context, b []record.Record) error {
+	d.n.Add(int64(len(b)))
+	return nil
+}
+
+// replayParts is a history of 3 topics × 4 partitions × perPart JSON
+// records with event times rising by 1 ms, bounded disorder across
+// partitions.
+func replayParts(perPart int) ([]script.Partition, int) {
+	var parts []script.Partition
+	for _, topic := range []string{"orders", "stock", "prices"} {
+		for p := range int32(4) {
+			sp := script.Partition{TopicPartition: tp(topic, p)}
+			for i := range perPart {
+				sp.Records = append(sp.Records, tsRecord(topic, p, int64(i), fmt.Sprintf("k%d", i%50), 1_700_000_000_000+int64(i)+int64(p)))
+			}
+			parts = append(parts, sp)
+		}
+	}
+	return parts, 12 * perPart
+}
+
+// benchReplay replays the history through the engine per iteration, to a
+// sink that discards, and reports records per second; during the run,
+// during(p) runs in its own goroutine until the run ends (nil: nothing).
+func benchReplay(b *testing.B, during func(ctx context.Context, p *signalbox.Pipeline)) {
+	parts, n := replayParts(20_000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var total time.Duration
+	for i := range b.N {
+		out := &discard{}
+		p, err := signalbox.New(script.New(uint64(i), 512, parts...), tsInputs("orders", "stock", "prices"),
+			signalbox.WithDelay(time.Second), signalbox.WithSink(out), signalbox.WithUntil(signalbox.UntilEndOffsets))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		if during != nil {
+			go func() { defer close(done); during(ctx, p) }()
+		} else {
+			close(done)
+		}
+		start := time.Now()
+		err = p.Run(context.Background())
+		total += time.Since(start)
+		cancel()
+		<-done
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got := out.n.Load(); got != int64(n) {
+			b.Fatalf("%d records out, want %d", got, n)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/total.Seconds(), "records/s")
+}
+
+// BenchmarkReplay is the engine alone: decode, park, release, sink.
+func BenchmarkReplay(b *testing.B) { benchReplay(b, nil) }
+
+// BenchmarkReplayScraped is BenchmarkReplay while a Prometheus registry
+// gathers the pipeline's metrics every 100ms, ten times faster than a
+// usual scrape interval.
+func BenchmarkReplayScraped(b *testing.B) {
+	benchReplay(b, func(ctx context.Context, p *signalbox.Pipeline) {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(metrics.NewCollector(p.Stats, nil))
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := reg.Gather(); err != nil {
+					b.Error(err)
+				}
+			}
+		}
+	})
+}
