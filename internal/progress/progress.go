@@ -90,8 +90,15 @@ func logFrame(log *zap.Logger, s signalbox.Stats) {
 	if s.ReplayDone {
 		msg = "replay done"
 	}
-	log.Info(msg, zap.String("watermark", FormatTime(s.Watermark)), zap.Int64("in", s.In), zap.Int64("out", s.Out),
-		zap.Int("parked", s.Parked), zap.Duration("replay_time", s.ReplayTime))
+	fields := []zap.Field{zap.String("watermark", FormatTime(s.Watermark)), zap.Int64("in", s.In), zap.Int64("out", s.Out),
+		zap.Int("parked", s.Parked), zap.Int("paused", len(s.Paused)), zap.Duration("replay_time", s.ReplayTime)}
+	if len(s.Holders) > 0 {
+		// Who everyone waits for: the partition holding the watermark
+		// lowest, and why (the paused ones wait for it).
+		h := s.Holders[0]
+		fields = append(fields, zap.String("held_by", fmt.Sprintf("%s/%d", h.ID.Input, h.ID.Partition)), zap.String("held_because", h.State))
+	}
+	log.Info(msg, fields...)
 }
 
 func rate(r float64) string {

@@ -127,6 +127,10 @@ func TestNothingShownBeforeAssignment(t *testing.T) {
 	if n, m := logs.FilterMessage("replaying").Len(), logs.FilterMessage("replay done").Len(); n != 1 || m != 1 {
 		t.Fatalf("%d replaying and %d done lines, want 1 and 1 (the first at once, then not before LogEvery)", n, m)
 	}
+	// The replaying line says who everyone waits for.
+	if f := logs.FilterMessage("replaying").All()[0].ContextMap(); f["held_by"] != "orders/2" || f["held_because"] != "replaying" {
+		t.Errorf("replaying line: held_by %v, held_because %v; want orders/2, replaying", f["held_by"], f["held_because"])
+	}
 }
 
 // TestStatusExplainsHolders: the text says why each holder holds: its phase,
