@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/signalbox/signalbox/catchup"
 	"github.com/signalbox/signalbox/record"
 )
 
@@ -67,31 +68,14 @@ func (r *run) takeCheckpoint(ctx context.Context, final, barrier bool) error {
 		return err
 	}
 	r.countCheckpoint(start)
-	r.emit(Event{Kind: EventCheckpoint, Watermark: cp.Watermark})
+	r.notify(Event{Kind: EventCheckpoint, Watermark: cp.Watermark})
 	return nil
 }
 
 // wait blocks until ack is closed by the sink goroutine, emitting the events
 // it reports meanwhile and keeping the stats fresh, as send does.
 func (r *run) wait(ctx context.Context, ack <-chan struct{}) error {
-	pub := time.NewTicker(r.cfg.tick)
-	defer pub.Stop()
-	for {
-		select {
-		case <-pub.C:
-			r.publish()
-		case <-ack:
-			return nil
-		case e := <-r.acks:
-			r.emit(e)
-		case err := <-r.errs:
-			return err
-		case <-r.sinkDone:
-			return errors.New("signalbox: sink goroutine stopped before the checkpoint")
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return r.await(ctx, nil, ack, r.sinkDone)
 }
 
 // ErrFutureCheckpoint surfaces from Run when the checkpoint to resume from
@@ -241,4 +225,22 @@ func (r *run) refreshRestored(ctx context.Context, assigned []record.PartitionIn
 		}
 	}
 	return nil
+}
+
+// checkpoint builds the checkpoint as of everything released so far.
+func (r *run) checkpoint() record.Checkpoint {
+	cp := record.Checkpoint{Watermark: r.wm, Partitions: make([]record.PartitionCheckpoint, 0, len(r.parts))}
+	for _, st := range r.catch.Statuses() {
+		tp := record.TopicPartition{Topic: st.Input, Partition: st.Partition}
+		ps := r.parts[tp]
+		cp.Partitions = append(cp.Partitions, record.PartitionCheckpoint{
+			TopicPartition: tp,
+			Low:            ps.low(),
+			Position:       ps.offs.Position(),
+			End:            st.SnapshotEnd,
+			Replaying:      st.Phase == catchup.Replaying || (st.Phase == catchup.Unknown && st.Position < st.SnapshotEnd),
+			Watermark:      ps.task.rel,
+		})
+	}
+	return cp
 }

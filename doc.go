@@ -10,7 +10,7 @@
 // One Run has three goroutines of its own, connected by bounded channels:
 //
 //	source fetchers ──▶ poller ──fetches──▶ engine ──outs──▶ sink writer
-//	                  (pipeline.go poll)  (pipeline.go loop) (writer.go write)
+//	                    (loop.go poll)      (loop.go loop)   (writer.go write)
 //
 // The stages:
 //
@@ -19,7 +19,7 @@
 //     P6). A Fetch that revokes partitions waits until the engine has
 //     committed their safe offsets (C4).
 //   - The engine is the only goroutine that touches the run's state. For
-//     each Fetch (pipeline.go handle) it assigns and revokes partitions
+//     each Fetch (loop.go handle) it assigns and revokes partitions
 //     (partition.go), feeds catch-up (package catchup: G1–G6) and the
 //     watermark strategy (strategy.go, package watermark: W1–W7), and parks
 //     each record (ingest.go ingest: late records L1–L3, bad input B1–B3).
@@ -34,11 +34,19 @@
 //
 // Where to look:
 //
-//   - the watermark is decided in pipeline.go, (*run).release: the lowest
+//   - the watermark is decided in release.go, (*run).release: the lowest
 //     of the tasks' strategies' Advance, at the evidence clock (W2a, W7);
-//   - a record is released in pipeline.go, (*run).released: the store hands
+//   - a record is released in release.go, (*run).released: the store hands
 //     it over in timer order (O1–O2), it leaves its partition's outstanding
 //     offsets, and goes into the current out batch;
 //   - a commit is made in writer.go, (*run).commit, after every sink has
 //     acknowledged the checkpoint's records (C1–C3).
+//
+// The files: pipeline.go (Pipeline, New, Run), loop.go (the poller, the
+// loop, one Fetch), ingest.go (decode and park one record), partition.go
+// (assign, revoke, phases), align.go (flow control), release.go (the
+// watermark, release, hand-over to the sinks, and the engine's one blocking
+// wait, await), checkpoint.go, writer.go (the sink goroutine), observe.go
+// (observer events and the Stats snapshot). Names: the engine outputs a
+// record (to the sinks) and notifies an Event (to the observer).
 package signalbox

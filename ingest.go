@@ -74,7 +74,7 @@ func (r *run) ingest(ps *partState, rec *record.Record, mark error, now time.Tim
 	}
 	if rec.Timeless {
 		r.stats.Timeless++
-		r.emitNow(rec)
+		r.output(rec)
 		return nil
 	}
 	if rec.EventTime > r.future {
@@ -99,7 +99,7 @@ func (r *run) ingest(ps *partState, rec *record.Record, mark error, now time.Tim
 func (r *run) late(ps *partState, rec *record.Record) error {
 	lateBy := ps.task.rel - rec.EventTime
 	ps.late.add(lateBy, r.cfg.late)
-	r.emit(Event{Kind: EventLate, Partition: ps.tp, Offset: rec.Offset, LateBy: lateBy, Watermark: ps.task.rel})
+	r.notify(Event{Kind: EventLate, Partition: ps.tp, Offset: rec.Offset, LateBy: lateBy, Watermark: ps.task.rel})
 	switch r.cfg.late {
 	case LateDrop:
 		return nil
@@ -107,11 +107,11 @@ func (r *run) late(ps *partState, rec *record.Record) error {
 		return r.dead(rec, "late by "+strconv.FormatInt(lateBy, 10)+"ms")
 	}
 	rec.Late, rec.LateBy = true, lateBy
-	r.emitNow(rec)
+	r.output(rec)
 	return nil
 }
 
-func (r *run) emitNow(rec *record.Record) {
+func (r *run) output(rec *record.Record) {
 	r.cur.records = append(r.cur.records, *rec)
 	r.stats.Out++
 }
@@ -124,6 +124,6 @@ func (r *run) dead(rec *record.Record, reason string) error {
 	d.Headers = append(d.Headers[:len(d.Headers):len(d.Headers)], record.Header{Key: record.ReasonHeader, Value: []byte(reason)})
 	r.cur.dead = append(r.cur.dead, d)
 	r.stats.Dead++
-	r.emit(Event{Kind: EventDead, Partition: record.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}, Offset: rec.Offset, Reason: reason})
+	r.notify(Event{Kind: EventDead, Partition: record.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}, Offset: rec.Offset, Reason: reason})
 	return nil
 }

@@ -102,7 +102,7 @@ func (r *run) assign(a record.PartitionInfo, now time.Time) {
 		if cp.Replaying && cp.End > 0 {
 			end = cp.End // keep the original snapshot: a restart cannot shorten history
 		}
-		r.emit(Event{Kind: EventOffsetsReset, Partition: a.TopicPartition, Offset: cp.Position, Watermark: wm})
+		r.notify(Event{Kind: EventOffsetsReset, Partition: a.TopicPartition, Offset: cp.Position, Watermark: wm})
 	}
 	r.parts[a.TopicPartition] = ps
 	ps.task.strat.Add(ps.wid, dec.timeless, now)
@@ -110,7 +110,7 @@ func (r *run) assign(a record.PartitionInfo, now time.Time) {
 	st, _ := r.catch.Status(ps.cid)
 	ps.holds = ph.Holds()
 	ps.task.strat.SetPhase(ps.wid, ph, st.Behind, now)
-	r.emit(Event{Kind: EventAssigned, Partition: a.TopicPartition, To: ph})
+	r.notify(Event{Kind: EventAssigned, Partition: a.TopicPartition, To: ph})
 }
 
 func (r *run) revoke(tp record.TopicPartition) {
@@ -133,7 +133,7 @@ func (r *run) revoke(tp record.TopicPartition) {
 	if ps.task.parts == 0 {
 		delete(r.tasks, tp.Partition)
 	}
-	r.emit(Event{Kind: EventRevoked, Partition: tp})
+	r.notify(Event{Kind: EventRevoked, Partition: tp})
 }
 
 func (r *run) phase(t catchup.Transition) {
@@ -144,5 +144,5 @@ func (r *run) phase(t catchup.Transition) {
 	st, _ := r.catch.Status(t.ID)
 	ps.holds = t.To.Holds()
 	ps.task.strat.SetPhase(ps.wid, t.To, st.Behind, r.cfg.clock())
-	r.emit(Event{Kind: EventPhase, Partition: ps.tp, From: t.From, To: t.To, Watermark: r.wm})
+	r.notify(Event{Kind: EventPhase, Partition: ps.tp, From: t.From, To: t.To, Watermark: r.wm})
 }

@@ -1,0 +1,263 @@
+package signalbox
+
+// The engine goroutine: the poller that feeds it, its loop, and the
+// handling of one Fetch (doc.go maps the stages).
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/signalbox/signalbox/catchup"
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/watermark"
+)
+
+// polled is one Fetch on its way to the engine. For a Fetch that revokes
+// partitions, handled is closed once the engine has committed their safe
+// offsets: the poller waits for it before it polls again, because the next
+// Poll is what lets a rebalance proceed.
+type polled struct {
+	f       record.Fetch
+	marks   map[*record.Record]error // from prepare
+	handled chan struct{}
+}
+
+func (r *run) poll(ctx context.Context, fetches chan<- polled) {
+	for {
+		f, err := r.p.src.Poll(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.errs <- fmt.Errorf("signalbox: source: %w", err)
+			}
+			return
+		}
+		p := polled{f: f, marks: r.p.prepare(&f)}
+		if len(f.Revoked) > 0 {
+			p.handled = make(chan struct{})
+		}
+		select {
+		case fetches <- p:
+		case <-ctx.Done():
+			return
+		}
+		if p.handled != nil {
+			select {
+			case <-p.handled:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// loop is the engine: it returns nil when a bounded run is complete, or the
+// reason it stopped.
+func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
+	cfg := r.cfg
+	tick := time.NewTimer(cfg.tick)
+	defer tick.Stop()
+	lastCP := cfg.clock()
+	lastPub := time.Time{}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-r.errs:
+			return err
+		case p := <-fetches:
+			err := r.handle(ctx, p)
+			if p.handled != nil {
+				close(p.handled)
+			}
+			if err != nil {
+				return err
+			}
+		case e := <-r.acks:
+			r.notify(e)
+		case <-tick.C:
+		}
+		now := cfg.clock()
+		for _, t := range r.catch.Tick(now) {
+			r.phase(t)
+		}
+		if err := r.release(now); err != nil {
+			return err
+		}
+		r.align()
+		r.demandEvidence()
+		if !r.replayed && r.fetched && r.catch.ReplayDone() {
+			r.replayed = true
+			r.p.live.Store(time.Now().UnixMilli())
+			r.stats.ReplayDone, r.stats.ReplayTime = true, now.Sub(r.started)
+			r.notify(Event{Kind: EventReplayDone, Watermark: r.wm})
+			if cfg.until == UntilEndOffsets {
+				return r.flushAll()
+			}
+		}
+		if now.Sub(lastCP) >= cfg.checkpoint {
+			lastCP = now
+			if err := r.takeCheckpoint(ctx, false, false); err != nil {
+				return err
+			}
+		}
+		if err := r.send(ctx, nil); err != nil {
+			return err
+		}
+		if !r.unflushed.IsZero() && now.Sub(r.unflushed) >= cfg.flushLinger {
+			r.cur.flush = true
+			if err := r.send(ctx, nil); err != nil {
+				return err
+			}
+		}
+		if now.Sub(lastPub) >= cfg.tick {
+			lastPub = now
+			r.publish()
+		}
+		resetTimer(tick, r.nextWake(now))
+	}
+}
+
+// nextWake is how long to sleep before re-evaluating the watermark: the
+// exact release time of the first parked record when the engine's own clock
+// drives the processing-time fallback, else the tick. With a source that
+// keeps an evidence clock, only a new Fetch can move the fallback, and a
+// Fetch wakes the engine anyway: waking at the due time would only spin.
+func (r *run) nextWake(now time.Time) time.Duration {
+	d := r.cfg.tick
+	if !r.unflushed.IsZero() {
+		d = min(d, max(r.unflushed.Add(r.cfg.flushLinger).Sub(now), 0))
+	}
+	if pos, ok := r.store.Min(); ok && r.replayed && !r.stamped {
+		due := time.UnixMilli(pos.EventTime).Add(r.cfg.delay)
+		if w := due.Sub(now); w < d {
+			d = max(w, 0)
+		}
+	}
+	return d
+}
+
+// demandEvidence tells an EvidenceDemander source when the first parked
+// record is due, once only the evidence clock keeps it back: every timed
+// partition is caught up, so the watermark follows that clock.
+func (r *run) demandEvidence() {
+	if r.demander == nil || !r.stamped {
+		return
+	}
+	var at time.Time
+	if pos, ok := r.store.Min(); ok && r.replayed && !r.holding() {
+		at = time.UnixMilli(pos.EventTime).Add(r.cfg.delay)
+	}
+	if !at.Equal(r.demanded) {
+		r.demanded = at
+		r.demander.WantEvidence(at)
+	}
+}
+
+// holding reports whether a timed partition holds the watermark.
+func (r *run) holding() bool {
+	for _, ps := range r.parts {
+		if ps.holds && !ps.dec.timeless {
+			return true
+		}
+	}
+	return false
+}
+
+func resetTimer(t *time.Timer, d time.Duration) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	t.Reset(d)
+}
+
+func (r *run) handle(ctx context.Context, p polled) error {
+	f := p.f
+	now := r.cfg.clock()
+	r.fetched = true
+	if len(f.Revoked) > 0 || len(f.Assigned) > 0 {
+		r.stats.Rebalances++
+	}
+	if !f.At.IsZero() {
+		r.stamped = true
+		if f.At.After(r.evidence) {
+			r.evidence = f.At
+		}
+	}
+	r.future = watermark.MaxTime
+	if r.cfg.maxFuture > 0 {
+		clock := now
+		if r.stamped {
+			clock = r.evidence
+		}
+		r.future = clock.Add(r.cfg.maxFuture).UnixMilli()
+	}
+	if len(f.Revoked) > 0 {
+		// Commit the safe offsets before letting the partitions go: the
+		// source acknowledges the rebalance at the next Poll, and the new
+		// owner starts from what is committed.
+		if err := r.takeCheckpoint(ctx, false, true); err != nil {
+			return err
+		}
+	}
+	for _, tp := range f.Revoked {
+		r.revoke(tp)
+	}
+	if err := r.refreshRestored(ctx, f.Assigned); err != nil {
+		return err
+	}
+	for _, a := range f.Assigned {
+		r.assign(a, now)
+	}
+	for i := range f.Partitions {
+		pf := &f.Partitions[i]
+		ps := r.parts[pf.TopicPartition]
+		if ps == nil {
+			r.cfg.logger.Warn("fetch for an unassigned partition", zap.String("topic", pf.Topic), zap.Int32("partition", pf.Partition))
+			continue
+		}
+		if pf.Err != nil {
+			if t, ok := r.catch.Fail(ps.cid, now); ok {
+				r.phase(t)
+			}
+			r.cfg.logger.Warn("fetch failed: partition holds the watermark", zap.String("topic", pf.Topic), zap.Int32("partition", pf.Partition), zap.Error(pf.Err))
+			continue
+		}
+		before := ps.maxET
+		ps.fetchMax = watermark.MinTime
+		for j := range pf.Records {
+			rec := &pf.Records[j]
+			var mark error
+			if p.marks != nil {
+				mark = p.marks[rec]
+			}
+			if err := r.ingest(ps, rec, mark, now); err != nil {
+				return err
+			}
+		}
+		if ps.fetchMax != watermark.MinTime {
+			// The strategy keeps a partition's newest event time: one
+			// Observe per answer, with its newest, is the same as one per
+			// record (nothing advances the watermark within a Fetch).
+			ps.task.strat.Observe(ps.wid, ps.fetchMax, now)
+		}
+		if ps.maxET > before {
+			ps.span = ps.maxET - max(before, ps.firstET)
+		}
+		ps.offs.Advance(pf.Position)
+		if ps.restoring && pf.Position >= ps.restorePos {
+			ps.restoring = false
+		}
+		if t, ok := r.catch.Observe(ps.cid, pf.Position, pf.End, now); ok {
+			r.phase(t)
+		} else if st, _ := r.catch.Status(ps.cid); st.Phase != catchup.CaughtUp {
+			ps.task.strat.SetPhase(ps.wid, st.Phase, st.Behind, now)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,48 @@
+package signalbox
+
+// What the engine reports: events to the observer, and the Stats
+// snapshot.
+
+import (
+	"slices"
+
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/watermark"
+)
+
+// notify reports e to the observer (WithObserver), from the engine
+// goroutine.
+func (r *run) notify(e Event) {
+	if r.cfg.observer != nil {
+		r.cfg.observer(e)
+	}
+}
+
+func (r *run) publish() {
+	s := r.stats
+	s.Dead += r.sinkDead.Load()
+	s.Watermark = r.wm
+	s.Parked, s.ParkedB = r.store.Len(), r.store.Bytes()
+	s.Holders = nil
+	for _, t := range r.tasks {
+		s.Holders = append(s.Holders, t.strat.Holders()...)
+	}
+	watermark.SortHolds(s.Holders)
+	s.Paused = r.pausedList()
+	s.Progress = r.catch.Progress()
+	s.Partitions = r.catch.Statuses()
+	s.Late = make(map[record.TopicPartition]LateCounter, len(r.lateCounts))
+	for tp, c := range r.lateCounts {
+		if c.Count > 0 {
+			cc := *c
+			cc.Histogram = slices.Clone(c.Histogram) // the snapshot must not share the live counters
+			s.Late[tp] = cc
+		}
+	}
+	r.publishOps(&s)
+	r.p.mu.Lock()
+	checkpoints, delivery := r.p.stats.Checkpoints, r.p.stats.Delivery
+	r.p.stats = s
+	r.p.stats.Checkpoints, r.p.stats.Delivery = checkpoints, delivery
+	r.p.mu.Unlock()
+}

@@ -1,0 +1,158 @@
+package signalbox
+
+// Deciding the watermark and releasing what it passes, and handing the
+// released batches to the sink goroutine.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/watermark"
+)
+
+// release advances the watermark and moves every parked record at or below it
+// into the current out batch, in timer order. The strategy sees the source's
+// evidence clock when it keeps one: the processing-time fallback must not run
+// ahead of what the broker has been asked (record invariant 4).
+func (r *run) release(now time.Time) error {
+	if r.stamped && r.evidence.Before(now) {
+		now = r.evidence
+	}
+	g, any := watermark.MaxTime, false
+	for _, t := range r.tasks {
+		w := t.strat.Advance(now)
+		t.wm = w
+		if t.timed > 0 {
+			g, any = min(g, w), true
+		}
+	}
+	if !any {
+		return nil // no timed partition: no evidence, nothing moves
+	}
+	r.wm = g
+	for _, t := range r.tasks {
+		t.rel = max(t.rel, g)
+	}
+	return r.store.Release(g, 0, r.released)
+}
+
+// released takes one record the store released: it leaves the partition's
+// outstanding offsets and goes into the current out batch, unless it belongs
+// to a revoked partition (the new owner re-reads it) or a restart found it
+// already emitted.
+func (r *run) released(rec *record.Record) error {
+	ps := r.parts[record.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}]
+	if ps == nil {
+		return nil
+	}
+	switch {
+	case rec.Offset >= ps.start:
+		ps.offs.Done(rec.Offset)
+	case ps.floorCount > 0:
+		ps.floorCount-- // restored from a DurableStore
+	default:
+		// Parked before the partition was revoked; another instance has
+		// since committed past it, so it was that instance's to emit.
+		r.stats.Skipped++
+		return nil
+	}
+	if rec.Offset < ps.restorePos && rec.EventTime <= ps.restoreWM {
+		r.stats.Skipped++ // emitted before the restart, per the sink's checkpoint
+		return nil
+	}
+	r.output(rec)
+	if len(r.cur.records) >= r.cfg.batchSize {
+		return r.send(context.Background(), r.sinkDone)
+	}
+	return nil
+}
+
+// flushAll releases everything parked (end of a bounded run) and raises the
+// watermark to the last released event time, so that a later restart treats
+// all of it as emitted.
+func (r *run) flushAll() error {
+	last := r.wm
+	if err := r.store.Release(watermark.MaxTime, 0, func(rec *record.Record) error {
+		last = max(last, rec.EventTime)
+		return r.released(rec)
+	}); err != nil {
+		return err
+	}
+	for _, t := range r.tasks {
+		t.strat.Restore(last)
+		t.rel = max(t.rel, last)
+	}
+	r.wm = max(r.wm, last)
+	return nil
+}
+
+// send hands the current out batch to the sink goroutine if it has anything.
+// It blocks while the sinks lag (backpressure).
+func (r *run) send(ctx context.Context, sinkDone <-chan struct{}) error {
+	o := r.cur
+	if len(o.records) == 0 && len(o.dead) == 0 && o.cp == nil && !o.flush {
+		return nil
+	}
+	// r.cur is replaced only once the batch is handed over: if the wait is
+	// cancelled, its records (already counted as released) stay in r.cur and
+	// leave with the final checkpoint, so no commit can pass them.
+	sent := func() error {
+		switch {
+		case o.cp != nil || o.flush:
+			r.unflushed = time.Time{}
+		case r.unflushed.IsZero() && (len(o.records) > 0 || len(o.dead) > 0):
+			r.unflushed = r.cfg.clock()
+		}
+		r.cur = &out{records: make([]record.Record, 0, min(max(len(o.records), 256), r.cfg.batchSize))}
+		return nil
+	}
+	select {
+	case r.outs <- o:
+		return sent()
+	default:
+	}
+	// The sinks lag: wait (backpressure).
+	if err := r.await(ctx, o, nil, sinkDone); err != nil {
+		return err
+	}
+	return sent()
+}
+
+// errSinkStopped surfaces when the sink goroutine ended while the engine
+// waited for it.
+var errSinkStopped = errors.New("signalbox: sink goroutine stopped")
+
+// await is the engine's one blocking wait: until o is handed to the sink
+// goroutine (o != nil) or done is closed. Meanwhile it reports the sink
+// goroutine's acknowledgements to the observer and keeps the published
+// stats fresh for status views; it gives up on a sink error, on ctx, or when
+// sinkDone (if not nil) is closed. Only Run's shutdown drains the sink
+// goroutine differently: there its error is read after it has ended.
+func (r *run) await(ctx context.Context, o *out, done, sinkDone <-chan struct{}) error {
+	var outs chan<- *out
+	if o != nil {
+		outs = r.outs
+	}
+	pub := time.NewTicker(r.cfg.tick)
+	defer pub.Stop()
+	for {
+		select {
+		case outs <- o:
+			return nil
+		case <-done:
+			return nil
+		case <-pub.C:
+			r.publish()
+		case e := <-r.acks:
+			r.notify(e)
+		case err := <-r.errs:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-sinkDone:
+			return errSinkStopped
+		}
+	}
+}
