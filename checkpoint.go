@@ -42,7 +42,7 @@ type lateEntry struct {
 // starts from the safe offsets.
 func (r *run) takeCheckpoint(ctx context.Context, final, barrier bool) error {
 	start := time.Now()
-	cp := r.checkpoint()
+	cp := r.buildCheckpoint()
 	r.cur.cp, r.cur.final, r.cur.cpAt = &cp, final, start
 	if r.durable == nil && !barrier {
 		if final {
@@ -227,8 +227,8 @@ func (r *run) refreshRestored(ctx context.Context, assigned []record.PartitionIn
 	return nil
 }
 
-// checkpoint builds the checkpoint as of everything released so far.
-func (r *run) checkpoint() record.Checkpoint {
+// buildCheckpoint builds the checkpoint as of everything released so far.
+func (r *run) buildCheckpoint() record.Checkpoint {
 	cp := record.Checkpoint{Watermark: r.wm, Partitions: make([]record.PartitionCheckpoint, 0, len(r.parts))}
 	for _, st := range r.catch.Statuses() {
 		tp := record.TopicPartition{Topic: st.Input, Partition: st.Partition}

@@ -97,7 +97,7 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 				return r.flushAll()
 			}
 		}
-		if now.Sub(lastCP) >= cfg.checkpoint {
+		if now.Sub(lastCP) >= cfg.checkpointEvery {
 			lastCP = now
 			if err := r.takeCheckpoint(ctx, false, false); err != nil {
 				return err

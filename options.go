@@ -80,25 +80,25 @@ type Transform func(r *record.Record) error
 type Option func(*config)
 
 type config struct {
-	inputs      []Input
-	sinks       []Sink
-	deadLetter  Sink
-	delay       time.Duration
-	late        LatePolicy
-	until       Until
-	clock       Clock
-	logger      *zap.Logger
-	metaFilter  MetaFilter
-	filter      Filter
-	transform   Transform
-	batchSize   int
-	maxInflight int
-	checkpoint  time.Duration
-	staleAfter  time.Duration
-	tick        time.Duration
-	strategy    func() Strategy
-	store       ParkedStore
-	observer    func(Event)
+	inputs          []Input
+	sinks           []Sink
+	deadLetter      Sink
+	delay           time.Duration
+	late            LatePolicy
+	until           Until
+	clock           Clock
+	logger          *zap.Logger
+	metaFilter      MetaFilter
+	filter          Filter
+	transform       Transform
+	batchSize       int
+	maxInflight     int
+	checkpointEvery time.Duration
+	staleAfter      time.Duration
+	tick            time.Duration
+	strategy        func() Strategy
+	store           ParkedStore
+	observer        func(Event)
 	// flow control and guards (align.go, ingest.go)
 	align       time.Duration
 	alignSet    bool
@@ -172,7 +172,7 @@ func WithMaxInflightBatches(n int) Option { return func(c *config) { c.maxInflig
 
 // WithCheckpointInterval sets how often sinks are flushed, a checkpoint is
 // taken and offsets are committed. Default 1s.
-func WithCheckpointInterval(d time.Duration) Option { return func(c *config) { c.checkpoint = d } }
+func WithCheckpointInterval(d time.Duration) Option { return func(c *config) { c.checkpointEvery = d } }
 
 // WithStaleAfter turns a partition Unknown, holding the watermark, when the
 // source has reported no evidence for it for d. Default 0: off (the source
@@ -285,8 +285,8 @@ func (c *config) ensureDefaults() {
 	if c.maxInflight <= 0 {
 		c.maxInflight = DefaultMaxInflightBatches
 	}
-	if c.checkpoint <= 0 {
-		c.checkpoint = DefaultCheckpointInterval
+	if c.checkpointEvery <= 0 {
+		c.checkpointEvery = DefaultCheckpointInterval
 	}
 	if c.tick <= 0 {
 		c.tick = DefaultTick
