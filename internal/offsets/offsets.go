@@ -55,7 +55,10 @@ func (p *Partition) Advance(position int64) {
 // outstanding.
 func (p *Partition) Done(off int64) bool {
 	live := p.pending[p.head:]
-	i := sort.Search(len(live), func(i int) bool { return live[i].off >= off })
+	i := 0 // records are mostly released in offset order: the head first
+	if len(live) == 0 || live[0].off != off {
+		i = sort.Search(len(live), func(i int) bool { return live[i].off >= off })
+	}
 	if i == len(live) || live[i].off != off || live[i].done {
 		return false
 	}
