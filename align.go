@@ -12,7 +12,7 @@ import (
 	"github.com/signalbox/signalbox/watermark"
 )
 
-// Flow control (design F1–F3): the engine pauses partitions that run ahead so
+// Flow control (design P3–P5): the engine pauses partitions that run ahead so
 // that what it holds does not grow with the history.
 //
 //   - Alignment (WithAlignment). A partition's contribution is its newest
@@ -31,9 +31,27 @@ import (
 // paused, so the watermark can always move. A partition that has delivered
 // nothing holds at −∞ and is never paused either.
 
-// align pauses and resumes partitions at the source. It is called after
-// every handled Fetch and every release.
-func (r *run) align() {
+// lowestHolder is the timed partition that holds the watermark lowest,
+// ties broken by topic and partition; nil when none holds (every timed
+// partition is caught up, so the evidence clock drives the watermark).
+// Flow control never pauses it, so the watermark can always move.
+func (r *run) lowestHolder() *partState {
+	var lowest *partState
+	lowC := watermark.MaxTime
+	for _, ps := range r.parts {
+		if ps.dec.timeless || !ps.holds {
+			continue
+		}
+		if c := ps.contribution(r.cfg.delay); lowest == nil || c < lowC || c == lowC && lessTP(ps.tp, lowest.tp) {
+			lowest, lowC = ps, c
+		}
+	}
+	return lowest
+}
+
+// align pauses and resumes partitions at the source, sparing lowest (the
+// lowest holder). It is called after every handled Fetch and every release.
+func (r *run) align(lowest *partState) {
 	if r.pauser == nil || (r.cfg.align <= 0 && r.cfg.parkedLimit <= 0) || len(r.parts) == 0 {
 		return
 	}
@@ -46,18 +64,9 @@ func (r *run) align() {
 			r.overLimit = false
 		}
 	}
-	// The lowest holder: the partition that holds the watermark lowest
-	// (ties broken by topic and partition). It is never paused, so the
-	// watermark can always move.
-	var lowest *partState
 	lowC := watermark.MaxTime
-	for _, ps := range r.parts {
-		if ps.dec.timeless || !ps.holds {
-			continue
-		}
-		if c := ps.contribution(r.cfg.delay); lowest == nil || c < lowC || c == lowC && lessTP(ps.tp, lowest.tp) {
-			lowest, lowC = ps, c
-		}
+	if lowest != nil {
+		lowC = lowest.contribution(r.cfg.delay)
 	}
 	window := r.cfg.align.Milliseconds()
 	var pause, resume []record.TopicPartition

@@ -2,6 +2,8 @@ package signalbox_test
 
 import (
 	"bytes"
+	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -194,4 +196,88 @@ func TestParkedLimitBoundsMemory(t *testing.T) {
 	limited := replaySilent(t, maxBatch, signalbox.WithAlignment(0), signalbox.WithParkedLimit(limit))
 	unlimited := replaySilent(t, maxBatch, signalbox.WithAlignment(0), signalbox.WithParkedLimit(0))
 	checkBound(t, "bytes parked with the limit", limited.maxByte, unlimited.maxByte, bound)
+}
+
+// pauseLog is a timeline source that records what the engine pauses and
+// resumes.
+type pauseLog struct {
+	timeline
+	mu     sync.Mutex
+	paused map[record.TopicPartition]bool
+	ever   map[record.TopicPartition]bool
+}
+
+func (s *pauseLog) Pause(tps ...record.TopicPartition) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, tp := range tps {
+		s.paused[tp], s.ever[tp] = true, true
+	}
+}
+
+func (s *pauseLog) Resume(tps ...record.TopicPartition) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, tp := range tps {
+		delete(s.paused, tp)
+	}
+}
+
+func (s *pauseLog) state(tp record.TopicPartition) (paused, ever bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.paused[tp], s.ever[tp]
+}
+
+// TestRevokeResumesAPausedPartition: a partition paused by alignment and
+// then revoked (a rebalance) is resumed at the source as it leaves, so that
+// a later assignment of it fetches again; the partition that holds the
+// watermark lowest is never paused.
+func TestRevokeResumesAPausedPartition(t *testing.T) {
+	a, b := tp("ev", 0), tp("ev", 1)
+	src := &pauseLog{paused: map[record.TopicPartition]bool{}, ever: map[record.TopicPartition]bool{}, timeline: timeline{fetches: []record.Fetch{
+		{Assigned: []record.PartitionInfo{{TopicPartition: a, End: 10}, {TopicPartition: b, End: 10}}},
+		fetched(a, 1, 10, tsRecord("ev", 0, 0, "k", 1_000)),
+		// b runs ahead one second per answer: past the 1 s window plus
+		// the last answer's span once it is 3 s past its first record.
+		fetched(b, 1, 10, tsRecord("ev", 1, 0, "k", 2_000)),
+		fetched(b, 2, 10, tsRecord("ev", 1, 1, "k", 3_000)),
+		fetched(b, 3, 10, tsRecord("ev", 1, 2, "k", 4_000)),
+		fetched(b, 4, 10, tsRecord("ev", 1, 3, "k", 5_000)),
+		fetched(b, 5, 10, tsRecord("ev", 1, 4, "k", 6_000)),
+		{Revoked: []record.TopicPartition{b}},
+	}}}
+	revoked := make(chan struct{})
+	p, err := signalbox.New(src, tsInputs("ev"), signalbox.WithClock(frozen), signalbox.WithMaxFuture(0),
+		signalbox.WithAlignment(time.Second), signalbox.WithSink(&collect{}),
+		signalbox.WithObserver(func(e signalbox.Event) {
+			if e.Kind == signalbox.EventRevoked {
+				close(revoked)
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	select {
+	case <-revoked:
+	case <-time.After(30 * time.Second):
+		t.Error("the revoke was never handled")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, ever := src.state(a); ever {
+		t.Fatalf("the lowest holder %v was paused", a)
+	}
+	paused, ever := src.state(b)
+	if !ever {
+		t.Fatal("b was never paused: the scenario does not exercise alignment")
+	}
+	if paused {
+		t.Fatal("b is still paused at the source after its revoke")
+	}
 }

@@ -86,8 +86,9 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 		if err := r.release(now); err != nil {
 			return err
 		}
-		r.align()
-		r.demandEvidence()
+		lowest := r.lowestHolder()
+		r.align(lowest)
+		r.demandEvidence(lowest != nil)
 		if !r.replayed && r.fetched && r.catch.ReplayDone() {
 			r.replayed = true
 			r.p.live.Store(time.Now().UnixMilli())
@@ -142,28 +143,18 @@ func (r *run) nextWake(now time.Time) time.Duration {
 // demandEvidence tells an EvidenceDemander source when the first parked
 // record is due, once only the evidence clock keeps it back: every timed
 // partition is caught up, so the watermark follows that clock.
-func (r *run) demandEvidence() {
+func (r *run) demandEvidence(holding bool) {
 	if r.demander == nil || !r.stamped {
 		return
 	}
 	var at time.Time
-	if pos, ok := r.store.Min(); ok && r.replayed && !r.holding() {
+	if pos, ok := r.store.Min(); ok && r.replayed && !holding {
 		at = time.UnixMilli(pos.EventTime).Add(r.cfg.delay)
 	}
 	if !at.Equal(r.demanded) {
 		r.demanded = at
 		r.demander.WantEvidence(at)
 	}
-}
-
-// holding reports whether a timed partition holds the watermark.
-func (r *run) holding() bool {
-	for _, ps := range r.parts {
-		if ps.holds && !ps.dec.timeless {
-			return true
-		}
-	}
-	return false
 }
 
 func resetTimer(t *time.Timer, d time.Duration) {

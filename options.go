@@ -64,7 +64,9 @@ type Clock func() time.Time
 
 // MetaFilter sees a record before its payload is decoded: Topic, Partition,
 // Offset, Key, Headers and Timestamp are set. Returning false skips the
-// record cheaply.
+// record cheaply. It runs on the pipeline's poller goroutine, which decodes
+// records ahead of the engine: never concurrently with itself, but
+// concurrently with Filter and Transform.
 type MetaFilter func(r *record.Record) bool
 
 // Filter sees a decoded record (EventTime and OrderKey set). Returning false
