@@ -344,7 +344,13 @@ func (s *Sink) commit(ctx context.Context, cp *record.Checkpoint) error {
 		})
 	})
 	if err != nil && dataError(err) != nil && len(s.rows) > 0 {
-		err = s.reject(ctx)
+		// The rows that fail alone are rejected; when none does (the
+		// checkpoint row, or rows that fail only together), the original
+		// error stands: the transaction was rolled back, nothing is
+		// acknowledged.
+		if rerr := s.reject(ctx); rerr != nil {
+			err = rerr
+		}
 	}
 	if err != nil {
 		if !retry.IsRetryable(err) && retry.AsRejected(err) == nil {

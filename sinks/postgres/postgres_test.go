@@ -355,3 +355,26 @@ func TestGroupMembersKeepEachOthersCheckpoints(t *testing.T) {
 		t.Fatalf("Restore = %+v, %v; want %+v", cp, err, want)
 	}
 }
+
+// TestDataErrorOutsideTheRowsIsNotSwallowed: a data error (class 22) that
+// no single row causes — here the checkpoint's own row, a topic name with
+// a NUL byte — fails FlushCheckpoint: the transaction was rolled back, so
+// nothing may be acknowledged, and no row is stored.
+func TestDataErrorOutsideTheRowsIsNotSwallowed(t *testing.T) {
+	f := newFixture(t)
+	s := f.sink()
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Write(ctx, sinktest.Records(0, 5, 1)); err != nil {
+		t.Fatal(err)
+	}
+	cp := record.Checkpoint{Partitions: []record.PartitionCheckpoint{{TopicPartition: record.TopicPartition{Topic: "in\x00"}, Low: 5, Position: 5}}}
+	if err := s.FlushCheckpoint(ctx, cp); err == nil {
+		t.Fatal("FlushCheckpoint acknowledged a rolled-back transaction")
+	}
+	if n := len(f.values(t)); n != 0 {
+		t.Fatalf("%d rows stored by a failed checkpoint", n)
+	}
+}
