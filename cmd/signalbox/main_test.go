@@ -328,3 +328,26 @@ func TestStatusCommand(t *testing.T) {
 		t.Fatalf("status of a stopped job: exit %d, want 1", code)
 	}
 }
+
+// TestBadAdminAddrKeepsTheState: a malformed --admin-addr is a usage error
+// found before --reset-state deletes anything: the state directory and its
+// files are still there.
+func TestBadAdminAddrKeepsTheState(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	if err := os.MkdirAll(state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	keep := filepath.Join(state, "MANIFEST-000001")
+	if err := os.WriteFile(keep, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	job := writeFile(t, "job.yaml", "brokers: [127.0.0.1:1]\ninputs: [{topic: a}]\nsinks: [{type: jsonl, path: "+filepath.Join(dir, "out.jsonl")+"}]\nstate: {dir: "+state+"}\n")
+	code, _, errs := cli(t, context.Background(), "run", "-c", job, "--reset-state", "--admin-addr", "9321")
+	if code != 2 || !strings.Contains(errs, "--admin-addr") {
+		t.Fatalf("exit %d, stderr %q; want 2 naming --admin-addr", code, errs)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Fatalf("the state was touched: %v", err)
+	}
+}

@@ -38,6 +38,20 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return usageError(err)
 			}
+			// The admin address is checked before anything is changed:
+			// a typo must not cost a --reset-state its store.
+			addr, setting := job.Admin.Addr, "admin.addr"
+			if f := cmd.Flags(); f.Changed("admin-addr") || f.Changed("status-addr") {
+				addr, setting = adminAddr, "--admin-addr"
+			}
+			if addr == "" {
+				addr = admin.DefaultAddr
+			}
+			if addr != admin.Off {
+				if _, err := admin.ListenAddr(addr); err != nil {
+					return usageError(fmt.Errorf("%s: %w", setting, err))
+				}
+			}
 			if reset {
 				if err := resetState(plan.StateDir, log); err != nil {
 					return runtimeError(err)
@@ -72,13 +86,6 @@ func newRunCmd() *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			context.AfterFunc(ctx, stop) // a second signal kills at once
-			addr, setting := job.Admin.Addr, "admin.addr"
-			if f := cmd.Flags(); f.Changed("admin-addr") || f.Changed("status-addr") {
-				addr, setting = adminAddr, "--admin-addr"
-			}
-			if addr == "" {
-				addr = admin.DefaultAddr
-			}
 			if addr != admin.Off {
 				srv, err := admin.Start(admin.Options{Addr: addr, Setting: setting, Stats: p.Stats, Logger: log})
 				if err != nil {
