@@ -63,10 +63,14 @@ func TestTopicPatternAndInstanceID(t *testing.T) {
 	}
 	got := strings.Join(problems(t, "group_instance_id: x\ndiscovery_interval: soon\n"+minimal+
 		"  - topic_pattern: '('\n  - topic: b\n    topic_pattern: b\n"), "\n")
-	for _, want := range []string{"group_instance_id: requires group", "discovery_interval:", "inputs[1].topic_pattern:", "inputs[2].topic_pattern: set topic or topic_pattern"} {
+	for _, want := range []string{"group_instance_id: requires a group", "discovery_interval:", "inputs[1].topic_pattern:", "inputs[2].topic_pattern: set topic or topic_pattern"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("problems do not include %q:\n%s", want, got)
 		}
+	}
+	// Each problem once, under the job file's own field names.
+	if strings.Count(got, "group_instance_id:") != 1 || strings.Contains(got, "topic_patterns") {
+		t.Errorf("problems repeated or named after the source's fields:\n%s", got)
 	}
 }
 

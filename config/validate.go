@@ -152,16 +152,13 @@ func (j *Job) Validate() error {
 		}
 	}
 	v.duration("discovery_interval", j.DiscoveryInterval, false)
-	if j.GroupInstanceID != "" && j.Group == "" {
-		v.bad("group_instance_id", "requires group")
-	}
 	return v.errs.err()
 }
 
 // validateConnection maps the Kafka source's verdict on the connection
 // (kafka.Config.Validate, the one copy of those rules) onto the job's YAML
 // paths, and checks what only the job file has: password_env. The topics
-// are the inputs', checked there.
+// and topic patterns are the inputs', checked there (Input.Validate).
 func (j *Job) validateConnection(v *validator) {
 	k := j.kafkaConfig()
 	if j.SASL.PasswordEnv != "" {
@@ -169,7 +166,7 @@ func (j *Job) validateConnection(v *validator) {
 	}
 	k.EnsureDefaults()
 	for _, fe := range fielderr.All(k.Validate()) {
-		if !strings.HasPrefix(fe.Field, "topics") {
+		if !strings.HasPrefix(fe.Field, "topics") && !strings.HasPrefix(fe.Field, "topic_patterns") {
 			v.bad(fe.Field, "%s", fe.Msg)
 		}
 	}
