@@ -97,22 +97,26 @@ type Config struct {
 	FetchMaxWait time.Duration
 	// FetchMaxBytes bounds one fetch response. Default 64 MiB.
 	FetchMaxBytes int32
-	// PartitionMaxBytes bounds one partition of a fetch response (it grows
+	// PartitionMaxBytes caps one partition of a fetch response (it grows
 	// automatically for a larger batch). Default 1 MiB, as Kafka's own
-	// consumers: small enough that one answer cannot hand a partition far
-	// more event time than the others (the engine's alignment pauses a
-	// partition that runs ahead, at the granularity of one answer).
+	// consumers. Within it, PartitionMaxRecords sizes each request.
 	PartitionMaxBytes int32
 	// PartitionMaxRecords is about how many records one fetch answer may
 	// carry for one partition: the fetcher sizes each partition's byte
 	// limit (within PartitionMaxBytes) from the bytes per record it has
-	// seen. Default 1024 (Kafka Streams buffers 1000 records per partition). Smaller keeps the parked set smaller; larger
-	// makes fewer, bigger requests.
+	// seen: the broker counts bytes compressed, so bytes alone can hand
+	// one partition hours of event time in one answer. Default 1024
+	// (Kafka Streams buffers 1000 records per partition). Smaller keeps
+	// the parked set smaller; larger makes fewer, bigger requests. The
+	// estimate counts delivered records only, so aborted transactions or
+	// an answer cut short by FetchMaxBytes make one request too large; the
+	// next answer corrects it.
 	PartitionMaxRecords int
 	// EvidenceInterval is how often paused partitions get fresh end-offset
-	// evidence by ListOffsets. Default 1s; negative disables. While a
+	// evidence by ListOffsets. Default 1s; it must be positive. While a
 	// partition is paused, the evidence clock (record.Fetch.At) is its last
-	// ListOffsets, so this bounds how far that clock lags.
+	// ListOffsets, so this bounds how far that clock lags: without it a
+	// paused partition would freeze the clock.
 	EvidenceInterval time.Duration
 	// RetryBackoff is the first delay before re-fetching a failed
 	// partition; it doubles up to 20× on repeated failure. Default 100ms.
@@ -174,7 +178,7 @@ func (c *Config) EnsureDefaults() {
 	if c.PartitionMaxBytes == 0 {
 		c.PartitionMaxBytes = 1 << 20
 	}
-	if c.PartitionMaxRecords <= 0 {
+	if c.PartitionMaxRecords == 0 {
 		c.PartitionMaxRecords = DefaultPartitionMaxRecords
 	}
 	if c.EvidenceInterval == 0 {
@@ -243,6 +247,12 @@ func (c *Config) Validate() error {
 	}
 	if c.RetryBackoff < 0 {
 		bad("retry_backoff", "must not be negative")
+	}
+	if c.PartitionMaxRecords < 0 {
+		bad("partition_max_records", "must not be negative")
+	}
+	if c.EvidenceInterval < 0 {
+		bad("evidence_interval", "must be positive: a paused partition needs end-offset evidence")
 	}
 	if !c.TLS.Enable && (c.TLS.CAFile != "" || c.TLS.CertFile != "" || c.TLS.KeyFile != "" || c.TLS.InsecureSkipVerify) {
 		bad("tls.enabled", "TLS files or options are set but enabled is false")

@@ -204,8 +204,9 @@ func (f *fetcher) evidence(paused []*partState) []record.PartitionFetch {
 //
 // sarama encodes a request's partitions from a map, so their order differs
 // from request to request (no partition is systematically last, KIP-74);
-// PartitionMaxBytes (1 MiB by default) keeps one answer from handing one
-// partition much more than the others.
+// each partition's byte limit is sized to about PartitionMaxRecords
+// records (partitionBytes), so one answer cannot hand one partition much
+// more than the others.
 func (f *fetcher) fetch(active []*partState) []record.PartitionFetch {
 	var pfs []record.PartitionFetch
 	byLeader := make(map[*sarama.Broker][]*partState, 1)

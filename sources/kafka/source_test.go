@@ -264,12 +264,13 @@ func TestSASL(t *testing.T) {
 
 func TestValidateNamesFields(t *testing.T) {
 	cfg := Config{Brokers: []string{"nohostport"}, Start: "middle", Isolation: "dirty",
-		SASL: SASL{Mechanism: "GSSAPI"}, TLS: TLS{CertFile: "c.pem"}}
+		SASL: SASL{Mechanism: "GSSAPI"}, TLS: TLS{CertFile: "c.pem"}, PartitionMaxRecords: -1, EvidenceInterval: -time.Second}
+	cfg.EnsureDefaults()
 	err := cfg.Validate()
 	if err == nil {
 		t.Fatal("invalid config accepted")
 	}
-	for _, field := range []string{"brokers[0]", "topics", "start", "isolation", "sasl.mechanism", "tls.key_file", "tls.enabled"} {
+	for _, field := range []string{"brokers[0]", "topics", "start", "isolation", "sasl.mechanism", "tls.key_file", "tls.enabled", "partition_max_records", "evidence_interval"} {
 		if !strings.Contains(err.Error(), field+":") {
 			t.Errorf("error does not name %s: %v", field, err)
 		}
