@@ -11,6 +11,7 @@ import (
 
 	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/internal/jsonfield"
+	"github.com/signalbox/signalbox/internal/topicpattern"
 	"github.com/signalbox/signalbox/record"
 )
 
@@ -115,7 +116,7 @@ func (in Input) Validate() error {
 	case in.Topic != "" && in.TopicPattern != "":
 		bad("topic_pattern", "set topic or topic_pattern, not both")
 	case in.TopicPattern != "":
-		if _, err := compileTopicPattern(in.TopicPattern); err != nil {
+		if _, err := topicpattern.Compile(in.TopicPattern); err != nil {
 			bad("topic_pattern", "%q is not a regular expression: %v", in.TopicPattern, err)
 		}
 	}
@@ -168,12 +169,6 @@ func (in Input) name() string {
 		return "/" + in.TopicPattern + "/"
 	}
 	return in.Topic
-}
-
-// compileTopicPattern compiles a pattern that must match a whole topic
-// name, as the Kafka source's topic patterns do.
-func compileTopicPattern(p string) (*regexp.Regexp, error) {
-	return regexp.Compile("^(?:" + p + ")$")
 }
 
 // topicPattern is a TopicPattern input, compiled.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/signalbox/signalbox/catchup"
+	"github.com/signalbox/signalbox/internal/topicpattern"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/timers/durable"
 	"github.com/signalbox/signalbox/watermark"
@@ -58,7 +59,7 @@ func New(src Source, opts ...Option) (*Pipeline, error) {
 			return nil, err
 		}
 		if in.TopicPattern != "" {
-			re, _ := compileTopicPattern(in.TopicPattern) // checked by compileInput
+			re, _ := topicpattern.Compile(in.TopicPattern) // checked by compileInput
 			p.patterns = append(p.patterns, topicPattern{re, d})
 			continue
 		}

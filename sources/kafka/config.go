@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"regexp"
 	"strconv"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox/internal/fielderr"
+	"github.com/signalbox/signalbox/internal/topicpattern"
 )
 
 // Start values.
@@ -150,14 +150,6 @@ const DefaultDiscoveryInterval = time.Second
 // rejected authentication fails at once.
 const startupTimeout = 30 * time.Second
 
-// compilePattern compiles a topic pattern, anchored on both ends.
-func compilePattern(p string) (*regexp.Regexp, error) {
-	if p == "" {
-		return nil, errors.New("empty pattern")
-	}
-	return regexp.Compile("^(?:" + p + ")$")
-}
-
 // EnsureDefaults fills every unset field with its default.
 func (c *Config) EnsureDefaults() {
 	if c.Start == "" {
@@ -221,7 +213,7 @@ func (c *Config) Validate() error {
 		bad("topics", "at least one topic or topic pattern is required")
 	}
 	for i, p := range c.TopicPatterns {
-		if _, err := compilePattern(p); err != nil {
+		if _, err := topicpattern.Compile(p); err != nil {
 			bad(fmt.Sprintf("topic_patterns[%d]", i), "%v", err)
 		}
 	}

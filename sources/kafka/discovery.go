@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/signalbox/signalbox/internal/topicpattern"
 	"github.com/signalbox/signalbox/record"
 	"go.uber.org/zap"
 )
@@ -36,7 +37,7 @@ type discovery struct {
 func compilePatterns(patterns []string) []*regexp.Regexp {
 	var out []*regexp.Regexp
 	for _, p := range patterns {
-		if re, err := compilePattern(p); err == nil {
+		if re, err := topicpattern.Compile(p); err == nil {
 			out = append(out, re)
 		}
 	}
