@@ -31,6 +31,7 @@ var (
 // lock is taken once per call.
 type meteredSink struct {
 	Sink
+	name  string        // for logs and reasons: the sink's kind, numbered like its metrics
 	delay float64       // seconds
 	live  *atomic.Int64 // Unix ms (wall) when the replay was done; 0 before
 	audit bool          // the ordering audit applies (not the dead-letter sink)
@@ -65,9 +66,9 @@ func (m meteredCheckpointSink) CommitsSourceOffsets() bool {
 func instrument(sinks []Sink, dead Sink, delay time.Duration, live *atomic.Int64) ([]Sink, Sink, []*meteredSink) {
 	var meters []*meteredSink
 	seen := map[string]int{}
-	wrap := func(s Sink, name string, audit bool) Sink {
-		m := &meteredSink{Sink: s, delay: delay.Seconds(), live: live, audit: audit, now: time.Now}
-		m.st = SinkStats{Name: name, WriteSeconds: newHistogram(LatencyBuckets), FlushSeconds: newHistogram(LatencyBuckets),
+	wrap := func(s Sink, name, metric string, audit bool) Sink {
+		m := &meteredSink{Sink: s, name: name, delay: delay.Seconds(), live: live, audit: audit, now: time.Now}
+		m.st = SinkStats{Name: metric, WriteSeconds: newHistogram(LatencyBuckets), FlushSeconds: newHistogram(LatencyBuckets),
 			BatchRecords: newHistogram(BatchBuckets), ReleaseSeconds: newHistogram(ReleaseBuckets)}
 		meters = append(meters, m)
 		if cs, ok := s.(CheckpointSink); ok {
@@ -81,19 +82,17 @@ func instrument(sinks []Sink, dead Sink, delay time.Duration, live *atomic.Int64
 		if seen[name]++; seen[name] > 1 {
 			name += "#" + strconv.Itoa(seen[name])
 		}
-		out[i] = wrap(s, name, true)
+		out[i] = wrap(s, name, name, true)
 	}
 	if dead != nil {
-		dead = wrap(dead, "dead_letter", false)
+		dead = wrap(dead, sinkName(dead), "dead_letter", false)
 	}
 	return out, dead, meters
 }
 
-// Unwrap returns the sink the meter wraps.
-func (m *meteredSink) Unwrap() Sink { return m.Sink }
-
-// Name is the wrapped sink's name, for the writer's logs and reasons.
-func (m *meteredSink) Name() string { return sinkName(m.Sink) }
+// Name is the wrapped sink's name, for the writer's logs and reasons,
+// worked out once (sinkName reflects) and numbered as in the metrics.
+func (m *meteredSink) Name() string { return m.name }
 
 // ReportRetries hands hook to the wrapped sink when it retries inside a
 // call (RetryReporter), counting each of those retries; for any other sink
