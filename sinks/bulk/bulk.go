@@ -406,7 +406,7 @@ func (s *Sink) post(ctx context.Context, chunk []item) ([]item, error) {
 	case resp.StatusCode == http.StatusTooManyRequests:
 		return chunk, retry.Throttled(fmt.Errorf("bulk: %s", resp.Status),
 			retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()))
-	case resp.StatusCode >= 500:
+	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusRequestTimeout:
 		return chunk, retry.Retryable(fmt.Errorf("bulk: %s: %.200s", resp.Status, raw))
 	case resp.StatusCode/100 != 2:
 		return chunk, fmt.Errorf("bulk: %s: %.200s", resp.Status, raw)

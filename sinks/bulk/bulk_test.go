@@ -298,3 +298,23 @@ func BenchmarkEnqueueAndSend(b *testing.B) {
 	}
 	_ = s.Close()
 }
+
+// TestRequestTimeoutIsTransient: a request answered 408 as a whole is
+// retried like a 5xx (docs/sinks.md), not a reason to stop the job.
+func TestRequestTimeoutIsTransient(t *testing.T) {
+	es, srv := newFakeES(t, 1)
+	es.set(func(f *fakeES) { f.outage = 3 })
+	s := bulk.New(bulk.Config{URL: srv.URL, Index: "out", DocID: bulk.OffsetID,
+		Retry: retry.Policy{Initial: time.Millisecond, Max: 2 * time.Millisecond, MaxElapsed: 10 * time.Millisecond}})
+	ctx := context.Background()
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Write(ctx, sinktest.Records(0, 3, 1)); err != nil && !retry.IsRetryable(err) {
+		t.Fatalf("Write: %v is not retryable", err)
+	}
+	if err := s.Flush(ctx); err == nil || !retry.IsRetryable(err) {
+		t.Fatalf("Flush during a 408 outage = %v, want a retryable error", err)
+	}
+}

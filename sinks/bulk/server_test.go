@@ -28,7 +28,7 @@ type fakeES struct {
 	burstLen     int
 	burstOnce    bool // only one burst
 	burstLeft    int
-	outage       int  // while non-zero: 503 (1) or 400 (2) for every request
+	outage       int  // while non-zero: 503 (1), 400 (2) or 408 (3) for every request
 	poison       bool // reject documents whose value has "poison":true with 400
 	missing      bool // answer every item with 404 index_not_found_exception
 	maxBody      int  // when non-zero: 413 for a longer request body
@@ -61,6 +61,9 @@ func (f *fakeES) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case 2:
 		http.Error(w, "illegal_argument_exception", http.StatusBadRequest)
+		return
+	case 3:
+		http.Error(w, "request timeout", http.StatusRequestTimeout)
 		return
 	}
 	if f.burstLeft == 0 && f.burstEvery > 0 && f.requests%f.burstEvery == 0 {
