@@ -221,12 +221,18 @@ func (l *lane) read(ctx context.Context) {
 }
 
 // stopReaders lets every reader see what its sink wrote (up to timeout),
-// then stops them.
-func stopReaders(lanes []*lane, stop func(), timeout time.Duration) {
+// then stops them. It reports a reader that had not seen everything by
+// then: its visible latency would leave out the slowest records.
+func stopReaders(lanes []*lane, stop func(), timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
+	var short error
 	for _, l := range lanes {
-		for l.tap != nil && l.seen.Load() < l.m.out-l.m.timeless && time.Now().Before(deadline) {
+		want := l.m.out - l.m.timeless
+		for l.tap != nil && l.seen.Load() < want && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
+		}
+		if l.tap != nil && l.seen.Load() < want && short == nil {
+			short = fmt.Errorf("demo: the reader of lane %s saw %d of %d records within %v", l.name, l.seen.Load(), want, timeout)
 		}
 	}
 	stop()
@@ -235,6 +241,7 @@ func stopReaders(lanes []*lane, stop func(), timeout time.Duration) {
 			<-l.readDone
 		}
 	}
+	return short
 }
 
 func (l *lane) result() Result {
@@ -350,7 +357,9 @@ func (sc *Scenario) Ordering(ctx context.Context, o Options, strategies []Strate
 		cancel()
 	}
 	wg.Wait()
-	stopReaders(lanes, stopRead, 10*time.Second)
+	if serr := stopReaders(lanes, stopRead, 10*time.Second); err == nil {
+		err = serr
+	}
 	res := make([]Result, len(lanes))
 	for i, l := range lanes {
 		if l.err != nil && err == nil {
