@@ -45,6 +45,9 @@ type Pauser interface {
 // answer received at or just after at certifies it, instead of waiting out
 // its long poll (the Kafka source shortens its fetch wait, never below 5ms:
 // at most one extra fetch per broker every 5ms while a record is due).
+// A partition the engine has paused is certified only by the source's
+// periodic end-offset refresh (the Kafka source's EvidenceInterval, 1s), so
+// while one is paused a due record may wait up to that long.
 // WantEvidence is called from the engine goroutine, concurrently with Poll;
 // it must not block. It never advances anything by itself: only answers
 // are evidence.

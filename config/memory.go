@@ -14,12 +14,12 @@ import (
 // buffers (the source's defaults allow 64 MiB per fetch, several in flight)
 // and the garbage collector's headroom (the heap grows to about twice the
 // live heap between collections). BoundMemory caps a fetch at a quarter of
-// the budget (at least 1 MiB) and a partition's share at 1 MiB, and proposes
+// the budget (at least 1 MiB) and a partition's share at the fetch's, and proposes
 // a limit of the budget plus four fetches and 64 MiB of slack.
 // opts must have its defaults applied.
 func BoundMemory(k *kafka.Config, opts durable.StoreOptions) int64 {
 	k.EnsureDefaults()
 	k.FetchMaxBytes = int32(min(int64(k.FetchMaxBytes), max(opts.MemoryBudget/4, 1<<20)))
-	k.PartitionMaxBytes = min(k.PartitionMaxBytes, 1<<20, k.FetchMaxBytes)
+	k.PartitionMaxBytes = min(k.PartitionMaxBytes, k.FetchMaxBytes)
 	return opts.MemoryBudget + 4*int64(k.FetchMaxBytes) + 64<<20
 }

@@ -25,7 +25,11 @@
 //  3. Evidence is fresh or absent. PartitionFetch.End is the LSO
 //     (read_committed) or high-water mark of the response the records came
 //     from, or of a ListOffsets taken for a paused partition; a failed fetch
-//     reports Err and End -1, never stale evidence.
+//     reports Err and End -1, never stale evidence. record.Fetch.At is, per
+//     fetcher, the oldest certification of its partitions that are not
+//     failing: an answer received at T certifies its partitions up to T, a
+//     paused partition only up to its last ListOffsets (every
+//     EvidenceInterval).
 //  4. Under read_committed no record of an aborted transaction and no
 //     control record is delivered.
 //  5. Every partition appears in an Assigned before any PartitionFetch of it,
@@ -41,7 +45,8 @@
 //  8. Memory is bounded: at most one undelivered response per fetcher is
 //     buffered; fetchers block while Poll is not called.
 //  9. Discovery (design G7): every DiscoveryInterval the source lists its
-//     topics (and those matching TopicPatterns). New partitions are
+//     topics (and, with TopicPatterns, every topic of the cluster, to match
+//     them: a larger interval suits a large cluster). New partitions are
 //     assigned (no group) or make the member rejoin (group); partitions of
 //     a deleted topic stop being fetched before their Revoked is delivered.
 //     record.Fetch.At never passes the start of the last round that found

@@ -18,7 +18,8 @@ import (
 // every benchChunk records, so every record is written to pebble once and
 // deleted by a DeleteRange. "mem" keeps payloads in memory (written at a
 // checkpoint); "spilled" has a budget so small that every payload spills on
-// Park and is read back on Release, so its memtable is the 4 MiB minimum;
+// Park and is read back on Release, so its memtable is the 1 MiB minimum
+// (budget/8, at least 1 MiB);
 // "spilled-mt64MiB" is the same with a 64 MiB memtable, most of whose
 // records are deleted before a flush writes them to an sstable.
 // "spilled-16MiB" uses a 16 MiB budget with its default pebble sizes and a
