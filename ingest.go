@@ -118,12 +118,32 @@ func (r *run) output(rec *record.Record) {
 
 func (r *run) dead(rec *record.Record, reason string) error {
 	if r.cfg.deadLetter == nil {
-		return fmt.Errorf("%w: %s/%d@%d: %s", ErrNoDeadLetter, rec.Topic, rec.Partition, rec.Offset, reason)
+		return errNoDeadLetter(rec, reason)
 	}
+	r.cur.dead = append(r.cur.dead, deadLetter(rec, reason))
+	r.stats.Dead++
+	r.notify(deadEvent(rec, reason))
+	return nil
+}
+
+// The three pieces of sending a record to the dead-letter sink, shared by
+// the engine (bad input, late, poison) and the sink goroutine (records a
+// sink rejects).
+
+// errNoDeadLetter is Run's error when rec must be dead-lettered and no
+// dead-letter sink is configured.
+func errNoDeadLetter(rec *record.Record, reason string) error {
+	return fmt.Errorf("%w: %s/%d@%d: %s", ErrNoDeadLetter, rec.Topic, rec.Partition, rec.Offset, reason)
+}
+
+// deadLetter is the copy of rec that goes to the dead-letter sink: its
+// reason in a record.ReasonHeader header, rec's headers untouched.
+func deadLetter(rec *record.Record, reason string) record.Record {
 	d := *rec
 	d.Headers = append(d.Headers[:len(d.Headers):len(d.Headers)], record.Header{Key: record.ReasonHeader, Value: []byte(reason)})
-	r.cur.dead = append(r.cur.dead, d)
-	r.stats.Dead++
-	r.notify(Event{Kind: EventDead, Partition: record.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}, Offset: rec.Offset, Reason: reason})
-	return nil
+	return d
+}
+
+func deadEvent(rec *record.Record, reason string) Event {
+	return Event{Kind: EventDead, Partition: record.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}, Offset: rec.Offset, Reason: reason}
 }

@@ -165,16 +165,16 @@ func (w *writer) call(ctx context.Context, s Sink, label string, batch []record.
 // with the sink's reason, and flushes it.
 func (w *writer) deadLetter(ctx context.Context, s Sink, rej *retry.RejectedError) error {
 	r, dl := w.r, w.r.cfg.deadLetter
+	reasons := make([]string, len(rej.Rejections))
+	for i, rj := range rej.Rejections {
+		reasons[i] = "sink " + sinkName(s) + ": " + rj.Reason
+	}
 	if dl == nil {
-		rj := &rej.Rejections[0]
-		return fmt.Errorf("%w: %s/%d@%d: sink %s: %s", ErrNoDeadLetter, rj.Record.Topic, rj.Record.Partition, rj.Record.Offset, sinkName(s), rj.Reason)
+		return errNoDeadLetter(&rej.Rejections[0].Record, reasons[0])
 	}
 	dead := make([]record.Record, len(rej.Rejections))
-	for i, rj := range rej.Rejections {
-		reason := "sink " + sinkName(s) + ": " + rj.Reason
-		d := rj.Record
-		d.Headers = append(d.Headers[:len(d.Headers):len(d.Headers)], record.Header{Key: record.ReasonHeader, Value: []byte(reason)})
-		dead[i] = d
+	for i := range rej.Rejections {
+		dead[i] = deadLetter(&rej.Rejections[i].Record, reasons[i])
 	}
 	if err := w.toDeadLetter(ctx, "write", dead, dl.Write); err != nil {
 		return err
@@ -183,9 +183,8 @@ func (w *writer) deadLetter(ctx context.Context, s Sink, rej *retry.RejectedErro
 		return err
 	}
 	r.sinkDead.Add(int64(len(dead)))
-	for _, d := range dead {
-		reason, _ := lastHeader(&d, record.ReasonHeader)
-		r.acks <- Event{Kind: EventDead, Partition: record.TopicPartition{Topic: d.Topic, Partition: d.Partition}, Offset: d.Offset, Reason: reason}
+	for i := range dead {
+		r.acks <- deadEvent(&dead[i], reasons[i])
 	}
 	return nil
 }
@@ -239,6 +238,8 @@ func without(batch []record.Record, rej []retry.Rejection) []record.Record {
 	return out
 }
 
+// lastHeader is the value of r's last header named key. (sinks/envelope's
+// Reason does the same for the sinks; the engine does not import sinks/.)
 func lastHeader(r *record.Record, key string) (string, bool) {
 	for i := len(r.Headers) - 1; i >= 0; i-- {
 		if r.Headers[i].Key == key {
