@@ -151,7 +151,7 @@ func TestStatusExplainsHolders(t *testing.T) {
 	for _, want := range []string{
 		"replay     in progress, 76.2% of 210 offsets, 3/5 partitions caught up, ETA 0s; slowest input orders at 75.0%",
 		"held by    orders/2  replaying, 50 behind, bound -inf (and 1 more partitions holding)",
-		"replaying history: 50 offsets to its start-up end offset, input done in about 0s; nothing delivered yet, so it holds the watermark at -inf; paused by alignment",
+		"replaying history: 50 offsets to its start-up end offset, input done in about 0s; nothing delivered yet, so it holds the watermark at -inf; paused (alignment or the parked limit)",
 		"no fresh evidence: its fetches fail or its evidence is stale (last seen 2026-11-30T05:00:00Z)",
 		"parked     3 records, 0 B in memory, 3 spilled to disk, store 3.0 MiB",
 		"jsonl  7        2       2        0",

@@ -217,7 +217,7 @@ func why(h Holder, nothing bool) string {
 		b.WriteString("; nothing delivered yet, so it holds the watermark at -inf")
 	}
 	if h.Paused {
-		b.WriteString("; paused by alignment: it resumes when the watermark catches up")
+		b.WriteString("; paused (alignment or the parked limit): it resumes when the watermark catches up")
 	}
 	return b.String()
 }
