@@ -1,19 +1,25 @@
 // Package timers parks records under their event time and releases them in
 // a total order once the watermark passes them.
 //
-// The Queue is a btree (github.com/google/btree) keyed by Pos. It does no I/O
-// and keeps no clock: the caller passes the watermark in.
+// The Queue is a radix heap over event times (a push is an append; only the
+// records of one event time are ever sorted, by the tie-break of the total
+// order). It does no I/O and keeps no clock: the caller passes the watermark
+// in.
 //
 // Invariants:
 //
 //  1. The order is total: (event time, key, input, partition, offset). Two
-//     distinct records never compare equal, so the btree never replaces one
-//     record with another. Pushing the same Pos twice (a re-read after a
-//     restart) keeps one copy: the operation is idempotent.
+//     distinct records never compare equal. Pushing the same Pos twice (a
+//     re-read after a restart) releases one copy, the later push: the
+//     output is idempotent.
 //  2. PopUntil(w) returns every parked record with event time ≤ w, in
 //     ascending Pos order, and nothing later. After it returns, Min() > w.
 //  3. Len and Bytes always equal the count and the accounted size of the
-//     records parked.
-//  4. In steady state (the tree no longer growing), Push and PopUntil do not
-//     allocate: btree nodes are recycled through a free list.
+//     records pushed and not yet released or dropped (a Pos pushed twice
+//     counts twice until it is released).
+//  4. In steady state (the parked set no longer growing), Push and PopUntil
+//     do not allocate: slab slots and bucket slices are reused.
+//  5. A push at or above the event time of the last release step costs
+//     O(1); one below it costs O(Len). The engine only pushes records above
+//     the released watermark (anything else is late).
 package timers
