@@ -85,10 +85,15 @@ func randPos(rng *rand.Rand) Pos {
 
 // TestQueueAgainstOracle runs random Push/PopUntil sequences, with duplicate
 // positions and equal event times, against the sorted slice (invariants
-// 1–3).
+// 1–3). Each seed spreads the event times by its own scale and offset
+// (negative times, epoch milliseconds, times 2^40 apart), since the queue
+// files records by the bits of their event times.
 func TestQueueAgainstOracle(t *testing.T) {
 	for seed := range uint64(300) {
 		rng := rand.New(rand.NewPCG(seed, 11))
+		scale := []int64{1, 7, 1 << 20, 1 << 40}[seed%4]
+		base := []int64{0, -1 << 61, 1_780_000_000_000, 1<<62 - 1}[seed/4%4]
+		at := func(t int64) int64 { return base + t*scale }
 		q, o := NewQueue[int](), &oracle{}
 		var wm int64 = -1
 		var got []int
@@ -96,16 +101,17 @@ func TestQueueAgainstOracle(t *testing.T) {
 			switch r := rng.IntN(10); {
 			case r < 6:
 				p, size := randPos(rng), rng.IntN(100)
+				p.EventTime = at(p.EventTime)
 				q.Push(p, step, size)
 				o.push(p, step, size)
 			case r < 9:
 				wm += rng.Int64N(8) - 2 // the watermark may stand still or (in this test) go back
 				max := rng.IntN(4)      // 0: unbounded
-				got = q.PopUntil(wm, max, got[:0])
-				if want := o.popUntil(wm, max); !slices.Equal(got, want) {
-					t.Fatalf("seed %d step %d: PopUntil(%d, %d) = %v, oracle %v", seed, step, wm, max, got, want)
+				got = q.PopUntil(at(wm), max, got[:0])
+				if want := o.popUntil(at(wm), max); !slices.Equal(got, want) {
+					t.Fatalf("seed %d step %d: PopUntil(%d, %d) = %v, oracle %v", seed, step, at(wm), max, got, want)
 				}
-				if m, ok := q.Min(); ok && max == 0 && m.EventTime <= wm {
+				if m, ok := q.Min(); ok && max == 0 && m.EventTime <= at(wm) {
 					t.Fatalf("seed %d step %d: Min %+v ≤ watermark %d after PopUntil", seed, step, m, wm)
 				}
 			default:
