@@ -41,6 +41,7 @@ type config struct {
 	bin         string        // signalbox binary; "": build it
 	out         string        // bench.md to splice into; "": stdout only
 	profileSize int64         // history size whose signalbox runs are profiled; 0: none
+	profileDir  string        // where the profiles are kept; "": a temporary directory
 	child       string        // internal: run one raw consumer
 	brokers     string        // child: broker addresses
 	topics      string        // child: topics
@@ -51,6 +52,7 @@ func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("scaling", flag.ContinueOnError)
 	sizes := fs.String("sizes", "1M,4M,12M", "history sizes in event records (suffix K or M), comma-separated")
 	profile := fs.String("profile-size", "4M", "write a CPU profile of each signalbox mode at this size (one extra run each, not in the table); empty: none")
+	fs.StringVar(&c.profileDir, "profile-dir", "", "keep the CPU profiles (<mode>.pprof) in this directory, for go tool pprof -list; empty: discard them")
 	fs.IntVar(&c.rounds, "rounds", 3, "rounds per size; each round runs every consumer once, in turn")
 	fs.DurationVar(&c.delay, "delay", time.Second, "signalbox's delay bound")
 	fs.DurationVar(&c.checkpoint, "checkpoint", 0, "signalbox's checkpoint_interval (0: its default)")
@@ -279,7 +281,11 @@ func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap
 	}
 	if size == c.profileSize {
 		for _, mode := range []string{sbTimestamp, sbField} {
-			path := filepath.Join(tmp, mode+".pprof")
+			dir := tmp
+			if c.profileDir != "" {
+				dir = c.profileDir
+			}
+			path := filepath.Join(dir, mode+".pprof")
 			if _, err := one(mode, 0, path); err != nil {
 				return r, err
 			}
