@@ -23,10 +23,10 @@ type peakStore struct {
 	maxLen, maxByte int64
 }
 
-func newPeakStore() *peakStore { return &peakStore{q: timers.NewQueue[*record.Record]()} }
+func newPeakStore() *peakStore { return &peakStore{q: timers.NewQueue(posOf)} }
 
-func (s *peakStore) Park(p timers.Pos, r *record.Record) error {
-	s.q.Push(p, r, r.Size())
+func (s *peakStore) Park(_ timers.Pos, r *record.Record) error {
+	s.q.Push(r, r.Size())
 	s.maxLen, s.maxByte = max(s.maxLen, int64(s.q.Len())), max(s.maxByte, s.q.Bytes())
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/timers"
 	"github.com/signalbox/signalbox/watermark"
 )
 
@@ -93,7 +92,7 @@ func (r *run) ingest(ps *partState, rec *record.Record, mark error, now time.Tim
 		return r.late(ps, rec)
 	}
 	ps.offs.Add(rec.Offset)
-	return r.store.Park(timers.Pos{EventTime: rec.EventTime, Key: rec.OrderKey, Input: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}, rec)
+	return r.store.Park(posOf(rec), rec)
 }
 
 func (r *run) late(ps *partState, rec *record.Record) error {

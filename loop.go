@@ -131,7 +131,10 @@ func (r *run) nextWake(now time.Time) time.Duration {
 	if !r.unflushed.IsZero() {
 		d = min(d, max(r.unflushed.Add(r.cfg.flushLinger).Sub(now), 0))
 	}
-	if pos, ok := r.store.Min(); ok && r.replayed && !r.stamped {
+	if !r.replayed || r.stamped {
+		return d
+	}
+	if pos, ok := r.store.Min(); ok {
 		due := time.UnixMilli(pos.EventTime).Add(r.cfg.delay)
 		if w := due.Sub(now); w < d {
 			d = max(w, 0)
@@ -148,8 +151,10 @@ func (r *run) demandEvidence(holding bool) {
 		return
 	}
 	var at time.Time
-	if pos, ok := r.store.Min(); ok && r.replayed && !holding {
-		at = time.UnixMilli(pos.EventTime).Add(r.cfg.delay)
+	if r.replayed && !holding {
+		if pos, ok := r.store.Min(); ok {
+			at = time.UnixMilli(pos.EventTime).Add(r.cfg.delay)
+		}
 	}
 	if !at.Equal(r.demanded) {
 		r.demanded = at

@@ -85,10 +85,17 @@ type memStore struct {
 	buf []*record.Record
 }
 
-func newMemStore() *memStore { return &memStore{q: timers.NewQueue[*record.Record]()} }
+func newMemStore() *memStore { return &memStore{q: timers.NewQueue(posOf)} }
 
-func (m *memStore) Park(p timers.Pos, r *record.Record) error {
-	m.q.Push(p, r, r.Size())
+// posOf is a record's place in the release order: the Pos the engine parks
+// it at.
+func posOf(r *record.Record) timers.Pos {
+	return timers.Pos{EventTime: r.EventTime, Key: r.OrderKey, Input: r.Topic, Partition: r.Partition, Offset: r.Offset}
+}
+
+// Park parks r; p is posOf(r), which the queue reads from r itself.
+func (m *memStore) Park(_ timers.Pos, r *record.Record) error {
+	m.q.Push(r, r.Size())
 	return nil
 }
 

@@ -57,21 +57,14 @@ func cmpString(a, b string) int {
 	return 1
 }
 
-// entry holds one parked record in the queue's slab. seq orders the pushes,
-// so that of two records parked at the same Pos the later one is released.
-type entry[V any] struct {
-	pos  Pos
-	val  V
+// item is what the buckets hold: the event time as an order-preserving
+// unsigned key, the value and its accounted size. Moving items between
+// buckets touches nothing else: a record's position is read (through the
+// queue's pos function) only to order records of equal event time.
+type item[V any] struct {
+	u    uint64
+	v    V
 	size int
-	seq  uint64
-}
-
-// ref is what the buckets hold: the event time as an order-preserving
-// unsigned key, and the record's index in the slab. At 16 bytes, moving refs
-// between buckets moves little memory and never touches the slab.
-type ref struct {
-	u uint64
-	i int
 }
 
 // key maps an event time to an unsigned key with the same order.
@@ -90,120 +83,94 @@ func key(t int64) uint64 { return uint64(t) ^ 1<<63 }
 // tie-break. Records only move down while pushes stay at or above last,
 // which the engine guarantees (a record at or below the released watermark
 // is late, never parked); a push below it files everything again.
+//
+// Records at the same Pos always share a bucket (the bucket is a function
+// of the event time) and keep their push order within it, so a stable sort
+// of bucket 0 puts the latest push of a Pos next to its earlier ones.
 type Queue[V any] struct {
-	buckets [65][]ref
+	pos     func(V) Pos
+	buckets [65][]item[V]
 	bmin    [65]uint64 // least key in each non-empty bucket above 0
 	mask    uint64     // bit k-1 set: buckets[k] (k ≥ 1) is non-empty
 	last    uint64
-	// b0sorted: buckets[0] is sorted in descending release order, so that
+	// b0sorted: buckets[0] is sorted in descending release order (stable,
+	// so of equal positions the latest push is nearest the end), and
 	// releasing pops from its end.
 	b0sorted bool
-	// minI caches the slab index of the first record in release order.
-	minI  int
-	minOK bool
-
-	// slab holds the parked records in chunks of chunkLen, so that growing
-	// it never copies what is parked; free lists the unused indices below
-	// n, the number of indices ever handed out.
-	slab    [][]entry[V]
-	n       int
-	free    []int
-	seq     uint64
+	// minPos caches Min while minOK.
+	minPos  Pos
+	minOK   bool
 	len     int
 	bytes   int64
-	scratch []ref
-	cmp     func(a, b ref) int
+	scratch []item[V]
+	cmp     func(a, b item[V]) int
 }
 
-// chunkLen is the number of records in one slab chunk.
-const chunkLen = 1 << 10
+// shrinkCap is the bucket capacity (in records) above which an emptied
+// queue gives a bucket's memory back to the garbage collector.
+const shrinkCap = 1 << 16
 
-// keepChunks is how many slab chunks an emptied queue keeps for reuse; it
-// gives the rest back to the garbage collector, and likewise bucket
-// capacity beyond keepChunks*chunkLen refs.
-const keepChunks = 64
-
-// NewQueue returns an empty queue.
-func NewQueue[V any]() *Queue[V] {
-	q := &Queue[V]{}
-	// Descending: the first record to release sorts last. Of two records at
-	// the same Pos, the earlier push sorts last, where it is dropped in
-	// favour of the later one.
-	q.cmp = func(a, b ref) int {
-		ea, eb := q.at(a.i), q.at(b.i)
-		if c := cmpTie(&eb.pos, &ea.pos); c != 0 {
-			return c
-		}
-		switch {
-		case ea.seq > eb.seq:
-			return -1
-		case ea.seq < eb.seq:
-			return 1
-		}
-		return 0
+// NewQueue returns an empty queue of values whose positions pos gives; the
+// queue calls it only to order values of equal event time, and for Min.
+func NewQueue[V any](pos func(V) Pos) *Queue[V] {
+	q := &Queue[V]{pos: pos}
+	q.cmp = func(a, b item[V]) int { // descending
+		pa, pb := q.pos(a.v), q.pos(b.v)
+		return cmpTie(&pb, &pa)
 	}
 	return q
 }
 
-// Push parks v at p, accounting size bytes. Pushing a Pos that is already
-// parked (a re-read after a restart) keeps one copy: the later value is the
-// one released, and Len and Bytes count both until then (invariant 1).
-func (q *Queue[V]) Push(p Pos, v V, size int) {
-	var i int
-	if n := len(q.free); n > 0 {
-		i, q.free = q.free[n-1], q.free[:n-1]
-	} else {
-		i = q.n
-		q.n++
-		if i/chunkLen == len(q.slab) {
-			q.slab = append(q.slab, make([]entry[V], chunkLen))
-		}
-	}
-	q.seq++
-	*q.at(i) = entry[V]{pos: p, val: v, size: size, seq: q.seq}
+// Push parks v, accounting size bytes. Pushing a value at a Pos that is
+// already parked (a re-read after a restart) keeps one copy: the later value
+// is the one released, and Len and Bytes count both until then (invariant
+// 1).
+func (q *Queue[V]) Push(v V, size int) {
 	q.len++
 	q.bytes += int64(size)
+	p := q.pos(v)
 	u := key(p.EventTime)
 	if u < q.last {
 		q.rebase(u)
 	}
-	q.put(ref{u: u, i: i})
-	if q.minOK {
-		if m := q.at(q.minI); p.EventTime < m.pos.EventTime || p.EventTime == m.pos.EventTime && lessTie(&p, &m.pos) {
-			q.minI = i
-		}
+	q.put(item[V]{u: u, v: v, size: size})
+	if q.minOK && (p.EventTime < q.minPos.EventTime || p.EventTime == q.minPos.EventTime && lessTie(&p, &q.minPos)) {
+		q.minPos = p
 	}
 }
 
-// put files r in its bucket relative to last.
-func (q *Queue[V]) put(r ref) {
-	k := bits.Len64(r.u ^ q.last)
+// put files it in its bucket relative to last.
+func (q *Queue[V]) put(it item[V]) {
+	k := bits.Len64(it.u ^ q.last)
 	if k == 0 {
-		q.buckets[0] = append(q.buckets[0], r)
+		q.buckets[0] = append(q.buckets[0], it)
 		q.b0sorted = len(q.buckets[0]) == 1
 		return
 	}
 	if q.mask&(1<<(k-1)) == 0 {
 		q.mask |= 1 << (k - 1)
-		q.bmin[k] = r.u
-	} else if r.u < q.bmin[k] {
-		q.bmin[k] = r.u
+		q.bmin[k] = it.u
+	} else if it.u < q.bmin[k] {
+		q.bmin[k] = it.u
 	}
-	q.buckets[k] = append(q.buckets[k], r)
+	q.buckets[k] = append(q.buckets[k], it)
 }
 
 // rebase lowers last to u, below every parked record, and files every record
-// again. It costs O(Len); the engine never needs it (invariant 5).
+// again, in bucket order, which keeps each Pos's pushes in order. It costs
+// O(Len); the engine never needs it (invariant 5).
 func (q *Queue[V]) rebase(u uint64) {
 	s := q.scratch[:0]
 	for k := range q.buckets {
 		s = append(s, q.buckets[k]...)
+		clear(q.buckets[k])
 		q.buckets[k] = q.buckets[k][:0]
 	}
 	q.mask, q.last = 0, u
-	for _, r := range s {
-		q.put(r)
+	for _, it := range s {
+		q.put(it)
 	}
+	clear(s)
 	q.scratch = s[:0]
 }
 
@@ -223,53 +190,23 @@ func (q *Queue[V]) settle(limit uint64) bool {
 		q.buckets[k] = items[:0]
 		q.mask &^= 1 << (k - 1)
 		q.last = q.bmin[k]
-		for _, r := range items {
-			q.put(r) // always below k: r agrees with the new last above bit k-1
+		for _, it := range items {
+			q.put(it) // always below k: it agrees with the new last above bit k-1
 		}
+		clear(items) // drop the values, so that the queue keeps nothing reachable
 	}
 	if q.last > limit {
 		return false
 	}
-	if !q.b0sorted {
-		slices.SortFunc(q.buckets[0], q.cmp)
-		q.b0sorted = true
-	}
+	q.sort0()
 	return true
 }
 
-// at returns the slab entry of index i.
-func (q *Queue[V]) at(i int) *entry[V] { return &q.slab[i/chunkLen][i%chunkLen] }
-
-// release takes slab index i out of the counts and returns it to the free
-// list, dropping its value so that the queue does not keep it reachable.
-func (q *Queue[V]) release(i int) V {
-	e := q.at(i)
-	v := e.val
-	q.len--
-	q.bytes -= int64(e.size)
-	*e = entry[V]{}
-	q.free = append(q.free, i)
-	return v
-}
-
-// reset forgets every slab index, keeping at most keepChunks chunks, which
-// must already be cleared, and drops oversized bucket slices.
-func (q *Queue[V]) reset() {
-	if len(q.slab) > keepChunks {
-		clear(q.slab[keepChunks:])
-		q.slab = q.slab[:keepChunks]
-	}
-	q.n, q.free = 0, q.free[:0]
-	if cap(q.free) > keepChunks*chunkLen {
-		q.free = nil
-	}
-	for k := range q.buckets {
-		if cap(q.buckets[k]) > keepChunks*chunkLen {
-			q.buckets[k] = nil
-		}
-	}
-	if cap(q.scratch) > keepChunks*chunkLen {
-		q.scratch = nil
+// sort0 sorts bucket 0 if a push has disordered it.
+func (q *Queue[V]) sort0() {
+	if !q.b0sorted {
+		slices.SortStableFunc(q.buckets[0], q.cmp)
+		q.b0sorted = true
 	}
 }
 
@@ -281,53 +218,83 @@ func (q *Queue[V]) PopUntil(watermark int64, max int, dst []V) []V {
 	for (max <= 0 || popped < max) && q.settle(limit) {
 		b0 := q.buckets[0]
 		for len(b0) > 0 && (max <= 0 || popped < max) {
-			r := b0[len(b0)-1]
-			b0 = b0[:len(b0)-1]
-			if len(b0) > 0 && q.at(b0[len(b0)-1].i).pos == q.at(r.i).pos {
-				q.release(r.i) // parked again later: the later push is released
-				continue
-			}
-			dst = append(dst, q.release(r.i))
+			n := len(b0) - 1
+			it := b0[n]
+			b0[n] = item[V]{}
+			b0 = b0[:n]
+			q.len--
+			q.bytes -= int64(it.size)
+			dst = append(dst, it.v)
 			popped++
+			b0 = q.dropEarlier(b0, it.v)
 		}
 		q.buckets[0] = b0
 		q.minOK = false
 	}
-	if q.len == 0 && q.n > keepChunks*chunkLen {
-		q.reset() // released entries are cleared already
+	if q.len == 0 {
+		q.shrink()
 	}
 	return dst
 }
 
-// Min returns the first position in release order.
+// dropEarlier drops from the end of the sorted bucket 0 the earlier pushes of
+// the Pos of v, which was just released.
+func (q *Queue[V]) dropEarlier(b0 []item[V], v V) []item[V] {
+	if len(b0) == 0 {
+		return b0
+	}
+	p := q.pos(v)
+	for n := len(b0) - 1; n >= 0 && q.pos(b0[n].v) == p; n-- {
+		q.len--
+		q.bytes -= int64(b0[n].size)
+		b0[n] = item[V]{}
+		b0 = b0[:n]
+	}
+	return b0
+}
+
+// shrink gives oversized bucket memory back once the queue is empty.
+func (q *Queue[V]) shrink() {
+	for k := range q.buckets {
+		if cap(q.buckets[k]) > shrinkCap {
+			q.buckets[k] = nil
+		}
+	}
+	if cap(q.scratch) > shrinkCap {
+		q.scratch = nil
+	}
+}
+
+// Min returns the first position in release order. It does not move last,
+// so that pushes above the released watermark stay O(1).
 func (q *Queue[V]) Min() (Pos, bool) {
 	if q.len == 0 {
 		return Pos{}, false
 	}
 	if !q.minOK {
-		q.minI, q.minOK = q.first(), true
+		q.minPos, q.minOK = q.first(), true
 	}
-	return q.at(q.minI).pos, true
+	return q.minPos, true
 }
 
-// first finds the slab index of the first record in release order. It does
-// not move last, so that pushes above the released watermark stay O(1).
-func (q *Queue[V]) first() int {
+// first finds the first position in release order of a non-empty queue.
+func (q *Queue[V]) first() Pos {
 	if b0 := q.buckets[0]; len(b0) > 0 {
-		if !q.b0sorted {
-			slices.SortFunc(b0, q.cmp)
-			q.b0sorted = true
-		}
-		return b0[len(b0)-1].i
+		q.sort0()
+		return q.pos(b0[len(b0)-1].v)
 	}
 	k := bits.TrailingZeros64(q.mask) + 1
-	best := ref{i: -1}
-	for _, r := range q.buckets[k] {
-		if r.u == q.bmin[k] && (best.i < 0 || q.cmp(r, best) > 0) {
-			best = r
+	var best Pos
+	found := false
+	for _, it := range q.buckets[k] {
+		if it.u != q.bmin[k] {
+			continue
+		}
+		if p := q.pos(it.v); !found || lessTie(&p, &best) {
+			best, found = p, true
 		}
 	}
-	return best.i
+	return best
 }
 
 // Len is the number of parked records.
@@ -345,7 +312,7 @@ func (q *Queue[V]) Ascend(fn func(p Pos, v V) bool) {
 	for k := range q.buckets {
 		s = append(s, q.buckets[k]...)
 	}
-	slices.SortFunc(s, func(a, b ref) int {
+	slices.SortStableFunc(s, func(a, b item[V]) int {
 		switch {
 		case a.u > b.u:
 			return -1
@@ -354,13 +321,14 @@ func (q *Queue[V]) Ascend(fn func(p Pos, v V) bool) {
 		}
 		return q.cmp(a, b)
 	})
-	q.scratch = s[:0]
+	defer func() { clear(s); q.scratch = s[:0] }()
 	for j := len(s) - 1; j >= 0; j-- {
-		e := q.at(s[j].i)
-		if j > 0 && q.at(s[j-1].i).pos == e.pos {
-			continue
+		v := s[j].v
+		p := q.pos(v)
+		for j > 0 && q.pos(s[j-1].v) == p {
+			j-- // an earlier push of the same Pos
 		}
-		if !fn(e.pos, e.val) {
+		if !fn(p, v) {
 			return
 		}
 	}
@@ -369,12 +337,10 @@ func (q *Queue[V]) Ascend(fn func(p Pos, v V) bool) {
 // Clear removes everything, keeping the buckets' memory for reuse.
 func (q *Queue[V]) Clear() {
 	for k := range q.buckets {
+		clear(q.buckets[k])
 		q.buckets[k] = q.buckets[k][:0]
 	}
 	q.mask, q.last, q.b0sorted, q.minOK = 0, 0, false, false
-	for _, c := range q.slab {
-		clear(c)
-	}
-	q.reset()
 	q.len, q.bytes = 0, 0
+	q.shrink()
 }

@@ -13,7 +13,7 @@ func BenchmarkQueue(b *testing.B) {
 	for _, n := range []int{1_000, 100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("park+release/n=%d", n), func(b *testing.B) {
 			q, ps := steadyQueue(n)
-			dst := make([]int, 0, 1)
+			dst := make([]*rec, 0, 1)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
@@ -29,7 +29,7 @@ func BenchmarkQueue(b *testing.B) {
 		b.Run(fmt.Sprintf("park+release-batch/batch=%d", batch), func(b *testing.B) {
 			const n = 100_000
 			q, ps := steadyQueue(n)
-			dst := make([]int, 0, batch)
+			dst := make([]*rec, 0, batch)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i += batch {
@@ -44,43 +44,53 @@ func BenchmarkQueue(b *testing.B) {
 // input, partition and offset. One op is one record.
 func BenchmarkQueueTies(b *testing.B) {
 	const n, perMs = 100_000, 16
-	ps := make([]Pos, 4096)
-	for i := range ps {
-		ps[i] = Pos{Key: fmt.Sprintf("key-%d", i%97), Input: "orders", Partition: int32(i % 42), Offset: int64(i)}
+	ring := make([]rec, n+2*perMs)
+	q := NewQueue(recPos)
+	at := func(i int) *rec {
+		r := &ring[i%len(ring)]
+		r.pos = Pos{EventTime: int64(i / perMs), Key: fmt.Sprintf("key-%d", i%97), Input: "orders", Partition: int32(i % 42), Offset: int64(i)}
+		r.val = i
+		return r
 	}
-	q := NewQueue[int]()
-	at := func(i int) Pos {
-		p := ps[i%len(ps)]
-		p.EventTime, p.Offset = int64(i/perMs), int64(i)
-		return p
+	keys := make([]string, 97)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("key-%d", i)
 	}
 	for i := range n {
-		q.Push(at(i), i, 128)
+		q.Push(at(i), 128)
 	}
-	dst := make([]int, 0, perMs)
+	dst := make([]*rec, 0, perMs)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		q.Push(at(i+n), i, 128)
+		r := &ring[(i+n)%len(ring)]
+		r.pos = Pos{EventTime: int64((i + n) / perMs), Key: keys[(i+n)%97], Input: "orders", Partition: int32((i + n) % 42), Offset: int64(i + n)}
+		r.val = i
+		q.Push(r, 128)
 		dst = q.PopUntil(int64(i/perMs)-1, 0, dst[:0])
 	}
 }
 
-// TestQueueGivesBackLargeSlab empties a queue that grew past keepChunks
-// slab chunks and checks that it still works: the extra chunks are dropped
-// and the slab grows again.
-func TestQueueGivesBackLargeSlab(t *testing.T) {
-	const n = keepChunks*chunkLen + 1
+// TestQueueGivesBackLargeBuckets empties a queue whose buckets grew past
+// shrinkCap and checks that their memory is dropped and the queue still
+// works.
+func TestQueueGivesBackLargeBuckets(t *testing.T) {
+	const n = shrinkCap + 1
 	q, _ := steadyQueue(n)
 	if got := len(q.PopUntil(1<<62, 0, nil)); got != n {
 		t.Fatalf("popped %d, want %d", got, n)
 	}
-	if len(q.slab) != keepChunks || q.n != 0 || q.Len() != 0 || q.Bytes() != 0 {
-		t.Fatalf("emptied queue keeps %d slab chunks, %d indices, len %d, bytes %d", len(q.slab), q.n, q.Len(), q.Bytes())
+	for k, b := range q.buckets {
+		if cap(b) > shrinkCap {
+			t.Fatalf("emptied queue keeps bucket %d at capacity %d", k, cap(b))
+		}
 	}
-	q.Push(Pos{EventTime: 2, Key: "b"}, 2, 1)
-	q.Push(Pos{EventTime: 1, Key: "a"}, 1, 1)
-	if got := q.PopUntil(2, 0, nil); len(got) != 2 || got[0] != 1 || got[1] != 2 {
+	if q.Len() != 0 || q.Bytes() != 0 {
+		t.Fatalf("emptied queue has len %d, bytes %d", q.Len(), q.Bytes())
+	}
+	q.Push(&rec{Pos{EventTime: 2, Key: "b"}, 2}, 1)
+	q.Push(&rec{Pos{EventTime: 1, Key: "a"}, 1}, 1)
+	if got := vals(q.PopUntil(2, 0, nil)); len(got) != 2 || got[0] != 1 || got[1] != 2 {
 		t.Fatalf("after shrinking, popped %v, want [1 2]", got)
 	}
 }

@@ -83,6 +83,22 @@ func randPos(rng *rand.Rand) Pos {
 	}
 }
 
+// rec is a test record; the queue reads its position through recPos.
+type rec struct {
+	pos Pos
+	val int
+}
+
+func recPos(r *rec) Pos { return r.pos }
+
+func vals(rs []*rec) []int {
+	var v []int
+	for _, r := range rs {
+		v = append(v, r.val)
+	}
+	return v
+}
+
 // TestQueueAgainstOracle runs random Push/PopUntil sequences, with duplicate
 // positions and equal event times, against the sorted slice (invariants
 // 1–3). Each seed spreads the event times by its own scale and offset
@@ -94,29 +110,35 @@ func TestQueueAgainstOracle(t *testing.T) {
 		scale := []int64{1, 7, 1 << 20, 1 << 40}[seed%4]
 		base := []int64{0, -1 << 61, 1_780_000_000_000, 1<<62 - 1}[seed/4%4]
 		at := func(t int64) int64 { return base + t*scale }
-		q, o := NewQueue[int](), &oracle{}
+		q, o := NewQueue(recPos), &oracle{}
 		var wm int64 = -1
-		var got []int
+		var got []*rec
 		for step := range 400 {
 			switch r := rng.IntN(10); {
 			case r < 6:
 				p, size := randPos(rng), rng.IntN(100)
 				p.EventTime = at(p.EventTime)
-				q.Push(p, step, size)
+				q.Push(&rec{p, step}, size)
 				o.push(p, step, size)
 			case r < 9:
 				wm += rng.Int64N(8) - 2 // the watermark may stand still or (in this test) go back
 				max := rng.IntN(4)      // 0: unbounded
 				got = q.PopUntil(at(wm), max, got[:0])
-				if want := o.popUntil(at(wm), max); !slices.Equal(got, want) {
-					t.Fatalf("seed %d step %d: PopUntil(%d, %d) = %v, oracle %v", seed, step, at(wm), max, got, want)
+				if want := o.popUntil(at(wm), max); !slices.Equal(vals(got), want) {
+					t.Fatalf("seed %d step %d: PopUntil(%d, %d) = %v, oracle %v", seed, step, at(wm), max, vals(got), want)
 				}
 				if m, ok := q.Min(); ok && max == 0 && m.EventTime <= at(wm) {
 					t.Fatalf("seed %d step %d: Min %+v ≤ watermark %d after PopUntil", seed, step, m, wm)
 				}
 			default:
 				var walk []int
-				q.Ascend(func(_ Pos, v int) bool { walk = append(walk, v); return len(walk) < 7 })
+				q.Ascend(func(p Pos, r *rec) bool {
+					if p != r.pos {
+						t.Fatalf("seed %d step %d: Ascend gives %+v for the record at %+v", seed, step, p, r.pos)
+					}
+					walk = append(walk, r.val)
+					return len(walk) < 7
+				})
 				var want []int
 				d := o.distinct()
 				for _, it := range d[:min(7, len(d))] {
@@ -177,7 +199,7 @@ func TestLessIsTotal(t *testing.T) {
 func TestQueueSteadyStateAllocs(t *testing.T) {
 	for _, n := range []int{1, 100, 10000} {
 		q, ps := steadyQueue(n)
-		var dst []int
+		var dst []*rec
 		i := 0
 		allocs := testing.AllocsPerRun(2000, func() {
 			dst = parkRelease(q, ps, i, n, dst)
@@ -199,7 +221,7 @@ func TestQueueSteadyStateAllocs(t *testing.T) {
 func TestQueueBatchAllocs(t *testing.T) {
 	const n, batch = 20_000, 4096
 	q, ps := steadyQueue(n)
-	dst := make([]int, 0, batch)
+	dst := make([]*rec, 0, batch)
 	i := 0
 	step := func() {
 		dst = parkReleaseBatch(q, ps, i, n, batch, dst)
@@ -217,38 +239,39 @@ func TestQueueBatchAllocs(t *testing.T) {
 }
 
 // steadyQueue returns a queue holding n records at event times 0..n-1, and
-// the positions a park+release loop pushes; each Pos differs from its
-// neighbours in key, partition and offset.
-func steadyQueue(n int) (*Queue[int], []Pos) {
-	ps := make([]Pos, 4096)
-	for i := range ps {
-		ps[i] = Pos{Key: fmt.Sprintf("key-%d", i%97), Input: "orders", Partition: int32(i % 42), Offset: int64(i)}
+// the ring of records a park+release loop pushes (and reuses once
+// released); each record's Pos differs from its neighbours' in key,
+// partition and offset.
+func steadyQueue(n int) (*Queue[*rec], []rec) {
+	ring := make([]rec, n+4096+1)
+	for i := range ring {
+		ring[i].pos = Pos{Key: fmt.Sprintf("key-%d", i%97), Input: "orders", Partition: int32(i % 42), Offset: int64(i)}
 	}
-	q := NewQueue[int]()
+	q := NewQueue(recPos)
 	for i := range n {
-		p := ps[i%len(ps)]
-		p.EventTime = int64(i)
-		q.Push(p, i, 128)
+		r := &ring[i]
+		r.pos.EventTime, r.val = int64(i), i
+		q.Push(r, 128)
 	}
-	return q, ps
+	return q, ring
 }
 
 // parkRelease parks the record for step i at event time i+n and releases
 // everything up to event time i: one in, one out, the queue stays at n.
-func parkRelease(q *Queue[int], ps []Pos, i, n int, dst []int) []int {
-	p := ps[i%len(ps)]
-	p.EventTime = int64(i + n)
-	q.Push(p, i, 128)
+func parkRelease(q *Queue[*rec], ring []rec, i, n int, dst []*rec) []*rec {
+	r := &ring[(i+n)%len(ring)]
+	r.pos.EventTime, r.val = int64(i+n), i
+	q.Push(r, 128)
 	return q.PopUntil(int64(i), 0, dst[:0])
 }
 
 // parkReleaseBatch parks the records for steps i..i+batch-1, then releases
 // up to event time i+batch-1 in one PopUntil, as the engine does per batch.
-func parkReleaseBatch(q *Queue[int], ps []Pos, i, n, batch int, dst []int) []int {
+func parkReleaseBatch(q *Queue[*rec], ring []rec, i, n, batch int, dst []*rec) []*rec {
 	for j := i; j < i+batch; j++ {
-		p := ps[j%len(ps)]
-		p.EventTime = int64(j + n)
-		q.Push(p, j, 128)
+		r := &ring[(j+n)%len(ring)]
+		r.pos.EventTime, r.val = int64(j+n), j
+		q.Push(r, 128)
 	}
 	return q.PopUntil(int64(i+batch-1), 0, dst[:0])
 }
