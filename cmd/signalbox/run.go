@@ -57,6 +57,7 @@ func newRunCmd() *cobra.Command {
 					return runtimeError(err)
 				}
 			}
+			tuneGC(plan, log)
 			if plan.StateDir != "" {
 				opts := durable.StoreOptions{MemoryBudget: plan.StateMemory}
 				opts.EnsureDefaults()
