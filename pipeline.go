@@ -114,6 +114,9 @@ type run struct {
 	wm       int64
 	cur      *out
 	outs     chan *out
+	// spare returns full-size record batches from the sink goroutine once
+	// every sink has written them, cleared, for the engine to fill again.
+	spare chan []record.Record
 	errs     chan error
 	stats    Stats
 	started  time.Time
@@ -171,6 +174,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		store:      cfg.store,
 		wm:         watermark.MinTime,
 		outs:       make(chan *out, cfg.maxInflight),
+		spare:      make(chan []record.Record, cfg.maxInflight+1),
 		errs:       make(chan error, 2),
 		acks:       make(chan Event, cfg.maxInflight+2),
 		started:    cfg.clock(),

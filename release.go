@@ -88,6 +88,19 @@ func (r *run) flushAll() error {
 	return nil
 }
 
+// batchFor returns an empty record batch for the next out, sized after the
+// last one's n records: a spare full-size one when the last was full.
+func (r *run) batchFor(n int) []record.Record {
+	if n >= r.cfg.batchSize {
+		select {
+		case b := <-r.spare:
+			return b
+		default:
+		}
+	}
+	return make([]record.Record, 0, min(max(n, 256), r.cfg.batchSize))
+}
+
 // send hands the current out batch to the sink goroutine if it has anything.
 // It blocks while the sinks lag (backpressure).
 func (r *run) send(ctx context.Context, sinkDone <-chan struct{}) error {
@@ -105,7 +118,7 @@ func (r *run) send(ctx context.Context, sinkDone <-chan struct{}) error {
 		case r.unflushed.IsZero() && (len(o.records) > 0 || len(o.dead) > 0):
 			r.unflushed = r.cfg.clock()
 		}
-		r.cur = &out{records: make([]record.Record, 0, min(max(len(o.records), 256), r.cfg.batchSize))}
+		r.cur = &out{records: r.batchFor(len(o.records))}
 		return nil
 	}
 	select {

@@ -12,8 +12,11 @@ import (
 // Lifecycle: Open once → Write batches (in order) and Flush, any number of
 // times → Close once. All calls come from one goroutine.
 //
-//   - Write hands over a batch in release order. The sink may buffer it, but
-//     must never reorder records that share an OrderKey.
+//   - Write hands over a batch in release order. The sink may buffer its
+//     records, but must never reorder records that share an OrderKey. The
+//     batch's slice is the sink's only during the call: the engine fills it
+//     again afterwards, so a sink that keeps records copies them (the
+//     records' Key, Value and Headers are never reused and may be kept).
 //   - Flush makes everything written so far durable. When it returns nil,
 //     every record written before it is acknowledged: its offset may be
 //     committed.

@@ -40,6 +40,14 @@ func (r *run) write(ctx context.Context) {
 		if err := w.writeOne(ctx, o); err != nil {
 			failed = true
 			r.errs <- err
+			continue
+		}
+		if cap(o.records) >= r.cfg.batchSize {
+			clear(o.records) // nothing keeps the records' buffers reachable
+			select {
+			case r.spare <- o.records[:0]:
+			default:
+			}
 		}
 	}
 }
