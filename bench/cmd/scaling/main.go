@@ -139,6 +139,7 @@ type sample struct {
 	Records  int64   `json:"records"`
 	Seconds  float64 `json:"seconds"`
 	MaxRSS   int64   `json:"max_rss_bytes"`
+	CPU      float64 `json:"cpu_seconds"` // user + system
 }
 
 func (s sample) perSecond() float64 { return float64(s.Records) / s.Seconds }
@@ -372,6 +373,7 @@ func runMeasured(cmd *exec.Cmd, logPath string) (sample, error) {
 	if cmd.ProcessState != nil {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			s.MaxRSS = ru.Maxrss << 10 // KiB on Linux
+			s.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 		}
 	}
 	if err != nil {
