@@ -55,8 +55,13 @@ func (p *Partition) Advance(position int64) {
 // outstanding.
 func (p *Partition) Done(off int64) bool {
 	live := p.pending[p.head:]
-	i := 0 // records are mostly released in offset order: the head first
-	if len(live) == 0 || live[0].off != off {
+	if len(live) == 0 {
+		return false
+	}
+	// Offsets are added in increasing order and mostly without gaps, so
+	// off usually sits at its distance from the head; else search.
+	i := int(min(max(off-live[0].off, 0), int64(len(live))))
+	if i == len(live) || live[i].off != off {
 		i = sort.Search(len(live), func(i int) bool { return live[i].off >= off })
 	}
 	if i == len(live) || live[i].off != off || live[i].done {
