@@ -20,6 +20,7 @@
 //  4. In steady state (the parked set no longer growing), Push and PopUntil
 //     do not allocate: slab slots and bucket slices are reused.
 //  5. A push at or above the event time of the last release step costs
-//     O(1); one below it costs O(Len). The engine only pushes records above
-//     the released watermark (anything else is late).
+//     O(1). One below it costs O(Len), once: every later push is O(1) until
+//     the next release step. The engine pushes below it only when a newly
+//     assigned task lowers the released watermark (design W7).
 package timers

@@ -104,6 +104,7 @@ type Queue[V any] struct {
 	bytes   int64
 	scratch []item[V]
 	cmp     func(a, b item[V]) int
+	rebases int // how many times rebase ran, for tests
 }
 
 // shrinkCap is the bucket capacity (in records) above which an emptied
@@ -131,7 +132,7 @@ func (q *Queue[V]) Push(v V, size int) {
 	p := q.pos(v)
 	u := key(p.EventTime)
 	if u < q.last {
-		q.rebase(u)
+		q.rebase()
 	}
 	q.put(item[V]{u: u, v: v, size: size})
 	if q.minOK && (p.EventTime < q.minPos.EventTime || p.EventTime == q.minPos.EventTime && lessTie(&p, &q.minPos)) {
@@ -156,17 +157,20 @@ func (q *Queue[V]) put(it item[V]) {
 	q.buckets[k] = append(q.buckets[k], it)
 }
 
-// rebase lowers last to u, below every parked record, and files every record
-// again, in bucket order, which keeps each Pos's pushes in order. It costs
-// O(Len); the engine never needs it (invariant 5).
-func (q *Queue[V]) rebase(u uint64) {
+// rebase lowers last to the least possible key, below every parked record
+// and any later push, and files every record again, in bucket order, which
+// keeps each Pos's pushes in order. It costs O(Len), once until the next
+// release step: lowering last only to the pushed key would repeat it for
+// every later push below that one (invariant 5).
+func (q *Queue[V]) rebase() {
+	q.rebases++
 	s := q.scratch[:0]
 	for k := range q.buckets {
 		s = append(s, q.buckets[k]...)
 		clear(q.buckets[k])
 		q.buckets[k] = q.buckets[k][:0]
 	}
-	q.mask, q.last = 0, u
+	q.mask, q.last = 0, 0
 	for _, it := range s {
 		q.put(it)
 	}
