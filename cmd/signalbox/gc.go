@@ -13,12 +13,13 @@ import (
 // GCPercent is the garbage collector's target (GOGC) that signalbox run sets
 // unless the environment sets GOGC; Go's own default is 100. A replay
 // allocates fast (fetch buffers, decoded records, output batches) over a
-// small live heap, because alignment keeps the parked set small: at 100 the
-// collector runs many times a second and its marking and write barriers
-// took a quarter of the CPU of a replay. At 400 it runs a quarter as often,
-// for a heap of up to five times the live one, within the soft memory
-// limit below (docs/bench.md, "Scaling").
-const GCPercent = 400
+// small live heap, because alignment keeps the parked set small, so at 100
+// the collector runs many times a second. Measured with the scaling
+// benchmark (docs/bench.md, "Scaling"), CPU per record at 100 / 200 / 400 /
+// 800: about 1.08 / 0.98 / 0.97 / 0.96 of a second per million records, for
+// a peak RSS of about 200 / 300 / 420 / 700 MiB; 200 takes most of the gain
+// for the least memory.
+const GCPercent = 200
 
 // tuneGC sets GCPercent and, with the in-memory store and a parked limit, a
 // soft memory limit (runtime/debug.SetMemoryLimit) of twice the limit plus
