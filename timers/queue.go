@@ -103,23 +103,21 @@ type Queue[V any] struct {
 	len     int
 	bytes   int64
 	scratch []item[V]
-	cmp     func(a, b item[V]) int
 	rebases int // how many times rebase ran, for tests
+	// b0dups: sorted bucket 0 holds two pushes of one Pos.
+	b0dups bool
+	ties   []tie[V]
 }
 
 // shrinkCap is the bucket capacity (in records) above which an emptied
 // queue gives a bucket's memory back to the garbage collector.
 const shrinkCap = 1 << 16
 
-// NewQueue returns an empty queue of values whose positions pos gives; the
-// queue calls it only to order values of equal event time, and for Min.
+// NewQueue returns an empty queue of values whose positions pos gives. Push
+// reads a value's event time through it; the rest of the position is read
+// only to order values of equal event time, and for Min.
 func NewQueue[V any](pos func(V) Pos) *Queue[V] {
-	q := &Queue[V]{pos: pos}
-	q.cmp = func(a, b item[V]) int { // descending
-		pa, pb := q.pos(a.v), q.pos(b.v)
-		return cmpTie(&pb, &pa)
-	}
-	return q
+	return &Queue[V]{pos: pos}
 }
 
 // Push parks v, accounting size bytes. Pushing a value at a Pos that is
@@ -207,11 +205,38 @@ func (q *Queue[V]) settle(limit uint64) bool {
 }
 
 // sort0 sorts bucket 0 if a push has disordered it.
+//
+// It reads each record's position once, into a scratch slice, rather than
+// twice per comparison, and notes whether two records share a Pos (b0dups),
+// so that releasing looks for earlier pushes only then.
 func (q *Queue[V]) sort0() {
-	if !q.b0sorted {
-		slices.SortStableFunc(q.buckets[0], q.cmp)
-		q.b0sorted = true
+	if q.b0sorted {
+		return
 	}
+	q.b0sorted, q.b0dups = true, false
+	b0 := q.buckets[0]
+	if len(b0) < 2 {
+		return
+	}
+	t := q.ties[:0]
+	for _, it := range b0 {
+		t = append(t, tie[V]{p: q.pos(it.v), it: it})
+	}
+	slices.SortStableFunc(t, func(a, b tie[V]) int { return cmpTie(&b.p, &a.p) })
+	for i := range t {
+		b0[i] = t[i].it
+		if i > 0 && t[i].p == t[i-1].p {
+			q.b0dups = true
+		}
+	}
+	clear(t)
+	q.ties = t[:0]
+}
+
+// tie is a record of bucket 0 with its position, for sorting.
+type tie[V any] struct {
+	p  Pos
+	it item[V]
 }
 
 // PopUntil removes every value with event time ≤ watermark, in order, and
@@ -230,7 +255,9 @@ func (q *Queue[V]) PopUntil(watermark int64, max int, dst []V) []V {
 			q.bytes -= int64(it.size)
 			dst = append(dst, it.v)
 			popped++
-			b0 = q.dropEarlier(b0, it.v)
+			if q.b0dups {
+				b0 = q.dropEarlier(b0, it.v)
+			}
 		}
 		q.buckets[0] = b0
 		q.minOK = false
@@ -266,6 +293,9 @@ func (q *Queue[V]) shrink() {
 	}
 	if cap(q.scratch) > shrinkCap {
 		q.scratch = nil
+	}
+	if cap(q.ties) > shrinkCap {
+		q.ties = nil
 	}
 }
 
@@ -312,30 +342,33 @@ func (q *Queue[V]) Bytes() int64 { return q.bytes }
 // later push. It sorts a copy of the parked set, O(Len log Len): it is for
 // tests and diagnostics. The queue must not be modified during the walk.
 func (q *Queue[V]) Ascend(fn func(p Pos, v V) bool) {
-	s := q.scratch[:0]
-	for k := range q.buckets {
-		s = append(s, q.buckets[k]...)
+	var t []tie[V]
+	for k := range q.buckets { // bucket order keeps each Pos's pushes in order
+		for _, it := range q.buckets[k] {
+			t = append(t, tie[V]{p: q.pos(it.v), it: it})
+		}
 	}
-	slices.SortStableFunc(s, func(a, b item[V]) int {
-		switch {
-		case a.u > b.u:
-			return -1
-		case a.u < b.u:
-			return 1
+	slices.SortStableFunc(t, func(a, b tie[V]) int {
+		if a.p.EventTime != b.p.EventTime {
+			return cmpInt(a.p.EventTime, b.p.EventTime)
 		}
-		return q.cmp(a, b)
+		return cmpTie(&a.p, &b.p)
 	})
-	defer func() { clear(s); q.scratch = s[:0] }()
-	for j := len(s) - 1; j >= 0; j-- {
-		v := s[j].v
-		p := q.pos(v)
-		for j > 0 && q.pos(s[j-1].v) == p {
-			j-- // an earlier push of the same Pos
+	for j := range t {
+		if j+1 < len(t) && t[j+1].p == t[j].p {
+			continue // an earlier push of the same Pos
 		}
-		if !fn(p, v) {
+		if !fn(t[j].p, t[j].it.v) {
 			return
 		}
 	}
+}
+
+func cmpInt(a, b int64) int {
+	if a < b {
+		return -1
+	}
+	return 1
 }
 
 // Clear removes everything, keeping the buckets' memory for reuse.
