@@ -105,13 +105,24 @@ type Queue[V any] struct {
 	scratch []item[V]
 	rebases int // how many times rebase ran, for tests
 	// b0dups: sorted bucket 0 holds two pushes of one Pos.
-	b0dups bool
-	ties   []tie[V]
+	b0dups    bool
+	ties      []tie[V]
+	sinceTrim int // records released since the last trim
 }
 
 // shrinkCap is the bucket capacity (in records) above which an emptied
 // queue gives a bucket's memory back to the garbage collector.
 const shrinkCap = 1 << 16
+
+// keepFloor is the capacity (in records) a bucket always keeps; beyond it,
+// the buckets keep their arrays only while their capacity in all stays
+// within keepFactor times the records parked, plus the floors (trim).
+// Without that bound every bucket would keep the largest array it ever
+// needed: after a burst, up to 64 times the parked set.
+const (
+	keepFloor  = 1 << 10
+	keepFactor = 8
+)
 
 // NewQueue returns an empty queue of values whose positions pos gives. Push
 // reads a value's event time through it; the rest of the position is read
@@ -262,6 +273,10 @@ func (q *Queue[V]) PopUntil(watermark int64, max int, dst []V) []V {
 		q.buckets[0] = b0
 		q.minOK = false
 	}
+	if q.sinceTrim += popped; q.sinceTrim > q.len && q.sinceTrim > keepFloor {
+		q.sinceTrim = 0
+		q.trim() // once per turnover of the parked set
+	}
 	if q.len == 0 {
 		q.shrink()
 	}
@@ -282,6 +297,28 @@ func (q *Queue[V]) dropEarlier(b0 []item[V], v V) []item[V] {
 		b0 = b0[:n]
 	}
 	return b0
+}
+
+// trim gives bucket memory back to the garbage collector when the buckets
+// hold more than their bound of capacity: an empty bucket drops its array, a
+// mostly empty one moves to a smaller one.
+func (q *Queue[V]) trim() {
+	total := 0
+	for k := range q.buckets {
+		total += cap(q.buckets[k])
+	}
+	if total <= keepFactor*q.len+len(q.buckets)*keepFloor {
+		return
+	}
+	for k, b := range q.buckets {
+		switch {
+		case cap(b) <= keepFloor || cap(b) <= 2*len(b):
+		case len(b) == 0:
+			q.buckets[k] = nil
+		default:
+			q.buckets[k] = append(make([]item[V], 0, 2*len(b)), b...)
+		}
+	}
 }
 
 // shrink gives oversized bucket memory back once the queue is empty.

@@ -294,3 +294,24 @@ func TestQueuePushBelowLastRebasesOnce(t *testing.T) {
 		t.Fatalf("released %d records, sorted %v", len(got), slices.IsSortedFunc(got, func(a, b *rec) int { return cmpPos(a.pos, b.pos) }))
 	}
 }
+
+// TestQueueCapacityStaysBounded checks that the buckets do not each keep
+// the largest array they ever needed: after a burst of 200,000 parked
+// records drains to a steady 5,000, the capacity they hold comes back within
+// keepFactor times the parked set plus the floors.
+func TestQueueCapacityStaysBounded(t *testing.T) {
+	const burst, n = 200_000, 5_000
+	q, ring := steadyQueue(burst)
+	q.PopUntil(burst-n-1, 0, nil) // n left, at burst-n … burst-1
+	var dst []*rec
+	for i := burst - n; i < burst+100_000; i++ {
+		dst = parkRelease(q, ring, i, n, dst)
+	}
+	total := 0
+	for _, b := range q.buckets {
+		total += cap(b)
+	}
+	if bound := keepFactor*q.Len() + len(q.buckets)*keepFloor; q.Len() != n || total > bound {
+		t.Fatalf("buckets hold capacity for %d records with %d parked, bound %d", total, q.Len(), bound)
+	}
+}
