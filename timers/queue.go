@@ -91,6 +91,7 @@ type Queue[V any] struct {
 	pos     func(V) Pos
 	buckets [65][]item[V]
 	bmin    [65]uint64 // least key in each non-empty bucket above 0
+	bmax    [65]uint64 // greatest key in each non-empty bucket above 0
 	mask    uint64     // bit k-1 set: buckets[k] (k ≥ 1) is non-empty
 	last    uint64
 	// b0sorted: buckets[0] is sorted in descending release order (stable,
@@ -159,9 +160,11 @@ func (q *Queue[V]) put(it item[V]) {
 	}
 	if q.mask&(1<<(k-1)) == 0 {
 		q.mask |= 1 << (k - 1)
-		q.bmin[k] = it.u
+		q.bmin[k], q.bmax[k] = it.u, it.u
 	} else if it.u < q.bmin[k] {
 		q.bmin[k] = it.u
+	} else if it.u > q.bmax[k] {
+		q.bmax[k] = it.u
 	}
 	q.buckets[k] = append(q.buckets[k], it)
 }
@@ -224,24 +227,31 @@ func (q *Queue[V]) sort0() {
 	if q.b0sorted {
 		return
 	}
-	q.b0sorted, q.b0dups = true, false
-	b0 := q.buckets[0]
-	if len(b0) < 2 {
-		return
+	q.b0sorted = true
+	q.b0dups = q.sortTies(q.buckets[0])
+}
+
+// sortTies sorts records of one event time in descending release order,
+// stably (of equal positions the latest push is nearest the end), and
+// reports whether two share a Pos.
+func (q *Queue[V]) sortTies(b []item[V]) (dups bool) {
+	if len(b) < 2 {
+		return false
 	}
 	t := q.ties[:0]
-	for _, it := range b0 {
+	for _, it := range b {
 		t = append(t, tie[V]{p: q.pos(it.v), it: it})
 	}
 	slices.SortStableFunc(t, func(a, b tie[V]) int { return cmpTie(&b.p, &a.p) })
 	for i := range t {
-		b0[i] = t[i].it
+		b[i] = t[i].it
 		if i > 0 && t[i].p == t[i-1].p {
-			q.b0dups = true
+			dups = true
 		}
 	}
 	clear(t)
 	q.ties = t[:0]
+	return dups
 }
 
 // tie is a record of bucket 0 with its position, for sorting.
@@ -255,6 +265,15 @@ type tie[V any] struct {
 func (q *Queue[V]) PopUntil(watermark int64, max int, dst []V) []V {
 	limit := key(watermark)
 	popped := 0
+	for max <= 0 && len(q.buckets[0]) == 0 && q.mask != 0 {
+		k := bits.TrailingZeros64(q.mask) + 1
+		if q.bmax[k] > limit {
+			break
+		}
+		n := len(dst)
+		dst = q.drain(k, dst)
+		popped += len(dst) - n
+	}
 	for (max <= 0 || popped < max) && q.settle(limit) {
 		b0 := q.buckets[0]
 		for len(b0) > 0 && (max <= 0 || popped < max) {
@@ -281,6 +300,69 @@ func (q *Queue[V]) PopUntil(watermark int64, max int, dst []V) []V {
 		q.shrink()
 	}
 	return dst
+}
+
+// drain releases the whole of bucket k, which the watermark has passed, in
+// release order: a stable radix sort on the low k bits of the keys (the
+// bits above are last's), then the tie-break within each event time. It
+// moves each record once, where filing the bucket down would move it once
+// per level. Every parked record left is in a higher bucket, so above the
+// bucket's greatest key, which becomes last.
+func (q *Queue[V]) drain(k int, dst []V) []V {
+	s, spare := radixSort(q.buckets[k], q.scratch, k)
+	for i := 0; i < len(s); {
+		j := i + 1
+		for j < len(s) && s[j].u == s[i].u {
+			j++
+		}
+		g := s[i:j]
+		dups := q.sortTies(g) // descending: the latest push of a Pos nearest the end
+		for n := len(g) - 1; n >= 0; n-- {
+			dst = append(dst, g[n].v)
+			q.len--
+			q.bytes -= int64(g[n].size)
+			if dups {
+				for p := q.pos(g[n].v); n > 0 && q.pos(g[n-1].v) == p; n-- {
+					q.len-- // an earlier push of the same Pos: dropped
+					q.bytes -= int64(g[n-1].size)
+				}
+			}
+		}
+		i = j
+	}
+	clear(s)
+	clear(spare)
+	q.buckets[k], q.scratch = s[:0], spare[:0]
+	q.mask &^= 1 << (k - 1)
+	q.last = q.bmax[k]
+	q.minOK = false
+	return dst
+}
+
+// radixSort sorts b stably by the low bits of the keys, eight at a time,
+// using tmp's memory. It returns the sorted slice and the other one (each is
+// b's array or tmp's).
+func radixSort[V any](b, tmp []item[V], bits int) (sorted, other []item[V]) {
+	tmp = slices.Grow(tmp[:0], len(b))[:len(b)]
+	for shift := 0; shift < bits && len(b) > 1; shift += 8 {
+		var count [257]int
+		for i := range b {
+			count[int(byte(b[i].u>>shift))+1]++
+		}
+		if count[int(byte(b[0].u>>shift))+1] == len(b) {
+			continue // every key has the same digit here
+		}
+		for d := 1; d < 257; d++ {
+			count[d] += count[d-1]
+		}
+		for i := range b {
+			d := byte(b[i].u >> shift)
+			tmp[count[d]] = b[i]
+			count[d]++
+		}
+		b, tmp = tmp, b
+	}
+	return b, tmp
 }
 
 // dropEarlier drops from the end of the sorted bucket 0 the earlier pushes of
