@@ -121,7 +121,7 @@ func TestQueueAgainstOracle(t *testing.T) {
 				q.Push(&rec{p, step}, size)
 				o.push(p, step, size)
 			case r < 9:
-				wm += rng.Int64N(8) - 2 // the watermark may stand still or (in this test) go back
+				wm += rng.Int64N(8) - 2      // the watermark may stand still or (in this test) go back
 				max := max(rng.IntN(7)-3, 0) // 0 (unbounded) half the time
 				got = q.PopUntil(at(wm), max, got[:0])
 				if want := o.popUntil(at(wm), max); !slices.Equal(vals(got), want) {
