@@ -108,7 +108,8 @@ type Queue[V any] struct {
 	// b0dups: sorted bucket 0 holds two pushes of one Pos.
 	b0dups    bool
 	ties      []tie[V]
-	sinceTrim int // records released since the last trim
+	sinceTrim int       // records released since the last trim
+	split     []item[V] // scratch: the released part of a split bucket
 }
 
 // shrinkCap is the bucket capacity (in records) above which an emptied
@@ -265,14 +266,12 @@ type tie[V any] struct {
 func (q *Queue[V]) PopUntil(watermark int64, max int, dst []V) []V {
 	limit := key(watermark)
 	popped := 0
-	for max <= 0 && len(q.buckets[0]) == 0 && q.mask != 0 {
-		k := bits.TrailingZeros64(q.mask) + 1
-		if q.bmax[k] > limit {
-			break
-		}
+	if max <= 0 {
 		n := len(dst)
-		dst = q.drain(k, dst)
-		popped += len(dst) - n
+		if dst = q.release(limit, dst); len(dst) > n {
+			popped += len(dst) - n
+			q.minOK = false
+		}
 	}
 	for (max <= 0 || popped < max) && q.settle(limit) {
 		b0 := q.buckets[0]
@@ -302,40 +301,100 @@ func (q *Queue[V]) PopUntil(watermark int64, max int, dst []V) []V {
 	return dst
 }
 
-// drain releases the whole of bucket k, which the watermark has passed, in
-// release order: a stable radix sort on the low k bits of the keys (the
-// bits above are last's), then the tie-break within each event time. It
-// moves each record once, where filing the bucket down would move it once
-// per level. Every parked record left is in a higher bucket, so above the
-// bucket's greatest key, which becomes last.
-func (q *Queue[V]) drain(k int, dst []V) []V {
-	s, spare := radixSort(q.buckets[k], q.scratch, k)
+// release releases every record at or below limit, in order, in whole
+// buckets: bucket 0 (its records are at last); then, while the lowest
+// bucket's least key is at or below limit, either all of it (its greatest
+// key is too; last becomes that key) or the part at or below limit, the
+// rest filed again below it relative to last = limit+1. Every record left
+// is above limit, and so is every later push the engine makes, so a record
+// moves down a bucket only when the watermark comes within its bucket's
+// span, and the released ones are sorted once (radixSort), not filed down
+// level by level.
+func (q *Queue[V]) release(limit uint64, dst []V) []V {
+	if b0 := q.buckets[0]; len(b0) > 0 {
+		if q.last > limit {
+			return dst
+		}
+		q.sort0()
+		dst = q.emit(b0, q.b0dups, dst)
+		clear(b0)
+		q.buckets[0] = b0[:0]
+	}
+	for q.mask != 0 {
+		k := bits.TrailingZeros64(q.mask) + 1
+		if q.bmin[k] > limit {
+			break
+		}
+		b := q.buckets[k]
+		q.mask &^= 1 << (k - 1)
+		if q.bmax[k] <= limit {
+			dst = q.emitSorted(b, k, dst)
+			clear(b)
+			q.buckets[k] = b[:0]
+			q.last = q.bmax[k]
+			continue
+		}
+		// Split: the records above limit keep b's array while they are
+		// filed again below k (nothing is filed into k meanwhile).
+		rel, keep := q.split[:0], b[:0]
+		for _, it := range b {
+			if it.u <= limit {
+				rel = append(rel, it)
+			} else {
+				keep = append(keep, it)
+			}
+		}
+		q.last = limit + 1 // ≤ every record kept, and above every one released
+		for _, it := range keep {
+			q.put(it)
+		}
+		clear(b)
+		q.buckets[k] = b[:0]
+		dst = q.emitSorted(rel, k, dst)
+		clear(rel)
+		q.split = rel[:0]
+	}
+	return dst
+}
+
+// emitSorted appends the values of b, records of bucket k, in release order:
+// a stable radix sort on the low k bits of the keys (the bits above are
+// shared), then the tie-break within each event time.
+func (q *Queue[V]) emitSorted(b []item[V], k int, dst []V) []V {
+	s, spare := radixSort(b, q.scratch, k)
 	for i := 0; i < len(s); {
 		j := i + 1
 		for j < len(s) && s[j].u == s[i].u {
 			j++
 		}
 		g := s[i:j]
-		dups := q.sortTies(g) // descending: the latest push of a Pos nearest the end
-		for n := len(g) - 1; n >= 0; n-- {
-			dst = append(dst, g[n].v)
-			q.len--
-			q.bytes -= int64(g[n].size)
-			if dups {
-				for p := q.pos(g[n].v); n > 0 && q.pos(g[n-1].v) == p; n-- {
-					q.len-- // an earlier push of the same Pos: dropped
-					q.bytes -= int64(g[n-1].size)
-				}
-			}
-		}
+		dst = q.emit(g, q.sortTies(g), dst)
 		i = j
 	}
-	clear(s)
-	clear(spare)
-	q.buckets[k], q.scratch = s[:0], spare[:0]
-	q.mask &^= 1 << (k - 1)
-	q.last = q.bmax[k]
-	q.minOK = false
+	tmp := spare // the scratch array is whichever of the two is not b's
+	if &s[0] != &b[0] {
+		tmp = s
+	}
+	clear(tmp)
+	q.scratch = tmp[:0]
+	return dst
+}
+
+// emit appends the values of records of one event time, sorted in
+// descending release order (sortTies), from the end; of several pushes of
+// one Pos (dups) only the latest, and counts them all out.
+func (q *Queue[V]) emit(g []item[V], dups bool, dst []V) []V {
+	for n := len(g) - 1; n >= 0; n-- {
+		dst = append(dst, g[n].v)
+		q.len--
+		q.bytes -= int64(g[n].size)
+		if dups {
+			for p := q.pos(g[n].v); n > 0 && q.pos(g[n-1].v) == p; n-- {
+				q.len-- // an earlier push of the same Pos: dropped
+				q.bytes -= int64(g[n-1].size)
+			}
+		}
+	}
 	return dst
 }
 
@@ -415,6 +474,9 @@ func (q *Queue[V]) shrink() {
 	}
 	if cap(q.ties) > shrinkCap {
 		q.ties = nil
+	}
+	if cap(q.split) > shrinkCap {
+		q.split = nil
 	}
 }
 
