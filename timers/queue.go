@@ -108,6 +108,7 @@ type Queue[V any] struct {
 	// b0dups: sorted bucket 0 holds two pushes of one Pos.
 	b0dups    bool
 	ties      []tie[V]
+	perm      []int32
 	sinceTrim int       // records released since the last trim
 	split     []item[V] // scratch: the released part of a split bucket
 }
@@ -239,19 +240,21 @@ func (q *Queue[V]) sortTies(b []item[V]) (dups bool) {
 	if len(b) < 2 {
 		return false
 	}
-	t := q.ties[:0]
-	for _, it := range b {
+	t, perm := q.ties[:0], q.perm[:0]
+	for i, it := range b {
 		t = append(t, tie[V]{p: q.pos(it.v), it: it})
+		perm = append(perm, int32(i))
 	}
-	slices.SortStableFunc(t, func(a, b tie[V]) int { return cmpTie(&b.p, &a.p) })
-	for i := range t {
-		b[i] = t[i].it
-		if i > 0 && t[i].p == t[i-1].p {
+	// Sorting indices moves 4 bytes where a tie is 80.
+	slices.SortStableFunc(perm, func(x, y int32) int { return cmpTie(&t[y].p, &t[x].p) })
+	for i, j := range perm {
+		b[i] = t[j].it
+		if i > 0 && t[j].p == t[perm[i-1]].p {
 			dups = true
 		}
 	}
 	clear(t)
-	q.ties = t[:0]
+	q.ties, q.perm = t[:0], perm[:0]
 	return dups
 }
 
@@ -301,11 +304,13 @@ func (q *Queue[V]) PopUntil(watermark int64, max int, dst []V) []V {
 	return dst
 }
 
-// release releases every record at or below limit, in order, in whole
-// buckets: bucket 0 (its records are at last); then, while the lowest
-// bucket's least key is at or below limit, either all of it (its greatest
-// key is too; last becomes that key) or the part at or below limit, the
-// rest filed again below it relative to last = limit+1. Every record left
+// release releases records at or below limit, in order, in whole buckets:
+// bucket 0 (its records are at last); then, while the lowest bucket's least
+// key is at or below limit, either all of it (its greatest key is too; last
+// becomes that key) or, when limit is at least a quarter of the way into
+// its keys, the part at or below limit, the rest filed again below it
+// relative to last = limit+1. It leaves a bucket of which little is due to
+// PopUntil's step-by-step release (settle). Every record left
 // is above limit, and so is every later push the engine makes, so a record
 // moves down a bucket only when the watermark comes within its bucket's
 // span, and the released ones are sorted once (radixSort), not filed down
@@ -324,6 +329,9 @@ func (q *Queue[V]) release(limit uint64, dst []V) []V {
 		k := bits.TrailingZeros64(q.mask) + 1
 		if q.bmin[k] > limit {
 			break
+		}
+		if q.bmax[k] > limit && limit-q.bmin[k] < (q.bmax[k]-q.bmin[k])/4 {
+			break // little of it is due: PopUntil files it down step by step
 		}
 		b := q.buckets[k]
 		q.mask &^= 1 << (k - 1)
@@ -399,9 +407,17 @@ func (q *Queue[V]) emit(g []item[V], dups bool, dst []V) []V {
 }
 
 // radixSort sorts b stably by the low bits of the keys, eight at a time,
-// using tmp's memory. It returns the sorted slice and the other one (each is
+// using tmp's memory (a short b by insertion, in place). It returns the sorted slice and the other one (each is
 // b's array or tmp's).
 func radixSort[V any](b, tmp []item[V], bits int) (sorted, other []item[V]) {
+	if len(b) <= 32 { // an insertion sort beats the passes' 2 KiB counts
+		for i := 1; i < len(b); i++ {
+			for j := i; j > 0 && b[j].u < b[j-1].u; j-- {
+				b[j], b[j-1] = b[j-1], b[j]
+			}
+		}
+		return b, tmp[:0]
+	}
 	tmp = slices.Grow(tmp[:0], len(b))[:len(b)]
 	for shift := 0; shift < bits && len(b) > 1; shift += 8 {
 		var count [257]int
@@ -473,7 +489,7 @@ func (q *Queue[V]) shrink() {
 		q.scratch = nil
 	}
 	if cap(q.ties) > shrinkCap {
-		q.ties = nil
+		q.ties, q.perm = nil, nil
 	}
 	if cap(q.split) > shrinkCap {
 		q.split = nil
