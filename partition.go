@@ -105,6 +105,7 @@ func (r *run) assign(a record.PartitionInfo, now time.Time) {
 		r.notify(Event{Kind: EventOffsetsReset, Partition: a.TopicPartition, Offset: cp.Position, Watermark: wm})
 	}
 	r.parts[a.TopicPartition] = ps
+	r.pcache = partCache{}
 	ps.task.strat.Add(ps.wid, dec.timeless, now)
 	ph := r.catch.Assign(ps.cid, a.Start, end, now)
 	st, _ := r.catch.Status(ps.cid)
@@ -123,6 +124,7 @@ func (r *run) revoke(tp record.TopicPartition) {
 	// reassigns), the re-read records it already emitted are skipped.
 	r.restored[tp] = record.PartitionCheckpoint{TopicPartition: tp, Low: ps.low(), Position: ps.offs.Position(), Watermark: ps.task.rel}
 	delete(r.parts, tp)
+	r.pcache = partCache{}
 	r.unpause(ps)
 	r.catch.Revoke(ps.cid)
 	ps.task.strat.Remove(ps.wid)

@@ -106,6 +106,7 @@ type run struct {
 	p        *Pipeline
 	cfg      *config
 	parts    map[record.TopicPartition]*partState
+	pcache   partCache // released records' partitions, without hashing
 	catch    *catchup.Tracker
 	tasks    map[int32]*task
 	store    ParkedStore
@@ -116,7 +117,7 @@ type run struct {
 	outs     chan *out
 	// spare returns full-size record batches from the sink goroutine once
 	// every sink has written them, cleared, for the engine to fill again.
-	spare chan []record.Record
+	spare    chan []record.Record
 	errs     chan error
 	stats    Stats
 	started  time.Time

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"time"
+	"unsafe"
 
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/watermark"
@@ -43,7 +44,7 @@ func (r *run) release(now time.Time) error {
 // to a revoked partition (the new owner re-reads it) or a restart found it
 // already emitted.
 func (r *run) released(rec *record.Record) error {
-	ps := r.parts[record.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}]
+	ps := r.partOf(rec)
 	if ps == nil {
 		return nil
 	}
@@ -69,6 +70,30 @@ func (r *run) released(rec *record.Record) error {
 	return nil
 }
 
+// partCache finds a released record's partition state without hashing its
+// topic: a source's records of one partition share their Topic string's
+// memory, so its address picks the slot, and a full comparison confirms a
+// hit (any other record only misses). assign and revoke clear it.
+type partCache [64]struct {
+	tp record.TopicPartition
+	ps *partState
+}
+
+// partOf is r.parts[rec's partition], through the cache.
+func (r *run) partOf(rec *record.Record) *partState {
+	i := (uintptr(unsafe.Pointer(unsafe.StringData(rec.Topic)))>>4 ^ uintptr(rec.Partition)) % uintptr(len(r.pcache))
+	c := &r.pcache[i]
+	if c.ps != nil && c.tp.Partition == rec.Partition && c.tp.Topic == rec.Topic {
+		return c.ps
+	}
+	tp := record.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}
+	ps := r.parts[tp]
+	if ps != nil {
+		c.tp, c.ps = tp, ps
+	}
+	return ps
+}
+
 // flushAll releases everything parked (end of a bounded run) and raises the
 // watermark to the last released event time, so that a later restart treats
 // all of it as emitted.
@@ -89,16 +114,18 @@ func (r *run) flushAll() error {
 }
 
 // batchFor returns an empty record batch for the next out, sized after the
-// last one's n records: a spare full-size one when the last was full.
+// last one's n records: when there were more than 256, a full-size one (a
+// spare the sink goroutine returned, if any), else a small one.
 func (r *run) batchFor(n int) []record.Record {
-	if n >= r.cfg.batchSize {
-		select {
-		case b := <-r.spare:
-			return b
-		default:
-		}
+	if n <= 256 {
+		return make([]record.Record, 0, min(256, r.cfg.batchSize))
 	}
-	return make([]record.Record, 0, min(max(n, 256), r.cfg.batchSize))
+	select {
+	case b := <-r.spare:
+		return b
+	default: // a busy stream: the next batch may fill, and is recycled
+		return make([]record.Record, 0, r.cfg.batchSize)
+	}
 }
 
 // send hands the current out batch to the sink goroutine if it has anything.
