@@ -140,6 +140,9 @@ type sample struct {
 	Seconds  float64 `json:"seconds"`
 	MaxRSS   int64   `json:"max_rss_bytes"`
 	CPU      float64 `json:"cpu_seconds"` // user + system
+	// BrokerCPU is the broker process's user + system time while the
+	// consumer ran: the share of the machine that serving it took.
+	BrokerCPU float64 `json:"broker_cpu_seconds"`
 }
 
 func (s sample) perSecond() float64 { return float64(s.Records) / s.Seconds }
@@ -223,7 +226,7 @@ func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap
 	if err != nil {
 		return sizeRun{}, err
 	}
-	addrs, stopBroker, err := startBroker(c.bin, w, filepath.Join(tmp, "broker.log"))
+	addrs, brokerPID, stopBroker, err := startBroker(c.bin, w, filepath.Join(tmp, "broker.log"))
 	if err != nil {
 		return sizeRun{}, err
 	}
@@ -258,8 +261,12 @@ func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap
 			}
 			cmd = exec.CommandContext(ctx, c.bin, args...)
 		}
+		b0, _ := procCPU(brokerPID)
 		s, err := runMeasured(cmd, filepath.Join(tmp, consumer+".log"))
 		s.Consumer, s.Round = consumer, round
+		if b1, perr := procCPU(brokerPID); perr == nil {
+			s.BrokerCPU = (b1 - b0).Seconds()
+		}
 		if err == nil && cmd.Path == c.bin {
 			s.Records, err = countLines(sink)
 			os.Remove(sink)
@@ -300,9 +307,33 @@ func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap
 	return r, nil
 }
 
+// procCPU is the user + system time of process pid so far, from
+// /proc/pid/stat (fields 14 and 15, in clock ticks of 1/100 s, Linux's
+// USER_HZ).
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	_, rest, ok := strings.Cut(string(b), ") ") // the command may hold spaces
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	var ticks int64
+	for _, x := range f[11:13] { // utime, stime: fields 14, 15 counting from pid
+		n, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}
+
 // startBroker starts `signalbox broker` with the workload's topics and
-// returns its addresses and a function that stops it.
-func startBroker(bin string, w *workload.Workload, logPath string) ([]string, func(), error) {
+// returns its addresses, its process id and a function that stops it.
+func startBroker(bin string, w *workload.Workload, logPath string) ([]string, int, func(), error) {
 	args := []string{"broker", "--addr", "127.0.0.1:0"}
 	for _, t := range w.Topics() {
 		args = append(args, "--topic", fmt.Sprintf("%s:%d", t, partitions))
@@ -310,15 +341,15 @@ func startBroker(bin string, w *workload.Workload, logPath string) ([]string, fu
 	cmd := exec.Command(bin, args...)
 	logf, err := os.Create(logPath)
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
 	cmd.Stderr = logf
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
 	stop := func() {
 		cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // it may be gone
@@ -328,9 +359,9 @@ func startBroker(bin string, w *workload.Workload, logPath string) ([]string, fu
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		stop()
-		return nil, nil, fmt.Errorf("signalbox broker printed no address (see %s): %w", logPath, err)
+		return nil, 0, nil, fmt.Errorf("signalbox broker printed no address (see %s): %w", logPath, err)
 	}
-	return strings.Split(strings.TrimSpace(line), ","), stop, nil
+	return strings.Split(strings.TrimSpace(line), ","), cmd.Process.Pid, stop, nil
 }
 
 // writeJob writes the job file of a signalbox mode: every event topic with
