@@ -5,58 +5,6 @@ import (
 	"slices"
 )
 
-// Pos is a record's place in the release order.
-type Pos struct {
-	EventTime int64  // milliseconds since the Unix epoch
-	Key       string // ordering key
-	Input     string // input (topic) name
-	Partition int32
-	Offset    int64
-}
-
-// Less reports whether a is released before b. It is a total order over
-// distinct records (invariant 1).
-func Less(a, b Pos) bool {
-	if a.EventTime != b.EventTime {
-		return a.EventTime < b.EventTime
-	}
-	return lessTie(&a, &b)
-}
-
-// lessTie is Less for two positions at the same event time.
-func lessTie(a, b *Pos) bool {
-	return cmpTie(a, b) < 0
-}
-
-// cmpTie compares two positions at the same event time.
-func cmpTie(a, b *Pos) int {
-	switch {
-	case a.Key != b.Key:
-		return cmpString(a.Key, b.Key)
-	case a.Input != b.Input:
-		return cmpString(a.Input, b.Input)
-	case a.Partition != b.Partition:
-		if a.Partition < b.Partition {
-			return -1
-		}
-		return 1
-	case a.Offset != b.Offset:
-		if a.Offset < b.Offset {
-			return -1
-		}
-		return 1
-	}
-	return 0
-}
-
-// cmpString compares two strings known to differ.
-func cmpString(a, b string) int {
-	if a < b {
-		return -1
-	}
-	return 1
-}
-
 // item is what the buckets hold: the event time as an order-preserving
 // unsigned key, the value and its accounted size. Moving items between
 // buckets touches nothing else: a record's position is read (through the
@@ -73,20 +21,23 @@ func key(t int64) uint64 { return uint64(t) ^ 1<<63 }
 // Queue is an in-memory timer queue of values of type V. It is not safe for
 // concurrent use.
 //
-// It is a radix heap over event times: a record sits in the bucket given by
-// the highest bit in which its event time differs from last, the event time
-// of the latest release step (bucket 0: equal to it). A push is an append.
-// A release step empties the lowest bucket whose least event time the
-// watermark has passed, filing its records again into lower buckets, so a
-// record moves at most once per bit of the parked set's event-time spread,
-// and only the records of one event time (bucket 0) are ever sorted, by the
-// tie-break. Records only move down while pushes stay at or above last,
+// It is a radix heap over event times. A record sits in the bucket given by
+// the highest bit in which its event time differs from last, a key at or
+// below every parked record (bucket 0: equal to it); a push is an append.
+// Releasing up to a watermark (release.go) takes whole buckets the
+// watermark has passed, or splits the lowest one at the watermark when at
+// least a quarter of its span is due, filing the rest below it; the records
+// taken are sorted once, by a stable radix sort on the bits their times do
+// not share, then by the tie-break within each event time. A bucket of
+// which little is due is filed down step by step, the textbook radix heap's
+// release. A record only moves down while pushes stay at or above last,
 // which the engine guarantees (a record at or below the released watermark
-// is late, never parked); a push below it files everything again.
+// is late, never parked); a push below it files everything again, once.
 //
 // Records at the same Pos always share a bucket (the bucket is a function
-// of the event time) and keep their push order within it, so a stable sort
-// of bucket 0 puts the latest push of a Pos next to its earlier ones.
+// of the event time) and keep their push order within it, so the stable
+// sorts put the latest push of a Pos next to its earlier ones, and only it
+// is released.
 type Queue[V any] struct {
 	pos     func(V) Pos
 	buckets [65][]item[V]
@@ -158,6 +109,7 @@ func (q *Queue[V]) put(it item[V]) {
 	if k == 0 {
 		q.buckets[0] = append(q.buckets[0], it)
 		q.b0sorted = len(q.buckets[0]) == 1
+		q.b0dups = q.b0dups && !q.b0sorted
 		return
 	}
 	if q.mask&(1<<(k-1)) == 0 {
@@ -190,270 +142,6 @@ func (q *Queue[V]) rebase() {
 	}
 	clear(s)
 	q.scratch = s[:0]
-}
-
-// settle makes bucket 0 hold the records of the least parked event time,
-// sorted, provided that event time is ≤ limit; it reports whether bucket 0
-// then holds anything to release.
-func (q *Queue[V]) settle(limit uint64) bool {
-	if len(q.buckets[0]) == 0 {
-		if q.mask == 0 {
-			return false
-		}
-		k := bits.TrailingZeros64(q.mask) + 1
-		if q.bmin[k] > limit {
-			return false
-		}
-		items := q.buckets[k]
-		q.buckets[k] = items[:0]
-		q.mask &^= 1 << (k - 1)
-		q.last = q.bmin[k]
-		for _, it := range items {
-			q.put(it) // always below k: it agrees with the new last above bit k-1
-		}
-		clear(items) // drop the values, so that the queue keeps nothing reachable
-	}
-	if q.last > limit {
-		return false
-	}
-	q.sort0()
-	return true
-}
-
-// sort0 sorts bucket 0 if a push has disordered it.
-//
-// It reads each record's position once, into a scratch slice, rather than
-// twice per comparison, and notes whether two records share a Pos (b0dups),
-// so that releasing looks for earlier pushes only then.
-func (q *Queue[V]) sort0() {
-	if q.b0sorted {
-		return
-	}
-	q.b0sorted = true
-	q.b0dups = q.sortTies(q.buckets[0])
-}
-
-// sortTies sorts records of one event time in descending release order,
-// stably (of equal positions the latest push is nearest the end), and
-// reports whether two share a Pos.
-func (q *Queue[V]) sortTies(b []item[V]) (dups bool) {
-	if len(b) < 2 {
-		return false
-	}
-	t, perm := q.ties[:0], q.perm[:0]
-	for i, it := range b {
-		t = append(t, tie[V]{p: q.pos(it.v), it: it})
-		perm = append(perm, int32(i))
-	}
-	// Sorting indices moves 4 bytes where a tie is 80.
-	slices.SortStableFunc(perm, func(x, y int32) int { return cmpTie(&t[y].p, &t[x].p) })
-	for i, j := range perm {
-		b[i] = t[j].it
-		if i > 0 && t[j].p == t[perm[i-1]].p {
-			dups = true
-		}
-	}
-	clear(t)
-	q.ties, q.perm = t[:0], perm[:0]
-	return dups
-}
-
-// tie is a record of bucket 0 with its position, for sorting.
-type tie[V any] struct {
-	p  Pos
-	it item[V]
-}
-
-// PopUntil removes every value with event time ≤ watermark, in order, and
-// appends it to dst (invariant 2). At most max values are popped when max > 0.
-func (q *Queue[V]) PopUntil(watermark int64, max int, dst []V) []V {
-	limit := key(watermark)
-	popped := 0
-	if max <= 0 {
-		n := len(dst)
-		if dst = q.release(limit, dst); len(dst) > n {
-			popped += len(dst) - n
-			q.minOK = false
-		}
-	}
-	for (max <= 0 || popped < max) && q.settle(limit) {
-		b0 := q.buckets[0]
-		for len(b0) > 0 && (max <= 0 || popped < max) {
-			n := len(b0) - 1
-			it := b0[n]
-			b0[n] = item[V]{}
-			b0 = b0[:n]
-			q.len--
-			q.bytes -= int64(it.size)
-			dst = append(dst, it.v)
-			popped++
-			if q.b0dups {
-				b0 = q.dropEarlier(b0, it.v)
-			}
-		}
-		q.buckets[0] = b0
-		q.minOK = false
-	}
-	if q.sinceTrim += popped; q.sinceTrim > q.len && q.sinceTrim > keepFloor {
-		q.sinceTrim = 0
-		q.trim() // once per turnover of the parked set
-	}
-	if q.len == 0 {
-		q.shrink()
-	}
-	return dst
-}
-
-// release releases records at or below limit, in order, in whole buckets:
-// bucket 0 (its records are at last); then, while the lowest bucket's least
-// key is at or below limit, either all of it (its greatest key is too; last
-// becomes that key) or, when limit is at least a quarter of the way into
-// its keys, the part at or below limit, the rest filed again below it
-// relative to last = limit+1. It leaves a bucket of which little is due to
-// PopUntil's step-by-step release (settle). Every record left
-// is above limit, and so is every later push the engine makes, so a record
-// moves down a bucket only when the watermark comes within its bucket's
-// span, and the released ones are sorted once (radixSort), not filed down
-// level by level.
-func (q *Queue[V]) release(limit uint64, dst []V) []V {
-	if b0 := q.buckets[0]; len(b0) > 0 {
-		if q.last > limit {
-			return dst
-		}
-		q.sort0()
-		dst = q.emit(b0, q.b0dups, dst)
-		clear(b0)
-		q.buckets[0] = b0[:0]
-	}
-	for q.mask != 0 {
-		k := bits.TrailingZeros64(q.mask) + 1
-		if q.bmin[k] > limit {
-			break
-		}
-		if q.bmax[k] > limit && limit-q.bmin[k] < (q.bmax[k]-q.bmin[k])/4 {
-			break // little of it is due: PopUntil files it down step by step
-		}
-		b := q.buckets[k]
-		q.mask &^= 1 << (k - 1)
-		if q.bmax[k] <= limit {
-			dst = q.emitSorted(b, k, dst)
-			clear(b)
-			q.buckets[k] = b[:0]
-			q.last = q.bmax[k]
-			continue
-		}
-		// Split: the records above limit keep b's array while they are
-		// filed again below k (nothing is filed into k meanwhile).
-		rel, keep := q.split[:0], b[:0]
-		for _, it := range b {
-			if it.u <= limit {
-				rel = append(rel, it)
-			} else {
-				keep = append(keep, it)
-			}
-		}
-		q.last = limit + 1 // ≤ every record kept, and above every one released
-		for _, it := range keep {
-			q.put(it)
-		}
-		clear(b)
-		q.buckets[k] = b[:0]
-		dst = q.emitSorted(rel, k, dst)
-		clear(rel)
-		q.split = rel[:0]
-	}
-	return dst
-}
-
-// emitSorted appends the values of b, records of bucket k, in release order:
-// a stable radix sort on the low k bits of the keys (the bits above are
-// shared), then the tie-break within each event time.
-func (q *Queue[V]) emitSorted(b []item[V], k int, dst []V) []V {
-	s, spare := radixSort(b, q.scratch, k)
-	for i := 0; i < len(s); {
-		j := i + 1
-		for j < len(s) && s[j].u == s[i].u {
-			j++
-		}
-		g := s[i:j]
-		dst = q.emit(g, q.sortTies(g), dst)
-		i = j
-	}
-	tmp := spare // the scratch array is whichever of the two is not b's
-	if &s[0] != &b[0] {
-		tmp = s
-	}
-	clear(tmp)
-	q.scratch = tmp[:0]
-	return dst
-}
-
-// emit appends the values of records of one event time, sorted in
-// descending release order (sortTies), from the end; of several pushes of
-// one Pos (dups) only the latest, and counts them all out.
-func (q *Queue[V]) emit(g []item[V], dups bool, dst []V) []V {
-	for n := len(g) - 1; n >= 0; n-- {
-		dst = append(dst, g[n].v)
-		q.len--
-		q.bytes -= int64(g[n].size)
-		if dups {
-			for p := q.pos(g[n].v); n > 0 && q.pos(g[n-1].v) == p; n-- {
-				q.len-- // an earlier push of the same Pos: dropped
-				q.bytes -= int64(g[n-1].size)
-			}
-		}
-	}
-	return dst
-}
-
-// radixSort sorts b stably by the low bits of the keys, eight at a time,
-// using tmp's memory (a short b by insertion, in place). It returns the sorted slice and the other one (each is
-// b's array or tmp's).
-func radixSort[V any](b, tmp []item[V], bits int) (sorted, other []item[V]) {
-	if len(b) <= 32 { // an insertion sort beats the passes' 2 KiB counts
-		for i := 1; i < len(b); i++ {
-			for j := i; j > 0 && b[j].u < b[j-1].u; j-- {
-				b[j], b[j-1] = b[j-1], b[j]
-			}
-		}
-		return b, tmp[:0]
-	}
-	tmp = slices.Grow(tmp[:0], len(b))[:len(b)]
-	for shift := 0; shift < bits && len(b) > 1; shift += 8 {
-		var count [257]int
-		for i := range b {
-			count[int(byte(b[i].u>>shift))+1]++
-		}
-		if count[int(byte(b[0].u>>shift))+1] == len(b) {
-			continue // every key has the same digit here
-		}
-		for d := 1; d < 257; d++ {
-			count[d] += count[d-1]
-		}
-		for i := range b {
-			d := byte(b[i].u >> shift)
-			tmp[count[d]] = b[i]
-			count[d]++
-		}
-		b, tmp = tmp, b
-	}
-	return b, tmp
-}
-
-// dropEarlier drops from the end of the sorted bucket 0 the earlier pushes of
-// the Pos of v, which was just released.
-func (q *Queue[V]) dropEarlier(b0 []item[V], v V) []item[V] {
-	if len(b0) == 0 {
-		return b0
-	}
-	p := q.pos(v)
-	for n := len(b0) - 1; n >= 0 && q.pos(b0[n].v) == p; n-- {
-		q.len--
-		q.bytes -= int64(b0[n].size)
-		b0[n] = item[V]{}
-		b0 = b0[:n]
-	}
-	return b0
 }
 
 // trim gives bucket memory back to the garbage collector when the buckets
