@@ -125,12 +125,11 @@ func (q *Queue[V]) PopUntil(watermark int64, max int, dst []V) []V {
 // key is at or below limit, either all of it (its greatest key is too; last
 // becomes that key) or, when limit is at least a quarter of the way into
 // its keys, the part at or below limit, the rest filed again below it
-// relative to last = limit+1. It leaves a bucket of which little is due to
-// PopUntil's step-by-step release (settle). Every record left
-// is above limit, and so is every later push the engine makes, so a record
-// moves down a bucket only when the watermark comes within its bucket's
-// span, and the released ones are sorted once (radixSort), not filed down
-// level by level.
+// relative to last = limit+1, which every record left and every later push
+// the engine makes are above. The records taken are sorted once
+// (emitSorted) instead of being filed down level by level. It stops at a
+// bucket of which little is due, which PopUntil then releases step by step
+// (settle).
 func (q *Queue[V]) release(limit uint64, dst []V) []V {
 	if b0 := q.buckets[0]; len(b0) > 0 {
 		if q.last > limit {
