@@ -315,3 +315,39 @@ func TestQueueCapacityStaysBounded(t *testing.T) {
 		t.Fatalf("buckets hold capacity for %d records with %d parked, bound %d", total, q.Len(), bound)
 	}
 }
+
+// FuzzQueue drives the queue with operations decoded from the fuzzer's
+// bytes, against the oracle: each byte pair is a push (event time from a
+// range the first byte picks, so that times tie, spread over many bits, or
+// fall below the last release step) or a release to a watermark, bounded
+// or not. go test -fuzz FuzzQueue ./timers
+func FuzzQueue(f *testing.F) {
+	f.Add([]byte{0, 5, 0, 9, 200, 7, 0, 5, 201, 255})
+	f.Add([]byte{1, 1, 2, 200, 3, 77, 130, 12, 250, 9, 0, 0, 0, 0, 199, 255})
+	f.Add([]byte{9, 250, 9, 251, 77, 2, 210, 1, 3, 4, 3, 4, 220, 100})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		q, o := NewQueue(recPos), &oracle{}
+		var got []*rec
+		for i := 0; i+1 < len(ops); i += 2 {
+			op, arg := ops[i], int64(ops[i+1])
+			scale := []int64{1, 1 << 12, 1 << 33}[op%3]
+			if op < 192 {
+				p := Pos{EventTime: arg * scale, Key: []string{"a", "b"}[op/3%2], Input: "in", Partition: int32(op / 6 % 4), Offset: int64(op / 24)}
+				q.Push(&rec{p, i}, int(op))
+				o.push(p, i, int(op))
+				continue
+			}
+			wm, max := arg*scale, int(op%4) // max 0: unbounded
+			got = q.PopUntil(wm, max, got[:0])
+			if want := o.popUntil(wm, max); !slices.Equal(vals(got), want) {
+				t.Fatalf("op %d: PopUntil(%d, %d) = %v, oracle %v", i, wm, max, vals(got), want)
+			}
+			if q.Len() != len(o.items) || q.Bytes() != o.bytes() {
+				t.Fatalf("op %d: Len, Bytes = %d, %d; oracle %d, %d", i, q.Len(), q.Bytes(), len(o.items), o.bytes())
+			}
+			if m, ok := q.Min(); ok != (len(o.items) > 0) || ok && m != o.items[0].pos {
+				t.Fatalf("op %d: Min = %+v, %v; oracle %+v", i, m, ok, o.items)
+			}
+		}
+	})
+}
