@@ -94,6 +94,15 @@ const slotOverhead = 96
 // writeChunk is the size at which pending NoSync writes are committed.
 const writeChunk = 256 << 10
 
+// walDrain bounds pebble's WAL queue: once this many bytes have been
+// committed NoSync since the last synced commit, the next commit is synced.
+// pebble copies a NoSync commit into 32 KiB blocks that a background
+// goroutine writes out, and keeps every block it has allocated until the
+// WAL rotates; when that goroutine falls behind (a busy machine) the blocks
+// pile up in the Go heap, up to the memtable's size. A synced commit waits
+// for the queue to drain (invariant 3).
+const walDrain = 1 << 20
+
 // Store is a parked set that stays within a memory budget and survives
 // restarts. It is the durable counterpart of timers.Queue. The parked set
 // has two parts: an in-memory btree ordered by Less, which holds records
@@ -113,16 +122,18 @@ const writeChunk = 256 << 10
 //     order, whether it is in memory or only on disk. A record leaves the
 //     store only after fn returned nil for it.
 //  3. Everything the store holds in memory stays within MemoryBudget:
-//     pebble's memtables (up to 2 × MemTableSize) and block cache
-//     (CacheSize), the write buffers (2 × 512 KiB), and the in-memory part,
-//     which gets half the rest (its payloads plus slotOverhead and the key
-//     per record; the other half is the garbage collector's headroom). A record that does not fit goes to pebble on Park and costs
-//     no memory while parked: the index spills too. (The one exception is
+//     pebble's memtables (up to 2 × MemTableSize), block cache (CacheSize)
+//     and WAL queue (walDrain, 1 MiB), the write buffers (2 × 512 KiB),
+//     and the in-memory part, which gets half the rest (its payloads plus
+//     slotOverhead and the key per record; the other half is the garbage
+//     collector's headroom, see config.GCPercent). A record that does not
+//     fit goes to pebble on Park and costs no memory while parked: the
+//     index spills too. (The one exception is
 //     a record parked at or below the last position released, which the
 //     engine never parks: it is late. It stays in memory, see 8.)
 //  4. Every parked value on disk carries a generation. Checkpoint n writes
 //     generation n and commits it, its deletions, the blobs and the
-//     checkpoint itself atomically, with the one Sync it does. OpenStore
+//     checkpoint itself atomically, with one synced commit. OpenStore
 //     discards values of a generation above the last checkpoint, so reopening
 //     restores exactly the parked set of the last checkpoint, whatever was
 //     written after it, in the same order.
@@ -130,7 +141,9 @@ const writeChunk = 256 << 10
 //     the keys released since the previous one with DeleteRange, cutting the
 //     ranges around every key still parked, so a record that has not been
 //     handed to Release's fn is never deleted.
-//  6. All other writes are NoSync; there is never an fsync per record.
+//  6. All other writes are NoSync, except one commit per MiB of them
+//     (walDrain), which is synced to bound pebble's WAL queue; there is
+//     never an fsync per record.
 //  7. Errors from pebble are sticky: the store is failed and every later call
 //     returns the error. Close it and reopen to restart from the last
 //     checkpoint.
@@ -197,6 +210,8 @@ type Store struct {
 	memKey  []byte       // key of the in-memory record Release compares
 	lastKey []byte       // key of the last record Release took from disk
 	rel     releaseAlloc // memory of the records Release loads
+
+	unsynced int64 // bytes committed NoSync since the last synced commit
 
 	err    error // sticky failure
 	wedged bool  // pebble panicked in a commit and cannot be closed
@@ -474,7 +489,11 @@ func (s *Store) flush() error {
 	if s.wb.Empty() {
 		return nil
 	}
-	if err := s.commit(s.wb, pebble.NoSync); err != nil {
+	o := pebble.NoSync
+	if s.unsynced += int64(s.wb.Len()); s.unsynced >= walDrain {
+		o, s.unsynced = pebble.Sync, 0 // see walDrain
+	}
+	if err := s.commit(s.wb, o); err != nil {
 		return err
 	}
 	s.wb.Reset()

@@ -235,17 +235,27 @@ func TestStoreOptions(t *testing.T) {
 		t.Fatalf("defaults: %+v", o)
 	}
 	// The budget covers pebble's memory (invariant 3): a 16 MiB budget gets
-	// 2 MiB memtables and a 512 KiB cache, and leaves the in-memory part
-	// half of 16 - 4 - 0.5 - 1, 5.25 MiB.
+	// 4 MiB memtables (the floor, a quarter of the budget), a 512 KiB cache
+	// and a 1 MiB WAL queue, and leaves the in-memory part half of
+	// 16 - 8 - 0.5 - 1 - 1, 2.75 MiB.
 	small := StoreOptions{MemoryBudget: 16 << 20}
 	small.EnsureDefaults()
-	if small.MemTableSize != 2<<20 || small.CacheSize != 512<<10 || small.memLimit() != 21<<18 {
-		t.Fatalf("16 MiB: %+v, in-memory part %d", small, small.memLimit())
+	if small.MemTableSize != 4<<20 || small.CacheSize != 512<<10 || small.InMemoryBudget() != 11<<18 {
+		t.Fatalf("16 MiB: %+v, in-memory part %d", small, small.InMemoryBudget())
+	}
+	// Up to 16 MiB the two memtables take half the budget; from 32 MiB up, a
+	// quarter.
+	for budget, mt := range map[int64]uint64{8 << 20: 2 << 20, 32 << 20: 4 << 20, 64 << 20: 8 << 20} {
+		o := StoreOptions{MemoryBudget: budget}
+		o.EnsureDefaults()
+		if o.MemTableSize != mt {
+			t.Errorf("budget %d: memtable %d, want %d", budget, o.MemTableSize, mt)
+		}
 	}
 	tiny := StoreOptions{MemoryBudget: 1}
 	tiny.EnsureDefaults()
-	if tiny.MemTableSize != 1<<20 || tiny.CacheSize != 512<<10 || tiny.memLimit() != 0 {
-		t.Fatalf("1 byte: %+v, in-memory part %d", tiny, tiny.memLimit())
+	if tiny.MemTableSize != 1<<20 || tiny.CacheSize != 512<<10 || tiny.InMemoryBudget() != 0 {
+		t.Fatalf("1 byte: %+v, in-memory part %d", tiny, tiny.InMemoryBudget())
 	}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
