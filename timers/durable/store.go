@@ -94,15 +94,6 @@ const slotOverhead = 96
 // writeChunk is the size at which pending NoSync writes are committed.
 const writeChunk = 256 << 10
 
-// walDrain bounds pebble's WAL queue: once this many bytes have been
-// committed NoSync since the last synced commit, the next commit is synced.
-// pebble copies a NoSync commit into 32 KiB blocks that a background
-// goroutine writes out, and keeps every block it has allocated until the
-// WAL rotates; when that goroutine falls behind (a busy machine) the blocks
-// pile up in the Go heap, up to the memtable's size. A synced commit waits
-// for the queue to drain (invariant 3).
-const walDrain = 1 << 20
-
 // Store is a parked set that stays within a memory budget and survives
 // restarts. It is the durable counterpart of timers.Queue. The parked set
 // has two parts: an in-memory btree ordered by Less, which holds records
@@ -123,7 +114,7 @@ const walDrain = 1 << 20
 //     store only after fn returned nil for it.
 //  3. Everything the store holds in memory stays within MemoryBudget:
 //     pebble's memtables (up to 2 × MemTableSize), block cache (CacheSize)
-//     and WAL queue (walDrain, 1 MiB), the write buffers (2 × 512 KiB),
+//     and WAL queue (see 6), the write buffers (2 × 512 KiB),
 //     and the in-memory part, which gets half the rest (its payloads plus
 //     slotOverhead and the key per record; the other half is the garbage
 //     collector's headroom, see config.GCPercent). A record that does not
@@ -141,9 +132,14 @@ const walDrain = 1 << 20
 //     the keys released since the previous one with DeleteRange, cutting the
 //     ranges around every key still parked, so a record that has not been
 //     handed to Release's fn is never deleted.
-//  6. All other writes are NoSync, except one commit per MiB of them
-//     (walDrain), which is synced to bound pebble's WAL queue; there is
-//     never an fsync per record.
+//  6. All other writes are NoSync, except one commit per
+//     StoreOptions.walQueue bytes of them (1/64 of the budget, 1 MiB to
+//     MemTableSize), which is synced: pebble copies a NoSync commit into
+//     32 KiB blocks that a background goroutine writes out, and keeps
+//     every block it allocated until its WAL rotates; when that goroutine
+//     falls behind (a busy machine) the blocks pile up in the Go heap. A
+//     synced commit waits for them to drain. There is never an fsync per
+//     record.
 //  7. Errors from pebble are sticky: the store is failed and every later call
 //     returns the error. Close it and reopen to restart from the last
 //     checkpoint.
@@ -212,6 +208,7 @@ type Store struct {
 	rel     releaseAlloc // memory of the records Release loads
 
 	unsynced int64 // bytes committed NoSync since the last synced commit
+	walQueue int64 // opts.walQueue()
 
 	err    error // sticky failure
 	wedged bool  // pebble panicked in a commit and cannot be closed
@@ -490,8 +487,8 @@ func (s *Store) flush() error {
 		return nil
 	}
 	o := pebble.NoSync
-	if s.unsynced += int64(s.wb.Len()); s.unsynced >= walDrain {
-		o, s.unsynced = pebble.Sync, 0 // see walDrain
+	if s.unsynced += int64(s.wb.Len()); s.unsynced >= s.walQueue {
+		o, s.unsynced = pebble.Sync, 0 // invariant 6
 	}
 	if err := s.commit(s.wb, o); err != nil {
 		return err

@@ -48,16 +48,19 @@ func TestStoreCrash(t *testing.T) {
 }
 
 // TestStoreDrainsWAL: parking spilled records syncs pebble's WAL at least
-// once per walDrain bytes, without a checkpoint, so that its queue of
-// blocks cannot pile up in memory (invariants 3 and 6): after parking
-// 4 MiB, a crash keeps at least 3 MiB of WAL.
+// once per walQueue bytes (1 MiB here), without a checkpoint, so that its
+// queue of blocks cannot pile up in memory (invariants 3 and 6): after
+// parking 4 MiB, a crash keeps at least 3 MiB of WAL.
 func TestStoreDrainsWAL(t *testing.T) {
 	fs := vfs.NewCrashableMem()
 	opts := memOpts(fs, 0)
 	opts.MemTableSize = 64 << 20
 	s := mustOpen(t, "state", opts)
 	defer func() { _ = s.Close() }()
-	const value, n = 1000, 4 * walDrain / 1000
+	if opts.walQueue() != 1<<20 {
+		t.Fatalf("WAL queue %d", opts.walQueue())
+	}
+	const value, n = 1000, 4 << 20 / 1000
 	for i := range int64(n) {
 		p := timers.Pos{EventTime: i, Key: "k", Input: "orders", Offset: i}
 		if err := s.Park(p, &record.Record{Topic: "orders", Offset: i, Key: []byte("k"), Value: make([]byte, value)}); err != nil {
@@ -82,7 +85,7 @@ func TestStoreDrainsWAL(t *testing.T) {
 			wal += fi.Size()
 		}
 	}
-	if wal < 3*walDrain {
+	if wal < 3<<20 {
 		t.Fatalf("%d bytes of WAL synced after parking %d", wal, n*value)
 	}
 }

@@ -20,7 +20,8 @@ import (
 type StoreOptions struct {
 	// MemoryBudget bounds, in bytes, everything the store holds in memory
 	// (Store invariant 3): pebble's memtables (up to two of MemTableSize),
-	// its block cache (CacheSize) and WAL queue (1 MiB), the write buffers
+	// its block cache (CacheSize) and WAL queue (1/64 of the budget, at
+	// least 1 MiB; see Store invariant 6), the write buffers
 	// (1 MiB), and the in-memory part of the parked set, which gets half
 	// the rest (the other half is the garbage collector's); beyond it
 	// parked records live only in pebble. When the first four exceed the
@@ -109,7 +110,14 @@ func (o *StoreOptions) EnsureDefaults() {
 // heap grows past its live size between collections (by GOGC percent), and
 // the in-memory part is most of the store's live heap.
 func (o *StoreOptions) InMemoryBudget() int64 {
-	return max(o.MemoryBudget-2*int64(o.MemTableSize)-o.CacheSize-walDrain-2*batchRetain, 0) / 2
+	return max(o.MemoryBudget-2*int64(o.MemTableSize)-o.CacheSize-o.walQueue()-2*batchRetain, 0) / 2
+}
+
+// walQueue bounds pebble's WAL queue in memory: the most bytes committed
+// NoSync between two synced commits (Store invariant 6). 1/64 of the
+// budget, between 1 MiB and MemTableSize.
+func (o *StoreOptions) walQueue() int64 {
+	return max(min(o.MemoryBudget/64, int64(o.MemTableSize)), 1<<20)
 }
 
 // Validate reports the first invalid field of o, after defaults.
@@ -208,6 +216,7 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 		cache:    cache,
 		index:    btree.NewWithFreeListG(degree, lessSlot, btree.NewFreeListG[*slot](freeListSize)),
 		memLimit: opts.InMemoryBudget(),
+		walQueue: opts.walQueue(),
 		maxOff:   map[record.TopicPartition]*int64{},
 		wb:       db.NewBatch(pebble.WithMaxRetainedSizeBytes(batchRetain)),
 	}
