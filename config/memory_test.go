@@ -10,14 +10,11 @@ import (
 // share the budget leaves it, so small budgets collect more often; large
 // ones keep Go's default, and none goes below 25.
 func TestGCPercent(t *testing.T) {
-	for _, c := range []struct {
-		budget int64
-		want   int
-	}{{1, 25}, {16 << 20, 31}, {256 << 20, 93}, {64 << 30, 99}} {
-		o := durable.StoreOptions{MemoryBudget: c.budget}
+	for budget, want := range map[int64]int{1: 25, 16 << 20: 31, 256 << 20: 93, 64 << 30: 99} {
+		o := durable.StoreOptions{MemoryBudget: budget}
 		o.EnsureDefaults()
-		if got := GCPercent(o); got != c.want {
-			t.Errorf("budget %d (in-memory part %d): GCPercent %d, want %d", c.budget, o.InMemoryBudget(), got, c.want)
+		if got := GCPercent(o); got != want {
+			t.Errorf("budget %d (in-memory part %d): GCPercent %d, want %d", budget, o.InMemoryBudget(), got, want)
 		}
 	}
 }

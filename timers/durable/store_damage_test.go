@@ -234,13 +234,19 @@ func TestStoreOptions(t *testing.T) {
 		o.MemTableSize != 32<<20 || o.DiskReserve != 4*32<<20+32<<20 || o.FS == nil || o.Logger == nil {
 		t.Fatalf("defaults: %+v", o)
 	}
+	// 256 MiB: two 32 MiB memtables, an 8 MiB cache, a 4 MiB WAL queue
+	// (1/64), 1 MiB of write buffers; half the rest, 89.5 MiB, in memory.
+	if o.walQueue() != 4<<20 || o.InMemoryBudget() != 179<<19 {
+		t.Fatalf("defaults: WAL queue %d, in-memory part %d", o.walQueue(), o.InMemoryBudget())
+	}
 	// The budget covers pebble's memory (invariant 3): a 16 MiB budget gets
 	// 4 MiB memtables (the floor, a quarter of the budget), a 512 KiB cache
 	// and a 1 MiB WAL queue, and leaves the in-memory part half of
 	// 16 - 8 - 0.5 - 1 - 1, 2.75 MiB.
 	small := StoreOptions{MemoryBudget: 16 << 20}
 	small.EnsureDefaults()
-	if small.MemTableSize != 4<<20 || small.CacheSize != 512<<10 || small.InMemoryBudget() != 11<<18 {
+	if small.MemTableSize != 4<<20 || small.CacheSize != 512<<10 || small.walQueue() != 1<<20 ||
+		small.InMemoryBudget() != 11<<18 {
 		t.Fatalf("16 MiB: %+v, in-memory part %d", small, small.InMemoryBudget())
 	}
 	// Up to 16 MiB the two memtables take half the budget; from 32 MiB up, a
