@@ -78,6 +78,10 @@ func runChild() error {
 		signalbox.WithSink(chk),
 		signalbox.WithUntil(signalbox.UntilEndOffsets),
 		signalbox.WithLogger(log),
+		// The held input holds the watermark at −∞: with alignment on, the
+		// other partitions would pause one window past their first record
+		// and nothing more would park. memtest measures the parked set.
+		signalbox.WithAlignment(0),
 	)...)
 	if err != nil {
 		return err
