@@ -114,14 +114,14 @@ const writeChunk = 256 << 10
 //     store only after fn returned nil for it.
 //  3. Everything the store holds in memory stays within MemoryBudget:
 //     pebble's memtables (up to 2 × MemTableSize), block cache (CacheSize)
-//     and WAL queue (see 6), the write buffers (2 × 512 KiB),
-//     and the in-memory part, which gets half the rest (its payloads plus
+//     and WAL queue (see 6), the write buffers (2 × 512 KiB), and the
+//     in-memory part, which gets half the rest (its payloads plus
 //     slotOverhead and the key per record; the other half is the garbage
 //     collector's headroom, see config.GCPercent). A record that does not
 //     fit goes to pebble on Park and costs no memory while parked: the
-//     index spills too. (The one exception is
-//     a record parked at or below the last position released, which the
-//     engine never parks: it is late. It stays in memory, see 8.)
+//     index spills too. (The one exception is a record parked at or below
+//     the last position released, which the engine never parks: it is
+//     late. It stays in memory, see 8.)
 //  4. Every parked value on disk carries a generation. Checkpoint n writes
 //     generation n and commits it, its deletions, the blobs and the
 //     checkpoint itself atomically, with one synced commit. OpenStore

@@ -21,9 +21,9 @@ type StoreOptions struct {
 	// MemoryBudget bounds, in bytes, everything the store holds in memory
 	// (Store invariant 3): pebble's memtables (up to two of MemTableSize),
 	// its block cache (CacheSize) and WAL queue (1/64 of the budget, at
-	// least 1 MiB; see Store invariant 6), the write buffers
-	// (1 MiB), and the in-memory part of the parked set, which gets half
-	// the rest (the other half is the garbage collector's); beyond it
+	// least 1 MiB; see Store invariant 6), the write buffers (1 MiB), and
+	// the in-memory part of the parked set, which gets half the rest (the
+	// other half is the garbage collector's); beyond it
 	// parked records live only in pebble. When the first four exceed the
 	// budget, nothing parked is kept in memory. Default 256 MiB.
 	MemoryBudget int64
@@ -68,9 +68,9 @@ const (
 	tableBlockSize        = 32 << 10
 )
 
-// minMemTable is the memtable size below which a budget of at least
-// 4 × minMemTable does not go (StoreOptions.MemTableSize): smaller
-// memtables flush and compact records that are still parked.
+// minMemTable is the smallest default memtable of a budget of at least
+// 4 × minMemTable (StoreOptions.MemTableSize): smaller memtables flush and
+// compact records that are still parked (docs/bench.md).
 const minMemTable = 4 << 20
 
 // Defaults of StoreOptions.
@@ -106,9 +106,9 @@ func (o *StoreOptions) EnsureDefaults() {
 // InMemoryBudget is the budget of the in-memory part of the parked set,
 // for options with their defaults applied: half of what MemoryBudget leaves
 // after pebble's memtables, cache and WAL queue and the write buffers
-// (Store invariant 3). The other half is the garbage collector's headroom: the Go
-// heap grows past its live size between collections (by GOGC percent), and
-// the in-memory part is most of the store's live heap.
+// (Store invariant 3). The other half is the garbage collector's headroom:
+// the Go heap grows past its live size between collections (by the GOGC
+// percentage), and the in-memory part is most of the store's live heap.
 func (o *StoreOptions) InMemoryBudget() int64 {
 	return max(o.MemoryBudget-2*int64(o.MemTableSize)-o.CacheSize-o.walQueue()-2*batchRetain, 0) / 2
 }
@@ -189,9 +189,10 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 		// about to drop. Every flush carries a checkpoint's DeleteRange of
 		// old keys and new keys above the parked ones, so its table spans
 		// the whole parked range and is an L0 sublevel of its own: with
-		// pebble's thresholds (4 and 12) an L0 compaction rewrites every
-		// parked record after a few flushes. 32 sublevels cut the CPU of
-		// BenchmarkStore/spilled-16MiB by about a third (docs/bench.md).
+		// low thresholds (pebble's 4 and 12, or the 8 and 32 used before)
+		// an L0 compaction rewrites every parked record after a few
+		// flushes. 32 and 64 cut the CPU of BenchmarkStore/spilled-16MiB
+		// by about a third (docs/bench.md).
 		L0CompactionThreshold: l0CompactionThreshold,
 		L0StopWritesThreshold: l0StopWritesThreshold,
 	}
