@@ -23,3 +23,22 @@ func BoundMemory(k *kafka.Config, opts durable.StoreOptions) int64 {
 	k.PartitionMaxBytes = min(k.PartitionMaxBytes, k.FetchMaxBytes)
 	return opts.MemoryBudget + 4*int64(k.FetchMaxBytes) + 64<<20
 }
+
+// otherLiveHeap is the Go heap a store keeps live besides its in-memory
+// part: pebble's WAL blocks and flush and compaction buffers, the store's
+// write buffers and release chunks. Measured with `go run
+// ./bench/cmd/memtest -store-only delay -heapprofile` (docs/bench.md).
+const otherLiveHeap = 6 << 20
+
+// GCPercent proposes the garbage collector's target percentage
+// (runtime/debug.SetGCPercent) for a parked-state budget. Between
+// collections the Go heap grows by that percentage of its live heap, and the
+// budget leaves that growth as much as the in-memory part
+// (opts.InMemoryBudget, Store invariant 3); the live heap is the in-memory
+// part plus about 6 MiB of pebble's and the store's buffers. So a small
+// budget gets less than Go's default of 100 (31 for 16 MiB, 93 for
+// 256 MiB), never below 25. opts must have its defaults applied.
+func GCPercent(opts durable.StoreOptions) int {
+	h := opts.InMemoryBudget()
+	return int(min(max(100*h/(h+otherLiveHeap), 25), 100))
+}

@@ -128,14 +128,20 @@ func newRunCmd() *cobra.Command {
 }
 
 // boundMemory applies config.BoundMemory and sets the Go memory limit it
-// proposes, unless GOMEMLIMIT is set.
+// proposes, unless GOMEMLIMIT is set, and config.GCPercent's garbage
+// collector percentage, unless GOGC is set.
 func boundMemory(plan *config.Plan, opts durable.StoreOptions, log *zap.Logger) {
 	limit := config.BoundMemory(&plan.Kafka, opts)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(limit)
 	}
+	gc := config.GCPercent(opts)
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gc)
+	}
 	log.Info("memory bounded for the state budget", zap.Int64("budget", opts.MemoryBudget),
-		zap.Int32("fetch_max_bytes", plan.Kafka.FetchMaxBytes), zap.Int64("go_memory_limit", limit))
+		zap.Int32("fetch_max_bytes", plan.Kafka.FetchMaxBytes), zap.Int64("go_memory_limit", limit),
+		zap.Int("go_gc_percent", gc))
 }
 
 // resetState deletes the parked-record store in dir; it refuses a

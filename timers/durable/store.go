@@ -113,16 +113,18 @@ const writeChunk = 256 << 10
 //     order, whether it is in memory or only on disk. A record leaves the
 //     store only after fn returned nil for it.
 //  3. Everything the store holds in memory stays within MemoryBudget:
-//     pebble's memtables (up to 2 × MemTableSize) and block cache
-//     (CacheSize), the write buffers (2 × 512 KiB), and the in-memory part,
-//     which gets half the rest (its payloads plus slotOverhead and the key
-//     per record; the other half is the garbage collector's headroom). A record that does not fit goes to pebble on Park and costs
-//     no memory while parked: the index spills too. (The one exception is
-//     a record parked at or below the last position released, which the
-//     engine never parks: it is late. It stays in memory, see 8.)
+//     pebble's memtables (up to 2 × MemTableSize), block cache (CacheSize)
+//     and WAL queue (see 6), the write buffers (2 × 512 KiB), and the
+//     in-memory part, which gets half the rest (its payloads plus
+//     slotOverhead and the key per record; the other half is the garbage
+//     collector's headroom, see config.GCPercent). A record that does not
+//     fit goes to pebble on Park and costs no memory while parked: the
+//     index spills too. (The one exception is a record parked at or below
+//     the last position released, which the engine never parks: it is
+//     late. It stays in memory, see 8.)
 //  4. Every parked value on disk carries a generation. Checkpoint n writes
 //     generation n and commits it, its deletions, the blobs and the
-//     checkpoint itself atomically, with the one Sync it does. OpenStore
+//     checkpoint itself atomically, with one synced commit. OpenStore
 //     discards values of a generation above the last checkpoint, so reopening
 //     restores exactly the parked set of the last checkpoint, whatever was
 //     written after it, in the same order.
@@ -130,7 +132,14 @@ const writeChunk = 256 << 10
 //     the keys released since the previous one with DeleteRange, cutting the
 //     ranges around every key still parked, so a record that has not been
 //     handed to Release's fn is never deleted.
-//  6. All other writes are NoSync; there is never an fsync per record.
+//  6. All other writes are NoSync, except one commit per
+//     StoreOptions.walQueue bytes of them (1/64 of the budget, 1 MiB to
+//     MemTableSize), which is synced: pebble copies a NoSync commit into
+//     32 KiB blocks that a background goroutine writes out, and keeps
+//     every block it allocated until its WAL rotates; when that goroutine
+//     falls behind (a busy machine) the blocks pile up in the Go heap. A
+//     synced commit waits for them to drain. There is never an fsync per
+//     record.
 //  7. Errors from pebble are sticky: the store is failed and every later call
 //     returns the error. Close it and reopen to restart from the last
 //     checkpoint.
@@ -197,6 +206,9 @@ type Store struct {
 	memKey  []byte       // key of the in-memory record Release compares
 	lastKey []byte       // key of the last record Release took from disk
 	rel     releaseAlloc // memory of the records Release loads
+
+	unsynced int64 // bytes committed NoSync since the last synced commit
+	walQueue int64 // opts.walQueue()
 
 	err    error // sticky failure
 	wedged bool  // pebble panicked in a commit and cannot be closed
@@ -474,7 +486,11 @@ func (s *Store) flush() error {
 	if s.wb.Empty() {
 		return nil
 	}
-	if err := s.commit(s.wb, pebble.NoSync); err != nil {
+	o := pebble.NoSync
+	if s.unsynced += int64(s.wb.Len()); s.unsynced >= s.walQueue {
+		o, s.unsynced = pebble.Sync, 0 // invariant 6
+	}
+	if err := s.commit(s.wb, o); err != nil {
 		return err
 	}
 	s.wb.Reset()

@@ -234,18 +234,34 @@ func TestStoreOptions(t *testing.T) {
 		o.MemTableSize != 32<<20 || o.DiskReserve != 4*32<<20+32<<20 || o.FS == nil || o.Logger == nil {
 		t.Fatalf("defaults: %+v", o)
 	}
+	// 256 MiB: two 32 MiB memtables, an 8 MiB cache, a 4 MiB WAL queue
+	// (1/64), 1 MiB of write buffers; half the rest, 89.5 MiB, in memory.
+	if o.walQueue() != 4<<20 || o.InMemoryBudget() != 179<<19 {
+		t.Fatalf("defaults: WAL queue %d, in-memory part %d", o.walQueue(), o.InMemoryBudget())
+	}
 	// The budget covers pebble's memory (invariant 3): a 16 MiB budget gets
-	// 2 MiB memtables and a 512 KiB cache, and leaves the in-memory part
-	// half of 16 - 4 - 0.5 - 1, 5.25 MiB.
+	// 4 MiB memtables (the floor, a quarter of the budget), a 512 KiB cache
+	// and a 1 MiB WAL queue, and leaves the in-memory part half of
+	// 16 - 8 - 0.5 - 1 - 1, 2.75 MiB.
 	small := StoreOptions{MemoryBudget: 16 << 20}
 	small.EnsureDefaults()
-	if small.MemTableSize != 2<<20 || small.CacheSize != 512<<10 || small.memLimit() != 21<<18 {
-		t.Fatalf("16 MiB: %+v, in-memory part %d", small, small.memLimit())
+	if small.MemTableSize != 4<<20 || small.CacheSize != 512<<10 || small.walQueue() != 1<<20 ||
+		small.InMemoryBudget() != 11<<18 {
+		t.Fatalf("16 MiB: %+v, in-memory part %d", small, small.InMemoryBudget())
+	}
+	// Up to 16 MiB the two memtables take half the budget; from 32 MiB up, a
+	// quarter.
+	for budget, mt := range map[int64]uint64{8 << 20: 2 << 20, 32 << 20: 4 << 20, 64 << 20: 8 << 20} {
+		o := StoreOptions{MemoryBudget: budget}
+		o.EnsureDefaults()
+		if o.MemTableSize != mt {
+			t.Errorf("budget %d: memtable %d, want %d", budget, o.MemTableSize, mt)
+		}
 	}
 	tiny := StoreOptions{MemoryBudget: 1}
 	tiny.EnsureDefaults()
-	if tiny.MemTableSize != 1<<20 || tiny.CacheSize != 512<<10 || tiny.memLimit() != 0 {
-		t.Fatalf("1 byte: %+v, in-memory part %d", tiny, tiny.memLimit())
+	if tiny.MemTableSize != 1<<20 || tiny.CacheSize != 512<<10 || tiny.InMemoryBudget() != 0 {
+		t.Fatalf("1 byte: %+v, in-memory part %d", tiny, tiny.InMemoryBudget())
 	}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)

@@ -12,10 +12,11 @@ import (
 
 func ExampleStore() {
 	fs := vfs.NewMem() // a real job passes a directory and leaves FS unset
-	// pebble's two memtables and cache and the write buffers take 4 MiB of
-	// the budget; half the rest, 700 bytes, is left for records in memory
-	// (the other half is the garbage collector's), the rest spills.
-	opts := durable.StoreOptions{FS: fs, MemoryBudget: 4<<20 + 1400, MemTableSize: 1 << 20, CacheSize: 1 << 20}
+	// pebble's two memtables, cache and WAL queue and the write buffers
+	// take 5 MiB of the budget; half the rest, 700 bytes, is left for
+	// records in memory (the other half is the garbage collector's), the
+	// rest spills.
+	opts := durable.StoreOptions{FS: fs, MemoryBudget: 5<<20 + 1400, MemTableSize: 1 << 20, CacheSize: 1 << 20}
 	s, err := durable.OpenStore("state", opts)
 	if err != nil {
 		panic(err)

@@ -47,6 +47,49 @@ func TestStoreCrash(t *testing.T) {
 	}
 }
 
+// TestStoreDrainsWAL: parking spilled records syncs pebble's WAL at least
+// once per walQueue bytes (1 MiB here), without a checkpoint, so that its
+// queue of blocks cannot pile up in memory (invariants 3 and 6): after
+// parking 4 MiB, a crash keeps at least 3 MiB of WAL.
+func TestStoreDrainsWAL(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	opts := memOpts(fs, 0)
+	opts.MemTableSize = 64 << 20
+	s := mustOpen(t, "state", opts)
+	defer func() { _ = s.Close() }()
+	if opts.walQueue() != 1<<20 {
+		t.Fatalf("WAL queue %d", opts.walQueue())
+	}
+	const value, n = 1000, 4 << 20 / 1000
+	for i := range int64(n) {
+		p := timers.Pos{EventTime: i, Key: "k", Input: "orders", Offset: i}
+		if err := s.Park(p, &record.Record{Topic: "orders", Offset: i, Key: []byte("k"), Value: make([]byte, value)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.SpilledLen() != n {
+		t.Fatalf("%d of %d records spilled", s.SpilledLen(), n)
+	}
+	synced := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	names, err := synced.List("state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wal int64
+	for _, name := range names {
+		if strings.HasSuffix(name, ".log") {
+			fi, err := synced.Stat(synced.PathJoin("state", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wal += fi.Size()
+		}
+	}
+	if wal < 3<<20 {
+		t.Fatalf("%d bytes of WAL synced after parking %d", wal, n*value)
+	}
+}
+
 // faultFS fails every write and sync of pebble's WAL and tables while on.
 func faultFS(fs vfs.FS) (vfs.FS, *atomic.Bool) {
 	on := new(atomic.Bool)

@@ -20,9 +20,11 @@ import (
 type StoreOptions struct {
 	// MemoryBudget bounds, in bytes, everything the store holds in memory
 	// (Store invariant 3): pebble's memtables (up to two of MemTableSize),
-	// its block cache (CacheSize), the write buffers (1 MiB), and the
-	// in-memory part of the parked set, which gets the rest; beyond it
-	// parked records live only in pebble. When the first three exceed the
+	// its block cache (CacheSize) and WAL queue (1/64 of the budget, at
+	// least 1 MiB; see Store invariant 6), the write buffers (1 MiB), and
+	// the in-memory part of the parked set, which gets half the rest (the
+	// other half is the garbage collector's); beyond it
+	// parked records live only in pebble. When the first four exceed the
 	// budget, nothing parked is kept in memory. Default 256 MiB.
 	MemoryBudget int64
 	// MustExist makes OpenStore fail with ErrMissing unless the directory
@@ -37,9 +39,11 @@ type StoreOptions struct {
 	CacheSize int64
 	// MemTableSize is the size of one pebble memtable, in bytes; larger
 	// memtables make spilling cheaper (most records parked on disk are then
-	// deleted before a flush writes them to a table). pebble keeps up to two
-	// outside the Go heap. Default: MemoryBudget / 8, between 1 MiB and
-	// DefaultMemTableSize (64 MiB); must be below 4 GiB.
+	// deleted before a flush writes them to a table, and fewer flushes make
+	// fewer tables to compact). pebble keeps up to two outside the Go heap.
+	// Default: MemoryBudget / 8, but at least the smaller of
+	// MemoryBudget / 4 and 4 MiB, between 1 MiB and DefaultMemTableSize
+	// (64 MiB); must be below 4 GiB.
 	MemTableSize uint64
 	// DiskReserve is the free space, in bytes, the store keeps on the file
 	// system under its directory. OpenStore refuses to open, and a write
@@ -56,11 +60,18 @@ type StoreOptions struct {
 	Logger pebble.Logger
 }
 
-// pebble's L0 thresholds for the store; see OpenStore.
+// pebble's L0 thresholds and table block size for the store; see
+// OpenStore.
 const (
-	l0CompactionThreshold = 8
-	l0StopWritesThreshold = 32
+	l0CompactionThreshold = 32
+	l0StopWritesThreshold = 64
+	tableBlockSize        = 32 << 10
 )
+
+// minMemTable is the smallest default memtable of a budget of at least
+// 4 × minMemTable (StoreOptions.MemTableSize): smaller memtables flush and
+// compact records that are still parked (docs/bench.md).
+const minMemTable = 4 << 20
 
 // Defaults of StoreOptions.
 const (
@@ -81,7 +92,8 @@ func (o *StoreOptions) EnsureDefaults() {
 		o.CacheSize = min(max(o.MemoryBudget/32, 512<<10), DefaultCacheSize)
 	}
 	if o.MemTableSize == 0 {
-		o.MemTableSize = uint64(min(max(o.MemoryBudget/8, 1<<20), DefaultMemTableSize))
+		o.MemTableSize = uint64(min(max(o.MemoryBudget/8, min(o.MemoryBudget/4, minMemTable), 1<<20),
+			DefaultMemTableSize))
 	}
 	if o.DiskReserve == 0 {
 		o.DiskReserve = 4*int64(o.MemTableSize) + 32<<20
@@ -91,13 +103,21 @@ func (o *StoreOptions) EnsureDefaults() {
 	}
 }
 
-// memLimit is the budget of the in-memory part of the parked set: half of
-// what MemoryBudget leaves after pebble's memtables and cache and the write
-// buffers (Store invariant 3). The other half is the garbage collector's:
-// the Go heap grows to about twice its live size between collections, and
-// the in-memory part is most of the store's live heap.
-func (o *StoreOptions) memLimit() int64 {
-	return max(o.MemoryBudget-2*int64(o.MemTableSize)-o.CacheSize-2*batchRetain, 0) / 2
+// InMemoryBudget is the budget of the in-memory part of the parked set,
+// for options with their defaults applied: half of what MemoryBudget leaves
+// after pebble's memtables, cache and WAL queue and the write buffers
+// (Store invariant 3). The other half is the garbage collector's headroom:
+// the Go heap grows past its live size between collections (by the GOGC
+// percentage), and the in-memory part is most of the store's live heap.
+func (o *StoreOptions) InMemoryBudget() int64 {
+	return max(o.MemoryBudget-2*int64(o.MemTableSize)-o.CacheSize-o.walQueue()-2*batchRetain, 0) / 2
+}
+
+// walQueue bounds pebble's WAL queue in memory: the most bytes committed
+// NoSync between two synced commits (Store invariant 6). 1/64 of the
+// budget, between 1 MiB and MemTableSize.
+func (o *StoreOptions) walQueue() int64 {
+	return max(min(o.MemoryBudget/64, int64(o.MemTableSize)), 1<<20)
 }
 
 // Validate reports the first invalid field of o, after defaults.
@@ -157,7 +177,7 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 		return nil, err
 	}
 	cache := pebble.NewCache(opts.CacheSize)
-	db, err := pebble.Open(dir, &pebble.Options{
+	po := &pebble.Options{
 		FS:                 opts.FS,
 		Cache:              cache,
 		MemTableSize:       opts.MemTableSize,
@@ -166,11 +186,20 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 		FormatMajorVersion: pebble.FormatNewest,
 		// Spilled records are deleted soon after they are flushed, so
 		// compacting L0 eagerly mostly rewrites data a range deletion is
-		// about to drop: raising pebble's L0 thresholds from 4 and 12 cuts
-		// the CPU of BenchmarkStore/spilled by about 15%.
+		// about to drop. Every flush carries a checkpoint's DeleteRange of
+		// old keys and new keys above the parked ones, so its table spans
+		// the whole parked range and is an L0 sublevel of its own: with
+		// low thresholds (pebble's 4 and 12, or the 8 and 32 used before)
+		// an L0 compaction rewrites every parked record after a few
+		// flushes. 32 and 64 cut the CPU of BenchmarkStore/spilled-16MiB
+		// by about a third (docs/bench.md).
 		L0CompactionThreshold: l0CompactionThreshold,
 		L0StopWritesThreshold: l0StopWritesThreshold,
-	})
+	}
+	// Release reads tables sequentially: 32 KiB blocks (pebble's default
+	// is 4 KiB) take an eighth of the block loads, reads and decompressions.
+	po.Levels[0].BlockSize = tableBlockSize
+	db, err := pebble.Open(dir, po)
 	if err != nil {
 		cache.Unref()
 		if errors.Is(err, pebble.ErrDBDoesNotExist) || errors.Is(err, os.ErrNotExist) ||
@@ -187,7 +216,8 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 		db:       db,
 		cache:    cache,
 		index:    btree.NewWithFreeListG(degree, lessSlot, btree.NewFreeListG[*slot](freeListSize)),
-		memLimit: opts.memLimit(),
+		memLimit: opts.InMemoryBudget(),
+		walQueue: opts.walQueue(),
 		maxOff:   map[record.TopicPartition]*int64{},
 		wb:       db.NewBatch(pebble.WithMaxRetainedSizeBytes(batchRetain)),
 	}

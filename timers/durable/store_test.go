@@ -153,7 +153,7 @@ func checkSame(t *testing.T, s *Store, o parkedSet) {
 // pebble's memory and the write buffers.
 func memOpts(fs vfs.FS, budget int64) StoreOptions {
 	if budget < 1<<40 {
-		budget = 2*budget + 2<<20 + 1<<20 + 2*batchRetain
+		budget = 2*budget + 2<<20 + 1<<20 + 1<<20 + 2*batchRetain // memtables, cache, WAL queue
 	}
 	return StoreOptions{FS: fs, MemoryBudget: budget, MemTableSize: 1 << 20, CacheSize: 1 << 20}
 }

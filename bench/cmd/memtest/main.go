@@ -87,7 +87,7 @@ func run() error {
 		fetchMaxS  = flag.String("fetch-max", "", "Kafka source FetchMaxBytes (default: the source's default)")
 		stores     = flag.String("stores", "durable,memory", "stores to run, in order: durable, memory")
 		seed       = flag.Uint64("seed", 1, "seed of the payloads")
-		heapProf   = flag.String("heapprofile", "", "write each child's heap profile, taken with everything else parked, to this path + .<store>")
+		heapProf   = flag.String("heapprofile", "", "write each child's heap profile, taken with everything else parked, to this path + .<store> (with -store-only: to this path, taken at the peak of the Go heap)")
 	)
 	flag.Parse()
 	if *child {
@@ -103,7 +103,8 @@ func run() error {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		return runStoreOnly(storeShape{shape: *storeOnly, budget: budget, factor: *factor, value: *valueSize, dir: dir})
+		return runStoreOnly(storeShape{shape: *storeOnly, budget: budget, factor: *factor, value: *valueSize, dir: dir,
+			heapProfile: *heapProf})
 	}
 	sizes := map[string]int64{}
 	for name, s := range map[string]string{"budget": *budgetS, "memtable": *memtableS, "cache": *cacheS, "partition-max": *partMaxS, "fetch-max": *fetchMaxS} {

@@ -4,15 +4,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"runtime"
-	"runtime/debug"
 	"time"
 	"unsafe"
 
-	"github.com/signalbox/signalbox/config"
 	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/sources/kafka"
 	"github.com/signalbox/signalbox/timers"
 	"github.com/signalbox/signalbox/timers/durable"
 )
@@ -26,6 +22,9 @@ type storeShape struct {
 	factor int // parked set, in multiples of budget (accounted size)
 	value  int // bytes per record value
 	dir    string
+	// heapProfile, if set, is where the heap profile goes, rewritten at
+	// every new peak of the Go heap in use.
+	heapProfile string
 }
 
 // storeResult is what a -store-only run reports.
@@ -48,15 +47,13 @@ type storeResult struct {
 //
 // and "idle", the same job with nothing parked. The parked set reaches
 // factor × budget of accounted size (record.Record.Size). It sets the Go
-// memory limit as `signalbox run` does (config.BoundMemory), checkpoints
+// memory limit and garbage collector percentage as `signalbox run` does
+// (config.BoundMemory, config.GCPercent), checkpoints
 // every 50,000 records, and prints one Markdown table row.
 func runStoreOnly(sh storeShape) error {
 	so := durable.StoreOptions{MemoryBudget: sh.budget}
 	so.EnsureDefaults()
-	kc := kafka.Config{}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(config.BoundMemory(&kc, so))
-	}
+	boundRuntime(so)
 	s, err := durable.OpenStore(sh.dir, so)
 	if err != nil {
 		return err
@@ -89,6 +86,9 @@ func runStoreOnly(sh storeShape) error {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		u := s.Usage()
+		if int64(ms.HeapInuse) > res.peakHeap && sh.heapProfile != "" {
+			heapProfile(job{HeapProfile: sh.heapProfile, Store: "store-only"})()
+		}
 		res.peakHeap = max(res.peakHeap, int64(ms.HeapInuse))
 		res.peakPebble = max(res.peakPebble, u.Pebble)
 		res.peakDisk = max(res.peakDisk, u.Disk)
