@@ -25,8 +25,8 @@ const GCPercent = 200
 // soft memory limit (runtime/debug.SetMemoryLimit) of twice the limit plus
 // four fetches and 64 MiB, so that the collector works harder before memory
 // grows past what the job's own bounds imply. With a state.dir the store's
-// budget sets the limit instead (boundMemory). GOGC and GOMEMLIMIT, when
-// set, win.
+// budget sets both instead (boundMemory, which runs after it). GOGC and
+// GOMEMLIMIT, when set, win.
 func tuneGC(plan *config.Plan, log *zap.Logger) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(GCPercent)
