@@ -86,10 +86,9 @@ func (r *run) partOf(rec *record.Record) *partState {
 	if c.ps != nil && c.tp.Partition == rec.Partition && c.tp.Topic == rec.Topic {
 		return c.ps
 	}
-	tp := record.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}
-	ps := r.parts[tp]
+	ps := r.parts[record.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}]
 	if ps != nil {
-		c.tp, c.ps = tp, ps
+		c.tp, c.ps = ps.tp, ps // the partition's own strings, never a record's buffer
 	}
 	return ps
 }
