@@ -281,9 +281,12 @@ func table(rs []result) string {
 		if !r.Complete || !r.InOrder {
 			verdict = fmt.Sprintf("**complete=%v in order=%v**", r.Complete, r.InOrder)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s (%d records) | %s | %s | %s / %s | %s (%d records) | %d | %s | %s | %d records, %s |\n",
-			store, budget, mib(r.HeldParkedB), r.HeldParked, ratio, mib(r.HeldStoreB), mib(r.RSSAtHold), mib(r.HeapAtHold),
-			mib(r.PeakParkedB), r.PeakParked, r.Spilled, mib(r.PeakRSS), mib(r.PeakHeap), r.Out, verdict)
+		held := fmt.Sprintf("%s (%d records) | %s | %s | %s / %s", mib(r.HeldParkedB), r.HeldParked, ratio, mib(r.HeldStoreB), mib(r.RSSAtHold), mib(r.HeapAtHold))
+		if r.Idle {
+			held = "– | " + ratio + " | – | –" // no held input: nothing to sample behind it
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s (%d records) | %d | %s | %s | %d records, %s |\n",
+			store, budget, held, mib(r.PeakParkedB), r.PeakParked, r.Spilled, mib(r.PeakRSS), mib(r.PeakHeap), r.Out, verdict)
 	}
 	return b.String()
 }
