@@ -73,20 +73,26 @@ func runChild() error {
 		inputs = append(inputs, signalbox.Input{Topic: t, Time: signalbox.TimeFromTimestamp})
 	}
 	chk := &checker{}
-	p, err := signalbox.New(src, append(opts,
+	opts = append(opts,
 		signalbox.WithInputs(inputs...),
 		signalbox.WithSink(chk),
 		signalbox.WithUntil(signalbox.UntilEndOffsets),
-		signalbox.WithLogger(log),
+		signalbox.WithLogger(log))
+	if !j.Idle {
 		// The held input holds the watermark at −∞: with alignment on, the
 		// other partitions would pause one window past their first record
 		// and nothing more would park. memtest measures the parked set.
-		signalbox.WithAlignment(0),
-	)...)
+		// With -idle alignment is on (the engine's default window unless
+		// -align), which keeps the parked set small.
+		opts = append(opts, signalbox.WithAlignment(0))
+	} else if j.Align >= 0 {
+		opts = append(opts, signalbox.WithAlignment(time.Duration(j.Align)))
+	}
+	p, err := signalbox.New(src, opts...)
 	if err != nil {
 		return err
 	}
-	res := result{Store: j.Store, Budget: j.Budget, MemTable: j.MemTable}
+	res := result{Store: j.Store, Idle: j.Idle, Budget: j.Budget, MemTable: j.MemTable}
 	enc := json.NewEncoder(os.Stdout)
 	var mu sync.Mutex // enc and res
 	stop := make(chan struct{})

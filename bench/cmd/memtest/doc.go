@@ -20,6 +20,14 @@
 // (every record once) and in the total release order, then the child prints
 // its result as JSON.
 //
+// With -idle the parent holds no topic back and the child leaves event-time
+// alignment on (the engine's default window, or -align): the same job, with
+// the same history, store options, fetch caps, memory limit and garbage
+// collector percentage, parking only what flow control lets through. Its
+// peak RSS is the whole job's idle footprint that issue 15's target adds to
+// twice the budget; the row reports the most it ever parked, which is not
+// zero (see docs/bench.md). The sink checks the output as in a held run.
+//
 // memtest prints a Markdown table of the results, for docs/bench.md.
 //
 // With -store-only idle|held|delay it runs no broker and no engine: it drives

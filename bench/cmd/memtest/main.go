@@ -32,6 +32,8 @@ type job struct {
 	Total        int64    `json:"total"`         // records in every topic
 	Others       int64    `json:"others"`        // records in every topic but the held one
 	HeapProfile  string   `json:"heap_profile"`  // "": none
+	Idle         bool     `json:"idle"`          // nothing held back, alignment on
+	Align        int64    `json:"align"`         // with Idle: the alignment window in ns; < 0: the engine's default
 }
 
 // progress is one line a child prints on stdout while it runs; the last
@@ -44,6 +46,7 @@ type progress struct {
 // result is a child's report.
 type result struct {
 	Store       string  `json:"store"`
+	Idle        bool    `json:"idle"`
 	Budget      int64   `json:"budget"`
 	MemTable    uint64  `json:"memtable"`
 	PeakParked  int64   `json:"peak_parked_records"`
@@ -87,6 +90,8 @@ func run() error {
 		fetchMaxS  = flag.String("fetch-max", "", "Kafka source FetchMaxBytes (default: the source's default)")
 		stores     = flag.String("stores", "durable,memory", "stores to run, in order: durable, memory")
 		seed       = flag.Uint64("seed", 1, "seed of the payloads")
+		idle       = flag.Bool("idle", false, "hold no topic back and leave event-time alignment at its default: the same job with (almost) nothing parked, whose peak RSS is the idle footprint the targets add to the budget")
+		align      = flag.Duration("align", -1, "with -idle: the event-time alignment window (default: the engine's, signalbox.DefaultAlignment)")
 		heapProf   = flag.String("heapprofile", "", "write each child's heap profile, taken with everything else parked, to this path + .<store> (with -store-only: to this path, taken at the peak of the Go heap)")
 	)
 	flag.Parse()
@@ -140,7 +145,10 @@ func run() error {
 		j := job{
 			Store: store, Brokers: c.Addrs(), Topics: names, Budget: sizes["budget"],
 			MemTable: uint64(sizes["memtable"]), Cache: sizes["cache"], PartitionMax: int32(sizes["partition-max"]), FetchMax: int32(sizes["fetch-max"]),
-			Total: total, Others: total - int64(*partitions**perPart), HeapProfile: *heapProf,
+			Total: total, Others: total - int64(*partitions**perPart), HeapProfile: *heapProf, Idle: *idle, Align: int64(*align),
+		}
+		if *idle {
+			j.Others = total // nothing is held back: "everything else" is everything
 		}
 		r, err := parent(ctx, c, j)
 		if err != nil {
@@ -148,8 +156,15 @@ func run() error {
 		}
 		results = append(results, r)
 	}
-	fmt.Printf("Command: `go run ./bench/cmd/memtest %s` · %d topics × %d partitions × %d records of %d-byte values (%d records); topic `%s` held back until the others are parked.\n\n",
-		strings.Join(os.Args[1:], " "), *topics, *partitions, *perPart, *valueSize, total, names[0])
+	held := fmt.Sprintf("topic `%s` held back until the others are parked", names[0])
+	if *idle {
+		held = "no topic held back, alignment at its default (idle)"
+		if *align >= 0 {
+			held = fmt.Sprintf("no topic held back, alignment window %s (idle)", *align)
+		}
+	}
+	fmt.Printf("Command: `go run ./bench/cmd/memtest %s` · %d topics × %d partitions × %d records of %d-byte values (%d records); %s.\n\n",
+		strings.Join(os.Args[1:], " "), *topics, *partitions, *perPart, *valueSize, total, held)
 	fmt.Print(table(results))
 	for _, r := range results {
 		if !r.Complete || !r.InOrder {
@@ -191,9 +206,12 @@ func produce(ctx context.Context, c *embedded.Cluster, topics []string, partitio
 }
 
 // parent runs j in a child process, holding j.Topics[0] back until the child
-// has ingested every record of the other topics.
+// has ingested every record of the other topics (unless j.Idle).
 func parent(ctx context.Context, c *embedded.Cluster, j job) (result, error) {
-	release := c.DelayFetches(j.Topics[0], time.Hour)
+	release := func() {}
+	if !j.Idle {
+		release = c.DelayFetches(j.Topics[0], time.Hour)
+	}
 	defer release()
 	exe, err := os.Executable()
 	if err != nil {
@@ -223,7 +241,7 @@ func parent(ctx context.Context, c *embedded.Cluster, j job) (result, error) {
 		if pr.Result != nil {
 			res = pr.Result
 		}
-		if held && pr.In >= j.Others {
+		if held && !j.Idle && pr.In >= j.Others {
 			// Everything but the held topic is in: the parked set is at
 			// its peak. Let the child sample it, then release.
 			held = false
@@ -248,17 +266,27 @@ func table(rs []result) string {
 	b.WriteString("| store | budget | parked behind the held input (accounted) | × budget | store's in-memory bytes then | RSS / live Go heap then | peak parked | records spilled | peak RSS (VmHWM) | peak Go heap in use | output |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range rs {
-		budget, ratio := "–", "–"
+		store, budget, ratio := r.Store, "–", "–"
 		if r.Store == "durable" {
 			budget, ratio = mib(r.Budget), fmt.Sprintf("%.1f×", float64(r.HeldParkedB)/float64(r.Budget))
+		}
+		if r.Idle {
+			// Nothing held back: the peak parked set is the multiple.
+			store += ", idle"
+			if r.Store == "durable" {
+				ratio = fmt.Sprintf("%.2f× (peak)", float64(r.PeakParkedB)/float64(r.Budget))
+			}
 		}
 		verdict := "complete, in order"
 		if !r.Complete || !r.InOrder {
 			verdict = fmt.Sprintf("**complete=%v in order=%v**", r.Complete, r.InOrder)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s (%d records) | %s | %s | %s / %s | %s (%d records) | %d | %s | %s | %d records, %s |\n",
-			r.Store, budget, mib(r.HeldParkedB), r.HeldParked, ratio, mib(r.HeldStoreB), mib(r.RSSAtHold), mib(r.HeapAtHold),
-			mib(r.PeakParkedB), r.PeakParked, r.Spilled, mib(r.PeakRSS), mib(r.PeakHeap), r.Out, verdict)
+		held := fmt.Sprintf("%s (%d records) | %s | %s | %s / %s", mib(r.HeldParkedB), r.HeldParked, ratio, mib(r.HeldStoreB), mib(r.RSSAtHold), mib(r.HeapAtHold))
+		if r.Idle {
+			held = "– | " + ratio + " | – | –" // no held input: nothing to sample behind it
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s (%d records) | %d | %s | %s | %d records, %s |\n",
+			store, budget, held, mib(r.PeakParkedB), r.PeakParked, r.Spilled, mib(r.PeakRSS), mib(r.PeakHeap), r.Out, verdict)
 	}
 	return b.String()
 }

@@ -133,8 +133,12 @@ func runStoreOnly(sh storeShape) error {
 		return fmt.Errorf("released %d of %d records", released, total)
 	}
 	mib := func(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
-	fmt.Printf("| %s | %s MiB | %d× | %d | %s MiB | %s | %s | %s | %s | %s | %.2f | %.1f s |\n",
-		sh.shape, mib(sh.budget), sh.factor, res.parkedPeak, mib(res.parkedPeak*size),
+	factor := fmt.Sprintf("%d×", sh.factor)
+	if sh.shape == "idle" {
+		factor = "–" // nothing parked
+	}
+	fmt.Printf("| %s | %s MiB | %s | %d | %s MiB | %s | %s | %s | %s | %s | %.2f | %.1f s |\n",
+		sh.shape, mib(sh.budget), factor, res.parkedPeak, mib(res.parkedPeak*size),
 		mib(res.peakRSS), mib(res.peakHeap), mib(res.peakPebble), mib(res.peakInMem), mib(res.peakDisk),
 		float64(res.peakRSS)/float64(sh.budget), res.seconds)
 	return nil
