@@ -11,20 +11,31 @@
 //  2. Low() is monotonic and ≤ the position.
 //  3. Offsets are added in increasing order (the order of the partition); Done
 //     may come in any order.
+//  4. The window costs 16 bytes per 64 consecutive offsets from Low to the
+//     position that hold an outstanding one: about a bit per parked record,
+//     so that a parked set spilled beyond memory does not come back here.
 package offsets
 
-import "sort"
+import (
+	"math/bits"
+	"sort"
+)
 
-type entry struct {
-	off  int64
-	done bool
+// word holds 64 consecutive offsets: bit i is set while offset base+i is
+// outstanding. A parked record costs an eighth of a byte here, not the 16
+// bytes of an entry per offset: with a spilling store the parked set can be
+// far larger than memory, and this window must not grow with it.
+type word struct {
+	base int64 // a multiple of 64
+	bits uint64
 }
 
 // Partition is the outstanding-offset window of one partition. The zero
 // value is not usable; use New.
 type Partition struct {
-	pending  []entry // increasing offsets; pending[head:] is live
+	pending  []word // increasing bases; pending[head:] is live
 	head     int
+	count    int // outstanding offsets
 	position int64
 	low      int64
 }
@@ -35,7 +46,13 @@ func New(start int64) *Partition { return &Partition{position: start, low: start
 // Add marks offset off outstanding. off must be ≥ the position and greater
 // than any offset added before (invariant 3); the position moves past it.
 func (p *Partition) Add(off int64) {
-	p.pending = append(p.pending, entry{off: off})
+	base := off &^ 63
+	if n := len(p.pending); n > p.head && p.pending[n-1].base == base {
+		p.pending[n-1].bits |= 1 << (off & 63)
+	} else {
+		p.pending = append(p.pending, word{base: base, bits: 1 << (off & 63)})
+	}
+	p.count++
 	if off+1 > p.position {
 		p.position = off + 1
 	}
@@ -55,25 +72,28 @@ func (p *Partition) Advance(position int64) {
 // outstanding.
 func (p *Partition) Done(off int64) bool {
 	live := p.pending[p.head:]
-	if len(live) == 0 {
+	if len(live) == 0 || off < live[0].base {
 		return false
 	}
-	// Offsets are added in increasing order and mostly without gaps, so
-	// off usually sits at its distance from the head; else search.
-	i := int(min(max(off-live[0].off, 0), int64(len(live))))
-	if i == len(live) || live[i].off != off {
-		i = sort.Search(len(live), func(i int) bool { return live[i].off >= off })
+	base := off &^ 63
+	// Words are added in increasing order and mostly without gaps, so off's
+	// word usually sits at its distance from the head; else search.
+	i := int(min((base-live[0].base)/64, int64(len(live))))
+	if i == len(live) || live[i].base != base {
+		i = sort.Search(len(live), func(i int) bool { return live[i].base >= base })
 	}
-	if i == len(live) || live[i].off != off || live[i].done {
+	bit := uint64(1) << (off & 63)
+	if i == len(live) || live[i].base != base || live[i].bits&bit == 0 {
 		return false
 	}
-	live[i].done = true
+	live[i].bits &^= bit
+	p.count--
 	p.settle()
 	return true
 }
 
 func (p *Partition) settle() {
-	for p.head < len(p.pending) && p.pending[p.head].done {
+	for p.head < len(p.pending) && p.pending[p.head].bits == 0 {
 		p.head++
 	}
 	if p.head == len(p.pending) {
@@ -84,7 +104,8 @@ func (p *Partition) settle() {
 	}
 	low := p.position
 	if p.head < len(p.pending) {
-		low = p.pending[p.head].off
+		w := p.pending[p.head]
+		low = w.base + int64(bits.TrailingZeros64(w.bits))
 	}
 	if low > p.low {
 		p.low = low
@@ -98,12 +119,4 @@ func (p *Partition) Low() int64 { return p.low }
 func (p *Partition) Position() int64 { return p.position }
 
 // Outstanding is the number of offsets not yet complete.
-func (p *Partition) Outstanding() int {
-	n := 0
-	for _, e := range p.pending[p.head:] {
-		if !e.done {
-			n++
-		}
-	}
-	return n
-}
+func (p *Partition) Outstanding() int { return p.count }

@@ -132,3 +132,37 @@ func BenchmarkPartition(b *testing.B) {
 		p.Done(i)
 	}
 }
+
+// TestPartitionMemory checks that the window costs about a bit per offset
+// while dense, and an entry per outstanding offset when they lie far apart
+// (a compacted topic), never the gap between them.
+func TestPartitionMemory(t *testing.T) {
+	p := New(0)
+	const n = 1 << 20
+	for off := range int64(n) {
+		p.Add(off)
+	}
+	for off := int64(1); off < n; off += 2 {
+		p.Done(off)
+	}
+	if words := len(p.pending) - p.head; words > n/64 || p.Outstanding() != n/2 || p.Low() != 0 {
+		t.Fatalf("%d outstanding offsets in %d words (want at most %d), Low %d", p.Outstanding(), words, n/64, p.Low())
+	}
+
+	q := New(0)
+	q.Add(5)
+	q.Add(1 << 40)
+	q.Add(1<<40 + 70)
+	if len(q.pending) != 3 || q.Low() != 5 {
+		t.Fatalf("far-apart offsets in %d words, Low %d", len(q.pending), q.Low())
+	}
+	q.Done(5)
+	if q.Low() != 1<<40 {
+		t.Fatalf("Low %d after the first completes, want %d", q.Low(), int64(1<<40))
+	}
+	q.Done(1<<40 + 70)
+	q.Done(1 << 40)
+	if q.Low() != 1<<40+71 || q.Outstanding() != 0 {
+		t.Fatalf("Low %d, outstanding %d after all complete", q.Low(), q.Outstanding())
+	}
+}
