@@ -93,21 +93,9 @@ func (q *Queue[V]) PopUntil(watermark int64, max int, dst []V) []V {
 		}
 	}
 	for (max <= 0 || popped < max) && q.settle(limit) {
-		b0 := q.buckets[0]
-		for len(b0) > 0 && (max <= 0 || popped < max) {
-			n := len(b0) - 1
-			it := b0[n]
-			b0[n] = item[V]{}
-			b0 = b0[:n]
-			q.len--
-			q.bytes -= int64(it.size)
-			dst = append(dst, it.v)
-			popped++
-			if q.b0dups {
-				b0 = q.dropEarlier(b0, it.v)
-			}
-		}
-		q.buckets[0] = b0
+		n := len(dst)
+		q.buckets[0], dst = q.emit(q.buckets[0], q.b0dups, max-popped, dst)
+		popped += len(dst) - n
 		q.minOK = false
 	}
 	if q.sinceTrim += popped; q.sinceTrim > q.len && q.sinceTrim > keepFloor {
@@ -136,9 +124,7 @@ func (q *Queue[V]) release(limit uint64, dst []V) []V {
 			return dst
 		}
 		q.sort0()
-		dst = q.emit(b0, q.b0dups, dst)
-		clear(b0)
-		q.buckets[0] = b0[:0]
+		q.buckets[0], dst = q.emit(b0, q.b0dups, 0, dst)
 	}
 	for q.mask != 0 {
 		k := bits.TrailingZeros64(q.mask) + 1
@@ -191,7 +177,7 @@ func (q *Queue[V]) emitSorted(b []item[V], k int, dst []V) []V {
 			j++
 		}
 		g := s[i:j]
-		dst = q.emit(g, q.sortTies(g), dst)
+		_, dst = q.emit(g, q.sortTies(g), 0, dst)
 		i = j
 	}
 	tmp := spare // the scratch array is whichever of the two is not b's
@@ -203,22 +189,30 @@ func (q *Queue[V]) emitSorted(b []item[V], k int, dst []V) []V {
 	return dst
 }
 
-// emit appends the values of records of one event time, sorted in
-// descending release order (sortTies), from the end; of several pushes of
-// one Pos (dups) only the latest, and counts them all out.
-func (q *Queue[V]) emit(g []item[V], dups bool, dst []V) []V {
-	for n := len(g) - 1; n >= 0; n-- {
-		dst = append(dst, g[n].v)
+// emit appends from the end of g, records of one event time sorted in
+// descending release order (sortTies), up to max values (all when max ≤ 0),
+// and counts them out; of several pushes of one Pos (dups) only the latest
+// is released, the earlier ones dropped with it. It clears what it takes and
+// returns the rest of g.
+func (q *Queue[V]) emit(g []item[V], dups bool, max int, dst []V) ([]item[V], []V) {
+	take := func() item[V] {
+		n := len(g) - 1
+		it := g[n]
+		g[n], g = item[V]{}, g[:n]
 		q.len--
-		q.bytes -= int64(g[n].size)
+		q.bytes -= int64(it.size)
+		return it
+	}
+	for k := 0; len(g) > 0 && (max <= 0 || k < max); k++ {
+		it := take()
+		dst = append(dst, it.v)
 		if dups {
-			for p := q.pos(g[n].v); n > 0 && q.pos(g[n-1].v) == p; n-- {
-				q.len-- // an earlier push of the same Pos: dropped
-				q.bytes -= int64(g[n-1].size)
+			for p := q.pos(it.v); len(g) > 0 && q.pos(g[len(g)-1].v) == p; {
+				take() // an earlier push of the same Pos: dropped
 			}
 		}
 	}
-	return dst
+	return g, dst
 }
 
 // radixSort sorts b stably by the low bits of the keys, eight at a time,
@@ -253,20 +247,4 @@ func radixSort[V any](b, tmp []item[V], bits int) (sorted, other []item[V]) {
 		b, tmp = tmp, b
 	}
 	return b, tmp
-}
-
-// dropEarlier drops from the end of the sorted bucket 0 the earlier pushes of
-// the Pos of v, which was just released.
-func (q *Queue[V]) dropEarlier(b0 []item[V], v V) []item[V] {
-	if len(b0) == 0 {
-		return b0
-	}
-	p := q.pos(v)
-	for n := len(b0) - 1; n >= 0 && q.pos(b0[n].v) == p; n-- {
-		q.len--
-		q.bytes -= int64(b0[n].size)
-		b0[n] = item[V]{}
-		b0 = b0[:n]
-	}
-	return b0
 }
