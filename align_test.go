@@ -15,35 +15,20 @@ import (
 	"github.com/signalbox/signalbox/timers"
 )
 
-// peakStore is the in-memory timer queue, remembering the most records and
-// bytes it ever held.
+// peakStore is the in-memory store, remembering the most records and bytes
+// it ever held.
 type peakStore struct {
-	q               *timers.Queue[*record.Record]
-	buf             []*record.Record
+	*signalbox.MemStore
 	maxLen, maxByte int64
 }
 
-func newPeakStore() *peakStore { return &peakStore{q: timers.NewQueue(posOf)} }
+func newPeakStore() *peakStore { return &peakStore{MemStore: signalbox.NewMemStore()} }
 
-func (s *peakStore) Park(_ timers.Pos, r *record.Record) error {
-	s.q.Push(r, r.Size())
-	s.maxLen, s.maxByte = max(s.maxLen, int64(s.q.Len())), max(s.maxByte, s.q.Bytes())
-	return nil
+func (s *peakStore) Park(p timers.Pos, r *record.Record) error {
+	err := s.MemStore.Park(p, r)
+	s.maxLen, s.maxByte = max(s.maxLen, int64(s.Len())), max(s.maxByte, s.Bytes())
+	return err
 }
-
-func (s *peakStore) Release(wm int64, n int, fn func(*record.Record) error) error {
-	s.buf = s.q.PopUntil(wm, n, s.buf[:0])
-	for _, r := range s.buf {
-		if err := fn(r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (s *peakStore) Min() (timers.Pos, bool) { return s.q.Min() }
-func (s *peakStore) Len() int                { return s.q.Len() }
-func (s *peakStore) Bytes() int64            { return s.q.Bytes() }
 
 // countingSource counts the partitions the engine pauses.
 type countingSource struct {

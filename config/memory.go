@@ -1,6 +1,9 @@
 package config
 
 import (
+	"os"
+	"runtime/debug"
+
 	"github.com/signalbox/signalbox/sources/kafka"
 	"github.com/signalbox/signalbox/timers/durable"
 )
@@ -41,4 +44,16 @@ const otherLiveHeap = 6 << 20
 func GCPercent(opts durable.StoreOptions) int {
 	h := opts.InMemoryBudget()
 	return int(min(max(100*h/(h+otherLiveHeap), 25), 100))
+}
+
+// SetRuntime gives the Go runtime the soft memory limit and garbage
+// collector percentage a job proposes (BoundMemory and GCPercent with a
+// state budget), unless the environment sets GOMEMLIMIT or GOGC, which win.
+func SetRuntime(limit int64, gcPercent int) {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(limit)
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 }

@@ -2,12 +2,12 @@ package main
 
 import (
 	"os"
-	"runtime/debug"
 
 	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/config"
+	"github.com/signalbox/signalbox/timers/durable"
 )
 
 // GCPercent is the garbage collector's target (GOGC) that signalbox run sets
@@ -21,25 +21,28 @@ import (
 // for the least memory.
 const GCPercent = 200
 
-// tuneGC sets GCPercent and, with the in-memory store and a parked limit, a
-// soft memory limit (runtime/debug.SetMemoryLimit) of twice the limit plus
-// four fetches and 64 MiB, so that the collector works harder before memory
-// grows past what the job's own bounds imply. With a state.dir the store's
-// budget sets both instead (boundMemory, which runs after it). GOGC and
-// GOMEMLIMIT, when set, win.
-func tuneGC(plan *config.Plan, log *zap.Logger) {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(GCPercent)
+// tuneRuntime bounds the Go runtime for the job, unless GOGC and GOMEMLIMIT
+// are set (config.SetRuntime). With a state.dir (opts not nil) the store's
+// budget decides: config.BoundMemory caps the Kafka fetches and proposes the
+// memory limit, config.GCPercent the collector's percentage. With the
+// in-memory store it is GCPercent and a soft limit of twice the parked bound
+// plus four fetches and 64 MiB, so that the collector works harder before
+// memory grows past what the job's own bounds imply.
+func tuneRuntime(plan *config.Plan, opts *durable.StoreOptions, log *zap.Logger) {
+	var limit int64
+	gc := GCPercent
+	if opts != nil {
+		limit, gc = config.BoundMemory(&plan.Kafka, *opts), config.GCPercent(*opts)
+	} else {
+		parked := plan.StateMemory
+		if parked == 0 {
+			parked = signalbox.DefaultParkedLimit
+		}
+		plan.Kafka.EnsureDefaults()
+		limit = 2*parked + 4*int64(plan.Kafka.FetchMaxBytes) + 64<<20
 	}
-	if plan.StateDir != "" || os.Getenv("GOMEMLIMIT") != "" {
-		return
-	}
-	parked := plan.StateMemory
-	if parked == 0 {
-		parked = signalbox.DefaultParkedLimit
-	}
-	plan.Kafka.EnsureDefaults()
-	limit := 2*parked + 4*int64(plan.Kafka.FetchMaxBytes) + 64<<20
-	debug.SetMemoryLimit(limit)
-	log.Debug("go memory limit set for the parked bound", zap.Int64("go_memory_limit", limit))
+	config.SetRuntime(limit, gc)
+	log.Info("go runtime bounded", zap.Bool("state_dir", opts != nil), zap.Int32("fetch_max_bytes", plan.Kafka.FetchMaxBytes),
+		zap.Int64("go_memory_limit", limit), zap.Int("go_gc_percent", gc),
+		zap.Bool("overridden", os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != ""))
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"sync"
 	"syscall"
 
@@ -13,7 +12,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox"
-	"github.com/signalbox/signalbox/config"
 	"github.com/signalbox/signalbox/internal/admin"
 	"github.com/signalbox/signalbox/internal/logging"
 	"github.com/signalbox/signalbox/internal/progress"
@@ -57,11 +55,12 @@ func newRunCmd() *cobra.Command {
 					return runtimeError(err)
 				}
 			}
-			tuneGC(plan, log)
-			if plan.StateDir != "" {
+			if plan.StateDir == "" {
+				tuneRuntime(plan, nil, log)
+			} else {
 				opts := durable.StoreOptions{MemoryBudget: plan.StateMemory}
 				opts.EnsureDefaults()
-				boundMemory(plan, opts, log)
+				tuneRuntime(plan, &opts, log)
 				store, err := durable.OpenStore(plan.StateDir, opts)
 				if err != nil {
 					return runtimeError(fmt.Errorf("state.dir: %w (signalbox run --reset-state rebuilds it from Kafka's committed offsets)", err))
@@ -125,23 +124,6 @@ func newRunCmd() *cobra.Command {
 	f.MarkHidden("cpuprofile") //nolint:errcheck // the flag exists
 	cmd.MarkFlagRequired("config")
 	return cmd
-}
-
-// boundMemory applies config.BoundMemory and sets the Go memory limit it
-// proposes, unless GOMEMLIMIT is set, and config.GCPercent's garbage
-// collector percentage, unless GOGC is set.
-func boundMemory(plan *config.Plan, opts durable.StoreOptions, log *zap.Logger) {
-	limit := config.BoundMemory(&plan.Kafka, opts)
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(limit)
-	}
-	gc := config.GCPercent(opts)
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(gc)
-	}
-	log.Info("memory bounded for the state budget", zap.Int64("budget", opts.MemoryBudget),
-		zap.Int32("fetch_max_bytes", plan.Kafka.FetchMaxBytes), zap.Int64("go_memory_limit", limit),
-		zap.Int("go_gc_percent", gc))
 }
 
 // resetState deletes the parked-record store in dir; it refuses a

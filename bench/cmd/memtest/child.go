@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -304,11 +303,5 @@ func boundRuntime(opts durable.StoreOptions) { boundRuntimeKafka(&kafka.Config{}
 // boundRuntimeKafka is boundRuntime for the Kafka source k, which it fits
 // to the budget.
 func boundRuntimeKafka(k *kafka.Config, opts durable.StoreOptions) {
-	limit := config.BoundMemory(k, opts)
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(limit)
-	}
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(config.GCPercent(opts))
-	}
+	config.SetRuntime(config.BoundMemory(k, opts), config.GCPercent(opts))
 }
