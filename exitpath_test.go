@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signalbox/signalbox/internal/pgtest"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap"
@@ -136,37 +138,22 @@ func deadLines(t *testing.T, path string) []map[string]any {
 }
 
 // readOut returns the seq of every record of topic "out" that a consumer
-// with the given isolation level sees, up to a sentinel it appends.
+// with the given isolation level sees (embedded.Cluster.ReadUpTo).
 func readOut(t *testing.T, c *embedded.Cluster, iso kgo.IsolationLevel) []int {
 	t.Helper()
-	cl, err := kgo.NewClient(append(c.ClientOptions(), kgo.ConsumeTopics("out"),
-		kgo.FetchIsolationLevel(iso), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	vals, err := c.ReadUpTo(ctx, "out", iso)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
-	sentinel := fmt.Sprintf("end-%d", time.Now().UnixNano())
-	if err := c.Produce(context.Background(), embedded.Record("out", 0, "", sentinel)); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	var seqs []int
-	for done := false; !done; {
-		fs := cl.PollFetches(ctx)
-		if err := fs.Err0(); err != nil {
-			t.Fatal(err)
+	for _, b := range vals {
+		var v struct{ Seq int }
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatalf("record %q in out: %v", b, err)
 		}
-		fs.EachRecord(func(r *kgo.Record) {
-			var v struct{ Seq int }
-			switch {
-			case done:
-			case string(r.Value) == sentinel:
-				done = true // every record before it is read
-			case json.Unmarshal(r.Value, &v) == nil: // not an earlier sentinel
-				seqs = append(seqs, v.Seq)
-			}
-		})
+		seqs = append(seqs, v.Seq)
 	}
 	return seqs
 }
@@ -176,13 +163,7 @@ func readOut(t *testing.T, c *embedded.Cluster, iso kgo.IsolationLevel) []int {
 // through $EXITPATH_PG_DSN. Without a server the test skips, except under
 // CI.
 func pgTable(t *testing.T) (*pgx.Conn, string) {
-	dsn := os.Getenv("SIGNALBOX_PG_DSN")
-	if dsn == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("SIGNALBOX_PG_DSN is not set under CI: run .ci/postgres.sh")
-		}
-		t.Skip("SIGNALBOX_PG_DSN not set (run .ci/postgres.sh)")
-	}
+	dsn := pgtest.DSN(t)
 	conn, err := pgx.Connect(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signalbox/signalbox/internal/pgtest"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -206,13 +208,7 @@ func crashJSONL(t *testing.T, state string) {
 // order of its insertion sequence.
 func TestCrashPostgres(t *testing.T) {
 	t.Parallel()
-	dsn := os.Getenv("SIGNALBOX_PG_DSN")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("SIGNALBOX_PG_DSN is unset under CI=true: run .ci/postgres.sh")
-		}
-		t.Skip("SIGNALBOX_PG_DSN is unset: eval \"$(bash .ci/postgres.sh | tail -n 1)\"")
-	}
+	dsn := pgtest.DSN(t)
 	table := fmt.Sprintf("crashtest_%d", os.Getpid())
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"reflect"
 	"testing"
+
+	"github.com/signalbox/signalbox/internal/pgtest"
 
 	"github.com/jackc/pgx/v5"
 
@@ -19,18 +20,8 @@ import (
 
 var ctx = context.Background()
 
-// dsn returns the test server's DSN. Without one the tests skip, except
-// under CI, where a missing server is a failure.
-func dsn(t *testing.T) string {
-	d := os.Getenv("SIGNALBOX_PG_DSN")
-	if d == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("SIGNALBOX_PG_DSN is not set under CI: run .ci/postgres.sh")
-		}
-		t.Skip("SIGNALBOX_PG_DSN not set (run .ci/postgres.sh)")
-	}
-	return d
-}
+// dsn returns the test server's DSN (pgtest.DSN).
+func dsn(t *testing.T) string { return pgtest.DSN(t) }
 
 // fixture is one isolated table set on the real server.
 type fixture struct {
