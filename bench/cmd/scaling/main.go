@@ -38,6 +38,7 @@ type config struct {
 	rounds      int
 	delay       time.Duration
 	checkpoint  time.Duration // signalbox's checkpoint_interval; 0: its default
+	gogc        string        // GOGC for the signalbox runs; "": what signalbox run sets
 	bin         string        // signalbox binary; "": build it
 	out         string        // bench.md to splice into; "": stdout only
 	profileSize int64         // history size whose signalbox runs are profiled; 0: none
@@ -56,6 +57,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.rounds, "rounds", 3, "rounds per size; each round runs every consumer once, in turn")
 	fs.DurationVar(&c.delay, "delay", time.Second, "signalbox's delay bound")
 	fs.DurationVar(&c.checkpoint, "checkpoint", 0, "signalbox's checkpoint_interval (0: its default)")
+	fs.StringVar(&c.gogc, "gogc", "", "GOGC for the signalbox runs only (empty: what signalbox run sets)")
 	fs.StringVar(&c.bin, "signalbox", "", "signalbox binary (default: go build ./cmd/signalbox into a temporary directory)")
 	fs.StringVar(&c.out, "out", "docs/bench.md", "splice the section into this file; empty: print it only")
 	fs.StringVar(&c.child, "child", "", "internal: run one raw consumer ("+franz+" or "+sarama+") and print its count")
@@ -260,6 +262,9 @@ func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap
 				args = append(args, "--cpuprofile", profilePath)
 			}
 			cmd = exec.CommandContext(ctx, c.bin, args...)
+			if c.gogc != "" {
+				cmd.Env = append(os.Environ(), "GOGC="+c.gogc)
+			}
 		}
 		b0, _ := procCPU(brokerPID)
 		s, err := runMeasured(cmd, filepath.Join(tmp, consumer+".log"))

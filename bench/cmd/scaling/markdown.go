@@ -39,8 +39,8 @@ func section(c config, args []string, runs []sizeRun, started time.Time) string 
 	p("Reproduce with:\n\n```\n%s\n```\n\n", cmd)
 	p("%d cores · %s · run of %s, %s · rounds per size: %d.\n\n", runtime.NumCPU(), runtime.Version(),
 		started.UTC().Format("2006-01-02 15:04 MST"), time.Since(started).Round(time.Second), c.rounds)
-	p("**Data.** One broker process (`signalbox broker`); %d topics × %d partitions of ~%d-byte JSON values, event time in field `ts` and as the Kafka timestamp, a week of event time, ≤ %v disorder inside a partition, %d keys, 16 KiB producer batches; plus the reference topic `items` (%d records, `time: none` for signalbox). signalbox's delay bound: %v; checkpoint interval: %s.\n\n",
-		topics, partitions, valueBytes, disorder, items, items, c.delay, checkpointLabel(c.checkpoint))
+	p("**Data.** One broker process (`signalbox broker`); %d topics × %d partitions of ~%d-byte JSON values, event time in field `ts` and as the Kafka timestamp, a week of event time, ≤ %v disorder inside a partition, %d keys, 16 KiB producer batches; plus the reference topic `items` (%d records, `time: none` for signalbox). signalbox's delay bound: %v; checkpoint interval: %s; GOGC: %s.\n\n",
+		topics, partitions, valueBytes, disorder, items, items, c.delay, checkpointLabel(c.checkpoint), gogcLabel(c.gogc))
 	p("**How it is measured.** Each consumer is its own process, started after the history is produced, and reads everything up to the end offsets; within a round the consumers run one after the other (franz-go, sarama, signalbox timestamp, signalbox field), and the rounds repeat that order, so a noisy stretch of the machine hits them alike. records/s = records read (signalbox: lines in its JSONL output) ÷ the process's wall time, start-up and connection included; the median over the rounds, with the range. The ratio is to franz-go in the same round (median of the rounds' ratios). Peak RSS is the child's `ru_maxrss` (`os.ProcessState.SysUsage`), the largest over the rounds. CPU is the child's user + system time (the same rusage) per million records, the median over the rounds: on a shared machine it moves less than wall time does, and on 2 cores a consumer cannot run faster than 2 ÷ its CPU per record. Broker CPU is the broker process's user + system time while that consumer ran (from /proc), per million records: the part of the same 2 cores that serving the consumer took.\n\n")
 	p("| history | consumer | records/s (median; range) | × franz-go | CPU s per 1M records | broker CPU s per 1M | peak RSS |\n|---:|---|---:|---:|---:|---:|---:|\n")
 	for _, r := range runs {
@@ -92,6 +92,13 @@ func count(n int64) string {
 		return fmt.Sprintf("%.1fM", float64(n)/1e6)
 	}
 	return fmt.Sprintf("%.0fK", float64(n)/1e3)
+}
+
+func gogcLabel(v string) string {
+	if v == "" {
+		return "what `signalbox run` sets"
+	}
+	return v
 }
 
 func checkpointLabel(d time.Duration) string {
