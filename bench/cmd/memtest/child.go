@@ -56,12 +56,26 @@ func runChild() error {
 	default:
 		return errBadStore(j.Store)
 	}
-	kc := kafka.Config{Brokers: j.Brokers, Topics: j.Topics, PartitionMaxBytes: j.PartitionMax, FetchMaxBytes: j.FetchMax, Logger: log}
-	if ts != nil && j.PartitionMax == 0 && j.FetchMax == 0 {
-		// What `signalbox run` does with state.memory.
+	kc := kafka.Config{Brokers: j.Brokers, Topics: j.Topics, Logger: log}
+	if ts != nil {
+		// What `signalbox run` does with state.memory; -fetch-max and
+		// -partition-max then change only the fetch sizes.
 		so := durable.StoreOptions{MemoryBudget: j.Budget, MemTableSize: j.MemTable, CacheSize: j.Cache}
 		so.EnsureDefaults()
 		boundRuntimeKafka(&kc, so)
+	}
+	if j.FetchMax > 0 {
+		kc.FetchMaxBytes = j.FetchMax
+		kc.PartitionMaxBytes = min(kc.PartitionMaxBytes, j.FetchMax)
+	}
+	if j.PartitionMax > 0 {
+		kc.PartitionMaxBytes = j.PartitionMax
+	}
+	if j.BatchSize > 0 {
+		opts = append(opts, signalbox.WithBatchSize(j.BatchSize))
+	}
+	if j.Inflight > 0 {
+		opts = append(opts, signalbox.WithMaxInflightBatches(j.Inflight))
 	}
 	src, err := kafka.New(kc)
 	if err != nil {
@@ -103,6 +117,9 @@ func runChild() error {
 			defer mu.Unlock()
 			if st.ParkedB > res.PeakInMemB {
 				res.PeakInMemB, res.PeakParked = st.ParkedB, int64(st.Parked)
+			}
+			if j.HeapAtPeak && int64(ms.HeapInuse) > res.PeakHeap {
+				writeHeapProfile(j)
 			}
 			res.PeakHeap = max(res.PeakHeap, int64(ms.HeapInuse))
 			res.PeakGoSys = max(res.PeakGoSys, int64(ms.Sys))
@@ -175,18 +192,24 @@ func sample(p *signalbox.Pipeline, others int64, profile func(), stop <-chan str
 
 // heapProfile returns what writes the heap profile j asks for.
 func heapProfile(j job) func() {
-	if j.HeapProfile == "" {
+	if j.HeapProfile == "" || j.HeapAtPeak {
 		return func() {}
 	}
-	return func() {
-		f, err := os.Create(j.HeapProfile + "." + j.Store)
-		if err == nil {
-			err = pprof.WriteHeapProfile(f)
-			_ = f.Close()
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "memtest: heap profile:", err)
-		}
+	return func() { writeHeapProfile(j) }
+}
+
+// writeHeapProfile writes the heap profile to j.HeapProfile + "." + j.Store.
+func writeHeapProfile(j job) {
+	if j.HeapProfile == "" {
+		return
+	}
+	f, err := os.Create(j.HeapProfile + "." + j.Store)
+	if err == nil {
+		err = pprof.WriteHeapProfile(f)
+		_ = f.Close()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "memtest: heap profile:", err)
 	}
 }
 

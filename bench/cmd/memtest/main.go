@@ -34,6 +34,9 @@ type job struct {
 	HeapProfile  string   `json:"heap_profile"`  // "": none
 	Idle         bool     `json:"idle"`          // nothing held back, alignment on
 	Align        int64    `json:"align"`         // with Idle: the alignment window in ns; < 0: the engine's default
+	BatchSize    int      `json:"batch_size"`    // 0: the engine's default
+	Inflight     int      `json:"inflight"`      // 0: the engine's default
+	HeapAtPeak   bool     `json:"heap_at_peak"`  // HeapProfile at each new peak of the heap, not at the hold
 }
 
 // progress is one line a child prints on stdout while it runs; the last
@@ -86,13 +89,16 @@ func run() error {
 		budgetS    = flag.String("budget", "16MiB", "durable.Store memory budget (state.memory)")
 		memtableS  = flag.String("memtable", "", "pebble memtable size (default: durable.StoreOptions' default)")
 		cacheS     = flag.String("cache", "", "pebble block cache size (default: durable.StoreOptions' default)")
-		partMaxS   = flag.String("partition-max", "", "Kafka source PartitionMaxBytes (default: the source's default)")
-		fetchMaxS  = flag.String("fetch-max", "", "Kafka source FetchMaxBytes (default: the source's default)")
+		partMaxS   = flag.String("partition-max", "", "Kafka source PartitionMaxBytes (default: as -fetch-max)")
+		fetchMaxS  = flag.String("fetch-max", "", "Kafka source FetchMaxBytes (default: what signalbox run sets for the budget; with the memory store the source's default)")
 		stores     = flag.String("stores", "durable,memory", "stores to run, in order: durable, memory")
 		seed       = flag.Uint64("seed", 1, "seed of the payloads")
 		idle       = flag.Bool("idle", false, "hold no topic back and leave event-time alignment at its default: the same job with (almost) nothing parked, whose peak RSS is the idle footprint the targets add to the budget")
 		align      = flag.Duration("align", -1, "with -idle: the event-time alignment window (default: the engine's, signalbox.DefaultAlignment)")
 		heapProf   = flag.String("heapprofile", "", "write each child's heap profile, taken with everything else parked, to this path + .<store> (with -store-only: to this path, taken at the peak of the Go heap)")
+		heapPeak   = flag.Bool("heapprofile-peak", false, "with -heapprofile: rewrite the child's profile at each new peak of the Go heap in use instead")
+		batchSize  = flag.Int("batch-size", 0, "the engine's batch size (signalbox.WithBatchSize; default: its default)")
+		inflight   = flag.Int("inflight", 0, "the engine's batches in flight to the sinks (signalbox.WithMaxInflightBatches; default: its default)")
 	)
 	flag.Parse()
 	if *child {
@@ -146,6 +152,7 @@ func run() error {
 			Store: store, Brokers: c.Addrs(), Topics: names, Budget: sizes["budget"],
 			MemTable: uint64(sizes["memtable"]), Cache: sizes["cache"], PartitionMax: int32(sizes["partition-max"]), FetchMax: int32(sizes["fetch-max"]),
 			Total: total, Others: total - int64(*partitions**perPart), HeapProfile: *heapProf, Idle: *idle, Align: int64(*align),
+			BatchSize: *batchSize, Inflight: *inflight, HeapAtPeak: *heapPeak,
 		}
 		if *idle {
 			j.Others = total // nothing is held back: "everything else" is everything

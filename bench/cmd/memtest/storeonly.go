@@ -87,7 +87,7 @@ func runStoreOnly(sh storeShape) error {
 		runtime.ReadMemStats(&ms)
 		u := s.Usage()
 		if int64(ms.HeapInuse) > res.peakHeap && sh.heapProfile != "" {
-			heapProfile(job{HeapProfile: sh.heapProfile, Store: "store-only"})()
+			writeHeapProfile(job{HeapProfile: sh.heapProfile, Store: "store-only"})
 		}
 		res.peakHeap = max(res.peakHeap, int64(ms.HeapInuse))
 		res.peakPebble = max(res.peakPebble, u.Pebble)
