@@ -15,10 +15,11 @@ import (
 // allocates fast (fetch buffers, decoded records, output batches) over a
 // small live heap, because alignment keeps the parked set small, so at 100
 // the collector runs many times a second. Measured with the scaling
-// benchmark (docs/bench.md, "Scaling"), CPU per record at 100 / 200 / 400 /
-// 800: about 1.08 / 0.98 / 0.97 / 0.96 of a second per million records, for
-// a peak RSS of about 200 / 300 / 420 / 700 MiB; 200 takes most of the gain
-// for the least memory.
+// benchmark at 4M records (`go run ./bench/cmd/scaling -sizes 4M -rounds 2
+// -profile-size "" -out "" -gogc N`), CPU per million records
+// (timestamp / field) at 100, 200 and 400: 0.92 / 0.97, 0.82 / 0.87 and
+// 0.78 / 0.85 s, for a peak RSS of 175–178, 242–260 and 354–414 MiB; 200
+// takes most of the gain for the least memory.
 const GCPercent = 200
 
 // tuneRuntime bounds the Go runtime for the job, unless GOGC and GOMEMLIMIT
