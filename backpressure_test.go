@@ -21,11 +21,12 @@ import (
 // release batch being built, in the bounded channel of release batches, or
 // in the batch a sink is writing. With a backlog source that delivers its
 // partitions round robin, fetches of perFetch records each, and event times
-// that rise equally in every partition, at most (parts-1)·perFetch records
-// are parked, so the engine holds at most
+// that rise equally in every partition, at most parts·perFetch records are
+// parked (the fetch just handled included, until the release that follows
+// it), so the engine holds at most
 //
 //	(maxInflight + 2)·batch   the channel, the batch being sent, the batch being written
-//	+ (parts + 2)·perFetch    parked, two fetches in the channel, one held by the poller
+//	+ (parts + 3)·perFetch    parked, two fetches in the channel, one held by the poller
 //
 // records; the bound derived from the configuration is that sum.
 const (
@@ -34,7 +35,7 @@ const (
 	bpPerFetch = 64
 	bpBatch    = 256
 	bpInflight = 4
-	bpBound    = (bpInflight+2)*bpBatch + (bpParts+2)*bpPerFetch
+	bpBound    = (bpInflight+2)*bpBatch + (bpParts+3)*bpPerFetch
 	bpTotal    = bpParts * bpPerPart
 )
 
@@ -107,6 +108,7 @@ type slowSink struct {
 	resume    chan struct{}
 	throttle  func(call int) bool
 	writes    int
+	maxBatch  int // the most records one Write got
 	calls     int
 	throttled int
 }
@@ -134,6 +136,7 @@ func (s *slowSink) Write(_ context.Context, batch []record.Record) error {
 		<-s.resume
 	}
 	s.got = append(s.got, batch...)
+	s.maxBatch = max(s.maxBatch, len(batch))
 	s.written.Add(int64(len(batch)))
 	return nil
 }
@@ -150,11 +153,11 @@ func newBacklog(s *slowSink) *backlog {
 // runBacklog runs a bounded pipeline from src into s, with a hang guard,
 // sampling the heap meanwhile. It returns the peak heap in use above the
 // level before the run.
-func runBacklog(t *testing.T, src *backlog, s *slowSink) uint64 {
+func runBacklog(t *testing.T, src *backlog, s *slowSink, opts ...signalbox.Option) uint64 {
 	t.Helper()
-	p, err := signalbox.New(src, signalbox.WithSink(s), signalbox.WithClock(frozen), signalbox.WithMaxFuture(0),
+	p, err := signalbox.New(src, append([]signalbox.Option{signalbox.WithSink(s), signalbox.WithClock(frozen), signalbox.WithMaxFuture(0),
 		signalbox.WithBatchSize(bpBatch), signalbox.WithMaxInflightBatches(bpInflight),
-		signalbox.WithUntil(signalbox.UntilEndOffsets))
+		signalbox.WithUntil(signalbox.UntilEndOffsets)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,6 +194,40 @@ func checkComplete(t *testing.T, got []record.Record) {
 		if a, b := posOf(&got[i-1]), posOf(&got[i]); !timers.Less(a, b) {
 			t.Fatalf("record %d (%+v) is not after record %d (%+v): reordered or duplicated", i, b, i-1, a)
 		}
+	}
+}
+
+// stallFor returns a sink whose third Write blocks for d.
+func stallFor(d time.Duration) *slowSink {
+	s := &slowSink{stallAt: 3, stalled: make(chan struct{}), resume: make(chan struct{})}
+	go func() {
+		<-s.stalled
+		time.Sleep(d)
+		close(s.resume)
+	}()
+	return s
+}
+
+// TestInflightBytesBoundReleasedBatches: under WithMaxInflightBytes(n) a
+// batch is handed over once it holds n/(maxInflight+2) bytes, so while a
+// sink stalls the engine holds released records of about n bytes, not
+// (maxInflight+2) full batches; the output stays complete and in order.
+func TestInflightBytesBoundReleasedBatches(t *testing.T) {
+	size := int64((&record.Record{Topic: "in", Key: []byte("k0"), Value: make([]byte, 64), OrderKey: "k0"}).Size())
+	const perBatch = 32 // records per batch the byte bound allows, against bpBatch (256)
+	s := stallFor(time.Second)
+	src := newBacklog(s)
+	runBacklog(t, src, s, signalbox.WithMaxInflightBytes((bpInflight+2)*perBatch*size))
+	bound := int64((bpInflight+2)*perBatch + (bpParts+3)*bpPerFetch)
+	peak := src.peak.Load()
+	t.Logf("peak held by the engine: %d records (bound %d; %d with record counts alone)", peak, bound, bpBound)
+	if peak > bound {
+		t.Errorf("the engine held %d records, more than the bound %d the byte bound implies", peak, bound)
+	}
+	checkComplete(t, s.got)
+	// The batches the sink saw: none over the byte bound's share.
+	if s.maxBatch > perBatch {
+		t.Errorf("a batch of %d records reached the sink; the byte bound allows %d", s.maxBatch, perBatch)
 	}
 }
 

@@ -112,6 +112,9 @@ func (r *run) late(ps *partState, rec *record.Record) error {
 
 func (r *run) output(rec *record.Record) {
 	r.cur.records = append(r.cur.records, *rec)
+	if r.cfg.inflightBytes > 0 {
+		r.cur.bytes += rec.Size()
+	}
 	r.stats.Out++
 }
 

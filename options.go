@@ -3,6 +3,7 @@ package signalbox
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"go.uber.org/zap"
@@ -95,6 +96,8 @@ type config struct {
 	transform       Transform
 	batchSize       int
 	maxInflight     int
+	inflightBytes   int64
+	batchBytes      int // derived (ensureDefaults): a batch holding this many bytes is handed over
 	checkpointEvery time.Duration
 	staleAfter      time.Duration
 	tick            time.Duration
@@ -171,6 +174,17 @@ func WithBatchSize(n int) Option { return func(c *config) { c.batchSize = n } }
 // sinks. When the sinks lag this far, signalbox stops polling the source and
 // Kafka keeps the backlog. Default 16.
 func WithMaxInflightBatches(n int) Option { return func(c *config) { c.maxInflight = n } }
+
+// WithMaxInflightBytes bounds the bytes (record.Record.Size) of released
+// records that are not yet written by every sink: a batch is handed over
+// once it holds n / (max in-flight batches + 2) bytes, so the batches
+// queued, the one being written and the one filling hold about n together,
+// and a batch's capacity follows the number of records its predecessor held
+// rather than WithBatchSize. Default 0: only the record counts bound them.
+// `signalbox run` sets a quarter of state.memory when state.dir is set
+// (config.InflightBytes), so that a memory budget covers what the engine
+// has released as well as what it has parked.
+func WithMaxInflightBytes(n int64) Option { return func(c *config) { c.inflightBytes = n } }
 
 // WithCheckpointInterval sets how often sinks are flushed, a checkpoint is
 // taken and offsets are committed. Default 1s.
@@ -287,6 +301,10 @@ func (c *config) ensureDefaults() {
 	if c.maxInflight <= 0 {
 		c.maxInflight = DefaultMaxInflightBatches
 	}
+	c.batchBytes = math.MaxInt
+	if c.inflightBytes > 0 {
+		c.batchBytes = int(max(c.inflightBytes/int64(c.maxInflight+2), 1))
+	}
 	if c.checkpointEvery <= 0 {
 		c.checkpointEvery = DefaultCheckpointInterval
 	}
@@ -328,6 +346,9 @@ func (c *config) validate() error {
 	}
 	if c.delay < 0 {
 		errs = append(errs, fmt.Errorf("delay: %v is negative", c.delay))
+	}
+	if c.inflightBytes < 0 {
+		errs = append(errs, fmt.Errorf("max in-flight bytes: %d is negative", c.inflightBytes))
 	}
 	if err := c.late.Validate(); err != nil {
 		errs = append(errs, err)

@@ -90,6 +90,7 @@ func (p *Pipeline) Stats() Stats {
 // out is one unit of work for the sink goroutine.
 type out struct {
 	records []record.Record
+	bytes   int // records' Size, counted only under WithMaxInflightBytes
 	dead    []record.Record
 	cp      *record.Checkpoint // flush, then checkpoint and commit
 	cpAt    time.Time          // when cp was taken (wall clock)
@@ -115,8 +116,9 @@ type run struct {
 	wm       int64
 	cur      *out
 	outs     chan *out
-	// spare returns full-size record batches from the sink goroutine once
-	// every sink has written them, cleared, for the engine to fill again.
+	// spare returns record batches of more than 256 records' capacity from
+	// the sink goroutine once every sink has written them, cleared, for the
+	// engine to fill again.
 	spare    chan []record.Record
 	errs     chan error
 	stats    Stats

@@ -64,7 +64,7 @@ func (r *run) released(rec *record.Record) error {
 		return nil
 	}
 	r.output(rec)
-	if len(r.cur.records) >= r.cfg.batchSize {
+	if len(r.cur.records) >= r.cfg.batchSize || r.cur.bytes >= r.cfg.batchBytes {
 		return r.send(context.Background(), r.sinkDone)
 	}
 	return nil
@@ -113,8 +113,10 @@ func (r *run) flushAll() error {
 }
 
 // batchFor returns an empty record batch for the next out, sized after the
-// last one's n records: when there were more than 256, a full-size one (a
-// spare the sink goroutine returned, if any), else a small one.
+// last one's n records: when there were more than 256, a large one (a spare
+// the sink goroutine returned, if any), else a small one. A large one holds
+// WithBatchSize records, or under WithMaxInflightBytes a quarter more than
+// n, since the byte bound rather than the count ends those batches.
 func (r *run) batchFor(n int) []record.Record {
 	if n <= 256 {
 		return make([]record.Record, 0, min(256, r.cfg.batchSize))
@@ -123,6 +125,9 @@ func (r *run) batchFor(n int) []record.Record {
 	case b := <-r.spare:
 		return b
 	default: // a busy stream: the next batch may fill, and is recycled
+		if r.cfg.inflightBytes > 0 {
+			return make([]record.Record, 0, min(r.cfg.batchSize, n+n/4))
+		}
 		return make([]record.Record, 0, r.cfg.batchSize)
 	}
 }

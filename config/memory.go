@@ -27,6 +27,16 @@ func BoundMemory(k *kafka.Config, opts durable.StoreOptions) int64 {
 	return opts.MemoryBudget + 4*int64(k.FetchMaxBytes) + 64<<20
 }
 
+// InflightBytes proposes the engine's bound on released records not yet
+// written by the sinks (signalbox.WithMaxInflightBytes) for a parked-state
+// budget: a quarter of it, at least 1 MiB. Without it the engine's default
+// batches (16 in flight of 4,096 records) hold tens of MiB of large records
+// that no budget counts; measured with `go run ./bench/cmd/memtest`
+// (docs/bench.md, "Memory, whole job"). opts must have its defaults applied.
+func InflightBytes(opts durable.StoreOptions) int64 {
+	return max(opts.MemoryBudget/4, 1<<20)
+}
+
 // otherLiveHeap is the Go heap a store keeps live besides its in-memory
 // part: pebble's WAL blocks and flush and compaction buffers, the store's
 // write buffers and release chunks. Measured with `go run

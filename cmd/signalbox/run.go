@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/config"
 	"github.com/signalbox/signalbox/internal/admin"
 	"github.com/signalbox/signalbox/internal/logging"
 	"github.com/signalbox/signalbox/internal/progress"
@@ -70,7 +71,8 @@ func newRunCmd() *cobra.Command {
 						log.Error("closing the parked state", zap.Error(err))
 					}
 				}()
-				plan.Options = append(plan.Options, signalbox.WithParkedStore(store))
+				plan.Options = append(plan.Options, signalbox.WithParkedStore(store),
+					signalbox.WithMaxInflightBytes(config.InflightBytes(opts)))
 			}
 			p, err := plan.Pipeline()
 			if err != nil {

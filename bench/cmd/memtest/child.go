@@ -63,6 +63,12 @@ func runChild() error {
 		so := durable.StoreOptions{MemoryBudget: j.Budget, MemTableSize: j.MemTable, CacheSize: j.Cache}
 		so.EnsureDefaults()
 		boundRuntimeKafka(&kc, so)
+		if j.InflightB == 0 {
+			j.InflightB = config.InflightBytes(so)
+		}
+	}
+	if j.InflightB > 0 {
+		opts = append(opts, signalbox.WithMaxInflightBytes(j.InflightB))
 	}
 	if j.FetchMax > 0 {
 		kc.FetchMaxBytes = j.FetchMax

@@ -25,18 +25,19 @@ type job struct {
 	Brokers      []string `json:"brokers"`
 	Topics       []string `json:"topics"`
 	Budget       int64    `json:"budget"`
-	MemTable     uint64   `json:"memtable"`      // 0: durable.StoreOptions' default
-	Cache        int64    `json:"cache"`         // 0: durable.StoreOptions' default
-	PartitionMax int32    `json:"partition_max"` // 0: the Kafka source's default
-	FetchMax     int32    `json:"fetch_max"`     // 0: the Kafka source's default
-	Total        int64    `json:"total"`         // records in every topic
-	Others       int64    `json:"others"`        // records in every topic but the held one
-	HeapProfile  string   `json:"heap_profile"`  // "": none
-	Idle         bool     `json:"idle"`          // nothing held back, alignment on
-	Align        int64    `json:"align"`         // with Idle: the alignment window in ns; < 0: the engine's default
-	BatchSize    int      `json:"batch_size"`    // 0: the engine's default
-	Inflight     int      `json:"inflight"`      // 0: the engine's default
-	HeapAtPeak   bool     `json:"heap_at_peak"`  // HeapProfile at each new peak of the heap, not at the hold
+	MemTable     uint64   `json:"memtable"`       // 0: durable.StoreOptions' default
+	Cache        int64    `json:"cache"`          // 0: durable.StoreOptions' default
+	PartitionMax int32    `json:"partition_max"`  // 0: the Kafka source's default
+	FetchMax     int32    `json:"fetch_max"`      // 0: the Kafka source's default
+	Total        int64    `json:"total"`          // records in every topic
+	Others       int64    `json:"others"`         // records in every topic but the held one
+	HeapProfile  string   `json:"heap_profile"`   // "": none
+	Idle         bool     `json:"idle"`           // nothing held back, alignment on
+	Align        int64    `json:"align"`          // with Idle: the alignment window in ns; < 0: the engine's default
+	BatchSize    int      `json:"batch_size"`     // 0: the engine's default
+	Inflight     int      `json:"inflight"`       // 0: the engine's default
+	InflightB    int64    `json:"inflight_bytes"` // 0: what run sets with a state dir (config.InflightBytes); < 0: none
+	HeapAtPeak   bool     `json:"heap_at_peak"`   // HeapProfile at each new peak of the heap, not at the hold
 }
 
 // progress is one line a child prints on stdout while it runs; the last
@@ -99,6 +100,7 @@ func run() error {
 		heapPeak   = flag.Bool("heapprofile-peak", false, "with -heapprofile: rewrite the child's profile at each new peak of the Go heap in use instead")
 		batchSize  = flag.Int("batch-size", 0, "the engine's batch size (signalbox.WithBatchSize; default: its default)")
 		inflight   = flag.Int("inflight", 0, "the engine's batches in flight to the sinks (signalbox.WithMaxInflightBatches; default: its default)")
+		inflightB  = flag.Int64("inflight-bytes", 0, "the engine's bound on released bytes not yet written (signalbox.WithMaxInflightBytes); 0: what signalbox run sets with a state dir (config.InflightBytes), negative: none")
 	)
 	flag.Parse()
 	if *child {
@@ -152,7 +154,7 @@ func run() error {
 			Store: store, Brokers: c.Addrs(), Topics: names, Budget: sizes["budget"],
 			MemTable: uint64(sizes["memtable"]), Cache: sizes["cache"], PartitionMax: int32(sizes["partition-max"]), FetchMax: int32(sizes["fetch-max"]),
 			Total: total, Others: total - int64(*partitions**perPart), HeapProfile: *heapProf, Idle: *idle, Align: int64(*align),
-			BatchSize: *batchSize, Inflight: *inflight, HeapAtPeak: *heapPeak,
+			BatchSize: *batchSize, Inflight: *inflight, InflightB: *inflightB, HeapAtPeak: *heapPeak,
 		}
 		if *idle {
 			j.Others = total // nothing is held back: "everything else" is everything
