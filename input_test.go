@@ -3,6 +3,7 @@ package signalbox
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,20 @@ func TestDecodeTimeSources(t *testing.T) {
 			t.Errorf("case %d: got (%d, %q), want (%d, %q)", i, r.EventTime, r.OrderKey, c.want, c.wantKey)
 		}
 	}
+}
+
+// FuzzParseInt: the fast path agrees with strconv.ParseInt on every input.
+func FuzzParseInt(f *testing.F) {
+	for _, s := range []string{"0", "-0", "+7", "1700000000123", "-", "+", "", "999999999999999999", "9223372036854775807", "-9223372036854775808", "9223372036854775808", "1_000", "12a", " 1", "0x10", "٣"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		n, ok := parseInt(b)
+		want, err := strconv.ParseInt(string(b), 10, 64)
+		if ok != (err == nil) || ok && n != want {
+			t.Fatalf("parseInt(%q) = %d, %v; strconv: %d, %v", b, n, ok, want, err)
+		}
+	})
 }
 
 // FuzzDecode feeds arbitrary payloads to the JSONL decoding path: it must

@@ -89,9 +89,13 @@ func runChild() error {
 	}
 	var inputs []signalbox.Input
 	for _, t := range j.Topics {
-		inputs = append(inputs, signalbox.Input{Topic: t, Time: signalbox.TimeFromTimestamp})
+		in := signalbox.Input{Topic: t, Time: signalbox.TimeFromTimestamp}
+		if j.Timeless {
+			in.Time = signalbox.TimeNone
+		}
+		inputs = append(inputs, in)
 	}
-	chk := &checker{}
+	chk := &checker{timeless: j.Timeless}
 	opts = append(opts,
 		signalbox.WithInputs(inputs...),
 		signalbox.WithSink(chk),
@@ -111,7 +115,7 @@ func runChild() error {
 	if err != nil {
 		return err
 	}
-	res := result{Store: j.Store, Idle: j.Idle, Budget: j.Budget, MemTable: j.MemTable}
+	res := result{Store: j.Store, Idle: j.Idle, Timeless: j.Timeless, Budget: j.Budget, MemTable: j.MemTable}
 	enc := json.NewEncoder(os.Stdout)
 	var mu sync.Mutex // enc and res
 	stop := make(chan struct{})
@@ -304,6 +308,10 @@ type checker struct {
 	out      int64
 	last     timers.Pos
 	disorder bool
+	// timeless: records of time: none inputs come in arrival order, so
+	// only each partition's offsets must rise.
+	timeless bool
+	offsets  map[record.TopicPartition]int64
 }
 
 func (c *checker) Open(context.Context) error  { return nil }
@@ -313,6 +321,10 @@ func (c *checker) Close() error                { return nil }
 func (c *checker) Write(_ context.Context, batch []record.Record) error {
 	for i := range batch {
 		r := &batch[i]
+		if c.timeless {
+			c.checkOffset(r)
+			continue
+		}
 		p := timers.Pos{EventTime: r.EventTime, Key: r.OrderKey, Input: r.Topic, Partition: r.Partition, Offset: r.Offset}
 		if c.out > 0 && !timers.Less(c.last, p) {
 			c.disorder = true
@@ -321,6 +333,19 @@ func (c *checker) Write(_ context.Context, batch []record.Record) error {
 		c.out++
 	}
 	return nil
+}
+
+// checkOffset records r, which must come after its partition's last.
+func (c *checker) checkOffset(r *record.Record) {
+	if c.offsets == nil {
+		c.offsets = make(map[record.TopicPartition]int64)
+	}
+	tp := record.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+	if last, ok := c.offsets[tp]; ok && r.Offset <= last {
+		c.disorder = true
+	}
+	c.offsets[tp] = r.Offset
+	c.out++
 }
 
 // boundRuntime sets the Go memory limit and garbage collector percentage as

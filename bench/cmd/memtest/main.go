@@ -33,6 +33,7 @@ type job struct {
 	Others       int64    `json:"others"`         // records in every topic but the held one
 	HeapProfile  string   `json:"heap_profile"`   // "": none
 	Idle         bool     `json:"idle"`           // nothing held back, alignment on
+	Timeless     bool     `json:"timeless"`       // with Idle: inputs with time: none, so that nothing parks
 	Align        int64    `json:"align"`          // with Idle: the alignment window in ns; < 0: the engine's default
 	BatchSize    int      `json:"batch_size"`     // 0: the engine's default
 	Inflight     int      `json:"inflight"`       // 0: the engine's default
@@ -51,6 +52,7 @@ type progress struct {
 type result struct {
 	Store       string  `json:"store"`
 	Idle        bool    `json:"idle"`
+	Timeless    bool    `json:"timeless"`
 	Budget      int64   `json:"budget"`
 	MemTable    uint64  `json:"memtable"`
 	PeakParked  int64   `json:"peak_parked_records"`
@@ -95,6 +97,7 @@ func run() error {
 		stores     = flag.String("stores", "durable,memory", "stores to run, in order: durable, memory")
 		seed       = flag.Uint64("seed", 1, "seed of the payloads")
 		idle       = flag.Bool("idle", false, "hold no topic back and leave event-time alignment at its default: the same job with (almost) nothing parked, whose peak RSS is the idle footprint the targets add to the budget")
+		timeless   = flag.Bool("timeless", false, "with -idle: read every input with `time: none`, so that nothing parks: the same job's footprint at consumer speed with nothing parked (records are checked for completeness and per-partition offset order)")
 		align      = flag.Duration("align", -1, "with -idle: the event-time alignment window (default: the engine's, signalbox.DefaultAlignment)")
 		heapProf   = flag.String("heapprofile", "", "write each child's heap profile, taken with everything else parked, to this path + .<store> (with -store-only: to this path, taken at the peak of the Go heap)")
 		heapPeak   = flag.Bool("heapprofile-peak", false, "with -heapprofile: rewrite the child's profile at each new peak of the Go heap in use instead")
@@ -153,7 +156,7 @@ func run() error {
 		j := job{
 			Store: store, Brokers: c.Addrs(), Topics: names, Budget: sizes["budget"],
 			MemTable: uint64(sizes["memtable"]), Cache: sizes["cache"], PartitionMax: int32(sizes["partition-max"]), FetchMax: int32(sizes["fetch-max"]),
-			Total: total, Others: total - int64(*partitions**perPart), HeapProfile: *heapProf, Idle: *idle, Align: int64(*align),
+			Total: total, Others: total - int64(*partitions**perPart), HeapProfile: *heapProf, Idle: *idle, Timeless: *timeless && *idle, Align: int64(*align),
 			BatchSize: *batchSize, Inflight: *inflight, InflightB: *inflightB, HeapAtPeak: *heapPeak,
 		}
 		if *idle {
@@ -282,6 +285,9 @@ func table(rs []result) string {
 		if r.Idle {
 			// Nothing held back: the peak parked set is the multiple.
 			store += ", idle"
+			if r.Timeless {
+				store += " (time: none)"
+			}
 			if r.Store == "durable" {
 				ratio = fmt.Sprintf("%.2f× (peak)", float64(r.PeakParkedB)/float64(r.Budget))
 			}
