@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/internal/jsonfield"
@@ -247,7 +248,9 @@ func (d *decoder) decode(r *record.Record) error {
 			return fmt.Errorf("key field %q: %w", d.in.KeyField, err)
 		}
 	default:
-		r.OrderKey = string(r.Key)
+		// No copy: a source never rewrites a delivered record's bytes
+		// (record.Record.OrderKey).
+		r.OrderKey = unsafe.String(unsafe.SliceData(r.Key), len(r.Key))
 	}
 	return nil
 }

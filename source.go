@@ -18,7 +18,9 @@ import (
 //   - Poll blocks until it has something to report or ctx is done. The first
 //     Fetch that mentions a partition lists it in Assigned, with the end offset
 //     snapshotted before any record of it was read. Poll returns ctx.Err()
-//     when ctx is done; any other error is fatal to the pipeline.
+//     when ctx is done; any other error is fatal to the pipeline. The
+//     records' bytes (Key, Value, headers) are the pipeline's from then on:
+//     the source never reuses or rewrites them.
 //   - Commit records, per partition, the offset from which a restart must
 //     re-read. signalbox only ever passes contiguous completed offsets.
 //   - Close releases everything. Poll is not called after Close.

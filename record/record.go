@@ -27,9 +27,12 @@ type Record struct {
 	Timestamp time.Time // the Kafka record timestamp (zero for file sources)
 
 	// Decoded by the engine from the input's time and key settings.
-	EventTime int64  // event time, milliseconds since the Unix epoch
-	OrderKey  string // ordering key (the Kafka key or a JSON field)
-	Timeless  bool   // from a `time: none` input: never parked, never late
+	EventTime int64 // event time, milliseconds since the Unix epoch
+	// OrderKey is the ordering key (the Kafka key or a JSON field). From
+	// the Kafka key it shares Key's bytes: change a record's Key by
+	// assigning a new slice, never by writing into the old one.
+	OrderKey string
+	Timeless bool // from a `time: none` input: never parked, never late
 
 	// Set on release.
 	Late   bool  // released out of turn because it arrived at or below the watermark
