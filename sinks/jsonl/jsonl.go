@@ -52,7 +52,6 @@ type Sink struct {
 	file *os.File // the file opened from path
 	w    io.Writer
 	bw   *bufio.Writer
-	line []byte // scratch for one envelope
 	err  error  // sticky: first write error, or ErrClosed
 	// size is the file's size once everything written is flushed (a
 	// regular file from Create only; -1 otherwise): the good size the
@@ -204,13 +203,15 @@ func (s *Sink) Write(ctx context.Context, batch []record.Record) error {
 		return err
 	}
 	for i := range batch {
-		s.line = envelope.Append(s.line[:0], &batch[i])
-		s.line = append(s.line, '\n')
-		if _, err := s.bw.Write(s.line); err != nil {
+		// Encoded straight into the buffer's free space when it fits
+		// (bufio.Writer.AvailableBuffer), else into a new slice.
+		line := envelope.Append(s.bw.AvailableBuffer(), &batch[i])
+		line = append(line, '\n')
+		if _, err := s.bw.Write(line); err != nil {
 			return s.fail(err)
 		}
 		if s.size >= 0 {
-			s.size += int64(len(s.line))
+			s.size += int64(len(line))
 		}
 	}
 	return nil
