@@ -1,0 +1,505 @@
+package jsonfield
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Doc is what one validating pass (Scan) learns about a document.
+type Doc struct {
+	// Valid reports that the document is exactly one JSON value (RFC 8259,
+	// surrounded by optional whitespace) in valid UTF-8: the verdict of
+	// utf8.Valid(doc) && encoding/json.Valid(doc), nesting limit included.
+	Valid bool
+	// Multiline reports, when Valid, that the document contains '\n' or
+	// '\r' (then only as whitespace between tokens). Unspecified when not
+	// Valid.
+	Multiline bool
+	// Field is, when Valid, the value at the path exactly as Get(doc, path)
+	// returns it (aliasing doc). Unspecified when not Valid: call Get.
+	Field Value
+	// Err is, when Valid, exactly Get(doc, path)'s error: nil, ErrNotFound
+	// or ErrMalformed. Unspecified when not Valid: call Get.
+	Err error
+}
+
+// maxNesting is encoding/json's limit on open arrays and objects.
+const maxNesting = 10000
+
+// Scan validates doc in one pass and, when path is not empty, finds the
+// value at path on the way (see Doc). It never allocates and never recurses;
+// it runs in time linear in len(doc).
+//
+// Get reads only up to the field and reports ErrMalformed for a member value
+// nested more than 512 levels deep; Scan reports the same Field and Err for
+// every valid document, and validates the rest of it.
+func Scan(doc []byte, path Path) Doc {
+	var stack [4]uint64 // 256 levels; deeper documents take scanDeep
+	d, deep := scan(doc, path, stack[:])
+	if deep {
+		return scanDeep(doc, path)
+	}
+	return d
+}
+
+// scanDeep rescans a document nested more than 256 levels deep with a stack
+// for encoding/json's whole nesting limit; it is a separate frame so that the
+// common case does not zero 1.25 KiB of stack.
+//
+//go:noinline
+func scanDeep(doc []byte, path Path) Doc {
+	var stack [(maxNesting + 63) / 64]uint64
+	d, _ := scan(doc, path, stack[:])
+	return d
+}
+
+// The states of the path search.
+const (
+	searching = iota // comparing the keys of the object at keyDepth with path[lvl]
+	inField          // inside the field's value, which ends at the next value end at depth watch
+	settled          // Field and Err are final (unless Get's depth limit overrides them)
+)
+
+// scan is Scan with a caller-provided stack of container kinds (bit set:
+// object), one bit per open container. It reports deep when the document
+// nests deeper than the stack holds.
+func scan(doc []byte, path Path, stack []uint64) (d Doc, deep bool) {
+	var (
+		n     = len(doc)
+		i     int
+		depth int // open containers enclosing position i
+		ml    bool
+		nl    bool
+		ok    bool
+		esc   bool
+		ks    int
+		// A value starting at depth > lim needs a look: past Get's depth
+		// limit while Get would still be reading, past encoding/json's one
+		// for a container otherwise.
+		lim      = maxNesting - 1
+		state    = settled
+		keyDepth = -1 // depth of the object whose keys are compared with path[lvl]
+		watch    = -1 // depth at which the next value end matters to the search
+		lvl      int
+		hit      bool // the key just read is path[lvl]
+		vs       int  // where the field's value starts
+	)
+	if len(path) == 0 {
+		d.Field = Value{Raw: doc}
+	}
+	if i, ml = space(doc, 0); i >= n {
+		return Doc{}, false
+	}
+	if len(path) > 0 {
+		if doc[i] != '{' {
+			d.Err = ErrMalformed
+		} else {
+			// Get skips each member value of the top object up to the
+			// first match of path[0], that match's value included, with
+			// its depth limit; deeper levels are inside that value.
+			state, keyDepth, watch, lim = searching, 1, 0, maxDepth+1
+		}
+	}
+
+value: // doc[i] (i < n) starts a value enclosed by depth containers
+	if depth > lim {
+		if lim == maxDepth+1 { // Get fails here
+			d.Field, d.Err = Value{}, ErrMalformed
+			state, keyDepth, watch, hit, lim = settled, -1, -1, false, maxNesting-1
+		}
+		if depth > lim && (doc[i] == '{' || doc[i] == '[') {
+			return Doc{}, false
+		}
+	}
+	if hit {
+		hit = false
+		switch {
+		case lvl == len(path)-1:
+			state, vs, watch, keyDepth = inField, i, depth, -1
+		case doc[i] == '{':
+			lvl, keyDepth, watch = lvl+1, depth+1, depth
+		default:
+			d.Err = ErrMalformed
+			state, keyDepth, watch, lim = settled, -1, -1, maxNesting-1
+		}
+	}
+	switch doc[i] {
+	case '"':
+		if i, _, ok = str(doc, i+1); !ok {
+			return Doc{}, false
+		}
+	case '{':
+		if depth>>6 >= len(stack) {
+			return Doc{}, true
+		}
+		stack[depth>>6] |= 1 << (depth & 63)
+		depth++
+		if i, nl = space(doc, i+1); i >= n {
+			return Doc{}, false
+		}
+		ml = ml || nl
+		if doc[i] == '}' {
+			depth--
+			i++
+			goto end
+		}
+		goto key
+	case '[':
+		if depth>>6 >= len(stack) {
+			return Doc{}, true
+		}
+		stack[depth>>6] &^= 1 << (depth & 63)
+		depth++
+		if i, nl = space(doc, i+1); i >= n {
+			return Doc{}, false
+		}
+		ml = ml || nl
+		if doc[i] == ']' {
+			depth--
+			i++
+			goto end
+		}
+		goto value
+	case 't':
+		if n-i < 4 || binary.LittleEndian.Uint32(doc[i:]) != wordTrue {
+			return Doc{}, false
+		}
+		i += 4
+	case 'f':
+		if n-i < 5 || binary.LittleEndian.Uint32(doc[i+1:]) != wordAlse {
+			return Doc{}, false
+		}
+		i += 5
+	case 'n':
+		if n-i < 4 || binary.LittleEndian.Uint32(doc[i:]) != wordNull {
+			return Doc{}, false
+		}
+		i += 4
+	default:
+		if i, ok = number(doc, i); !ok {
+			return Doc{}, false
+		}
+	}
+
+end: // a value ends at i
+	if depth == watch {
+		switch state {
+		case inField:
+			d.Field = Value{Kind: kindAt(doc[vs]), Raw: doc[vs:i]}
+		case searching:
+			d.Err = ErrNotFound
+		}
+		state, keyDepth, watch = settled, -1, 1
+		if depth <= 1 { // the value of the top object's member path[0] ends
+			watch, lim = -1, maxNesting-1
+		}
+	}
+	if i < n && doc[i] <= ' ' {
+		i, nl = space(doc, i)
+		ml = ml || nl
+	}
+	if depth == 0 {
+		if i != n {
+			return Doc{}, false
+		}
+		d.Valid, d.Multiline = true, ml
+		return d, false
+	}
+	if i >= n {
+		return Doc{}, false
+	}
+	switch inObject := stack[(depth-1)>>6]>>((depth-1)&63)&1 != 0; doc[i] {
+	case ',':
+		if i, nl = space(doc, i+1); i >= n {
+			return Doc{}, false
+		}
+		ml = ml || nl
+		if inObject {
+			goto key
+		}
+		goto value
+	case '}':
+		if !inObject {
+			return Doc{}, false
+		}
+	case ']':
+		if inObject {
+			return Doc{}, false
+		}
+	default:
+		return Doc{}, false
+	}
+	depth--
+	i++
+	goto end
+
+key: // doc[i] (i < n) should open a member's key
+	if doc[i] != '"' {
+		return Doc{}, false
+	}
+	ks = i
+	if i, esc, ok = str(doc, i+1); !ok {
+		return Doc{}, false
+	}
+	if depth == keyDepth {
+		if esc {
+			hit = keyMatches(doc[ks+1:i-1], path[lvl])
+		} else {
+			hit = string(doc[ks+1:i-1]) == string(path[lvl])
+		}
+	}
+	if i < n && doc[i] <= ' ' {
+		i, nl = space(doc, i)
+		ml = ml || nl
+	}
+	if i >= n || doc[i] != ':' {
+		return Doc{}, false
+	}
+	if i, nl = space(doc, i+1); i >= n {
+		return Doc{}, false
+	}
+	ml = ml || nl
+	goto value
+}
+
+// The literals, read as little-endian words ("false" without its 'f').
+var (
+	wordTrue = binary.LittleEndian.Uint32([]byte("true"))
+	wordAlse = binary.LittleEndian.Uint32([]byte("alse"))
+	wordNull = binary.LittleEndian.Uint32([]byte("null"))
+)
+
+// kindAt is the kind of a valid value starting with byte c.
+func kindAt(c byte) Kind {
+	switch c {
+	case '"':
+		return String
+	case '{':
+		return Object
+	case '[':
+		return Array
+	case 't', 'f':
+		return Bool
+	case 'n':
+		return Null
+	}
+	return Number
+}
+
+// space skips JSON whitespace from i and reports whether it saw CR or LF.
+func space(b []byte, i int) (int, bool) {
+	nl := false
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case ' ', '\t':
+		case '\n', '\r':
+			nl = true
+		default:
+			return i, nl
+		}
+	}
+	return i, nl
+}
+
+// number scans a JSON number starting at i (b[i] exists) and returns the
+// index after it.
+func number(b []byte, i int) (int, bool) {
+	n := len(b)
+	if b[i] == '-' {
+		if i++; i >= n {
+			return 0, false
+		}
+	}
+	switch c := b[i]; {
+	case c == '0':
+		i++
+	case c >= '1' && c <= '9':
+		for i++; i < n && b[i]-'0' < 10; i++ {
+		}
+	default:
+		return 0, false
+	}
+	if i < n && b[i] == '.' {
+		if i++; i >= n || b[i]-'0' >= 10 {
+			return 0, false
+		}
+		for i++; i < n && b[i]-'0' < 10; i++ {
+		}
+	}
+	if i < n && b[i]|0x20 == 'e' {
+		if i++; i < n && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= n || b[i]-'0' >= 10 {
+			return 0, false
+		}
+		for i++; i < n && b[i]-'0' < 10; i++ {
+		}
+	}
+	return i, true
+}
+
+// SWAR constants: one in every byte, the high bit of every byte.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plain[c] is true for the bytes a string holds as themselves: printable
+// ASCII other than '"' and '\\'.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// escaped[c] is true for the bytes that may follow '\\' other than 'u'.
+var escaped = [256]bool{'"': true, '\\': true, '/': true, 'b': true, 'f': true, 'n': true, 'r': true, 't': true}
+
+// hexVal[c] is c's value as a hex digit, or 0xff.
+var hexVal = func() (t [256]byte) {
+	for c := range t {
+		t[c] = 0xff
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byte(c - '0')
+	}
+	for c := 'a'; c <= 'f'; c++ {
+		t[c] = byte(c - 'a' + 10)
+		t[c-'a'+'A'] = byte(c - 'a' + 10)
+	}
+	return t
+}()
+
+// str scans a string's body from i, just after its opening quote, and
+// returns the index after its closing quote and whether it has escapes.
+// Runs of plain ASCII are skipped 8 bytes at a time.
+func str(b []byte, i int) (end int, esc, ok bool) {
+	n := len(b)
+	for {
+		for i+8 <= n {
+			x := binary.LittleEndian.Uint64(b[i:])
+			q := x ^ (ones * '"')
+			s := x ^ (ones * '\\')
+			// High bit of a byte set: '"', '\\', < 0x20 or >= 0x80. Borrows
+			// only run upwards from a hit, so the lowest bit is exact.
+			t := ((q-ones)&^q | (s-ones)&^s | (x-ones*0x20)&^x | x) & highs
+			if t != 0 {
+				i += bits.TrailingZeros64(t) >> 3
+				break
+			}
+			i += 8
+		}
+		for i < n && plain[b[i]] {
+			i++
+		}
+		if i >= n {
+			return 0, false, false
+		}
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, esc, true
+		case c == '\\':
+			esc = true
+			if i+1 >= n {
+				return 0, false, false
+			}
+			if b[i+1] == 'u' {
+				if i+6 > n || hexVal[b[i+2]]|hexVal[b[i+3]]|hexVal[b[i+4]]|hexVal[b[i+5]] == 0xff {
+					return 0, false, false
+				}
+				i += 6
+			} else if escaped[b[i+1]] {
+				i += 2
+			} else {
+				return 0, false, false
+			}
+		case c < 0x20:
+			return 0, false, false
+		default:
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size == 1 {
+				return 0, false, false
+			}
+			i += size
+		}
+	}
+}
+
+// keyMatches reports whether the body s of a valid JSON string decodes, as
+// encoding/json decodes it (a lone surrogate becomes U+FFFD), to key. It is
+// Get's key comparison without allocating.
+func keyMatches(s, key []byte) bool {
+	var buf [utf8.UTFMax]byte
+	j := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c != '\\' {
+			if j >= len(key) || key[j] != c {
+				return false
+			}
+			i, j = i+1, j+1
+			continue
+		}
+		if i+1 >= len(s) {
+			return false
+		}
+		var r rune
+		switch e := s[i+1]; e {
+		case 'u':
+			if r = hex4(s[i+2:]); r < 0 {
+				return false
+			}
+			i += 6
+			if utf16.IsSurrogate(r) {
+				r2 := rune(-1)
+				if i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
+					r2 = hex4(s[i+2:])
+				}
+				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+					r = dec
+					i += 6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+		case 'b':
+			r, i = '\b', i+2
+		case 'f':
+			r, i = '\f', i+2
+		case 'n':
+			r, i = '\n', i+2
+		case 'r':
+			r, i = '\r', i+2
+		case 't':
+			r, i = '\t', i+2
+		default:
+			r, i = rune(e), i+2
+		}
+		m := utf8.EncodeRune(buf[:], r)
+		if len(key)-j < m || string(key[j:j+m]) != string(buf[:m]) {
+			return false
+		}
+		j += m
+	}
+	return j == len(key)
+}
+
+// hex4 decodes the 4 hex digits at the start of b, or returns -1.
+func hex4(b []byte) rune {
+	if len(b) < 4 {
+		return -1
+	}
+	v := rune(0)
+	for _, c := range b[:4] {
+		h := hexVal[c]
+		if h == 0xff {
+			return -1
+		}
+		v = v<<4 | rune(h)
+	}
+	return v
+}
