@@ -35,10 +35,9 @@ const maxNesting = 10000
 // Get reads only up to the field and reports ErrMalformed for a member value
 // nested more than 512 levels deep; Scan reports the same Field and Err for
 // every valid document, and validates the rest of it.
-func Scan(doc []byte, path Path) Doc {
+func Scan(doc []byte, path Path) (d Doc) {
 	var stack [4]uint64 // 256 levels; deeper documents take scanDeep
-	d, deep := scan(doc, path, stack[:])
-	if deep {
+	if scan(&d, doc, path, stack[:]) {
 		return scanDeep(doc, path)
 	}
 	return d
@@ -49,9 +48,9 @@ func Scan(doc []byte, path Path) Doc {
 // common case does not zero 1.25 KiB of stack.
 //
 //go:noinline
-func scanDeep(doc []byte, path Path) Doc {
+func scanDeep(doc []byte, path Path) (d Doc) {
 	var stack [(maxNesting + 63) / 64]uint64
-	d, _ := scan(doc, path, stack[:])
+	scan(&d, doc, path, stack[:])
 	return d
 }
 
@@ -62,10 +61,11 @@ const (
 	settled          // Field and Err are final (unless Get's depth limit overrides them)
 )
 
-// scan is Scan with a caller-provided stack of container kinds (bit set:
-// object), one bit per open container. It reports deep when the document
-// nests deeper than the stack holds.
-func scan(doc []byte, path Path, stack []uint64) (d Doc, deep bool) {
+// scan is Scan into *d, which must be zero, with a caller-provided stack of
+// container kinds (bit set: object), one bit per open container. It reports
+// deep when the document nests deeper than the stack holds; *d is then
+// unspecified.
+func scan(d *Doc, doc []byte, path Path, stack []uint64) (deep bool) {
 	var (
 		n     = len(doc)
 		i     int
@@ -73,7 +73,6 @@ func scan(doc []byte, path Path, stack []uint64) (d Doc, deep bool) {
 		ml    bool
 		nl    bool
 		ok    bool
-		esc   bool
 		ks    int
 		// A value starting at depth > lim needs a look: past Get's depth
 		// limit while Get would still be reading, past encoding/json's one
@@ -90,7 +89,7 @@ func scan(doc []byte, path Path, stack []uint64) (d Doc, deep bool) {
 		d.Field = Value{Raw: doc}
 	}
 	if i, ml = space(doc, 0); i >= n {
-		return Doc{}, false
+		return false
 	}
 	if len(path) > 0 {
 		if doc[i] != '{' {
@@ -110,7 +109,7 @@ value: // doc[i] (i < n) starts a value enclosed by depth containers
 			state, keyDepth, watch, hit, lim = settled, -1, -1, false, maxNesting-1
 		}
 		if depth > lim && (doc[i] == '{' || doc[i] == '[') {
-			return Doc{}, false
+			return false
 		}
 	}
 	if hit {
@@ -127,17 +126,17 @@ value: // doc[i] (i < n) starts a value enclosed by depth containers
 	}
 	switch doc[i] {
 	case '"':
-		if i, _, ok = str(doc, i+1); !ok {
-			return Doc{}, false
+		if i = str(doc, i+1); i < 0 {
+			return false
 		}
 	case '{':
 		if depth>>6 >= len(stack) {
-			return Doc{}, true
+			return true
 		}
 		stack[depth>>6] |= 1 << (depth & 63)
 		depth++
 		if i, nl = space(doc, i+1); i >= n {
-			return Doc{}, false
+			return false
 		}
 		ml = ml || nl
 		if doc[i] == '}' {
@@ -148,12 +147,12 @@ value: // doc[i] (i < n) starts a value enclosed by depth containers
 		goto key
 	case '[':
 		if depth>>6 >= len(stack) {
-			return Doc{}, true
+			return true
 		}
 		stack[depth>>6] &^= 1 << (depth & 63)
 		depth++
 		if i, nl = space(doc, i+1); i >= n {
-			return Doc{}, false
+			return false
 		}
 		ml = ml || nl
 		if doc[i] == ']' {
@@ -164,22 +163,22 @@ value: // doc[i] (i < n) starts a value enclosed by depth containers
 		goto value
 	case 't':
 		if n-i < 4 || binary.LittleEndian.Uint32(doc[i:]) != wordTrue {
-			return Doc{}, false
+			return false
 		}
 		i += 4
 	case 'f':
 		if n-i < 5 || binary.LittleEndian.Uint32(doc[i+1:]) != wordAlse {
-			return Doc{}, false
+			return false
 		}
 		i += 5
 	case 'n':
 		if n-i < 4 || binary.LittleEndian.Uint32(doc[i:]) != wordNull {
-			return Doc{}, false
+			return false
 		}
 		i += 4
 	default:
 		if i, ok = number(doc, i); !ok {
-			return Doc{}, false
+			return false
 		}
 	}
 
@@ -202,18 +201,18 @@ end: // a value ends at i
 	}
 	if depth == 0 {
 		if i != n {
-			return Doc{}, false
+			return false
 		}
 		d.Valid, d.Multiline = true, ml
-		return d, false
+		return false
 	}
 	if i >= n {
-		return Doc{}, false
+		return false
 	}
 	switch inObject := stack[(depth-1)>>6]>>((depth-1)&63)&1 != 0; doc[i] {
 	case ',':
 		if i, nl = space(doc, i+1); i >= n {
-			return Doc{}, false
+			return false
 		}
 		ml = ml || nl
 		if inObject {
@@ -222,14 +221,14 @@ end: // a value ends at i
 		goto value
 	case '}':
 		if !inObject {
-			return Doc{}, false
+			return false
 		}
 	case ']':
 		if inObject {
-			return Doc{}, false
+			return false
 		}
 	default:
-		return Doc{}, false
+		return false
 	}
 	depth--
 	i++
@@ -237,28 +236,24 @@ end: // a value ends at i
 
 key: // doc[i] (i < n) should open a member's key
 	if doc[i] != '"' {
-		return Doc{}, false
+		return false
 	}
 	ks = i
-	if i, esc, ok = str(doc, i+1); !ok {
-		return Doc{}, false
+	if i = str(doc, i+1); i < 0 {
+		return false
 	}
 	if depth == keyDepth {
-		if esc {
-			hit = keyMatches(doc[ks+1:i-1], path[lvl])
-		} else {
-			hit = string(doc[ks+1:i-1]) == string(path[lvl])
-		}
+		hit = keyMatches(doc[ks+1:i-1], path[lvl])
 	}
 	if i < n && doc[i] <= ' ' {
 		i, nl = space(doc, i)
 		ml = ml || nl
 	}
 	if i >= n || doc[i] != ':' {
-		return Doc{}, false
+		return false
 	}
 	if i, nl = space(doc, i+1); i >= n {
-		return Doc{}, false
+		return false
 	}
 	ml = ml || nl
 	goto value
@@ -375,54 +370,58 @@ var hexVal = func() (t [256]byte) {
 }()
 
 // str scans a string's body from i, just after its opening quote, and
-// returns the index after its closing quote and whether it has escapes.
-// Runs of plain ASCII are skipped 8 bytes at a time.
-func str(b []byte, i int) (end int, esc, ok bool) {
+// returns the index after its closing quote, or -1 if the string is not
+// valid. Runs of plain ASCII are skipped 8 bytes at a time.
+func str(b []byte, i int) int {
 	n := len(b)
 	for {
-		for i+8 <= n {
+		if i+8 <= n {
 			x := binary.LittleEndian.Uint64(b[i:])
 			q := x ^ (ones * '"')
 			s := x ^ (ones * '\\')
-			// High bit of a byte set: '"', '\\', < 0x20 or >= 0x80. Borrows
-			// only run upwards from a hit, so the lowest bit is exact.
-			t := ((q-ones)&^q | (s-ones)&^s | (x-ones*0x20)&^x | x) & highs
-			if t != 0 {
-				i += bits.TrailingZeros64(t) >> 3
-				break
+			// A byte's high bit is set when it is '"' or '\\' (its q or s is
+			// 0), < 0x20, or >= 0x80 (then x's own high bit is set, so
+			// whatever the subtractions leave there does not matter); a
+			// byte below 0x80 that is none of these leaves it clear.
+			// Borrows only run upwards from a hit, so the lowest set bit
+			// marks the first byte to look at.
+			t := ((q - ones) | (s - ones) | (x - ones*0x20) | x) & highs
+			if t == 0 {
+				i += 8
+				continue
 			}
-			i += 8
-		}
-		for i < n && plain[b[i]] {
-			i++
-		}
-		if i >= n {
-			return 0, false, false
+			i += bits.TrailingZeros64(t) >> 3
+		} else {
+			for i < n && plain[b[i]] {
+				i++
+			}
+			if i >= n {
+				return -1
+			}
 		}
 		switch c := b[i]; {
 		case c == '"':
-			return i + 1, esc, true
+			return i + 1
 		case c == '\\':
-			esc = true
 			if i+1 >= n {
-				return 0, false, false
+				return -1
 			}
 			if b[i+1] == 'u' {
 				if i+6 > n || hexVal[b[i+2]]|hexVal[b[i+3]]|hexVal[b[i+4]]|hexVal[b[i+5]] == 0xff {
-					return 0, false, false
+					return -1
 				}
 				i += 6
 			} else if escaped[b[i+1]] {
 				i += 2
 			} else {
-				return 0, false, false
+				return -1
 			}
 		case c < 0x20:
-			return 0, false, false
+			return -1
 		default:
 			r, size := utf8.DecodeRune(b[i:])
 			if r == utf8.RuneError && size == 1 {
-				return 0, false, false
+				return -1
 			}
 			i += size
 		}
