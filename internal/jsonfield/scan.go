@@ -65,6 +65,10 @@ const (
 // container kinds (bit set: object), one bit per open container. It reports
 // deep when the document nests deeper than the stack holds; *d is then
 // unspecified.
+//
+// It is one function with gotos rather than calls on purpose: Go's calling
+// convention has no callee-saved registers, so every call in the loop (one
+// per string) would spill and reload the scanner's state.
 func scan(d *Doc, doc []byte, path Path, stack []uint64) (deep bool) {
 	var (
 		n     = len(doc)
@@ -72,8 +76,11 @@ func scan(d *Doc, doc []byte, path Path, stack []uint64) (deep bool) {
 		depth int // open containers enclosing position i
 		ml    bool
 		nl    bool
-		ok    bool
-		ks    int
+		inKey bool // the string being scanned is a key
+		ks    int  // where the key being scanned starts
+		x, t  uint64
+		k     int
+		c     byte
 		// A value starting at depth > lim needs a look: past Get's depth
 		// limit while Get would still be reading, past encoding/json's one
 		// for a container otherwise.
@@ -82,7 +89,8 @@ func scan(d *Doc, doc []byte, path Path, stack []uint64) (deep bool) {
 		keyDepth = -1 // depth of the object whose keys are compared with path[lvl]
 		watch    = -1 // depth at which the next value end matters to the search
 		lvl      int
-		hit      bool // the key just read is path[lvl]
+		hit      bool // the key just read is path[lvl]; lim is then -1
+		hitLim   int  // lim before the hit
 		vs       int  // where the field's value starts
 	)
 	if len(path) == 0 {
@@ -103,32 +111,35 @@ func scan(d *Doc, doc []byte, path Path, stack []uint64) (deep bool) {
 	}
 
 value: // doc[i] (i < n) starts a value enclosed by depth containers
-	if depth > lim {
-		if lim == maxDepth+1 { // Get fails here
+	if depth > lim { // one test for the depth limits and a key hit
+		if hit {
+			lim = hitLim
+		}
+		if depth > lim && lim == maxDepth+1 { // Get fails here
 			d.Field, d.Err = Value{}, ErrMalformed
 			state, keyDepth, watch, hit, lim = settled, -1, -1, false, maxNesting-1
 		}
 		if depth > lim && (doc[i] == '{' || doc[i] == '[') {
 			return false
 		}
-	}
-	if hit {
-		hit = false
-		switch {
-		case lvl == len(path)-1:
-			state, vs, watch, keyDepth = inField, i, depth, -1
-		case doc[i] == '{':
-			lvl, keyDepth, watch = lvl+1, depth+1, depth
-		default:
-			d.Err = ErrMalformed
-			state, keyDepth, watch, lim = settled, -1, -1, maxNesting-1
+		if hit { // the key was path[lvl]
+			hit = false
+			switch {
+			case lvl == len(path)-1:
+				state, vs, watch, keyDepth = inField, i, depth, -1
+			case doc[i] == '{':
+				lvl, keyDepth, watch = lvl+1, depth+1, depth
+			default:
+				d.Err = ErrMalformed
+				state, keyDepth, watch, lim = settled, -1, -1, maxNesting-1
+			}
 		}
 	}
 	switch doc[i] {
 	case '"':
-		if i = str(doc, i+1); i < 0 {
-			return false
-		}
+		i++
+		inKey = false
+		goto str
 	case '{':
 		if depth>>6 >= len(stack) {
 			return true
@@ -176,9 +187,44 @@ value: // doc[i] (i < n) starts a value enclosed by depth containers
 			return false
 		}
 		i += 4
-	default:
-		if i, ok = number(doc, i); !ok {
+	default: // a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+		if doc[i] == '-' {
+			if i++; i >= n {
+				return false
+			}
+		}
+		switch c = doc[i]; {
+		case c == '0':
+			i++
+		case c-'1' < 9:
+			for i++; i+8 <= n; i += 8 {
+				if t = nonDigits(binary.LittleEndian.Uint64(doc[i:])); t != 0 {
+					i += bits.TrailingZeros64(t) >> 3
+					goto frac
+				}
+			}
+			for ; i < n && doc[i]-'0' < 10; i++ {
+			}
+		default:
 			return false
+		}
+	frac:
+		if i < n && doc[i] == '.' {
+			if i++; i >= n || doc[i]-'0' >= 10 {
+				return false
+			}
+			for i++; i < n && doc[i]-'0' < 10; i++ {
+			}
+		}
+		if i < n && doc[i]|0x20 == 'e' {
+			if i++; i < n && (doc[i] == '+' || doc[i] == '-') {
+				i++
+			}
+			if i >= n || doc[i]-'0' >= 10 {
+				return false
+			}
+			for i++; i < n && doc[i]-'0' < 10; i++ {
+			}
 		}
 	}
 
@@ -239,11 +285,99 @@ key: // doc[i] (i < n) should open a member's key
 		return false
 	}
 	ks = i
-	if i = str(doc, i+1); i < 0 {
-		return false
+	i++
+	inKey = true
+	// fall through to str
+
+str: // doc[i:] is a string's body; runs of plain ASCII go 8 bytes at a time
+	for i+8 <= n {
+		x = binary.LittleEndian.Uint64(doc[i:])
+		if t = special(x); t != 0 {
+			k = bits.TrailingZeros64(t) // 8*(byte index)+7
+			i, c = i+k>>3, byte(x>>(k-7))
+			goto look
+		}
+		i += 8
 	}
-	if depth == keyDepth {
-		hit = keyMatches(doc[ks+1:i-1], path[lvl])
+	if n < 8 {
+		for i < n && plain[doc[i]] {
+			i++
+		}
+		if i >= n {
+			return false
+		}
+		c = doc[i]
+	} else {
+		if i >= n {
+			return false
+		}
+		// The last n-i < 8 bytes, shifted down from the document's last
+		// word: the zero bytes shifted in count as special.
+		x = binary.LittleEndian.Uint64(doc[n-8:]) >> (uint(8-(n-i)) * 8)
+		k = bits.TrailingZeros64(special(x))
+		if i += k >> 3; i >= n {
+			return false
+		}
+		c = byte(x >> (k - 7))
+	}
+look: // c = doc[i] is not plain
+	switch {
+	case c == '"':
+		i++
+		if inKey {
+			goto member
+		}
+		goto end
+	case c == '\\':
+		if i+1 >= n {
+			return false
+		}
+		if doc[i+1] == 'u' {
+			if i+6 > n || hexVal[doc[i+2]]|hexVal[doc[i+3]]|hexVal[doc[i+4]]|hexVal[doc[i+5]] == 0xff {
+				return false
+			}
+			i += 6
+		} else if escaped[doc[i+1]] {
+			i += 2
+		} else {
+			return false
+		}
+	case c < 0x20:
+		return false
+	case c < 0xc2 || c > 0xf4: // a continuation byte, an overlong lead or not UTF-8
+		return false
+	case c < 0xe0:
+		if i+1 >= n || doc[i+1]&0xc0 != 0x80 {
+			return false
+		}
+		i += 2
+	default: // 3 or 4 bytes: the second byte's range depends on the first
+		lo, hi := byte(0x80), byte(0xbf)
+		switch c {
+		case 0xe0:
+			lo = 0xa0
+		case 0xed:
+			hi = 0x9f // no surrogates
+		case 0xf0:
+			lo = 0x90
+		case 0xf4:
+			hi = 0x8f // nothing past U+10FFFF
+		}
+		size := 3
+		if c >= 0xf0 {
+			size = 4
+		}
+		if i+size > n || doc[i+1] < lo || doc[i+1] > hi || doc[i+2]&0xc0 != 0x80 ||
+			size == 4 && doc[i+3]&0xc0 != 0x80 {
+			return false
+		}
+		i += size
+	}
+	goto str
+
+member: // a key ends at i
+	if depth == keyDepth && keyMatches(doc[ks+1:i-1], path[lvl]) {
+		hit, hitLim, lim = true, lim, -1
 	}
 	if i < n && doc[i] <= ' ' {
 		i, nl = space(doc, i)
@@ -298,42 +432,10 @@ func space(b []byte, i int) (int, bool) {
 	return i, nl
 }
 
-// number scans a JSON number starting at i (b[i] exists) and returns the
-// index after it.
-func number(b []byte, i int) (int, bool) {
-	n := len(b)
-	if b[i] == '-' {
-		if i++; i >= n {
-			return 0, false
-		}
-	}
-	switch c := b[i]; {
-	case c == '0':
-		i++
-	case c >= '1' && c <= '9':
-		for i++; i < n && b[i]-'0' < 10; i++ {
-		}
-	default:
-		return 0, false
-	}
-	if i < n && b[i] == '.' {
-		if i++; i >= n || b[i]-'0' >= 10 {
-			return 0, false
-		}
-		for i++; i < n && b[i]-'0' < 10; i++ {
-		}
-	}
-	if i < n && b[i]|0x20 == 'e' {
-		if i++; i < n && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if i >= n || b[i]-'0' >= 10 {
-			return 0, false
-		}
-		for i++; i < n && b[i]-'0' < 10; i++ {
-		}
-	}
-	return i, true
+// nonDigits has bits set in (and only in) the bytes of x that are not ASCII
+// digits, or above the first such byte: the lowest set bit is exact.
+func nonDigits(x uint64) uint64 {
+	return (x&(ones*0xf0) ^ ones*0x30) | ((x+ones*6)&(ones*0xf0) ^ ones*0x30)
 }
 
 // SWAR constants: one in every byte, the high bit of every byte.
@@ -369,63 +471,15 @@ var hexVal = func() (t [256]byte) {
 	return t
 }()
 
-// str scans a string's body from i, just after its opening quote, and
-// returns the index after its closing quote, or -1 if the string is not
-// valid. Runs of plain ASCII are skipped 8 bytes at a time.
-func str(b []byte, i int) int {
-	n := len(b)
-	for {
-		if i+8 <= n {
-			x := binary.LittleEndian.Uint64(b[i:])
-			q := x ^ (ones * '"')
-			s := x ^ (ones * '\\')
-			// A byte's high bit is set when it is '"' or '\\' (its q or s is
-			// 0), < 0x20, or >= 0x80 (then x's own high bit is set, so
-			// whatever the subtractions leave there does not matter); a
-			// byte below 0x80 that is none of these leaves it clear.
-			// Borrows only run upwards from a hit, so the lowest set bit
-			// marks the first byte to look at.
-			t := ((q - ones) | (s - ones) | (x - ones*0x20) | x) & highs
-			if t == 0 {
-				i += 8
-				continue
-			}
-			i += bits.TrailingZeros64(t) >> 3
-		} else {
-			for i < n && plain[b[i]] {
-				i++
-			}
-			if i >= n {
-				return -1
-			}
-		}
-		switch c := b[i]; {
-		case c == '"':
-			return i + 1
-		case c == '\\':
-			if i+1 >= n {
-				return -1
-			}
-			if b[i+1] == 'u' {
-				if i+6 > n || hexVal[b[i+2]]|hexVal[b[i+3]]|hexVal[b[i+4]]|hexVal[b[i+5]] == 0xff {
-					return -1
-				}
-				i += 6
-			} else if escaped[b[i+1]] {
-				i += 2
-			} else {
-				return -1
-			}
-		case c < 0x20:
-			return -1
-		default:
-			r, size := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && size == 1 {
-				return -1
-			}
-			i += size
-		}
-	}
+// special has the high bit of each byte of x set that a string cannot hold
+// as itself: '"' or '\\' (its q or s is 0), < 0x20, or >= 0x80 (then x's own
+// high bit is set, whatever the subtractions leave there); a byte below 0x80
+// that is none of these leaves it clear. Borrows only run upwards from such
+// a byte, so the lowest set bit marks the first byte to look at.
+func special(x uint64) uint64 {
+	q := x ^ (ones * '"')
+	s := x ^ (ones * '\\')
+	return ((q - ones) | (s - ones) | (x - ones*0x20) | x) & highs
 }
 
 // keyMatches reports whether the body s of a valid JSON string decodes, as
