@@ -71,16 +71,17 @@ const (
 // per string) would spill and reload the scanner's state.
 func scan(d *Doc, doc []byte, path Path, stack []uint64) (deep bool) {
 	var (
-		n     = len(doc)
-		i     int
-		depth int // open containers enclosing position i
-		ml    bool
-		nl    bool
-		inKey bool // the string being scanned is a key
-		ks    int  // where the key being scanned starts
-		x, t  uint64
-		k     int
-		c     byte
+		n      = len(doc)
+		i      int
+		depth  int // open containers enclosing position i
+		ml     bool
+		nl     bool
+		inKey  bool // the string being scanned is a key
+		closer byte // the innermost open container's closing bracket
+		ks     int  // where the key being scanned starts
+		x, t   uint64
+		k      int
+		c      byte
 		// A value starting at depth > lim needs a look: past Get's depth
 		// limit while Get would still be reading, past encoding/json's one
 		// for a container otherwise.
@@ -141,36 +142,36 @@ value: // doc[i] (i < n) starts a value enclosed by depth containers
 		inKey = false
 		goto str
 	case '{':
-		if depth>>6 >= len(stack) {
-			return true
-		}
-		stack[depth>>6] |= 1 << (depth & 63)
-		depth++
 		if i, nl = space(doc, i+1); i >= n {
 			return false
 		}
 		ml = ml || nl
 		if doc[i] == '}' {
-			depth--
 			i++
 			goto end
 		}
-		goto key
-	case '[':
 		if depth>>6 >= len(stack) {
 			return true
 		}
-		stack[depth>>6] &^= 1 << (depth & 63)
+		stack[depth>>6] |= 1 << (depth & 63)
 		depth++
+		closer = '}'
+		goto key
+	case '[':
 		if i, nl = space(doc, i+1); i >= n {
 			return false
 		}
 		ml = ml || nl
 		if doc[i] == ']' {
-			depth--
 			i++
 			goto end
 		}
+		if depth>>6 >= len(stack) {
+			return true
+		}
+		stack[depth>>6] &^= 1 << (depth & 63)
+		depth++
+		closer = ']'
 		goto value
 	case 't':
 		if n-i < 4 || binary.LittleEndian.Uint32(doc[i:]) != wordTrue {
@@ -255,29 +256,25 @@ end: // a value ends at i
 	if i >= n {
 		return false
 	}
-	switch inObject := stack[(depth-1)>>6]>>((depth-1)&63)&1 != 0; doc[i] {
-	case ',':
+	if c = doc[i]; c == ',' {
 		if i, nl = space(doc, i+1); i >= n {
 			return false
 		}
 		ml = ml || nl
-		if inObject {
+		if closer == '}' {
 			goto key
 		}
 		goto value
-	case '}':
-		if !inObject {
-			return false
-		}
-	case ']':
-		if inObject {
-			return false
-		}
-	default:
+	}
+	if c != closer {
 		return false
 	}
-	depth--
 	i++
+	if depth--; depth > 0 && stack[(depth-1)>>6]>>((depth-1)&63)&1 == 0 {
+		closer = ']'
+	} else {
+		closer = '}' // or none, at depth 0
+	}
 	goto end
 
 key: // doc[i] (i < n) should open a member's key
