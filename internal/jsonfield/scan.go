@@ -136,11 +136,12 @@ value: // doc[i] (i < n) starts a value enclosed by depth containers
 			}
 		}
 	}
-	switch doc[i] {
-	case '"':
+	if doc[i] == '"' {
 		i++
 		inKey = false
 		goto str
+	}
+	switch doc[i] {
 	case '{':
 		if i, nl = space(doc, i+1); i >= n {
 			return false
@@ -417,7 +418,7 @@ func kindAt(c byte) Kind {
 // space skips JSON whitespace from i and reports whether it saw CR or LF.
 func space(b []byte, i int) (int, bool) {
 	nl := false
-	for ; i < len(b); i++ {
+	for ; i < len(b) && b[i] <= ' '; i++ {
 		switch b[i] {
 		case ' ', '\t':
 		case '\n', '\r':
