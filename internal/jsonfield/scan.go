@@ -40,6 +40,9 @@ func Scan(doc []byte, path Path) (d Doc) {
 	if scan(&d, doc, path, stack[:]) {
 		return scanDeep(doc, path)
 	}
+	if len(path) == 0 {
+		d.Field.Raw = doc // as Get(doc, nil) returns it
+	}
 	return d
 }
 
@@ -51,6 +54,9 @@ func Scan(doc []byte, path Path) (d Doc) {
 func scanDeep(doc []byte, path Path) (d Doc) {
 	var stack [(maxNesting + 63) / 64]uint64
 	scan(&d, doc, path, stack[:])
+	if len(path) == 0 {
+		d.Field.Raw = doc
+	}
 	return d
 }
 
@@ -77,6 +83,7 @@ func scan(d *Doc, doc []byte, path Path, stack []uint64) (deep bool) {
 		ml     bool
 		nl     bool
 		inKey  bool // the string being scanned is a key
+		esc    bool // the key being scanned has escapes
 		closer byte // the innermost open container's closing bracket
 		ks     int  // where the key being scanned starts
 		x, t   uint64
@@ -94,9 +101,6 @@ func scan(d *Doc, doc []byte, path Path, stack []uint64) (deep bool) {
 		hitLim   int  // lim before the hit
 		vs       int  // where the field's value starts
 	)
-	if len(path) == 0 {
-		d.Field = Value{Raw: doc}
-	}
 	if i, ml = space(doc, 0); i >= n {
 		return false
 	}
@@ -284,7 +288,7 @@ key: // doc[i] (i < n) should open a member's key
 	}
 	ks = i
 	i++
-	inKey = true
+	inKey, esc = true, false
 	// fall through to str
 
 str: // doc[i:] is a string's body; runs of plain ASCII go 8 bytes at a time
@@ -327,6 +331,7 @@ look: // c = doc[i] is not plain
 		}
 		goto end
 	case c == '\\':
+		esc = true
 		if i+1 >= n {
 			return false
 		}
@@ -374,8 +379,12 @@ look: // c = doc[i] is not plain
 	goto str
 
 member: // a key ends at i
-	if depth == keyDepth && keyMatches(doc[ks+1:i-1], path[lvl]) {
-		hit, hitLim, lim = true, lim, -1
+	if depth == keyDepth {
+		// Without escapes the key is its bytes (and the comparison of
+		// different lengths costs no call).
+		if esc && keyMatches(doc[ks+1:i-1], path[lvl]) || !esc && string(doc[ks+1:i-1]) == string(path[lvl]) {
+			hit, hitLim, lim = true, lim, -1
+		}
 	}
 	if i < n && doc[i] <= ' ' {
 		i, nl = space(doc, i)
