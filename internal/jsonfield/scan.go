@@ -292,14 +292,21 @@ key: // doc[i] (i < n) should open a member's key
 	// fall through to str
 
 str: // doc[i:] is a string's body; runs of plain ASCII go 8 bytes at a time
-	for i+8 <= n {
+	if i+8 <= n {
+		// Most strings end within a word: that case stays in this frame,
+		// longer runs go to plainRun, whose loop keeps its registers.
 		x = binary.LittleEndian.Uint64(doc[i:])
-		if t = special(x); t != 0 {
+		if t = special(x); t == 0 {
+			if i = plainRun(doc, i+8); i+8 <= n {
+				x = binary.LittleEndian.Uint64(doc[i:])
+				t = special(x)
+			}
+		}
+		if t != 0 {
 			k = bits.TrailingZeros64(t) // 8*(byte index)+7
 			i, c = i+k>>3, byte(x>>(k-7))
 			goto look
 		}
-		i += 8
 	}
 	if n < 8 {
 		for i < n && plain[doc[i]] {
@@ -443,6 +450,17 @@ func space(b []byte, i int) (int, bool) {
 // digits, or above the first such byte: the lowest set bit is exact.
 func nonDigits(x uint64) uint64 {
 	return (x&(ones*0xf0) ^ ones*0x30) | ((x+ones*6)&(ones*0xf0) ^ ones*0x30)
+}
+
+// plainRun returns the index of the first word from i (in steps of 8) that
+// holds a special byte, or the first index past len(b)-8.
+func plainRun(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		if special(binary.LittleEndian.Uint64(b[i:])) != 0 {
+			return i
+		}
+	}
+	return i
 }
 
 // SWAR constants: one in every byte, the high bit of every byte.
