@@ -60,6 +60,21 @@ func scanDeep(doc []byte, path Path) (d Doc) {
 	return d
 }
 
+// search is scan's state for finding the field.
+type search struct {
+	path     Path
+	stack    []uint64 // kinds of the open containers, bit set: object
+	state    int
+	keyDepth int  // depth of the object whose keys are compared with path[lvl]
+	watch    int  // depth at which the next value end matters to the search
+	lvl      int  // the path segment searched for
+	hit      bool // the key just read is path[lvl]; lim is then -1
+	hitLim   int  // lim before the hit
+	vs       int  // where the field's value starts
+	ks       int  // where the key being scanned starts
+	esc      bool // the key being scanned has escapes
+}
+
 // The states of the path search.
 const (
 	searching = iota // comparing the keys of the object at keyDepth with path[lvl]
@@ -76,6 +91,9 @@ const (
 // convention has no callee-saved registers, so every call in the loop (one
 // per string) would spill and reload the scanner's state.
 func scan(d *Doc, doc []byte, path Path, stack []uint64) (deep bool) {
+	// The search's state lives in memory (the struct's address is taken),
+	// so that the registers go to the scanning loop's own variables.
+	s := &search{path: path, stack: stack, state: settled, keyDepth: -1, watch: -1}
 	var (
 		n      = len(doc)
 		i      int
@@ -83,60 +101,51 @@ func scan(d *Doc, doc []byte, path Path, stack []uint64) (deep bool) {
 		ml     bool
 		nl     bool
 		inKey  bool // the string being scanned is a key
-		esc    bool // the key being scanned has escapes
 		closer byte // the innermost open container's closing bracket
-		ks     int  // where the key being scanned starts
 		x, t   uint64
 		k      int
 		c      byte
 		// A value starting at depth > lim needs a look: past Get's depth
 		// limit while Get would still be reading, past encoding/json's one
-		// for a container otherwise.
-		lim      = maxNesting - 1
-		state    = settled
-		keyDepth = -1 // depth of the object whose keys are compared with path[lvl]
-		watch    = -1 // depth at which the next value end matters to the search
-		lvl      int
-		hit      bool // the key just read is path[lvl]; lim is then -1
-		hitLim   int  // lim before the hit
-		vs       int  // where the field's value starts
+		// for a container otherwise; -1 after a key hit.
+		lim = maxNesting - 1
 	)
 	if i, ml = space(doc, 0); i >= n {
 		return false
 	}
-	if len(path) > 0 {
+	if len(s.path) > 0 {
 		if doc[i] != '{' {
 			d.Err = ErrMalformed
 		} else {
 			// Get skips each member value of the top object up to the
-			// first match of path[0], that match's value included, with
+			// first match of s.path[0], that match's value included, with
 			// its depth limit; deeper levels are inside that value.
-			state, keyDepth, watch, lim = searching, 1, 0, maxDepth+1
+			s.state, s.keyDepth, s.watch, lim = searching, 1, 0, maxDepth+1
 		}
 	}
 
 value: // doc[i] (i < n) starts a value enclosed by depth containers
-	if depth > lim { // one test for the depth limits and a key hit
-		if hit {
-			lim = hitLim
+	if depth > lim { // one test for the depth limits and a key s.hit
+		if s.hit {
+			lim = s.hitLim
 		}
 		if depth > lim && lim == maxDepth+1 { // Get fails here
 			d.Field, d.Err = Value{}, ErrMalformed
-			state, keyDepth, watch, hit, lim = settled, -1, -1, false, maxNesting-1
+			s.state, s.keyDepth, s.watch, s.hit, lim = settled, -1, -1, false, maxNesting-1
 		}
 		if depth > lim && (doc[i] == '{' || doc[i] == '[') {
 			return false
 		}
-		if hit { // the key was path[lvl]
-			hit = false
+		if s.hit { // the key was s.path[s.lvl]
+			s.hit = false
 			switch {
-			case lvl == len(path)-1:
-				state, vs, watch, keyDepth = inField, i, depth, -1
+			case s.lvl == len(s.path)-1:
+				s.state, s.vs, s.watch, s.keyDepth = inField, i, depth, -1
 			case doc[i] == '{':
-				lvl, keyDepth, watch = lvl+1, depth+1, depth
+				s.lvl, s.keyDepth, s.watch = s.lvl+1, depth+1, depth
 			default:
 				d.Err = ErrMalformed
-				state, keyDepth, watch, lim = settled, -1, -1, maxNesting-1
+				s.state, s.keyDepth, s.watch, lim = settled, -1, -1, maxNesting-1
 			}
 		}
 	}
@@ -155,10 +164,10 @@ value: // doc[i] (i < n) starts a value enclosed by depth containers
 			i++
 			goto end
 		}
-		if depth>>6 >= len(stack) {
+		if depth>>6 >= len(s.stack) {
 			return true
 		}
-		stack[depth>>6] |= 1 << (depth & 63)
+		s.stack[depth>>6] |= 1 << (depth & 63)
 		depth++
 		closer = '}'
 		goto key
@@ -171,10 +180,10 @@ value: // doc[i] (i < n) starts a value enclosed by depth containers
 			i++
 			goto end
 		}
-		if depth>>6 >= len(stack) {
+		if depth>>6 >= len(s.stack) {
 			return true
 		}
-		stack[depth>>6] &^= 1 << (depth & 63)
+		s.stack[depth>>6] &^= 1 << (depth & 63)
 		depth++
 		closer = ']'
 		goto value
@@ -235,16 +244,16 @@ value: // doc[i] (i < n) starts a value enclosed by depth containers
 	}
 
 end: // a value ends at i
-	if depth == watch {
-		switch state {
+	if depth == s.watch {
+		switch s.state {
 		case inField:
-			d.Field = Value{Kind: kindAt(doc[vs]), Raw: doc[vs:i]}
+			d.Field = Value{Kind: kindAt(doc[s.vs]), Raw: doc[s.vs:i]}
 		case searching:
 			d.Err = ErrNotFound
 		}
-		state, keyDepth, watch = settled, -1, 1
-		if depth <= 1 { // the value of the top object's member path[0] ends
-			watch, lim = -1, maxNesting-1
+		s.state, s.keyDepth, s.watch = settled, -1, 1
+		if depth <= 1 { // the value of the top object's member s.path[0] ends
+			s.watch, lim = -1, maxNesting-1
 		}
 	}
 	if i < n && doc[i] <= ' ' {
@@ -275,7 +284,7 @@ end: // a value ends at i
 		return false
 	}
 	i++
-	if depth--; depth > 0 && stack[(depth-1)>>6]>>((depth-1)&63)&1 == 0 {
+	if depth--; depth > 0 && s.stack[(depth-1)>>6]>>((depth-1)&63)&1 == 0 {
 		closer = ']'
 	} else {
 		closer = '}' // or none, at depth 0
@@ -286,9 +295,9 @@ key: // doc[i] (i < n) should open a member's key
 	if doc[i] != '"' {
 		return false
 	}
-	ks = i
+	s.ks = i
 	i++
-	inKey, esc = true, false
+	inKey, s.esc = true, false
 	// fall through to str
 
 str: // doc[i:] is a string's body; runs of plain ASCII go 8 bytes at a time
@@ -338,7 +347,7 @@ look: // c = doc[i] is not plain
 		}
 		goto end
 	case c == '\\':
-		esc = true
+		s.esc = true
 		if i+1 >= n {
 			return false
 		}
@@ -386,11 +395,11 @@ look: // c = doc[i] is not plain
 	goto str
 
 member: // a key ends at i
-	if depth == keyDepth {
+	if depth == s.keyDepth {
 		// Without escapes the key is its bytes (and the comparison of
 		// different lengths costs no call).
-		if esc && keyMatches(doc[ks+1:i-1], path[lvl]) || !esc && string(doc[ks+1:i-1]) == string(path[lvl]) {
-			hit, hitLim, lim = true, lim, -1
+		if s.esc && keyMatches(doc[s.ks+1:i-1], s.path[s.lvl]) || !s.esc && string(doc[s.ks+1:i-1]) == string(s.path[s.lvl]) {
+			s.hit, s.hitLim, lim = true, lim, -1
 		}
 	}
 	if i < n && doc[i] <= ' ' {
