@@ -305,11 +305,11 @@ str: // doc[i:] is a string's body; runs of plain ASCII go 8 bytes at a time
 		// Most strings end within a word: that case stays in this frame,
 		// longer runs go to plainRun, whose loop keeps its registers.
 		x = binary.LittleEndian.Uint64(doc[i:])
-		if t = special(x); t == 0 {
-			if i = plainRun(doc, i+8); i+8 <= n {
-				x = binary.LittleEndian.Uint64(doc[i:])
-				t = special(x)
+		for t = special(x); t == 0; t = special(x) {
+			if i = plainRun(doc, i+8); i+8 > n {
+				break
 			}
+			x = binary.LittleEndian.Uint64(doc[i:])
 		}
 		if t != 0 {
 			k = bits.TrailingZeros64(t) // 8*(byte index)+7
@@ -462,10 +462,13 @@ func nonDigits(x uint64) uint64 {
 }
 
 // plainRun returns the index of the first word from i (in steps of 8) that
-// holds a special byte, or the first index past len(b)-8.
+// may hold a special byte, or the first index past len(b)-8. Its test is
+// cheaper than special's and also stops at ' ' and '!' (bytes below 0x23).
 func plainRun(b []byte, i int) int {
 	for ; i+8 <= len(b); i += 8 {
-		if special(binary.LittleEndian.Uint64(b[i:])) != 0 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		s := x ^ (ones * '\\')
+		if ((x-ones*0x23)|(s-ones)|x)&highs != 0 {
 			return i
 		}
 	}

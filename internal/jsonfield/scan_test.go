@@ -39,6 +39,12 @@ func checkScan(t *testing.T, doc []byte, path Path) Doc {
 }
 
 func TestScan(t *testing.T) {
+	var cases []struct {
+		doc, path string
+		valid     bool
+		raw       string
+		err       error
+	}
 	for _, tc := range []struct {
 		doc, path string
 		valid     bool
@@ -85,6 +91,25 @@ func TestScan(t *testing.T) {
 		{doc: `{"a":[}`},
 		{doc: `[1}`},
 	} {
+		cases = append(cases, tc)
+	}
+	// Long strings: runs of plain bytes (spaces and '!' included), then
+	// each kind of special byte at each offset within a word.
+	for off := 0; off < 24; off++ {
+		run := strings.Repeat("a !b", 6)[:off]
+		for _, sp := range []struct {
+			s     string
+			valid bool
+		}{{``, true}, {`\"`, true}, {`\u00e9`, true}, {`\q`, false}, {"\x01", false}, {"é€😀", true}, {"\xe9", false}, {"\n", false}} {
+			cases = append(cases, struct {
+				doc, path string
+				valid     bool
+				raw       string
+				err       error
+			}{doc: `{"k":"` + run + sp.s + run + `","ts":1}`, path: "ts", valid: sp.valid, raw: `1`})
+		}
+	}
+	for _, tc := range cases {
 		var p Path
 		if tc.path != "" {
 			var err error
