@@ -95,8 +95,11 @@ func TestScan(t *testing.T) {
 	}
 	// Long strings: runs of plain bytes (spaces and '!' included), then
 	// each kind of special byte at each offset within a word.
-	for off := 0; off < 24; off++ {
-		run := strings.Repeat("a !b", 6)[:off]
+	for off := 0; off < 48; off++ {
+		run := strings.Repeat("abcdefghijklmnopqrstuvwxyz", 2)[:off]
+		if off >= 24 {
+			run = strings.Repeat("a !b", 6)[:off-24]
+		}
 		for _, sp := range []struct {
 			s     string
 			valid bool
