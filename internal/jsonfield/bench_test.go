@@ -64,45 +64,29 @@ func BenchmarkScan(b *testing.B) {
 		if d := Scan(doc, c.path); !d.Valid || d.Err != nil {
 			b.Fatalf("%s: %+v", c.name, d)
 		}
-		b.Run(c.name+"/old-valid", func(b *testing.B) {
-			b.SetBytes(int64(len(doc)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if ok, _ := oldValid(doc); !ok {
-					b.Fatal("invalid")
+		for _, v := range []struct {
+			name string
+			ok   func() bool
+		}{
+			{"old-valid", func() bool { ok, _ := oldValid(doc); return ok }},
+			{"scan-valid", func() bool { return Scan(doc, nil).Valid }},
+			{"old-valid+get", func() bool {
+				ok, _ := oldValid(doc)
+				_, err := Get(doc, c.path)
+				return ok && err == nil
+			}},
+			{"scan-field", func() bool { d := Scan(doc, c.path); return d.Valid && d.Err == nil }},
+		} {
+			b.Run(c.name+"/"+v.name, func(b *testing.B) {
+				b.SetBytes(int64(len(doc)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if !v.ok() {
+						b.Fatal("invalid")
+					}
 				}
-			}
-		})
-		b.Run(c.name+"/scan-valid", func(b *testing.B) {
-			b.SetBytes(int64(len(doc)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if !Scan(doc, nil).Valid {
-					b.Fatal("invalid")
-				}
-			}
-		})
-		b.Run(c.name+"/old-valid+get", func(b *testing.B) {
-			b.SetBytes(int64(len(doc)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if ok, _ := oldValid(doc); !ok {
-					b.Fatal("invalid")
-				}
-				if _, err := Get(doc, c.path); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run(c.name+"/scan-field", func(b *testing.B) {
-			b.SetBytes(int64(len(doc)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if d := Scan(doc, c.path); !d.Valid || d.Err != nil {
-					b.Fatal("invalid")
-				}
-			}
-		})
+			})
+		}
 	}
 }
 

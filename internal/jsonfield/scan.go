@@ -155,37 +155,25 @@ value: // doc[i] (i < n) starts a value enclosed by depth containers
 		goto str
 	}
 	switch doc[i] {
-	case '{':
+	case '{', '[':
+		c = doc[i] + 2 // '}' or ']'
 		if i, nl = space(doc, i+1); i >= n {
 			return false
 		}
 		ml = ml || nl
-		if doc[i] == '}' {
+		if doc[i] == c {
 			i++
 			goto end
 		}
 		if depth>>6 >= len(s.stack) {
 			return true
 		}
-		s.stack[depth>>6] |= 1 << (depth & 63)
-		depth++
-		closer = '}'
-		goto key
-	case '[':
-		if i, nl = space(doc, i+1); i >= n {
-			return false
+		closer = c
+		if depth++; c == '}' {
+			s.stack[(depth-1)>>6] |= 1 << ((depth - 1) & 63)
+			goto key
 		}
-		ml = ml || nl
-		if doc[i] == ']' {
-			i++
-			goto end
-		}
-		if depth>>6 >= len(s.stack) {
-			return true
-		}
-		s.stack[depth>>6] &^= 1 << (depth & 63)
-		depth++
-		closer = ']'
+		s.stack[(depth-1)>>6] &^= 1 << ((depth - 1) & 63)
 		goto value
 	case 't':
 		if n-i < 4 || binary.LittleEndian.Uint32(doc[i:]) != wordTrue {
