@@ -29,35 +29,31 @@ type Doc struct {
 const maxNesting = 10000
 
 // Scan validates doc in one pass and, when path is not empty, finds the
-// value at path on the way (see Doc). It never allocates and never recurses;
-// it runs in time linear in len(doc).
+// value at path on the way (see Doc). It never allocates and does not
+// recurse on the document's nesting; it runs in time linear in len(doc).
 //
 // Get reads only up to the field and reports ErrMalformed for a member value
 // nested more than 512 levels deep; Scan reports the same Field and Err for
 // every valid document, and validates the rest of it.
+//
+// Scan is small enough to be inlined, so that the caller's Doc is written
+// in place rather than copied (Doc is too large to stay in registers).
 func Scan(doc []byte, path Path) (d Doc) {
 	var stack [4]uint64 // 256 levels; deeper documents take scanDeep
-	if scan(&d, doc, path, stack[:]) {
-		return scanDeep(doc, path)
-	}
-	if len(path) == 0 {
-		d.Field.Raw = doc // as Get(doc, nil) returns it
-	}
+	scan(&d, doc, path, stack[:])
 	return d
 }
 
-// scanDeep rescans a document nested more than 256 levels deep with a stack
-// for encoding/json's whole nesting limit; it is a separate frame so that the
-// common case does not zero 1.25 KiB of stack.
+// scanDeep rescans into *d a document nested more than 256 levels deep,
+// with a stack for encoding/json's whole nesting limit (so scan never
+// reports deep from here). It is a separate frame so that the common case
+// does not zero 1.25 KiB of stack.
 //
 //go:noinline
-func scanDeep(doc []byte, path Path) (d Doc) {
+func scanDeep(d *Doc, doc []byte, path Path) {
 	var stack [(maxNesting + 63) / 64]uint64
-	scan(&d, doc, path, stack[:])
-	if len(path) == 0 {
-		d.Field.Raw = doc
-	}
-	return d
+	*d = Doc{}
+	scan(d, doc, path, stack[:])
 }
 
 // search is scan's state for finding the field.
@@ -83,14 +79,13 @@ const (
 )
 
 // scan is Scan into *d, which must be zero, with a caller-provided stack of
-// container kinds (bit set: object), one bit per open container. It reports
-// deep when the document nests deeper than the stack holds; *d is then
-// unspecified.
+// container kinds (bit set: object), one bit per open container. A document
+// nesting deeper than the stack holds is handed to scanDeep.
 //
 // It is one function with gotos rather than calls on purpose: Go's calling
 // convention has no callee-saved registers, so every call in the loop (one
 // per string) would spill and reload the scanner's state.
-func scan(d *Doc, doc []byte, path Path, stack []uint64) (deep bool) {
+func scan(d *Doc, doc []byte, path Path, stack []uint64) {
 	// The search's state lives in memory (the struct's address is taken),
 	// so that the registers go to the scanning loop's own variables.
 	s := &search{path: path, stack: stack, state: settled, keyDepth: -1, watch: -1}
@@ -111,7 +106,7 @@ func scan(d *Doc, doc []byte, path Path, stack []uint64) (deep bool) {
 		lim = maxNesting - 1
 	)
 	if i, ml = space(doc, 0); i >= n {
-		return false
+		return
 	}
 	if len(s.path) > 0 {
 		if doc[i] != '{' {
@@ -134,7 +129,7 @@ value: // doc[i] (i < n) starts a value enclosed by depth containers
 			s.state, s.keyDepth, s.watch, s.hit, lim = settled, -1, -1, false, maxNesting-1
 		}
 		if depth > lim && (doc[i] == '{' || doc[i] == '[') {
-			return false
+			return
 		}
 		if s.hit { // the key was s.path[s.lvl]
 			s.hit = false
@@ -161,7 +156,7 @@ value: // doc[i] (i < n) starts a value enclosed by depth containers
 	case '{', '[':
 		c = doc[i] + 2 // '}' or ']'
 		if i, nl = space(doc, i+1); i >= n {
-			return false
+			return
 		}
 		ml = ml || nl
 		if doc[i] == c {
@@ -169,7 +164,8 @@ value: // doc[i] (i < n) starts a value enclosed by depth containers
 			goto end
 		}
 		if depth>>6 >= len(s.stack) {
-			return true
+			scanDeep(d, doc, path)
+			return
 		}
 		closer = c
 		if depth++; c == '}' {
@@ -180,28 +176,28 @@ value: // doc[i] (i < n) starts a value enclosed by depth containers
 		goto value
 	case 't':
 		if n-i < 4 || binary.LittleEndian.Uint32(doc[i:]) != wordTrue {
-			return false
+			return
 		}
 		i += 4
 	case 'f':
 		if n-i < 5 || binary.LittleEndian.Uint32(doc[i+1:]) != wordAlse {
-			return false
+			return
 		}
 		i += 5
 	case 'n':
 		if n-i < 4 || binary.LittleEndian.Uint32(doc[i:]) != wordNull {
-			return false
+			return
 		}
 		i += 4
 	default:
-		return false
+		return
 	}
 	goto end
 
 number: // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
 	if c == '-' {
 		if i++; i >= n {
-			return false
+			return
 		}
 		c = doc[i]
 	}
@@ -216,13 +212,13 @@ number: // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
 		for ; i < n && doc[i]-'0' < 10; i++ {
 		}
 	} else if c-'0' >= 10 {
-		return false
+		return
 	}
 frac:
 	if i < n && (doc[i] == '.' || doc[i]|0x20 == 'e') {
 		if doc[i] == '.' {
 			if i++; i >= n || doc[i]-'0' >= 10 {
-				return false
+				return
 			}
 			for i++; i < n && doc[i]-'0' < 10; i++ {
 			}
@@ -232,7 +228,7 @@ frac:
 				i++
 			}
 			if i >= n || doc[i]-'0' >= 10 {
-				return false
+				return
 			}
 			for i++; i < n && doc[i]-'0' < 10; i++ {
 			}
@@ -258,17 +254,20 @@ end: // a value ends at i
 	}
 	if depth == 0 {
 		if i != n {
-			return false
+			return
 		}
 		d.Valid, d.Multiline = true, ml
-		return false
+		if len(s.path) == 0 {
+			d.Field.Raw = doc // as Get(doc, nil) returns it
+		}
+		return
 	}
 	if i >= n {
-		return false
+		return
 	}
 	if c = doc[i]; c == ',' {
 		if i, nl = space(doc, i+1); i >= n {
-			return false
+			return
 		}
 		ml = ml || nl
 		if closer == '}' {
@@ -277,7 +276,7 @@ end: // a value ends at i
 		goto value
 	}
 	if c != closer {
-		return false
+		return
 	}
 	i++
 	if depth--; depth > 0 && s.stack[(depth-1)>>6]>>((depth-1)&63)&1 == 0 {
@@ -289,7 +288,7 @@ end: // a value ends at i
 
 key: // doc[i] (i < n) should open a member's key
 	if doc[i] != '"' {
-		return false
+		return
 	}
 	s.ks = i
 	i++
@@ -318,19 +317,19 @@ str: // doc[i:] is a string's body; runs of plain ASCII go 8 bytes at a time
 			i++
 		}
 		if i >= n {
-			return false
+			return
 		}
 		c = doc[i]
 	} else {
 		if i >= n {
-			return false
+			return
 		}
 		// The last n-i < 8 bytes, shifted down from the document's last
 		// word: the zero bytes shifted in count as special.
 		x = binary.LittleEndian.Uint64(doc[n-8:]) >> (uint(8-(n-i)) * 8)
 		k = bits.TrailingZeros64(special(x))
 		if i += k >> 3; i >= n {
-			return false
+			return
 		}
 		c = byte(x >> (k - 7))
 	}
@@ -345,25 +344,25 @@ look: // c = doc[i] is not plain
 	case c == '\\':
 		s.esc = true
 		if i+1 >= n {
-			return false
+			return
 		}
 		if doc[i+1] == 'u' {
 			if i+6 > n || hexVal[doc[i+2]]|hexVal[doc[i+3]]|hexVal[doc[i+4]]|hexVal[doc[i+5]] == 0xff {
-				return false
+				return
 			}
 			i += 6
 		} else if escaped[doc[i+1]] {
 			i += 2
 		} else {
-			return false
+			return
 		}
 	case c < 0x20:
-		return false
+		return
 	case c < 0xc2 || c > 0xf4: // a continuation byte, an overlong lead or not UTF-8
-		return false
+		return
 	case c < 0xe0:
 		if i+1 >= n || doc[i+1]&0xc0 != 0x80 {
-			return false
+			return
 		}
 		i += 2
 	default: // 3 or 4 bytes: the second byte's range depends on the first
@@ -384,7 +383,7 @@ look: // c = doc[i] is not plain
 		}
 		if i+size > n || doc[i+1] < lo || doc[i+1] > hi || doc[i+2]&0xc0 != 0x80 ||
 			size == 4 && doc[i+3]&0xc0 != 0x80 {
-			return false
+			return
 		}
 		i += size
 	}
@@ -403,10 +402,10 @@ member: // a key ends at i
 		ml = ml || nl
 	}
 	if i >= n || doc[i] != ':' {
-		return false
+		return
 	}
 	if i, nl = space(doc, i+1); i >= n {
-		return false
+		return
 	}
 	ml = ml || nl
 	goto value
