@@ -69,18 +69,25 @@ func IsJSON(v []byte) bool {
 // when it is valid JSON (compacted if it spans lines), else v as a JSON string.
 // One jsonfield.Scan pass decides both.
 func AppendValue(dst []byte, v []byte) []byte {
-	return AppendScanned(dst, v, jsonfield.Scan(v, nil))
+	d := jsonfield.Scan(v, nil)
+	return appendValue(dst, v, d.Valid, d.Multiline)
 }
 
 // AppendScanned is AppendValue for a payload whose scan the caller already
 // has: d must be jsonfield.Scan(v, path)'s result for v, with any path (a
 // decoder that scanned v for its event time passes that result, and v is not
 // scanned twice). Passing another document's result breaks invariant 1.
-func AppendScanned(dst []byte, v []byte, d jsonfield.Doc) []byte {
-	if !d.Valid {
+func AppendScanned(dst []byte, v []byte, d *jsonfield.Doc) []byte {
+	return appendValue(dst, v, d.Valid, d.Multiline)
+}
+
+// appendValue writes v verbatim, compacted or as a string, as Scan's verdict
+// says (the two flags, not the whole Doc: it is too large to pass cheaply).
+func appendValue(dst, v []byte, valid, multiline bool) []byte {
+	if !valid {
 		return AppendBytes(dst, v)
 	}
-	if !d.Multiline {
+	if !multiline {
 		return append(dst, v...)
 	}
 	var b bytes.Buffer

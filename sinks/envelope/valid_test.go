@@ -51,15 +51,15 @@ func TestAppendScannedUsesTheScan(t *testing.T) {
 	if string(d.Field.Raw) != "1" {
 		t.Fatalf("Scan: %+v", d)
 	}
-	if got := string(AppendScanned(nil, v, d)); got != `{"ts":1,"a":[1,2]}` {
+	if got := string(AppendScanned(nil, v, &d)); got != `{"ts":1,"a":[1,2]}` {
 		t.Errorf("AppendScanned with the scan = %s", got)
 	}
 	// The verdict passed in decides: a document said to be invalid is
 	// written as a string, one said to be on one line verbatim.
-	if got := string(AppendScanned(nil, v, jsonfield.Doc{})); got != `"{\"ts\": 1,\n \"a\": [1, 2]}"` {
+	if got := string(AppendScanned(nil, v, &jsonfield.Doc{})); got != `"{\"ts\": 1,\n \"a\": [1, 2]}"` {
 		t.Errorf("AppendScanned with an invalid verdict = %s", got)
 	}
-	if got := string(AppendScanned(nil, []byte(`[1, 2]`), jsonfield.Doc{Valid: true})); got != `[1, 2]` {
+	if got := string(AppendScanned(nil, []byte(`[1, 2]`), &jsonfield.Doc{Valid: true})); got != `[1, 2]` {
 		t.Errorf("AppendScanned with a one-line verdict = %s", got)
 	}
 }
