@@ -45,9 +45,9 @@ func Scan(doc []byte, path Path) (d Doc) {
 }
 
 // scanDeep rescans into *d a document nested more than 256 levels deep,
-// with a stack for encoding/json's whole nesting limit (so scan never
-// reports deep from here). It is a separate frame so that the common case
-// does not zero 1.25 KiB of stack.
+// with a stack for encoding/json's whole nesting limit (so the scan it runs
+// never hands the document on again). It is a separate frame so that the
+// common case does not zero 1.25 KiB of stack.
 //
 //go:noinline
 func scanDeep(d *Doc, doc []byte, path Path) {
@@ -113,14 +113,14 @@ func scan(d *Doc, doc []byte, path Path, stack []uint64) {
 			d.Err = ErrMalformed
 		} else {
 			// Get skips each member value of the top object up to the
-			// first match of s.path[0], that match's value included, with
+			// first match of path[0], that match's value included, with
 			// its depth limit; deeper levels are inside that value.
 			s.state, s.keyDepth, s.watch, lim = searching, 1, 0, maxDepth+1
 		}
 	}
 
 value: // doc[i] (i < n) starts a value enclosed by depth containers
-	if depth > lim { // one test for the depth limits and a key s.hit
+	if depth > lim { // one test for the depth limits and a key hit
 		if s.hit {
 			lim = s.hitLim
 		}
@@ -131,7 +131,7 @@ value: // doc[i] (i < n) starts a value enclosed by depth containers
 		if depth > lim && (doc[i] == '{' || doc[i] == '[') {
 			return
 		}
-		if s.hit { // the key was s.path[s.lvl]
+		if s.hit { // the key was path[lvl]
 			s.hit = false
 			switch {
 			case s.lvl == len(s.path)-1:
@@ -244,7 +244,7 @@ end: // a value ends at i
 			d.Err = ErrNotFound
 		}
 		s.state, s.keyDepth, s.watch = settled, -1, 1
-		if depth <= 1 { // the value of the top object's member s.path[0] ends
+		if depth <= 1 { // the value of the top object's member path[0] ends
 			s.watch, lim = -1, maxNesting-1
 		}
 	}
