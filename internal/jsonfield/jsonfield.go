@@ -1,13 +1,3 @@
-// Package jsonfield extracts one field from a JSON document without decoding
-// the whole document. It is the hot-path decoder for event times and keys.
-//
-// Invariants:
-//
-//  1. Get never panics and never reads past the input, whatever the bytes.
-//  2. Get returns ErrMalformed when the document is not a JSON object up to
-//     the field (it does not validate what follows the field), and
-//     ErrNotFound when the object has no such field.
-//  3. The returned Value aliases the input; it is not copied.
 package jsonfield
 
 import (

@@ -7,8 +7,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	segjson "github.com/segmentio/encoding/json"
-
+	"github.com/signalbox/signalbox/internal/jsonfield"
 	"github.com/signalbox/signalbox/record"
 )
 
@@ -61,34 +60,34 @@ func Reason(r *record.Record) ([]byte, bool) {
 
 // IsJSON reports whether v is embedded verbatim (or compacted) by
 // AppendValue rather than encoded as a string: it is valid JSON and valid
-// UTF-8.
+// UTF-8 (jsonfield.Scan's verdict).
 func IsJSON(v []byte) bool {
-	// Cheap rejection first: Valid allocates its error on failure.
-	i := 0
-	for i < len(v) && (v[i] == ' ' || v[i] == '\t' || v[i] == '\n' || v[i] == '\r') {
-		i++
-	}
-	if i == len(v) || !startsJSON[v[i]] {
-		return false
-	}
-	return utf8.Valid(v) && segjson.Valid(v)
+	return jsonfield.Scan(v, nil).Valid
 }
-
-// startsJSON[b] is true for the bytes a JSON value can start with.
-var startsJSON = func() (t [256]bool) {
-	for _, b := range []byte(`{["-0123456789tfn`) {
-		t[b] = true
-	}
-	return t
-}()
 
 // AppendValue appends the envelope's value member for payload v: v itself
 // when it is valid JSON (compacted if it spans lines), else v as a JSON string.
+// One jsonfield.Scan pass decides both.
 func AppendValue(dst []byte, v []byte) []byte {
-	if !IsJSON(v) {
+	d := jsonfield.Scan(v, nil)
+	return appendValue(dst, v, d.Valid, d.Multiline)
+}
+
+// AppendScanned is AppendValue for a payload whose scan the caller already
+// has: d must be jsonfield.Scan(v, path)'s result for v, with any path (a
+// decoder that scanned v for its event time passes that result, and v is not
+// scanned twice). Passing another document's result breaks invariant 1.
+func AppendScanned(dst []byte, v []byte, d *jsonfield.Doc) []byte {
+	return appendValue(dst, v, d.Valid, d.Multiline)
+}
+
+// appendValue writes v verbatim, compacted or as a string, as Scan's verdict
+// says (the two flags, not the whole Doc: it is too large to pass cheaply).
+func appendValue(dst, v []byte, valid, multiline bool) []byte {
+	if !valid {
 		return AppendBytes(dst, v)
 	}
-	if bytes.IndexByte(v, '\n') < 0 && bytes.IndexByte(v, '\r') < 0 {
+	if !multiline {
 		return append(dst, v...)
 	}
 	var b bytes.Buffer
