@@ -67,6 +67,7 @@ func (r *run) ingest(ps *partState, rec *record.Record, mark error, now time.Tim
 		return nil
 	}
 	if t := r.cfg.transform; t != nil {
+		rec.ValueJSON = false // the transform may change Value (record.Record.ValueJSON)
 		if err := t(rec); err != nil {
 			return r.dead(rec, "transform: "+err.Error())
 		}

@@ -240,7 +240,13 @@ func (d *decoder) decode(r *record.Record) error {
 	}
 	switch d.in.Key {
 	case KeyFromField:
-		v, err := jsonfield.Get(r.Value, d.keyPath)
+		var v jsonfield.Value
+		var err error
+		if d.in.Time == TimeFromField {
+			v, err = jsonfield.Get(r.Value, d.keyPath) // the time field's scan validated the value
+		} else {
+			v, err = d.field(r, d.keyPath)
+		}
 		if err != nil {
 			return fmt.Errorf("key field %q: %w", d.in.KeyField, err)
 		}
@@ -275,7 +281,7 @@ func (d *decoder) eventTime(r *record.Record) (int64, error) {
 		}
 		return 0, fmt.Errorf("event time header %q: missing", d.in.TimeField)
 	}
-	v, err := jsonfield.Get(r.Value, d.timePath)
+	v, err := d.field(r, d.timePath)
 	if err != nil {
 		return 0, fmt.Errorf("event time field %q: %w", d.in.TimeField, err)
 	}
@@ -292,6 +298,20 @@ func (d *decoder) eventTime(r *record.Record) (int64, error) {
 		return 0, fmt.Errorf("event time field %q: %w", d.in.TimeField, err)
 	}
 	return t, nil
+}
+
+// field finds path in r's value like jsonfield.Get, in one pass that also
+// validates the whole value: a valid value on one line is marked
+// record.Record.ValueJSON, so that a sink embedding it does not scan it
+// again. An invalid value gets Get's answer (it reads up to the field
+// only), so validation never changes which records decode.
+func (d *decoder) field(r *record.Record, path jsonfield.Path) (jsonfield.Value, error) {
+	doc := jsonfield.Scan(r.Value, path)
+	if !doc.Valid {
+		return jsonfield.Get(r.Value, path)
+	}
+	r.ValueJSON = !doc.Multiline
+	return doc.Field, doc.Err
 }
 
 // parseTime parses b in format f to milliseconds since the epoch.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/signalbox/signalbox/record"
 )
@@ -48,6 +49,37 @@ func TestDecodeTimeSources(t *testing.T) {
 	}
 }
 
+// TestDecodeMarksValidJSON: finding a JSON field validates the whole value
+// on the way; a valid one-line value is marked record.Record.ValueJSON so
+// that a sink does not validate it again, and an invalid value still
+// decodes as far as its field (jsonfield.Get) without the mark.
+func TestDecodeMarksValidJSON(t *testing.T) {
+	field := Input{Topic: "t", Time: TimeFromField, TimeField: "ts"}
+	for _, c := range []struct {
+		name  string
+		in    Input
+		value string
+		mark  bool
+		ms    int64 // 0: no event time expected
+	}{
+		{"valid", field, `{"ts":1500,"v":"é"}`, true, 1500},
+		{"multi-line", field, "{\"ts\":1500,\n\"v\":1}", false, 1500},
+		{"broken after the field", field, `{"ts":1500,"v":`, false, 1500},
+		{"bad UTF-8 after the field", field, "{\"ts\":1500,\"v\":\"\xff\"}", false, 1500},
+		{"timestamp time: not scanned", Input{Topic: "t"}, `{"ts":1500}`, false, 0},
+		{"key field with timestamp time", Input{Topic: "t", Key: KeyFromField, KeyField: "id"}, `{"id":"a","x":[1]}`, true, 0},
+	} {
+		r, err := decodeCase(t, c.in, record.Record{Value: []byte(c.value), Timestamp: time.UnixMilli(1)})
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if r.ValueJSON != c.mark || c.ms != 0 && r.EventTime != c.ms {
+			t.Errorf("%s: ValueJSON %v, event time %d; want %v, %d", c.name, r.ValueJSON, r.EventTime, c.mark, c.ms)
+		}
+	}
+}
+
 // FuzzParseInt: the fast path agrees with strconv.ParseInt on every input.
 func FuzzParseInt(f *testing.F) {
 	for _, s := range []string{"0", "-0", "+7", "1700000000123", "-", "+", "", "999999999999999999", "9223372036854775807", "-9223372036854775808", "9223372036854775808", "1_000", "12a", " 1", "0x10", "٣"} {
@@ -76,6 +108,9 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, value []byte) {
 		r := record.Record{Value: value}
 		derr := d.decode(&r)
+		if r.ValueJSON && !(json.Valid(value) && utf8.Valid(value) && !bytes.ContainsAny(value, "\r\n")) {
+			t.Fatalf("decode(%q) marked the value as one line of valid JSON", value)
+		}
 		var doc struct {
 			TS *json.Number `json:"ts"`
 			ID *string      `json:"id"`

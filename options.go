@@ -164,7 +164,9 @@ func WithMetaFilter(f MetaFilter) Option { return func(c *config) { c.metaFilter
 // WithFilter sets the filter that runs on decoded records.
 func WithFilter(f Filter) Option { return func(c *config) { c.filter = f } }
 
-// WithTransform sets the per-record transform, run after the filters.
+// WithTransform sets the per-record transform, run after the filters. The
+// engine clears record.Record.ValueJSON before it runs; a transform that
+// leaves Value one line of valid JSON may set it again.
 func WithTransform(t Transform) Option { return func(c *config) { c.transform = t } }
 
 // WithBatchSize bounds how many records one release batch holds. Default 4096.

@@ -33,6 +33,14 @@ type Record struct {
 	// assigning a new slice, never by writing into the old one.
 	OrderKey string
 	Timeless bool // from a `time: none` input: never parked, never late
+	// ValueJSON reports that Value is known to be valid JSON (and UTF-8)
+	// on one line: the engine's decoder sets it when finding a JSON field
+	// (time: field, key: field) validated the whole value on the way, so
+	// that a sink embedding values in JSON (sinks/envelope) does not
+	// validate it again. False means unknown, not invalid. Whoever changes
+	// Value clears it (the engine does before a Transform); the durable
+	// store does not keep it.
+	ValueJSON bool
 
 	// Set on release.
 	Late   bool  // released out of turn because it arrived at or below the watermark

@@ -33,7 +33,11 @@ func Append(dst []byte, r *record.Record) []byte {
 		dst = strconv.AppendInt(dst, r.EventTime, 10)
 	}
 	dst = append(dst, `,"value":`...)
-	dst = AppendValue(dst, r.Value)
+	if r.ValueJSON {
+		dst = append(dst, r.Value...) // validated by the decoder (record.Record.ValueJSON)
+	} else {
+		dst = AppendValue(dst, r.Value)
+	}
 	if r.Late {
 		dst = append(dst, `,"late":true,"late_by_ms":`...)
 		dst = strconv.AppendInt(dst, r.LateBy, 10)
@@ -73,16 +77,8 @@ func AppendValue(dst []byte, v []byte) []byte {
 	return appendValue(dst, v, d.Valid, d.Multiline)
 }
 
-// AppendScanned is AppendValue for a payload whose scan the caller already
-// has: d must be jsonfield.Scan(v, path)'s result for v, with any path (a
-// decoder that scanned v for its event time passes that result, and v is not
-// scanned twice). Passing another document's result breaks invariant 1.
-func AppendScanned(dst []byte, v []byte, d *jsonfield.Doc) []byte {
-	return appendValue(dst, v, d.Valid, d.Multiline)
-}
-
 // appendValue writes v verbatim, compacted or as a string, as Scan's verdict
-// says (the two flags, not the whole Doc: it is too large to pass cheaply).
+// says.
 func appendValue(dst, v []byte, valid, multiline bool) []byte {
 	if !valid {
 		return AppendBytes(dst, v)

@@ -3,12 +3,13 @@ package envelope
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
 	segjson "github.com/segmentio/encoding/json"
 
-	"github.com/signalbox/signalbox/internal/jsonfield"
+	"github.com/signalbox/signalbox/record"
 )
 
 // IsJSON is jsonfield.Scan's verdict (it was utf8.Valid plus
@@ -45,22 +46,24 @@ func FuzzIsJSON(f *testing.F) {
 	})
 }
 
-func TestAppendScannedUsesTheScan(t *testing.T) {
-	v := []byte("{\"ts\": 1,\n \"a\": [1, 2]}")
-	d := jsonfield.Scan(v, jsonfield.Path{[]byte("ts")})
-	if string(d.Field.Raw) != "1" {
-		t.Fatalf("Scan: %+v", d)
+// TestAppendTrustsValueJSON: a record whose decoder marked its value as
+// one line of valid JSON (record.Record.ValueJSON) has it embedded as is;
+// without the mark the value is validated (and compacted or quoted).
+func TestAppendTrustsValueJSON(t *testing.T) {
+	multi := []byte("{\"ts\": 1,\n \"a\": [1, 2]}")
+	r := record.Record{Topic: "t", Value: multi, Timeless: true}
+	if got := string(Append(nil, &r)); !strings.Contains(got, `"value":{"ts":1,"a":[1,2]}`) {
+		t.Errorf("unmarked multi-line value: %s", got)
 	}
-	if got := string(AppendScanned(nil, v, &d)); got != `{"ts":1,"a":[1,2]}` {
-		t.Errorf("AppendScanned with the scan = %s", got)
+	// The mark decides, whatever the bytes: proof that the sink skipped
+	// its own scan (a decoder sets it only on a valid one-line value).
+	r.Value, r.ValueJSON = []byte(`{"a":1,}`), true
+	if got := string(Append(nil, &r)); !strings.Contains(got, `"value":{"a":1,}`) {
+		t.Errorf("marked value, not scanned again: %s", got)
 	}
-	// The verdict passed in decides: a document said to be invalid is
-	// written as a string, one said to be on one line verbatim.
-	if got := string(AppendScanned(nil, v, &jsonfield.Doc{})); got != `"{\"ts\": 1,\n \"a\": [1, 2]}"` {
-		t.Errorf("AppendScanned with an invalid verdict = %s", got)
-	}
-	if got := string(AppendScanned(nil, []byte(`[1, 2]`), &jsonfield.Doc{Valid: true})); got != `[1, 2]` {
-		t.Errorf("AppendScanned with a one-line verdict = %s", got)
+	r.Value, r.ValueJSON = []byte(`not json`), false
+	if got := string(Append(nil, &r)); !strings.Contains(got, `"value":"not json"`) {
+		t.Errorf("unmarked invalid value: %s", got)
 	}
 }
 
