@@ -52,7 +52,7 @@ type Sink struct {
 	file *os.File // the file opened from path
 	w    io.Writer
 	bw   *bufio.Writer
-	err  error  // sticky: first write error, or ErrClosed
+	err  error // sticky: first write error, or ErrClosed
 	// size is the file's size once everything written is flushed (a
 	// regular file from Create only; -1 otherwise): the good size the
 	// side file records at each Flush.
