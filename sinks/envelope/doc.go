@@ -20,10 +20,14 @@
 //
 //  1. Append always produces one syntactically valid JSON object that is
 //     valid UTF-8 and contains no raw newline, whatever the key, value,
-//     topic or header bytes (fuzzed by FuzzAppend).
+//     topic or header bytes (fuzzed by FuzzAppend), provided a record
+//     marked record.Record.ValueJSON holds what the mark says (the
+//     engine's decoder sets it only after validating the value).
 //  2. A payload that is valid JSON and valid UTF-8 is embedded byte for byte,
 //     except that a payload containing CR or LF is compacted (insignificant
-//     whitespace removed) so that the envelope stays on one line.
+//     whitespace removed) so that the envelope stays on one line. A record
+//     marked record.Record.ValueJSON has its value embedded without being
+//     scanned again.
 //  3. Strings are escaped as encoding/json does: `"` `\` and control
 //     characters are escaped, U+2028 and U+2029 are escaped, and invalid
 //     UTF-8 is replaced by U+FFFD. A key that is valid UTF-8 therefore
