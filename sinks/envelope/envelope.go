@@ -13,9 +13,57 @@ import (
 
 // Append appends the JSON envelope of r to dst, without a trailing newline,
 // and returns the extended slice.
-func Append(dst []byte, r *record.Record) []byte {
+func Append(dst []byte, r *record.Record) []byte { return appendEnvelope(dst, r, nil) }
+
+// Encoder appends envelopes as Append does, and remembers the last record's
+// topic and UTC day, so that a run of records of one topic and one day (what
+// a sink is handed) quotes the topic and computes the date once. Its output
+// is Append's, byte for byte. The zero Encoder is ready to use; it is not
+// safe for concurrent use.
+type Encoder struct {
+	topic  string   // the last topic, quoted in quoted[:qn] when qn > 0
+	quoted [64]byte // topics that quote to more are not kept
+	qn     int
+	day    int64    // the last day (floor of ms / 86,400,000), its "YYYY-MM-DDT" in date[:dn]
+	date   [24]byte // the widest int64 year fits
+	dn     int
+}
+
+// Append appends the JSON envelope of r to dst, as the package's Append.
+func (e *Encoder) Append(dst []byte, r *record.Record) []byte { return appendEnvelope(dst, r, e) }
+
+// appendTopic appends the quoted topic, from e's memory when it has it.
+func (e *Encoder) appendTopic(dst []byte, topic string) []byte {
+	if e.qn == 0 || topic != e.topic {
+		q := AppendString(e.quoted[:0], topic)
+		if len(q) > len(e.quoted) { // too long to keep: AppendString grew a new slice
+			e.qn = 0
+			return append(dst, q...)
+		}
+		e.topic, e.qn = topic, len(q)
+	}
+	return append(dst, e.quoted[:e.qn]...)
+}
+
+// appendTime is AppendTime, with the date from e's memory when the day is
+// the last one's.
+func (e *Encoder) appendTime(dst []byte, ms int64) []byte {
+	days := floorDiv(ms, 86_400_000)
+	if e.dn == 0 || days != e.day {
+		e.day, e.dn = days, len(appendDate(e.date[:0], days))
+	}
+	dst = append(dst, e.date[:e.dn]...)
+	return appendClock(dst, ms-days*86_400_000)
+}
+
+// appendEnvelope is Append, through e's memory when e is not nil.
+func appendEnvelope(dst []byte, r *record.Record, e *Encoder) []byte {
 	dst = append(dst, `{"topic":`...)
-	dst = AppendString(dst, r.Topic)
+	if e != nil {
+		dst = e.appendTopic(dst, r.Topic)
+	} else {
+		dst = AppendString(dst, r.Topic)
+	}
 	dst = append(dst, `,"partition":`...)
 	dst = strconv.AppendInt(dst, int64(r.Partition), 10)
 	dst = append(dst, `,"offset":`...)
@@ -28,7 +76,11 @@ func Append(dst []byte, r *record.Record) []byte {
 	}
 	if !r.Timeless {
 		dst = append(dst, `,"event_time":"`...)
-		dst = AppendTime(dst, r.EventTime)
+		if e != nil {
+			dst = e.appendTime(dst, r.EventTime)
+		} else {
+			dst = AppendTime(dst, r.EventTime)
+		}
 		dst = append(dst, `","event_time_ms":`...)
 		dst = strconv.AppendInt(dst, r.EventTime, 10)
 	}
@@ -164,7 +216,11 @@ func AppendString(dst []byte, s string) []byte {
 // MatchesTimeFormat holds it to the library's output over years 1–9999.
 func AppendTime(dst []byte, ms int64) []byte {
 	days := floorDiv(ms, 86_400_000)
-	rem := ms - days*86_400_000 // in [0, 86_400_000)
+	return appendClock(appendDate(dst, days), ms-days*86_400_000)
+}
+
+// appendDate appends the date of the day days after 1970-01-01 and the 'T'.
+func appendDate(dst []byte, days int64) []byte {
 	y, m, d := civil(days)
 	if y < 0 {
 		dst = append(dst, '-')
@@ -174,7 +230,12 @@ func AppendTime(dst []byte, ms int64) []byte {
 		dst = append(dst, "000"[:3-digits(y)+1]...)
 	}
 	dst = strconv.AppendInt(dst, y, 10)
-	dst = append(dst, '-', byte('0'+m/10), byte('0'+m%10), '-', byte('0'+d/10), byte('0'+d%10), 'T')
+	return append(dst, '-', byte('0'+m/10), byte('0'+m%10), '-', byte('0'+d/10), byte('0'+d%10), 'T')
+}
+
+// appendClock appends the time of day of rem milliseconds into a day
+// ([0, 86,400,000)) and the 'Z'.
+func appendClock(dst []byte, rem int64) []byte {
 	h := rem / 3_600_000
 	mi := rem / 60_000 % 60
 	s := rem / 1000 % 60

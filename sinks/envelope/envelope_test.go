@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -118,6 +119,20 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
+// BenchmarkEncoder is BenchmarkAppend through an Encoder, as a sink writes
+// a batch: records of one topic and one day, a millisecond apart.
+func BenchmarkEncoder(b *testing.B) {
+	rec := benchRecord()
+	buf := make([]byte, 0, 4096)
+	var e envelope.Encoder
+	b.SetBytes(int64(len(envelope.Append(nil, &rec))))
+	b.ReportAllocs()
+	for b.Loop() {
+		rec.EventTime++
+		buf = e.Append(buf[:0], &rec)
+	}
+}
+
 func BenchmarkAppendStringValue(b *testing.B) {
 	rec := benchRecord()
 	rec.Value = []byte(`sku-000042;sold;3;berlin-17;2026-11-19T01:46:40.123Z plain text payload`)
@@ -166,6 +181,18 @@ func FuzzAppend(f *testing.F) {
 			rec.Headers = []record.Header{{Key: record.ReasonHeader, Value: reason}}
 		}
 		out := envelope.Append(nil, &rec)
+		// An Encoder writes the same bytes, whether its memory of the last
+		// topic and day is cold (another topic, ten days before), warm (the
+		// same record again) or overflowing (a topic too long to keep).
+		var e envelope.Encoder
+		other := record.Record{Topic: topic + "-other", EventTime: ms - 10*86_400_000}
+		long := record.Record{Topic: strings.Repeat("t", 70), EventTime: ms}
+		for i, prev := range []*record.Record{&other, &rec, &long} {
+			e.Append(nil, prev)
+			if enc := e.Append(nil, &rec); !bytes.Equal(enc, out) {
+				t.Fatalf("Encoder after record %d wrote %q, Append %q", i, enc, out)
+			}
+		}
 		if !json.Valid(out) || !utf8.Valid(out) || bytes.ContainsAny(out, "\r\n") {
 			t.Fatalf("not one valid JSON line: %q", out)
 		}

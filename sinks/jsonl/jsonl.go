@@ -52,7 +52,8 @@ type Sink struct {
 	file *os.File // the file opened from path
 	w    io.Writer
 	bw   *bufio.Writer
-	err  error // sticky: first write error, or ErrClosed
+	enc  envelope.Encoder // remembers the last topic and day
+	err  error            // sticky: first write error, or ErrClosed
 	// size is the file's size once everything written is flushed (a
 	// regular file from Create only; -1 otherwise): the good size the
 	// side file records at each Flush.
@@ -205,7 +206,7 @@ func (s *Sink) Write(ctx context.Context, batch []record.Record) error {
 	for i := range batch {
 		// Encoded straight into the buffer's free space when it fits
 		// (bufio.Writer.AvailableBuffer), else into a new slice.
-		line := envelope.Append(s.bw.AvailableBuffer(), &batch[i])
+		line := s.enc.Append(s.bw.AvailableBuffer(), &batch[i])
 		line = append(line, '\n')
 		if _, err := s.bw.Write(line); err != nil {
 			return s.fail(err)
