@@ -34,4 +34,6 @@
 //     round-trips exactly.
 //  4. Append does not allocate when dst has enough capacity, except when a
 //     multi-line JSON payload must be compacted.
+//  5. An Encoder writes exactly Append's bytes, whatever it encoded before
+//     (FuzzAppend); it only remembers the last topic and day.
 package envelope
