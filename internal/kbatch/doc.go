@@ -1,0 +1,28 @@
+// Package kbatch decodes the record batches of one Kafka partition, as a
+// fetch response carries them (the raw RecordBatches bytes of a partition),
+// without a heap object per record.
+//
+// It is pure: no I/O, no clock, no global state but a shared zstd decoder.
+//
+// Invariants:
+//
+//  1. Zero-copy: a record's Key, Value and header values alias the input
+//     bytes, or, for a compressed batch, that batch's decompressed buffer
+//     (one allocation per compressed batch, never reused). Callers may keep
+//     them as long as they like but must not write into them.
+//  2. No per-record allocation: records are appended to the Decoder's
+//     reusable slab; only a record with headers allocates (its []Header).
+//     Batches and Records returned by Decode are valid until the next
+//     Decode on the same Decoder; the bytes they point to stay valid.
+//  3. Only complete batches are returned. A trailing batch whose bytes are
+//     cut off (a broker fills a response up to its byte limit) is reported
+//     as partial, never as an error, and nothing of it is returned.
+//  4. Every returned batch passed its CRC-32C check; a bad CRC, a bad
+//     length or undecodable records are an error, and Decode returns the
+//     batches before the bad one together with the error.
+//  5. Batches of magic 0 and 1 (legacy message sets) are skipped whole, as
+//     the sarama-based fetcher skips them; they are not returned.
+//  6. Decode never panics, whatever the input (FuzzDecode), and agrees with
+//     kmsg's allocating decode on every record's offset delta, timestamp
+//     delta, key, value and headers.
+package kbatch

@@ -1,0 +1,356 @@
+package kbatch
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"testing"
+
+	"github.com/klauspost/compress/s2"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// batchSpec describes a batch to build with kmsg.
+type batchSpec struct {
+	first   int64
+	attrs   int16 // besides the codec
+	codec   kgo.CompressionCodec
+	xerial  bool // frame snappy as Kafka's xerial stream
+	records []kmsg.Record
+}
+
+func testRecords(n int, withHeaders bool) []kmsg.Record {
+	recs := make([]kmsg.Record, n)
+	for i := range recs {
+		r := kmsg.Record{TimestampDelta64: int64(i * 7), OffsetDelta: int32(i)}
+		if i%3 != 0 {
+			r.Key = []byte(fmt.Sprintf("key-%d", i%5))
+		}
+		if i%4 != 1 {
+			r.Value = bytes.Repeat([]byte(fmt.Sprintf(`{"i":%d}`, i)), 1+i%3)
+		}
+		if i%5 == 0 {
+			r.Value = []byte{} // empty, not null
+		}
+		if withHeaders && i%2 == 0 {
+			r.Headers = []kmsg.Header{{Key: "h", Value: []byte("v")}, {Key: "", Value: nil}}
+		}
+		recs[i] = r
+	}
+	return recs
+}
+
+// encodeRecords appends the records with their varint lengths.
+func encodeRecords(recs []kmsg.Record) []byte {
+	var out []byte
+	for _, r := range recs {
+		r.Length = 0
+		body := r.AppendTo(nil)
+		_, n := binary.Varint(body)
+		r.Length = int32(len(body) - n)
+		out = r.AppendTo(out)
+	}
+	return out
+}
+
+// build encodes spec as one v2 batch with kmsg, compressed with kgo's
+// compressor (or hand-framed xerial snappy), with a correct CRC.
+func build(t testing.TB, spec batchSpec) []byte {
+	t.Helper()
+	raw := encodeRecords(spec.records)
+	codec := int16(0)
+	if spec.xerial {
+		var framed []byte
+		framed = append(framed, xerialMagic...)
+		framed = binary.BigEndian.AppendUint32(framed, 1)
+		framed = binary.BigEndian.AppendUint32(framed, 1)
+		for chunk := range slicesChunk(raw, 64) {
+			blk := s2.EncodeSnappy(nil, chunk)
+			framed = binary.BigEndian.AppendUint32(framed, uint32(len(blk)))
+			framed = append(framed, blk...)
+		}
+		raw, codec = framed, CodecSnappy
+	} else if spec.codec != (kgo.CompressionCodec{}) {
+		c, err := kgo.DefaultCompressor(spec.codec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, typ := c.Compress(new(bytes.Buffer), raw)
+		raw, codec = append([]byte(nil), out...), int16(typ)
+	}
+	b := kmsg.RecordBatch{
+		FirstOffset: spec.first, Magic: 2, Attributes: spec.attrs | codec,
+		LastOffsetDelta: int32(len(spec.records) - 1), FirstTimestamp: 1_700_000_000_000, MaxTimestamp: 1_700_000_009_999,
+		ProducerID: 42, ProducerEpoch: 3, FirstSequence: -1, NumRecords: int32(len(spec.records)), Records: raw,
+	}
+	b.Length = int32(len(b.AppendTo(nil)) - 12)
+	out := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], castagnoli))
+	return out
+}
+
+func slicesChunk(b []byte, n int) func(func([]byte) bool) {
+	return func(yield func([]byte) bool) {
+		for len(b) > 0 {
+			k := min(n, len(b))
+			if !yield(b[:k]) {
+				return
+			}
+			b = b[k:]
+		}
+	}
+}
+
+var codecs = []struct {
+	name   string
+	codec  kgo.CompressionCodec
+	xerial bool
+}{
+	{"none", kgo.CompressionCodec{}, false},
+	{"gzip", kgo.GzipCompression(), false},
+	{"snappy", kgo.SnappyCompression(), false},
+	{"snappy-xerial", kgo.CompressionCodec{}, true},
+	{"lz4", kgo.Lz4Compression(), false},
+	{"zstd", kgo.ZstdCompression(), false},
+}
+
+// seedPartition is a partition's bytes: batches of every codec, a control
+// batch, a transactional one, one with LogAppendTime and a legacy message.
+func seedPartition(t testing.TB) []byte {
+	var out []byte
+	off := int64(100)
+	for i, c := range codecs {
+		recs := testRecords(20+i, i%2 == 0)
+		out = append(out, build(t, batchSpec{first: off, codec: c.codec, xerial: c.xerial, records: recs})...)
+		off += int64(len(recs))
+	}
+	out = append(out, build(t, batchSpec{first: off, attrs: attrTransactional, records: testRecords(3, false)})...)
+	off += 3
+	ctl := []kmsg.Record{{Key: []byte{0, 0, 0, 0}, Value: []byte{0, 0, 0, 0, 0, 0}}}
+	out = append(out, build(t, batchSpec{first: off, attrs: attrTransactional | attrControl, records: ctl})...)
+	off++
+	out = append(out, legacyMessage(off)...)
+	out = append(out, build(t, batchSpec{first: off + 1, attrs: attrLogAppendTime, records: testRecords(4, true)})...)
+	return out
+}
+
+// legacyMessage is a magic-1 message set entry.
+func legacyMessage(off int64) []byte {
+	msg := []byte{0, 0, 0, 0, 1, 0} // crc, magic 1, attributes
+	msg = binary.BigEndian.AppendUint64(msg, 0)
+	msg = binary.BigEndian.AppendUint32(msg, 0xffffffff)
+	msg = binary.BigEndian.AppendUint32(msg, 1)
+	msg = append(msg, 'x')
+	out := binary.BigEndian.AppendUint64(nil, uint64(off))
+	out = binary.BigEndian.AppendUint32(out, uint32(len(msg)))
+	return append(out, msg...)
+}
+
+// refBatch is a batch as kmsg decodes it.
+type refBatch struct {
+	hdr  kmsg.RecordBatch
+	recs []kmsg.Record
+}
+
+// reference decodes raw with kmsg and kgo's decompressor, allocating
+// freely, following the same rules (skip legacy magics; stop at a cut
+// batch; a bad CRC or bad records is an error).
+func reference(raw []byte) (out []refBatch, partial bool, err error) {
+	dec := kgo.DefaultDecompressor()
+	for len(raw) > 0 {
+		if len(raw) < 17 {
+			return out, true, nil
+		}
+		var b kmsg.RecordBatch
+		length := int32(binary.BigEndian.Uint32(raw[8:]))
+		if length < 5 {
+			return out, false, errors.New("length")
+		}
+		if int64(len(raw)) < 12+int64(length) {
+			return out, true, nil
+		}
+		whole := raw[:12+length]
+		raw = raw[12+length:]
+		if whole[16] < 2 {
+			continue
+		}
+		if whole[16] > 2 || len(whole) < headerLen {
+			return out, false, errors.New("magic or header")
+		}
+		if err := b.ReadFrom(whole); err != nil {
+			return out, false, err
+		}
+		if uint32(b.CRC) != crc32.Checksum(whole[21:], castagnoli) {
+			return out, false, errors.New("crc")
+		}
+		body := b.Records
+		if c := b.Attributes & attrCodec; c != 0 {
+			if body, err = dec.Decompress(body, kgo.CompressionCodecType(c)); err != nil {
+				return out, false, err
+			}
+		}
+		rb := refBatch{hdr: b}
+		for i := int32(0); i < b.NumRecords; i++ {
+			l, n := binary.Varint(body)
+			if n <= 0 || l < 0 || l > int64(len(body)-n) {
+				return out, false, errors.New("record length")
+			}
+			var r kmsg.Record
+			if err := r.ReadFrom(body[:n+int(l)]); err != nil {
+				return out, false, err
+			}
+			rb.recs = append(rb.recs, r)
+			body = body[n+int(l):]
+		}
+		if len(body) != 0 || b.NumRecords < 0 {
+			return out, false, errors.New("trailing")
+		}
+		out = append(out, rb)
+	}
+	return out, false, nil
+}
+
+// same compares Decode's answer with the reference's; "" when they agree.
+func same(got []Batch, gotPartial bool, gotErr error, want []refBatch, wantPartial bool, wantErr error) string {
+	if (gotErr != nil) != (wantErr != nil) {
+		return fmt.Sprintf("error %v, reference error %v", gotErr, wantErr)
+	}
+	if gotErr == nil && gotPartial != wantPartial {
+		return fmt.Sprintf("partial %v, reference %v", gotPartial, wantPartial)
+	}
+	if gotErr != nil && !errors.Is(gotErr, ErrCorrupt) {
+		return fmt.Sprintf("error %v does not wrap ErrCorrupt", gotErr)
+	}
+	if len(got) != len(want) {
+		return fmt.Sprintf("%d batches, reference %d", len(got), len(want))
+	}
+	for i, g := range got {
+		w := want[i].hdr
+		if g.FirstOffset != w.FirstOffset || g.LastOffsetDelta != w.LastOffsetDelta || g.FirstTimestamp != w.FirstTimestamp ||
+			g.MaxTimestamp != w.MaxTimestamp || g.ProducerID != w.ProducerID || g.ProducerEpoch != w.ProducerEpoch ||
+			int16(g.Codec) != w.Attributes&attrCodec || g.LogAppendTime != (w.Attributes&attrLogAppendTime != 0) ||
+			g.Transactional != (w.Attributes&attrTransactional != 0) || g.Control != (w.Attributes&attrControl != 0) {
+			return fmt.Sprintf("batch %d: header %+v, reference %+v", i, g, w)
+		}
+		if len(g.Records) != len(want[i].recs) {
+			return fmt.Sprintf("batch %d: %d records, reference %d", i, len(g.Records), len(want[i].recs))
+		}
+		for j, r := range g.Records {
+			wr := want[i].recs[j]
+			if r.OffsetDelta != wr.OffsetDelta || r.TimestampDelta != wr.TimestampDelta64 ||
+				!sameBytes(r.Key, wr.Key) || !sameBytes(r.Value, wr.Value) || len(r.Headers) != len(wr.Headers) {
+				return fmt.Sprintf("batch %d record %d: %+v, reference %+v", i, j, r, wr)
+			}
+			for k, h := range r.Headers {
+				if h.Key != wr.Headers[k].Key || !sameBytes(h.Value, wr.Headers[k].Value) {
+					return fmt.Sprintf("batch %d record %d header %d: %+v, reference %+v", i, j, k, h, wr.Headers[k])
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// sameBytes compares contents and nullness (nil is a null key or value).
+func sameBytes(a, b []byte) bool { return bytes.Equal(a, b) && (a == nil) == (b == nil) }
+
+func check(t *testing.T, d *Decoder, raw []byte) []Batch {
+	t.Helper()
+	got, gp, ge := d.Decode(raw)
+	want, wp, we := reference(raw)
+	if diff := same(got, gp, ge, want, wp, we); diff != "" {
+		t.Fatal(diff)
+	}
+	return got
+}
+
+func TestDecodeAgreesWithKmsg(t *testing.T) {
+	raw := seedPartition(t)
+	var d Decoder
+	got := check(t, &d, raw)
+	if len(got) != len(codecs)+3 {
+		t.Fatalf("%d batches, want %d (the legacy message skipped)", len(got), len(codecs)+3)
+	}
+	for i, c := range codecs {
+		want := int8(0)
+		if c.codec != (kgo.CompressionCodec{}) || c.xerial {
+			want = int8(map[string]int{"gzip": 1, "snappy": 2, "snappy-xerial": 2, "lz4": 3, "zstd": 4}[c.name])
+		}
+		if got[i].Codec != want {
+			t.Errorf("%s: codec %d, want %d (the seed must really be compressed)", c.name, got[i].Codec, want)
+		}
+	}
+	last := got[len(got)-1]
+	if !last.LogAppendTime || !got[len(got)-2].Control || !got[len(got)-3].Transactional {
+		t.Errorf("attributes lost: %+v", got[len(got)-3:])
+	}
+}
+
+func TestDecodeTruncatedTrailingBatch(t *testing.T) {
+	raw := seedPartition(t)
+	first := 12 + int(binary.BigEndian.Uint32(raw[8:]))
+	var d Decoder
+	for _, cut := range []int{1, 16, 17, first - 1, first + 5, len(raw) - 1} {
+		got, partial, err := d.Decode(raw[:cut])
+		if err != nil || !partial {
+			t.Fatalf("cut at %d: partial %v, err %v; want partial", cut, partial, err)
+		}
+		if cut > first && len(got) == 0 {
+			t.Fatalf("cut at %d: the complete first batch is lost", cut)
+		}
+		check(t, &d, raw[:cut])
+	}
+}
+
+func TestDecodeBadCRC(t *testing.T) {
+	raw := seedPartition(t)
+	second := 12 + int(binary.BigEndian.Uint32(raw[8:]))
+	raw[second+70] ^= 1 // inside the second batch's records
+	var d Decoder
+	got, _, err := d.Decode(raw)
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("err %v, want ErrCorrupt", err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d batches before the bad one, want 1", len(got))
+	}
+}
+
+func TestDecodeAllocations(t *testing.T) {
+	raw := build(t, batchSpec{first: 0, records: testRecords(500, false)})
+	var d Decoder
+	d.Decode(raw) // grow the slabs
+	if n := testing.AllocsPerRun(20, func() { d.Decode(raw) }); n > 0 {
+		t.Fatalf("%v allocations per Decode of an uncompressed 500-record batch, want 0", n)
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	MaxDecompressed = 1 << 20 // before the zstd decoder is made; keeps the fuzzer's inputs cheap
+	raw := seedPartition(f)
+	f.Add(raw)
+	for _, c := range codecs {
+		f.Add(build(f, batchSpec{first: 7, codec: c.codec, xerial: c.xerial, records: testRecords(5, true)}))
+	}
+	f.Add(raw[:len(raw)/2])
+	var d Decoder
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if _, _, err := d.Decode(raw); errors.Is(err, errTooLarge) {
+			return // the reference has no such bound
+		}
+		check(t, &d, raw)
+	})
+}
+
+func BenchmarkDecode(b *testing.B) {
+	raw := build(b, batchSpec{first: 0, records: testRecords(1000, false)})
+	var d Decoder
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		d.Decode(raw)
+	}
+}
