@@ -6,6 +6,17 @@
 // sarama's PartitionConsumer does not expose the consumer position, and the
 // whole ordering argument rests on that position.
 //
+// Fetch transports: without SASL each fetcher keeps its own connection per
+// leader broker (TLS as configured) and speaks FetchRequest v11 itself
+// (kmsg), leaving the answer's record batches as raw bytes that
+// internal/kbatch decodes without a heap object per record; with SASL it
+// fetches through sarama's Broker.Fetch (authenticating the raw connection
+// is not implemented). Both transports hand their answers to the same
+// parse/records code (block.go), so invariants 2–4 hold alike; a connection
+// error fails the partitions it carried (invariant 3) and the next fetch
+// redials; the connections close when the fetcher stops or the source
+// closes.
+//
 // Lifecycle: New → Open (connect, resolve partitions; reads no record) →
 // Poll repeatedly from one goroutine → Close. Commit, Pause and Resume may be
 // called from other goroutines between Open and Close.

@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/signalbox/signalbox/internal/kbatch"
 	"github.com/signalbox/signalbox/record"
 	"go.uber.org/zap"
 )
@@ -45,6 +45,10 @@ type fetcher struct {
 	lastAt    time.Time     // the last certification handed to Poll
 	dropMu    sync.Mutex
 	drops     []dropReq // partitions to stop fetching (deleted topics)
+	// The raw transport's state (rawfetch.go), fetcher goroutine only:
+	// a connection per broker id, and the batch decoder.
+	conns map[int32]*rawConn
+	dec   kbatch.Decoder
 }
 
 // certified is the time up to which this fetcher certifies the state of its
@@ -131,6 +135,7 @@ func (f *fetcher) poke() {
 
 // run fetches until ctx is done.
 func (f *fetcher) run(ctx context.Context, out chan<- item) {
+	defer f.closeConns()
 	for ctx.Err() == nil && f.applyDrops() {
 		now := time.Now()
 		var active, paused []*partState
@@ -154,7 +159,7 @@ func (f *fetcher) run(ctx context.Context, out chan<- item) {
 			wait = min(wait, evi)
 		}
 		if len(active) > 0 {
-			pfs = append(pfs, f.fetch(active)...)
+			pfs = append(pfs, f.fetch(ctx, active)...)
 		}
 		at := f.certified()
 		if len(pfs) > 0 || at.After(f.lastAt) {
@@ -200,14 +205,15 @@ func (f *fetcher) evidence(paused []*partState) []record.PartitionFetch {
 	return pfs
 }
 
-// fetch sends one fetch per current leader of active and parses the answers.
+// fetch sends one fetch per current leader of active and parses the answers,
+// over the raw transport (rawfetch.go) or, with SASL, sarama's.
 //
-// sarama encodes a request's partitions from a map, so their order differs
-// from request to request (no partition is systematically last, KIP-74);
-// each partition's byte limit is sized to about PartitionMaxRecords
-// records (partitionBytes), so one answer cannot hand one partition much
-// more than the others.
-func (f *fetcher) fetch(active []*partState) []record.PartitionFetch {
+// Each request names the partitions in a random order (no partition is
+// systematically last, KIP-74: sarama encodes them from a map, the raw
+// transport shuffles them); each partition's byte limit is sized to about
+// PartitionMaxRecords records (partitionBytes), so one answer cannot hand
+// one partition much more than the others.
+func (f *fetcher) fetch(ctx context.Context, active []*partState) []record.PartitionFetch {
 	var pfs []record.PartitionFetch
 	byLeader := make(map[*sarama.Broker][]*partState, 1)
 	var order []*sarama.Broker
@@ -224,27 +230,16 @@ func (f *fetcher) fetch(active []*partState) []record.PartitionFetch {
 	}
 	for _, b := range order {
 		group := byLeader[b]
-		req := &sarama.FetchRequest{
-			Version:      11,
-			MaxWaitTime:  int32(f.s.fetchWait(time.Now()) / time.Millisecond),
-			MinBytes:     1,
-			MaxBytes:     f.s.cfg.FetchMaxBytes,
-			SessionEpoch: -1, // sessionless: every request names every partition
+		var blocks map[record.TopicPartition]*fetchBlock
+		var err error
+		if f.s.useRaw() {
+			blocks, err = f.fetchRaw(ctx, b, group)
+		} else {
+			blocks, err = f.fetchSarama(b, group)
 		}
-		if f.s.cfg.readCommitted() {
-			req.Isolation = sarama.ReadCommitted
-		}
-		for _, p := range group {
-			req.AddBlock(p.tp.Topic, p.tp.Partition, p.pos, p.maxBytes, -1)
-		}
-		resp, err := b.Fetch(req)
 		answered := time.Now()
-		if err == nil && !errors.Is(sarama.KError(resp.ErrorCode), sarama.ErrNoError) {
-			err = sarama.KError(resp.ErrorCode)
-		}
 		if err != nil {
 			f.s.log.Warn("fetch failed", zap.Int32("broker", b.ID()), zap.Error(err))
-			_ = b.Close() // the client reopens it on next use
 			f.s.refreshMetadata()
 			for _, p := range group {
 				pfs = append(pfs, f.failed(p, err))
@@ -252,12 +247,44 @@ func (f *fetcher) fetch(active []*partState) []record.PartitionFetch {
 			continue
 		}
 		for _, p := range group {
-			if pf, ok := f.parse(p, resp.GetBlock(p.tp.Topic, p.tp.Partition), answered); ok {
+			if pf, ok := f.parse(p, blocks[p.tp], answered); ok {
 				pfs = append(pfs, pf)
 			}
 		}
 	}
 	return pfs
+}
+
+// fetchSarama sends group's fetch to b through sarama.
+func (f *fetcher) fetchSarama(b *sarama.Broker, group []*partState) (map[record.TopicPartition]*fetchBlock, error) {
+	req := &sarama.FetchRequest{
+		Version:      rawFetchVersion,
+		MaxWaitTime:  int32(f.s.fetchWait(time.Now()) / time.Millisecond),
+		MinBytes:     1,
+		MaxBytes:     f.s.cfg.FetchMaxBytes,
+		SessionEpoch: -1, // sessionless: every request names every partition
+	}
+	if f.s.cfg.readCommitted() {
+		req.Isolation = sarama.ReadCommitted
+	}
+	for _, p := range group {
+		req.AddBlock(p.tp.Topic, p.tp.Partition, p.pos, p.maxBytes, -1)
+	}
+	resp, err := b.Fetch(req)
+	if err == nil && !errors.Is(sarama.KError(resp.ErrorCode), sarama.ErrNoError) {
+		err = sarama.KError(resp.ErrorCode)
+	}
+	if err != nil {
+		_ = b.Close() // the client reopens it on next use
+		return nil, err
+	}
+	blocks := make(map[record.TopicPartition]*fetchBlock, len(group))
+	for _, p := range group {
+		if blk := saramaBlock(resp.GetBlock(p.tp.Topic, p.tp.Partition)); blk != nil {
+			blocks[p.tp] = blk
+		}
+	}
+	return blocks, nil
 }
 
 // failed backs p off and reports err with no evidence (invariant 3).
@@ -275,32 +302,40 @@ func (f *fetcher) failed(p *partState, err error) record.PartitionFetch {
 
 // parse turns one response block into a PartitionFetch, advancing p.pos.
 // ok is false when there is nothing to report.
-func (f *fetcher) parse(p *partState, blk *sarama.FetchResponseBlock, answered time.Time) (record.PartitionFetch, bool) {
+func (f *fetcher) parse(p *partState, blk *fetchBlock, answered time.Time) (record.PartitionFetch, bool) {
 	if blk == nil || f.s.isPaused(p.tp) {
 		// No answer for this partition (no evidence), or paused while the
 		// fetch was in flight: drop it, the position does not move.
 		return record.PartitionFetch{}, false
 	}
 	switch {
-	case errors.Is(blk.Err, sarama.ErrNoError):
-	case errors.Is(blk.Err, sarama.ErrOffsetOutOfRange):
+	case errors.Is(blk.err, sarama.ErrNoError):
+	case errors.Is(blk.err, sarama.ErrOffsetOutOfRange):
 		return f.outOfRange(p)
-	case errors.Is(blk.Err, sarama.ErrNotLeaderForPartition), errors.Is(blk.Err, sarama.ErrLeaderNotAvailable),
-		errors.Is(blk.Err, sarama.ErrUnknownTopicOrPartition), errors.Is(blk.Err, sarama.ErrFencedLeaderEpoch),
-		errors.Is(blk.Err, sarama.ErrUnknownLeaderEpoch):
+	case errors.Is(blk.err, sarama.ErrNotLeaderForPartition), errors.Is(blk.err, sarama.ErrLeaderNotAvailable),
+		errors.Is(blk.err, sarama.ErrUnknownTopicOrPartition), errors.Is(blk.err, sarama.ErrFencedLeaderEpoch),
+		errors.Is(blk.err, sarama.ErrUnknownLeaderEpoch):
 		f.s.refreshMetadata()
-		return f.failed(p, blk.Err), true
+		return f.failed(p, blk.err), true
 	default:
-		return f.failed(p, blk.Err), true
+		return f.failed(p, blk.err), true
+	}
+	batches, partial := blk.batches, blk.partial
+	if blk.raw != nil {
+		// Valid until the next Decode, i.e. through this parse.
+		var err error
+		if batches, partial, err = f.dec.Decode(blk.raw); err != nil {
+			return f.failed(p, err), true
+		}
 	}
 	p.backoff, p.retryAt, p.certAt = 0, time.Time{}, answered
 
-	end := blk.HighWaterMarkOffset
-	if f.s.cfg.readCommitted() && blk.LastStableOffset >= 0 {
-		end = blk.LastStableOffset
+	end := blk.hwm
+	if f.s.cfg.readCommitted() && blk.lso >= 0 {
+		end = blk.lso
 	}
 	before := p.pos
-	recs, partial := f.records(p, blk)
+	recs := f.records(p, blk, batches)
 	switch {
 	case p.pos == before && partial:
 		// A batch larger than we asked for: ask for more next time.
@@ -338,96 +373,4 @@ func (f *fetcher) outOfRange(p *partState) (record.PartitionFetch, bool) {
 		zap.Int64("position", p.pos), zap.Int64("continue_from", next))
 	p.pos = next
 	return record.PartitionFetch{TopicPartition: p.tp, Position: p.pos, End: -1}, true
-}
-
-// records extracts the deliverable records of blk from p.pos on and moves
-// p.pos past every complete batch, control and aborted batches included.
-// partial reports a truncated trailing batch.
-func (f *fetcher) records(p *partState, blk *sarama.FetchResponseBlock) (recs []record.Record, partial bool) {
-	n := 0
-	for _, rs := range blk.RecordsSet {
-		if rs.RecordBatch != nil {
-			n += len(rs.RecordBatch.Records)
-		}
-	}
-	if n > 0 {
-		recs = make([]record.Record, 0, n)
-	}
-	aborted := blk.AbortedTransactions
-	if len(aborted) > 1 {
-		slices.SortFunc(aborted, func(a, b *sarama.AbortedTransaction) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
-	}
-	var abortedPIDs map[int64]struct{}
-	readCommitted := f.s.cfg.readCommitted()
-	for _, rs := range blk.RecordsSet {
-		batch := rs.RecordBatch
-		if batch == nil { // legacy message sets: not produced by any supported client
-			continue
-		}
-		if batch.PartialTrailingRecord {
-			return recs, true
-		}
-		last := batch.FirstOffset + int64(batch.LastOffsetDelta)
-		if last < p.pos {
-			continue // a batch we already consumed (fetches return whole batches)
-		}
-		for len(aborted) > 0 && aborted[0].FirstOffset <= last {
-			if abortedPIDs == nil {
-				abortedPIDs = make(map[int64]struct{})
-			}
-			abortedPIDs[aborted[0].ProducerID] = struct{}{}
-			aborted = aborted[1:]
-		}
-		switch {
-		case batch.Control:
-			if isAbortMarker(batch) {
-				delete(abortedPIDs, batch.ProducerID)
-			}
-		case readCommitted && batch.IsTransactional && isAborted(abortedPIDs, batch.ProducerID):
-		default:
-			recs = appendBatch(recs, p, batch)
-		}
-		p.pos = last + 1
-	}
-	return recs, blk.Partial
-}
-
-func isAborted(pids map[int64]struct{}, pid int64) bool {
-	_, ok := pids[pid]
-	return ok
-}
-
-// isAbortMarker reports whether a control batch holds an ABORT marker: a
-// control record's key is version int16, type int16 (0 abort, 1 commit).
-func isAbortMarker(batch *sarama.RecordBatch) bool {
-	if len(batch.Records) == 0 {
-		return false
-	}
-	k := batch.Records[0].Key
-	return len(k) >= 4 && k[2] == 0 && k[3] == 0
-}
-
-func appendBatch(recs []record.Record, p *partState, batch *sarama.RecordBatch) []record.Record {
-	for _, r := range batch.Records {
-		off := batch.FirstOffset + r.OffsetDelta
-		if off < p.pos {
-			continue
-		}
-		ts := batch.FirstTimestamp.Add(r.TimestampDelta)
-		if batch.LogAppendTime {
-			ts = batch.MaxTimestamp
-		}
-		rec := record.Record{
-			Topic: p.tp.Topic, Partition: p.tp.Partition, Offset: off,
-			Key: r.Key, Value: r.Value, Timestamp: ts,
-		}
-		if len(r.Headers) > 0 {
-			rec.Headers = make([]record.Header, len(r.Headers))
-			for i, h := range r.Headers {
-				rec.Headers[i] = record.Header{Key: string(h.Key), Value: h.Value}
-			}
-		}
-		recs = append(recs, rec)
-	}
-	return recs
 }

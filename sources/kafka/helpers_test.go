@@ -24,13 +24,18 @@ func startCluster(t testing.TB, opts ...embedded.Option) *embedded.Cluster {
 	return c
 }
 
-func openSource(t testing.TB, cfg Config) *Source {
+// openSource opens a source on cfg with short waits; each of setup runs
+// on the source before Open.
+func openSource(t testing.TB, cfg Config, setup ...func(*Source)) *Source {
 	t.Helper()
 	cfg.FetchMaxWait = 100 * time.Millisecond
 	cfg.RetryBackoff = 20 * time.Millisecond
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range setup {
+		f(s)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()

@@ -55,6 +55,10 @@ type Source struct {
 	// wanted is the engine's evidence demand (WantEvidence), in Unix
 	// nanoseconds; 0 when nothing waits for evidence.
 	wanted atomic.Int64
+
+	// saramaFetch makes the fetchers use sarama's transport even without
+	// SASL (tests compare the two transports); set before Open.
+	saramaFetch bool
 }
 
 // minEvidenceWait is the shortest fetch wait an evidence demand can ask

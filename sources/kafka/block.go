@@ -1,0 +1,173 @@
+package kafka
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/signalbox/signalbox/internal/kbatch"
+	"github.com/signalbox/signalbox/record"
+)
+
+// fetchBlock is one partition's answer to a fetch, whichever transport
+// fetched it: the raw transport leaves the record batches as bytes (raw),
+// decoded by the fetcher's kbatch.Decoder when parsed; the sarama
+// transport hands over sarama's decoded batches converted to kbatch's
+// shape (batches, partial). Either way one parse/records serves both.
+type fetchBlock struct {
+	err     sarama.KError
+	hwm     int64
+	lso     int64
+	aborted []abortedTxn
+	raw     []byte         // raw transport
+	batches []kbatch.Batch // sarama transport
+	partial bool           // sarama transport: a truncated trailing batch
+}
+
+// abortedTxn is one entry of a fetch answer's aborted transactions.
+type abortedTxn struct {
+	producerID  int64
+	firstOffset int64
+}
+
+// saramaBlock converts a sarama response block. A sarama batch marked
+// PartialTrailingRecord ends the answer as partial, as kbatch reports a
+// cut trailing batch; legacy message sets are skipped.
+func saramaBlock(blk *sarama.FetchResponseBlock) *fetchBlock {
+	if blk == nil {
+		return nil
+	}
+	fb := &fetchBlock{err: blk.Err, hwm: blk.HighWaterMarkOffset, lso: blk.LastStableOffset, partial: blk.Partial}
+	for _, a := range blk.AbortedTransactions {
+		fb.aborted = append(fb.aborted, abortedTxn{a.ProducerID, a.FirstOffset})
+	}
+	for _, rs := range blk.RecordsSet {
+		b := rs.RecordBatch
+		if b == nil { // legacy message sets: not produced by any supported client
+			continue
+		}
+		if b.PartialTrailingRecord {
+			fb.partial = true
+			break
+		}
+		kb := kbatch.Batch{
+			FirstOffset: b.FirstOffset, LastOffsetDelta: b.LastOffsetDelta,
+			FirstTimestamp: saramaMillis(b.FirstTimestamp), MaxTimestamp: saramaMillis(b.MaxTimestamp),
+			ProducerID: b.ProducerID, ProducerEpoch: b.ProducerEpoch, Codec: int8(b.Codec),
+			LogAppendTime: b.LogAppendTime, Transactional: b.IsTransactional, Control: b.Control,
+			Records: make([]kbatch.Record, len(b.Records)),
+		}
+		for i, r := range b.Records {
+			kr := kbatch.Record{OffsetDelta: int32(r.OffsetDelta), TimestampDelta: int64(r.TimestampDelta / time.Millisecond), Key: r.Key, Value: r.Value}
+			if len(r.Headers) > 0 {
+				kr.Headers = make([]record.Header, len(r.Headers))
+				for j, h := range r.Headers {
+					kr.Headers[j] = record.Header{Key: string(h.Key), Value: h.Value}
+				}
+			}
+			kb.Records[i] = kr
+		}
+		fb.batches = append(fb.batches, kb)
+	}
+	return fb
+}
+
+// saramaMillis undoes sarama's timestamp decoding: it decodes a negative
+// timestamp (none) as the zero time.
+func saramaMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return -1
+	}
+	return t.UnixMilli()
+}
+
+// millisTime is a batch timestamp as sarama decodes it: a negative one
+// (none) is the zero time.
+func millisTime(ms int64) time.Time {
+	if ms < 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
+// records extracts the deliverable records of batches from p.pos on and
+// moves p.pos past every complete batch, control and aborted batches
+// included.
+func (f *fetcher) records(p *partState, blk *fetchBlock, batches []kbatch.Batch) []record.Record {
+	n := 0
+	for i := range batches {
+		n += len(batches[i].Records)
+	}
+	var recs []record.Record
+	if n > 0 {
+		recs = make([]record.Record, 0, n)
+	}
+	aborted := blk.aborted
+	if len(aborted) > 1 {
+		slices.SortFunc(aborted, func(a, b abortedTxn) int { return cmp.Compare(a.firstOffset, b.firstOffset) })
+	}
+	var abortedPIDs map[int64]struct{}
+	readCommitted := f.s.cfg.readCommitted()
+	for i := range batches {
+		batch := &batches[i]
+		last := batch.LastOffset()
+		if last < p.pos {
+			continue // a batch we already consumed (fetches return whole batches)
+		}
+		for len(aborted) > 0 && aborted[0].firstOffset <= last {
+			if abortedPIDs == nil {
+				abortedPIDs = make(map[int64]struct{})
+			}
+			abortedPIDs[aborted[0].producerID] = struct{}{}
+			aborted = aborted[1:]
+		}
+		switch {
+		case batch.Control:
+			if isAbortMarker(batch) {
+				delete(abortedPIDs, batch.ProducerID)
+			}
+		case readCommitted && batch.Transactional && isAborted(abortedPIDs, batch.ProducerID):
+		default:
+			recs = appendBatch(recs, p, batch)
+		}
+		p.pos = last + 1
+	}
+	return recs
+}
+
+func isAborted(pids map[int64]struct{}, pid int64) bool {
+	_, ok := pids[pid]
+	return ok
+}
+
+// isAbortMarker reports whether a control batch holds an ABORT marker: a
+// control record's key is version int16, type int16 (0 abort, 1 commit).
+func isAbortMarker(batch *kbatch.Batch) bool {
+	if len(batch.Records) == 0 {
+		return false
+	}
+	k := batch.Records[0].Key
+	return len(k) >= 4 && k[2] == 0 && k[3] == 0
+}
+
+func appendBatch(recs []record.Record, p *partState, batch *kbatch.Batch) []record.Record {
+	for i := range batch.Records {
+		r := &batch.Records[i]
+		off := batch.FirstOffset + int64(r.OffsetDelta)
+		if off < p.pos {
+			continue
+		}
+		var ts time.Time
+		if batch.LogAppendTime {
+			ts = millisTime(batch.MaxTimestamp)
+		} else {
+			ts = millisTime(batch.FirstTimestamp).Add(time.Duration(r.TimestampDelta) * time.Millisecond)
+		}
+		recs = append(recs, record.Record{
+			Topic: p.tp.Topic, Partition: p.tp.Partition, Offset: off,
+			Key: r.Key, Value: r.Value, Timestamp: ts, Headers: r.Headers,
+		})
+	}
+	return recs
+}
