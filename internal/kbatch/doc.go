@@ -7,9 +7,10 @@
 // Invariants:
 //
 //  1. Zero-copy: a record's Key, Value and header values alias the input
-//     bytes, or, for a compressed batch, that batch's decompressed buffer
-//     (one allocation per compressed batch, never reused). Callers may keep
-//     them as long as they like but must not write into them.
+//     bytes, or, for a compressed batch, that batch's own decompressed
+//     buffer (allocated per compressed batch, never reused, at most
+//     MaxDecompressed bytes). Callers may keep them as long as they like
+//     but must not write into them.
 //  2. No per-record allocation: records are appended to the Decoder's
 //     reusable slab; only a record with headers allocates (its []Header).
 //     Batches and Records returned by Decode are valid until the next

@@ -238,6 +238,9 @@ func (f *fetcher) fetch(ctx context.Context, active []*partState) []record.Parti
 			blocks, err = f.fetchSarama(b, group)
 		}
 		answered := time.Now()
+		if err != nil && ctx.Err() != nil {
+			return pfs // stopping: the raw connection was closed under the fetch
+		}
 		if err != nil {
 			f.s.log.Warn("fetch failed", zap.Int32("broker", b.ID()), zap.Error(err))
 			f.s.refreshMetadata()
