@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/signalbox/signalbox/embedded"
@@ -220,30 +221,40 @@ func sameTransport(a, b []record.Record) error {
 	return nil
 }
 
+// rawFetcher produces batches produce calls of n records each to a new
+// one-partition topic and returns an open source on it, a fetcher of the
+// partition (not running) and the fetcher's raw connection to the leader.
+func rawFetcher(t *testing.T, topic string, batches, n int) (*Source, *fetcher, *sarama.Broker, *rawConn) {
+	t.Helper()
+	c := startCluster(t, embedded.WithTopic(topic, 1))
+	for i := range batches {
+		mustProduce(t, c, transportRecords(topic, 0, n, fmt.Sprint("b", i))...)
+	}
+	src := openSource(t, Config{Brokers: c.Addrs(), Topics: []string{topic}})
+	tp := record.TopicPartition{Topic: topic, Partition: 0}
+	f := newFetcher(src, []record.PartitionInfo{{TopicPartition: tp, End: int64(batches * n)}})
+	t.Cleanup(f.closeConns)
+	b, err := src.leader(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := f.rawConnTo(src.ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, f, b, conn
+}
+
 // A raw answer whose last batch is cut off (a broker may fill a response
 // up to the byte limit mid-batch): the complete batches are delivered, the
 // position stops before the cut batch, and an answer holding only a cut
 // batch asks for more bytes next time.
 func TestRawTruncatedTrailingBatch(t *testing.T) {
-	c := startCluster(t, embedded.WithTopic("cut", 1))
-	for i := range 3 { // three produce calls, three batches
-		mustProduce(t, c, transportRecords("cut", 0, 10, fmt.Sprint("b", i))...)
-	}
-	// The partition's raw batches, fetched over the raw transport.
-	src := openSource(t, Config{Brokers: c.Addrs(), Topics: []string{"cut"}})
-	tp := record.TopicPartition{Topic: "cut", Partition: 0}
-	info := []record.PartitionInfo{{TopicPartition: tp, End: 30}}
-	f := newFetcher(src, info)
-	defer f.closeConns()
+	// The partition's raw batches (three produce calls, three batches),
+	// fetched over the raw transport.
+	src, f, _, conn := rawFetcher(t, "cut", 3, 10)
+	info := []record.PartitionInfo{{TopicPartition: f.parts[0].tp, End: 30}}
 	f.parts[0].maxBytes = 1 << 20
-	b, err := src.leader(tp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := f.rawConnTo(bg, b)
-	if err != nil {
-		t.Fatal(err)
-	}
 	resp, err := f.roundTrip(conn, f.parts)
 	if err != nil {
 		t.Fatal(err)
@@ -274,20 +285,7 @@ func TestRawTruncatedTrailingBatch(t *testing.T) {
 // A broken raw connection fails the fetch of its partitions (no evidence,
 // backed off) and is dropped; the next fetch redials and delivers.
 func TestRawConnectionErrorRedials(t *testing.T) {
-	c := startCluster(t, embedded.WithTopic("drop", 1))
-	mustProduce(t, c, transportRecords("drop", 0, 5, "d")...)
-	src := openSource(t, Config{Brokers: c.Addrs(), Topics: []string{"drop"}})
-	tp := record.TopicPartition{Topic: "drop", Partition: 0}
-	f := newFetcher(src, []record.PartitionInfo{{TopicPartition: tp, End: 5}})
-	defer f.closeConns()
-	b, err := src.leader(tp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := f.rawConnTo(bg, b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, f, b, conn := rawFetcher(t, "drop", 1, 5)
 	_ = conn.conn.Close() // the connection breaks under the fetcher
 	pfs := f.fetch(bg, f.parts)
 	if len(pfs) != 1 || pfs[0].Err == nil || pfs[0].End != -1 || len(pfs[0].Records) > 0 {
@@ -309,14 +307,8 @@ func TestRawConnectionErrorRedials(t *testing.T) {
 // A fetcher's raw connections close when it stops because its partitions
 // were dropped (the source lives on), and when the source closes.
 func TestRawConnectionsClose(t *testing.T) {
-	c := startCluster(t, embedded.WithTopic("cl", 1))
-	mustProduce(t, c, transportRecords("cl", 0, 5, "c")...)
-	src := openSource(t, Config{Brokers: c.Addrs(), Topics: []string{"cl"}})
-	tp := record.TopicPartition{Topic: "cl", Partition: 0}
-	b, err := src.leader(tp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, f, b, conn := rawFetcher(t, "cl", 1, 5)
+	tp := f.parts[0].tp
 	closed := func(what string, conn *rawConn) {
 		t.Helper()
 		_ = conn.conn.SetReadDeadline(time.Now().Add(hangGuard))
@@ -325,11 +317,7 @@ func TestRawConnectionsClose(t *testing.T) {
 		}
 	}
 
-	f := newFetcher(src, []record.PartitionInfo{{TopicPartition: tp, End: 5}})
-	conn, err := f.rawConnTo(src.ctx, b) // the one run will use
-	if err != nil {
-		t.Fatal(err)
-	}
+	// run uses conn, the connection to the leader in f's map.
 	out := make(chan item, 100)
 	done := make(chan struct{})
 	go func() { defer close(done); f.run(src.ctx, out) }()
@@ -339,7 +327,8 @@ func TestRawConnectionsClose(t *testing.T) {
 	closed("after its partitions were dropped", conn)
 
 	f = newFetcher(src, []record.PartitionInfo{{TopicPartition: tp, End: 5}})
-	if conn, err = f.rawConnTo(src.ctx, b); err != nil {
+	conn, err := f.rawConnTo(src.ctx, b)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := src.Close(); err != nil {
