@@ -8,19 +8,11 @@ import (
 	"hash/crc32"
 	"testing"
 
-	"github.com/klauspost/compress/s2"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
 
-// batchSpec describes a batch to build with kmsg.
-type batchSpec struct {
-	first   int64
-	attrs   int16 // besides the codec
-	codec   kgo.CompressionCodec
-	xerial  bool // frame snappy as Kafka's xerial stream
-	records []kmsg.Record
-}
+	"github.com/signalbox/signalbox/internal/kbatch/kbatchtest"
+)
 
 func testRecords(n int, withHeaders bool) []kmsg.Record {
 	recs := make([]kmsg.Record, n)
@@ -43,65 +35,10 @@ func testRecords(n int, withHeaders bool) []kmsg.Record {
 	return recs
 }
 
-// encodeRecords appends the records with their varint lengths.
-func encodeRecords(recs []kmsg.Record) []byte {
-	var out []byte
-	for _, r := range recs {
-		r.Length = 0
-		body := r.AppendTo(nil)
-		_, n := binary.Varint(body)
-		r.Length = int32(len(body) - n)
-		out = r.AppendTo(out)
-	}
-	return out
-}
-
-// build encodes spec as one v2 batch with kmsg, compressed with kgo's
-// compressor (or hand-framed xerial snappy), with a correct CRC.
-func build(t testing.TB, spec batchSpec) []byte {
-	t.Helper()
-	raw := encodeRecords(spec.records)
-	codec := int16(0)
-	if spec.xerial {
-		var framed []byte
-		framed = append(framed, xerialMagic...)
-		framed = binary.BigEndian.AppendUint32(framed, 1)
-		framed = binary.BigEndian.AppendUint32(framed, 1)
-		for chunk := range slicesChunk(raw, 64) {
-			blk := s2.EncodeSnappy(nil, chunk)
-			framed = binary.BigEndian.AppendUint32(framed, uint32(len(blk)))
-			framed = append(framed, blk...)
-		}
-		raw, codec = framed, CodecSnappy
-	} else if spec.codec != (kgo.CompressionCodec{}) {
-		c, err := kgo.DefaultCompressor(spec.codec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, typ := c.Compress(new(bytes.Buffer), raw)
-		raw, codec = append([]byte(nil), out...), int16(typ)
-	}
-	b := kmsg.RecordBatch{
-		FirstOffset: spec.first, Magic: 2, Attributes: spec.attrs | codec,
-		LastOffsetDelta: int32(len(spec.records) - 1), FirstTimestamp: 1_700_000_000_000, MaxTimestamp: 1_700_000_009_999,
-		ProducerID: 42, ProducerEpoch: 3, FirstSequence: -1, NumRecords: int32(len(spec.records)), Records: raw,
-	}
-	b.Length = int32(len(b.AppendTo(nil)) - 12)
-	out := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], castagnoli))
-	return out
-}
-
-func slicesChunk(b []byte, n int) func(func([]byte) bool) {
-	return func(yield func([]byte) bool) {
-		for len(b) > 0 {
-			k := min(n, len(b))
-			if !yield(b[:k]) {
-				return
-			}
-			b = b[k:]
-		}
-	}
+// build is kbatchtest.Build with kbatch's tests' producer.
+func build(t testing.TB, spec kbatchtest.Spec) []byte {
+	spec.ProducerID, spec.ProducerEpoch = 42, 3
+	return kbatchtest.Build(t, spec)
 }
 
 var codecs = []struct {
@@ -124,16 +61,16 @@ func seedPartition(t testing.TB) []byte {
 	off := int64(100)
 	for i, c := range codecs {
 		recs := testRecords(20+i, i%2 == 0)
-		out = append(out, build(t, batchSpec{first: off, codec: c.codec, xerial: c.xerial, records: recs})...)
+		out = append(out, build(t, kbatchtest.Spec{First: off, Codec: c.codec, Xerial: c.xerial, Records: recs})...)
 		off += int64(len(recs))
 	}
-	out = append(out, build(t, batchSpec{first: off, attrs: attrTransactional, records: testRecords(3, false)})...)
+	out = append(out, build(t, kbatchtest.Spec{First: off, Attrs: attrTransactional, Records: testRecords(3, false)})...)
 	off += 3
 	ctl := []kmsg.Record{{Key: []byte{0, 0, 0, 0}, Value: []byte{0, 0, 0, 0, 0, 0}}}
-	out = append(out, build(t, batchSpec{first: off, attrs: attrTransactional | attrControl, records: ctl})...)
+	out = append(out, build(t, kbatchtest.Spec{First: off, Attrs: attrTransactional | attrControl, Records: ctl})...)
 	off++
 	out = append(out, legacyMessage(off)...)
-	out = append(out, build(t, batchSpec{first: off + 1, attrs: attrLogAppendTime, records: testRecords(4, true)})...)
+	out = append(out, build(t, kbatchtest.Spec{First: off + 1, Attrs: attrLogAppendTime, Records: testRecords(4, true)})...)
 	return out
 }
 
@@ -320,7 +257,7 @@ func TestDecodeBadCRC(t *testing.T) {
 }
 
 func TestDecodeAllocations(t *testing.T) {
-	raw := build(t, batchSpec{first: 0, records: testRecords(500, false)})
+	raw := build(t, kbatchtest.Spec{First: 0, Records: testRecords(500, false)})
 	var d Decoder
 	d.Decode(raw) // grow the slabs
 	if n := testing.AllocsPerRun(20, func() { d.Decode(raw) }); n > 0 {
@@ -333,7 +270,7 @@ func FuzzDecode(f *testing.F) {
 	raw := seedPartition(f)
 	f.Add(raw)
 	for _, c := range codecs {
-		f.Add(build(f, batchSpec{first: 7, codec: c.codec, xerial: c.xerial, records: testRecords(5, true)}))
+		f.Add(build(f, kbatchtest.Spec{First: 7, Codec: c.codec, Xerial: c.xerial, Records: testRecords(5, true)}))
 	}
 	f.Add(raw[:len(raw)/2])
 	var d Decoder
@@ -346,7 +283,7 @@ func FuzzDecode(f *testing.F) {
 }
 
 func BenchmarkDecode(b *testing.B) {
-	raw := build(b, batchSpec{first: 0, records: testRecords(1000, false)})
+	raw := build(b, kbatchtest.Spec{First: 0, Records: testRecords(1000, false)})
 	var d Decoder
 	b.SetBytes(int64(len(raw)))
 	b.ReportAllocs()

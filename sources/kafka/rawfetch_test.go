@@ -12,8 +12,10 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/internal/kbatch/kbatchtest"
 	"github.com/signalbox/signalbox/record"
 )
 
@@ -335,4 +337,37 @@ func TestRawConnectionsClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	closed("after the source closed", conn)
+}
+
+// A batch with the LogAppendTime attribute gives every record the batch's
+// MaxTimestamp (the broker's append time), not FirstTimestamp + its delta.
+// (Over TCP kfake cannot serve one: it stamps the batch's timestamps
+// without recomputing its CRC, which both transports then reject.)
+func TestParseLogAppendTime(t *testing.T) {
+	src, err := New(Config{Brokers: []string{"127.0.0.1:1"}, Topics: []string{"lat"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := record.TopicPartition{Topic: "lat"}
+	var rs []kmsg.Record
+	for i := range 4 {
+		rs = append(rs, kmsg.Record{TimestampDelta64: int64(i), OffsetDelta: int32(i), Value: []byte(fmt.Sprint("v", i))})
+	}
+	for _, attrs := range []int16{0, 0x08} {
+		raw := kbatchtest.Build(t, kbatchtest.Spec{Attrs: attrs, ProducerID: -1, ProducerEpoch: -1, Records: rs})
+		f := newFetcher(src, []record.PartitionInfo{{TopicPartition: tp, End: 4}})
+		pf, _ := f.parse(f.parts[0], &fetchBlock{raw: raw, hwm: 4, lso: 4}, time.Now())
+		if len(pf.Records) != 4 {
+			t.Fatalf("attributes %#x: %d records, want 4", attrs, len(pf.Records))
+		}
+		for i, r := range pf.Records {
+			want := int64(kbatchtest.FirstTimestamp + i)
+			if attrs != 0 {
+				want = kbatchtest.MaxTimestamp
+			}
+			if r.Timestamp.UnixMilli() != want {
+				t.Errorf("attributes %#x, record %d: timestamp %d ms, want %d", attrs, i, r.Timestamp.UnixMilli(), want)
+			}
+		}
+	}
 }
