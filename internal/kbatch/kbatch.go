@@ -141,14 +141,14 @@ func (d *Decoder) Decode(raw []byte) (batches []Batch, partial bool, err error) 
 		body := whole[headerLen:]
 		if b.Codec != CodecNone {
 			if body, err = decompress(b.Codec, body); err != nil {
-				err = corrupt("batch at offset %d: %v", b.FirstOffset, err)
+				err = corrupt("batch at offset %d: %w", b.FirstOffset, err)
 				break
 			}
 		}
 		from := len(d.recs)
 		if d.recs, err = appendRecords(d.recs, body, n); err != nil {
 			d.recs = d.recs[:from]
-			err = corrupt("batch at offset %d: %v", b.FirstOffset, err)
+			err = corrupt("batch at offset %d: %w", b.FirstOffset, err)
 			break
 		}
 		d.batches = append(d.batches, b)
@@ -250,7 +250,8 @@ func (r *reader) bytes() []byte {
 // MaxDecompressed bounds a compressed batch's decompressed size: a batch
 // claiming more is an error rather than an allocation of that size. (The
 // broker's batch limit, message.max.bytes, is 1 MiB by default; this
-// allows a compression ratio of 256 at that size.)
+// allows a compression ratio of 256 at that size.) The zstd decoder takes
+// it at the first zstd batch decoded: change it before any Decode.
 var MaxDecompressed = 256 << 20
 
 var errTooLarge = errors.New("decompressed batch exceeds MaxDecompressed")

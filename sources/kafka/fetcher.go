@@ -238,7 +238,7 @@ func (f *fetcher) fetch(ctx context.Context, active []*partState) []record.Parti
 			blocks, err = f.fetchSarama(b, group)
 		}
 		answered := time.Now()
-		if err != nil && ctx.Err() != nil {
+		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return pfs // stopping: the raw connection was closed under the fetch
 		}
 		if err != nil {
