@@ -261,7 +261,7 @@ func (f *fetcher) fetch(ctx context.Context, active []*partState) []record.Parti
 // fetchSarama sends group's fetch to b through sarama.
 func (f *fetcher) fetchSarama(b *sarama.Broker, group []*partState) (map[record.TopicPartition]*fetchBlock, error) {
 	req := &sarama.FetchRequest{
-		Version:      rawFetchVersion,
+		Version:      fetchVersion,
 		MaxWaitTime:  int32(f.s.fetchWait(time.Now()) / time.Millisecond),
 		MinBytes:     1,
 		MaxBytes:     f.s.cfg.FetchMaxBytes,

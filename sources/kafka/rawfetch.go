@@ -23,8 +23,8 @@ import (
 // connections (authenticating a raw connection is not implemented). TLS
 // uses the tls.Config given to sarama.
 
-// rawFetchVersion is the FetchRequest version of both transports.
-const rawFetchVersion = 11
+// fetchVersion is the FetchRequest version of both transports.
+const fetchVersion = 11
 
 // maxResponseBytes bounds a fetch response's size prefix: above it the
 // connection is treated as broken rather than allocating that much.
@@ -134,7 +134,7 @@ func (f *fetcher) fetchRaw(ctx context.Context, b *sarama.Broker, group []*partS
 func (f *fetcher) roundTrip(c *rawConn, group []*partState) (*kmsg.FetchResponse, error) {
 	wait := f.s.fetchWait(time.Now())
 	req := kmsg.NewPtrFetchRequest()
-	req.Version = rawFetchVersion
+	req.Version = fetchVersion
 	req.MaxWaitMillis = int32(wait / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = f.s.cfg.FetchMaxBytes
@@ -192,7 +192,7 @@ func (f *fetcher) roundTrip(c *rawConn, group []*partState) (*kmsg.FetchResponse
 		return nil, fmt.Errorf("kafka: fetch response from %s: %w", c.addr, err)
 	}
 	resp := kmsg.NewPtrFetchResponse()
-	resp.Version = rawFetchVersion
+	resp.Version = fetchVersion
 	if err := resp.ReadFrom(body); err != nil {
 		return nil, fmt.Errorf("kafka: fetch response from %s: %w", c.addr, err)
 	}
