@@ -14,7 +14,9 @@
 //  2. No per-record allocation: records are appended to the Decoder's
 //     reusable slab; only a record with headers allocates (its []Header).
 //     Batches and Records returned by Decode are valid until the next
-//     Decode on the same Decoder; the bytes they point to stay valid.
+//     Decode or Release on the same Decoder; the bytes they point to stay
+//     valid. Release drops the slabs' references, so that a long-lived
+//     Decoder does not keep decoded bytes reachable.
 //  3. Only complete batches are returned. A trailing batch whose bytes are
 //     cut off (a broker fills a response up to its byte limit) is reported
 //     as partial, never as an error, and nothing of it is returned.

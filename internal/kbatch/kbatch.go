@@ -74,6 +74,21 @@ type Record struct {
 type Decoder struct {
 	batches []Batch
 	recs    []Record
+	// The most of each slab filled since the last Release: what Release
+	// clears.
+	batchesUsed, recsUsed int
+}
+
+// Release drops the Decoder's references into the bytes it decoded last,
+// keeping its slabs' capacity: a long-lived Decoder would otherwise keep the
+// last fetch response (or stale parts of earlier ones) reachable after the
+// caller has copied out what it needed (invariant 2). The batches Decode
+// returned are invalid afterwards.
+func (d *Decoder) Release() {
+	clear(d.batches[:d.batchesUsed])
+	clear(d.recs[:d.recsUsed])
+	d.batches, d.recs = d.batches[:0], d.recs[:0]
+	d.batchesUsed, d.recsUsed = 0, 0
 }
 
 // ErrCorrupt wraps every decoding error.
@@ -147,6 +162,7 @@ func (d *Decoder) Decode(raw []byte) (batches []Batch, partial bool, err error) 
 		}
 		from := len(d.recs)
 		if d.recs, err = appendRecords(d.recs, body, n); err != nil {
+			d.recsUsed = max(d.recsUsed, len(d.recs))
 			d.recs = d.recs[:from]
 			err = corrupt("batch at offset %d: %w", b.FirstOffset, err)
 			break
@@ -157,6 +173,7 @@ func (d *Decoder) Decode(raw []byte) (batches []Batch, partial bool, err error) 
 	for i := range d.batches {
 		d.batches[i].Records = d.recs[spans[i].from:spans[i].to:spans[i].to]
 	}
+	d.batchesUsed, d.recsUsed = max(d.batchesUsed, len(d.batches)), max(d.recsUsed, len(d.recs))
 	return d.batches, partial, err
 }
 

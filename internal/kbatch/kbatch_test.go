@@ -309,3 +309,30 @@ func BenchmarkDecode(b *testing.B) {
 		d.Decode(raw)
 	}
 }
+
+// TestReleaseDropsReferences: after Release no slot of the Decoder's slabs
+// points into decoded bytes, not even past a later, shorter decode's
+// records, so a long-lived Decoder keeps no fetch response reachable.
+func TestReleaseDropsReferences(t *testing.T) {
+	raw := seedPartition(t)
+	first := 12 + int(binary.BigEndian.Uint32(raw[8:]))
+	var d Decoder
+	if _, _, err := d.Decode(raw); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.Decode(raw[:first]); err != nil { // fewer records than the slab holds
+		t.Fatal(err)
+	}
+	d.Release()
+	for i, r := range d.recs[:cap(d.recs)] {
+		if r.Key != nil || r.Value != nil || r.Headers != nil {
+			t.Fatalf("record slot %d still points into decoded bytes", i)
+		}
+	}
+	for i, b := range d.batches[:cap(d.batches)] {
+		if b.Records != nil {
+			t.Fatalf("batch slot %d still points into the record slab", i)
+		}
+	}
+	check(t, &d, raw) // and it decodes as before
+}

@@ -325,9 +325,13 @@ func (f *fetcher) parse(p *partState, blk *fetchBlock, answered time.Time) (reco
 	}
 	batches, partial := blk.batches, blk.partial
 	if blk.raw != nil {
-		// Valid until the next Decode, i.e. through this parse.
+		// Valid until Release, once records has copied them out; the
+		// fetcher's long-lived decoder must not keep the response's bytes
+		// reachable after that.
 		var err error
-		if batches, partial, err = f.dec.Decode(blk.raw); err != nil {
+		batches, partial, err = f.dec.Decode(blk.raw)
+		defer f.dec.Release()
+		if err != nil {
 			return f.failed(p, err), true
 		}
 	}
