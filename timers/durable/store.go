@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/google/btree"
@@ -342,6 +343,11 @@ func detach(r *record.Record) *record.Record {
 	c := *r
 	c.Key, buf = carve(buf, r.Key)
 	c.Value, buf = carve(buf, r.Value)
+	if len(r.OrderKey) > 0 && len(r.OrderKey) == len(r.Key) && unsafe.StringData(r.OrderKey) == unsafe.SliceData(r.Key) {
+		// The order key shares the Kafka key's bytes (record.Record.
+		// OrderKey): it moves with the copy, or it would pin the fetch.
+		c.OrderKey = unsafe.String(unsafe.SliceData(c.Key), len(c.Key))
+	}
 	if len(r.Headers) > 0 {
 		c.Headers = make([]record.Header, len(r.Headers))
 		for i, h := range r.Headers {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -427,5 +428,27 @@ func TestStoreMinAfterRelease(t *testing.T) {
 	for _, w := range []int64{1, 5, 6, 7} {
 		o.release(t, s, w, 0)
 		checkSame(t, s, o)
+	}
+}
+
+// TestDetachSharesNothing: a parked record kept in memory shares no bytes
+// with the fetch it came from, its order key included when that shares the
+// Kafka key's bytes (record.Record.OrderKey), so that it does not pin the
+// whole fetch response. Writing over the source leaves the copy intact.
+func TestDetachSharesNothing(t *testing.T) {
+	buf := []byte("key-1value-1")
+	key, value := buf[:5], buf[5:]
+	r := record.Record{Topic: "t", Key: key, Value: value,
+		OrderKey: unsafe.String(unsafe.SliceData(key), len(key))}
+	independent := record.Record{Key: key, OrderKey: "other"}
+	c, ci := detach(&r), detach(&independent)
+	for i := range buf {
+		buf[i] = 'x'
+	}
+	if string(c.Key) != "key-1" || string(c.Value) != "value-1" || c.OrderKey != "key-1" {
+		t.Fatalf("the copy changed with its source: key %q value %q order key %q", c.Key, c.Value, c.OrderKey)
+	}
+	if ci.OrderKey != "other" || string(ci.Key) != "key-1" {
+		t.Fatalf("an order key of its own: %q, key %q", ci.OrderKey, ci.Key)
 	}
 }
