@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -248,15 +249,20 @@ func (s *Store) Park(p timers.Pos, r *record.Record) error {
 	}
 	size := slotOverhead + len(p.Key) + r.Size()
 	if s.memBytes+int64(size) <= s.memLimit || s.hasCursor && !timers.Less(s.cursor, p) {
+		rec := detach(r)
+		if unsafe.StringData(p.Key) == unsafe.StringData(r.OrderKey) {
+			p.Key = rec.OrderKey // the copy's: the slot must not pin the fetch either
+		}
 		sl := s.newSlot(p)
 		s.index.ReplaceOrInsert(sl)
-		sl.rec, sl.size, sl.state = detach(r), size, slotDirty
+		sl.rec, sl.size, sl.state = rec, size, slotDirty
 		s.memBytes += int64(size)
 		s.addDirty(sl)
 		return nil
 	}
 	s.diskLen++
 	if !s.diskStale && (!s.diskMinOK || timers.Less(p, s.diskMin)) {
+		p.Key = strings.Clone(p.Key) // kept: it must not pin the fetch
 		s.diskMin, s.diskMinOK = p, true
 	}
 	return s.put(p, r)

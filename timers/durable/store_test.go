@@ -452,3 +452,36 @@ func TestDetachSharesNothing(t *testing.T) {
 		t.Fatalf("an order key of its own: %q, key %q", ci.OrderKey, ci.Key)
 	}
 }
+
+// TestParkSharesNothing: a record parked in the in-memory part, whose order
+// key shares the Kafka key's bytes, keeps nothing of the fetch it came from
+// (its slot's position included): writing over the source bytes changes
+// neither the store's minimum nor what it releases.
+func TestParkSharesNothing(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), StoreOptions{})
+	defer s.Close()
+	buf := []byte("key-1value-1")
+	key := buf[:5]
+	r := record.Record{Topic: "t", Offset: 7, EventTime: 100, Key: key, Value: buf[5:],
+		OrderKey: unsafe.String(unsafe.SliceData(key), len(key))}
+	p := timers.Pos{EventTime: r.EventTime, Key: r.OrderKey, Input: r.Topic, Offset: r.Offset}
+	if err := s.Park(p, &r); err != nil {
+		t.Fatal(err)
+	}
+	for i := range buf {
+		buf[i] = 'x'
+	}
+	if m, ok := s.Min(); !ok || m.Key != "key-1" {
+		t.Fatalf("Min %+v after the source changed, want key-1", m)
+	}
+	var got []string
+	if err := s.Release(100, 0, func(r *record.Record) error {
+		got = append(got, r.OrderKey+"/"+string(r.Key)+"/"+string(r.Value))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != "key-1/key-1/value-1" {
+		t.Fatalf("released %q", got)
+	}
+}
