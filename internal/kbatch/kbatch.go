@@ -238,6 +238,11 @@ func (r *reader) skip(n int) {
 }
 
 func (r *reader) varint() int64 {
+	if len(r.b) > 0 && r.b[0] < 0x80 { // one byte, most of a record's varints
+		u := r.b[0]
+		r.b = r.b[1:]
+		return int64(u>>1) ^ -int64(u&1)
+	}
 	v, n := binary.Varint(r.b)
 	if n <= 0 {
 		r.bad, r.b = true, nil
