@@ -60,6 +60,7 @@ func Example() {
 func ExampleNew_invalid() {
 	_, err := signalbox.New(script.New(1, 1),
 		signalbox.WithDelay(-time.Second),
+		signalbox.WithMaxInflightBytes(-1),
 		signalbox.WithLatePolicy("ignore"),
 		signalbox.WithInputs(signalbox.Input{Topic: "t", Time: signalbox.TimeFromField}),
 	)
@@ -67,6 +68,7 @@ func ExampleNew_invalid() {
 	// Output:
 	// signalbox: invalid pipeline: sinks: at least one sink is required
 	//   delay: -1s is negative
+	//   max in-flight bytes: -1 is negative
 	//   late: "ignore" is not one of emit, dead-letter, drop
 	//   inputs[t].time_field: required when time is field
 }
