@@ -17,9 +17,11 @@ import (
 // the collector runs many times a second. Measured with the scaling
 // benchmark at 4M records (`go run ./bench/cmd/scaling -sizes 4M -rounds 2
 // -profile-size "" -out "" -gogc N`), CPU per million records
-// (timestamp / field) at 100, 200 and 400: 0.92 / 0.97, 0.82 / 0.87 and
-// 0.78 / 0.85 s, for a peak RSS of 175–178, 242–260 and 354–414 MiB; 200
-// takes most of the gain for the least memory.
+// (timestamp / field) at 100, 200 and 400: 0.78 / 0.80, 0.74 / 0.75 and
+// 0.71 / 0.71 s, for a peak RSS of 176–191, 242–254 and 353–362 MiB (with
+// the raw fetch transport, on a machine running other tests; before it:
+// 0.92 / 0.97, 0.82 / 0.87, 0.78 / 0.85 s); 200 takes most of the gain for
+// the least memory.
 const GCPercent = 200
 
 // tuneRuntime bounds the Go runtime for the job, unless GOGC and GOMEMLIMIT
