@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestMain lets the test binary serve as the raw consumers' child process,
@@ -49,5 +51,38 @@ func TestTinyRun(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), "flat  flat%"); n != 2 {
 		t.Errorf("%d CPU profiles in the section, want 2:\n%s", n, out.String())
+	}
+}
+
+// TestProcCPU: the broker's CPU column reads /proc/PID/stat's utime and
+// stime; for this process it rises with work done and never exceeds the
+// CPU time Go's runtime reports for it, and a missing process is an error.
+func TestProcCPU(t *testing.T) {
+	before, err := procCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ru syscall.Rusage
+	deadline := time.Now().Add(2 * time.Second)
+	for x := 0; ; x++ { // burn CPU until the kernel's tick count moves
+		if x%1_000_000 == 0 {
+			if now, _ := procCPU(os.Getpid()); now > before || time.Now().After(deadline) {
+				break
+			}
+		}
+	}
+	after, err := procCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	rusage := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	if after <= before || after > rusage+20*time.Millisecond {
+		t.Fatalf("procCPU %v → %v; rusage says %v", before, after, rusage)
+	}
+	if _, err := procCPU(-1); err == nil {
+		t.Fatal("procCPU of a missing process: no error")
 	}
 }
