@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/signalbox/signalbox/record"
 )
 
 // TestTableIdle checks that an idle row (-idle) shows no held-back figures
@@ -26,5 +29,21 @@ func TestTableIdle(t *testing.T) {
 	}
 	if !strings.HasPrefix(rows[3], "| durable, idle | 16.0 MiB | – | 0.25× (peak) | – | – |") {
 		t.Errorf("idle row: %s", rows[3])
+	}
+}
+
+// TestCheckerTimeless: with -timeless the checker accepts records in arrival
+// order across partitions but flags a partition whose offsets do not rise,
+// and counts every record either way.
+func TestCheckerTimeless(t *testing.T) {
+	rec := func(p int32, off int64) record.Record { return record.Record{Topic: "t", Partition: p, Offset: off, Timeless: true} }
+	c := &checker{timeless: true}
+	_ = c.Write(context.Background(), []record.Record{rec(1, 5), rec(0, 9), rec(1, 6), rec(0, 10)})
+	if c.disorder || c.out != 4 {
+		t.Fatalf("interleaved partitions: disorder %v, %d counted", c.disorder, c.out)
+	}
+	_ = c.Write(context.Background(), []record.Record{rec(0, 10)}) // a duplicate
+	if !c.disorder || c.out != 5 {
+		t.Fatalf("a repeated offset: disorder %v, %d counted", c.disorder, c.out)
 	}
 }
