@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/internal/kbatch"
 	"github.com/signalbox/signalbox/internal/kbatch/kbatchtest"
 	"github.com/signalbox/signalbox/record"
 )
@@ -369,5 +372,51 @@ func TestParseLogAppendTime(t *testing.T) {
 				t.Errorf("attributes %#x, record %d: timestamp %d ms, want %d", attrs, i, r.Timestamp.UnixMilli(), want)
 			}
 		}
+	}
+}
+
+// A response whose size prefix exceeds maxResponseBytes fails the fetch of
+// its partitions with an error naming the size and the limit, without
+// allocating it, and the connection is dropped.
+func TestRawResponseTooLarge(t *testing.T) {
+	_, f, _, conn := rawFetcher(t, "huge", 1, 1)
+	_ = conn.conn.Close()
+	client, server := net.Pipe()
+	conn.conn = client
+	go func() {
+		defer server.Close()
+		var hdr [12]byte // size, api key, version, correlation id
+		if _, err := io.ReadFull(server, hdr[:]); err != nil {
+			return
+		}
+		if _, err := io.CopyN(io.Discard, server, int64(binary.BigEndian.Uint32(hdr[:]))-8); err != nil {
+			return
+		}
+		resp := binary.BigEndian.AppendUint32(nil, maxResponseBytes+1)
+		_, _ = server.Write(append(resp, hdr[8:]...))
+	}()
+	pfs := f.fetch(bg, f.parts)
+	if len(pfs) != 1 || pfs[0].Err == nil || pfs[0].End != -1 {
+		t.Fatalf("fetch answered with an oversized response: %+v, want one failed partition without evidence", pfs)
+	}
+	if msg := pfs[0].Err.Error(); !strings.Contains(msg, fmt.Sprint(maxResponseBytes+1)) || !strings.Contains(msg, fmt.Sprint(maxResponseBytes)) {
+		t.Errorf("error %q does not name the size and the limit", msg)
+	}
+	if len(f.conns) != 0 {
+		t.Errorf("%d connections after the failure, want the broken one dropped", len(f.conns))
+	}
+}
+
+// A raw answer whose batch is corrupt fails its partition (no evidence,
+// backed off) with kbatch's error, and the position does not move.
+func TestRawCorruptBatchFailsPartition(t *testing.T) {
+	_, f, _, _ := rawFetcher(t, "bad", 1, 5)
+	raw := kbatchtest.Build(t, kbatchtest.Spec{ProducerID: -1, ProducerEpoch: -1, Records: []kmsg.Record{{Value: []byte("v")}}})
+	raw[len(raw)-1] ^= 1 // the CRC no longer matches
+	p := f.parts[0]
+	pf, ok := f.parse(p, &fetchBlock{raw: raw, hwm: 1, lso: 1}, time.Now())
+	if !ok || !errors.Is(pf.Err, kbatch.ErrCorrupt) || pf.End != -1 || len(pf.Records) != 0 || p.pos != 0 || !p.failed {
+		t.Fatalf("corrupt batch: ok %v, %+v, position %d, failed %v; want a failed partition (ErrCorrupt) at position 0",
+			ok, pf, p.pos, p.failed)
 	}
 }
