@@ -375,11 +375,9 @@ func TestParseLogAppendTime(t *testing.T) {
 	}
 }
 
-// A response whose size prefix exceeds maxResponseBytes fails the fetch of
-// its partitions with an error naming the size and the limit, without
-// allocating it, and the connection is dropped.
-func TestRawResponseTooLarge(t *testing.T) {
-	_, f, _, conn := rawFetcher(t, "huge", 1, 1)
+// answerOnce replaces conn's connection with one whose broker reads one
+// request and writes answer(its correlation id) back.
+func answerOnce(conn *rawConn, answer func(corr []byte) []byte) {
 	_ = conn.conn.Close()
 	client, server := net.Pipe()
 	conn.conn = client
@@ -392,9 +390,39 @@ func TestRawResponseTooLarge(t *testing.T) {
 		if _, err := io.CopyN(io.Discard, server, int64(binary.BigEndian.Uint32(hdr[:]))-8); err != nil {
 			return
 		}
-		resp := binary.BigEndian.AppendUint32(nil, maxResponseBytes+1)
-		_, _ = server.Write(append(resp, hdr[8:]...))
+		_, _ = server.Write(answer(hdr[8:]))
 	}()
+}
+
+// A raw answer with a top-level error code fails every partition it was
+// for with that error (no evidence), as sarama's transport does; the
+// connection, which works, is kept.
+func TestRawResponseErrorCode(t *testing.T) {
+	_, f, b, conn := rawFetcher(t, "toperr", 1, 1)
+	answerOnce(conn, func(corr []byte) []byte {
+		resp := kmsg.NewPtrFetchResponse()
+		resp.Version = fetchVersion
+		resp.ErrorCode = int16(sarama.ErrFetchSessionIDNotFound)
+		body := resp.AppendTo(append([]byte(nil), corr...))
+		return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+	})
+	pfs := f.fetch(bg, f.parts)
+	if len(pfs) != 1 || !errors.Is(pfs[0].Err, sarama.ErrFetchSessionIDNotFound) || pfs[0].End != -1 || !f.parts[0].failed {
+		t.Fatalf("fetch answered with a top-level error: %+v, want one failed partition with %v", pfs, sarama.ErrFetchSessionIDNotFound)
+	}
+	if f.conns[b.ID()] != conn {
+		t.Error("the connection was dropped after a well-formed error answer")
+	}
+}
+
+// A response whose size prefix exceeds maxResponseBytes fails the fetch of
+// its partitions with an error naming the size and the limit, without
+// allocating it, and the connection is dropped.
+func TestRawResponseTooLarge(t *testing.T) {
+	_, f, _, conn := rawFetcher(t, "huge", 1, 1)
+	answerOnce(conn, func(corr []byte) []byte {
+		return append(binary.BigEndian.AppendUint32(nil, maxResponseBytes+1), corr...)
+	})
 	pfs := f.fetch(bg, f.parts)
 	if len(pfs) != 1 || pfs[0].Err == nil || pfs[0].End != -1 {
 		t.Fatalf("fetch answered with an oversized response: %+v, want one failed partition without evidence", pfs)
