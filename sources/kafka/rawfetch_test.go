@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -446,5 +447,61 @@ func TestRawCorruptBatchFailsPartition(t *testing.T) {
 	if !ok || !errors.Is(pf.Err, kbatch.ErrCorrupt) || pf.End != -1 || len(pf.Records) != 0 || p.pos != 0 || !p.failed {
 		t.Fatalf("corrupt batch: ok %v, %+v, position %d, failed %v; want a failed partition (ErrCorrupt) at position 0",
 			ok, pf, p.pos, p.failed)
+	}
+}
+
+// Ending the fetcher's context interrupts a raw fetch in flight: it
+// returns the context's error (which fetch reports as stopping, not as a
+// failed partition) and the connection is closed and dropped.
+func TestRawFetchInterruptedByContext(t *testing.T) {
+	_, f, _, _ := rawFetcher(t, "stall", 1, 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	asked := make(chan net.Conn, 1)
+	go func() { // a broker that reads the request and never answers
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		var hdr [4]byte
+		_, _ = io.ReadFull(c, hdr[:])
+		asked <- c
+	}()
+	stalled := sarama.NewBroker(ln.Addr().String())
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	type result struct {
+		blocks map[record.TopicPartition]*fetchBlock
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		blocks, err := f.fetchRaw(ctx, stalled, f.parts)
+		done <- result{blocks, err}
+	}()
+	server := <-asked
+	defer server.Close()
+	if len(f.conns) != 2 { // the leader's (rawFetcher) and the stalled broker's
+		t.Fatalf("%d connections during the fetch, want 2", len(f.conns))
+	}
+	cancel()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(hangGuard): // under the connection's own deadline
+		t.Fatal("the fetch was not interrupted by its context")
+	}
+	if !errors.Is(r.err, context.Canceled) || r.blocks != nil {
+		t.Fatalf("interrupted fetch: %v, %v; want context.Canceled and no answer", r.blocks, r.err)
+	}
+	if f.conns[stalled.ID()] != nil || len(f.conns) != 1 {
+		t.Fatalf("%d connections after the interrupted fetch, want the stalled one dropped", len(f.conns))
+	}
+	_ = server.SetReadDeadline(time.Now().Add(hangGuard))
+	if _, err := io.Copy(io.Discard, server); err != nil {
+		t.Fatalf("the broker's side: %v, want the connection closed (EOF)", err)
 	}
 }
