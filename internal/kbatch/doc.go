@@ -12,7 +12,8 @@
 //     MaxDecompressed bytes). Callers may keep them as long as they like
 //     but must not write into them.
 //  2. No per-record allocation: records are appended to the Decoder's
-//     reusable slab; only a record with headers allocates (its []Header).
+//     reusable slab; only a record with headers allocates (its []Header
+//     and its header keys, as strings).
 //     Batches and Records returned by Decode are valid until the next
 //     Decode or Release on the same Decoder; the bytes they point to stay
 //     valid. Release drops the slabs' references, so that a long-lived

@@ -273,7 +273,8 @@ func (r *reader) bytes() []byte {
 // claiming more is an error rather than an allocation of that size. (The
 // broker's batch limit, message.max.bytes, is 1 MiB by default; this
 // allows a compression ratio of 256 at that size.) The zstd decoder takes
-// it at the first zstd batch decoded: change it before any Decode.
+// it at the first zstd batch decoded as the most it ever allocates; a
+// later change is still enforced, but set it before any Decode.
 var MaxDecompressed = 256 << 20
 
 var errTooLarge = errors.New("decompressed batch exceeds MaxDecompressed")
@@ -339,7 +340,18 @@ func decompress(codec int8, in []byte) ([]byte, error) {
 	case CodecLZ4:
 		return readAllLimited(lz4.NewReader(bytes.NewReader(in)))
 	case CodecZstd:
-		return zstdDec().DecodeAll(in, nil)
+		// The decoder's own bound is MaxDecompressed as it was when the
+		// decoder was made; a frame declaring its size is checked against
+		// the current one before decoding, the result after.
+		var h zstd.Header
+		if h.Decode(in) == nil && h.HasFCS && h.FrameContentSize > uint64(MaxDecompressed) {
+			return nil, errTooLarge
+		}
+		out, err := zstdDec().DecodeAll(in, nil)
+		if errors.Is(err, zstd.ErrDecoderSizeExceeded) || len(out) > MaxDecompressed {
+			return nil, errTooLarge
+		}
+		return out, err
 	default:
 		return nil, fmt.Errorf("unknown compression codec %d", codec)
 	}

@@ -182,7 +182,7 @@ func (f *fetcher) roundTrip(c *rawConn, group []*partState) (*kmsg.FetchResponse
 	}
 	size := int32(binary.BigEndian.Uint32(hdr[:]))
 	if size < 4 || size > maxResponseBytes {
-		return nil, fmt.Errorf("kafka: fetch response from %s: size %d", c.addr, size)
+		return nil, fmt.Errorf("kafka: fetch response from %s: size %d bytes, want 4 to %d", c.addr, size, maxResponseBytes)
 	}
 	if corr := int32(binary.BigEndian.Uint32(hdr[4:])); corr != c.corr {
 		return nil, fmt.Errorf("kafka: fetch response from %s: correlation id %d, want %d", c.addr, corr, c.corr)

@@ -2,11 +2,14 @@ package kafka
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/internal/kbatch"
 	"github.com/signalbox/signalbox/internal/kbatch/kbatchtest"
 	"github.com/signalbox/signalbox/record"
 )
@@ -369,5 +373,135 @@ func TestParseLogAppendTime(t *testing.T) {
 				t.Errorf("attributes %#x, record %d: timestamp %d ms, want %d", attrs, i, r.Timestamp.UnixMilli(), want)
 			}
 		}
+	}
+}
+
+// answerOnce replaces conn's connection with one whose broker reads one
+// request and writes answer(its correlation id) back.
+func answerOnce(conn *rawConn, answer func(corr []byte) []byte) {
+	_ = conn.conn.Close()
+	client, server := net.Pipe()
+	conn.conn = client
+	go func() {
+		defer server.Close()
+		var hdr [12]byte // size, api key, version, correlation id
+		if _, err := io.ReadFull(server, hdr[:]); err != nil {
+			return
+		}
+		if _, err := io.CopyN(io.Discard, server, int64(binary.BigEndian.Uint32(hdr[:]))-8); err != nil {
+			return
+		}
+		_, _ = server.Write(answer(hdr[8:]))
+	}()
+}
+
+// A raw answer with a top-level error code fails every partition it was
+// for with that error (no evidence), as sarama's transport does; the
+// connection, which works, is kept.
+func TestRawResponseErrorCode(t *testing.T) {
+	_, f, b, conn := rawFetcher(t, "toperr", 1, 1)
+	answerOnce(conn, func(corr []byte) []byte {
+		resp := kmsg.NewPtrFetchResponse()
+		resp.Version = fetchVersion
+		resp.ErrorCode = int16(sarama.ErrFetchSessionIDNotFound)
+		body := resp.AppendTo(append([]byte(nil), corr...))
+		return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+	})
+	pfs := f.fetch(bg, f.parts)
+	if len(pfs) != 1 || !errors.Is(pfs[0].Err, sarama.ErrFetchSessionIDNotFound) || pfs[0].End != -1 || !f.parts[0].failed {
+		t.Fatalf("fetch answered with a top-level error: %+v, want one failed partition with %v", pfs, sarama.ErrFetchSessionIDNotFound)
+	}
+	if f.conns[b.ID()] != conn {
+		t.Error("the connection was dropped after a well-formed error answer")
+	}
+}
+
+// A response whose size prefix exceeds maxResponseBytes fails the fetch of
+// its partitions with an error naming the size and the limit, without
+// allocating it, and the connection is dropped.
+func TestRawResponseTooLarge(t *testing.T) {
+	_, f, _, conn := rawFetcher(t, "huge", 1, 1)
+	answerOnce(conn, func(corr []byte) []byte {
+		return append(binary.BigEndian.AppendUint32(nil, maxResponseBytes+1), corr...)
+	})
+	pfs := f.fetch(bg, f.parts)
+	if len(pfs) != 1 || pfs[0].Err == nil || pfs[0].End != -1 {
+		t.Fatalf("fetch answered with an oversized response: %+v, want one failed partition without evidence", pfs)
+	}
+	if msg := pfs[0].Err.Error(); !strings.Contains(msg, fmt.Sprint(maxResponseBytes+1)) || !strings.Contains(msg, fmt.Sprint(maxResponseBytes)) {
+		t.Errorf("error %q does not name the size and the limit", msg)
+	}
+	if len(f.conns) != 0 {
+		t.Errorf("%d connections after the failure, want the broken one dropped", len(f.conns))
+	}
+}
+
+// A raw answer whose batch is corrupt fails its partition (no evidence,
+// backed off) with kbatch's error, and the position does not move.
+func TestRawCorruptBatchFailsPartition(t *testing.T) {
+	_, f, _, _ := rawFetcher(t, "bad", 1, 5)
+	raw := kbatchtest.Build(t, kbatchtest.Spec{ProducerID: -1, ProducerEpoch: -1, Records: []kmsg.Record{{Value: []byte("v")}}})
+	raw[len(raw)-1] ^= 1 // the CRC no longer matches
+	p := f.parts[0]
+	pf, ok := f.parse(p, &fetchBlock{raw: raw, hwm: 1, lso: 1}, time.Now())
+	if !ok || !errors.Is(pf.Err, kbatch.ErrCorrupt) || pf.End != -1 || len(pf.Records) != 0 || p.pos != 0 || !p.failed {
+		t.Fatalf("corrupt batch: ok %v, %+v, position %d, failed %v; want a failed partition (ErrCorrupt) at position 0",
+			ok, pf, p.pos, p.failed)
+	}
+}
+
+// Ending the fetcher's context interrupts a raw fetch in flight: it
+// returns the context's error (which fetch reports as stopping, not as a
+// failed partition) and the connection is closed and dropped.
+func TestRawFetchInterruptedByContext(t *testing.T) {
+	_, f, _, _ := rawFetcher(t, "stall", 1, 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	asked := make(chan net.Conn, 1)
+	go func() { // a broker that reads the request and never answers
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		var hdr [4]byte
+		_, _ = io.ReadFull(c, hdr[:])
+		asked <- c
+	}()
+	stalled := sarama.NewBroker(ln.Addr().String())
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	type result struct {
+		blocks map[record.TopicPartition]*fetchBlock
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		blocks, err := f.fetchRaw(ctx, stalled, f.parts)
+		done <- result{blocks, err}
+	}()
+	server := <-asked
+	defer server.Close()
+	if len(f.conns) != 2 { // the leader's (rawFetcher) and the stalled broker's
+		t.Fatalf("%d connections during the fetch, want 2", len(f.conns))
+	}
+	cancel()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(hangGuard): // under the connection's own deadline
+		t.Fatal("the fetch was not interrupted by its context")
+	}
+	if !errors.Is(r.err, context.Canceled) || r.blocks != nil {
+		t.Fatalf("interrupted fetch: %v, %v; want context.Canceled and no answer", r.blocks, r.err)
+	}
+	if f.conns[stalled.ID()] != nil || len(f.conns) != 1 {
+		t.Fatalf("%d connections after the interrupted fetch, want the stalled one dropped", len(f.conns))
+	}
+	_ = server.SetReadDeadline(time.Now().Add(hangGuard))
+	if _, err := io.Copy(io.Discard, server); err != nil {
+		t.Fatalf("the broker's side: %v, want the connection closed (EOF)", err)
 	}
 }

@@ -25,8 +25,8 @@ type Spec struct {
 	Records       []kmsg.Record // Length is computed
 }
 
-// XerialMagic opens a xerial-framed snappy stream.
-var XerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
+// xerialMagic opens a xerial-framed snappy stream.
+var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
 // FirstTimestamp and MaxTimestamp are every built batch's timestamps (ms).
 const (
@@ -47,7 +47,7 @@ func Build(t testing.TB, spec Spec) []byte {
 	}
 	codec := int16(0)
 	if spec.Xerial {
-		framed := append([]byte(nil), XerialMagic...)
+		framed := append([]byte(nil), xerialMagic...)
 		framed = binary.BigEndian.AppendUint32(framed, 1)
 		framed = binary.BigEndian.AppendUint32(framed, 1)
 		for len(raw) > 0 {
