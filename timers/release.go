@@ -217,8 +217,8 @@ func (q *Queue[V]) emit(g []item[V], dups bool, max int, dst []V) ([]item[V], []
 }
 
 // radixSort sorts b stably by the low bits of the keys, eight at a time,
-// using tmp's memory (a short b by insertion, in place). It returns the sorted slice and the other one (each is
-// b's array or tmp's).
+// using tmp's memory (a short b by insertion, in place). It returns the
+// sorted slice and the other one (each is b's array or tmp's).
 func radixSort[V any](b, tmp []item[V], bits int) (sorted, other []item[V]) {
 	if len(b) <= 32 { // an insertion sort beats the passes' 2 KiB counts
 		for i := 1; i < len(b); i++ {
