@@ -18,7 +18,9 @@
 //     records pushed and not yet released or dropped (a Pos pushed twice
 //     counts twice until it is released).
 //  4. In steady state (the parked set no longer growing), Push and PopUntil
-//     do not allocate: slab slots and bucket slices are reused.
+//     do not allocate: the bucket slices and the sort scratch are reused.
+//     Released capacity is kept only up to keepFactor times the parked set
+//     (plus a floor per bucket); beyond it the buckets give memory back.
 //  5. A push at or above the event time of the last release step costs
 //     O(1). One below it costs O(Len), once: every later push is O(1) until
 //     the next release step. The engine pushes below it only when a newly

@@ -194,8 +194,8 @@ func TestLessIsTotal(t *testing.T) {
 	}
 }
 
-// TestQueueSteadyStateAllocs checks invariant 4: once the tree has reached
-// its size, parking and releasing records does not allocate.
+// TestQueueSteadyStateAllocs checks invariant 4: once the parked set has
+// reached its size, parking and releasing records does not allocate.
 func TestQueueSteadyStateAllocs(t *testing.T) {
 	for _, n := range []int{1, 100, 10000} {
 		q, ps := steadyQueue(n)
@@ -213,11 +213,10 @@ func TestQueueSteadyStateAllocs(t *testing.T) {
 
 // TestQueueBatchAllocs checks invariant 4 for the engine's pattern: a batch
 // of 4096 records (the default release batch) parked, then released in one
-// PopUntil. Every freed node must fit the free list: with btree's default
-// free list of 32 nodes this costs about 300 allocations per batch. A few
-// remain for a while after start-up, as nodes first created small grow their
-// item slices once to full size; hence a bound rather than 0 (the benchmark
-// reaches 0 B/op over millions of records).
+// PopUntil. A few allocations remain for a while after start-up, as
+// buckets and the sort scratch first created small grow once to full size;
+// hence a bound rather than 0 (the benchmark reaches 0 B/op over millions
+// of records).
 func TestQueueBatchAllocs(t *testing.T) {
 	const n, batch = 20_000, 4096
 	q, ps := steadyQueue(n)
@@ -227,7 +226,7 @@ func TestQueueBatchAllocs(t *testing.T) {
 		dst = parkReleaseBatch(q, ps, i, n, batch, dst)
 		i += batch
 	}
-	for range 100 { // the tree's shape and the free list settle
+	for range 100 { // the buckets' and the scratch's capacities settle
 		step()
 	}
 	if allocs := testing.AllocsPerRun(20, step); allocs > batch/256 {

@@ -136,32 +136,33 @@ func (q *Queue[V]) release(limit uint64, dst []V) []V {
 		}
 		b := q.buckets[k]
 		q.mask &^= 1 << (k - 1)
-		if q.bmax[k] <= limit {
-			dst = q.emitSorted(b, k, dst)
-			clear(b)
-			q.buckets[k] = b[:0]
+		rel, split := b, q.bmax[k] > limit
+		if !split {
 			q.last = q.bmax[k]
-			continue
-		}
-		// Split: the records above limit keep b's array while they are
-		// filed again below k (nothing is filed into k meanwhile).
-		rel, keep := q.split[:0], b[:0]
-		for _, it := range b {
-			if it.u <= limit {
-				rel = append(rel, it)
-			} else {
-				keep = append(keep, it)
+		} else {
+			// The records above limit keep b's array while they are filed
+			// again below k (nothing is filed into k meanwhile).
+			keep := b[:0]
+			rel = q.split[:0]
+			for _, it := range b {
+				if it.u <= limit {
+					rel = append(rel, it)
+				} else {
+					keep = append(keep, it)
+				}
+			}
+			q.last = limit + 1 // ≤ every record kept, and above every one released
+			for _, it := range keep {
+				q.put(it)
 			}
 		}
-		q.last = limit + 1 // ≤ every record kept, and above every one released
-		for _, it := range keep {
-			q.put(it)
-		}
+		dst = q.emitSorted(rel, k, dst)
 		clear(b)
 		q.buckets[k] = b[:0]
-		dst = q.emitSorted(rel, k, dst)
-		clear(rel)
-		q.split = rel[:0]
+		if split {
+			clear(rel)
+			q.split = rel[:0]
+		}
 	}
 	return dst
 }
@@ -216,8 +217,8 @@ func (q *Queue[V]) emit(g []item[V], dups bool, max int, dst []V) ([]item[V], []
 }
 
 // radixSort sorts b stably by the low bits of the keys, eight at a time,
-// using tmp's memory (a short b by insertion, in place). It returns the sorted slice and the other one (each is
-// b's array or tmp's).
+// using tmp's memory (a short b by insertion, in place). It returns the
+// sorted slice and the other one (each is b's array or tmp's).
 func radixSort[V any](b, tmp []item[V], bits int) (sorted, other []item[V]) {
 	if len(b) <= 32 { // an insertion sort beats the passes' 2 KiB counts
 		for i := 1; i < len(b); i++ {

@@ -11,9 +11,10 @@
 //  2. Low() is monotonic and ≤ the position.
 //  3. Offsets are added in increasing order (the order of the partition); Done
 //     may come in any order.
-//  4. The window costs 16 bytes per 64 consecutive offsets from Low to the
-//     position that hold an outstanding one: about a bit per parked record,
-//     so that a parked set spilled beyond memory does not come back here.
+//  4. The window costs 16 bytes per 64 consecutive offsets (an aligned
+//     word) from Low to the position in which one was added: about a bit
+//     per parked record, so that a parked set spilled beyond memory does
+//     not come back here.
 package offsets
 
 import (
@@ -22,9 +23,7 @@ import (
 )
 
 // word holds 64 consecutive offsets: bit i is set while offset base+i is
-// outstanding. A parked record costs an eighth of a byte here, not the 16
-// bytes of an entry per offset: with a spilling store the parked set can be
-// far larger than memory, and this window must not grow with it.
+// outstanding (invariant 4).
 type word struct {
 	base int64 // a multiple of 64
 	bits uint64

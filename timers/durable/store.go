@@ -250,8 +250,8 @@ func (s *Store) Park(p timers.Pos, r *record.Record) error {
 	size := slotOverhead + len(p.Key) + r.Size()
 	if s.memBytes+int64(size) <= s.memLimit || s.hasCursor && !timers.Less(s.cursor, p) {
 		rec := detach(r)
-		if unsafe.StringData(p.Key) == unsafe.StringData(r.OrderKey) {
-			p.Key = rec.OrderKey // the copy's: the slot must not pin the fetch either
+		if p.Key == rec.OrderKey {
+			p.Key = rec.OrderKey // the copy's (detach): the slot must not pin the fetch
 		}
 		sl := s.newSlot(p)
 		s.index.ReplaceOrInsert(sl)

@@ -142,6 +142,10 @@ func TestStoreWriteError(t *testing.T) {
 			if err2 := wl.s.Release(1<<62, 0, func(*record.Record) error { return nil }); err2 == nil {
 				t.Fatal("failure is not sticky: Release succeeded")
 			}
+			p := timers.Pos{EventTime: wl.w + 1000, Offset: wl.offset + 1000}
+			if err2 := wl.s.Park(p, recordAt(p, 200)); err2 == nil {
+				t.Fatal("failure is not sticky: Park succeeded")
+			}
 			if err := wl.s.Close(); err == nil {
 				t.Fatal("Close of a failed store reports no failure")
 			}

@@ -20,12 +20,12 @@ import (
 type StoreOptions struct {
 	// MemoryBudget bounds, in bytes, everything the store holds in memory
 	// (Store invariant 3): pebble's memtables (up to two of MemTableSize),
-	// its block cache (CacheSize) and WAL queue (1/64 of the budget, at
-	// least 1 MiB; see Store invariant 6), the write buffers (1 MiB), and
-	// the in-memory part of the parked set, which gets half the rest (the
-	// other half is the garbage collector's); beyond it
-	// parked records live only in pebble. When the first four exceed the
-	// budget, nothing parked is kept in memory. Default 256 MiB.
+	// its block cache (CacheSize) and WAL queue (1/64 of the budget,
+	// between 1 MiB and MemTableSize; see Store invariant 6), the write
+	// buffers (1 MiB), and the in-memory part of the parked set, which
+	// gets half the rest (the other half is the garbage collector's);
+	// beyond it parked records live only in pebble. When the first four
+	// exceed the budget, nothing parked is kept in memory. Default 256 MiB.
 	MemoryBudget int64
 	// MustExist makes OpenStore fail with ErrMissing unless the directory
 	// already holds a store, instead of creating one. Set it when a previous

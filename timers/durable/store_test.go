@@ -455,33 +455,46 @@ func TestDetachSharesNothing(t *testing.T) {
 
 // TestParkSharesNothing: a record parked in the in-memory part, whose order
 // key shares the Kafka key's bytes, keeps nothing of the fetch it came from
-// (its slot's position included): writing over the source bytes changes
-// neither the store's minimum nor what it releases.
+// (its slot's position included); nor does the store's minimum when the
+// record spills (its disk copy is encoded, the minimum kept in memory):
+// writing over the source bytes changes neither the store's minimum nor
+// what it releases.
 func TestParkSharesNothing(t *testing.T) {
-	s := mustOpen(t, t.TempDir(), StoreOptions{})
-	defer s.Close()
-	buf := []byte("key-1value-1")
-	key := buf[:5]
-	r := record.Record{Topic: "t", Offset: 7, EventTime: 100, Key: key, Value: buf[5:],
-		OrderKey: unsafe.String(unsafe.SliceData(key), len(key))}
-	p := timers.Pos{EventTime: r.EventTime, Key: r.OrderKey, Input: r.Topic, Offset: r.Offset}
-	if err := s.Park(p, &r); err != nil {
-		t.Fatal(err)
-	}
-	for i := range buf {
-		buf[i] = 'x'
-	}
-	if m, ok := s.Min(); !ok || m.Key != "key-1" {
-		t.Fatalf("Min %+v after the source changed, want key-1", m)
-	}
-	var got []string
-	if err := s.Release(100, 0, func(r *record.Record) error {
-		got = append(got, r.OrderKey+"/"+string(r.Key)+"/"+string(r.Value))
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 1 || got[0] != "key-1/key-1/value-1" {
-		t.Fatalf("released %q", got)
+	for _, spilled := range []bool{false, true} {
+		t.Run(fmt.Sprint("spilled=", spilled), func(t *testing.T) {
+			opts := StoreOptions{FS: vfs.NewMem()}
+			if spilled {
+				opts = memOpts(opts.FS, 0)
+			}
+			s := mustOpen(t, "state", opts)
+			defer s.Close()
+			buf := []byte("key-1value-1")
+			key := buf[:5]
+			r := record.Record{Topic: "t", Offset: 7, EventTime: 100, Key: key, Value: buf[5:],
+				OrderKey: unsafe.String(unsafe.SliceData(key), len(key))}
+			p := timers.Pos{EventTime: r.EventTime, Key: r.OrderKey, Input: r.Topic, Offset: r.Offset}
+			if err := s.Park(p, &r); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.SpilledLen() == 1; got != spilled {
+				t.Fatalf("spilled %v, want %v", got, spilled)
+			}
+			for i := range buf {
+				buf[i] = 'x'
+			}
+			if m, ok := s.Min(); !ok || m.Key != "key-1" {
+				t.Fatalf("Min %+v after the source changed, want key-1", m)
+			}
+			var got []string
+			if err := s.Release(100, 0, func(r *record.Record) error {
+				got = append(got, r.OrderKey+"/"+string(r.Key)+"/"+string(r.Value))
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got[0] != "key-1/key-1/value-1" {
+				t.Fatalf("released %q", got)
+			}
+		})
 	}
 }
