@@ -75,8 +75,10 @@ type MetaFilter func(r *record.Record) bool
 type Filter func(r *record.Record) bool
 
 // Transform may rewrite a decoded record in place (its Value, Key or
-// Headers; not its EventTime, OrderKey or source coordinates). An error sends
-// the record to the dead-letter sink with the error as reason.
+// Headers; not its EventTime, OrderKey or source coordinates). A new Key is
+// assigned as a new slice, never written into the old one's bytes: an
+// OrderKey from the Kafka key shares them (record.Record.OrderKey). An error
+// sends the record to the dead-letter sink with the error as reason.
 type Transform func(r *record.Record) error
 
 // Option configures a Pipeline.

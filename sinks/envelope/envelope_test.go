@@ -175,6 +175,7 @@ func FuzzAppend(f *testing.F) {
 	f.Add("orders", []byte("sku-1"), []byte(`{"a": [1, 2]}`), []byte(""), int64(1_764_479_604_123), false, false)
 	f.Add("t\n", []byte("a\"b\\c\n\x01\xff\u2028é"), []byte("{\n  \"a\": 1\r\n}\n"), []byte("bad \"json\""), int64(-1), true, false)
 	f.Add("", []byte(nil), []byte("not json\xff"), []byte("\x00"), int64(-62_135_596_800_001), false, true)
+	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(-86_400_000), false, false) // a negative midnight
 	f.Fuzz(func(t *testing.T, topic string, key, value, reason []byte, ms int64, late, timeless bool) {
 		rec := record.Record{Topic: topic, Key: key, Value: value, EventTime: ms, Late: late, LateBy: 7, Timeless: timeless}
 		if len(reason) > 0 {
@@ -183,12 +184,18 @@ func FuzzAppend(f *testing.F) {
 		out := envelope.Append(nil, &rec)
 		// An Encoder writes the same bytes, whether its memory of the last
 		// topic and day is cold (another topic, ten days before), warm (the
-		// same record again) or overflowing (a topic too long to keep).
+		// same record again), a millisecond away (across a midnight when
+		// ms is one, negative times included) or overflowing (a topic too
+		// long to keep).
 		var e envelope.Encoder
 		other := record.Record{Topic: topic + "-other", EventTime: ms - 10*86_400_000}
 		long := record.Record{Topic: strings.Repeat("t", 70), EventTime: ms}
-		for i, prev := range []*record.Record{&other, &rec, &long} {
-			e.Append(nil, prev)
+		before := record.Record{Topic: topic, EventTime: ms - 1}
+		after := record.Record{Topic: topic, EventTime: ms + 1}
+		for i, prev := range []*record.Record{&other, &rec, &before, &after, &long} {
+			if enc := e.Append(nil, prev); !bytes.Equal(enc, envelope.Append(nil, prev)) {
+				t.Fatalf("Encoder wrote %q for record %d, Append %q", enc, i, envelope.Append(nil, prev))
+			}
 			if enc := e.Append(nil, &rec); !bytes.Equal(enc, out) {
 				t.Fatalf("Encoder after record %d wrote %q, Append %q", i, enc, out)
 			}

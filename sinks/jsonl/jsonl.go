@@ -53,6 +53,7 @@ type Sink struct {
 	w    io.Writer
 	bw   *bufio.Writer
 	enc  envelope.Encoder // remembers the last topic and day
+	line []byte           // scratch for a line longer than the buffer's free space
 	err  error            // sticky: first write error, or ErrClosed
 	// size is the file's size once everything written is flushed (a
 	// regular file from Create only; -1 otherwise): the good size the
@@ -204,10 +205,18 @@ func (s *Sink) Write(ctx context.Context, batch []record.Record) error {
 		return err
 	}
 	for i := range batch {
-		// Encoded straight into the buffer's free space when it fits
-		// (bufio.Writer.AvailableBuffer), else into a new slice.
-		line := s.enc.Append(s.bw.AvailableBuffer(), &batch[i])
-		line = append(line, '\n')
+		// Encoded straight into the buffer's free space
+		// (bufio.Writer.AvailableBuffer), unless that is shorter than the
+		// last line that did not fit: then into the line scratch, which
+		// keeps a line that outgrew the free space.
+		line := s.bw.AvailableBuffer()
+		if cap(line) < len(s.line) {
+			line = s.line[:0]
+		}
+		line = append(s.enc.Append(line, &batch[i]), '\n')
+		if len(line) > s.bw.Available() {
+			s.line = line
+		}
 		if _, err := s.bw.Write(line); err != nil {
 			return s.fail(err)
 		}

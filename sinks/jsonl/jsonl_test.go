@@ -347,3 +347,27 @@ func TestCreateRefusesForeignPartialLine(t *testing.T) {
 		t.Errorf("appended file = %q", got)
 	}
 }
+
+// TestWriteDoesNotAllocate: a line that does not fit the buffer's free
+// space (here every line: the buffer is smaller than one) is encoded into a
+// scratch slice the sink keeps, not into a new one per record.
+func TestWriteDoesNotAllocate(t *testing.T) {
+	rs := records(10)
+	for i := range rs {
+		rs[i].Value = []byte(`{"pad":"` + strings.Repeat("x", 100) + `"}`)
+	}
+	s := jsonl.New(discard{}, jsonl.Options{BufferSize: 64})
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(ctx, rs); err != nil { // warm up the scratch
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(20, func() {
+		if err := s.Write(ctx, rs); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("Write allocates %v times per batch of %d records", n, len(rs))
+	}
+}
