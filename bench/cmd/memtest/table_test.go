@@ -36,7 +36,9 @@ func TestTableIdle(t *testing.T) {
 // order across partitions but flags a partition whose offsets do not rise,
 // and counts every record either way.
 func TestCheckerTimeless(t *testing.T) {
-	rec := func(p int32, off int64) record.Record { return record.Record{Topic: "t", Partition: p, Offset: off, Timeless: true} }
+	rec := func(p int32, off int64) record.Record {
+		return record.Record{Topic: "t", Partition: p, Offset: off, Timeless: true}
+	}
 	c := &checker{timeless: true}
 	_ = c.Write(context.Background(), []record.Record{rec(1, 5), rec(0, 9), rec(1, 6), rec(0, 10)})
 	if c.disorder || c.out != 4 {
