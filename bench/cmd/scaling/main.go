@@ -40,6 +40,7 @@ type config struct {
 	checkpoint  time.Duration // signalbox's checkpoint_interval; 0: its default
 	gogc        string        // GOGC for the signalbox runs; "": what signalbox run sets
 	bin         string        // signalbox binary; "": build it
+	vs          string        // a second signalbox binary measured in the same rounds; "": none
 	out         string        // bench.md to splice into; "": stdout only
 	profileSize int64         // history size whose signalbox runs are profiled; 0: none
 	profileDir  string        // where the profiles are kept; "": a temporary directory
@@ -59,6 +60,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.checkpoint, "checkpoint", 0, "signalbox's checkpoint_interval (0: its default)")
 	fs.StringVar(&c.gogc, "gogc", "", "GOGC for the signalbox runs only (empty: what signalbox run sets)")
 	fs.StringVar(&c.bin, "signalbox", "", "signalbox binary (default: go build ./cmd/signalbox into a temporary directory)")
+	fs.StringVar(&c.vs, "vs", "", "a second signalbox binary, run in every round right after the first in each time mode and reported in rows of its own (an A/B comparison on the same data); empty: none")
 	fs.StringVar(&c.out, "out", "docs/bench.md", "splice the section into this file; empty: print it only")
 	fs.StringVar(&c.child, "child", "", "internal: run one raw consumer ("+franz+" or "+sarama+") and print its count")
 	fs.StringVar(&c.brokers, "brokers", "", "internal: the child's brokers")
@@ -129,10 +131,32 @@ const (
 	sarama       = "sarama"
 	sbTimestamp  = "signalbox-timestamp"
 	sbField      = "signalbox-field"
+	vsTimestamp  = "vs-timestamp" // -vs: the second binary, time: timestamp
+	vsField      = "vs-field"     // -vs: the second binary, time: field
 	profileLabel = "profile"
 )
 
-var consumers = []string{franz, sarama, sbTimestamp, sbField}
+var consumers = []string{franz, sarama, sbTimestamp, vsTimestamp, sbField, vsField}
+
+// roundOf is the consumers of one round: without -vs, no vs rows.
+func roundOf(c config) []string {
+	if c.vs != "" {
+		return consumers
+	}
+	return slices.DeleteFunc(slices.Clone(consumers), func(s string) bool { return s == vsTimestamp || s == vsField })
+}
+
+// jobOf is the job mode of a signalbox consumer: the vs rows run the same
+// jobs as the first binary's.
+func jobOf(consumer string) string {
+	switch consumer {
+	case vsTimestamp:
+		return sbTimestamp
+	case vsField:
+		return sbField
+	}
+	return consumer
+}
 
 // sample is one consumer's run.
 type sample struct {
@@ -257,11 +281,15 @@ func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap
 			cmd = exec.CommandContext(ctx, exe, "-child", consumer, "-brokers", strings.Join(addrs, ","), "-topics", strings.Join(w.Topics(), ","))
 		default:
 			os.Remove(sink)
-			args := []string{"run", "-c", jobs[consumer]}
+			args := []string{"run", "-c", jobs[jobOf(consumer)]}
 			if profilePath != "" {
 				args = append(args, "--cpuprofile", profilePath)
 			}
-			cmd = exec.CommandContext(ctx, c.bin, args...)
+			bin := c.bin
+			if jobOf(consumer) != consumer {
+				bin = c.vs
+			}
+			cmd = exec.CommandContext(ctx, bin, args...)
 			if c.gogc != "" {
 				cmd.Env = append(os.Environ(), "GOGC="+c.gogc)
 			}
@@ -272,7 +300,7 @@ func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap
 		if b1, perr := procCPU(brokerPID); perr == nil {
 			s.BrokerCPU = (b1 - b0).Seconds()
 		}
-		if err == nil && cmd.Path == c.bin {
+		if err == nil && (consumer != franz && consumer != sarama) {
 			s.Records, err = countLines(sink)
 			os.Remove(sink)
 		}
@@ -282,7 +310,7 @@ func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap
 		return s, err
 	}
 	for round := 1; round <= c.rounds; round++ {
-		for _, consumer := range consumers {
+		for _, consumer := range roundOf(c) {
 			s, err := one(consumer, round, "")
 			if err != nil {
 				return r, err

@@ -22,8 +22,8 @@ func TestMain(m *testing.M) {
 // TestTinyRun runs the whole benchmark on a tiny history, one round, with a
 // profile, into a bench.md that has other content. run fails if any
 // consumer reads a different number of records than the history holds;
-// the test checks the section's rows, the profile and the splice. It
-// asserts no timing.
+// the test checks the section's rows (the -vs rows too, run by the same
+// binary), the profile and the splice. It asserts no timing.
 func TestTinyRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds signalbox and runs a broker process")
@@ -32,8 +32,12 @@ func TestTinyRun(t *testing.T) {
 	if err := os.WriteFile(md, []byte("# Benchmarks\n\nhand-written notes\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	bin, err := build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out strings.Builder
-	if err := run([]string{"-sizes", "2400", "-rounds", "1", "-profile-size", "2400", "-out", md}, &out); err != nil {
+	if err := run([]string{"-sizes", "2400", "-rounds", "1", "-profile-size", "2400", "-out", md, "-signalbox", bin, "-vs", bin}, &out); err != nil {
 		t.Fatal(err)
 	}
 	doc, err := os.ReadFile(md)
