@@ -61,6 +61,7 @@ type Queue[V any] struct {
 	ties      []tie[V]
 	perm      []int32
 	sinceTrim int       // records released since the last trim
+	peak      int       // the most records parked since the last trim
 	split     []item[V] // scratch: the released part of a split bucket
 }
 
@@ -70,9 +71,13 @@ const shrinkCap = 1 << 16
 
 // keepFloor is the capacity (in records) a bucket always keeps; beyond it,
 // the buckets keep their arrays only while their capacity in all stays
-// within keepFactor times the records parked, plus the floors (trim).
-// Without that bound every bucket would keep the largest array it ever
-// needed: after a burst, up to 64 times the parked set.
+// within keepFactor times the most records parked since the last trim, plus
+// the floors (trim). Without that bound every bucket would keep the largest
+// array it ever needed: after a burst, up to 64 times the parked set. The
+// bound follows the peak rather than what is parked when trim runs (right
+// after a release step, the trough): a replay parks a fetch's worth and
+// releases most of it at every step, and a bound set by the trough would
+// drop, at every turnover, the arrays the next fetch fills again.
 const (
 	keepFloor  = 1 << 10
 	keepFactor = 8
@@ -91,6 +96,7 @@ func NewQueue[V any](pos func(V) Pos) *Queue[V] {
 // 1).
 func (q *Queue[V]) Push(v V, size int) {
 	q.len++
+	q.peak = max(q.peak, q.len)
 	q.bytes += int64(size)
 	p := q.pos(v)
 	u := key(p.EventTime)
@@ -152,7 +158,9 @@ func (q *Queue[V]) trim() {
 	for k := range q.buckets {
 		total += cap(q.buckets[k])
 	}
-	if total <= keepFactor*q.len+len(q.buckets)*keepFloor {
+	peak := max(q.peak, q.len)
+	q.peak = q.len
+	if total <= keepFactor*peak+len(q.buckets)*keepFloor {
 		return
 	}
 	for k, b := range q.buckets {
