@@ -35,5 +35,5 @@
 //  4. Append does not allocate when dst has enough capacity, except when a
 //     multi-line JSON payload must be compacted.
 //  5. An Encoder writes exactly Append's bytes, whatever it encoded before
-//     (FuzzAppend); it only remembers the last topic and day.
+//     (FuzzAppend); it only remembers the last topic and event-time second.
 package envelope

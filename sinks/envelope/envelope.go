@@ -16,17 +16,21 @@ import (
 func Append(dst []byte, r *record.Record) []byte { return appendEnvelope(dst, r, nil) }
 
 // Encoder appends envelopes as Append does, and remembers the last record's
-// topic and UTC day, so that a run of records of one topic and one day (what
-// a sink is handed) quotes the topic and computes the date once. Its output
-// is Append's, byte for byte. The zero Encoder is ready to use; it is not
-// safe for concurrent use.
+// topic and event-time second, so that a run of records of one topic and one
+// second (what a sink is handed: records in event-time order) quotes the
+// topic and formats the date, the time of day and most of event_time_ms
+// once. Its output is Append's, byte for byte. The zero Encoder is ready to
+// use; it is not safe for concurrent use.
 type Encoder struct {
 	topic  string   // the last topic, quoted in quoted[:qn] when qn > 0
 	quoted [64]byte // topics that quote to more are not kept
 	qn     int
-	day    int64    // the last day (floor of ms / 86,400,000), its "YYYY-MM-DDT" in date[:dn]
-	date   [24]byte // the widest int64 year fits
-	dn     int
+	// sec is the last second (floor of ms / 1000); when sn > 0, stamp[:sn]
+	// is its "YYYY-MM-DDTHH:MM:SS." and stamp[sn:tn] its decimal digits,
+	// which event_time_ms starts with when ms ≥ 1000.
+	sec    int64
+	stamp  [64]byte // the widest: a 10-character year, 17 characters of seconds
+	sn, tn int
 }
 
 // Append appends the JSON envelope of r to dst, as the package's Append.
@@ -45,15 +49,34 @@ func (e *Encoder) appendTopic(dst []byte, topic string) []byte {
 	return append(dst, e.quoted[:e.qn]...)
 }
 
-// appendTime is AppendTime, with the date from e's memory when the day is
-// the last one's.
-func (e *Encoder) appendTime(dst []byte, ms int64) []byte {
-	days := floorDiv(ms, 86_400_000)
-	if e.dn == 0 || days != e.day {
-		e.day, e.dn = days, len(appendDate(e.date[:0], days))
+// appendTimes appends what the package's appendTimes does, with the second
+// from e's memory when it is the last one's.
+func (e *Encoder) appendTimes(dst []byte, ms int64) []byte {
+	sec := floorDiv(ms, 1000)
+	if e.sn == 0 || sec != e.sec {
+		days := floorDiv(ms, 86_400_000)
+		b := appendClock(appendDate(e.stamp[:0], days), ms-days*86_400_000)
+		b = b[:len(b)-4] // up to the '.', without the milliseconds and 'Z'
+		e.sec, e.sn = sec, len(b)
+		e.tn = len(strconv.AppendInt(b, sec, 10))
 	}
-	dst = append(dst, e.date[:e.dn]...)
-	return appendClock(dst, ms-days*86_400_000)
+	f := ms - e.sec*1000
+	dst = append(dst, e.stamp[:e.sn]...)
+	dst = append(dst, byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
+	dst = append(dst, `Z","event_time_ms":`...)
+	if ms < 1000 { // no leading digits of a second to share
+		return strconv.AppendInt(dst, ms, 10)
+	}
+	dst = append(dst, e.stamp[e.sn:e.tn]...)
+	return append(dst, byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
+}
+
+// appendTimes appends the event time's RFC 3339 form, the end of its
+// string, and event_time_ms's member name and value.
+func appendTimes(dst []byte, ms int64) []byte {
+	dst = AppendTime(dst, ms)
+	dst = append(dst, `","event_time_ms":`...)
+	return strconv.AppendInt(dst, ms, 10)
 }
 
 // appendEnvelope is Append, through e's memory when e is not nil.
@@ -77,12 +100,10 @@ func appendEnvelope(dst []byte, r *record.Record, e *Encoder) []byte {
 	if !r.Timeless {
 		dst = append(dst, `,"event_time":"`...)
 		if e != nil {
-			dst = e.appendTime(dst, r.EventTime)
+			dst = e.appendTimes(dst, r.EventTime)
 		} else {
-			dst = AppendTime(dst, r.EventTime)
+			dst = appendTimes(dst, r.EventTime)
 		}
-		dst = append(dst, `","event_time_ms":`...)
-		dst = strconv.AppendInt(dst, r.EventTime, 10)
 	}
 	dst = append(dst, `,"value":`...)
 	if r.ValueJSON {

@@ -120,7 +120,9 @@ func BenchmarkAppend(b *testing.B) {
 }
 
 // BenchmarkEncoder is BenchmarkAppend through an Encoder, as a sink writes
-// a batch: records of one topic and one day, a millisecond apart.
+// a batch: records of one topic in event-time order, a millisecond apart
+// (so mostly of one second, whose date, time of day and leading digits of
+// event_time_ms the Encoder formats once).
 func BenchmarkEncoder(b *testing.B) {
 	rec := benchRecord()
 	buf := make([]byte, 0, 4096)
@@ -176,6 +178,7 @@ func FuzzAppend(f *testing.F) {
 	f.Add("t\n", []byte("a\"b\\c\n\x01\xff\u2028é"), []byte("{\n  \"a\": 1\r\n}\n"), []byte("bad \"json\""), int64(-1), true, false)
 	f.Add("", []byte(nil), []byte("not json\xff"), []byte("\x00"), int64(-62_135_596_800_001), false, true)
 	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(-86_400_000), false, false) // a negative midnight
+	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(999), false, false)         // the last millisecond whose event_time_ms has no second's digits
 	f.Fuzz(func(t *testing.T, topic string, key, value, reason []byte, ms int64, late, timeless bool) {
 		rec := record.Record{Topic: topic, Key: key, Value: value, EventTime: ms, Late: late, LateBy: 7, Timeless: timeless}
 		if len(reason) > 0 {
@@ -183,16 +186,18 @@ func FuzzAppend(f *testing.F) {
 		}
 		out := envelope.Append(nil, &rec)
 		// An Encoder writes the same bytes, whether its memory of the last
-		// topic and day is cold (another topic, ten days before), warm (the
-		// same record again), a millisecond away (across a midnight when
-		// ms is one, negative times included) or overflowing (a topic too
-		// long to keep).
+		// topic and second is cold (another topic, ten days before), warm
+		// (the same record again, or the first millisecond of its second),
+		// a millisecond away (across a second, or a midnight, when ms is
+		// one, negative times included) or overflowing (a topic too long
+		// to keep).
 		var e envelope.Encoder
 		other := record.Record{Topic: topic + "-other", EventTime: ms - 10*86_400_000}
 		long := record.Record{Topic: strings.Repeat("t", 70), EventTime: ms}
 		before := record.Record{Topic: topic, EventTime: ms - 1}
 		after := record.Record{Topic: topic, EventTime: ms + 1}
-		for i, prev := range []*record.Record{&other, &rec, &before, &after, &long} {
+		second := record.Record{Topic: topic, EventTime: ms - ((ms%1000)+1000)%1000}
+		for i, prev := range []*record.Record{&other, &rec, &before, &after, &second, &long} {
 			if enc := e.Append(nil, prev); !bytes.Equal(enc, envelope.Append(nil, prev)) {
 				t.Fatalf("Encoder wrote %q for record %d, Append %q", enc, i, envelope.Append(nil, prev))
 			}
