@@ -226,6 +226,7 @@ func (r *run) handle(ctx context.Context, p polled) error {
 		}
 		before := ps.maxET
 		ps.fetchMax = watermark.MinTime
+		parks := r.parks
 		for j := range pf.Records {
 			rec := &pf.Records[j]
 			var mark error
@@ -236,6 +237,7 @@ func (r *run) handle(ctx context.Context, p polled) error {
 				return err
 			}
 		}
+		r.retire(ps, pf.Records, r.parks-parks)
 		if ps.fetchMax != watermark.MinTime {
 			// The strategy keeps a partition's newest event time: one
 			// Observe per answer, with its newest, is the same as one per

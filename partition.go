@@ -37,6 +37,9 @@ type partState struct {
 	paused         string
 	holds          bool  // its catch-up phase holds the watermark
 	fetchMax       int64 // newest event time of the answer being handled
+	// arrays are the source's record arrays that records parked from this
+	// partition are in, until they go back to it (recycle.go).
+	arrays []parkedArray
 }
 
 // task is one co-partitioned task: partition number p of every input. It

@@ -155,6 +155,14 @@ type run struct {
 	// unflushed is when records were first handed to the sinks since their
 	// last flush (zero: none); they are flushed WithFlushLinger after it.
 	unflushed time.Time
+	// recycler takes back the source's record arrays (recycle.go); nil
+	// when the source is no Recycler or the store is one whose use of a
+	// parked record is not known. parkRefs: the store refers to parked
+	// records (the in-memory queue) rather than copying them (durable.Store);
+	// parks counts the records parked so far.
+	recycler Recycler
+	parkRefs bool
+	parks    int
 }
 
 // Run runs the pipeline until ctx is cancelled (live mode) or until every
@@ -189,6 +197,13 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	cfg.sinks, cfg.deadLetter, p.meters = instrument(cfg.sinks, cfg.deadLetter, cfg.delay, &p.live)
 	r.pauser, _ = p.src.(Pauser)
 	r.demander, _ = p.src.(EvidenceDemander)
+	switch cfg.store.(type) {
+	case *memStore:
+		r.recycler, _ = p.src.(Recycler)
+		r.parkRefs = true
+	case *durable.Store: // Park copies: "the caller keeps r"
+		r.recycler, _ = p.src.(Recycler)
+	}
 	sinks := cfg.sinks
 	if cfg.deadLetter != nil {
 		sinks = append(sinks[:len(sinks):len(sinks)], cfg.deadLetter)

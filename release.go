@@ -48,6 +48,15 @@ func (r *run) released(rec *record.Record) error {
 	if ps == nil {
 		return nil
 	}
+	err := r.emit(ps, rec)
+	if r.parkRefs {
+		r.unparked(ps, rec) // last: the source may overwrite rec from here on
+	}
+	return err
+}
+
+// emit is released's part for a record of an assigned partition.
+func (r *run) emit(ps *partState, rec *record.Record) error {
 	switch {
 	case rec.Offset >= ps.start:
 		ps.offs.Done(rec.Offset)

@@ -57,6 +57,26 @@ type EvidenceDemander interface {
 	WantEvidence(at time.Time)
 }
 
+// Recycler is implemented by sources that reuse the arrays their fetches'
+// records come in (record.PartitionFetch.Records), so that a replay does not
+// allocate, and the garbage collector does not reclaim, one array per
+// partition answer.
+//
+// The engine calls Recycle(recs) with an array it delivered once nothing in
+// the pipeline refers to it any more: every record of it was skipped,
+// copied out (released, late, dead-lettered, timeless) or copied by the
+// store. The source may then overwrite the array; the records' bytes (Key,
+// Value, headers) are another matter and are never reused (Source). An
+// array the engine does not give back (one whose partition was revoked, or
+// one still referred to when the engine stops) is left to the garbage
+// collector.
+//
+// Lifecycle: Recycle is called from the engine goroutine, concurrently with
+// Poll, between Open and the return of Close; it must not block.
+type Recycler interface {
+	Recycle(recs []record.Record)
+}
+
 // Seeker is implemented by sources that can start partitions at given
 // offsets. signalbox calls StartAt before Open when a sink's checkpoint, not
 // the consumer group, holds the offsets to resume from (exactly-once sinks).

@@ -101,7 +101,7 @@ func (f *fetcher) records(p *partState, blk *fetchBlock, batches []kbatch.Batch)
 	}
 	var recs []record.Record
 	if n > 0 {
-		recs = make([]record.Record, 0, n)
+		recs = f.s.pool.get(n)
 	}
 	aborted := blk.aborted
 	if len(aborted) > 1 {

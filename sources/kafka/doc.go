@@ -1,6 +1,6 @@
 // Package kafka is signalbox's Kafka source, built on github.com/IBM/sarama.
-// It implements the root package's Source and Pauser interfaces
-// structurally.
+// It implements the root package's Source, Pauser, EvidenceDemander and
+// Recycler interfaces structurally.
 //
 // It runs its own fetch loop on sarama's low-level Broker.Fetch, because
 // sarama's PartitionConsumer does not expose the consumer position, and the

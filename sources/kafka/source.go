@@ -59,6 +59,9 @@ type Source struct {
 	// saramaFetch makes the fetchers use sarama's transport even without
 	// SASL (tests compare the two transports); set before Open.
 	saramaFetch bool
+
+	// pool holds the record arrays the engine gave back (Recycle).
+	pool recordPool
 }
 
 // minEvidenceWait is the shortest fetch wait an evidence demand can ask

@@ -1,0 +1,69 @@
+package kafka
+
+import (
+	"sync"
+
+	"github.com/signalbox/signalbox/record"
+)
+
+// recordPool keeps the record arrays the engine gave back (Recycle) for the
+// fetchers to fill again, so that a replay does not allocate one array per
+// partition answer. It is safe for concurrent use: the engine puts, the
+// fetchers get.
+//
+// Only the arrays are reused: the records' bytes (keys, values, headers)
+// alias fetch responses and decompressed batches that are never reused
+// (signalbox.Source). A pooled array keeps what its stale records point to
+// reachable until it is filled again; the pool holds at most poolArrays
+// arrays, each about PartitionMaxRecords records, so that is bounded.
+type recordPool struct {
+	mu   sync.Mutex
+	free [][]record.Record
+}
+
+// poolArrays is how many arrays the pool keeps: more than one answer's
+// worth for a fetcher with a few dozen partitions.
+const poolArrays = 32
+
+// minPooled is the least answer size (in records) that gets a pooled array.
+const minPooled = 64
+
+// put keeps recs for reuse, unless the pool is full.
+func (p *recordPool) put(recs []record.Record) {
+	clear(recs) // what the records point to is not kept reachable
+	p.mu.Lock()
+	if len(p.free) < poolArrays {
+		p.free = append(p.free, recs[:0])
+	}
+	p.mu.Unlock()
+}
+
+// get returns an empty array with room for n records: the most recently
+// pooled one that is large enough and at most twice that, else a new one
+// with a quarter to spare, so that it fits the next answers too. An answer
+// of fewer than minPooled records (live traffic) gets an array of its own
+// size: a large one would be held, mostly empty, while the records wait
+// for the watermark.
+func (p *recordPool) get(n int) []record.Record {
+	if n < minPooled {
+		return make([]record.Record, 0, n)
+	}
+	p.mu.Lock()
+	for i := len(p.free) - 1; i >= 0; i-- {
+		if recs := p.free[i]; cap(recs) >= n && cap(recs) <= 2*n {
+			last := len(p.free) - 1
+			p.free[i] = p.free[last]
+			p.free[last] = nil
+			p.free = p.free[:last]
+			p.mu.Unlock()
+			return recs
+		}
+	}
+	p.mu.Unlock()
+	return make([]record.Record, 0, n+n/4)
+}
+
+// Recycle implements signalbox.Recycler: recs, an array of records this
+// source delivered, is no longer referred to by the engine, and a fetcher
+// may fill it again.
+func (s *Source) Recycle(recs []record.Record) { s.pool.put(recs) }
