@@ -23,18 +23,23 @@ type recordPool struct {
 
 // poolArrays is how many arrays the pool keeps: more than one answer's
 // worth for a fetcher with a few dozen partitions.
-const poolArrays = 32
+const poolArrays = 64
 
 // minPooled is the least answer size (in records) that gets a pooled array.
 const minPooled = 64
 
-// put keeps recs for reuse, unless the pool is full.
+// put keeps recs for reuse. A full pool lets its oldest array go: the
+// arrays that fit the answers are the recent ones (answers' sizes follow
+// the fetcher's estimate of bytes per record), and arrays that no longer fit
+// must not keep the pool full for good.
 func (p *recordPool) put(recs []record.Record) {
 	clear(recs) // what the records point to is not kept reachable
 	p.mu.Lock()
-	if len(p.free) < poolArrays {
-		p.free = append(p.free, recs[:0])
+	if len(p.free) == poolArrays {
+		copy(p.free, p.free[1:])
+		p.free = p.free[:poolArrays-1]
 	}
+	p.free = append(p.free, recs[:0])
 	p.mu.Unlock()
 }
 

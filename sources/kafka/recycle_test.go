@@ -37,10 +37,17 @@ func TestRecordPool(t *testing.T) {
 		t.Fatalf("a small answer got capacity %d, want exactly %d", cap(b), minPooled-1)
 	}
 
+	// A full pool keeps the most recent arrays: ones that no longer fit
+	// the answers (here: too small) do not keep it full for good.
 	for range poolArrays + 5 {
 		p.put(make([]record.Record, 100))
 	}
 	if len(p.free) != poolArrays {
 		t.Fatalf("the pool keeps %d arrays, want at most %d", len(p.free), poolArrays)
+	}
+	big := make([]record.Record, 0, 2000)
+	p.put(big)
+	if b := p.get(1500); !same(big, b) {
+		t.Fatal("a full pool did not keep the array given back last")
 	}
 }
