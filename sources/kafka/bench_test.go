@@ -9,6 +9,8 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/internal/kbatch"
+	"github.com/signalbox/signalbox/record"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -124,4 +126,24 @@ func BenchmarkRawSarama(b *testing.B) {
 		_ = consumer.Close()
 	}
 	b.ReportMetric(float64(total)/time.Since(start).Seconds(), "records/s")
+}
+
+// BenchmarkAppendBatch is the conversion of one decoded batch of 1000
+// records into the source's records (per record):
+//
+//	go test -run '^$' -bench AppendBatch -benchmem ./sources/kafka/
+func BenchmarkAppendBatch(b *testing.B) {
+	batch := kbatch.Batch{FirstOffset: 1000, FirstTimestamp: 1_764_479_604_123, MaxTimestamp: 1_764_479_605_123}
+	val := []byte(`{"item":"i-042","ts":1764479604123,"kind":"view","pad":"abcdefghijklmnopqrstuvwxyzabcdefghijklmn"}`)
+	for i := range 1000 {
+		batch.Records = append(batch.Records, kbatch.Record{OffsetDelta: int32(i), TimestampDelta: int64(i), Key: []byte("i-042"), Value: val})
+	}
+	p := &partState{tp: record.TopicPartition{Topic: "events-00", Partition: 1}}
+	recs := make([]record.Record, 0, len(batch.Records))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += len(batch.Records) {
+		clear(recs)
+		recs = appendBatch(recs[:0], p, &batch)
+	}
 }

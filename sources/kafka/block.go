@@ -152,17 +152,19 @@ func isAbortMarker(batch *kbatch.Batch) bool {
 }
 
 func appendBatch(recs []record.Record, p *partState, batch *kbatch.Batch) []record.Record {
+	base := millisTime(batch.FirstTimestamp) // CreateTime: plus each record's delta
+	if batch.LogAppendTime {
+		base = millisTime(batch.MaxTimestamp)
+	}
 	for i := range batch.Records {
 		r := &batch.Records[i]
 		off := batch.FirstOffset + int64(r.OffsetDelta)
 		if off < p.pos {
 			continue
 		}
-		var ts time.Time
-		if batch.LogAppendTime {
-			ts = millisTime(batch.MaxTimestamp)
-		} else {
-			ts = millisTime(batch.FirstTimestamp).Add(time.Duration(r.TimestampDelta) * time.Millisecond)
+		ts := base
+		if !batch.LogAppendTime {
+			ts = base.Add(time.Duration(r.TimestampDelta) * time.Millisecond)
 		}
 		recs = append(recs, record.Record{
 			Topic: p.tp.Topic, Partition: p.tp.Partition, Offset: off,
