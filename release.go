@@ -121,24 +121,27 @@ func (r *run) flushAll() error {
 	return nil
 }
 
-// batchFor returns an empty record batch for the next out, sized after the
-// last one's n records: when there were more than 256, a large one (a spare
-// the sink goroutine returned, if any), else a small one. A large one holds
-// WithBatchSize records, or under WithMaxInflightBytes a quarter more than
-// n, since the byte bound rather than the count ends those batches.
+// batchFor returns an empty record batch for the next out: a spare the sink
+// goroutine returned, if there is one (it returns only large ones, which
+// exist while the stream is busy: a replay's step ends with a short batch
+// whose successor would otherwise grow again, by doubling, to full size);
+// else one sized after the last one's n records: when there were more than
+// 256, a large one, else a small one. A large one holds WithBatchSize
+// records, or under WithMaxInflightBytes a quarter more than n, since the
+// byte bound rather than the count ends those batches.
 func (r *run) batchFor(n int) []record.Record {
-	if n <= 256 {
-		return make([]record.Record, 0, min(256, r.cfg.batchSize))
-	}
 	select {
 	case b := <-r.spare:
 		return b
-	default: // a busy stream: the next batch may fill, and is recycled
-		if r.cfg.inflightBytes > 0 {
-			return make([]record.Record, 0, min(r.cfg.batchSize, n+n/4))
-		}
-		return make([]record.Record, 0, r.cfg.batchSize)
+	default:
 	}
+	switch {
+	case n <= 256:
+		return make([]record.Record, 0, min(256, r.cfg.batchSize))
+	case r.cfg.inflightBytes > 0: // a busy stream: the next batch may fill, and is recycled
+		return make([]record.Record, 0, min(r.cfg.batchSize, n+n/4))
+	}
+	return make([]record.Record, 0, r.cfg.batchSize)
 }
 
 // send hands the current out batch to the sink goroutine if it has anything.
