@@ -62,6 +62,7 @@ type Queue[V any] struct {
 	perm      []int32
 	sinceTrim int       // records released since the last trim
 	peak      int       // the most records parked since the last trim
+	used      [65]int   // the most records each bucket held since the last trim
 	split     []item[V] // scratch: the released part of a split bucket
 }
 
@@ -77,7 +78,12 @@ const shrinkCap = 1 << 16
 // bound follows the peak rather than what is parked when trim runs (right
 // after a release step, the trough): a replay parks a fetch's worth and
 // releases most of it at every step, and a bound set by the trough would
-// drop, at every turnover, the arrays the next fetch fills again.
+// drop, at every turnover, the arrays the next fetch fills again. Over the
+// bound, trim gives back only what a bucket did not use since the last
+// trim: as last moves, each bucket in turn holds much of the parked set, so
+// a replay's buckets need several times the peak in all (about ten times
+// in the scaling benchmark), and dropping an array still in use only makes
+// it grow again.
 const (
 	keepFloor  = 1 << 10
 	keepFactor = 8
@@ -114,6 +120,7 @@ func (q *Queue[V]) put(it item[V]) {
 	k := bits.Len64(it.u ^ q.last)
 	if k == 0 {
 		q.buckets[0] = append(q.buckets[0], it)
+		q.used[0] = max(q.used[0], len(q.buckets[0]))
 		q.b0sorted = len(q.buckets[0]) == 1
 		q.b0dups = q.b0dups && !q.b0sorted
 		return
@@ -127,6 +134,7 @@ func (q *Queue[V]) put(it item[V]) {
 		q.bmax[k] = it.u
 	}
 	q.buckets[k] = append(q.buckets[k], it)
+	q.used[k] = max(q.used[k], len(q.buckets[k]))
 }
 
 // rebase lowers last to the least possible key, below every parked record
@@ -151,8 +159,9 @@ func (q *Queue[V]) rebase() {
 }
 
 // trim gives bucket memory back to the garbage collector when the buckets
-// hold more than their bound of capacity: an empty bucket drops its array, a
-// mostly empty one moves to a smaller one.
+// hold more than their bound of capacity: a bucket that held less than half
+// its capacity since the last trim drops its array when empty, and moves to
+// a smaller one otherwise.
 func (q *Queue[V]) trim() {
 	total := 0
 	for k := range q.buckets {
@@ -160,12 +169,16 @@ func (q *Queue[V]) trim() {
 	}
 	peak := max(q.peak, q.len)
 	q.peak = q.len
+	used := q.used
+	for k := range q.buckets {
+		q.used[k] = len(q.buckets[k])
+	}
 	if total <= keepFactor*peak+len(q.buckets)*keepFloor {
 		return
 	}
 	for k, b := range q.buckets {
 		switch {
-		case cap(b) <= keepFloor || cap(b) <= 2*len(b):
+		case cap(b) <= keepFloor || cap(b) <= 2*used[k]:
 		case len(b) == 0:
 			q.buckets[k] = nil
 		default:
