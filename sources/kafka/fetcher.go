@@ -49,6 +49,12 @@ type fetcher struct {
 	// a connection per broker id, and the batch decoder.
 	conns map[int32]*rawConn
 	dec   kbatch.Decoder
+	// The raw transport's last response: its connection and buffer, and
+	// whether a record delivered from it aliases the buffer (an
+	// uncompressed batch); reuseBody gives the buffer back when none does.
+	lastConn *rawConn
+	lastBody []byte
+	aliased  bool
 }
 
 // certified is the time up to which this fetcher certifies the state of its
@@ -254,8 +260,23 @@ func (f *fetcher) fetch(ctx context.Context, active []*partState) []record.Parti
 				pfs = append(pfs, pf)
 			}
 		}
+		f.reuseBody()
 	}
 	return pfs
+}
+
+// reuseBody gives the raw transport's last response buffer back to its
+// connection, for the next response, unless a record delivered from it
+// aliases it: only records of uncompressed batches do (a compressed batch's
+// records alias its decompressed buffer, which is never reused), and their
+// bytes are the pipeline's (signalbox.Source).
+func (f *fetcher) reuseBody() {
+	c, body := f.lastConn, f.lastBody
+	f.lastConn, f.lastBody = nil, nil
+	if c == nil || f.aliased || cap(body) > maxSpareBody {
+		return
+	}
+	c.spare = body[:0]
 }
 
 // fetchSarama sends group's fetch to b through sarama.
@@ -343,6 +364,14 @@ func (f *fetcher) parse(p *partState, blk *fetchBlock, answered time.Time) (reco
 	}
 	before := p.pos
 	recs := f.records(p, blk, batches)
+	if blk.raw != nil && !f.aliased {
+		for i := range batches {
+			if batches[i].Codec == kbatch.CodecNone && len(batches[i].Records) > 0 {
+				f.aliased = true // records (or a control record's key, read above) alias the response
+				break
+			}
+		}
+	}
 	switch {
 	case p.pos == before && partial:
 		// A batch larger than we asked for: ask for more next time.

@@ -37,6 +37,24 @@ type rawConn struct {
 	stop func() bool // unregisters the close-on-cancel hook
 	corr int32
 	buf  []byte // request encoding, reused
+	// spare is the last response's buffer, given back (reuseBody) when no
+	// record delivered from it aliases it; the next response is read into
+	// it when it fits.
+	spare []byte
+}
+
+// maxSpareBody bounds the response buffer a connection keeps for reuse.
+const maxSpareBody = 16 << 20
+
+// body returns a buffer of n bytes for a response: the spare when it is
+// large enough, else a new one.
+func (c *rawConn) body(n int) []byte {
+	if cap(c.spare) >= n {
+		b := c.spare[:n]
+		c.spare = nil
+		return b
+	}
+	return make([]byte, n)
 }
 
 func (c *rawConn) close() {
@@ -103,6 +121,7 @@ func (f *fetcher) fetchRaw(ctx context.Context, b *sarama.Broker, group []*partS
 	if err != nil {
 		return nil, err
 	}
+	f.lastConn, f.aliased = c, false
 	resp, err := f.roundTrip(c, group)
 	if err != nil {
 		c.close()
@@ -187,7 +206,8 @@ func (f *fetcher) roundTrip(c *rawConn, group []*partState) (*kmsg.FetchResponse
 	if corr := int32(binary.BigEndian.Uint32(hdr[4:])); corr != c.corr {
 		return nil, fmt.Errorf("kafka: fetch response from %s: correlation id %d, want %d", c.addr, corr, c.corr)
 	}
-	body := make([]byte, size-4) // not reused: records alias it
+	body := c.body(int(size - 4)) // reused only when no record aliases it (reuseBody)
+	f.lastBody = body
 	if _, err := io.ReadFull(c.conn, body); err != nil {
 		return nil, fmt.Errorf("kafka: fetch response from %s: %w", c.addr, err)
 	}

@@ -505,3 +505,46 @@ func TestRawFetchInterruptedByContext(t *testing.T) {
 		t.Fatalf("the broker's side: %v, want the connection closed (EOF)", err)
 	}
 }
+
+// A response whose delivered batches are all compressed leaves its buffer
+// to its connection for the next response (nothing delivered aliases it);
+// one with an uncompressed batch does not. The records of every answer,
+// read after all of them, are still what was produced. (Reusing a buffer
+// that records alias is also what TestRawTransportMatchesSarama's
+// uncompressed topic catches: a later response overwrites their bytes.)
+func TestRawReusesUnaliasedResponse(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		codec kgo.CompressionCodec
+		reuse bool
+	}{{"snappy", kgo.SnappyCompression(), true}, {"none", kgo.NoCompression(), false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := startCluster(t, embedded.WithTopic("reuse", 1))
+			var exp []*kgo.Record
+			for i := range 3 {
+				recs := transportRecords("reuse", 0, 20, fmt.Sprint("b", i))
+				produceCodec(t, c, tc.codec, recs)
+				exp = append(exp, recs...)
+			}
+			src := openSource(t, Config{Brokers: c.Addrs(), Topics: []string{"reuse"}})
+			tp := record.TopicPartition{Topic: "reuse", Partition: 0}
+			f := newFetcher(src, []record.PartitionInfo{{TopicPartition: tp, End: int64(len(exp))}})
+			t.Cleanup(f.closeConns)
+			var got []record.Record
+			for fetches := 0; len(got) < len(exp) && fetches < 20; fetches++ {
+				f.parts[0].maxBytes = 1 // an answer of one batch
+				for _, pf := range f.fetch(bg, f.parts) {
+					got = append(got, pf.Records...)
+				}
+				for _, conn := range f.conns {
+					if kept := conn.spare != nil; kept != tc.reuse {
+						t.Fatalf("after fetch %d the connection keeps the response buffer: %v, want %v", fetches+1, kept, tc.reuse)
+					}
+				}
+			}
+			if err := sameRecords(got, exp); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
