@@ -86,7 +86,7 @@ const shrinkCap = 1 << 16
 // it grow again.
 const (
 	keepFloor  = 1 << 10
-	keepFactor = 8
+	keepFactor = 16
 )
 
 // NewQueue returns an empty queue of values whose positions pos gives. Push

@@ -12,17 +12,24 @@ import (
 
 // GCPercent is the garbage collector's target (GOGC) that signalbox run sets
 // unless the environment sets GOGC; Go's own default is 100. A replay
-// allocates fast (fetch buffers, decoded records, output batches) over a
-// small live heap, because alignment keeps the parked set small, so at 100
-// the collector runs many times a second. Measured with the scaling
-// benchmark at 4M records (`go run ./bench/cmd/scaling -sizes 4M -rounds 2
-// -profile-size "" -out "" -gogc N`), CPU per million records
-// (timestamp / field) at 100, 200 and 400: 0.78 / 0.80, 0.74 / 0.75 and
-// 0.71 / 0.71 s, for a peak RSS of 176–191, 242–254 and 353–362 MiB (with
-// the raw fetch transport, on a machine running other tests; before it:
-// 0.92 / 0.97, 0.82 / 0.87, 0.78 / 0.85 s); 200 takes most of the gain for
-// the least memory.
-const GCPercent = 200
+// allocates fast (decompressed batches above all) over a small live heap,
+// because alignment keeps the parked set small, so a higher target saves
+// collections; it also lets the peak RSS of a long replay grow past a short
+// one's. Measured with the scaling benchmark, two targets side by side in
+// each run (`go run ./bench/cmd/scaling -sizes 1M,12M -rounds 3
+// -profile-size "" -out "" -gogc N`, and -vs for the second), CPU per
+// million records at 12M (timestamp / field) and peak RSS at 12M / 1M:
+//
+//	200 against 100: 0.57 / 0.62 s, 292 / 221 MiB (1.32×), against
+//	  0.61 / 0.64 s, 213 / 172 MiB
+//	150 against 100: 0.59 / 0.64 s, 245 / 204 MiB (1.20×), against
+//	  0.63 / 0.64 s, 232 / 184 MiB
+//
+// 150 keeps most of 200's saving and the peak RSS flat in the history
+// size (within 1.3× from 1M to 12M records; issue 9's target). Before the
+// record arrays, response buffers and queue buckets were reused, the same
+// replay allocated about three times as much and 200 was the better trade.
+const GCPercent = 150
 
 // tuneRuntime bounds the Go runtime for the job, unless GOGC and GOMEMLIMIT
 // are set (config.SetRuntime). With a state.dir (opts not nil) the store's
