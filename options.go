@@ -67,7 +67,9 @@ type Clock func() time.Time
 // Offset, Key, Headers and Timestamp are set. Returning false skips the
 // record cheaply. It runs on the pipeline's poller goroutine, which decodes
 // records ahead of the engine: never concurrently with itself, but
-// concurrently with Filter and Transform.
+// concurrently with Filter and Transform. Like Filter and Transform, it must
+// not keep r after it returns: the record's array may be reused for a later
+// fetch (Recycler); its bytes (Key, Value, headers) may be kept.
 type MetaFilter func(r *record.Record) bool
 
 // Filter sees a decoded record (EventTime and OrderKey set). Returning false
