@@ -73,14 +73,15 @@ type Clock func() time.Time
 type MetaFilter func(r *record.Record) bool
 
 // Filter sees a decoded record (EventTime and OrderKey set). Returning false
-// skips it.
+// skips it. It must not keep r after it returns (see MetaFilter).
 type Filter func(r *record.Record) bool
 
 // Transform may rewrite a decoded record in place (its Value, Key or
 // Headers; not its EventTime, OrderKey or source coordinates). A new Key is
 // assigned as a new slice, never written into the old one's bytes: an
 // OrderKey from the Kafka key shares them (record.Record.OrderKey). An error
-// sends the record to the dead-letter sink with the error as reason.
+// sends the record to the dead-letter sink with the error as reason. It must
+// not keep r after it returns (see MetaFilter).
 type Transform func(r *record.Record) error
 
 // Option configures a Pipeline.
