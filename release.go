@@ -81,17 +81,24 @@ func (r *run) emit(ps *partState, rec *record.Record) error {
 
 // partCache finds a released record's partition state without hashing its
 // topic: a source's records of one partition share their Topic string's
-// memory, so its address picks the slot, and a full comparison confirms a
-// hit (any other record only misses). assign and revoke clear it.
-type partCache [64]struct {
+// memory, so its address and the partition number pick the slot, and a
+// full comparison confirms a hit (any other record only misses). assign and
+// revoke clear it.
+type partCache [1 << partCacheBits]struct {
 	tp record.TopicPartition
 	ps *partState
 }
 
-// partOf is r.parts[rec's partition], through the cache.
+const partCacheBits = 8
+
+// partOf is r.parts[rec's partition], through the cache. The slot is the
+// top bits of a multiplicative hash: topic strings allocated one after the
+// other sit a few bytes apart, and their low address bits combined with
+// small partition numbers would share slots.
 func (r *run) partOf(rec *record.Record) *partState {
-	i := (uintptr(unsafe.Pointer(unsafe.StringData(rec.Topic)))>>4 ^ uintptr(rec.Partition)) % uintptr(len(r.pcache))
-	c := &r.pcache[i]
+	const golden = 0x9E3779B97F4A7C15
+	h := (uint64(uintptr(unsafe.Pointer(unsafe.StringData(rec.Topic)))) + uint64(rec.Partition)*golden) * golden
+	c := &r.pcache[h>>(64-partCacheBits)]
 	if c.ps != nil && c.tp.Partition == rec.Partition && c.tp.Topic == rec.Topic {
 		return c.ps
 	}
