@@ -25,10 +25,12 @@ import (
 //	150 against 100: 0.59 / 0.64 s, 245 / 204 MiB (1.20×), against
 //	  0.63 / 0.64 s, 232 / 184 MiB
 //
-// 150 keeps most of 200's saving and the peak RSS flat in the history
-// size (within 1.3× from 1M to 12M records; issue 9's target). Before the
-// record arrays, response buffers and queue buckets were reused, the same
-// replay allocated about three times as much and 200 was the better trade.
+// 150 keeps most of 200's saving for 30–60 MiB less peak RSS in a long
+// replay. (Neither keeps the 12M replay's peak RSS reliably within 1.3× of
+// the 1M one's: 1.30–1.62 at 200, 1.11–1.58 at 150 over three runs each;
+// see docs/bench.md.) Before the record arrays, response buffers and queue
+// buckets were reused, the same replay allocated about three times as much
+// and 200 was the better trade.
 const GCPercent = 150
 
 // tuneRuntime bounds the Go runtime for the job, unless GOGC and GOMEMLIMIT
