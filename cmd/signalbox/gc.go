@@ -25,7 +25,7 @@ import (
 //	150 against 100: 0.59 / 0.64 s, 245 / 204 MiB (1.20×), against
 //	  0.63 / 0.64 s, 232 / 184 MiB
 //
-// 150 keeps most of 200's saving for 30–60 MiB less peak RSS in a long
+// 150 keeps most of 200's saving for about 30–50 MiB less peak RSS in a long
 // replay. (Neither keeps the 12M replay's peak RSS reliably within 1.3× of
 // the 1M one's: 1.30–1.62 at 200, 1.11–1.58 at 150 over three runs each;
 // see docs/bench.md.) Before the record arrays, response buffers and queue
