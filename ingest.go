@@ -93,9 +93,6 @@ func (r *run) ingest(ps *partState, rec *record.Record, mark error, now time.Tim
 		return r.late(ps, rec)
 	}
 	ps.offs.Add(rec.Offset)
-	if r.parkRefs {
-		r.parks++
-	}
 	return r.store.Park(posOf(rec), rec)
 }
 

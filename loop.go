@@ -226,7 +226,7 @@ func (r *run) handle(ctx context.Context, p polled) error {
 		}
 		before := ps.maxET
 		ps.fetchMax = watermark.MinTime
-		parks := r.parks
+		parked := r.store.Len() // nothing is released while a fetch is ingested
 		for j := range pf.Records {
 			rec := &pf.Records[j]
 			var mark error
@@ -237,7 +237,7 @@ func (r *run) handle(ctx context.Context, p polled) error {
 				return err
 			}
 		}
-		r.retire(ps, pf.Records, r.parks-parks)
+		r.retire(ps, pf.Records, r.store.Len()-parked)
 		if ps.fetchMax != watermark.MinTime {
 			// The strategy keeps a partition's newest event time: one
 			// Observe per answer, with its newest, is the same as one per

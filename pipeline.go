@@ -158,11 +158,9 @@ type run struct {
 	// recycler takes back the source's record arrays (recycle.go); nil
 	// when the source is no Recycler or the store is one whose use of a
 	// parked record is not known. parkRefs: the store refers to parked
-	// records (the in-memory queue) rather than copying them (durable.Store);
-	// parks counts the records parked so far.
+	// records (the in-memory queue) rather than copying them (durable.Store).
 	recycler Recycler
 	parkRefs bool
-	parks    int
 }
 
 // Run runs the pipeline until ctx is cancelled (live mode) or until every

@@ -26,13 +26,14 @@ type parkedArray struct {
 const maxParkedArrays = 256
 
 // retire is called once the engine has ingested recs, one answer's array
-// for ps, of which parked records went into the store: with none parked it
-// goes back to the source at once, else once they are released (unparked).
+// for ps, of which parked records went into the store: with none parked, or
+// a store that copies what it parks, it goes back to the source at once,
+// else once they are released (unparked).
 func (r *run) retire(ps *partState, recs []record.Record, parked int) {
 	if r.recycler == nil || cap(recs) == 0 {
 		return
 	}
-	if parked == 0 {
+	if parked == 0 || !r.parkRefs {
 		r.recycler.Recycle(recs)
 		return
 	}
