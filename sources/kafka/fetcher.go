@@ -49,12 +49,9 @@ type fetcher struct {
 	// a connection per broker id, and the batch decoder.
 	conns map[int32]*rawConn
 	dec   kbatch.Decoder
-	// The raw transport's last response: its connection and buffer, and
-	// whether a record delivered from it aliases the buffer (an
-	// uncompressed batch); reuseBody gives the buffer back when none does.
-	lastConn *rawConn
-	lastBody []byte
-	aliased  bool
+	// aliased: a record delivered from the raw response being parsed
+	// aliases its buffer (an uncompressed batch), which then is not reused.
+	aliased bool
 }
 
 // certified is the time up to which this fetcher certifies the state of its
@@ -238,6 +235,7 @@ func (f *fetcher) fetch(ctx context.Context, active []*partState) []record.Parti
 		group := byLeader[b]
 		var blocks map[record.TopicPartition]*fetchBlock
 		var err error
+		f.aliased = false
 		if f.s.useRaw() {
 			blocks, err = f.fetchRaw(ctx, b, group)
 		} else {
@@ -260,23 +258,11 @@ func (f *fetcher) fetch(ctx context.Context, active []*partState) []record.Parti
 				pfs = append(pfs, pf)
 			}
 		}
-		f.reuseBody()
+		if c := f.conns[b.ID()]; c != nil {
+			c.done(f.aliased)
+		}
 	}
 	return pfs
-}
-
-// reuseBody gives the raw transport's last response buffer back to its
-// connection, for the next response, unless a record delivered from it
-// aliases it: only records of uncompressed batches do (a compressed batch's
-// records alias its decompressed buffer, which is never reused), and their
-// bytes are the pipeline's (signalbox.Source).
-func (f *fetcher) reuseBody() {
-	c, body := f.lastConn, f.lastBody
-	f.lastConn, f.lastBody = nil, nil
-	if c == nil || f.aliased || cap(body) > maxSpareBody {
-		return
-	}
-	c.spare = body[:0]
 }
 
 // fetchSarama sends group's fetch to b through sarama.

@@ -37,10 +37,10 @@ type rawConn struct {
 	stop func() bool // unregisters the close-on-cancel hook
 	corr int32
 	buf  []byte // request encoding, reused
-	// spare is the last response's buffer, given back (reuseBody) when no
-	// record delivered from it aliases it; the next response is read into
-	// it when it fits.
-	spare []byte
+	// last is the buffer of the response being parsed; spare is a parsed
+	// response's buffer that no delivered record aliases (done), for the
+	// next response to be read into when it fits.
+	last, spare []byte
 }
 
 // maxSpareBody bounds the response buffer a connection keeps for reuse.
@@ -49,12 +49,25 @@ const maxSpareBody = 16 << 20
 // body returns a buffer of n bytes for a response: the spare when it is
 // large enough, else a new one.
 func (c *rawConn) body(n int) []byte {
-	if cap(c.spare) >= n {
-		b := c.spare[:n]
-		c.spare = nil
-		return b
+	b := c.spare
+	c.spare = nil
+	if cap(b) < n {
+		b = make([]byte, n)
 	}
-	return make([]byte, n)
+	c.last = b[:n]
+	return c.last
+}
+
+// done is called once the last response is parsed: its buffer becomes the
+// spare unless a delivered record aliases it. Only records of uncompressed
+// batches do (a compressed batch's records alias its decompressed buffer,
+// which is never reused), and their bytes are the pipeline's
+// (signalbox.Source).
+func (c *rawConn) done(aliased bool) {
+	if !aliased && cap(c.last) <= maxSpareBody {
+		c.spare = c.last[:0]
+	}
+	c.last = nil
 }
 
 func (c *rawConn) close() {
@@ -121,7 +134,6 @@ func (f *fetcher) fetchRaw(ctx context.Context, b *sarama.Broker, group []*partS
 	if err != nil {
 		return nil, err
 	}
-	f.lastConn, f.aliased = c, false
 	resp, err := f.roundTrip(c, group)
 	if err != nil {
 		c.close()
@@ -206,8 +218,7 @@ func (f *fetcher) roundTrip(c *rawConn, group []*partState) (*kmsg.FetchResponse
 	if corr := int32(binary.BigEndian.Uint32(hdr[4:])); corr != c.corr {
 		return nil, fmt.Errorf("kafka: fetch response from %s: correlation id %d, want %d", c.addr, corr, c.corr)
 	}
-	body := c.body(int(size - 4)) // reused only when no record aliases it (reuseBody)
-	f.lastBody = body
+	body := c.body(int(size - 4)) // reused only when no record aliases it (done)
 	if _, err := io.ReadFull(c.conn, body); err != nil {
 		return nil, fmt.Errorf("kafka: fetch response from %s: %w", c.addr, err)
 	}

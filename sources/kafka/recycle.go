@@ -13,9 +13,9 @@ import (
 //
 // Only the arrays are reused: the records' bytes (keys, values, headers)
 // alias fetch responses and decompressed batches that are never reused
-// (signalbox.Source). A pooled array keeps what its stale records point to
-// reachable until it is filled again; the pool holds at most poolArrays
-// arrays, each about PartitionMaxRecords records, so that is bounded.
+// (signalbox.Source). An array is cleared when given back, so a pooled
+// array keeps nothing else reachable; the pool holds at most poolArrays
+// arrays, each about PartitionMaxRecords records (a quarter more when new).
 type recordPool struct {
 	mu   sync.Mutex
 	free [][]record.Record
