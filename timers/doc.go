@@ -21,8 +21,7 @@
 //     do not allocate: the bucket slices and the sort scratch are reused.
 //     Released capacity is kept only up to keepFactor times the largest
 //     parked set since the last turnover (plus a floor per bucket); beyond
-//     it, the buckets that did not use half their capacity since then give
-//     memory back.
+//     it the buckets give memory back.
 //  5. A push at or above the event time of the last release step costs
 //     O(1). One below it costs O(Len), once: every later push is O(1) until
 //     the next release step. The engine pushes below it only when a newly

@@ -62,7 +62,6 @@ type Queue[V any] struct {
 	perm      []int32
 	sinceTrim int       // records released since the last trim
 	peak      int       // the most records parked since the last trim
-	used      [65]int   // the most records each bucket held since the last trim
 	split     []item[V] // scratch: the released part of a split bucket
 }
 
@@ -78,12 +77,10 @@ const shrinkCap = 1 << 16
 // bound follows the peak rather than what is parked when trim runs (right
 // after a release step, the trough): a replay parks a fetch's worth and
 // releases most of it at every step, and a bound set by the trough would
-// drop, at every turnover, the arrays the next fetch fills again. Over the
-// bound, trim gives back only what a bucket did not use since the last
-// trim: as last moves, each bucket in turn holds much of the parked set, so
-// a replay's buckets need several times the peak in all (about ten times
-// in the scaling benchmark), and dropping an array still in use only makes
-// it grow again.
+// drop, at every turnover, the arrays the next fetch fills again. And as
+// last moves, each bucket in turn holds much of the parked set, so a
+// replay's buckets need several times the peak in all (about ten times in
+// the scaling benchmark): hence a factor of 16.
 const (
 	keepFloor  = 1 << 10
 	keepFactor = 16
@@ -120,7 +117,6 @@ func (q *Queue[V]) put(it item[V]) {
 	k := bits.Len64(it.u ^ q.last)
 	if k == 0 {
 		q.buckets[0] = append(q.buckets[0], it)
-		q.used[0] = max(q.used[0], len(q.buckets[0]))
 		q.b0sorted = len(q.buckets[0]) == 1
 		q.b0dups = q.b0dups && !q.b0sorted
 		return
@@ -134,7 +130,6 @@ func (q *Queue[V]) put(it item[V]) {
 		q.bmax[k] = it.u
 	}
 	q.buckets[k] = append(q.buckets[k], it)
-	q.used[k] = max(q.used[k], len(q.buckets[k]))
 }
 
 // rebase lowers last to the least possible key, below every parked record
@@ -159,9 +154,8 @@ func (q *Queue[V]) rebase() {
 }
 
 // trim gives bucket memory back to the garbage collector when the buckets
-// hold more than their bound of capacity: a bucket that held less than half
-// its capacity since the last trim drops its array when empty, and moves to
-// a smaller one otherwise.
+// hold more than their bound of capacity: an empty bucket drops its array, a
+// mostly empty one moves to a smaller one.
 func (q *Queue[V]) trim() {
 	total := 0
 	for k := range q.buckets {
@@ -169,16 +163,12 @@ func (q *Queue[V]) trim() {
 	}
 	peak := max(q.peak, q.len)
 	q.peak = q.len
-	used := q.used
-	for k := range q.buckets {
-		q.used[k] = len(q.buckets[k])
-	}
 	if total <= keepFactor*peak+len(q.buckets)*keepFloor {
 		return
 	}
 	for k, b := range q.buckets {
 		switch {
-		case cap(b) <= keepFloor || cap(b) <= 2*used[k]:
+		case cap(b) <= keepFloor || cap(b) <= 2*len(b):
 		case len(b) == 0:
 			q.buckets[k] = nil
 		default:
@@ -284,6 +274,6 @@ func (q *Queue[V]) Clear() {
 		q.buckets[k] = q.buckets[k][:0]
 	}
 	q.mask, q.last, q.b0sorted, q.minOK = 0, 0, false, false
-	q.len, q.bytes = 0, 0
+	q.len, q.bytes, q.peak = 0, 0, 0
 	q.shrink()
 }

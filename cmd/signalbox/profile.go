@@ -23,3 +23,21 @@ func startCPUProfile(path string) (stop func(), err error) {
 		f.Close()
 	}, nil
 }
+
+// startAllocProfile creates path now (a bad path fails before the run) and
+// returns the function that writes the process's allocation profile into it
+// (`signalbox run --allocprofile`, a hidden flag for the scaling benchmark:
+// `go tool pprof -sample_index=alloc_space` shows what the run allocated).
+func startAllocProfile(path string) (write func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--allocprofile: %w", err)
+	}
+	return func() error {
+		err := pprof.Lookup("allocs").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}, nil
+}

@@ -20,7 +20,7 @@ import (
 )
 
 func newRunCmd() *cobra.Command {
-	var file, adminAddr, cpuProfile string
+	var file, adminAddr, cpuProfile, allocProfile string
 	var reset bool
 	cmd := &cobra.Command{
 		Use:   "run -c job.yaml",
@@ -85,6 +85,17 @@ func newRunCmd() *cobra.Command {
 				}
 				defer stopProfile()
 			}
+			if allocProfile != "" {
+				writeAllocs, err := startAllocProfile(allocProfile)
+				if err != nil {
+					return usageError(err)
+				}
+				defer func() {
+					if err := writeAllocs(); err != nil {
+						log.Warn("allocation profile not written", zap.Error(err))
+					}
+				}()
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			context.AfterFunc(ctx, stop) // a second signal kills at once
@@ -124,6 +135,8 @@ func newRunCmd() *cobra.Command {
 	f.MarkDeprecated("status-addr", "use --admin-addr") //nolint:errcheck // the flag exists
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (for benchmarks)")
 	f.MarkHidden("cpuprofile") //nolint:errcheck // the flag exists
+	f.StringVar(&allocProfile, "allocprofile", "", "write the run's allocation profile to this file when it ends (for benchmarks)")
+	f.MarkHidden("allocprofile") //nolint:errcheck // the flag exists
 	cmd.MarkFlagRequired("config")
 	return cmd
 }

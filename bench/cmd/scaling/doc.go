@@ -20,8 +20,10 @@
 // A consumer that reads a different number of records than the history
 // holds fails the run. Each child's peak RSS comes from its rusage
 // (os.ProcessState.SysUsage, ru_maxrss). At -profile-size, each signalbox
-// mode runs once more with `signalbox run --cpuprofile`, and the top of
-// `go tool pprof -top` goes into the section.
+// mode runs once more with `signalbox run --cpuprofile --allocprofile`, and
+// the top of the CPU profile (`go tool pprof -top`) goes into the section;
+// with -profile-dir both profiles are kept (<mode>.pprof,
+// <mode>.allocs.pprof: `go tool pprof -sample_index=alloc_space -top`).
 //
 // The command prints a Markdown section and splices it into -out
 // (docs/bench.md by default) between its markers, keeping the rest of the

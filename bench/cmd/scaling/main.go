@@ -54,7 +54,7 @@ func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("scaling", flag.ContinueOnError)
 	sizes := fs.String("sizes", "1M,4M,12M", "history sizes in event records (suffix K or M), comma-separated")
 	profile := fs.String("profile-size", "4M", "write a CPU profile of each signalbox mode at this size (one extra run each, not in the table); empty: none")
-	fs.StringVar(&c.profileDir, "profile-dir", "", "keep the CPU profiles (<mode>.pprof) in this directory, for go tool pprof -list; empty: discard them")
+	fs.StringVar(&c.profileDir, "profile-dir", "", "keep the CPU and allocation profiles (<mode>.pprof, <mode>.allocs.pprof) in this directory, for go tool pprof; empty: discard them")
 	fs.IntVar(&c.rounds, "rounds", 3, "rounds per size; each round runs every consumer once, in turn")
 	fs.DurationVar(&c.delay, "delay", time.Second, "signalbox's delay bound")
 	fs.DurationVar(&c.checkpoint, "checkpoint", 0, "signalbox's checkpoint_interval (0: its default)")
@@ -283,7 +283,7 @@ func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap
 			os.Remove(sink)
 			args := []string{"run", "-c", jobs[jobOf(consumer)]}
 			if profilePath != "" {
-				args = append(args, "--cpuprofile", profilePath)
+				args = append(args, "--cpuprofile", profilePath, "--allocprofile", allocPath(profilePath))
 			}
 			bin := c.bin
 			if jobOf(consumer) != consumer {
@@ -339,6 +339,10 @@ func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap
 	}
 	return r, nil
 }
+
+// allocPath is where the allocation profile of the run profiled into
+// cpuPath goes: <mode>.allocs.pprof next to <mode>.pprof.
+func allocPath(cpuPath string) string { return strings.TrimSuffix(cpuPath, ".pprof") + ".allocs.pprof" }
 
 // procCPU is the user + system time of process pid so far, from
 // /proc/pid/stat (fields 14 and 15, in clock ticks of 1/100 s, Linux's

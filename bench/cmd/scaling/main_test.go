@@ -23,7 +23,8 @@ func TestMain(m *testing.M) {
 // profile, into a bench.md that has other content. run fails if any
 // consumer reads a different number of records than the history holds;
 // the test checks the section's rows (the -vs rows too, run by the same
-// binary), the profile and the splice. It asserts no timing.
+// binary), the profile, the kept CPU and allocation profiles and the
+// splice. It asserts no timing.
 func TestTinyRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds signalbox and runs a broker process")
@@ -37,7 +38,8 @@ func TestTinyRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	if err := run([]string{"-sizes", "2400", "-rounds", "1", "-profile-size", "2400", "-out", md, "-signalbox", bin, "-vs", bin}, &out); err != nil {
+	profiles := t.TempDir()
+	if err := run([]string{"-sizes", "2400", "-rounds", "1", "-profile-size", "2400", "-profile-dir", profiles, "-out", md, "-signalbox", bin, "-vs", bin}, &out); err != nil {
 		t.Fatal(err)
 	}
 	doc, err := os.ReadFile(md)
@@ -55,6 +57,13 @@ func TestTinyRun(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), "flat  flat%"); n != 2 {
 		t.Errorf("%d CPU profiles in the section, want 2:\n%s", n, out.String())
+	}
+	for _, mode := range []string{sbTimestamp, sbField} {
+		for _, name := range []string{mode + ".pprof", mode + ".allocs.pprof"} {
+			if st, err := os.Stat(filepath.Join(profiles, name)); err != nil || st.Size() == 0 {
+				t.Errorf("profile %s not kept in -profile-dir (%v)", name, err)
+			}
+		}
 	}
 }
 
