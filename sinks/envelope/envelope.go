@@ -61,14 +61,12 @@ func (e *Encoder) appendTimes(dst []byte, ms int64) []byte {
 		e.tn = len(strconv.AppendInt(b, sec, 10))
 	}
 	f := ms - e.sec*1000
-	dst = append(dst, e.stamp[:e.sn]...)
-	dst = append(dst, byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
+	dst = appendMillis(append(dst, e.stamp[:e.sn]...), f)
 	dst = append(dst, `Z","event_time_ms":`...)
 	if ms < 1000 { // no leading digits of a second to share
 		return strconv.AppendInt(dst, ms, 10)
 	}
-	dst = append(dst, e.stamp[e.sn:e.tn]...)
-	return append(dst, byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
+	return appendMillis(append(dst, e.stamp[e.sn:e.tn]...), f)
 }
 
 // appendTimes appends the event time's RFC 3339 form, the end of its
@@ -261,11 +259,16 @@ func appendClock(dst []byte, rem int64) []byte {
 	mi := rem / 60_000 % 60
 	s := rem / 1000 % 60
 	f := rem % 1000
-	return append(dst,
+	dst = append(dst,
 		byte('0'+h/10), byte('0'+h%10), ':',
 		byte('0'+mi/10), byte('0'+mi%10), ':',
-		byte('0'+s/10), byte('0'+s%10), '.',
-		byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10), 'Z')
+		byte('0'+s/10), byte('0'+s%10), '.')
+	return append(appendMillis(dst, f), 'Z')
+}
+
+// appendMillis appends f ([0, 1000)) as three digits.
+func appendMillis(dst []byte, f int64) []byte {
+	return append(dst, byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
 }
 
 func digits(y int64) int {
