@@ -3,6 +3,8 @@ package signalbox_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -15,27 +17,31 @@ import (
 	"github.com/signalbox/signalbox/timers/durable"
 )
 
-// recyclingSource delivers the script source's records in arrays of its
-// own and takes them back (signalbox.Recycler). A recycled array is
-// poisoned at once: every record in it is overwritten, so a record the
-// engine still refers to would come out wrong, or out of order.
-type recyclingSource struct {
-	*script.Source
+// arrayLedger re-delivers a source's record arrays as arrays of its own and
+// takes them back (signalbox.Recycler). A recycled array is poisoned at
+// once: every record in it is overwritten, so a record the engine still
+// refers to would come out wrong, or out of order.
+type arrayLedger struct {
 	t         *testing.T
 	mu        sync.Mutex             // Poll runs on the poller goroutine, Recycle on the engine's
 	delivered map[*record.Record]int // first element → length, while out
+	back      map[string]bool        // "topic/partition@first offset" → given back
 	arrays    int                    // arrays delivered
 	recycled  int
 }
 
-func newRecyclingSource(t *testing.T, src *script.Source) *recyclingSource {
-	return &recyclingSource{Source: src, t: t, delivered: map[*record.Record]int{}}
+func newArrayLedger(t *testing.T) arrayLedger {
+	return arrayLedger{t: t, delivered: map[*record.Record]int{}, back: map[string]bool{}}
 }
 
-func (s *recyclingSource) Poll(ctx context.Context) (record.Fetch, error) {
-	f, err := s.Source.Poll(ctx)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func arrayName(recs []record.Record) string {
+	return fmt.Sprintf("%s/%d@%d", recs[0].Topic, recs[0].Partition, recs[0].Offset)
+}
+
+// own replaces every record array of f by a copy the arrayLedger tracks.
+func (l *arrayLedger) own(f *record.Fetch) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for i := range f.Partitions {
 		pf := &f.Partitions[i]
 		if len(pf.Records) == 0 {
@@ -44,28 +50,45 @@ func (s *recyclingSource) Poll(ctx context.Context) (record.Fetch, error) {
 		own := make([]record.Record, len(pf.Records), len(pf.Records)+1)
 		copy(own, pf.Records)
 		pf.Records = own
-		s.delivered[unsafe.SliceData(own)] = len(own)
-		s.arrays++
+		l.delivered[unsafe.SliceData(own)] = len(own)
+		l.back[arrayName(own)] = false
+		l.arrays++
 	}
-	return f, err
 }
 
 // Recycle checks that recs is an array it delivered and has not had back,
 // and poisons it.
-func (s *recyclingSource) Recycle(recs []record.Record) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (l *arrayLedger) Recycle(recs []record.Record) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	first := unsafe.SliceData(recs)
-	n, ok := s.delivered[first]
+	n, ok := l.delivered[first]
 	if !ok || n != len(recs) {
-		s.t.Errorf("Recycle of an array not delivered, or given back twice (%d records)", len(recs))
+		l.t.Errorf("Recycle of an array not delivered, or given back twice (%d records)", len(recs))
 		return
 	}
-	delete(s.delivered, first)
-	s.recycled++
+	delete(l.delivered, first)
+	l.back[arrayName(recs)] = true
+	l.recycled++
 	for i := range recs {
 		recs[i] = record.Record{Topic: "poison", EventTime: -1, Value: []byte("poison"), Key: []byte("poison")}
 	}
+}
+
+// recyclingSource is the script source, its arrays tracked by a arrayLedger.
+type recyclingSource struct {
+	*script.Source
+	arrayLedger
+}
+
+func newRecyclingSource(t *testing.T, src *script.Source) *recyclingSource {
+	return &recyclingSource{Source: src, arrayLedger: newArrayLedger(t)}
+}
+
+func (s *recyclingSource) Poll(ctx context.Context) (record.Fetch, error) {
+	f, err := s.Source.Poll(ctx)
+	s.own(&f)
+	return f, err
 }
 
 // TestRecycledArraysAreNotReferenced: the property test's record sets and
@@ -123,5 +146,58 @@ func TestRecycledArraysAreNotReferenced(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// recyclingTimeline is a scripted timeline, its arrays tracked by a arrayLedger.
+type recyclingTimeline struct {
+	timeline
+	arrayLedger
+}
+
+func (s *recyclingTimeline) Poll(ctx context.Context) (record.Fetch, error) {
+	f, err := s.timeline.Poll(ctx)
+	s.own(&f)
+	return f, err
+}
+
+// TestRecycleAcrossRevoke: a/0 parks records from one array, two of which
+// are still parked when a/0 is revoked; it is assigned again and re-reads
+// them, in a second array. The engine never gives the first array back (its
+// partition's list went with the revocation, and the queue drops the
+// earlier copies of the re-read positions), gives back every other one,
+// and the output is each record once, in order, none of it poisoned.
+func TestRecycleAcrossRevoke(t *testing.T) {
+	a, b := tp("a", 0), tp("b", 0)
+	src := &recyclingTimeline{arrayLedger: newArrayLedger(t), timeline: timeline{fetches: []record.Fetch{
+		{Assigned: []record.PartitionInfo{{TopicPartition: a, Start: 0, End: 3}, {TopicPartition: b, Start: 0, End: 4}}},
+		fetched(b, 1, 4, tsRecord("b", 0, 0, "x", 2000)),
+		// all three park behind b/0; at b/0's next record @0 goes, @1 and @2 stay.
+		fetched(a, 3, 3, tsRecord("a", 0, 0, "x", 1600), tsRecord("a", 0, 1, "y", 3000), tsRecord("a", 0, 2, "z", 4000)),
+		fetched(b, 2, 4, tsRecord("b", 0, 1, "w", 2600)),
+		{Revoked: []record.TopicPartition{a}},
+		{Assigned: []record.PartitionInfo{{TopicPartition: a, Start: 1, End: 3}}},
+		fetched(a, 3, 3, tsRecord("a", 0, 1, "y", 3000), tsRecord("a", 0, 2, "z", 4000)),
+		fetched(b, 4, 4, tsRecord("b", 0, 2, "v", 5000), tsRecord("b", 0, 3, "u", 6000)),
+	}}}
+	out := &collect{}
+	p, err := signalbox.New(src, tsInputs("a", "b"),
+		signalbox.WithDelay(500*time.Millisecond), signalbox.WithClock(frozen), signalbox.WithMaxFuture(0), signalbox.WithSink(out),
+		signalbox.WithUntil(signalbox.UntilEndOffsets))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runBounded(t, p); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a/0@0 t=1600", "b/0@0 t=2000", "b/0@1 t=2600", "a/0@1 t=3000", "a/0@2 t=4000", "b/0@2 t=5000", "b/0@3 t=6000"}
+	if got := out.lines(); !slices.Equal(got, want) {
+		t.Fatalf("output:\n%v\nwant:\n%v", got, want)
+	}
+	if src.back["a/0@0"] {
+		t.Error("the array a/0 delivered before it was revoked was given back while the queue may still refer to it")
+	}
+	if src.recycled != src.arrays-1 {
+		t.Errorf("%d of %d arrays given back, want all but the revoked partition's first", src.recycled, src.arrays)
 	}
 }
