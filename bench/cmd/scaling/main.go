@@ -41,6 +41,7 @@ type config struct {
 	gogc        string        // GOGC for the signalbox runs; "": what signalbox run sets
 	bin         string        // signalbox binary; "": build it
 	vs          string        // a second signalbox binary measured in the same rounds; "": none
+	vsGogc      string        // GOGC for the vs runs; "": as -gogc
 	out         string        // bench.md to splice into; "": stdout only
 	profileSize int64         // history size whose signalbox runs are profiled; 0: none
 	profileDir  string        // where the profiles are kept; "": a temporary directory
@@ -61,6 +62,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.gogc, "gogc", "", "GOGC for the signalbox runs only (empty: what signalbox run sets)")
 	fs.StringVar(&c.bin, "signalbox", "", "signalbox binary (default: go build ./cmd/signalbox into a temporary directory)")
 	fs.StringVar(&c.vs, "vs", "", "a second signalbox binary, run in every round right after the first in each time mode and reported in rows of its own (an A/B comparison on the same data); empty: none")
+	fs.StringVar(&c.vsGogc, "vs-gogc", "", "GOGC for the -vs binary's runs (empty: as -gogc); without -vs, the first binary is run again with it (an A/B of the collector's target)")
 	fs.StringVar(&c.out, "out", "docs/bench.md", "splice the section into this file; empty: print it only")
 	fs.StringVar(&c.child, "child", "", "internal: run one raw consumer ("+franz+" or "+sarama+") and print its count")
 	fs.StringVar(&c.brokers, "brokers", "", "internal: the child's brokers")
@@ -209,6 +211,9 @@ func run(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
+	if c.vs == "" && c.vsGogc != "" {
+		c.vs = c.bin
+	}
 	started := time.Now()
 	var runs []sizeRun
 	for _, size := range c.sizes {
@@ -285,13 +290,16 @@ func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap
 			if profilePath != "" {
 				args = append(args, "--cpuprofile", profilePath, "--allocprofile", allocPath(profilePath))
 			}
-			bin := c.bin
+			bin, gogc := c.bin, c.gogc
 			if jobOf(consumer) != consumer {
 				bin = c.vs
+				if c.vsGogc != "" {
+					gogc = c.vsGogc
+				}
 			}
 			cmd = exec.CommandContext(ctx, bin, args...)
-			if c.gogc != "" {
-				cmd.Env = append(os.Environ(), "GOGC="+c.gogc)
+			if gogc != "" {
+				cmd.Env = append(os.Environ(), "GOGC="+gogc)
 			}
 		}
 		b0, _ := procCPU(brokerPID)

@@ -22,9 +22,9 @@ func TestMain(m *testing.M) {
 // TestTinyRun runs the whole benchmark on a tiny history, one round, with a
 // profile, into a bench.md that has other content. run fails if any
 // consumer reads a different number of records than the history holds;
-// the test checks the section's rows (the -vs rows too, run by the same
-// binary), the profile, the kept CPU and allocation profiles and the
-// splice. It asserts no timing.
+// the test checks the section's rows (the -vs rows too: -vs-gogc alone runs
+// the same binary again with another GOGC), the profile, the kept CPU and
+// allocation profiles and the splice. It asserts no timing.
 func TestTinyRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds signalbox and runs a broker process")
@@ -39,7 +39,7 @@ func TestTinyRun(t *testing.T) {
 	}
 	var out strings.Builder
 	profiles := t.TempDir()
-	if err := run([]string{"-sizes", "2400", "-rounds", "1", "-profile-size", "2400", "-profile-dir", profiles, "-out", md, "-signalbox", bin, "-vs", bin}, &out); err != nil {
+	if err := run([]string{"-sizes", "2400", "-rounds", "1", "-profile-size", "2400", "-profile-dir", profiles, "-out", md, "-signalbox", bin, "-vs-gogc", "100"}, &out); err != nil {
 		t.Fatal(err)
 	}
 	doc, err := os.ReadFile(md)
@@ -49,6 +49,9 @@ func TestTinyRun(t *testing.T) {
 	s := string(doc)
 	if !strings.HasPrefix(s, "# Benchmarks\n\nhand-written notes\n") || !strings.Contains(s, beginMark) || !strings.Contains(s, out.String()) {
 		t.Fatalf("bench.md not spliced:\n%s", s)
+	}
+	if !strings.Contains(out.String(), "run with GOGC=100") {
+		t.Errorf("the A/B note does not say the -vs runs' GOGC:\n%s", out.String())
 	}
 	for _, c := range consumers {
 		if !strings.Contains(out.String(), "| 3K | "+labels[c]+" |") {

@@ -45,7 +45,11 @@ func section(c config, args []string, runs []sizeRun, started time.Time) string 
 		topics, partitions, valueBytes, disorder, items, items, c.delay, checkpointLabel(c.checkpoint), gogcLabel(c.gogc))
 	p("**How it is measured.** Each consumer is its own process, started after the history is produced, and reads everything up to the end offsets; within a round the consumers run one after the other (franz-go, sarama, signalbox timestamp, signalbox field), and the rounds repeat that order, so a noisy stretch of the machine hits them alike. records/s = records read (signalbox: lines in its JSONL output) ÷ the process's wall time, start-up and connection included; the median over the rounds, with the range. The ratio is to franz-go in the same round (median of the rounds' ratios). Peak RSS is the child's `ru_maxrss` (`os.ProcessState.SysUsage`), the largest over the rounds. CPU is the child's user + system time (the same rusage) per million records, the median over the rounds: on a shared machine it moves less than wall time does, and on 2 cores a consumer cannot run faster than 2 ÷ its CPU per record. Broker CPU is the broker process's user + system time while that consumer ran (from /proc), per million records: the part of the same 2 cores that serving the consumer took.\n\n")
 	if c.vs != "" {
-		p("**A/B.** `-vs %s`: in every round, each signalbox job is run again right after, by that binary, on the same data; its rows are marked \"the `-vs` binary\".\n\n", c.vs)
+		p("**A/B.** `-vs %s`: in every round, each signalbox job is run again right after, by that binary, on the same data; its rows are marked \"the `-vs` binary\"", c.vs)
+		if c.vsGogc != "" {
+			p(", run with GOGC=%s", c.vsGogc)
+		}
+		p(".\n\n")
 	}
 	p("| history | consumer | records/s (median; range) | × franz-go | CPU s per 1M records | broker CPU s per 1M | peak RSS |\n|---:|---|---:|---:|---:|---:|---:|\n")
 	for _, r := range runs {
