@@ -7,6 +7,7 @@ import (
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/config"
+	"github.com/signalbox/signalbox/internal/gcpace"
 	"github.com/signalbox/signalbox/timers/durable"
 )
 
@@ -41,8 +42,16 @@ const GCPercent = 150
 // memory limit, config.GCPercent the collector's percentage. With the
 // in-memory store it is GCPercent and a soft limit of twice the parked bound
 // plus four fetches and 64 MiB, so that the collector works harder before
-// memory grows past what the job's own bounds imply.
-func tuneRuntime(plan *config.Plan, opts *durable.StoreOptions, log *zap.Logger) {
+// memory grows past what the job's own bounds imply; and, when the
+// environment sets neither, gcpace lowers that limit to follow the median
+// of the recent collections' live heaps, so that the peak RSS of a long
+// replay does not creep above a short one's with every high mark (see
+// internal/gcpace). The returned function stops the pacing.
+//
+// The pacing is for the in-memory store only: with a state.dir the budget's
+// own limit and percentage already keep the process near the budget
+// (`go run ./bench/cmd/memtest`, docs/bench.md).
+func tuneRuntime(plan *config.Plan, opts *durable.StoreOptions, log *zap.Logger) (stop func()) {
 	var limit int64
 	gc := GCPercent
 	if opts != nil {
@@ -56,7 +65,13 @@ func tuneRuntime(plan *config.Plan, opts *durable.StoreOptions, log *zap.Logger)
 		limit = 2*parked + 4*int64(plan.Kafka.FetchMaxBytes) + 64<<20
 	}
 	config.SetRuntime(limit, gc)
+	overridden := os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != ""
+	stop = func() {}
+	if opts == nil && !overridden {
+		stop = gcpace.Start(gcpace.New(gcpace.Config{GCPercent: gc, Ceiling: limit}))
+	}
 	log.Info("go runtime bounded", zap.Bool("state_dir", opts != nil), zap.Int32("fetch_max_bytes", plan.Kafka.FetchMaxBytes),
 		zap.Int64("go_memory_limit", limit), zap.Int("go_gc_percent", gc),
-		zap.Bool("overridden", os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != ""))
+		zap.Bool("overridden", overridden), zap.Bool("limit_follows_live_heap", opts == nil && !overridden))
+	return stop
 }

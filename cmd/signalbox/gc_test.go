@@ -3,11 +3,13 @@ package main
 import (
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/config"
@@ -24,7 +26,8 @@ func TestTuneRuntime(t *testing.T) {
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMEMLIMIT", "")
 	plan := &config.Plan{}
-	tuneRuntime(plan, nil, zap.NewNop())
+	core, logs := observer.New(zap.InfoLevel)
+	stop := tuneRuntime(plan, nil, zap.New(core))
 	if got := debug.SetGCPercent(100); got != GCPercent {
 		t.Errorf("GC percent %d, want %d", got, GCPercent)
 	}
@@ -32,11 +35,15 @@ func TestTuneRuntime(t *testing.T) {
 	if got := debug.SetMemoryLimit(-1); got != want || plan.Kafka.FetchMaxBytes == 0 {
 		t.Errorf("memory limit %d (fetch_max_bytes %d), want %d", got, plan.Kafka.FetchMaxBytes, want)
 	}
+	stop() // the pacing (internal/gcpace) puts the static limit back
+	if got := debug.SetMemoryLimit(-1); got != want {
+		t.Errorf("after the pacing stopped: memory limit %d, want %d", got, want)
+	}
 
 	opts := durable.StoreOptions{MemoryBudget: 16 << 20}
 	opts.EnsureDefaults()
 	plan = &config.Plan{StateDir: t.TempDir(), StateMemory: opts.MemoryBudget}
-	tuneRuntime(plan, &opts, zap.NewNop())
+	defer tuneRuntime(plan, &opts, zap.New(core))()
 	if got, want := debug.SetGCPercent(100), config.GCPercent(opts); got != want || want == GCPercent {
 		t.Errorf("state.dir: GC percent %d, want the budget's %d (not the in-memory %d)", got, want, GCPercent)
 	}
@@ -47,12 +54,22 @@ func TestTuneRuntime(t *testing.T) {
 	debug.SetMemoryLimit(1 << 40)
 	t.Setenv("GOGC", "150")
 	t.Setenv("GOMEMLIMIT", "1GiB")
-	tuneRuntime(&config.Plan{}, nil, zap.NewNop())
+	defer tuneRuntime(&config.Plan{}, nil, zap.New(core))()
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("GOGC set: GC percent %d, want it left at 100", got)
 	}
 	if got := debug.SetMemoryLimit(-1); got != 1<<40 {
 		t.Errorf("GOMEMLIMIT set: memory limit %d, want it left alone", got)
+	}
+
+	// The pacing runs with the in-memory store only, and only when the
+	// environment leaves the collector to signalbox.
+	var paced []bool
+	for _, e := range logs.FilterMessage("go runtime bounded").All() {
+		paced = append(paced, e.ContextMap()["limit_follows_live_heap"] == true)
+	}
+	if want := []bool{true, false, false}; !slices.Equal(paced, want) {
+		t.Errorf("limit_follows_live_heap logged %v (in-memory, state.dir, environment), want %v", paced, want)
 	}
 
 	md, err := os.ReadFile("../../docs/operations.md")

@@ -57,11 +57,11 @@ func newRunCmd() *cobra.Command {
 				}
 			}
 			if plan.StateDir == "" {
-				tuneRuntime(plan, nil, log)
+				defer tuneRuntime(plan, nil, log)()
 			} else {
 				opts := durable.StoreOptions{MemoryBudget: plan.StateMemory}
 				opts.EnsureDefaults()
-				tuneRuntime(plan, &opts, log)
+				defer tuneRuntime(plan, &opts, log)()
 				store, err := durable.OpenStore(plan.StateDir, opts)
 				if err != nil {
 					return runtimeError(fmt.Errorf("state.dir: %w (signalbox run --reset-state rebuilds it from Kafka's committed offsets)", err))
