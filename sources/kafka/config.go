@@ -105,9 +105,12 @@ type Config struct {
 	// carry for one partition: the fetcher sizes each partition's byte
 	// limit (within PartitionMaxBytes) from the bytes per record it has
 	// seen: the broker counts bytes compressed, so bytes alone can hand
-	// one partition hours of event time in one answer. Default 1024
-	// (Kafka Streams buffers 1000 records per partition). Smaller keeps
-	// the parked set smaller; larger makes fewer, bigger requests. The
+	// one partition hours of event time in one answer. Default 512 (a
+	// Kafka consumer's max.poll.records is 500; Kafka Streams buffers 1000
+	// records per partition). Smaller keeps the parked set smaller: a
+	// record array stays until its last record is released, so each
+	// partition pins one to two answers' worth of records (their arrays
+	// and decompressed batches). Larger makes fewer, bigger requests. The
 	// estimate counts delivered records only, so aborted transactions or
 	// an answer cut short by FetchMaxBytes make one request too large; the
 	// next answer corrects it.
@@ -137,8 +140,13 @@ type Config struct {
 	Logger *zap.Logger
 }
 
-// DefaultPartitionMaxRecords is Config.PartitionMaxRecords's default.
-const DefaultPartitionMaxRecords = 1024
+// DefaultPartitionMaxRecords is Config.PartitionMaxRecords's default. In a
+// 12M-record replay of 24 partitions (`go run ./bench/cmd/scaling -sizes
+// 1M,12M -rounds 3 -profile-size "" -out "" -signalbox A -vs B`, builds
+// differing in this constant only), 512 peaked at 149–167 MiB RSS against
+// 205–278 MiB at 1024, and at 117 MiB at 256, which replayed 15% slower;
+// 512 was 0–3% slower than 1024 (docs/bench.md).
+const DefaultPartitionMaxRecords = 512
 
 // DefaultDiscoveryInterval is Config.DiscoveryInterval's default: well below
 // the delays jobs use (seconds to minutes), and one small metadata request

@@ -282,6 +282,20 @@ func TestValidateNamesFields(t *testing.T) {
 	}
 }
 
+// TestDocumentedDefaults holds EnsureDefaults to the defaults Config's
+// field comments state.
+func TestDocumentedDefaults(t *testing.T) {
+	var c Config
+	c.EnsureDefaults()
+	got := []any{c.FetchMaxWait, c.FetchMaxBytes, c.PartitionMaxBytes, c.PartitionMaxRecords, c.EvidenceInterval, c.RetryBackoff}
+	want := []any{50 * time.Millisecond, int32(64 << 20), int32(1 << 20), 512, time.Second, 100 * time.Millisecond}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("default %d: %v, want %v as documented", i, got[i], want[i])
+		}
+	}
+}
+
 // TestCheckBroker: the one check of a broker address (the job file's source
 // and sink brokers use it too).
 func TestCheckBroker(t *testing.T) {
