@@ -4,6 +4,8 @@ import (
 	"os"
 	"runtime/debug"
 
+	"github.com/signalbox/signalbox/internal/gcpace"
+
 	"github.com/signalbox/signalbox/sources/kafka"
 	"github.com/signalbox/signalbox/timers/durable"
 )
@@ -59,11 +61,22 @@ func GCPercent(opts durable.StoreOptions) int {
 // SetRuntime gives the Go runtime the soft memory limit and garbage
 // collector percentage a job proposes (BoundMemory and GCPercent with a
 // state budget), unless the environment sets GOMEMLIMIT or GOGC, which win.
-func SetRuntime(limit int64, gcPercent int) {
-	if os.Getenv("GOMEMLIMIT") == "" {
+// When the environment sets neither, it also paces the limit
+// (internal/gcpace): from the ninth collection on, the limit follows the
+// median live heap of the recent collections, never above limit, so that a
+// collection that marked more than usual does not lift the heap's peak for
+// good. paced reports that; stop ends the pacing and puts limit back (a
+// no-op when not paced).
+func SetRuntime(limit int64, gcPercent int) (paced bool, stop func()) {
+	memEnv, gcEnv := os.Getenv("GOMEMLIMIT") != "", os.Getenv("GOGC") != ""
+	if !memEnv {
 		debug.SetMemoryLimit(limit)
 	}
-	if os.Getenv("GOGC") == "" {
+	if !gcEnv {
 		debug.SetGCPercent(gcPercent)
 	}
+	if memEnv || gcEnv {
+		return false, func() {}
+	}
+	return true, gcpace.Start(gcpace.New(gcpace.Config{GCPercent: gcPercent, Ceiling: limit}))
 }

@@ -62,13 +62,13 @@ func TestTuneRuntime(t *testing.T) {
 		t.Errorf("GOMEMLIMIT set: memory limit %d, want it left alone", got)
 	}
 
-	// The pacing runs with the in-memory store only, and only when the
-	// environment leaves the collector to signalbox.
+	// The pacing runs with either store, only when the environment leaves
+	// the collector to signalbox.
 	var paced []bool
 	for _, e := range logs.FilterMessage("go runtime bounded").All() {
 		paced = append(paced, e.ContextMap()["limit_follows_live_heap"] == true)
 	}
-	if want := []bool{true, false, false}; !slices.Equal(paced, want) {
+	if want := []bool{true, true, false}; !slices.Equal(paced, want) {
 		t.Errorf("limit_follows_live_heap logged %v (in-memory, state.dir, environment), want %v", paced, want)
 	}
 

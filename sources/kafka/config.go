@@ -140,12 +140,14 @@ type Config struct {
 	Logger *zap.Logger
 }
 
-// DefaultPartitionMaxRecords is Config.PartitionMaxRecords's default. In a
-// 12M-record replay of 24 partitions (`go run ./bench/cmd/scaling -sizes
-// 1M,12M -rounds 3 -profile-size "" -out "" -signalbox A -vs B`, builds
-// differing in this constant only), 512 peaked at 149–167 MiB RSS against
-// 205–278 MiB at 1024, and at 117 MiB at 256, which replayed 15% slower;
-// 512 was 0–3% slower than 1024 (docs/bench.md).
+// DefaultPartitionMaxRecords is Config.PartitionMaxRecords's default.
+// Measured with 12M-record replays of 24 partitions, builds differing in
+// this constant only (`go run ./bench/cmd/scaling -sizes 1M,12M -rounds 3
+// -profile-size "" -out "" -signalbox A -vs B`; docs/bench.md): 512 peaked
+// at 144–169 MiB RSS over seven runs, 1024 at 205–278 MiB; side by side,
+// 512 replayed at 0.60 / 0.61 and 0.63 / 0.59× franz-go (timestamp /
+// field) where 1024 did 0.63 / 0.63 and 0.63 / 0.61. 256 peaked at 117 MiB
+// but replayed 15% slower than 512.
 const DefaultPartitionMaxRecords = 512
 
 // DefaultDiscoveryInterval is Config.DiscoveryInterval's default: well below

@@ -350,8 +350,8 @@ func (c *checker) checkOffset(r *record.Record) {
 
 // boundRuntime sets the Go memory limit and garbage collector percentage as
 // `signalbox run` does for a store with opts (config.BoundMemory with the
-// Kafka source's defaults, config.GCPercent), unless GOMEMLIMIT or GOGC is
-// set.
+// Kafka source's defaults, config.GCPercent), and paces the limit as it does
+// (config.SetRuntime), unless GOMEMLIMIT or GOGC is set.
 func boundRuntime(opts durable.StoreOptions) { boundRuntimeKafka(&kafka.Config{}, opts) }
 
 // boundRuntimeKafka is boundRuntime for the Kafka source k, which it fits

@@ -59,7 +59,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.rounds, "rounds", 3, "rounds per size; each round runs every consumer once, in turn")
 	fs.DurationVar(&c.delay, "delay", time.Second, "signalbox's delay bound")
 	fs.DurationVar(&c.checkpoint, "checkpoint", 0, "signalbox's checkpoint_interval (0: its default)")
-	fs.StringVar(&c.gogc, "gogc", "", "GOGC for the signalbox runs only (empty: what signalbox run sets)")
+	fs.StringVar(&c.gogc, "gogc", "", "GOGC for the signalbox runs only (empty: what signalbox run sets); set, it also turns off signalbox run's pacing of the memory limit (internal/gcpace)")
 	fs.StringVar(&c.bin, "signalbox", "", "signalbox binary (default: go build ./cmd/signalbox into a temporary directory)")
 	fs.StringVar(&c.vs, "vs", "", "a second signalbox binary, run in every round right after the first in each time mode and reported in rows of its own (an A/B comparison on the same data); empty: none")
 	fs.StringVar(&c.vsGogc, "vs-gogc", "", "GOGC for the -vs binary's runs (empty: as -gogc); without -vs, the first binary is run again with it (an A/B of the collector's target)")
