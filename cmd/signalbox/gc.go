@@ -33,10 +33,10 @@ import (
 // allocated about three times as much and 200 was the better trade.
 //
 // These figures predate the pacing in tuneRuntime (internal/gcpace) and the
-// Kafka source's 512-record answers (kafka.DefaultPartitionMaxRecords), and
-// a GOGC set in the environment, as -gogc does, turns the pacing off. With
-// both, a 12M replay peaked at 144–169 MiB RSS, and 12M / 1M was 0.90–1.05
-// (docs/bench.md), so 150 stays for its CPU.
+// Kafka source's smaller answers (kafka.DefaultPartitionMaxRecords), and a
+// GOGC set in the environment, as -gogc does, turns the pacing off. With
+// both, a 12M replay peaked at 177–188 MiB RSS (768 records), and 12M / 1M
+// was 1.02–1.23 (docs/bench.md), so 150 stays for its CPU.
 const GCPercent = 150
 
 // tuneRuntime bounds the Go runtime for the job, unless GOGC and GOMEMLIMIT

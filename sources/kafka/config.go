@@ -105,7 +105,7 @@ type Config struct {
 	// carry for one partition: the fetcher sizes each partition's byte
 	// limit (within PartitionMaxBytes) from the bytes per record it has
 	// seen: the broker counts bytes compressed, so bytes alone can hand
-	// one partition hours of event time in one answer. Default 512 (a
+	// one partition hours of event time in one answer. Default 768 (a
 	// Kafka consumer's max.poll.records is 500; Kafka Streams buffers 1000
 	// records per partition). Smaller keeps the parked set smaller: a
 	// record array stays until its last record is released, so each
@@ -142,13 +142,18 @@ type Config struct {
 
 // DefaultPartitionMaxRecords is Config.PartitionMaxRecords's default.
 // Measured with 12M-record replays of 24 partitions, builds differing in
-// this constant only (`go run ./bench/cmd/scaling -sizes 1M,12M -rounds 3
-// -profile-size "" -out "" -signalbox A -vs B`; docs/bench.md): 512 peaked
-// at 144–169 MiB RSS over seven runs, 1024 at 205–278 MiB; side by side,
-// 512 replayed at 0.60 / 0.61 and 0.63 / 0.59× franz-go (timestamp /
-// field) where 1024 did 0.63 / 0.63 and 0.63 / 0.61. 256 peaked at 117 MiB
-// but replayed 15% slower than 512.
-const DefaultPartitionMaxRecords = 512
+// this constant only, two side by side in each run (`go run
+// ./bench/cmd/scaling -sizes 1M,12M -rounds 3 -profile-size "" -out ""
+// -signalbox A -vs B`; docs/bench.md). Peak RSS: 1024 205–278 MiB over
+// eight runs, 768 177–188 over two, 512 144–169 over seven, 256 117 in one.
+// × franz-go (timestamp / field), side by side: 768 0.67 / 0.64 where 1024
+// did 0.68 / 0.62, and 0.59 / 0.61 where 512 did 0.62 / 0.59; 512 0.60 /
+// 0.61 and 0.63 / 0.59 where 1024 did 0.63 / 0.63 and 0.63 / 0.61; 256
+// 0.55 / 0.51 where 512 did 0.65 / 0.59. Smaller answers cost requests,
+// which this shared machine's noise hides down to 512; 768 keeps the 12M
+// replay's peak within 1.3× of a 1M replay's without coming near 256's
+// cost.
+const DefaultPartitionMaxRecords = 768
 
 // DefaultDiscoveryInterval is Config.DiscoveryInterval's default: well below
 // the delays jobs use (seconds to minutes), and one small metadata request
