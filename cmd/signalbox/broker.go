@@ -16,14 +16,14 @@ import (
 
 func newBrokerCmd() *cobra.Command {
 	var addr string
-	var partitions int
+	var partitions, brokers int
 	var topics []string
 	cmd := &cobra.Command{
 		Use:   "broker [--addr 127.0.0.1:9092]",
 		Short: "Run the embedded Kafka-protocol broker (kfake) until signalled, for local development",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts := []embedded.Option{embedded.WithDefaultPartitions(partitions), embedded.WithAutoCreateTopics()}
+			opts := []embedded.Option{embedded.WithDefaultPartitions(partitions), embedded.WithAutoCreateTopics(), embedded.WithBrokers(brokers)}
 			for _, t := range topics {
 				name, n, err := parseTopic(t)
 				if err != nil {
@@ -48,6 +48,7 @@ func newBrokerCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&addr, "addr", "127.0.0.1:9092", "listen address (port 0: any free port)")
 	f.IntVar(&partitions, "partitions", 3, "partitions of auto-created topics")
+	f.IntVar(&brokers, "brokers", 1, "brokers in the cluster, all in this process; the first listens on --addr, the others on the following ports (any free port with port 0), and their addresses are printed comma-separated")
 	f.StringArrayVar(&topics, "topic", nil, "pre-create a topic, name:partitions (repeatable)")
 	return cmd
 }

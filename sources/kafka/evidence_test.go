@@ -1,13 +1,20 @@
 package kafka
 
 import (
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/record"
 )
 
 // TestEvidenceDemandShortensFetchWait: a demand shortens the next fetch's
 // wait to the due time, never below minEvidenceWait, never above
-// FetchMaxWait; withdrawing it restores FetchMaxWait.
+// FetchMaxWait; withdrawing it restores FetchMaxWait. Paused partitions cap
+// it at pausedWait.
 func TestEvidenceDemandShortensFetchWait(t *testing.T) {
 	s := &Source{cfg: Config{FetchMaxWait: 50 * time.Millisecond}}
 	now := time.Unix(1_700_000_000, 0)
@@ -23,8 +30,55 @@ func TestEvidenceDemandShortensFetchWait(t *testing.T) {
 		{time.Time{}, 50 * time.Millisecond},
 	} {
 		s.WantEvidence(c.due)
-		if got := s.fetchWait(now); got != c.want {
+		if got := s.fetchWait(now, false); got != c.want {
 			t.Errorf("due %v: fetch wait %v, want %v", c.due, got, c.want)
 		}
+		if got, want := s.fetchWait(now, true), min(c.want, pausedWait); got != want {
+			t.Errorf("due %v, some partitions paused: fetch wait %v, want %v", c.due, got, want)
+		}
+	}
+}
+
+// TestPausedFetchesWaitLittle: while some of its partitions are paused, a
+// fetcher's fetches ask the broker to wait at most pausedWait, so that a
+// resumed partition is fetched at once even when the partitions being
+// fetched are caught up (the broker would hold their fetch for
+// FetchMaxWait); once nothing is paused they wait FetchMaxWait again. The
+// waits are read from the fetch requests the broker receives.
+func TestPausedFetchesWaitLittle(t *testing.T) {
+	c := startCluster(t, embedded.WithTopic("a", 2))
+	mustProduce(t, c, append(recs("a", 0, 3, "v"), recs("a", 1, 3, "w")...)...)
+	src := openSource(t, Config{Brokers: c.Addrs(), Topics: []string{"a"}})
+	col := newCollector(t, src)
+	col.until("caught up", col.caughtUp)
+
+	var mu sync.Mutex
+	var waits []int32
+	kf := c.Kfake()
+	kf.ControlKey(int16(kmsg.Fetch), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		mu.Lock()
+		waits = append(waits, kreq.(*kmsg.FetchRequest).MaxWaitMillis)
+		mu.Unlock()
+		return nil, nil, false
+	})
+	last := func(what string) int32 {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(waits) == 0 {
+			t.Fatalf("%s: the broker received no fetch", what)
+		}
+		return waits[len(waits)-1]
+	}
+	tp := record.TopicPartition{Topic: "a", Partition: 0}
+	src.Pause(tp)
+	col.pollFor(300 * time.Millisecond)
+	if got := last("paused"); time.Duration(got)*time.Millisecond > pausedWait {
+		t.Errorf("a fetch sent while a partition is paused waits %d ms, want at most %v", got, pausedWait)
+	}
+	src.Resume(tp)
+	col.pollFor(300 * time.Millisecond)
+	if got := last("resumed"); time.Duration(got)*time.Millisecond != 100*time.Millisecond {
+		t.Errorf("a fetch sent with nothing paused waits %d ms, want FetchMaxWait (100 ms)", got)
 	}
 }

@@ -52,6 +52,9 @@ type fetcher struct {
 	// aliased: a record delivered from the raw response being parsed
 	// aliases its buffer (an uncompressed batch), which then is not reused.
 	aliased bool
+	// hasPaused: some of the partitions are paused, so the fetch being
+	// sent waits at most pausedWait (Source.fetchWait).
+	hasPaused bool
 }
 
 // certified is the time up to which this fetcher certifies the state of its
@@ -162,6 +165,7 @@ func (f *fetcher) run(ctx context.Context, out chan<- item) {
 			wait = min(wait, evi)
 		}
 		if len(active) > 0 {
+			f.hasPaused = len(paused) > 0
 			pfs = append(pfs, f.fetch(ctx, active)...)
 		}
 		at := f.certified()
@@ -269,7 +273,7 @@ func (f *fetcher) fetch(ctx context.Context, active []*partState) []record.Parti
 func (f *fetcher) fetchSarama(b *sarama.Broker, group []*partState) (map[record.TopicPartition]*fetchBlock, error) {
 	req := &sarama.FetchRequest{
 		Version:      fetchVersion,
-		MaxWaitTime:  int32(f.s.fetchWait(time.Now()) / time.Millisecond),
+		MaxWaitTime:  int32(f.s.fetchWait(time.Now(), f.hasPaused) / time.Millisecond),
 		MinBytes:     1,
 		MaxBytes:     f.s.cfg.FetchMaxBytes,
 		SessionEpoch: -1, // sessionless: every request names every partition

@@ -163,7 +163,7 @@ func (f *fetcher) fetchRaw(ctx context.Context, b *sarama.Broker, group []*partS
 
 // roundTrip writes one FetchRequest on c and reads its response.
 func (f *fetcher) roundTrip(c *rawConn, group []*partState) (*kmsg.FetchResponse, error) {
-	wait := f.s.fetchWait(time.Now())
+	wait := f.s.fetchWait(time.Now(), f.hasPaused)
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = fetchVersion
 	req.MaxWaitMillis = int32(wait / time.Millisecond)

@@ -81,12 +81,25 @@ func (s *Source) WantEvidence(at time.Time) {
 	s.wanted.Store(at.UnixNano())
 }
 
+// pausedWait is the longest a fetch waits while its fetcher has paused
+// partitions. The engine resumes a partition the moment the watermark
+// catches up with it, often the one that now holds the watermark; a fetcher
+// cannot add it to a fetch it has sent, and the broker holds a fetch whose
+// partitions have no data (caught up, say) for MaxWaitTime. With several
+// brokers, one fetcher each, that wait held the whole replay: 3 brokers
+// replayed at a fifth of 1 broker's rate, in steps of FetchMaxWait.
+const pausedWait = 5 * time.Millisecond
+
 // fetchWait is the MaxWaitTime of the next fetch: FetchMaxWait, shortened
-// by an evidence demand.
-func (s *Source) fetchWait(now time.Time) time.Duration {
+// by an evidence demand, and to pausedWait when paused is set (the fetcher
+// has paused partitions).
+func (s *Source) fetchWait(now time.Time, paused bool) time.Duration {
 	w := s.cfg.FetchMaxWait
 	if at := s.wanted.Load(); at != 0 {
 		w = min(w, max(time.Unix(0, at).Sub(now), minEvidenceWait))
+	}
+	if paused {
+		w = min(w, pausedWait)
 	}
 	return w
 }

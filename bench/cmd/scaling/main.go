@@ -38,6 +38,7 @@ type config struct {
 	rounds      int
 	delay       time.Duration
 	checkpoint  time.Duration // signalbox's checkpoint_interval; 0: its default
+	nbrokers    int           // brokers in the broker process
 	gogc        string        // GOGC for the signalbox runs; "": what signalbox run sets
 	bin         string        // signalbox binary; "": build it
 	vs          string        // a second signalbox binary measured in the same rounds; "": none
@@ -58,6 +59,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.profileDir, "profile-dir", "", "keep the CPU and allocation profiles (<mode>.pprof, <mode>.allocs.pprof) in this directory, for go tool pprof; empty: discard them")
 	fs.IntVar(&c.rounds, "rounds", 3, "rounds per size; each round runs every consumer once, in turn")
 	fs.DurationVar(&c.delay, "delay", time.Second, "signalbox's delay bound")
+	fs.IntVar(&c.nbrokers, "broker-count", 1, "brokers in the broker process (signalbox broker --brokers); the partitions' leaders are spread over them")
 	fs.DurationVar(&c.checkpoint, "checkpoint", 0, "signalbox's checkpoint_interval (0: its default)")
 	fs.StringVar(&c.gogc, "gogc", "", "GOGC for the signalbox runs only (empty: what signalbox run sets); set, it also turns off signalbox run's pacing of the memory limit (internal/gcpace)")
 	fs.StringVar(&c.bin, "signalbox", "", "signalbox binary (default: go build ./cmd/signalbox into a temporary directory)")
@@ -84,6 +86,9 @@ func parseFlags(args []string) (config, error) {
 			errs = append(errs, fmt.Errorf("-profile-size: %w", err))
 		}
 		c.profileSize = n
+	}
+	if c.nbrokers < 1 {
+		errs = append(errs, errors.New("-broker-count: must be at least 1"))
 	}
 	if c.rounds < 1 {
 		errs = append(errs, errors.New("-rounds: must be at least 1"))
@@ -257,7 +262,7 @@ func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap
 	if err != nil {
 		return sizeRun{}, err
 	}
-	addrs, brokerPID, stopBroker, err := startBroker(c.bin, w, filepath.Join(tmp, "broker.log"))
+	addrs, brokerPID, stopBroker, err := startBroker(c.bin, c.nbrokers, w, filepath.Join(tmp, "broker.log"))
 	if err != nil {
 		return sizeRun{}, err
 	}
@@ -376,10 +381,11 @@ func procCPU(pid int) (time.Duration, error) {
 	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }
 
-// startBroker starts `signalbox broker` with the workload's topics and
-// returns its addresses, its process id and a function that stops it.
-func startBroker(bin string, w *workload.Workload, logPath string) ([]string, int, func(), error) {
-	args := []string{"broker", "--addr", "127.0.0.1:0"}
+// startBroker starts `signalbox broker` with n brokers and the workload's
+// topics and returns its addresses, its process id and a function that
+// stops it.
+func startBroker(bin string, n int, w *workload.Workload, logPath string) ([]string, int, func(), error) {
+	args := []string{"broker", "--addr", "127.0.0.1:0", "--brokers", strconv.Itoa(n)}
 	for _, t := range w.Topics() {
 		args = append(args, "--topic", fmt.Sprintf("%s:%d", t, partitions))
 	}

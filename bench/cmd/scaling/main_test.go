@@ -39,7 +39,7 @@ func TestTinyRun(t *testing.T) {
 	}
 	var out strings.Builder
 	profiles := t.TempDir()
-	if err := run([]string{"-sizes", "2400", "-rounds", "1", "-profile-size", "2400", "-profile-dir", profiles, "-out", md, "-signalbox", bin, "-vs-gogc", "100"}, &out); err != nil {
+	if err := run([]string{"-sizes", "2400", "-rounds", "1", "-profile-size", "2400", "-profile-dir", profiles, "-out", md, "-signalbox", bin, "-vs-gogc", "100", "-broker-count", "2"}, &out); err != nil {
 		t.Fatal(err)
 	}
 	doc, err := os.ReadFile(md)
@@ -49,6 +49,9 @@ func TestTinyRun(t *testing.T) {
 	s := string(doc)
 	if !strings.HasPrefix(s, "# Benchmarks\n\nhand-written notes\n") || !strings.Contains(s, beginMark) || !strings.Contains(s, out.String()) {
 		t.Fatalf("bench.md not spliced:\n%s", s)
+	}
+	if !strings.Contains(out.String(), "One broker process of 2 brokers") {
+		t.Errorf("the data note does not say the run's 2 brokers:\n%s", out.String())
 	}
 	if !strings.Contains(out.String(), "run with GOGC=100") {
 		t.Errorf("the A/B note does not say the -vs runs' GOGC:\n%s", out.String())

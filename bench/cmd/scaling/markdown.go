@@ -41,8 +41,8 @@ func section(c config, args []string, runs []sizeRun, started time.Time) string 
 	p("Reproduce with:\n\n```\n%s\n```\n\n", cmd)
 	p("%d cores · %s · run of %s, %s · rounds per size: %d.\n\n", runtime.NumCPU(), runtime.Version(),
 		started.UTC().Format("2006-01-02 15:04 MST"), time.Since(started).Round(time.Second), c.rounds)
-	p("**Data.** One broker process (`signalbox broker`); %d topics × %d partitions of ~%d-byte JSON values, event time in field `ts` and as the Kafka timestamp, a week of event time, ≤ %v disorder inside a partition, %d keys, 16 KiB producer batches; plus the reference topic `items` (%d records, `time: none` for signalbox). signalbox's delay bound: %v; checkpoint interval: %s; GOGC: %s.\n\n",
-		topics, partitions, valueBytes, disorder, items, items, c.delay, checkpointLabel(c.checkpoint), gogcLabel(c.gogc))
+	p("**Data.** %s; %d topics × %d partitions of ~%d-byte JSON values, event time in field `ts` and as the Kafka timestamp, a week of event time, ≤ %v disorder inside a partition, %d keys, 16 KiB producer batches; plus the reference topic `items` (%d records, `time: none` for signalbox). signalbox's delay bound: %v; checkpoint interval: %s; GOGC: %s.\n\n",
+		brokerLabel(c.nbrokers), topics, partitions, valueBytes, disorder, items, items, c.delay, checkpointLabel(c.checkpoint), gogcLabel(c.gogc))
 	p("**How it is measured.** Each consumer is its own process, started after the history is produced, and reads everything up to the end offsets; within a round the consumers run one after the other (franz-go, sarama, signalbox timestamp, signalbox field), and the rounds repeat that order, so a noisy stretch of the machine hits them alike. records/s = records read (signalbox: lines in its JSONL output) ÷ the process's wall time, start-up and connection included; the median over the rounds, with the range. The ratio is to franz-go in the same round (median of the rounds' ratios). Peak RSS is the child's `ru_maxrss` (`os.ProcessState.SysUsage`), the largest over the rounds. CPU is the child's user + system time (the same rusage) per million records, the median over the rounds: on a shared machine it moves less than wall time does, and on 2 cores a consumer cannot run faster than 2 ÷ its CPU per record. Broker CPU is the broker process's user + system time while that consumer ran (from /proc), per million records: the part of the same 2 cores that serving the consumer took.\n\n")
 	if c.vs != "" {
 		p("**A/B.** `-vs %s`: in every round, each signalbox job is run again right after, by that binary, on the same data; its rows are marked \"the `-vs` binary\"", c.vs)
@@ -115,4 +115,12 @@ func checkpointLabel(d time.Duration) string {
 		return "the default (1s)"
 	}
 	return d.String()
+}
+
+// brokerLabel describes the broker process of a run with n brokers.
+func brokerLabel(n int) string {
+	if n == 1 {
+		return "One broker process (`signalbox broker`)"
+	}
+	return fmt.Sprintf("One broker process of %d brokers (`signalbox broker --brokers %d`), the partitions' leaders spread over them", n, n)
 }
