@@ -35,8 +35,8 @@ import (
 // These figures predate the pacing in tuneRuntime (internal/gcpace) and the
 // Kafka source's smaller answers (kafka.DefaultPartitionMaxRecords), and a
 // GOGC set in the environment, as -gogc does, turns the pacing off. With
-// both, a 12M replay peaked at 177–188 MiB RSS (768 records), and 12M / 1M
-// was 1.02–1.23 (docs/bench.md), so 150 stays for its CPU.
+// both, a 12M replay peaked at 172–188 MiB RSS (768 records), and 12M / 1M
+// was 0.87–1.23 (docs/bench.md), so 150 stays for its CPU.
 const GCPercent = 150
 
 // tuneRuntime bounds the Go runtime for the job, unless GOGC and GOMEMLIMIT
