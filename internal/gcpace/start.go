@@ -16,7 +16,7 @@ var samples = []string{
 	"/memory/classes/heap/objects:bytes",  // the heap's objects
 }
 
-// tuner is Start's state: the hook and Stop share it.
+// tuner is Start's state, shared by the hook and the stop function.
 type tuner struct {
 	mu      sync.Mutex
 	p       *Pacer
