@@ -161,7 +161,7 @@ func (q *Queue[V]) trim() {
 	for k := range q.buckets {
 		total += cap(q.buckets[k])
 	}
-	peak := max(q.peak, q.len)
+	peak := q.peak // ≥ q.len: Push raises it, only trim and Clear lower it
 	q.peak = q.len
 	if total <= keepFactor*peak+len(q.buckets)*keepFloor {
 		return

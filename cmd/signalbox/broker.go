@@ -23,6 +23,9 @@ func newBrokerCmd() *cobra.Command {
 		Short: "Run the embedded Kafka-protocol broker (kfake) until signalled, for local development",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if brokers < 1 {
+				return usageError(fmt.Errorf("--brokers: must be at least 1, got %d", brokers))
+			}
 			opts := []embedded.Option{embedded.WithDefaultPartitions(partitions), embedded.WithAutoCreateTopics(), embedded.WithBrokers(brokers)}
 			for _, t := range topics {
 				name, n, err := parseTopic(t)

@@ -97,6 +97,7 @@ func TestUsageErrors(t *testing.T) {
 		{"run", "--no-such-flag"},
 		{"--log-format", "xml", "validate", "-c", "x"},
 		{"broker", "--topic", "t:zero"},
+		{"broker", "--brokers", "0"},
 		{"demo", "--admin-addr", "9321"},
 	} {
 		if code, _, errs := cli(t, context.Background(), args...); code != 2 {

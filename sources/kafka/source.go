@@ -82,13 +82,16 @@ func (s *Source) WantEvidence(at time.Time) {
 }
 
 // pausedWait is the longest a fetch waits while its fetcher has paused
-// partitions. The engine resumes a partition the moment the watermark
-// catches up with it, often the one that now holds the watermark; a fetcher
-// cannot add it to a fetch it has sent, and the broker holds a fetch whose
-// partitions have no data (caught up, say) for MaxWaitTime. With several
-// brokers, one fetcher each, that wait held the whole replay: 3 brokers
-// replayed at a fifth of 1 broker's rate, in steps of FetchMaxWait.
-const pausedWait = 5 * time.Millisecond
+// partitions: as short as an evidence demand may make it, so a fetcher
+// still sends at most one fetch per minEvidenceWait. The engine resumes a
+// partition the moment the watermark catches up with it, often the one that
+// now holds the watermark; a fetcher cannot add it to a fetch it has sent,
+// and the broker holds a fetch whose partitions have no data (caught up,
+// say) for MaxWaitTime. With several brokers, one fetcher each, that wait
+// held the whole replay back: with 3 brokers it ran in steps of
+// FetchMaxWait, at 0.20× franz-go's rate against 0.45× with this bound
+// (docs/bench.md).
+const pausedWait = minEvidenceWait
 
 // fetchWait is the MaxWaitTime of the next fetch: FetchMaxWait, shortened
 // by an evidence demand, and to pausedWait when paused is set (the fetcher
