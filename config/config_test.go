@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -307,8 +308,21 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(minimal + "state: {memory: 1.5GiB}\ninputs: &a [*a]"))
 	f.Add([]byte("sinks: [{type: jsonl, buffer_size: 1e400k}]\ndead_letter: {type: kafka}"))
 	f.Add([]byte("x: &x {topic: a, time: none}\ninputs: [{<<: *x, key: field}, *x]\nbatch_size: 0x10\nsasl: ~\ntls: {enabled: yes}"))
+	f.Add([]byte(minimal + "until: live\nuntil: end-offsets\n"))
+	f.Add([]byte("a: &a {enabled: true}\nb: &b {<<: [*a, *a]}\ntls: {<<: [*b, *b], <<: *a}\n"))
+	bombs, _ := filepath.Glob("testdata/bombs/*.yaml")
+	for _, b := range bombs {
+		data, err := os.ReadFile(b)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		j, err := Parse(data)
+		j, nodes, err := parse(data)
+		if nodes > MaxNodes { // what bounds the decoder's time and memory
+			t.Fatalf("the decoder visited %d nodes, beyond MaxNodes", nodes)
+		}
 		if j == nil {
 			if err == nil {
 				t.Fatal("nil job without an error")
