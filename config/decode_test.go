@@ -65,7 +65,6 @@ func TestBombsRefused(t *testing.T) {
 	}
 }
 
-
 // TestExpansionBounds: the bounds hold at their edges, and a cycle or a deep
 // nest is refused with the line to blame.
 func TestExpansionBounds(t *testing.T) {
