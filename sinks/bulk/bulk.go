@@ -28,6 +28,14 @@ const (
 	DefaultTimeout  = 30 * time.Second
 )
 
+// The ranges Validate enforces: a request beyond 100 MiB is beyond what an
+// Elasticsearch or OpenSearch node accepts (http.max_content_length).
+const (
+	MaxMaxDocs  = 100_000
+	MaxMaxBytes = 100 << 20
+	MaxLinger   = time.Minute
+)
+
 // ErrClosed is returned by calls made after Close.
 var ErrClosed = errors.New("bulk: sink closed")
 
@@ -82,10 +90,10 @@ func (c *Config) EnsureDefaults() {
 	if c.Client == nil {
 		c.Client = &http.Client{Timeout: DefaultTimeout}
 	}
-	if c.MaxDocs <= 0 {
+	if c.MaxDocs == 0 {
 		c.MaxDocs = DefaultMaxDocs
 	}
-	if c.MaxBytes <= 0 {
+	if c.MaxBytes == 0 {
 		c.MaxBytes = DefaultMaxBytes
 	}
 	if c.Linger == 0 {
@@ -98,7 +106,8 @@ func (c *Config) EnsureDefaults() {
 }
 
 // Validate reports every configuration error, each naming its field as the
-// job file does (url, index), joined in one error.
+// job file does (url, index, max_docs, max_bytes, linger), joined in one
+// error. Call EnsureDefaults first to accept zero values.
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
@@ -111,6 +120,15 @@ func (c *Config) Validate() error {
 	}
 	if c.Index == "" {
 		bad("index", "required for a bulk sink")
+	}
+	if c.MaxDocs < 0 || c.MaxDocs > MaxMaxDocs {
+		bad("max_docs", "%d is out of range: must be from 1 to 100000", c.MaxDocs)
+	}
+	if c.MaxBytes < 0 || c.MaxBytes > MaxMaxBytes {
+		bad("max_bytes", "%d bytes is out of range: must be from 1 B to 100 MiB", c.MaxBytes)
+	}
+	if c.Linger > MaxLinger {
+		bad("linger", "%v is out of range: must be at most 1m", c.Linger)
 	}
 	return errors.Join(errs...)
 }
