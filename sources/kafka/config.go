@@ -257,11 +257,11 @@ func (c *Config) Validate() error {
 	if c.FetchMaxWait < 0 || c.FetchMaxWait > 10*time.Second {
 		bad("fetch_max_wait", "%v is out of range: must be from 0 to 10s", c.FetchMaxWait)
 	}
-	if c.FetchMaxBytes < 1<<10 || c.FetchMaxBytes > 1<<30 {
-		bad("fetch_max_bytes", "%d bytes is out of range: must be from 1 KiB to 1 GiB", c.FetchMaxBytes)
+	if c.FetchMaxBytes < 1 || c.FetchMaxBytes > 1<<30 {
+		bad("fetch_max_bytes", "%d bytes is out of range: must be from 1 B to 1 GiB", c.FetchMaxBytes)
 	}
-	if c.PartitionMaxBytes < 1<<10 || c.PartitionMaxBytes > 1<<30 {
-		bad("partition_max_bytes", "%d bytes is out of range: must be from 1 KiB to 1 GiB", c.PartitionMaxBytes)
+	if c.PartitionMaxBytes < 1 || c.PartitionMaxBytes > 1<<30 {
+		bad("partition_max_bytes", "%d bytes is out of range: must be from 1 B to 1 GiB", c.PartitionMaxBytes)
 	}
 	if c.RetryBackoff < time.Millisecond || c.RetryBackoff > time.Minute {
 		bad("retry_backoff", "%v is out of range: must be from 1ms to 1m", c.RetryBackoff)
