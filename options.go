@@ -148,7 +148,7 @@ func WithSink(s Sink) Option { return func(c *config) { c.sinks = append(c.sinks
 func WithDeadLetter(s Sink) Option { return func(c *config) { c.deadLetter = s } }
 
 // WithDelay sets the delay bound: how far behind the newest event time the
-// watermark stays. Default 0.
+// watermark stays. Default 0; at most MaxDelay.
 func WithDelay(d time.Duration) Option { return func(c *config) { c.delay = d } }
 
 // WithLatePolicy sets the late policy. Default LateEmit.
@@ -174,12 +174,13 @@ func WithFilter(f Filter) Option { return func(c *config) { c.filter = f } }
 // leaves Value one line of valid JSON may set it again.
 func WithTransform(t Transform) Option { return func(c *config) { c.transform = t } }
 
-// WithBatchSize bounds how many records one release batch holds. Default 4096.
+// WithBatchSize bounds how many records one release batch holds. Default
+// 4096; from 1 to MaxBatchSize.
 func WithBatchSize(n int) Option { return func(c *config) { c.batchSize = n } }
 
 // WithMaxInflightBatches bounds how many release batches may wait for the
 // sinks. When the sinks lag this far, signalbox stops polling the source and
-// Kafka keeps the backlog. Default 16.
+// Kafka keeps the backlog. Default 16; from 1 to MaxInflightBatches.
 func WithMaxInflightBatches(n int) Option { return func(c *config) { c.maxInflight = n } }
 
 // WithMaxInflightBytes bounds the bytes (record.Record.Size) of released
@@ -194,17 +195,18 @@ func WithMaxInflightBatches(n int) Option { return func(c *config) { c.maxInflig
 func WithMaxInflightBytes(n int64) Option { return func(c *config) { c.inflightBytes = n } }
 
 // WithCheckpointInterval sets how often sinks are flushed, a checkpoint is
-// taken and offsets are committed. Default 1s.
+// taken and offsets are committed. Default 1s; above 0, at most
+// MaxCheckpointInterval.
 func WithCheckpointInterval(d time.Duration) Option { return func(c *config) { c.checkpointEvery = d } }
 
 // WithStaleAfter turns a partition Unknown, holding the watermark, when the
 // source has reported no evidence for it for d. Default 0: off (the source
-// reports failures itself).
+// reports failures itself); at most MaxStaleAfter.
 func WithStaleAfter(d time.Duration) Option { return func(c *config) { c.staleAfter = d } }
 
 // WithTick sets how often a live pipeline re-evaluates the processing-time
-// watermark when nothing else happens. Default 50ms; parked records also
-// schedule their own exact release time.
+// watermark when nothing else happens. Default 50ms; from MinTick to
+// MaxTick. Parked records also schedule their own exact release time.
 func WithTick(d time.Duration) Option { return func(c *config) { c.tick = d } }
 
 // WithStrategy replaces the offset gate with another watermark strategy:
