@@ -400,7 +400,7 @@ const (
 	MaxAlignment          = 30 * 24 * time.Hour  // WithAlignment: 0 (off) to 30 days
 	MaxParkedLimit        = 1 << 40              // WithParkedLimit: 0 (off) to 1 TiB
 	MaxMaxFuture          = 365 * 24 * time.Hour // WithMaxFuture: 0 (off) to 365 days
-	MaxFlushLinger        = time.Minute          // WithFlushLinger: 0 to 1m
+	MaxFlushLinger        = time.Hour            // WithFlushLinger: 0 to 1h
 )
 
 // ValidateOptions reports every size and interval among opts that is out of
@@ -437,6 +437,6 @@ func (c *config) validateRanges() []error {
 	check("align", c.align >= 0 && c.align <= MaxAlignment, c.align, "must be ≥ 0 and at most 720h (30 days)")
 	check("parked_limit", c.parkedLimit >= 0 && c.parkedLimit <= MaxParkedLimit, c.parkedLimit, "must be ≥ 0 and at most 1 TiB")
 	check("max_future", c.maxFuture >= 0 && c.maxFuture <= MaxMaxFuture, c.maxFuture, "must be ≥ 0 and at most 8760h (365 days)")
-	check("flush_linger", c.flushLinger >= 0 && c.flushLinger <= MaxFlushLinger, c.flushLinger, "must be ≥ 0 and at most 1m")
+	check("flush_linger", c.flushLinger >= 0 && c.flushLinger <= MaxFlushLinger, c.flushLinger, "must be ≥ 0 and at most 1h")
 	return errs
 }
