@@ -68,13 +68,15 @@ type Config struct {
 	Client *http.Client
 	// Header is added to every request (authentication, for example).
 	Header http.Header
-	// MaxDocs closes a request at this many documents. Default 1000.
+	// MaxDocs closes a request at this many documents. Default 1000; at
+	// most MaxMaxDocs.
 	MaxDocs int
-	// MaxBytes closes a request at this many NDJSON bytes. Default 5 MiB.
+	// MaxBytes closes a request at this many NDJSON bytes. Default 5 MiB;
+	// at most MaxMaxBytes.
 	MaxBytes int
 	// Linger sends a non-empty, non-full request this long after its first
 	// document was written. Default 200ms. Negative disables the timer
-	// (only count, bytes and Flush close a request).
+	// (only count, bytes and Flush close a request). At most MaxLinger.
 	Linger time.Duration
 	// Retry is the backoff for 429, 5xx and transport errors. Zero value:
 	// the retry package defaults (100ms doubling to 10s, ±20%, 2m budget).

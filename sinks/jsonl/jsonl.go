@@ -26,7 +26,8 @@ const DefaultBufferSize = 256 << 10
 // Options configure a Sink. The zero value is valid.
 type Options struct {
 	// BufferSize is the size of the write buffer in bytes. Default
-	// DefaultBufferSize (256 KiB). A full buffer is written out during Write.
+	// DefaultBufferSize (256 KiB); from MinBufferSize to MaxBufferSize. A
+	// full buffer is written out during Write.
 	BufferSize int
 	// Sync makes every Flush (and Close) of a file sink call fsync after
 	// writing, so that an acknowledgement survives a machine crash, not only

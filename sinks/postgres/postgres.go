@@ -48,7 +48,7 @@ type Config struct {
 	// by an earlier build: the tables must then already have it.
 	NoCreate bool
 	// MaxBatch is the number of buffered rows at which Write commits them
-	// before accepting more. Default 10000.
+	// before accepting more. Default 10000; at most MaxMaxBatch.
 	MaxBatch int
 }
 
