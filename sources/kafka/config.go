@@ -250,7 +250,8 @@ func (c *Config) Validate() error {
 	if c.Isolation != ReadCommitted && c.Isolation != ReadUncommitted {
 		bad("isolation", "%q is not one of %s, %s", c.Isolation, ReadCommitted, ReadUncommitted)
 	}
-	// The ranges of the sizes and intervals (docs/config.md).
+	// The ranges of the sizes and intervals: beyond them a value costs
+	// memory or a core, or means nothing.
 	if c.DiscoveryInterval >= 0 && (c.DiscoveryInterval < MinDiscoveryInterval || c.DiscoveryInterval > time.Hour) {
 		bad("discovery_interval", "%v is out of range: must be from 100ms to 1h", c.DiscoveryInterval)
 	}
