@@ -2,10 +2,10 @@ package wire
 
 import (
 	"encoding/binary"
-	"encoding/hex"
-	"errors"
+		"errors"
 	"fmt"
 
+	"github.com/signalbox/signalbox/formats/value"
 	"github.com/signalbox/signalbox/record"
 )
 
@@ -107,7 +107,7 @@ func parseID(b []byte, where string, guidOK bool) (Frame, []byte, error) {
 		if len(b) < 17 {
 			return Frame{}, nil, bad("%s is %d bytes, shorter than magic byte and GUID", where, len(b))
 		}
-		return Frame{GUID: FormatGUID(b[1:17])}, b[17:], nil
+		return Frame{GUID: value.FormatUUID(b[1:17])}, b[17:], nil
 	}
 	return Frame{}, nil, bad("%s starts with byte 0x%02x, not a magic byte", where, b[0])
 }
@@ -149,19 +149,4 @@ func Header(headers []record.Header, name string) ([]byte, bool) {
 		}
 	}
 	return nil, false
-}
-
-// FormatGUID renders 16 bytes as a canonical 8-4-4-4-12 GUID.
-func FormatGUID(g []byte) string {
-	var s [36]byte
-	hex.Encode(s[0:8], g[0:4])
-	s[8] = '-'
-	hex.Encode(s[9:13], g[4:6])
-	s[13] = '-'
-	hex.Encode(s[14:18], g[6:8])
-	s[18] = '-'
-	hex.Encode(s[19:23], g[8:10])
-	s[23] = '-'
-	hex.Encode(s[24:36], g[10:16])
-	return string(s[:])
 }

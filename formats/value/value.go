@@ -1,0 +1,201 @@
+// Package value holds what every schema'd decoder shares: the Field a
+// dotted path resolves to, and the JSON rendering helpers behind the rules
+// in docs/sinks.md ("Schema'd values"). It imports only the standard
+// library.
+//
+// Invariants:
+//
+//  1. Every Append* function appends valid JSON (UTF-8, escaped as
+//     encoding/json would) and never fails: bytes that are not valid UTF-8
+//     in a string become U+FFFD, non-finite floats become the strings
+//     "NaN", "Infinity" and "-Infinity".
+//  2. The rendering of a value is a pure function of the value: the same
+//     record renders to the same bytes on every run.
+package value
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Kind is what a decoded field holds.
+type Kind int
+
+// The kinds of a Field.
+const (
+	KindNull   Kind = iota
+	KindTime        // a logical timestamp or date: Time is set
+	KindString      // Text is the string
+	KindNumber      // Text is the number's decimal text
+	KindBool        // Text is "true" or "false"
+	KindOther       // bytes, records, arrays, maps: Text is the rendered JSON
+)
+
+// Field is the value at a dotted path of a decoded record.
+type Field struct {
+	Kind Kind
+	// Time is the instant of a logical timestamp or date (KindTime), in UTC.
+	Time time.Time
+	// Text is the field's text (see Kind); for KindTime, its RFC 3339 form.
+	Text string
+}
+
+// SplitPath splits a dotted path ("meta.ts") into its names; it reports
+// false for an empty path or an empty name.
+func SplitPath(p string) ([]string, bool) {
+	if p == "" {
+		return nil, false
+	}
+	names := strings.Split(p, ".")
+	for _, n := range names {
+		if n == "" {
+			return nil, false
+		}
+	}
+	return names, true
+}
+
+// AppendString appends s as a JSON string.
+func AppendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigit[c>>4], hexDigit[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigit[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+const hexDigit = "0123456789abcdef"
+
+// AppendBytes appends raw as a JSON string of its standard base64 (with
+// padding).
+func AppendBytes(b []byte, raw []byte) []byte {
+	b = append(b, '"')
+	b = base64.StdEncoding.AppendEncode(b, raw)
+	return append(b, '"')
+}
+
+// AppendFloat appends f as a JSON number (shortest form that reads back
+// exactly at the given bit size), or a string for NaN and ±Inf.
+func AppendFloat(b []byte, f float64, bits int) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(b, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(b, `"Infinity"`...)
+	case math.IsInf(f, -1):
+		return append(b, `"-Infinity"`...)
+	}
+	return strconv.AppendFloat(b, f, 'g', -1, bits)
+}
+
+// AppendTime appends t in UTC as an RFC 3339 JSON string with exactly
+// digits fractional-second digits (0, 3, 6 or 9).
+func AppendTime(b []byte, t time.Time, digits int) []byte {
+	b = append(b, '"')
+	b = appendTimeText(b, t, digits)
+	return append(b, '"')
+}
+
+func appendTimeText(b []byte, t time.Time, digits int) []byte {
+	layout := "2006-01-02T15:04:05Z07:00"
+	switch digits {
+	case 3:
+		layout = "2006-01-02T15:04:05.000Z07:00"
+	case 6:
+		layout = "2006-01-02T15:04:05.000000Z07:00"
+	case 9:
+		layout = "2006-01-02T15:04:05.000000000Z07:00"
+	}
+	return t.UTC().AppendFormat(b, layout)
+}
+
+// TimeText is t in UTC as RFC 3339 with digits fractional digits.
+func TimeText(t time.Time, digits int) string { return string(appendTimeText(nil, t, digits)) }
+
+// AppendDate appends t's UTC date as a JSON string "YYYY-MM-DD" (an RFC 3339
+// full-date).
+func AppendDate(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, "2006-01-02")
+	return append(b, '"')
+}
+
+// AppendTimeOfDay appends d (since midnight) as a JSON string
+// "HH:MM:SS.fff" with digits fractional digits (an RFC 3339 partial-time).
+// A d outside [0, 24h) is no time of day: it is appended as a number of
+// unit instead.
+func AppendTimeOfDay(b []byte, d, unit time.Duration, digits int) []byte {
+	if d < 0 || d >= 24*time.Hour {
+		return strconv.AppendInt(b, int64(d/unit), 10)
+	}
+	layout := "15:04:05"
+	switch digits {
+	case 3:
+		layout = "15:04:05.000"
+	case 6:
+		layout = "15:04:05.000000"
+	}
+	b = append(b, '"')
+	b = time.Unix(0, 0).UTC().Add(d).AppendFormat(b, layout)
+	return append(b, '"')
+}
+
+// FormatUUID renders 16 bytes as a canonical 8-4-4-4-12 lowercase UUID.
+func FormatUUID(g []byte) string {
+	var s [36]byte
+	hex.Encode(s[0:8], g[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], g[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], g[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], g[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:36], g[10:16])
+	return string(s[:])
+}
