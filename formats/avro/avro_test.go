@@ -71,7 +71,7 @@ func TestConversionTable(t *testing.T) {
 		{"double", `"double"`, "", 0.1, `0.1`},
 		{"double NaN", `"double"`, "", math.NaN(), `"NaN"`},
 		{"double -Inf", `"double"`, "", math.Inf(-1), `"-Infinity"`},
-		{"string escaped", `"string"`, "", "h\u00e9\"q\"\n<\x01", `"h`+"\u00e9"+`\"q\"\n\u003c\u0001"`},
+		{"string escaped", `"string"`, "", "h\u00e9\"q\"\n<\x01", `"h` + "\u00e9" + `\"q\"\n<\u0001"`},
 		{"bytes base64", `"bytes"`, "", []byte{0, 1, 2, 255}, `"AAEC/w=="`},
 		{"fixed base64", `{"type":"fixed","name":"F4","size":4}`, "", [4]byte{1, 2, 3, 4}, `"AQIDBA=="`},
 		{"enum symbol", `{"type":"enum","name":"E","symbols":["A","B"]}`, "", "B", `"B"`},

@@ -5,8 +5,8 @@
 //
 // Invariants:
 //
-//  1. Every Append* function appends valid JSON (UTF-8, escaped as
-//     encoding/json would) and never fails: bytes that are not valid UTF-8
+//  1. Every Append* function appends valid JSON (UTF-8, escaped only as
+//     JSON requires, like protojson, with no HTML escaping) and never fails: bytes that are not valid UTF-8
 //     in a string become U+FFFD, non-finite floats become the strings
 //     "NaN", "Infinity" and "-Infinity".
 //  2. The rendering of a value is a pure function of the value: the same
@@ -33,7 +33,7 @@ const (
 	KindString      // Text is the string
 	KindNumber      // Text is the number's decimal text
 	KindBool        // Text is "true" or "false"
-	KindOther       // bytes, records, arrays, maps: Text is the rendered JSON
+	KindOther       // bytes, records, arrays, maps: Text is the rendered JSON (empty for a Protobuf list or map)
 )
 
 // Field is the value at a dotted path of a decoded record.
@@ -67,7 +67,7 @@ func AppendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if c >= 0x20 && c != '"' && c != '\\' {
 				i++
 				continue
 			}
@@ -92,13 +92,6 @@ func AppendString(b []byte, s string) []byte {
 		if r == utf8.RuneError && size == 1 {
 			b = append(b, s[start:i]...)
 			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigit[r&0xf])
 			i += size
 			start = i
 			continue

@@ -2,7 +2,7 @@ package wire
 
 import (
 	"encoding/binary"
-		"errors"
+	"errors"
 	"fmt"
 
 	"github.com/signalbox/signalbox/formats/value"
