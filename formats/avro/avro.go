@@ -18,6 +18,7 @@ type Codec struct {
 	schema *avro.Schema
 	root   *avro.SchemaNode
 	named  map[string]*avro.SchemaNode // full name → definition, for recursive references
+	t      *tnode                      // the transcoder's tree
 }
 
 // Compile parses text, after the schemas it references (dependencies
@@ -35,6 +36,8 @@ func Compile(text string, references []string) (*Codec, error) {
 	}
 	c := &Codec{schema: s, root: s.Root().ExpandReferences(), named: map[string]*avro.SchemaNode{}}
 	c.index(c.root)
+	c.t = c.compileT(c.root, map[string]*tnode{})
+	setMinBytes(c.t, map[*tnode]bool{})
 	return c, nil
 }
 
@@ -82,28 +85,41 @@ func (c *Codec) deref(n *avro.SchemaNode) *avro.SchemaNode {
 // Value is one decoded body.
 type Value struct {
 	c    *Codec
-	tree any
+	body []byte
 	json []byte
 }
 
 // JSON is the value rendered as JSON.
 func (v *Value) JSON() []byte { return v.json }
 
-// Decode decodes body and renders it.
+// Decode decodes body and renders it, in one pass (transcode).
 func (c *Codec) Decode(body []byte) (*Value, error) {
-	var tree any
-	rest, err := c.schema.Decode(body, &tree, avro.TaggedUnions(), avro.TagLogicalTypes())
+	out, rest, err := transcode(make([]byte, 0, 2*len(body)+16), body, c.t, 0)
 	if err != nil {
-		return nil, fmt.Errorf("avro: %w", err)
+		return nil, err
 	}
 	if len(rest) != 0 {
 		return nil, fmt.Errorf("avro: %d bytes left after the value", len(rest))
 	}
+	return &Value{c: c, body: body, json: out}, nil
+}
+
+// decodeReference decodes body through the library into a generic value
+// and renders that: the reference the transcoder is checked against.
+func (c *Codec) decodeReference(body []byte) (any, []byte, error) {
+	var tree any
+	rest, err := c.schema.Decode(body, &tree, avro.TaggedUnions(), avro.TagLogicalTypes())
+	if err != nil {
+		return nil, nil, fmt.Errorf("avro: %w", err)
+	}
+	if len(rest) != 0 {
+		return nil, nil, fmt.Errorf("avro: %d bytes left after the value", len(rest))
+	}
 	out, err := c.render(make([]byte, 0, 2*len(body)+16), c.root, tree)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &Value{c: c, tree: tree, json: out}, nil
+	return tree, out, nil
 }
 
 var errShape = errors.New("avro: decoded value does not match its schema")
@@ -187,10 +203,13 @@ func (c *Codec) render(b []byte, n *avro.SchemaNode, v any) ([]byte, error) {
 		}
 		return value.AppendTime(b, x, timeDigits(n.LogicalType)), nil
 	case time.Duration:
-		if n.LogicalType == "time-micros" {
-			return value.AppendTimeOfDay(b, x, time.Microsecond, 6), nil
+		if x < 0 || x >= 24*time.Hour {
+			return nil, fmt.Errorf("%w: %s outside a day", errShape, n.LogicalType)
 		}
-		return value.AppendTimeOfDay(b, x, time.Millisecond, 3), nil
+		if n.LogicalType == "time-micros" {
+			return value.AppendTimeOfDay(b, x, 6), nil
+		}
+		return value.AppendTimeOfDay(b, x, 3), nil
 	case avro.Duration:
 		b = append(b, `{"months":`...)
 		b = strconv.AppendUint(b, uint64(x.Months), 10)
@@ -290,9 +309,12 @@ func decimalText(r *big.Rat, n *avro.SchemaNode) string {
 	return r.FloatString(max(twos, fives))
 }
 
-// Lookup returns the field at path (record fields and map keys, through
-// unions), and false when there is none.
-func (v *Value) Lookup(path []string) (value.Field, bool) {
+// lookupReference is Lookup on the library's generic value.
+func (c *Codec) lookupReference(tree any, path []string) (value.Field, bool) {
+	v := &struct {
+		c    *Codec
+		tree any
+	}{c, tree}
 	n, x := v.c.root, v.tree
 	for _, name := range path {
 		var ok bool
@@ -341,6 +363,8 @@ func (v *Value) Lookup(path []string) (value.Field, bool) {
 		}
 	case string:
 		return value.Field{Kind: value.KindString, Text: t}, true
+	case [16]byte:
+		return value.Field{Kind: value.KindString, Text: value.FormatUUID(t[:])}, true
 	case bool:
 		return value.Field{Kind: value.KindBool, Text: strconv.FormatBool(t)}, true
 	}

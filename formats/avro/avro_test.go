@@ -115,13 +115,17 @@ func TestConversionTable(t *testing.T) {
 			if writer == "" {
 				writer = c.typ
 			}
-			v, err := compile(t, c.typ).Decode(encode(t, writer, c.v))
+			codec, body := compile(t, c.typ), encode(t, writer, c.v)
+			v, err := codec.Decode(body)
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := `{"f":` + c.want + `}`
 			if got := string(v.JSON()); got != want {
 				t.Fatalf("got  %s\nwant %s", got, want)
+			}
+			if ref, err := codec.DecodeReference(body); err != nil || string(ref) != want {
+				t.Fatalf("library path: %s, %v", ref, err)
 			}
 			if !json.Valid(v.JSON()) {
 				t.Fatalf("invalid JSON %s", v.JSON())
@@ -173,7 +177,8 @@ func TestLookup(t *testing.T) {
 		"n":    2.5,
 		"tags": map[string]any{"x": int32(3)},
 	})
-	v, err := compile(t, typ).Decode(body)
+	codec := compile(t, typ)
+	v, err := codec.Decode(body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,6 +200,9 @@ func TestLookup(t *testing.T) {
 		got, ok := v.Lookup(p)
 		if !ok || got.Kind != c.want.Kind || !got.Time.Equal(c.want.Time) || got.Text != c.want.Text {
 			t.Errorf("%s: got %+v %v, want %+v", c.path, got, ok, c.want)
+		}
+		if ref, ok := codec.LookupReference(body, p); !ok || ref != got {
+			t.Errorf("%s: library path %+v %v, transcoder %+v", c.path, ref, ok, got)
 		}
 	}
 	for _, p := range []string{"f.nope", "f.meta.ts.deeper", "f.tags.y", "g"} {
@@ -218,6 +226,9 @@ func TestBadBodies(t *testing.T) {
 		"huge array count":   append([]byte{0x02, 'x'}, 0xfe, 0xff, 0xff, 0xff, 0x0f),
 		"empty":              {},
 	} {
+		if js, err := c.DecodeReference(body); err == nil {
+			t.Errorf("%s: the library path decoded %s", name, js)
+		}
 		if v, err := c.Decode(body); err == nil {
 			t.Errorf("%s: decoded %s", name, v.JSON())
 		} else if !strings.HasPrefix(err.Error(), "avro: ") {

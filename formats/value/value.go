@@ -158,14 +158,10 @@ func AppendDate(b []byte, t time.Time) []byte {
 	return append(b, '"')
 }
 
-// AppendTimeOfDay appends d (since midnight) as a JSON string
-// "HH:MM:SS.fff" with digits fractional digits (an RFC 3339 partial-time).
-// A d outside [0, 24h) is no time of day: it is appended as a number of
-// unit instead.
-func AppendTimeOfDay(b []byte, d, unit time.Duration, digits int) []byte {
-	if d < 0 || d >= 24*time.Hour {
-		return strconv.AppendInt(b, int64(d/unit), 10)
-	}
+// AppendTimeOfDay appends d (since midnight, in [0, 24h)) as a JSON
+// string "HH:MM:SS.fff" with digits (0, 3 or 6) fractional digits (an
+// RFC 3339 partial-time).
+func AppendTimeOfDay(b []byte, d time.Duration, digits int) []byte {
 	layout := "15:04:05"
 	switch digits {
 	case 3:

@@ -23,8 +23,8 @@ func TestAppend(t *testing.T) {
 		{string(value.AppendTime(nil, time.Date(2024, 1, 2, 3, 4, 5, 6000, time.FixedZone("X", 3600)), 6)), `"2024-01-02T02:04:05.000006Z"`},
 		{string(value.AppendTime(nil, time.Unix(0, 0), 0)), `"1970-01-01T00:00:00Z"`},
 		{string(value.AppendDate(nil, time.Date(2024, 2, 29, 23, 0, 0, 0, time.UTC))), `"2024-02-29"`},
-		{string(value.AppendTimeOfDay(nil, 25*time.Hour, time.Millisecond, 3)), `90000000`},
-		{string(value.AppendTimeOfDay(nil, time.Second+time.Millisecond, time.Millisecond, 3)), `"00:00:01.001"`},
+		{string(value.AppendTimeOfDay(nil, time.Second+time.Millisecond, 3)), `"00:00:01.001"`},
+		{string(value.AppendTimeOfDay(nil, 23*time.Hour+59*time.Minute+59*time.Second+999999*time.Microsecond, 6)), `"23:59:59.999999"`},
 		{value.FormatUUID([]byte{0x89, 0x79, 0x17, 0x62, 0x23, 0x36, 0x41, 0x86, 0x96, 0x74, 0x29, 0x9b, 0x90, 0xa8, 0x02, 0xe2}), "89791762-2336-4186-9674-299b90a802e2"},
 	} {
 		if c.got != c.want {
