@@ -65,30 +65,24 @@ func BenchmarkAvroLibraries(b *testing.B) {
 			}
 		}
 	})
+	c, err := avro.Compile(benchSchema, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.Run("twmb-json", func(b *testing.B) {
-		c, err := avro.Compile(benchSchema, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			if _, err := c.DecodeReference(body); err != nil {
-				b.Fatal(err)
-			}
-		}
+		benchJSON(b, body, func() error { _, err := c.DecodeReference(body); return err })
 	})
 	b.Run("transcode-json", func(b *testing.B) {
-		c, err := avro.Compile(benchSchema, nil)
-		if err != nil {
+		benchJSON(b, body, func() error { _, err := c.Decode(body); return err })
+	})
+}
+
+func benchJSON(b *testing.B, body []byte, decode func() error) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if err := decode(); err != nil {
 			b.Fatal(err)
 		}
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			if _, err := c.Decode(body); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	}
 }

@@ -1,14 +1,14 @@
 // Package value holds what every schema'd decoder shares: the Field a
 // dotted path resolves to, and the JSON rendering helpers behind the rules
-// in docs/sinks.md ("Schema'd values"). It imports only the standard
-// library.
+// in docs/sinks.md ("Schema'd values"). Beyond the standard library it
+// imports only sinks/envelope, for its JSON string escaping.
 //
 // Invariants:
 //
-//  1. Every Append* function appends valid JSON (UTF-8, escaped only as
-//     JSON requires, like protojson, with no HTML escaping) and never fails: bytes that are not valid UTF-8
-//     in a string become U+FFFD, non-finite floats become the strings
-//     "NaN", "Infinity" and "-Infinity".
+//  1. Every Append* function appends valid JSON and never fails: strings
+//     are escaped as the sinks' envelope escapes them (no HTML escaping),
+//     bytes that are not valid UTF-8 in a string become U+FFFD, non-finite
+//     floats become the strings "NaN", "Infinity" and "-Infinity".
 //  2. The rendering of a value is a pure function of the value: the same
 //     record renders to the same bytes on every run.
 package value
@@ -20,7 +20,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/signalbox/signalbox/sinks/envelope"
 )
 
 // Kind is what a decoded field holds.
@@ -60,49 +61,9 @@ func SplitPath(p string) ([]string, bool) {
 	return names, true
 }
 
-// AppendString appends s as a JSON string.
-func AppendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigit[c>>4], hexDigit[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-const hexDigit = "0123456789abcdef"
+// AppendString appends s as a JSON string: the envelope's escaping, so a
+// decoded string reads the same as a raw one in a sink's envelope.
+func AppendString(b []byte, s string) []byte { return envelope.AppendString(b, s) }
 
 // AppendBytes appends raw as a JSON string of its standard base64 (with
 // padding).
@@ -135,16 +96,20 @@ func AppendTime(b []byte, t time.Time, digits int) []byte {
 }
 
 func appendTimeText(b []byte, t time.Time, digits int) []byte {
-	layout := "2006-01-02T15:04:05Z07:00"
+	return t.UTC().AppendFormat(b, "2006-01-02T"+clockLayout(digits)+"Z07:00")
+}
+
+// clockLayout is the time layout of a clock with digits fraction digits.
+func clockLayout(digits int) string {
 	switch digits {
 	case 3:
-		layout = "2006-01-02T15:04:05.000Z07:00"
+		return "15:04:05.000"
 	case 6:
-		layout = "2006-01-02T15:04:05.000000Z07:00"
+		return "15:04:05.000000"
 	case 9:
-		layout = "2006-01-02T15:04:05.000000000Z07:00"
+		return "15:04:05.000000000"
 	}
-	return t.UTC().AppendFormat(b, layout)
+	return "15:04:05"
 }
 
 // TimeText is t in UTC as RFC 3339 with digits fractional digits.
@@ -162,15 +127,8 @@ func AppendDate(b []byte, t time.Time) []byte {
 // string "HH:MM:SS.fff" with digits (0, 3 or 6) fractional digits (an
 // RFC 3339 partial-time).
 func AppendTimeOfDay(b []byte, d time.Duration, digits int) []byte {
-	layout := "15:04:05"
-	switch digits {
-	case 3:
-		layout = "15:04:05.000"
-	case 6:
-		layout = "15:04:05.000000"
-	}
 	b = append(b, '"')
-	b = time.Unix(0, 0).UTC().Add(d).AppendFormat(b, layout)
+	b = time.Unix(0, 0).UTC().Add(d).AppendFormat(b, clockLayout(digits))
 	return append(b, '"')
 }
 
