@@ -236,3 +236,28 @@ func TestBadBodies(t *testing.T) {
 		}
 	}
 }
+
+// TestMapOrderAndRepeats: entries written out of order, with a key written
+// twice, render sorted, and the last of the repeated key wins, on both paths.
+func TestMapOrderAndRepeats(t *testing.T) {
+	c := compile(t, `{"type":"map","values":"int"}`)
+	// one block of 3 entries: "b"→1, "a"→2, "b"→3; then the end block
+	body := []byte{6, 2, 'b', 2, 2, 'a', 4, 2, 'b', 6, 0}
+	const want = `{"f":{"a":2,"b":3}}`
+	v, err := c.Decode(body)
+	if err != nil || string(v.JSON()) != want {
+		t.Fatalf("transcoder: %v %v", v, err)
+	}
+	if ref, err := c.DecodeReference(body); err != nil || string(ref) != want {
+		t.Fatalf("library path: %s %v", ref, err)
+	}
+	p, _ := value.SplitPath("f.b")
+	if f, ok := v.Lookup(p); !ok || f.Text != "3" {
+		t.Fatalf("f.b = %+v %v", f, ok)
+	}
+	// Two blocks, the second a negative count with its byte size.
+	body = []byte{2, 2, 'z', 2, 1, 4, 2, 'y', 4, 0}
+	if v, err := c.Decode(body); err != nil || string(v.JSON()) != `{"f":{"y":2,"z":1}}` {
+		t.Fatalf("negative block: %v %v", v, err)
+	}
+}
