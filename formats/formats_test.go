@@ -343,3 +343,50 @@ func TestConcurrentDecode(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// countingReg counts lookups, to show what a Decoder caches.
+type countingReg struct {
+	memReg
+	n int
+}
+
+func (c *countingReg) ByID(ctx context.Context, id int) (*registry.Schema, error) {
+	c.n++
+	return c.memReg.ByID(ctx, id)
+}
+
+func TestBrokenSchemaIsABadRecordOnce(t *testing.T) {
+	r := &countingReg{memReg: memReg{5: {ID: 5, Type: sr.TypeAvro, Text: `{"type":"record","name":"R","fields":[{"name":"a","type":"Nope"}]}`}}}
+	d := newDecoder(t, formats.Avro, r)
+	for range 3 {
+		_, err := d.Decode(context.Background(), []byte{0, 0, 0, 0, 5, 0}, nil)
+		var bad *formats.BadRecordError
+		if !errors.As(err, &bad) || bad.SchemaID != 5 || !strings.Contains(err.Error(), "schema id 5") {
+			t.Fatalf("err = %v", err)
+		}
+	}
+	if r.n != 1 {
+		t.Fatalf("a schema that does not compile was fetched %d times, want 1", r.n)
+	}
+}
+
+func TestCancelledWhileRegistryDown(t *testing.T) {
+	r := newReg(t)
+	id := r.register(t, "inventory-value", sr.Schema{Schema: invV1})
+	cl, err := registry.New(registry.Config{URLs: []string{r.URL()}, Retry: retry.Policy{Initial: time.Millisecond, Max: 2 * time.Millisecond, MaxElapsed: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDecoder(t, formats.Avro, cl)
+	r.down.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = d.Decode(ctx, avroRecord(t, invV1, id, inv{Sku: "x"}), nil)
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, formats.ErrBadRecord) {
+		t.Fatalf("a decode waiting on a down registry ended with %v, want the context's error", err)
+	}
+	r.down.Store(false)
+	if _, err := d.Decode(context.Background(), avroRecord(t, invV1, id, inv{Sku: "x"}), nil); err != nil {
+		t.Fatalf("after the outage: %v", err)
+	}
+}

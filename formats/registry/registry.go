@@ -341,6 +341,8 @@ func (c *Client) call(ctx context.Context, what string, fn func(context.Context,
 		return nil
 	case notFound != nil && errors.Is(err, ErrNotFound):
 		return notFound
+	case ctx.Err() != nil:
+		return ctx.Err() // the caller gave up: neither the record's fault nor an outage to report
 	}
 	return &UnavailableError{What: what, Err: errors.New(c.scrub(err.Error()))}
 }
