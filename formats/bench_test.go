@@ -41,7 +41,7 @@ func benchDecode(b *testing.B, d *formats.Decoder, payload []byte, path []string
 	if v, err := d.Decode(ctx, payload, nil); err != nil {
 		b.Fatal(err)
 	} else if f, ok := v.Lookup(path); !ok || f.Kind != value.KindTime {
-		b.Fatalf("time field: %+v %s", f, v.JSON)
+		b.Fatalf("time field: %+v %s", f, v.JSON())
 	}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(payload)))

@@ -18,7 +18,8 @@
 //     (errors.Is ErrBadRecord: not in the wire format, an unknown schema id
 //     or GUID, a schema of another type or that does not compile, a body
 //     that does not decode), which the caller dead-letters with its reason;
-//     an error matching ErrUnavailable (the registry could not answer),
+//     an error matching ErrUnavailable (the registry could not answer;
+//     also marked retry.Retryable, and nothing else Decode returns is),
 //     which the caller answers by holding the record and retrying later,
 //     never by dead-lettering or skipping it; or the context's error.
 //  2. Which schema decodes a record depends only on the record (its

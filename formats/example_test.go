@@ -39,8 +39,8 @@ func Example() {
 	}
 	path, _ := value.SplitPath("ts")
 	ts, _ := v.Lookup(path)
-	fmt.Println(string(v.JSON))
-	fmt.Println(v.SchemaID == id, ts.Kind == value.KindTime, ts.Time.UnixMilli())
+	fmt.Println(string(v.JSON()))
+	fmt.Println(v.SchemaID() == id, ts.Kind == value.KindTime, ts.Time.UnixMilli())
 	// Output:
 	// {"sku":"a-1","ts":"2023-11-14T22:13:20.123Z","site":"oslo"}
 	// true true 1700000000123

@@ -104,18 +104,23 @@ func New(cfg Config) (*Decoder, error) {
 	return d, nil
 }
 
-// Value is one decoded key or value.
+// Value is one decoded key or value (a value.Decoded).
 type Value struct {
-	// JSON is the decoded value as JSON, for text sinks.
-	JSON []byte
-	// SchemaID is the writer schema's registry id (0 for a tombstone).
-	SchemaID int
-	// SchemaGUID is the writer schema's GUID when the record named it by
-	// GUID (the header framing).
-	SchemaGUID string
-
+	json   []byte
+	id     int
+	guid   string
 	lookup func([]string) (value.Field, bool)
 }
+
+// JSON is the decoded value as JSON, for text sinks.
+func (v *Value) JSON() []byte { return v.json }
+
+// SchemaID is the writer schema's registry id (0 for a tombstone).
+func (v *Value) SchemaID() int { return v.id }
+
+// SchemaGUID is the writer schema's GUID when the record named it by GUID
+// (the header framing).
+func (v *Value) SchemaGUID() string { return v.guid }
 
 // Lookup returns the field at a split dotted path (value.SplitPath), and
 // false when the value has none. A logical timestamp or date is KindTime.
@@ -126,12 +131,14 @@ func (v *Value) Lookup(path []string) (Field, bool) {
 	return v.lookup(path)
 }
 
+var _ value.Decoded = (*Value)(nil)
+
 var null = []byte("null")
 
 // Decode decodes one payload with the headers of its record.
 func (d *Decoder) Decode(ctx context.Context, payload []byte, headers []record.Header) (*Value, error) {
 	if payload == nil {
-		return &Value{JSON: null}, nil
+		return &Value{json: null}, nil
 	}
 	h, hasHeader := wire.Header(headers, d.header)
 	fr, err := wire.Parse(payload, h, hasHeader, d.cfg.Format == Protobuf)
@@ -142,28 +149,38 @@ func (d *Decoder) Decode(ctx context.Context, payload []byte, headers []record.H
 	if err != nil {
 		return nil, err
 	}
-	v := &Value{SchemaID: c.id, SchemaGUID: fr.GUID}
+	v := &Value{id: c.id, guid: fr.GUID}
 	switch {
 	case c.avro != nil:
 		av, err := c.avro.Decode(fr.Body)
 		if err != nil {
 			return nil, &BadRecordError{SchemaID: c.id, Err: fmt.Errorf("schema id %d: %w", c.id, err)}
 		}
-		v.JSON, v.lookup = av.JSON(), av.Lookup
+		v.json, v.lookup = av.JSON(), av.Lookup
 	case c.proto != nil:
 		pv, err := c.proto.Decode(fr.Indexes, fr.Body)
 		if err != nil {
 			return nil, &BadRecordError{SchemaID: c.id, Err: fmt.Errorf("schema id %d: %w", c.id, err)}
 		}
-		v.JSON, v.lookup = pv.JSON(), pv.Lookup
+		v.json, v.lookup = pv.JSON(), pv.Lookup
 	default:
 		var out bytes.Buffer
 		out.Grow(len(fr.Body))
 		if err := json.Compact(&out, fr.Body); err != nil {
 			return nil, &BadRecordError{SchemaID: c.id, Err: fmt.Errorf("schema id %d: json: %w", c.id, err)}
 		}
-		v.JSON = out.Bytes()
-		v.lookup = func(p []string) (value.Field, bool) { return jsonLookup(v.JSON, p) }
+		v.json = out.Bytes()
+		v.lookup = func(p []string) (value.Field, bool) { return jsonLookup(v.json, p) }
+	}
+	return v, nil
+}
+
+// DecodeValue is Decode returning the value.Decoded interface, the form an
+// engine's per-input decoder hook takes.
+func (d *Decoder) DecodeValue(ctx context.Context, payload []byte, headers []record.Header) (value.Decoded, error) {
+	v, err := d.Decode(ctx, payload, headers)
+	if err != nil {
+		return nil, err
 	}
 	return v, nil
 }

@@ -75,7 +75,7 @@ func FuzzDecode(f *testing.F) {
 		}
 		decoders[uint8(i)] = d
 	}
-	if v, err := decoders[0].Decode(context.Background(), append([]byte{0, 0, 0, 0, 1}, body...), nil); err != nil || !json.Valid(v.JSON) {
+	if v, err := decoders[0].Decode(context.Background(), append([]byte{0, 0, 0, 0, 1}, body...), nil); err != nil || !json.Valid(v.JSON()) {
 		f.Fatalf("the Avro seed does not decode: %v", err)
 	}
 	f.Fuzz(func(t *testing.T, payload []byte, which uint8) {
@@ -87,11 +87,11 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
-		if !json.Valid(v.JSON) {
-			t.Fatalf("invalid JSON %q", v.JSON)
+		if !json.Valid(v.JSON()) {
+			t.Fatalf("invalid JSON %q", v.JSON())
 		}
-		if len(v.JSON) > 64*len(payload)+1<<20 {
-			t.Fatalf("%d-byte payload rendered to %d bytes", len(payload), len(v.JSON))
+		if len(v.JSON()) > 64*len(payload)+1<<20 {
+			t.Fatalf("%d-byte payload rendered to %d bytes", len(payload), len(v.JSON()))
 		}
 	})
 }

@@ -21,8 +21,8 @@
 //  4. Anything else that goes wrong talking to the registry (unreachable,
 //     5xx, 429, 401/403, a malformed answer) is retried under
 //     Config.Retry, rotating through the URLs; when the policy gives up it
-//     returns an *UnavailableError (errors.Is ErrUnavailable), which is
-//     never cached: the caller holds the record and asks again later. When
+//     returns an *UnavailableError (errors.Is ErrUnavailable, and marked
+//     retry.Retryable, so retry.IsRetryable is true), which is never cached: the caller holds the record and asks again later. When
 //     the caller's context ends first, the context's error is returned.
 //  5. Credentials never appear in String, GoString or any error: URL
 //     userinfo is moved into basic auth, and error texts are scrubbed of

@@ -344,7 +344,7 @@ func (c *Client) call(ctx context.Context, what string, fn func(context.Context,
 	case ctx.Err() != nil:
 		return ctx.Err() // the caller gave up: neither the record's fault nor an outage to report
 	}
-	return &UnavailableError{What: what, Err: errors.New(c.scrub(err.Error()))}
+	return &UnavailableError{What: what, Err: retry.Retryable(errors.New(c.scrub(err.Error())))}
 }
 
 // scrub removes the credentials from an error text.

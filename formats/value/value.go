@@ -1,12 +1,14 @@
 // Package value holds what every schema'd decoder shares: the Field a
 // dotted path resolves to, and the JSON rendering helpers behind the rules
-// in docs/sinks.md ("Schema'd values"). Beyond the standard library it
-// imports only sinks/envelope, for its JSON string escaping.
+// in docs/sinks.md ("Schema'd values"), and Decoded, the interface every
+// decoder's result satisfies. It imports only the standard library, so the
+// engine can name its types without depending on the decoders.
 //
 // Invariants:
 //
 //  1. Every Append* function appends valid JSON and never fails: strings
-//     are escaped as the sinks' envelope escapes them (no HTML escaping),
+//     are escaped as the sinks' envelope escapes them (no HTML escaping;
+//     U+2028 and U+2029 escaped),
 //     bytes that are not valid UTF-8 in a string become U+FFFD, non-finite
 //     floats become the strings "NaN", "Infinity" and "-Infinity".
 //  2. The rendering of a value is a pure function of the value: the same
@@ -16,12 +18,12 @@ package value
 import (
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/signalbox/signalbox/sinks/envelope"
+	"unicode/utf8"
 )
 
 // Kind is what a decoded field holds.
@@ -61,9 +63,42 @@ func SplitPath(p string) ([]string, bool) {
 	return names, true
 }
 
-// AppendString appends s as a JSON string: the envelope's escaping, so a
-// decoded string reads the same as a raw one in a sink's envelope.
-func AppendString(b []byte, s string) []byte { return envelope.AppendString(b, s) }
+// AppendString appends s as a JSON string.
+func AppendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	done := 0 // s[:done] is written
+	for i, r := range s {
+		var esc string
+		switch {
+		case r == '"':
+			esc = `\"`
+		case r == '\\':
+			esc = `\\`
+		case r == '\n':
+			esc = `\n`
+		case r == '\r':
+			esc = `\r`
+		case r == '\t':
+			esc = `\t`
+		case r < 0x20 || r == '\u2028' || r == '\u2029':
+			esc = fmt.Sprintf(`\u%04x`, r)
+		case r == utf8.RuneError:
+			if _, size := utf8.DecodeRuneInString(s[i:]); size != 1 {
+				continue // a real U+FFFD
+			}
+			esc = `\ufffd`
+		default:
+			continue
+		}
+		b = append(append(b, s[done:i]...), esc...)
+		done = i + utf8.RuneLen(r)
+		if r == utf8.RuneError {
+			done = i + 1
+		}
+	}
+	b = append(b, s[done:]...)
+	return append(b, '"')
+}
 
 // AppendBytes appends raw as a JSON string of its standard base64 (with
 // padding).
@@ -145,4 +180,14 @@ func FormatUUID(g []byte) string {
 	s[23] = '-'
 	hex.Encode(s[24:36], g[10:16])
 	return string(s[:])
+}
+
+// Decoded is one decoded key or value: what a decoder hands the engine.
+type Decoded interface {
+	// JSON is the value as JSON, for text sinks.
+	JSON() []byte
+	// SchemaID is the writer schema's registry id, 0 when there is none.
+	SchemaID() int
+	// Lookup returns the field at a split dotted path, false when absent.
+	Lookup(path []string) (Field, bool)
 }

@@ -1,6 +1,7 @@
 package value_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/signalbox/signalbox/formats/value"
+	"github.com/signalbox/signalbox/sinks/envelope"
 )
 
 func TestAppend(t *testing.T) {
@@ -42,7 +44,8 @@ func TestAppend(t *testing.T) {
 }
 
 // FuzzAppendString: the output is always valid JSON, and reads back as the
-// input when the input is valid UTF-8.
+// input when the input is valid UTF-8, byte for byte as the envelope
+// writes it.
 func FuzzAppendString(f *testing.F) {
 	f.Add("plain")
 	f.Add("\x00\xff\"\\\u2028")
@@ -54,6 +57,9 @@ func FuzzAppendString(f *testing.F) {
 		}
 		if utf8.ValidString(s) && back != s {
 			t.Fatalf("%q reads back as %q", s, back)
+		}
+		if env := envelope.AppendString(nil, s); !bytes.Equal(out, env) {
+			t.Fatalf("%q: %s, the envelope writes %s", s, out, env)
 		}
 	})
 }
