@@ -390,3 +390,35 @@ func TestCancelledWhileRegistryDown(t *testing.T) {
 		t.Fatalf("after the outage: %v", err)
 	}
 }
+
+func TestAvroReferenceThroughTheRegistry(t *testing.T) {
+	r := newReg(t)
+	addr := `{"type":"record","name":"Address","namespace":"geo","fields":[{"name":"city","type":"string"}]}`
+	r.register(t, "geo.Address", sr.Schema{Schema: addr})
+	id := r.register(t, "users-value", sr.Schema{
+		Schema:     `{"type":"record","name":"User","fields":[{"name":"name","type":"string"},{"name":"home","type":"geo.Address"}]}`,
+		References: []sr.SchemaReference{{Name: "geo.Address", Subject: "geo.Address", Version: 1}},
+	})
+	// The producer writes with the reference inlined: the same binary.
+	full := `{"type":"record","name":"User","fields":[{"name":"name","type":"string"},{"name":"home","type":` + addr + `}]}`
+	payload := avroRecord(t, full, id, map[string]any{"name": "ann", "home": map[string]any{"city": "Oslo"}})
+	v, err := newDecoder(t, formats.Avro, r.client(t)).Decode(context.Background(), payload, nil)
+	if err != nil || string(v.JSON()) != `{"name":"ann","home":{"city":"Oslo"}}` {
+		t.Fatalf("got %v %v", v, err)
+	}
+}
+
+func TestProtobufImportThroughTheRegistry(t *testing.T) {
+	r := newReg(t)
+	r.register(t, "money.proto", sr.Schema{Type: sr.TypeProtobuf, Schema: `syntax = "proto3"; package m; message Money { int64 cents = 1; }`})
+	id := r.register(t, "orders-value", sr.Schema{Type: sr.TypeProtobuf,
+		Schema:     `syntax = "proto3"; package o; import "money.proto"; import "google/type/date.proto"; message Order { m.Money total = 1; google.type.Date day = 2; }`,
+		References: []sr.SchemaReference{{Name: "money.proto", Subject: "money.proto", Version: 1}},
+	})
+	// Order{total: {cents: 5}, day: {year: 2024}}
+	body := []byte{0x0a, 0x02, 0x08, 0x05, 0x12, 0x03, 0x08, 0xe8, 0x0f}
+	v, err := newDecoder(t, formats.Protobuf, r.client(t)).Decode(context.Background(), append([]byte{0, 0, 0, 0, byte(id), 0}, body...), nil)
+	if err != nil || string(v.JSON()) != `{"total":{"cents":"5"},"day":{"year":2024,"month":0,"day":0}}` {
+		t.Fatalf("got %v %v", v, err)
+	}
+}

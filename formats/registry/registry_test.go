@@ -2,6 +2,8 @@ package registry_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -343,5 +345,24 @@ func TestByGUID(t *testing.T) {
 	}
 	if _, err := cl.ByGUID(context.Background(), "00000000-0000-0000-0000-000000000000"); !errors.Is(err, registry.ErrNotFound) {
 		t.Fatalf("unknown GUID: %v", err)
+	}
+}
+
+func TestTLS(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	id, _, _ := reg.RegisterSchema("users-value", sr.Schema{Schema: userAvro})
+	srv := httptest.NewTLSServer(reg.Handler())
+	defer srv.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	cl := newClient(t, registry.Config{URLs: []string{srv.URL}, TLS: &tls.Config{RootCAs: pool}})
+	if s, err := cl.ByID(context.Background(), id); err != nil || s.Text != userAvro {
+		t.Fatalf("over TLS: %+v, %v", s, err)
+	}
+	// Without the server's CA the handshake fails: unavailable, not "not found".
+	cl = newClient(t, registry.Config{URLs: []string{srv.URL}, TLS: &tls.Config{RootCAs: x509.NewCertPool()}})
+	if _, err := cl.ByID(context.Background(), id); !errors.Is(err, registry.ErrUnavailable) {
+		t.Fatalf("untrusted server: %v", err)
 	}
 }
