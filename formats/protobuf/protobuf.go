@@ -29,6 +29,7 @@ const mainFile = "signalbox/registry/schema.proto"
 
 // Codec decodes bodies written with one schema.
 type Codec struct {
+	plans    map[protoreflect.FullName]*plan // every message of the file, for the transcoder
 	file     protoreflect.FileDescriptor
 	resolver linker.Resolver
 	marshal  protojson.MarshalOptions
@@ -50,11 +51,22 @@ func Compile(ctx context.Context, text string, references map[string]string) (*C
 		return nil, fmt.Errorf("protobuf: %w", err)
 	}
 	r := files.AsResolver()
-	return &Codec{
+	codec := &Codec{
+		plans:    map[protoreflect.FullName]*plan{},
 		file:     files[0],
 		resolver: r,
 		marshal:  protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true, Resolver: r},
-	}, nil
+	}
+	var walk func(protoreflect.MessageDescriptors)
+	walk = func(ms protoreflect.MessageDescriptors) {
+		for i := range ms.Len() {
+			codec.planFor(ms.Get(i), codec.plans)
+			walk(ms.Get(i).Messages())
+		}
+	}
+	walk(codec.file.Messages())
+	markSlow(codec.plans)
+	return codec, nil
 }
 
 // Message returns the message the index path names ([0] is the file's
@@ -77,26 +89,39 @@ func (c *Codec) Message(indexes []int) (protoreflect.MessageDescriptor, error) {
 
 // Value is one decoded body.
 type Value struct {
-	msg     protoreflect.Message
-	json    []byte
-	marshal protojson.MarshalOptions
+	c    *Codec
+	md   protoreflect.MessageDescriptor
+	body []byte
+	msg  protoreflect.Message // nil until a lookup needs it (transcoded values)
+	json []byte
 }
 
 // JSON is the value rendered as JSON.
 func (v *Value) JSON() []byte { return v.json }
 
-// Decode decodes body as the message the index path names, and renders it.
+// Decode decodes body as the message the index path names, and renders
+// it: through the transcoder when the message's shapes allow, else (or
+// when the transcoder declines the body) through dynamicpb and protojson.
 func (c *Codec) Decode(indexes []int, body []byte) (*Value, error) {
 	md, err := c.Message(indexes)
 	if err != nil {
 		return nil, err
 	}
-	msg := dynamicpb.NewMessage(md)
-	opts := proto.UnmarshalOptions{DiscardUnknown: true, RecursionLimit: RecursionLimit, Resolver: c.resolver}
-	if err := opts.Unmarshal(body, msg); err != nil {
-		return nil, fmt.Errorf("protobuf: %s: %w", md.FullName(), err)
+	if p := c.plans[md.FullName()]; p != nil && p.fast {
+		if js, err := transcode(make([]byte, 0, 2*len(body)+16), body, p, 0); err == nil {
+			return &Value{c: c, md: md, body: body, json: js}, nil
+		}
 	}
-	js, err := c.marshal.Marshal(msg)
+	return c.decodeReference(md, body)
+}
+
+// decodeReference is the dynamicpb/protojson path: the reference.
+func (c *Codec) decodeReference(md protoreflect.MessageDescriptor, body []byte) (*Value, error) {
+	msg, err := c.unmarshal(md, body)
+	if err != nil {
+		return nil, err
+	}
+	js, err := c.render(msg)
 	if err != nil {
 		return nil, fmt.Errorf("protobuf: %s: %w", md.FullName(), err)
 	}
@@ -105,12 +130,46 @@ func (c *Codec) Decode(indexes []int, body []byte) (*Value, error) {
 	if err := json.Compact(&out, js); err != nil {
 		return nil, fmt.Errorf("protobuf: %s: %w", md.FullName(), err)
 	}
-	return &Value{msg: msg, json: out.Bytes(), marshal: c.marshal}, nil
+	return &Value{c: c, md: md, body: body, msg: msg, json: out.Bytes()}, nil
+}
+
+// render runs protojson, turning a panic into an error.
+func (c *Codec) render(msg protoreflect.Message) (_ []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("protojson: %v", r)
+		}
+	}()
+	return c.marshal.Marshal(msg.Interface())
+}
+
+func (c *Codec) unmarshal(md protoreflect.MessageDescriptor, body []byte) (_ protoreflect.Message, err error) {
+	// proto.Unmarshal of a dynamic message panics on some hostile bodies
+	// (a map entry whose key comes again with another wire type): a bad
+	// record, never a crash.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("protobuf: %s: malformed body: %v", md.FullName(), r)
+		}
+	}()
+	msg := dynamicpb.NewMessage(md)
+	opts := proto.UnmarshalOptions{DiscardUnknown: true, RecursionLimit: RecursionLimit, Resolver: c.resolver}
+	if err := opts.Unmarshal(body, msg); err != nil {
+		return nil, fmt.Errorf("protobuf: %s: %w", md.FullName(), err)
+	}
+	return msg, nil
 }
 
 // Lookup returns the field at path (message fields by .proto or JSON
 // name, and string-keyed map entries), and false when there is none.
 func (v *Value) Lookup(path []string) (value.Field, bool) {
+	if v.msg == nil {
+		msg, err := v.c.unmarshal(v.md, v.body)
+		if err != nil {
+			return value.Field{}, false
+		}
+		v.msg = msg
+	}
 	m := v.msg
 	for i := 0; i < len(path); i++ {
 		fields := m.Descriptor().Fields()
@@ -146,7 +205,7 @@ func (v *Value) Lookup(path []string) (value.Field, bool) {
 	return value.Field{}, false
 }
 
-func (c *Value) leaf(v protoreflect.Value, fd protoreflect.FieldDescriptor) value.Field {
+func (x *Value) leaf(v protoreflect.Value, fd protoreflect.FieldDescriptor) value.Field {
 	if fd.IsList() || fd.IsMap() {
 		return value.Field{Kind: value.KindOther}
 	}
@@ -178,9 +237,9 @@ func (c *Value) leaf(v protoreflect.Value, fd protoreflect.FieldDescriptor) valu
 			return value.Field{Kind: value.KindTime, Time: t, Text: t.Format(time.RFC3339Nano)}
 		case strings.HasPrefix(string(name), "google.protobuf.") && strings.HasSuffix(string(name), "Value") && m.Descriptor().Fields().Len() == 1:
 			f := m.Descriptor().Fields().Get(0)
-			return c.leaf(m.Get(f), f)
+			return x.leaf(m.Get(f), f)
 		}
-		if js, err := c.marshal.Marshal(m.Interface()); err == nil {
+		if js, err := x.c.marshal.Marshal(m.Interface()); err == nil {
 			var out bytes.Buffer
 			if json.Compact(&out, js) == nil {
 				return value.Field{Kind: value.KindOther, Text: out.String()}

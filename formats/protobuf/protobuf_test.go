@@ -3,6 +3,7 @@ package protobuf_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +59,19 @@ message Wkt {
   google.type.Date day = 6;
   confluent.type.Decimal amount = 7 [(confluent.field_meta).params = {key: "scale", value: "2"}];
   int64 at_ms = 8;
+}
+message Times {
+  google.protobuf.Timestamp at = 1;
+  google.protobuf.Duration took = 2;
+  google.protobuf.Int64Value maybe = 3;
+  google.protobuf.BytesValue raw = 4;
+  optional int32 opt = 5;
+  map<bool, string> flags = 6;
+  map<sint64, Outer.Inner> nodes = 7;
+  repeated Outer.Status statuses = 8;
+  repeated double ds = 9;
+  repeated fixed32 f32 = 10;
+  optional string note = 11;
 }
 `
 
@@ -227,14 +241,58 @@ func TestConversionTable(t *testing.T) {
 		}, `{"at":"2024-01-15T10:30:00.123456789Z","took":"1.500s","maybe":"9","note":null,"extra":{"k":"v"},` +
 			`"day":{"year":2024,"month":2,"day":29},"amount":{"value":"MDk=","precision":0,"scale":2},"at_ms":"0"}`},
 	}
+	cases = append(cases, struct {
+		name    string
+		indexes []int
+		build   func() *dynamicpb.Message
+		want    string
+	}{"times, wrappers, optional, maps with other keys, packed", []int{3}, func() *dynamicpb.Message {
+		m := p.msg("Times")
+		at := sub(m, "at")
+		set(at, "seconds", ts.Unix())
+		set(at, "nanos", int32(120000000))
+		took := sub(m, "took")
+		set(took, "seconds", int64(-3))
+		set(took, "nanos", int32(-5000))
+		set(sub(m, "raw"), "value", []byte("hi"))
+		set(m, "opt", int32(0))
+		flags := m.Mutable(m.Descriptor().Fields().ByName("flags")).Map()
+		flags.Set(protoreflect.ValueOfBool(true).MapKey(), protoreflect.ValueOfString("t\b"))
+		flags.Set(protoreflect.ValueOfBool(false).MapKey(), protoreflect.ValueOfString("f"))
+		nodes := m.Mutable(m.Descriptor().Fields().ByName("nodes")).Map()
+		for _, k := range []int64{10, -2, 3} {
+			e := nodes.NewValue()
+			set(e.Message(), "name", strconv.FormatInt(k, 10))
+			nodes.Set(protoreflect.ValueOfInt64(k).MapKey(), e)
+		}
+		st := m.Mutable(m.Descriptor().Fields().ByName("statuses")).List()
+		st.Append(protoreflect.ValueOfEnum(1))
+		st.Append(protoreflect.ValueOfEnum(7))
+		ds := m.Mutable(m.Descriptor().Fields().ByName("ds")).List()
+		ds.Append(protoreflect.ValueOfFloat64(1e21))
+		ds.Append(protoreflect.ValueOfFloat64(1e-7))
+		f32 := m.Mutable(m.Descriptor().Fields().ByName("f32")).List()
+		f32.Append(protoreflect.ValueOfUint32(4000000000))
+		return m
+	}, `{"at":"2024-01-15T10:30:00.120Z","took":"-3.000005s","maybe":null,"raw":"aGk=","opt":0,"flags":{"false":"f","true":"t\b"},` +
+		`"nodes":{"-2":{"name":"-2","child":null},"3":{"name":"3","child":null},"10":{"name":"10","child":null}},"statuses":["IN_STOCK",7],"ds":[1e+21,1e-7],"f32":[4000000000]}`})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := c.Decode(tc.indexes, marshal(t, tc.build()))
+			body := marshal(t, tc.build())
+			v, err := c.Decode(tc.indexes, body)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got := string(v.JSON()); got != tc.want {
 				t.Fatalf("got  %s\nwant %s", got, tc.want)
+			}
+			if ref, err := c.DecodeReference(tc.indexes, body); err != nil || string(ref) != tc.want {
+				t.Fatalf("protojson path: %s %v", ref, err)
+			}
+			// Wkt holds a Struct, which only protojson renders.
+			js, fast, err := c.Transcode(tc.indexes, body)
+			if fast != (tc.indexes[0] != 2) || (fast && (err != nil || string(js) != tc.want)) {
+				t.Fatalf("transcoder: fast=%v %s %v", fast, js, err)
 			}
 			if !json.Valid(v.JSON()) {
 				t.Fatal("invalid JSON")

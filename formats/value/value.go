@@ -108,8 +108,9 @@ func AppendBytes(b []byte, raw []byte) []byte {
 	return append(b, '"')
 }
 
-// AppendFloat appends f as a JSON number (shortest form that reads back
-// exactly at the given bit size), or a string for NaN and ±Inf.
+// AppendFloat appends f as a JSON number as encoding/json and protojson
+// write it (shortest form that reads back exactly at the given bit size;
+// exponent form below 1e-6 and from 1e21), or a string for NaN and ±Inf.
 func AppendFloat(b []byte, f float64, bits int) []byte {
 	switch {
 	case math.IsNaN(f):
@@ -119,7 +120,18 @@ func AppendFloat(b []byte, f float64, bits int) []byte {
 	case math.IsInf(f, -1):
 		return append(b, `"-Infinity"`...)
 	}
-	return strconv.AppendFloat(b, f, 'g', -1, bits)
+	format := byte('f')
+	if a := math.Abs(f); a != 0 {
+		if bits == 64 && (a < 1e-6 || a >= 1e21) || bits == 32 && (float32(a) < 1e-6 || float32(a) >= 1e21) {
+			format = 'e'
+		}
+	}
+	b = strconv.AppendFloat(b, f, format, -1, bits)
+	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+		b[n-2] = b[n-1] // e-07 → e-7
+		b = b[:n-1]
+	}
+	return b
 }
 
 // AppendTime appends t in UTC as an RFC 3339 JSON string with exactly
