@@ -1,5 +1,7 @@
 package protobuf
 
+import "github.com/signalbox/signalbox/formats/value"
+
 // Transcode runs the transcoder alone; ok is false when the message's
 // shapes are not on its path.
 func (c *Codec) Transcode(indexes []int, body []byte) (js []byte, ok bool, err error) {
@@ -26,4 +28,17 @@ func (c *Codec) DecodeReference(indexes []int, body []byte) ([]byte, error) {
 		return nil, err
 	}
 	return v.JSON(), nil
+}
+
+// LookupDynamic is Lookup on the dynamic message alone.
+func (c *Codec) LookupDynamic(indexes []int, body []byte, path []string) (value.Field, bool) {
+	md, err := c.Message(indexes)
+	if err != nil {
+		return value.Field{}, false
+	}
+	v, err := c.decodeReference(md, body)
+	if err != nil {
+		return value.Field{}, false
+	}
+	return v.Lookup(path)
 }

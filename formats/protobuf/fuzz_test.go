@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/signalbox/signalbox/formats/value"
 )
 
 // FuzzTranscode: whenever the transcoder takes a body, the dynamicpb and
@@ -36,6 +38,12 @@ func FuzzTranscode(f *testing.F) {
 	f.Add(marshal(f, s), uint8(0))
 	c := compile(f)
 	paths := [][]int{{0}, {1}, {1, 0}, {3}}
+	lookups := [][]string{
+		{"i32", "i64", "u64", "d", "f", "b", "s", "raw", "z", "fx", "nope"},
+		{"inner.child.name", "inner.name", "inner.child.child", "status", "sku_id", "skuId", "price.units", "label", "code", "counts", "stock.a"},
+		{"name", "child", "child.name"},
+		{"at", "took", "maybe", "raw", "opt", "note", "flags", "nodes", "ds"},
+	}
 	f.Fuzz(func(t *testing.T, body []byte, which uint8) {
 		idx := paths[int(which)%len(paths)]
 		ref, rerr := c.DecodeReference(idx, body)
@@ -49,6 +57,17 @@ func FuzzTranscode(f *testing.F) {
 		v, derr := c.Decode(idx, body)
 		if (derr == nil) != (rerr == nil) || (derr == nil && !bytes.Equal(v.JSON(), ref)) {
 			t.Fatalf("Decode %v, protojson path %v", derr, rerr)
+		}
+		if derr != nil {
+			return
+		}
+		for _, path := range lookups[int(which)%len(paths)] {
+			p, _ := value.SplitPath(path)
+			got, ok := v.Lookup(p)
+			want, wok := c.LookupDynamic(idx, body, p)
+			if ok != wok || got.Kind != want.Kind || got.Text != want.Text || !got.Time.Equal(want.Time) {
+				t.Fatalf("Lookup(%s): %+v %v, dynamic %+v %v", path, got, ok, want, wok)
+			}
 		}
 	})
 }

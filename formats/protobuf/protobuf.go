@@ -164,6 +164,9 @@ func (c *Codec) unmarshal(md protoreflect.MessageDescriptor, body []byte) (_ pro
 // name, and string-keyed map entries), and false when there is none.
 func (v *Value) Lookup(path []string) (value.Field, bool) {
 	if v.msg == nil {
+		if f, found, handled := v.c.lookupBinary(v.md, v.body, path); handled {
+			return f, found
+		}
 		msg, err := v.c.unmarshal(v.md, v.body)
 		if err != nil {
 			return value.Field{}, false

@@ -52,6 +52,7 @@ type plan struct {
 	md     protoreflect.MessageDescriptor
 	fields []pfield
 	byNum  map[protowire.Number]int
+	byName map[string]int // .proto and JSON names
 	wkt    wkt
 	fast   bool
 }
@@ -60,7 +61,7 @@ func (c *Codec) planFor(md protoreflect.MessageDescriptor, memo map[protoreflect
 	if p, ok := memo[md.FullName()]; ok {
 		return p
 	}
-	p := &plan{md: md, byNum: map[protowire.Number]int{}, fast: true}
+	p := &plan{md: md, byNum: map[protowire.Number]int{}, byName: map[string]int{}, fast: true}
 	memo[md.FullName()] = p
 	switch name := md.FullName(); {
 	case name == "google.protobuf.Timestamp":
@@ -95,6 +96,10 @@ func (c *Codec) planFor(md protoreflect.MessageDescriptor, memo map[protoreflect
 		}
 		f.packed = fd.IsList() && fd.Kind() != protoreflect.StringKind && fd.Kind() != protoreflect.BytesKind && fd.Kind() != protoreflect.MessageKind
 		p.byNum[fd.Number()] = len(p.fields)
+		if _, ok := p.byName[fd.JSONName()]; !ok {
+			p.byName[fd.JSONName()] = len(p.fields)
+		}
+		p.byName[string(fd.Name())] = len(p.fields) // the .proto name wins, as in the dynamic lookup
 		p.fields = append(p.fields, f)
 	}
 	return p
