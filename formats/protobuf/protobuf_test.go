@@ -379,3 +379,14 @@ func TestBadBodiesAndIndexes(t *testing.T) {
 		t.Fatal("a schema with a missing import compiled")
 	}
 }
+
+// TestMapKeyWrongWireTypeIsABadRecord: a map entry whose key comes again
+// with another wire type makes proto.Unmarshal of a dynamic message panic;
+// Decode reports a bad body instead.
+func TestMapKeyWrongWireTypeIsABadRecord(t *testing.T) {
+	c := compile(t)
+	body := []byte{0x32, 0x05, 0x08, 0x30, 0x0a, 0x01, 0x30} // Times.flags: key 48, then key as bytes
+	if v, err := c.Decode([]int{3}, body); err == nil || !strings.Contains(err.Error(), "malformed body") {
+		t.Fatalf("got %v, %v", v, err)
+	}
+}
