@@ -66,3 +66,22 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAppendFloat: a finite float64 renders as encoding/json renders it.
+func FuzzAppendFloat(f *testing.F) {
+	for _, x := range []float64{0, 1, -1.5, 1e21, 1e-7, 123456789, math.MaxFloat64, math.SmallestNonzeroFloat64} {
+		f.Add(x)
+	}
+	f.Fuzz(func(t *testing.T, x float64) {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return
+		}
+		want, err := json.Marshal(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := value.AppendFloat(nil, x, 64); !bytes.Equal(got, want) {
+			t.Fatalf("%v: %s, encoding/json %s", x, got, want)
+		}
+	})
+}
