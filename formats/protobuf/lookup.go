@@ -80,32 +80,12 @@ func lastOccurrence(b []byte, f *pfield) (occ, int) {
 	var last occ
 	count := 0
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
+		num, o, rest, err := consumeField(b)
+		if err != nil {
 			return occ{}, -1
 		}
-		b = b[n:]
-		var o occ
-		o.typ = typ
-		switch typ {
-		case protowire.VarintType:
-			o.v, n = protowire.ConsumeVarint(b)
-		case protowire.Fixed32Type:
-			var v uint32
-			v, n = protowire.ConsumeFixed32(b)
-			o.v = uint64(v)
-		case protowire.Fixed64Type:
-			o.v, n = protowire.ConsumeFixed64(b)
-		case protowire.BytesType:
-			o.data, n = protowire.ConsumeBytes(b)
-		default:
-			return occ{}, -1
-		}
-		if n < 0 {
-			return occ{}, -1
-		}
-		b = b[n:]
-		if num == f.fd.Number() && wireTypeFits(*f, typ) {
+		b = rest
+		if num == f.fd.Number() && wireTypeFits(*f, o.typ) {
 			last = o
 			count++
 		}

@@ -151,34 +151,12 @@ func transcode(dst, b []byte, p *plan, depth int) ([]byte, error) {
 	}
 	lastOneof := map[protoreflect.OneofDescriptor]int{}
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return nil, protowire.ParseError(n)
+		num, o, rest, err := consumeField(b)
+		if err != nil {
+			return nil, err
 		}
-		if num > protowire.MaxValidNumber {
-			return nil, errSlow
-		}
-		b = b[n:]
-		var o occ
-		o.typ = typ
-		switch typ {
-		case protowire.VarintType:
-			o.v, n = protowire.ConsumeVarint(b)
-		case protowire.Fixed32Type:
-			var v uint32
-			v, n = protowire.ConsumeFixed32(b)
-			o.v = uint64(v)
-		case protowire.Fixed64Type:
-			o.v, n = protowire.ConsumeFixed64(b)
-		case protowire.BytesType:
-			o.data, n = protowire.ConsumeBytes(b)
-		default:
-			return nil, errSlow // groups: leave them to proto.Unmarshal
-		}
-		if n < 0 {
-			return nil, protowire.ParseError(n)
-		}
-		b = b[n:]
+		b = rest
+		typ := o.typ
 		i, ok := p.byNum[num]
 		if !ok || !wireTypeFits(p.fields[i], typ) {
 			continue // unknown, or the wrong wire type: proto.Unmarshal drops it too
@@ -241,6 +219,38 @@ func transcode(dst, b []byte, p *plan, depth int) ([]byte, error) {
 		}
 	}
 	return append(dst, '}'), nil
+}
+
+// consumeField reads one field's tag and value from b; groups and field
+// numbers past the maximum are left to proto.Unmarshal (errSlow).
+func consumeField(b []byte) (protowire.Number, occ, []byte, error) {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 {
+		return 0, occ{}, nil, protowire.ParseError(n)
+	}
+	if num > protowire.MaxValidNumber {
+		return 0, occ{}, nil, errSlow
+	}
+	b = b[n:]
+	o := occ{typ: typ}
+	switch typ {
+	case protowire.VarintType:
+		o.v, n = protowire.ConsumeVarint(b)
+	case protowire.Fixed32Type:
+		var v uint32
+		v, n = protowire.ConsumeFixed32(b)
+		o.v = uint64(v)
+	case protowire.Fixed64Type:
+		o.v, n = protowire.ConsumeFixed64(b)
+	case protowire.BytesType:
+		o.data, n = protowire.ConsumeBytes(b)
+	default:
+		return 0, occ{}, nil, errSlow
+	}
+	if n < 0 {
+		return 0, occ{}, nil, protowire.ParseError(n)
+	}
+	return num, o, b[n:], nil
 }
 
 // wireTypeFits reports whether typ is a wire type proto.Unmarshal accepts
@@ -378,34 +388,12 @@ func appendMap(dst []byte, f *pfield, all []occ, depth int) ([]byte, error) {
 		var e entry
 		e.key.typ = kindType(kfd.Kind())
 		for b := o.data; len(b) > 0; {
-			num, typ, n := protowire.ConsumeTag(b)
-			if n < 0 {
-				return nil, protowire.ParseError(n)
+			num, x, rest, err := consumeField(b)
+			if err != nil {
+				return nil, err
 			}
-			if num > protowire.MaxValidNumber {
-				return nil, errSlow
-			}
-			b = b[n:]
-			var x occ
-			x.typ = typ
-			switch typ {
-			case protowire.VarintType:
-				x.v, n = protowire.ConsumeVarint(b)
-			case protowire.Fixed32Type:
-				var v uint32
-				v, n = protowire.ConsumeFixed32(b)
-				x.v = uint64(v)
-			case protowire.Fixed64Type:
-				x.v, n = protowire.ConsumeFixed64(b)
-			case protowire.BytesType:
-				x.data, n = protowire.ConsumeBytes(b)
-			default:
-				return nil, errSlow
-			}
-			if n < 0 {
-				return nil, protowire.ParseError(n)
-			}
-			b = b[n:]
+			b = rest
+			typ := x.typ
 			if typ == protowire.BytesType && (num == 1 && kfd.Kind() == protoreflect.StringKind || num == 2 && vfd.Kind() == protoreflect.StringKind) && !utf8.Valid(x.data) {
 				return nil, errSlow
 			}
