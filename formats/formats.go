@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/sr"
 
@@ -164,6 +165,9 @@ func (d *Decoder) Decode(ctx context.Context, payload []byte, headers []record.H
 		}
 		v.json, v.lookup = pv.JSON(), pv.Lookup
 	default:
+		if !utf8.Valid(fr.Body) {
+			return nil, &BadRecordError{SchemaID: c.id, Err: fmt.Errorf("schema id %d: json: body is not valid UTF-8", c.id)}
+		}
 		var out bytes.Buffer
 		out.Grow(len(fr.Body))
 		if err := json.Compact(&out, fr.Body); err != nil {

@@ -258,9 +258,11 @@ func TestJSONSchema(t *testing.T) {
 	if f, ok := v.Lookup(p); !ok || f.Kind != value.KindString || f.Text != "a" {
 		t.Fatalf("k = %+v", f)
 	}
-	bad, _ := sr.Encode(nil, new(sr.ConfluentHeader), id, nil, func(any) ([]byte, error) { return []byte("{not json"), nil })
-	if _, err := d.Decode(context.Background(), bad, nil); !errors.Is(err, formats.ErrBadRecord) {
-		t.Fatalf("invalid JSON body: %v", err)
+	for _, body := range []string{"{not json", "{\"a\":\"\xff\"}"} {
+		bad, _ := sr.Encode(nil, new(sr.ConfluentHeader), id, nil, func(any) ([]byte, error) { return []byte(body), nil })
+		if _, err := d.Decode(context.Background(), bad, nil); !errors.Is(err, formats.ErrBadRecord) {
+			t.Fatalf("body %q: %v", body, err)
+		}
 	}
 }
 
