@@ -183,8 +183,8 @@ func FuzzAppend(f *testing.F) {
 	f.Add("orders", []byte("sku-1"), []byte(`{"a": [1, 2]}`), []byte(""), int64(1_764_479_604_123), false, false)
 	f.Add("t\n", []byte("a\"b\\c\n\x01\xff\u2028é"), []byte("{\n  \"a\": 1\r\n}\n"), []byte("bad \"json\""), int64(-1), true, false)
 	f.Add("", []byte(nil), []byte("not json\xff"), []byte("\x00"), int64(-62_135_596_800_001), false, true)
-	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(-86_400_000), false, false) // a negative midnight
-	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(999), false, false)         // the last millisecond whose event_time_ms has no second's digits
+	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(-86_400_000), false, false)                // a negative midnight
+	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(999), false, false)                        // the last millisecond whose event_time_ms has no second's digits
 	f.Add("t", []byte{0, 0, 0, 0x80}, []byte("{\"a\":\"\xe9\"}"), []byte(""), int64(1), false, false) // binary key, JSON-shaped value that is not UTF-8
 	f.Add("t", []byte("~b64:AAAAgA"), []byte(nil), []byte("tombstone"), int64(1), false, false)
 	f.Fuzz(func(t *testing.T, topic string, key, value, reason []byte, ms int64, late, timeless bool) {
