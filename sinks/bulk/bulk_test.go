@@ -398,6 +398,8 @@ func TestLongIDRejected(t *testing.T) {
 	long := bytes.Repeat([]byte{0xff}, 384)
 	recs[2].Key, recs[2].OrderKey = long, string(long)
 	recs[4].OrderKey = strings.Repeat("x", bulk.MaxIDBytes) // the longest id accepted
+	fits := bytes.Repeat([]byte{0xfe}, 380)                 // the longest binary key that fits (docs/sinks.md)
+	recs[5].Key, recs[5].OrderKey = fits, string(fits)
 	if err := s.Write(ctx, recs); err != nil {
 		t.Fatal(err)
 	}
@@ -407,6 +409,9 @@ func TestLongIDRejected(t *testing.T) {
 	}
 	if n := len(es.stored()); n != 5 {
 		t.Fatalf("%d documents, want 5", n)
+	}
+	if id := envelope.ID(string(bytes.Repeat([]byte{0xfe}, 381))); len(id) <= bulk.MaxIDBytes {
+		t.Fatalf("a 381-byte binary key has an id of %d bytes: 380 is not the longest that fits", len(id))
 	}
 	if err := s.Write(ctx, sinktest.Records(6, 2, 8)); err != nil {
 		t.Fatal(err)
