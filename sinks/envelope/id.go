@@ -65,7 +65,7 @@ func Decode(line []byte) (Decoded, error) {
 		Topic     string          `json:"topic"`
 		Partition int32           `json:"partition"`
 		Offset    int64           `json:"offset"`
-		Key       *string         `json:"key"`
+		Key       json.RawMessage `json:"key"`
 		KeyB64    *string         `json:"key_b64"`
 		Value     json.RawMessage `json:"value"`
 		ValueB64  *string         `json:"value_b64"`
@@ -75,31 +75,33 @@ func Decode(line []byte) (Decoded, error) {
 	}
 	d := Decoded{Topic: e.Topic, Partition: e.Partition, Offset: e.Offset}
 	var err error
-	switch {
-	case e.KeyB64 != nil && e.Key != nil:
-		return d, errors.New("envelope: both key and key_b64")
-	case e.KeyB64 != nil:
-		if d.Key, err = base64.StdEncoding.Strict().DecodeString(*e.KeyB64); err != nil {
-			return d, fmt.Errorf("envelope: key_b64: %w", err)
-		}
-	case e.Key != nil:
-		d.Key = []byte(*e.Key)
+	if d.Key, err = member("key", e.Key, e.KeyB64); err != nil {
+		return d, err
 	}
+	d.Value, err = member("value", e.Value, e.ValueB64)
+	return d, err
+}
+
+// member returns the bytes that the member name (JSON raw) or its _b64
+// form holds: nil for null or neither, a string's text, other JSON as is.
+func member(name string, raw json.RawMessage, b64 *string) ([]byte, error) {
 	switch {
-	case e.ValueB64 != nil && e.Value != nil:
-		return d, errors.New("envelope: both value and value_b64")
-	case e.ValueB64 != nil:
-		if d.Value, err = base64.StdEncoding.Strict().DecodeString(*e.ValueB64); err != nil {
-			return d, fmt.Errorf("envelope: value_b64: %w", err)
+	case b64 != nil && raw != nil:
+		return nil, errors.New("envelope: both " + name + " and " + name + "_b64")
+	case b64 != nil:
+		b, err := base64.StdEncoding.Strict().DecodeString(*b64)
+		if err != nil {
+			return nil, fmt.Errorf("envelope: %s_b64: %w", name, err)
 		}
-	case len(e.Value) > 0 && e.Value[0] == '"':
+		return b, nil
+	case len(raw) == 0 || string(raw) == "null":
+		return nil, nil
+	case raw[0] == '"':
 		var s string
-		if err := json.Unmarshal(e.Value, &s); err != nil {
-			return d, err
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
 		}
-		d.Value = []byte(s)
-	case len(e.Value) > 0 && string(e.Value) != "null":
-		d.Value = []byte(e.Value)
+		return []byte(s), nil
 	}
-	return d, nil
+	return raw, nil
 }
