@@ -151,6 +151,19 @@ func BenchmarkAppendStringValue(b *testing.B) {
 	}
 }
 
+// BenchmarkAppendBinary: an IntegerSerializer key and a 100-byte value that
+// are not UTF-8, written as key_b64 and value_b64.
+func BenchmarkAppendBinary(b *testing.B) {
+	rec := benchRecord()
+	rec.Key = []byte{0, 0, 0, 0x80}
+	rec.Value = bytes.Repeat([]byte{0x80, 'a', 'b', 'c'}, 25)
+	buf := make([]byte, 0, 4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = envelope.Append(buf[:0], &rec)
+	}
+}
+
 func ExampleAppend() {
 	rec := record.Record{Topic: "orders", Partition: 1, Offset: 9, Key: []byte("k"),
 		EventTime: 1_764_479_604_123, Value: []byte(`{"qty":2}`)}
