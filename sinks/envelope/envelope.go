@@ -110,11 +110,10 @@ func appendEnvelope(dst []byte, r *record.Record, e *Encoder) []byte {
 	case r.Value == nil:
 		dst = append(dst, `,"value":null`...) // a tombstone
 	default:
-		d := jsonfield.Scan(r.Value, nil)
-		if d.Valid {
-			dst = appendValue(append(dst, `,"value":`...), r.Value, d.Multiline)
-		} else {
-			dst = appendMember(dst, `,"value":`, `,"value_b64":"`, r.Value)
+		mark := len(dst)
+		var ok bool
+		if dst, ok = AppendValue(append(dst, `,"value":`...), r.Value); !ok {
+			dst = appendBase64(dst[:mark], `,"value_b64":"`, r.Value)
 		}
 	}
 	if r.Late {
@@ -140,8 +139,13 @@ func appendMember(dst []byte, name, b64name string, b []byte) []byte {
 	if ok {
 		return dst
 	}
-	dst = append(dst[:mark], b64name...)
-	return append(base64.StdEncoding.AppendEncode(dst, b), '"')
+	return appendBase64(dst[:mark], b64name, b)
+}
+
+// appendBase64 appends b64name, which opens a string, and b in standard
+// base64, closing the string.
+func appendBase64(dst []byte, b64name string, b []byte) []byte {
+	return append(base64.StdEncoding.AppendEncode(append(dst, b64name...), b), '"')
 }
 
 // Reason returns the value of the record's record.ReasonHeader header, if it
