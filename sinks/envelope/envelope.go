@@ -93,7 +93,13 @@ func appendEnvelope(dst []byte, r *record.Record, e *Encoder) []byte {
 	if r.Key == nil {
 		dst = append(dst, `,"key":null`...)
 	} else {
-		dst = appendMember(dst, `,"key":`, `,"key_b64":"`, r.Key)
+		// The escaping loop finds invalid UTF-8 itself: a text key costs
+		// what it always did (invariant 3).
+		mark := len(dst)
+		var ok bool
+		if dst, ok = appendString(append(dst, `,"key":`...), unsafe.String(unsafe.SliceData(r.Key), len(r.Key)), true); !ok {
+			dst = appendBase64(dst[:mark], `,"key_b64":"`, r.Key)
+		}
 	}
 	if !r.Timeless {
 		dst = append(dst, `,"event_time":"`...)
@@ -127,19 +133,6 @@ func appendEnvelope(dst []byte, r *record.Record, e *Encoder) []byte {
 		dst = AppendBytes(dst, reason)
 	}
 	return append(dst, '}')
-}
-
-// appendMember appends name and b as a JSON string when b is valid UTF-8,
-// else b64name (which opens the string) and b in standard base64 (invariant
-// 3): the text path costs what AppendBytes costs, as the escaping loop
-// finds invalid UTF-8 itself.
-func appendMember(dst []byte, name, b64name string, b []byte) []byte {
-	mark := len(dst)
-	dst, ok := appendString(append(dst, name...), unsafe.String(unsafe.SliceData(b), len(b)), true)
-	if ok {
-		return dst
-	}
-	return appendBase64(dst[:mark], b64name, b)
 }
 
 // appendBase64 appends b64name, which opens a string, and b in standard
