@@ -93,13 +93,7 @@ func appendEnvelope(dst []byte, r *record.Record, e *Encoder) []byte {
 	if r.Key == nil {
 		dst = append(dst, `,"key":null`...)
 	} else {
-		// The escaping loop finds invalid UTF-8 itself: a text key costs
-		// what it always did (invariant 3).
-		mark := len(dst)
-		var ok bool
-		if dst, ok = appendString(append(dst, `,"key":`...), unsafe.String(unsafe.SliceData(r.Key), len(r.Key)), true); !ok {
-			dst = appendBase64(dst[:mark], `,"key_b64":"`, r.Key)
-		}
+		dst = appendText(dst, `,"key":`, `,"key_b64":"`, r.Key)
 	}
 	if !r.Timeless {
 		dst = append(dst, `,"event_time":"`...)
@@ -116,10 +110,10 @@ func appendEnvelope(dst []byte, r *record.Record, e *Encoder) []byte {
 	case r.Value == nil:
 		dst = append(dst, `,"value":null`...) // a tombstone
 	default:
-		mark := len(dst)
-		var ok bool
-		if dst, ok = AppendValue(append(dst, `,"value":`...), r.Value); !ok {
-			dst = appendBase64(dst[:mark], `,"value_b64":"`, r.Value)
+		if d := jsonfield.Scan(r.Value, nil); d.Valid {
+			dst = appendValue(append(dst, `,"value":`...), r.Value, d.Multiline)
+		} else {
+			dst = appendText(dst, `,"value":`, `,"value_b64":"`, r.Value)
 		}
 	}
 	if r.Late {
@@ -133,6 +127,18 @@ func appendEnvelope(dst []byte, r *record.Record, e *Encoder) []byte {
 		dst = AppendBytes(dst, reason)
 	}
 	return append(dst, '}')
+}
+
+// appendText appends name and b as a JSON string, or, when b is not valid
+// UTF-8, b64name and b in base64 (invariant 3). The escaping loop finds
+// invalid UTF-8 itself, so text costs what it always did.
+func appendText(dst []byte, name, b64name string, b []byte) []byte {
+	mark := len(dst)
+	dst, ok := appendString(append(dst, name...), unsafe.String(unsafe.SliceData(b), len(b)))
+	if !ok {
+		return appendBase64(dst[:mark], b64name, b)
+	}
+	return dst
 }
 
 // appendBase64 appends b64name, which opens a string, and b in standard
@@ -173,7 +179,7 @@ func AppendValue(dst []byte, v []byte) (_ []byte, ok bool) {
 	if d.Valid {
 		return appendValue(dst, v, d.Multiline), true
 	}
-	out, ok := appendString(dst, unsafe.String(unsafe.SliceData(v), len(v)), true)
+	out, ok := appendString(dst, unsafe.String(unsafe.SliceData(v), len(v)))
 	if !ok {
 		return dst, false
 	}
@@ -208,13 +214,14 @@ func AppendBytes(dst []byte, b []byte) []byte {
 
 // AppendString appends s as a quoted JSON string (invariant 3).
 func AppendString(dst []byte, s string) []byte {
-	dst, _ = appendString(dst, s, false)
+	dst, _ = appendString(dst, s)
 	return dst
 }
 
-// appendString is AppendString, except that when strict it stops at the
-// first invalid UTF-8 byte and returns ok false (dst is then partly written).
-func appendString(dst []byte, s string, strict bool) (_ []byte, ok bool) {
+// appendString is AppendString that also reports whether s was valid UTF-8
+// (nothing was replaced by U+FFFD).
+func appendString(dst []byte, s string) (_ []byte, valid bool) {
+	valid = true
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -243,9 +250,7 @@ func appendString(dst []byte, s string, strict bool) (_ []byte, ok bool) {
 		c, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case c == utf8.RuneError && size == 1:
-			if strict {
-				return dst, false
-			}
+			valid = false
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\ufffd`...)
 			start = i + size
@@ -257,7 +262,7 @@ func appendString(dst []byte, s string, strict bool) (_ []byte, ok bool) {
 		i += size
 	}
 	dst = append(dst, s[start:]...)
-	return append(dst, '"'), true
+	return append(dst, '"'), valid
 }
 
 // AppendTime appends the millisecond timestamp ms as RFC 3339 in UTC with
