@@ -105,6 +105,10 @@ func TestAppendDoesNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { buf = envelope.Append(buf[:0], &rec) }); n != 0 {
 		t.Fatalf("Append allocates %.1f times per record", n)
 	}
+	rec.Key, rec.Value = []byte{0, 0, 0, 0x80}, []byte{0xff, 'a'} // key_b64, value_b64
+	if n := testing.AllocsPerRun(100, func() { buf = envelope.Append(buf[:0], &rec) }); n != 0 {
+		t.Fatalf("Append allocates %.1f times per binary record", n)
+	}
 }
 
 func benchRecord() record.Record {
