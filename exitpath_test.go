@@ -325,24 +325,13 @@ func TestBulkRejectionAndRetryWarnings(t *testing.T) {
 			http.Error(w, "too many requests", http.StatusTooManyRequests)
 			return
 		}
-		var items []string
-		sc := bufio.NewScanner(r.Body)
-		for sc.Scan() {
-			var action struct {
-				Index struct {
-					ID string `json:"_id"`
-				} `json:"index"`
+		serveBulk(w, r, func(id string, doc []byte) string {
+			if bytes.Contains(doc, []byte(`"count":"many"`)) {
+				return `{"index":{"status":400,"error":{"type":"mapper_parsing_exception","reason":"failed to parse field [count] of type [long]"}}}`
 			}
-			_ = json.Unmarshal(sc.Bytes(), &action)
-			sc.Scan()
-			if bytes.Contains(sc.Bytes(), []byte(`"count":"many"`)) {
-				items = append(items, `{"index":{"status":400,"error":{"type":"mapper_parsing_exception","reason":"failed to parse field [count] of type [long]"}}}`)
-				continue
-			}
-			indexed[action.Index.ID] = true
-			items = append(items, `{"index":{"status":201}}`)
-		}
-		fmt.Fprintf(w, `{"errors":true,"items":[%s]}`, strings.Join(items, ","))
+			indexed[id] = true
+			return `{"index":{"status":201}}`
+		})
 	}))
 	defer srv.Close()
 	core, logs := observer.New(zap.WarnLevel)
@@ -391,6 +380,24 @@ func TestBulkRejectionAndRetryWarnings(t *testing.T) {
 	if accounted > 3 {
 		t.Fatalf("%d retries logged or counted, but the server throttled 3 requests", accounted)
 	}
+}
+
+// serveBulk answers a _bulk request: item returns the result of each index
+// action, given its _id and document.
+func serveBulk(w http.ResponseWriter, r *http.Request, item func(id string, doc []byte) string) {
+	var items []string
+	sc := bufio.NewScanner(r.Body)
+	for sc.Scan() {
+		var action struct {
+			Index struct {
+				ID string `json:"_id"`
+			} `json:"index"`
+		}
+		_ = json.Unmarshal(sc.Bytes(), &action)
+		sc.Scan()
+		items = append(items, item(action.Index.ID, sc.Bytes()))
+	}
+	fmt.Fprintf(w, `{"errors":true,"items":[%s]}`, strings.Join(items, ","))
 }
 
 // TestDeadLetterSinkRejectionIsLogged: a malformed record that the

@@ -240,6 +240,9 @@ func (d *decoder) decode(r *record.Record) error {
 	}
 	switch d.in.Key {
 	case KeyFromField:
+		if r.Value == nil {
+			return fmt.Errorf("tombstone: no value to read the key field %q from", d.in.KeyField)
+		}
 		var v jsonfield.Value
 		var err error
 		if d.in.Time == TimeFromField {
@@ -280,6 +283,9 @@ func (d *decoder) eventTime(r *record.Record) (int64, error) {
 			}
 		}
 		return 0, fmt.Errorf("event time header %q: missing", d.in.TimeField)
+	}
+	if r.Value == nil {
+		return 0, fmt.Errorf("tombstone: no value to read the event time field %q from", d.in.TimeField)
 	}
 	v, err := d.field(r, d.timePath)
 	if err != nil {

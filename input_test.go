@@ -239,3 +239,27 @@ func decodeCase(t *testing.T, in Input, rec record.Record) (record.Record, error
 	}
 	return rec, d.decode(&rec)
 }
+
+// TestDecodeTombstone: a record without a value (a tombstone) under a time
+// or key field is refused with a reason that says so, not as malformed JSON;
+// an empty value is still malformed.
+func TestDecodeTombstone(t *testing.T) {
+	ts := time.UnixMilli(1_700_000_000_123)
+	for _, c := range []struct {
+		in   Input
+		rec  record.Record
+		want string
+	}{
+		{Input{Topic: "t", Time: TimeFromField, TimeField: "ts"}, record.Record{}, `tombstone: no value to read the event time field "ts" from`},
+		{Input{Topic: "t", Key: KeyFromField, KeyField: "id"}, record.Record{Timestamp: ts}, `tombstone: no value to read the key field "id" from`},
+		{Input{Topic: "t", Time: TimeFromField, TimeField: "ts"}, record.Record{Value: []byte{}}, `event time field "ts": malformed JSON`},
+	} {
+		if _, err := decodeCase(t, c.in, c.rec); err == nil || err.Error() != c.want {
+			t.Errorf("%+v: err %v, want %q", c.in, err, c.want)
+		}
+	}
+	// Without a field to read, a tombstone decodes.
+	if r, err := decodeCase(t, Input{Topic: "t"}, record.Record{Key: []byte("k"), Timestamp: ts}); err != nil || r.EventTime != ts.UnixMilli() {
+		t.Fatalf("tombstone with a timestamp: %v %+v", err, r)
+	}
+}

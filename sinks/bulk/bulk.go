@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/record"
@@ -81,7 +82,9 @@ type Config struct {
 	// Retry is the backoff for 429, 5xx and transport errors. Zero value:
 	// the retry package defaults (100ms doubling to 10s, ±20%, 2m budget).
 	Retry retry.Policy
-	// DocID returns a record's document id. Default KeyID.
+	// DocID returns a record's document id, valid UTF-8 of at most
+	// MaxIDBytes bytes (a record given any other id is rejected, invariant
+	// 8). Default KeyID.
 	DocID func(*record.Record) string
 	// Versioning chooses the external version. Default EventTimeVersion.
 	Versioning Versioning
@@ -136,16 +139,25 @@ func (c *Config) Validate() error {
 }
 
 // KeyID is the default document id: the record's OrderKey, else its Kafka
-// key, else OffsetID. Documents are entities; the index keeps the newest.
+// key, through envelope.ID (a key that is valid UTF-8 and does not start
+// with envelope.IDPrefix is its own id; any other becomes the prefix and
+// its bytes in base64url, so no two keys share an id); else OffsetID.
+// Documents are entities; the index keeps the newest.
 func KeyID(r *record.Record) string {
 	switch {
 	case r.OrderKey != "":
-		return r.OrderKey
+		return envelope.ID(r.OrderKey)
 	case len(r.Key) > 0:
-		return string(r.Key)
+		return envelope.ID(string(r.Key))
 	}
 	return OffsetID(r)
 }
+
+// MaxIDBytes is the longest document id Elasticsearch and OpenSearch
+// accept. A longer id fails the whole _bulk request with 400
+// action_request_validation_exception, so the sink rejects its record
+// instead of sending it (invariant 8).
+const MaxIDBytes = 512
 
 // OffsetID makes one document per record: "topic/partition/offset".
 func OffsetID(r *record.Record) string {
@@ -272,6 +284,10 @@ func (s *Sink) Close() error {
 
 func (s *Sink) enqueue(r *record.Record) {
 	it := item{rec: *r, id: s.cfg.DocID(r)}
+	if reason := badID(it.id); reason != "" {
+		s.rejected = append(s.rejected, retry.Rejection{Record: *r, Reason: reason})
+		return
+	}
 	version, ok := s.version(r, it.id)
 	b := append(s.scratch[:0], `{"index":{"_index":`...)
 	b = envelope.AppendString(b, s.cfg.Index)
@@ -290,6 +306,17 @@ func (s *Sink) enqueue(r *record.Record) {
 	s.scratch = b
 	s.queue = append(s.queue, it)
 	s.bytes += len(it.line)
+}
+
+// badID says why the server would refuse id, or returns "".
+func badID(id string) string {
+	switch {
+	case len(id) > MaxIDBytes:
+		return "bulk: document id of " + strconv.Itoa(len(id)) + " bytes is longer than the server's limit of " + strconv.Itoa(MaxIDBytes)
+	case !utf8.ValidString(id):
+		return "bulk: document id is not valid UTF-8 (Config.DocID)"
+	}
+	return ""
 }
 
 func (s *Sink) version(r *record.Record, id string) (int64, bool) {

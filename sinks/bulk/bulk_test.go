@@ -1,6 +1,7 @@
 package bulk_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/retry"
 	"github.com/signalbox/signalbox/sinks/bulk"
+	"github.com/signalbox/signalbox/sinks/envelope"
 	"github.com/signalbox/signalbox/sinks/sinktest"
 )
 
@@ -26,6 +28,17 @@ func TestConformance(t *testing.T) {
 				Retry: retry.Policy{Initial: time.Millisecond, Max: 2 * time.Millisecond, MaxElapsed: 30 * time.Millisecond}}),
 			Read:       func(t *testing.T) [][]byte { return es.values() },
 			TotalOrder: true,
+			ReadRecords: func(t *testing.T) []sinktest.Stored {
+				var out []sinktest.Stored
+				for _, b := range es.documents() {
+					d, err := envelope.Decode(b)
+					if err != nil {
+						t.Fatalf("document %q: %v", b, err)
+					}
+					out = append(out, sinktest.Stored{Offset: d.Offset, Key: d.Key, Value: d.Value})
+				}
+				return out
+			},
 			Poison: func(r *record.Record) bool {
 				es.set(func(f *fakeES) { f.poison = true })
 				r.Value = append(r.Value[:len(r.Value)-1:len(r.Value)-1], `,"poison":true}`...)
@@ -316,5 +329,97 @@ func TestRequestTimeoutIsTransient(t *testing.T) {
 	}
 	if err := s.Flush(ctx); err == nil || !retry.IsRetryable(err) {
 		t.Fatalf("Flush during a 408 outage = %v, want a retryable error", err)
+	}
+}
+
+// TestBinaryKeysAreDistinctDocuments: with the default KeyID, records whose
+// keys Kafka's IntegerSerializer wrote for 0..255 (128..255 are not valid
+// UTF-8), plus text keys shaped like encoded ids, become one document each,
+// whose _id gives back the key and whose body gives back key and value.
+func TestBinaryKeysAreDistinctDocuments(t *testing.T) {
+	es, srv := newFakeES(t, 1)
+	s := bulk.New(bulk.Config{URL: srv.URL, Index: "out", MaxDocs: 50, Linger: -1, Retry: fastRetry})
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	recs := sinktest.BinaryRecords()
+	withKey := map[string]record.Record{}
+	for _, r := range recs {
+		if len(r.Key) > 0 {
+			withKey[string(r.Key)] = r
+		}
+	}
+	if err := s.Write(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	docs := es.stored()
+	if want := len(withKey) + 2; len(docs) != want { // the empty and the nil key: one document per record
+		t.Fatalf("%d documents, want %d (%s)", len(docs), want, es)
+	}
+	for id, body := range docs {
+		d, err := envelope.Decode(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Key) == 0 {
+			if id != bulk.OffsetID(&recs[d.Offset]) {
+				t.Fatalf("keyless record %d has the id %q", d.Offset, id)
+			}
+			continue
+		}
+		key, err := envelope.ParseID(id)
+		if err != nil || !bytes.Equal(key, d.Key) || !bytes.Equal(d.Value, withKey[string(key)].Value) {
+			t.Fatalf("_id %q: key %q (%v), document key %q value %q", id, key, err, d.Key, d.Value)
+		}
+	}
+	for i := range 128 { // text keys keep the ids they had
+		if _, ok := docs[string([]byte{0, 0, 0, byte(i)})]; !ok {
+			t.Fatalf("key %d is not its own id", i)
+		}
+	}
+}
+
+// TestLongIDRejected: an id over 512 bytes, which Elasticsearch refuses by
+// failing the whole request (400 action_request_validation_exception), is
+// rejected for its record alone; the others are indexed and the sink goes
+// on. A 384-byte binary key is such an id once encoded.
+func TestLongIDRejected(t *testing.T) {
+	es, srv := newFakeES(t, 1)
+	s := bulk.New(bulk.Config{URL: srv.URL, Index: "out", Linger: -1, Retry: fastRetry})
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	recs := sinktest.Records(0, 6, 6)
+	long := bytes.Repeat([]byte{0xff}, 384)
+	recs[2].Key, recs[2].OrderKey = long, string(long)
+	recs[4].OrderKey = strings.Repeat("x", bulk.MaxIDBytes) // the longest id accepted
+	fits := bytes.Repeat([]byte{0xfe}, 380)                 // the longest binary key that fits (docs/sinks.md)
+	recs[5].Key, recs[5].OrderKey = fits, string(fits)
+	if err := s.Write(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	rej := retry.AsRejected(s.Flush(ctx))
+	if rej == nil || len(rej.Rejections) != 1 || rej.Rejections[0].Record.Offset != 2 || !strings.Contains(rej.Rejections[0].Reason, "512") {
+		t.Fatalf("rejections %+v, want offset 2 for its id's length", rej)
+	}
+	if n := len(es.stored()); n != 5 {
+		t.Fatalf("%d documents, want 5", n)
+	}
+	if id := envelope.ID(string(bytes.Repeat([]byte{0xfe}, 381))); len(id) <= bulk.MaxIDBytes {
+		t.Fatalf("a 381-byte binary key has an id of %d bytes: 380 is not the longest that fits", len(id))
+	}
+	if err := s.Write(ctx, sinktest.Records(6, 2, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(es.stored()); n != 7 {
+		t.Fatalf("%d documents, want 7", n)
 	}
 }

@@ -48,6 +48,13 @@
 //     requests of half as many documents, in order; a single document that
 //     is still too large is rejected like a per-item 4xx (invariant 4), so
 //     one oversized document never stops the stream.
+//  8. Ids are lossless and collision-free: KeyID maps every key through
+//     envelope.ID, injective over all byte strings (a text key is its own
+//     id unless it starts with envelope.IDPrefix; any other key is the
+//     prefix and its base64url). A record whose id is longer than
+//     MaxIDBytes (512, the server's limit, which fails a whole request) or
+//     not valid UTF-8 is never sent: it is rejected like a per-item 4xx
+//     (invariant 4), so one long key never stops the stream.
 //
 // Guarantee: at-least-once delivery of index operations; with deterministic
 // document ids and versions, re-delivery after a restart is idempotent.

@@ -20,7 +20,8 @@ type fakeES struct {
 	mu       sync.Mutex
 	rnd      *rand.Rand
 	docs     map[string]doc
-	applied  [][]byte // document bodies in the order they were applied
+	applied  [][]byte // document values in the order they were applied
+	bodies   [][]byte // the whole documents, in the same order
 	requests int
 
 	itemFailRate float64 // probability of a per-item 429/503
@@ -85,15 +86,16 @@ func (f *fakeES) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(nil, 16<<20)
-	var items []map[string]any
-	anyErr := false
+	type op struct {
+		Index       string `json:"_index"`
+		ID          string `json:"_id"`
+		Version     *int64 `json:"version"`
+		VersionType string `json:"version_type"`
+		body        []byte
+	}
+	var ops []op
 	for sc.Scan() {
-		var action map[string]struct {
-			Index       string `json:"_index"`
-			ID          string `json:"_id"`
-			Version     *int64 `json:"version"`
-			VersionType string `json:"version_type"`
-		}
+		var action map[string]op
 		if err := json.Unmarshal(sc.Bytes(), &action); err != nil {
 			http.Error(w, "bad action line: "+err.Error(), http.StatusBadRequest)
 			return
@@ -103,8 +105,18 @@ func (f *fakeES) serve(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "expected index action and document", http.StatusBadRequest)
 			return
 		}
-		body := bytes.Clone(sc.Bytes())
-		status, errType := f.apply(a.ID, a.Version, a.VersionType, body)
+		a.body = bytes.Clone(sc.Bytes())
+		// As Elasticsearch: a too-long id fails the whole request.
+		if len(a.ID) > 512 {
+			http.Error(w, fmt.Sprintf(`{"error":{"type":"action_request_validation_exception","reason":"Validation Failed: 1: id [%s] is too long, must be no longer than 512 bytes but was: %d;"},"status":400}`, a.ID, len(a.ID)), http.StatusBadRequest)
+			return
+		}
+		ops = append(ops, a)
+	}
+	var items []map[string]any
+	anyErr := false
+	for _, a := range ops {
+		status, errType := f.apply(a.ID, a.Version, a.VersionType, a.body)
 		res := map[string]any{"_index": a.Index, "_id": a.ID, "status": status}
 		if errType != "" {
 			anyErr = true
@@ -145,6 +157,7 @@ func (f *fakeES) apply(id string, version *int64, versionType string, body []byt
 	}
 	f.docs[id] = d
 	f.applied = append(f.applied, env.Value)
+	f.bodies = append(f.bodies, body)
 	if exists {
 		return 200, ""
 	}
@@ -155,6 +168,24 @@ func (f *fakeES) values() [][]byte {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([][]byte(nil), f.applied...)
+}
+
+// stored returns the documents the index holds, by id.
+func (f *fakeES) stored() map[string][]byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := make(map[string][]byte, len(f.docs))
+	for id, d := range f.docs {
+		m[id] = d.body
+	}
+	return m
+}
+
+// documents returns every document applied, in order.
+func (f *fakeES) documents() [][]byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([][]byte(nil), f.bodies...)
 }
 
 func (f *fakeES) set(fn func(*fakeES)) {

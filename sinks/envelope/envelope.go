@@ -2,6 +2,7 @@ package envelope
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
@@ -89,11 +90,10 @@ func appendEnvelope(dst []byte, r *record.Record, e *Encoder) []byte {
 	dst = strconv.AppendInt(dst, int64(r.Partition), 10)
 	dst = append(dst, `,"offset":`...)
 	dst = strconv.AppendInt(dst, r.Offset, 10)
-	dst = append(dst, `,"key":`...)
 	if r.Key == nil {
-		dst = append(dst, "null"...)
+		dst = append(dst, `,"key":null`...)
 	} else {
-		dst = AppendBytes(dst, r.Key)
+		dst = appendText(dst, `,"key":`, `,"key_b64":"`, r.Key)
 	}
 	if !r.Timeless {
 		dst = append(dst, `,"event_time":"`...)
@@ -103,11 +103,18 @@ func appendEnvelope(dst []byte, r *record.Record, e *Encoder) []byte {
 			dst = appendTimes(dst, r.EventTime)
 		}
 	}
-	dst = append(dst, `,"value":`...)
-	if r.ValueJSON {
+	switch {
+	case r.ValueJSON:
+		dst = append(dst, `,"value":`...)
 		dst = append(dst, r.Value...) // validated by the decoder (record.Record.ValueJSON)
-	} else {
-		dst = AppendValue(dst, r.Value)
+	case r.Value == nil:
+		dst = append(dst, `,"value":null`...) // a tombstone
+	default:
+		if d := jsonfield.Scan(r.Value, nil); d.Valid {
+			dst = appendValue(append(dst, `,"value":`...), r.Value, d.Multiline)
+		} else {
+			dst = appendText(dst, `,"value":`, `,"value_b64":"`, r.Value)
+		}
 	}
 	if r.Late {
 		dst = append(dst, `,"late":true,"late_by_ms":`...)
@@ -120,6 +127,24 @@ func appendEnvelope(dst []byte, r *record.Record, e *Encoder) []byte {
 		dst = AppendBytes(dst, reason)
 	}
 	return append(dst, '}')
+}
+
+// appendText appends name and b as a JSON string, or, when b is not valid
+// UTF-8, b64name and b in base64 (invariant 3). The escaping loop finds
+// invalid UTF-8 itself, so text costs what it always did.
+func appendText(dst []byte, name, b64name string, b []byte) []byte {
+	mark := len(dst)
+	dst, ok := appendString(append(dst, name...), unsafe.String(unsafe.SliceData(b), len(b)))
+	if !ok {
+		return appendBase64(dst[:mark], b64name, b)
+	}
+	return dst
+}
+
+// appendBase64 appends b64name, which opens a string, and b in standard
+// base64, closing the string.
+func appendBase64(dst []byte, b64name string, b []byte) []byte {
+	return append(base64.StdEncoding.AppendEncode(append(dst, b64name...), b), '"')
 }
 
 // Reason returns the value of the record's record.ReasonHeader header, if it
@@ -140,20 +165,29 @@ func IsJSON(v []byte) bool {
 	return jsonfield.Scan(v, nil).Valid
 }
 
-// AppendValue appends the envelope's value member for payload v: v itself
-// when it is valid JSON (compacted if it spans lines), else v as a JSON string.
-// One jsonfield.Scan pass decides both.
-func AppendValue(dst []byte, v []byte) []byte {
+// AppendValue appends the JSON that the envelope's value member holds for
+// a payload v that is valid UTF-8: v itself when it is valid JSON
+// (compacted if it spans lines), else v as a JSON string; null for a nil
+// v. One jsonfield.Scan pass decides. ok is false, and dst is returned
+// unchanged, when v is neither JSON nor valid UTF-8: the envelope then
+// writes value_b64 instead.
+func AppendValue(dst []byte, v []byte) (_ []byte, ok bool) {
+	if v == nil {
+		return append(dst, "null"...), true
+	}
 	d := jsonfield.Scan(v, nil)
-	return appendValue(dst, v, d.Valid, d.Multiline)
+	if d.Valid {
+		return appendValue(dst, v, d.Multiline), true
+	}
+	out, ok := appendString(dst, unsafe.String(unsafe.SliceData(v), len(v)))
+	if !ok {
+		return dst, false
+	}
+	return out, true
 }
 
-// appendValue writes v verbatim, compacted or as a string, as Scan's verdict
-// says.
-func appendValue(dst, v []byte, valid, multiline bool) []byte {
-	if !valid {
-		return AppendBytes(dst, v)
-	}
+// appendValue writes v, valid JSON, verbatim or compacted when multiline.
+func appendValue(dst, v []byte, multiline bool) []byte {
 	if !multiline {
 		return append(dst, v...)
 	}
@@ -180,6 +214,14 @@ func AppendBytes(dst []byte, b []byte) []byte {
 
 // AppendString appends s as a quoted JSON string (invariant 3).
 func AppendString(dst []byte, s string) []byte {
+	dst, _ = appendString(dst, s)
+	return dst
+}
+
+// appendString is AppendString that also reports whether s was valid UTF-8
+// (nothing was replaced by U+FFFD).
+func appendString(dst []byte, s string) (_ []byte, valid bool) {
+	valid = true
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -208,6 +250,7 @@ func AppendString(dst []byte, s string) []byte {
 		c, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case c == utf8.RuneError && size == 1:
+			valid = false
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\ufffd`...)
 			start = i + size
@@ -219,7 +262,7 @@ func AppendString(dst []byte, s string) []byte {
 		i += size
 	}
 	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, '"'), valid
 }
 
 // AppendTime appends the millisecond timestamp ms as RFC 3339 in UTC with

@@ -32,8 +32,14 @@ func TestAppendGolden(t *testing.T) {
 			`{"topic":"ref","partition":0,"offset":0,"key":null,"value":"{bad","late":false,"reason":"malformed \"json\""}`},
 		{"multi-line json is compacted", record.Record{Topic: "t", Value: []byte("{\n  \"a\": 1\r\n}\n")},
 			`{"topic":"t","partition":0,"offset":0,"key":null,"event_time":"1970-01-01T00:00:00.000Z","event_time_ms":0,"value":{"a":1},"late":false}`},
-		{"escapes", record.Record{Topic: "t", Key: []byte("a\"b\\c\n\x01\xff\u2028é"), Value: nil},
-			`{"topic":"t","partition":0,"offset":0,"key":"a\"b\\c\n\u0001\ufffd\u2028é","event_time":"1970-01-01T00:00:00.000Z","event_time_ms":0,"value":"","late":false}`},
+		{"escapes", record.Record{Topic: "t", Key: []byte("a\"b\\c\n\x01\x00\u2028é"), Value: []byte{}},
+			`{"topic":"t","partition":0,"offset":0,"key":"a\"b\\c\n\u0001\u0000\u2028é","event_time":"1970-01-01T00:00:00.000Z","event_time_ms":0,"value":"","late":false}`},
+		{"tombstone", record.Record{Topic: "t", Key: []byte("k"), Value: nil, Timeless: true},
+			`{"topic":"t","partition":0,"offset":0,"key":"k","value":null,"late":false}`},
+		{"binary key and value", record.Record{Topic: "t", Key: []byte{0, 0, 0, 0x80}, Value: []byte("a\xffb"), Timeless: true},
+			`{"topic":"t","partition":0,"offset":0,"key_b64":"AAAAgA==","value_b64":"Yf9i","late":false}`},
+		{"invalid UTF-8 after text", record.Record{Topic: "t", Key: []byte("sku-\"1\"\xc3"), Value: []byte("{\"a\":\"\xe9\"}"), Timeless: true},
+			`{"topic":"t","partition":0,"offset":0,"key_b64":"c2t1LSIxIsM=","value_b64":"eyJhIjoi6SJ9","late":false}`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -99,6 +105,10 @@ func TestAppendDoesNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { buf = envelope.Append(buf[:0], &rec) }); n != 0 {
 		t.Fatalf("Append allocates %.1f times per record", n)
 	}
+	rec.Key, rec.Value = []byte{0, 0, 0, 0x80}, []byte{0xff, 'a'} // key_b64, value_b64
+	if n := testing.AllocsPerRun(100, func() { buf = envelope.Append(buf[:0], &rec) }); n != 0 {
+		t.Fatalf("Append allocates %.1f times per binary record", n)
+	}
 }
 
 func benchRecord() record.Record {
@@ -145,6 +155,19 @@ func BenchmarkAppendStringValue(b *testing.B) {
 	}
 }
 
+// BenchmarkAppendBinary: an IntegerSerializer key and a 100-byte value that
+// are not UTF-8, written as key_b64 and value_b64.
+func BenchmarkAppendBinary(b *testing.B) {
+	rec := benchRecord()
+	rec.Key = []byte{0, 0, 0, 0x80}
+	rec.Value = bytes.Repeat([]byte{0x80, 'a', 'b', 'c'}, 25)
+	buf := make([]byte, 0, 4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = envelope.Append(buf[:0], &rec)
+	}
+}
+
 func ExampleAppend() {
 	rec := record.Record{Topic: "orders", Partition: 1, Offset: 9, Key: []byte("k"),
 		EventTime: 1_764_479_604_123, Value: []byte(`{"qty":2}`)}
@@ -177,8 +200,10 @@ func FuzzAppend(f *testing.F) {
 	f.Add("orders", []byte("sku-1"), []byte(`{"a": [1, 2]}`), []byte(""), int64(1_764_479_604_123), false, false)
 	f.Add("t\n", []byte("a\"b\\c\n\x01\xff\u2028é"), []byte("{\n  \"a\": 1\r\n}\n"), []byte("bad \"json\""), int64(-1), true, false)
 	f.Add("", []byte(nil), []byte("not json\xff"), []byte("\x00"), int64(-62_135_596_800_001), false, true)
-	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(-86_400_000), false, false) // a negative midnight
-	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(999), false, false)         // the last millisecond whose event_time_ms has no second's digits
+	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(-86_400_000), false, false)                // a negative midnight
+	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(999), false, false)                        // the last millisecond whose event_time_ms has no second's digits
+	f.Add("t", []byte{0, 0, 0, 0x80}, []byte("{\"a\":\"\xe9\"}"), []byte(""), int64(1), false, false) // binary key, JSON-shaped value that is not UTF-8
+	f.Add("t", []byte("~b64:AAAAgA"), []byte(nil), []byte("tombstone"), int64(1), false, false)
 	f.Fuzz(func(t *testing.T, topic string, key, value, reason []byte, ms int64, late, timeless bool) {
 		rec := record.Record{Topic: topic, Key: key, Value: value, EventTime: ms, Late: late, LateBy: 7, Timeless: timeless}
 		if len(reason) > 0 {
@@ -222,8 +247,20 @@ func FuzzAppend(f *testing.F) {
 		if utf8.ValidString(topic) && got.Topic != topic {
 			t.Fatalf("topic %q, want %q", got.Topic, topic)
 		}
-		if (got.Key == nil) != (key == nil) || key != nil && utf8.Valid(key) && *got.Key != string(key) {
-			t.Fatalf("key %v, want %q", got.Key, key)
+		// Keys round-trip byte for byte (key, or key_b64 when not UTF-8);
+		// so do values that are not JSON (value, or value_b64).
+		dec, err := envelope.Decode(out)
+		if err != nil {
+			t.Fatalf("Decode: %v", err)
+		}
+		if (dec.Key == nil) != (key == nil) || !bytes.Equal(dec.Key, key) {
+			t.Fatalf("key decodes to %q, want %q", dec.Key, key)
+		}
+		if !envelope.IsJSON(value) && ((dec.Value == nil) != (value == nil) || !bytes.Equal(dec.Value, value)) {
+			t.Fatalf("value decodes to %q, want %q", dec.Value, value)
+		}
+		if got.Key != nil && !utf8.Valid(key) {
+			t.Fatalf("key %q written as text: %s", key, out)
 		}
 		if timeless != (got.EventTimeMs == nil) || !timeless && *got.EventTimeMs != ms {
 			t.Fatalf("event_time_ms %v, want %d (timeless %v)", got.EventTimeMs, ms, timeless)
@@ -238,4 +275,56 @@ func FuzzAppend(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzID holds invariant 6: ID is injective and ParseID inverts it, over
+// any two byte strings (text keys, binary keys, and text keys that look like
+// encoded ones), and a text key without the prefix is its own id.
+func FuzzID(f *testing.F) {
+	f.Add([]byte("sku-1"), []byte{0, 0, 0, 0x80})
+	f.Add([]byte("~b64:AAAAgA"), []byte{0, 0, 0, 0x80})
+	f.Add([]byte{0, 0, 0, 0xff}, []byte{0, 0, 0, 0xfe})
+	f.Add([]byte("~b64:"), []byte(""))
+	f.Add([]byte("~b64:fn5iNjQ6"), []byte("~b64:"))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		ida, idb := envelope.ID(string(a)), envelope.ID(string(b))
+		if !bytes.Equal(a, b) && ida == idb {
+			t.Fatalf("keys %q and %q share the id %q", a, b, ida)
+		}
+		if !utf8.ValidString(ida) {
+			t.Fatalf("ID(%q) = %q, not UTF-8", a, ida)
+		}
+		if utf8.Valid(a) && !strings.HasPrefix(string(a), envelope.IDPrefix) && ida != string(a) {
+			t.Fatalf("text key %q has the id %q, not itself", a, ida)
+		}
+		back, err := envelope.ParseID(ida)
+		if err != nil || !bytes.Equal(back, a) {
+			t.Fatalf("ParseID(ID(%q)) = %q, %v", a, back, err)
+		}
+		// ParseID accepts only ids that ID writes.
+		if k, err := envelope.ParseID(string(b)); err == nil && envelope.ID(string(k)) != string(b) {
+			t.Fatalf("ParseID(%q) = %q, whose id is %q", b, k, envelope.ID(string(k)))
+		}
+	})
+}
+
+// TestIntegerKeysDistinct: the keys Kafka's IntegerSerializer writes
+// (4-byte big-endian) for 0..255 round-trip through the envelope and get
+// 256 distinct ids; keys 128..255 are not valid UTF-8.
+func TestIntegerKeysDistinct(t *testing.T) {
+	ids := map[string]bool{}
+	keys := map[string]bool{}
+	for i := range 256 {
+		key := []byte{0, 0, 0, byte(i)}
+		rec := record.Record{Topic: "t", Key: key, Value: []byte{byte(i), 0xff}, Timeless: true}
+		dec, err := envelope.Decode(envelope.Append(nil, &rec))
+		if err != nil || !bytes.Equal(dec.Key, key) || !bytes.Equal(dec.Value, rec.Value) {
+			t.Fatalf("key %d: decoded %q %q, %v", i, dec.Key, dec.Value, err)
+		}
+		keys[string(dec.Key)] = true
+		ids[envelope.ID(string(key))] = true
+	}
+	if len(ids) != 256 || len(keys) != 256 {
+		t.Fatalf("%d distinct ids, %d distinct keys, want 256", len(ids), len(keys))
+	}
 }

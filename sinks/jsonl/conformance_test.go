@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	env "github.com/signalbox/signalbox/sinks/envelope"
 	"github.com/signalbox/signalbox/sinks/jsonl"
 	"github.com/signalbox/signalbox/sinks/sinktest"
 )
@@ -16,6 +17,19 @@ func values(t *testing.T, b []byte) [][]byte {
 	var out [][]byte
 	for _, e := range decodeLines(t, b) {
 		out = append(out, []byte(e.Value))
+	}
+	return out
+}
+
+// stored decodes every line back to its record's bytes.
+func stored(t *testing.T, b []byte) []sinktest.Stored {
+	var out []sinktest.Stored
+	for line := range bytes.Lines(b) {
+		d, err := env.Decode(line)
+		if err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		out = append(out, sinktest.Stored{Offset: d.Offset, Key: d.Key, Value: d.Value})
 	}
 	return out
 }
@@ -32,6 +46,13 @@ func TestConformanceFile(t *testing.T) {
 					t.Fatal(err)
 				}
 				return values(t, b)
+			},
+			ReadRecords: func(t *testing.T) []sinktest.Stored {
+				b, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return stored(t, b)
 			},
 		}
 	})
@@ -63,6 +84,11 @@ func TestConformanceWriter(t *testing.T) {
 				w.mu.Lock()
 				defer w.mu.Unlock()
 				return values(t, w.buf.Bytes())
+			},
+			ReadRecords: func(t *testing.T) []sinktest.Stored {
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				return stored(t, w.buf.Bytes())
 			},
 			Fail: func(t *testing.T, retryable bool) (func(), bool) {
 				if retryable {

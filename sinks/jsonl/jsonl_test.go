@@ -25,9 +25,11 @@ type envelope struct {
 	Partition   int32           `json:"partition"`
 	Offset      int64           `json:"offset"`
 	Key         *string         `json:"key"`
+	KeyB64      *string         `json:"key_b64"`
 	EventTime   *string         `json:"event_time"`
 	EventTimeMs *int64          `json:"event_time_ms"`
 	Value       json.RawMessage `json:"value"`
+	ValueB64    *string         `json:"value_b64"`
 	Late        bool            `json:"late"`
 	LateByMs    *int64          `json:"late_by_ms"`
 	Reason      *string         `json:"reason"`

@@ -13,14 +13,19 @@
 //	topic          text not null
 //	partition      integer not null
 //	"offset"       bigint not null          -- unique (topic, partition, "offset")
-//	key            text                     -- null when the record has no key
+//	key            text                     -- null when the record has no key, or key_bytes holds it
 //	event_time     timestamptz              -- null for timeless records
 //	event_time_ms  bigint
-//	value          jsonb (or text, Config.ValueType) -- the envelope's value
+//	value          jsonb (or text, Config.ValueType) -- the envelope's value; null for a tombstone, or value_bytes holds it
 //	late           boolean not null
 //	late_by_ms     bigint
 //	reason         text                     -- dead-letter reason, if any
+//	key_bytes      bytea                    -- the key, when it is not valid UTF-8 or holds NUL
+//	value_bytes    bytea                    -- the value, when it is neither JSON nor valid UTF-8, or (jsonb) its JSON holds \u0000
 //
+// Open adds key_bytes and value_bytes to a data table created by an earlier
+// build (ALTER TABLE … ADD COLUMN IF NOT EXISTS; with Config.NoCreate the
+// table must have them).
 // The checkpoint lives in <Table>_checkpoint (name, topic, partition, low,
 // position, end_offset, replaying, watermark; primary key (name, topic,
 // partition)) and <Table>_watermark (name primary key, watermark,
@@ -56,9 +61,13 @@
 //     and statement timeouts and server shutdowns are marked retryable; data
 //     exceptions are rejections (invariant 9); any other error is fatal and
 //     sticky (every later call returns it).
-//  7. Text columns never receive NUL or invalid UTF-8 (PostgreSQL rejects
-//     them): such bytes in keys and reasons become U+FFFD, as they do in the
-//     JSON envelope; a \u0000 escape in a jsonb value becomes \ufffd.
+//  7. Keys and values are stored losslessly. Text columns never receive
+//     NUL or invalid UTF-8 (PostgreSQL rejects them), nor jsonb a \u0000
+//     escape: such a key goes to key_bytes and such a value to value_bytes,
+//     byte for byte, with key or value null. Exactly one of key and
+//     key_bytes is set, unless the record has no key; likewise value and
+//     value_bytes, unless it is a tombstone. Reasons, signalbox's text,
+//     have NUL and invalid UTF-8 replaced by U+FFFD.
 //  8. Close never commits: it drops the buffered rows (a fatal error ends
 //     the job without its last checkpoint, and the rows are re-read from
 //     Kafka on restart). Only Flush, FlushCheckpoint and a Write that

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -44,8 +45,9 @@ type Config struct {
 	// "jsonb" (default) or "text".
 	ValueType string
 	// NoCreate skips CREATE TABLE IF NOT EXISTS in Open, and the ALTER
-	// TABLE that adds the watermark column to a <Table>_checkpoint created
-	// by an earlier build: the tables must then already have it.
+	// TABLEs that add the watermark column to a <Table>_checkpoint and the
+	// key_bytes and value_bytes columns to a data table created by an
+	// earlier build: the tables must then already have them.
 	NoCreate bool
 	// MaxBatch is the number of buffered rows at which Write commits them
 	// before accepting more. Default 10000; at most MaxMaxBatch.
@@ -144,7 +146,10 @@ CREATE TABLE IF NOT EXISTS %[1]s (
 	late boolean NOT NULL,
 	late_by_ms bigint,
 	reason text,
+	key_bytes bytea,
+	value_bytes bytea,
 	UNIQUE (topic, partition, "offset"));
+ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS key_bytes bytea, ADD COLUMN IF NOT EXISTS value_bytes bytea;
 CREATE TABLE IF NOT EXISTS %[2]s (
 	name text NOT NULL,
 	topic text NOT NULL,
@@ -187,7 +192,7 @@ func (s *Sink) do(ctx context.Context, fn func(*pgx.Conn) error) error {
 	return err
 }
 
-var columns = []string{"ord", "topic", "partition", "offset", "key", "event_time", "event_time_ms", "value", "late", "late_by_ms", "reason"}
+var columns = []string{"ord", "topic", "partition", "offset", "key", "event_time", "event_time_ms", "value", "late", "late_by_ms", "reason", "key_bytes", "value_bytes"}
 
 // Write buffers batch, committing first when MaxBatch rows are waiting.
 func (s *Sink) Write(ctx context.Context, batch []record.Record) error {
@@ -435,14 +440,15 @@ func (s *Sink) reject(ctx context.Context) error {
 func (s *Sink) insert(ctx context.Context, tx pgx.Tx, lo, hi int) error {
 	_, err := tx.Exec(ctx, fmt.Sprintf(`CREATE TEMP TABLE IF NOT EXISTS signalbox_stage (
 	ord integer, topic text, partition integer, "offset" bigint, key text, event_time timestamptz,
-	event_time_ms bigint, value %s, late boolean, late_by_ms bigint, reason text) ON COMMIT DELETE ROWS`, s.cfg.ValueType))
+	event_time_ms bigint, value %s, late boolean, late_by_ms bigint, reason text, key_bytes bytea, value_bytes bytea)
+	ON COMMIT DELETE ROWS`, s.cfg.ValueType))
 	if err != nil {
 		return err
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"signalbox_stage"}, columns, pgx.CopyFromRows(s.rows[lo:hi])); err != nil {
 		return err
 	}
-	cols := `topic, partition, "offset", key, event_time, event_time_ms, value, late, late_by_ms, reason`
+	cols := `topic, partition, "offset", key, event_time, event_time_ms, value, late, late_by_ms, reason, key_bytes, value_bytes`
 	_, err = tx.Exec(ctx, `INSERT INTO `+s.data+` (`+cols+`) SELECT `+cols+
 		` FROM signalbox_stage WHERE ord >= $1 AND ord < $2 ORDER BY ord ON CONFLICT (topic, partition, "offset") DO NOTHING`, lo, hi)
 	return err
@@ -478,17 +484,25 @@ func (s *Sink) saveCheckpoint(ctx context.Context, tx pgx.Tx, cp *record.Checkpo
 func (s *Sink) row(r *record.Record) []any {
 	row := make([]any, len(columns))
 	row[1], row[2], row[3] = r.Topic, r.Partition, r.Offset
-	if r.Key != nil {
-		row[4] = text(r.Key)
+	switch {
+	case r.Key == nil:
+	case utf8.Valid(r.Key) && bytes.IndexByte(r.Key, 0) < 0:
+		row[4] = string(r.Key)
+	default: // invariant 7
+		row[11] = r.Key
 	}
 	if !r.Timeless {
 		row[5], row[6] = time.UnixMilli(r.EventTime).UTC(), r.EventTime
 	}
-	v := string(envelope.AppendValue(nil, r.Value))
-	if s.cfg.ValueType == "jsonb" {
-		v = strings.ReplaceAll(v, `\u0000`, `\ufffd`)
+	if r.Value != nil {
+		// jsonb refuses the \u0000 escape; text holds it as written.
+		if v, ok := envelope.AppendValue(nil, r.Value); ok && (s.cfg.ValueType != "jsonb" || !bytes.Contains(v, []byte(`\u0000`))) {
+			row[7] = string(v)
+		} else {
+			row[12] = r.Value
+		}
 	}
-	row[7], row[8] = v, r.Late
+	row[8] = r.Late
 	if r.Late {
 		row[9] = r.LateBy
 	}

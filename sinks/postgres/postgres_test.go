@@ -53,20 +53,68 @@ func (f *fixture) sink(extra ...func(*postgres.Config)) *postgres.Sink {
 	return postgres.New(cfg)
 }
 
+// values returns the value column's JSON of every row, or its value_bytes.
 func (f *fixture) values(t *testing.T) [][]byte {
-	rows, err := f.admin.Query(ctx, "SELECT value::text FROM "+f.table+" ORDER BY seq")
+	var vs [][]byte
+	for _, r := range f.rows(t) {
+		vs = append(vs, r.value)
+	}
+	return vs
+}
+
+// row is one stored row's offset, key and value, as a reader decodes them:
+// key_bytes, else key; value_bytes, else value's JSON (json holds it).
+type row struct {
+	offset     int64
+	key, value []byte
+	json       bool
+}
+
+func (f *fixture) rows(t *testing.T) []row {
+	rows, err := f.admin.Query(ctx, `SELECT "offset", key, key_bytes, value::text, value_bytes FROM `+f.table+" ORDER BY seq")
 	if err != nil {
 		return nil // not created yet
 	}
-	vs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([]byte, error) {
-		var s string
-		err := r.Scan(&s)
-		return []byte(s), err
+	rs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var o row
+		var key, value *string
+		var keyBytes, valueBytes []byte
+		err := r.Scan(&o.offset, &key, &keyBytes, &value, &valueBytes)
+		switch {
+		case keyBytes != nil:
+			o.key = keyBytes
+		case key != nil:
+			o.key = []byte(*key)
+		}
+		switch {
+		case valueBytes != nil:
+			o.value = valueBytes
+		case value != nil:
+			o.value, o.json = []byte(*value), true
+		}
+		return o, err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return vs
+	return rs
+}
+
+// stored decodes the rows as sinktest.Stored: a value stored as a JSON
+// string is its text.
+func (f *fixture) stored(t *testing.T) []sinktest.Stored {
+	var out []sinktest.Stored
+	for _, r := range f.rows(t) {
+		if r.json && len(r.value) > 0 && r.value[0] == '"' {
+			var s string
+			if err := json.Unmarshal(r.value, &s); err != nil {
+				t.Fatal(err)
+			}
+			r.value = []byte(s)
+		}
+		out = append(out, sinktest.Stored{Offset: r.offset, Key: r.key, Value: r.value})
+	}
+	return out
 }
 
 // poison gives r a value that is valid JSON but that jsonb refuses: a
@@ -81,20 +129,31 @@ func poison(r *record.Record) bool {
 	return true
 }
 
-func TestConformance(t *testing.T) { conformance(t, postgres.DefaultMaxBatch) }
+func TestConformance(t *testing.T) { conformance(t, postgres.DefaultMaxBatch, "jsonb") }
 
 // TestConformanceSmallBatches makes Write commit (and find rejections)
 // every few rows (Config.MaxBatch).
-func TestConformanceSmallBatches(t *testing.T) { conformance(t, 8) }
+func TestConformanceSmallBatches(t *testing.T) { conformance(t, 8, "jsonb") }
 
-func conformance(t *testing.T, maxBatch int) {
+// TestConformanceText stores values as text (Config.ValueType).
+func TestConformanceText(t *testing.T) { conformance(t, postgres.DefaultMaxBatch, "text") }
+
+func conformance(t *testing.T, maxBatch int, valueType string) {
 	sinktest.Run(t, func(t *testing.T) sinktest.Target {
 		f := newFixture(t)
 		// A short lock_timeout turns a held table lock into a transient error.
-		s := f.sink(func(c *postgres.Config) { c.DSN += "&lock_timeout=100"; c.MaxBatch = maxBatch })
+		s := f.sink(func(c *postgres.Config) {
+			c.DSN += "&lock_timeout=100"
+			c.MaxBatch, c.ValueType = maxBatch, valueType
+		})
+		poison := poison
+		if valueType == "text" {
+			poison = nil // text stores any value
+		}
 		return sinktest.Target{
 			Sink:          s,
 			Read:          f.values,
+			ReadRecords:   f.stored,
 			TotalOrder:    true,
 			CloseDiscards: true,
 			Poison:        poison,
@@ -188,12 +247,17 @@ func TestCheckpointAtomicAndRestartExactlyOnce(t *testing.T) {
 			t.Fatalf("row %d holds seq %d", i, p.Seq)
 		}
 	}
-	var key, reason string
+	var key *string
+	var keyBytes []byte
+	var reason string
 	var late bool
 	var lateBy *int64
 	var evt *int64
-	if err := f.admin.QueryRow(ctx, "SELECT key, reason FROM "+f.table+` WHERE "offset" = 9`).Scan(&key, &reason); err != nil || key != "nul\uFFFDand\uFFFDbad" || reason != "late" {
-		t.Fatalf("row 9: %q %q %v", key, reason, err)
+	if err := f.admin.QueryRow(ctx, "SELECT key, key_bytes, reason FROM "+f.table+` WHERE "offset" = 9`).Scan(&key, &keyBytes, &reason); err != nil || key != nil || string(keyBytes) != "nul\x00and\xffbad" || reason != "late" {
+		t.Fatalf("row 9: %v %q %q %v", key, keyBytes, reason, err)
+	}
+	if rs := f.rows(t); string(rs[10].value) != "not json \x00" || string(rs[11].value) != string(all[11].Value) {
+		t.Fatalf("rows 10 and 11 hold %q and %q, want the bytes of their values", rs[10].value, rs[11].value)
 	}
 	if err := f.admin.QueryRow(ctx, "SELECT late, late_by_ms FROM "+f.table+` WHERE "offset" = 7`).Scan(&late, &lateBy); err != nil || !late || *lateBy != 40 {
 		t.Fatalf("row 7: %v %v %v", late, lateBy, err)
@@ -367,5 +431,43 @@ func TestDataErrorOutsideTheRowsIsNotSwallowed(t *testing.T) {
 	}
 	if n := len(f.values(t)); n != 0 {
 		t.Fatalf("%d rows stored by a failed checkpoint", n)
+	}
+}
+
+// TestDataTableFromEarlierBuild: Open adds key_bytes and value_bytes to a
+// data table created without them; old rows keep their values, and a
+// binary key and value written now are stored as bytes.
+func TestDataTableFromEarlierBuild(t *testing.T) {
+	f := newFixture(t)
+	for _, q := range []string{
+		`CREATE TABLE ` + f.table + ` (seq bigserial PRIMARY KEY, topic text NOT NULL, partition integer NOT NULL,
+			"offset" bigint NOT NULL, key text, event_time timestamptz, event_time_ms bigint, value jsonb,
+			late boolean NOT NULL, late_by_ms bigint, reason text, UNIQUE (topic, partition, "offset"))`,
+		`INSERT INTO ` + f.table + ` (topic, partition, "offset", key, value, late) VALUES ('in', 0, 999, 'old', '"v"', false)`,
+	} {
+		if _, err := f.admin.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := f.sink()
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	recs := sinktest.BinaryRecords()[128:130]
+	if err := s.Write(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := f.stored(t)
+	if len(got) != 3 || string(got[0].Key) != "old" || string(got[0].Value) != "v" {
+		t.Fatalf("rows %+v", got)
+	}
+	for i, r := range recs {
+		if g := got[i+1]; g.Offset != r.Offset || string(g.Key) != string(r.Key) || string(g.Value) != string(r.Value) {
+			t.Fatalf("row %d: %+v, want key %q value %q", i+1, g, r.Key, r.Value)
+		}
 	}
 }

@@ -30,6 +30,12 @@
 //     or Flush, unchanged (topic, partition, offset, event time) and with a
 //     reason, never retryable; repeating the call without it stores every
 //     other record exactly once and in order, and the sink goes on.
+//  8. Bytes (Target.ReadRecords): keys and values that are not valid UTF-8
+//     (Kafka IntegerSerializer keys 0..255, binary values), hold NUL, look
+//     like an encoded id (envelope.IDPrefix), are empty or nil (no key, a
+//     tombstone) are stored once each and read back byte for byte, nil
+//     staying nil and empty staying empty. Values here are not JSON, whose
+//     bytes a jsonb destination may reformat.
 //
 // Records carry their identity in the value ({"seq":n,"key":"k"}), so the
 // suite reads destinations that re-encode JSON (jsonb, Kafka) the same way.

@@ -1,6 +1,7 @@
 package sinktest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -43,6 +44,17 @@ type Target struct {
 	// data (the sink must return a *retry.RejectedError for it). It returns
 	// false when the destination refuses nothing; the case is then skipped.
 	Poison func(r *record.Record) bool
+	// ReadRecords, if set, returns every record the destination durably
+	// holds, in the order it stored them, with its key and value decoded
+	// back to bytes as a reader of that destination would (for the JSON
+	// envelope, envelope.Decode). Without it the Bytes case is skipped.
+	ReadRecords func(t *testing.T) []Stored
+}
+
+// Stored is one record read back from a destination.
+type Stored struct {
+	Offset     int64
+	Key, Value []byte
 }
 
 // Factory builds a fresh Target for one subtest.
@@ -79,6 +91,62 @@ func Run(t *testing.T, f Factory) {
 	t.Run("FatalError", func(t *testing.T) { testFatal(t, f(t)) })
 	t.Run("RetryableError", func(t *testing.T) { testRetryable(t, f(t)) })
 	t.Run("Rejection", func(t *testing.T) { testRejection(t, f(t)) })
+	t.Run("Bytes", func(t *testing.T) { testBytes(t, f(t)) })
+}
+
+// BinaryRecords returns the records of the Bytes case, numbered from
+// offset 0, one partition, with increasing event times: 256 keys as Kafka's
+// IntegerSerializer writes 0..255 (4 bytes big-endian; 128..255 are not
+// valid UTF-8), then keys that are a bare invalid byte, text with NUL, the
+// id envelope.ID gives key 128 (a text key that must not share its
+// document), empty and nil. Values are binary, text, text with NUL, empty
+// and nil (a tombstone), never JSON.
+func BinaryRecords() []record.Record {
+	var keys [][]byte
+	for i := range 256 {
+		keys = append(keys, []byte{0, 0, 0, byte(i)})
+	}
+	keys = append(keys, []byte{0xff}, []byte("a\x00b"), []byte("~b64:AAAAgA"), []byte("~b64:"), []byte{}, nil)
+	values := [][]byte{{0x80, 0, 0xff}, []byte("plain text"), []byte("nul\x00inside"), {}, nil, []byte("é\xc3")}
+	rs := make([]record.Record, len(keys))
+	for i, k := range keys {
+		rs[i] = record.Record{
+			Topic: "in", Offset: int64(i), Key: k, OrderKey: string(k),
+			Value: values[i%len(values)], EventTime: 1_800_000_000_000 + int64(i),
+		}
+	}
+	return rs
+}
+
+func testBytes(t *testing.T, tg Target) {
+	if tg.ReadRecords == nil {
+		t.Skip("target cannot read records back as bytes")
+	}
+	s := tg.Sink
+	must(t, "Open", s.Open(ctx))
+	defer s.Close()
+	all := BinaryRecords()
+	must(t, "Write", s.Write(ctx, all[:100]))
+	must(t, "Write", s.Write(ctx, all[100:]))
+	must(t, "Flush", s.Flush(ctx))
+	got := tg.ReadRecords(t)
+	seen := map[int64]bool{}
+	for _, g := range got {
+		if g.Offset < 0 || g.Offset >= int64(len(all)) || seen[g.Offset] {
+			t.Fatalf("offset %d: not written, or stored twice", g.Offset)
+		}
+		seen[g.Offset] = true
+		w := all[g.Offset]
+		if (g.Key == nil) != (w.Key == nil) || !bytes.Equal(g.Key, w.Key) {
+			t.Fatalf("offset %d: key %q (nil %v), want %q (nil %v)", g.Offset, g.Key, g.Key == nil, w.Key, w.Key == nil)
+		}
+		if (g.Value == nil) != (w.Value == nil) || !bytes.Equal(g.Value, w.Value) {
+			t.Fatalf("offset %d: value %q (nil %v), want %q (nil %v)", g.Offset, g.Value, g.Value == nil, w.Value, w.Value == nil)
+		}
+	}
+	if len(seen) != len(all) {
+		t.Fatalf("destination holds %d of the %d records", len(seen), len(all))
+	}
 }
 
 var ctx = context.Background()
