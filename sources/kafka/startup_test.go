@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 
 	"github.com/signalbox/signalbox/embedded"
 	"github.com/signalbox/signalbox/internal/startup"
+	"github.com/signalbox/signalbox/internal/startup/startuptest"
 )
 
 // startupBound is the StartupTimeout of these tests; a failure must arrive
@@ -22,38 +21,6 @@ const (
 	startupBound = 2 * time.Second
 	startupSlack = 5 * startupBound
 )
-
-// silentBroker is a TCP listener that accepts connections and never
-// answers; it returns its address.
-func silentBroker(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
 
 // openOrFirstPoll opens src and, when Open succeeds (group mode), polls
 // once: the start-up's error, if any, and how long it took to arrive.
@@ -99,7 +66,7 @@ func checkStartupFailure(t *testing.T, err error, took time.Duration, wait, addr
 func TestSilentBrokerFailsStartup(t *testing.T) {
 	for _, group := range []string{"", "g"} {
 		t.Run("group="+group, func(t *testing.T) {
-			addr := silentBroker(t)
+			addr := startuptest.SilentBroker(t)
 			src, err := New(Config{Brokers: []string{addr}, Topics: []string{"t"}, Group: group, StartupTimeout: startupBound})
 			if err != nil {
 				t.Fatal(err)
@@ -203,7 +170,7 @@ func TestStartupStepsShareOneDeadline(t *testing.T) {
 // job's one start-up deadline, already partly spent on its sinks) bounds
 // the source's start-up when it is earlier than StartupTimeout.
 func TestStartupDeadlineFromContext(t *testing.T) {
-	addr := silentBroker(t)
+	addr := startuptest.SilentBroker(t)
 	src, err := New(Config{Brokers: []string{addr}, Topics: []string{"t"}}) // default bound, 30s
 	if err != nil {
 		t.Fatal(err)
