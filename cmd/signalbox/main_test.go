@@ -352,3 +352,37 @@ func TestBadAdminAddrKeepsTheState(t *testing.T) {
 		t.Fatalf("the state was touched: %v", err)
 	}
 }
+
+// TestRunThatNeverStartedLogsNoWatermark: a job that fails before its
+// engine starts logs its watermark as -inf, not as the Unix epoch.
+func TestRunThatNeverStartedLogsNoWatermark(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close() // nothing listens: the connection is refused
+	job := writeFile(t, "job.yaml", fmt.Sprintf(`
+brokers: [%s]
+inputs:
+  - {topic: orders, time: field, time_field: ts}
+delay: 100ms
+sinks:
+  - {type: jsonl, path: %s}
+`, addr, filepath.Join(t.TempDir(), "out.jsonl")))
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	code, _, errs := cli(t, ctx, "run", "-c", job, "--admin-addr", "off")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, errs)
+	}
+	var stopped string
+	for _, line := range strings.Split(errs, "\n") {
+		if strings.Contains(line, "stopped") {
+			stopped = line
+		}
+	}
+	if !strings.Contains(stopped, "-inf") || strings.Contains(stopped, "1970") {
+		t.Fatalf("stopped line %q: want watermark -inf\n%s", stopped, errs)
+	}
+}
