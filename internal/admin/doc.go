@@ -13,8 +13,8 @@
 //     binds IPv4 only: 0.0.0.0 is every IPv4 interface, not Go's
 //     dual-stack wildcard.
 //  2. Port 0 takes any free port; the URL, the address as given with the
-//     actual port, is returned and logged. A port in use fails Start with an error naming the
-//     setting.
+//     actual port, is returned and logged. A port in use fails Start with
+//     an error naming the setting.
 //  3. /healthz answers 503 only when the engine loop has published stats
 //     before and has not for StallAfter: a job still opening its sinks or
 //     restoring state is alive. /readyz answers 200 only while every sink
