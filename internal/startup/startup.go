@@ -18,13 +18,13 @@ func WithDeadline(ctx context.Context, d time.Time) context.Context {
 }
 
 // Deadline is when a start-up bounded by bound must end: now+bound, or the
-// deadline ctx carries when that is earlier.
-func Deadline(ctx context.Context, bound time.Duration) time.Time {
+// deadline ctx carries when that is earlier (then carried is true).
+func Deadline(ctx context.Context, bound time.Duration) (deadline time.Time, carried bool) {
 	d := time.Now().Add(bound)
-	if carried, ok := ctx.Value(key{}).(time.Time); ok && carried.Before(d) {
-		return carried
+	if c, ok := ctx.Value(key{}).(time.Time); ok && c.Before(d) {
+		return c, true
 	}
-	return d
+	return d, false
 }
 
 // Run runs step and returns its error, or ErrTimeout once deadline passes,

@@ -10,16 +10,16 @@ import (
 func TestDeadlineIsTheEarliest(t *testing.T) {
 	ctx := context.Background()
 	before := time.Now()
-	if d := Deadline(ctx, time.Minute); d.Before(before.Add(time.Minute)) || d.After(time.Now().Add(time.Minute)) {
-		t.Fatalf("no carried deadline: got %v, want now+1m", d)
+	if d, carried := Deadline(ctx, time.Minute); carried || d.Before(before.Add(time.Minute)) || d.After(time.Now().Add(time.Minute)) {
+		t.Fatalf("no carried deadline: got %v (carried %v), want now+1m", d, carried)
 	}
-	carried := time.Now().Add(time.Second)
-	if d := Deadline(WithDeadline(ctx, carried), time.Minute); !d.Equal(carried) {
-		t.Fatalf("earlier carried deadline: got %v, want %v", d, carried)
+	c := time.Now().Add(time.Second)
+	if d, carried := Deadline(WithDeadline(ctx, c), time.Minute); !carried || !d.Equal(c) {
+		t.Fatalf("earlier carried deadline: got %v (carried %v), want %v", d, carried, c)
 	}
 	late := time.Now().Add(time.Hour)
-	if d := Deadline(WithDeadline(ctx, late), time.Minute); !d.Before(late) {
-		t.Fatalf("later carried deadline: got %v, want now+1m", d)
+	if d, carried := Deadline(WithDeadline(ctx, late), time.Minute); carried || !d.Before(late) {
+		t.Fatalf("later carried deadline: got %v (carried %v), want now+1m", d, carried)
 	}
 }
 

@@ -111,7 +111,7 @@ func (s *Sink) Open(ctx context.Context) error {
 		return errors.New("kafka: Brokers and Topic are required")
 	}
 	sc := s.saramaConfig()
-	s.deadline = startup.Deadline(ctx, cmp.Or(s.cfg.StartupTimeout, DefaultStartupTimeout))
+	s.deadline, _ = startup.Deadline(ctx, cmp.Or(s.cfg.StartupTimeout, DefaultStartupTimeout))
 	opened := make(chan *opened, 1)
 	err := s.bounded(ctx, "connecting and initialising the producer", func() error {
 		o, err := s.open(sc)

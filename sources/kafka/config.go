@@ -128,13 +128,16 @@ type Config struct {
 	// take a Revoked (group mode). Default 30s.
 	RevokeTimeout time.Duration
 	// StartupTimeout bounds the whole start-up, one deadline shared by
-	// every step: connecting, metadata, the coordinator lookup and, in
-	// group mode, the join, the committed-offset fetch and the end-offset
-	// snapshot of the first assignment. A broker that does not answer in
-	// time fails Open (static mode) or the first Poll (group mode) with
-	// ErrStartupTimeout, naming what was waited for and from which
-	// broker. A deadline carried by Open's context (internal/startup) is
-	// kept when it is earlier. Default 30s.
+	// every step: connecting, metadata, the end-offset snapshot and, in
+	// group mode, finding and asking the coordinator, the join, the
+	// committed-offset fetch and the snapshot of the first assignment.
+	// Only the join's wait for the group's other members to rejoin is not
+	// counted, up to RebalanceTimeout: the coordinator has answered by
+	// then, and Kafka holds a JoinGroup that long. A broker that does not
+	// answer in time fails Open (static mode) or the first Poll (group
+	// mode) with ErrStartupTimeout, naming what was waited for and from
+	// which broker. A deadline carried by Open's context
+	// (internal/startup) is kept when it is earlier. Default 30s.
 	StartupTimeout time.Duration
 	// SessionTimeout, HeartbeatInterval and RebalanceTimeout are the
 	// consumer-group timings (group mode). Defaults: sarama's, 10s, 3s and

@@ -63,7 +63,7 @@ func (s *Source) openGroup(ctx context.Context, sc *sarama.Config) error {
 			s.log.Debug("consumer group", zap.Error(err))
 		}
 	}()
-	s.watchStartup()
+	s.watchStartup(sc.Consumer.Group.Rebalance.Timeout)
 	go g.loop()
 	if s.discoveryEnabled() {
 		s.wg.Add(1)
@@ -178,6 +178,7 @@ func (g *groupState) Setup(sess sarama.ConsumerGroupSession) error {
 		}
 	}
 	slices.SortFunc(tps, compareTP)
+	g.s.joinedAtStartup()
 	g.s.log.Info("partitions assigned", zap.Int("count", len(tps)), zap.Int32("generation", sess.GenerationID()))
 	g.mu.Lock()
 	g.rejoinCh = make(chan struct{})

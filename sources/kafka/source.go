@@ -146,9 +146,9 @@ func (s *Source) Open(ctx context.Context) error {
 		zap.Strings("topic_patterns", s.cfg.TopicPatterns), zap.Duration("discovery_interval", s.cfg.DiscoveryInterval),
 		zap.String("group", s.cfg.Group), zap.String("isolation", s.cfg.Isolation),
 		zap.Bool("tls", s.cfg.TLS.Enable), zap.String("sasl", s.cfg.SASL.Mechanism)) // never the password
-	s.boot.deadline = startup.Deadline(ctx, s.cfg.StartupTimeout)
+	s.boot.deadline, s.boot.carried = startup.Deadline(ctx, s.cfg.StartupTimeout)
 	s.boot.left = time.Until(s.boot.deadline)
-	s.boot.done = make(chan struct{})
+	s.boot.done, s.boot.joined = make(chan struct{}), make(chan struct{})
 	s.waitFor("a connection to brokers %s", s.brokerList())
 	connected := make(chan sarama.Client, 1)
 	err = s.bounded(ctx, func() error {

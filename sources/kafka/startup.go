@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/IBM/sarama"
 
 	"github.com/signalbox/signalbox/internal/startup"
 )
@@ -28,8 +31,11 @@ const (
 type startupState struct {
 	deadline time.Time
 	left     time.Duration // from Open to deadline
+	carried  bool          // the deadline is the one Open's context carries
 	state    atomic.Int32
-	done     chan struct{}          // closed when state leaves starting
+	done     chan struct{} // closed when state leaves starting
+	joined   chan struct{} // group mode: closed when the first session is joined
+	joinOnce sync.Once
 	waiting  atomic.Pointer[string] // what start-up waits for now
 }
 
@@ -59,7 +65,7 @@ func (s *Source) startupErr() error {
 		what = *p
 	}
 	bound := fmt.Sprintf("startup_timeout (%v)", s.cfg.StartupTimeout)
-	if s.boot.left < s.cfg.StartupTimeout {
+	if s.boot.carried {
 		bound = fmt.Sprintf("the job's start-up deadline (%v left at Open; startup_timeout %v)", s.boot.left.Round(time.Millisecond), s.cfg.StartupTimeout)
 	}
 	return fmt.Errorf("kafka: %w: no answer within %s to %s", ErrStartupTimeout, bound, what)
@@ -78,26 +84,42 @@ func (s *Source) bounded(ctx context.Context, step func() error) error {
 }
 
 // watchStartup fails the source, through Poll, when group mode's start-up
-// has not reached its first assignment by the deadline.
-func (s *Source) watchStartup() {
+// has not reached its first assignment by the deadline. The coordinator
+// answered before the join (openGroupTopics), so a JoinGroup it holds is
+// the rebalance waiting for the group's other members, which Kafka bounds
+// by the rebalance timeout: that wait, up to rebalance, is not counted.
+func (s *Source) watchStartup(rebalance time.Duration) {
+	joinStart := time.Now()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		timer := time.NewTimer(time.Until(s.boot.deadline))
+		timer := time.NewTimer(time.Until(s.boot.deadline.Add(rebalance)))
 		defer timer.Stop()
-		select {
-		case <-s.boot.done:
-		case <-s.ctx.Done():
-		case <-timer.C:
-			if s.finishStartup(startFailed) {
-				select {
-				case s.fatal <- s.startupErr():
-				default: // a failure is already pending
+		joined := s.boot.joined
+		for {
+			select {
+			case <-s.boot.done:
+				return
+			case <-s.ctx.Done():
+				return
+			case <-joined:
+				joined = nil
+				timer.Reset(time.Until(s.boot.deadline.Add(min(time.Since(joinStart), rebalance))))
+			case <-timer.C:
+				if s.finishStartup(startFailed) {
+					select {
+					case s.fatal <- s.startupErr():
+					default: // a failure is already pending
+					}
 				}
+				return
 			}
 		}
 	}()
 }
+
+// joinedAtStartup records that group mode's first session has been joined.
+func (s *Source) joinedAtStartup() { s.boot.joinOnce.Do(func() { close(s.boot.joined) }) }
 
 // brokerList names the bootstrap brokers.
 func (s *Source) brokerList() string { return strings.Join(s.cfg.Brokers, ", ") }
@@ -122,6 +144,12 @@ func (s *Source) openGroupTopics(ctx context.Context) (map[string]int, error) {
 		coord, err := s.client.Coordinator(s.cfg.Group)
 		if err != nil {
 			return fmt.Errorf("kafka: coordinator of group %s: %w", s.cfg.Group, err)
+		}
+		// The coordinator itself must answer before the join, whose
+		// JoinGroup it may hold for a whole rebalance.
+		s.waitFor("DescribeGroups for group %s from its coordinator, broker %d at %s", s.cfg.Group, coord.ID(), coord.Addr())
+		if _, err := coord.DescribeGroups(&sarama.DescribeGroupsRequest{Groups: []string{s.cfg.Group}}); err != nil {
+			return fmt.Errorf("kafka: coordinator of group %s, broker %d at %s: %w", s.cfg.Group, coord.ID(), coord.Addr(), err)
 		}
 		s.waitFor("the join of group %s (JoinGroup, SyncGroup, OffsetFetch) from its coordinator, broker %d at %s", s.cfg.Group, coord.ID(), coord.Addr())
 		return nil

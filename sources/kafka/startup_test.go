@@ -118,6 +118,7 @@ func TestStalledStartupStepFails(t *testing.T) {
 		{"", kmsg.Metadata, 1, "metadata"},
 		{"", kmsg.ListOffsets, 0, "ListOffsets"},
 		{"g", kmsg.FindCoordinator, 0, "FindCoordinator"},
+		{"g", kmsg.DescribeGroups, 0, "DescribeGroups for group g from its coordinator"},
 		{"g", kmsg.JoinGroup, 0, "the join of group g"},
 		{"g", kmsg.SyncGroup, 0, "the join of group g"},
 		{"g", kmsg.OffsetFetch, 0, "the join of group g"}, // sarama's own
@@ -127,7 +128,10 @@ func TestStalledStartupStepFails(t *testing.T) {
 		t.Run(fmt.Sprintf("group=%s/%s/%d", tc.group, tc.key.Name(), tc.skip), func(t *testing.T) {
 			c := startCluster(t, embedded.WithTopic("t", 1))
 			stall(t, c, tc.key, tc.skip)
-			src, err := New(Config{Brokers: c.Addrs(), Topics: []string{"t"}, Group: tc.group, StartupTimeout: startupBound})
+			// The join's wait for a rebalance is not counted, up to
+			// the rebalance timeout: so the bound is twice startupBound.
+			src, err := New(Config{Brokers: c.Addrs(), Topics: []string{"t"}, Group: tc.group,
+				StartupTimeout: startupBound, RebalanceTimeout: startupBound})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,4 +182,41 @@ func TestStartupDeadlineFromContext(t *testing.T) {
 	ctx := startup.WithDeadline(context.Background(), time.Now().Add(startupBound))
 	err, took := openOrFirstPoll(t, src, ctx)
 	checkStartupFailure(t, err, took, "the job's start-up deadline", addr)
+}
+
+// TestStartupJoinWaitsForRebalance: a join the coordinator holds while
+// another member is slow to rejoin is the rebalance, not a silent broker:
+// it may outlast StartupTimeout, up to RebalanceTimeout.
+func TestStartupJoinWaitsForRebalance(t *testing.T) {
+	c := startCluster(t, embedded.WithTopic("t", 2))
+	const revoke = 3 * startupBound // how long A keeps the rebalance waiting
+	a := openSource(t, Config{Brokers: c.Addrs(), Topics: []string{"t"}, Group: "g",
+		HeartbeatInterval: 100 * time.Millisecond, RevokeTimeout: revoke, ClientID: "a"})
+	colA := newCollector(t, a)
+	colA.until("A assigned everything", func() bool { return len(colA.assigned) == 2 })
+	// A polls no more: its rejoin waits for RevokeTimeout.
+	b, err := New(Config{Brokers: c.Addrs(), Topics: []string{"t"}, Group: "g", ClientID: "b",
+		StartupTimeout: startupBound, RebalanceTimeout: hangGuard / 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	start := time.Now()
+	if err := b.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	f, err := b.Poll(ctx)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("B's start-up failed after %v: %v", took, err)
+	}
+	if len(f.Assigned) == 0 {
+		t.Fatalf("B's first Fetch assigns nothing: %+v", f)
+	}
+	if took < startupBound {
+		t.Fatalf("B joined in %v: the join did not wait beyond StartupTimeout, so this test shows nothing", took)
+	}
+	t.Logf("B assigned %d partitions after %v (StartupTimeout %v)", len(f.Assigned), took.Round(time.Millisecond), startupBound)
 }
