@@ -362,14 +362,7 @@ func TestRunThatNeverStartedLogsNoWatermark(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close() // nothing listens: the connection is refused
-	job := writeFile(t, "job.yaml", fmt.Sprintf(`
-brokers: [%s]
-inputs:
-  - {topic: orders, time: field, time_field: ts}
-delay: 100ms
-sinks:
-  - {type: jsonl, path: %s}
-`, addr, filepath.Join(t.TempDir(), "out.jsonl")))
+	job := writeFile(t, "job.yaml", "brokers: ["+addr+"]\ninputs: [{topic: orders, time: timestamp}]\ndelay: 1s\nsinks: [{type: jsonl}]\n")
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	code, _, errs := cli(t, ctx, "run", "-c", job, "--admin-addr", "off")
