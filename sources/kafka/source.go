@@ -135,8 +135,8 @@ func New(cfg Config) (*Source, error) {
 
 // Open connects and, in static mode, snapshots every partition's end offset
 // and start position. It reads no record. In group mode it joins the group;
-// assignments arrive through Poll. The whole start-up, group join and first
-// assignment included, shares one deadline (Config.StartupTimeout).
+// assignments arrive through Poll. The whole start-up, to the first
+// assignment in group mode, shares one deadline (Config.StartupTimeout).
 func (s *Source) Open(ctx context.Context) error {
 	sc, err := s.cfg.sarama()
 	if err != nil {
@@ -184,7 +184,7 @@ func (s *Source) Open(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		s.closeClient() // ends an abandoned step's requests
+		s.closeClient()
 		return err
 	}
 	s.finishStartup(started)
