@@ -139,6 +139,7 @@ func TestDocumentedDefaultsMatchCode(t *testing.T) {
 		"max_future":          dur(signalbox.DefaultMaxFuture),
 		"flush_linger":        dur(signalbox.DefaultFlushLinger),
 		"discovery_interval":  dur(k.DiscoveryInterval),
+		"startup_timeout":     dur(k.StartupTimeout),
 		"admin.addr":          str(admin.DefaultAddr),
 	}
 	// Defaults that name another field rather than a value.

@@ -152,6 +152,7 @@ func (j *Job) Validate() error {
 		}
 	}
 	v.duration("discovery_interval", j.DiscoveryInterval, false)
+	v.duration("startup_timeout", j.StartupTimeout, true)
 	return v.errs.err()
 }
 
