@@ -14,6 +14,7 @@ import (
 	"github.com/signalbox/signalbox/internal/startup"
 	"github.com/signalbox/signalbox/record"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // ErrClosed is returned by Poll after Close.
@@ -65,6 +66,7 @@ type Source struct {
 	pool recordPool
 
 	boot startupState
+	gate *logGate // closed when the start-up fails: abandoned steps log nothing
 }
 
 // minEvidenceWait is the shortest fetch wait an evidence demand can ask
@@ -123,9 +125,11 @@ func New(cfg Config) (*Source, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	gate := new(logGate)
 	return &Source{
+		gate:   gate,
 		cfg:    cfg,
-		log:    cfg.Logger.Named("kafka"),
+		log:    cfg.Logger.Named("kafka").WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return gatedCore{c, gate} })),
 		out:    make(chan item, 1),
 		fatal:  make(chan error, 1),
 		paused: make(map[record.TopicPartition]struct{}),

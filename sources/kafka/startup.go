@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/signalbox/signalbox/internal/startup"
 )
@@ -54,8 +55,51 @@ func (s *Source) finishStartup(to int32) bool {
 	if !s.boot.state.CompareAndSwap(starting, to) {
 		return false
 	}
+	if to == startFailed {
+		s.gate.close()
+	}
 	close(s.boot.done)
 	return true
+}
+
+// logGate silences a source whose start-up failed: its abandoned steps
+// still run and must not write to a log its caller has moved on from.
+type logGate struct {
+	mu     sync.Mutex
+	closed bool
+}
+
+// close waits for a write in progress; no write follows.
+func (g *logGate) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
+}
+
+// gatedCore writes through to Core until its gate closes.
+type gatedCore struct {
+	zapcore.Core
+	g *logGate
+}
+
+func (c gatedCore) With(fields []zapcore.Field) zapcore.Core {
+	return gatedCore{c.Core.With(fields), c.g}
+}
+
+func (c gatedCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if c.Enabled(e.Level) {
+		return ce.AddCore(e, c)
+	}
+	return ce
+}
+
+func (c gatedCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
+	c.g.mu.Lock()
+	defer c.g.mu.Unlock()
+	if c.g.closed {
+		return nil
+	}
+	return c.Core.Write(e, fields)
 }
 
 // startupErr is the error of a start-up that ran out of time.
