@@ -52,6 +52,7 @@ func (j *Job) kafkaConfig() kafka.Config {
 		}
 	}
 	k.GroupInstanceID = j.GroupInstanceID
+	k.StartupTimeout, _ = time.ParseDuration(j.StartupTimeout) // "": the default
 	if j.DiscoveryInterval != "" {
 		d, _ := time.ParseDuration(j.DiscoveryInterval)
 		k.DiscoveryInterval = cmp.Or(d, -1) // 0 disables discovery

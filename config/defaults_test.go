@@ -139,6 +139,7 @@ func TestDocumentedDefaultsMatchCode(t *testing.T) {
 		"max_future":          dur(signalbox.DefaultMaxFuture),
 		"flush_linger":        dur(signalbox.DefaultFlushLinger),
 		"discovery_interval":  dur(k.DiscoveryInterval),
+		"startup_timeout":     dur(k.StartupTimeout),
 		"admin.addr":          str(admin.DefaultAddr),
 	}
 	// Defaults that name another field rather than a value.
@@ -189,6 +190,7 @@ func TestDocumentedRangesMatchCode(t *testing.T) {
 		"delay": top("delay"), "align": top("align"), "max_future": top("max_future"),
 		"flush_linger": top("flush_linger"), "checkpoint_interval": top("checkpoint_interval"),
 		"batch_size": top("batch_size"), "discovery_interval": top("discovery_interval"),
+		"startup_timeout": top("startup_timeout"),
 		"state.memory": func(v string) (string, string) {
 			return minimal + "state: {memory: " + v + "}\n", "state.memory"
 		},

@@ -36,6 +36,7 @@ type Job struct {
 	FlushLinger        string   `yaml:"flush_linger"`
 	DiscoveryInterval  string   `yaml:"discovery_interval"`
 	GroupInstanceID    string   `yaml:"group_instance_id"`
+	StartupTimeout     string   `yaml:"startup_timeout"`
 	Admin              Admin    `yaml:"admin"`
 
 	lines map[string]int // YAML path → line, filled by Parse

@@ -192,7 +192,7 @@ func buildKafka(j *Job, s *Sink) (signalbox.Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka sink: %w", err)
 	}
-	cfg := kafkasink.Config{Brokers: s.Brokers, Topic: s.Topic, TransactionalID: s.TransactionalID, Sarama: sc}
+	cfg := kafkasink.Config{Brokers: s.Brokers, Topic: s.Topic, TransactionalID: s.TransactionalID, Sarama: sc, StartupTimeout: conn.StartupTimeout}
 	if cfg.TransactionalID != "" {
 		// The transaction commits the job's consumer offsets itself
 		// (AddOffsetsToTxn), and signalbox then does not commit them

@@ -171,6 +171,7 @@ func (j *Job) Validate() error {
 		}
 	}
 	v.duration("discovery_interval", j.DiscoveryInterval, notNegative)
+	v.duration("startup_timeout", j.StartupTimeout, notZero)
 	return v.errs.err()
 }
 

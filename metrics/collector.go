@@ -53,7 +53,7 @@ var (
 	dTimeless = desc("records_timeless_total", "Records of time: none inputs passed straight through.")
 	dSkipped  = desc("records_skipped_total", "Records skipped after a restart because they were already emitted.")
 	dFuture   = desc("records_future_total", "Records whose event time was too far ahead of the evidence clock (max_future): dead-lettered, never parked.")
-	dLate     = desc("late_records_total", "Late records (event time at or before the watermark), by what the late policy did with them.", "topic", "partition", "policy")
+	dLate     = desc("late_records_total", "Late records (event time at or before the watermark), by what the late policy did with them; a partition has a series from its first late record, for the job's policy only.", "topic", "partition", "policy")
 	dLateness = desc("late_lateness_seconds", "How late each late record was: the watermark minus its event time.", partLabels...)
 
 	dParked      = desc("parked_records", "Records parked now, waiting for the watermark.")
@@ -128,7 +128,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for tp, l := range s.Late {
 		t, p := tp.Topic, partition(tp)
 		for i, n := range []int64{l.Emitted, l.DeadLettered, l.Dropped} {
-			e.counter(dLate, n, t, p, string(LatePolicies[i]))
+			if n > 0 { // the job's policy only: one series per partition
+				e.counter(dLate, n, t, p, string(LatePolicies[i]))
+			}
 		}
 		e.histogram(dLateness, lateness(l), t, p)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -86,10 +87,8 @@ signalbox_watermark_lag_seconds 5
 # HELP signalbox_task_watermark_seconds The watermark of one co-partitioned task (partition number task of every input) as Unix time.
 # TYPE signalbox_task_watermark_seconds gauge
 signalbox_task_watermark_seconds{task="0"} 1.7e+09
-# HELP signalbox_late_records_total Late records (event time at or before the watermark), by what the late policy did with them.
+# HELP signalbox_late_records_total Late records (event time at or before the watermark), by what the late policy did with them; a partition has a series from its first late record, for the job's policy only.
 # TYPE signalbox_late_records_total counter
-signalbox_late_records_total{partition="0",policy="dead-letter",topic="orders"} 0
-signalbox_late_records_total{partition="0",policy="drop",topic="orders"} 0
 signalbox_late_records_total{partition="0",policy="emit",topic="orders"} 2
 # HELP signalbox_replay_eta_seconds Estimated time until the input's replay is done, from its read rate. Absent while unknown.
 # TYPE signalbox_replay_eta_seconds gauge
@@ -128,6 +127,39 @@ func TestUnknownIsAbsent(t *testing.T) {
 func TestAuditNotForDeadLetter(t *testing.T) {
 	if n := testutil.CollectAndCount(collector(full()), "signalbox_out_of_order_records_total"); n != 1 {
 		t.Errorf("%d out-of-order series, want 1 (jsonl only)", n)
+	}
+}
+
+// TestLateSeriesPolicyInUse: late records give each partition one
+// late_records_total series, for the job's policy, whichever it is.
+func TestLateSeriesPolicyInUse(t *testing.T) {
+	for _, policy := range metrics.LatePolicies {
+		s := signalbox.Stats{Late: map[record.TopicPartition]signalbox.LateCounter{}}
+		const topics, partitions = 300, 3
+		for i := range topics {
+			for p := range int32(partitions) {
+				l := signalbox.LateCounter{Count: 2}
+				switch policy {
+				case signalbox.LateEmit:
+					l.Emitted = 2
+				case signalbox.LateDeadLetter:
+					l.DeadLettered = 2
+				case signalbox.LateDrop:
+					l.Dropped = 2
+				}
+				s.Late[record.TopicPartition{Topic: "t" + strconv.Itoa(i), Partition: p}] = l
+			}
+		}
+		text := string(exposition(t, collector(s)))
+		series := regexp.MustCompile(`(?m)^signalbox_late_records_total\{.*policy="([^"]+)".*$`).FindAllStringSubmatch(text, -1)
+		if len(series) != topics*partitions {
+			t.Errorf("policy %s: %d late_records_total series for %d partitions, want one each", policy, len(series), topics*partitions)
+		}
+		for _, m := range series {
+			if m[1] != string(policy) {
+				t.Fatalf("policy %s: series %q", policy, m[0])
+			}
+		}
 	}
 }
 

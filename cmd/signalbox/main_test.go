@@ -18,11 +18,13 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/embedded"
 	"github.com/signalbox/signalbox/internal/admin"
+	"github.com/signalbox/signalbox/internal/startup/startuptest"
 	"github.com/signalbox/signalbox/watermark"
 )
 
@@ -350,5 +352,93 @@ func TestBadAdminAddrKeepsTheState(t *testing.T) {
 	}
 	if _, err := os.Stat(keep); err != nil {
 		t.Fatalf("the state was touched: %v", err)
+	}
+}
+
+// TestRunThatNeverStartedLogsNoWatermark: a job that fails before its
+// engine starts logs its watermark as -inf, not as the Unix epoch.
+func TestRunThatNeverStartedLogsNoWatermark(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close() // nothing listens: the connection is refused
+	job := writeFile(t, "job.yaml", "brokers: ["+addr+"]\ninputs: [{topic: orders, time: timestamp}]\ndelay: 1s\nsinks: [{type: jsonl}]\n")
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	code, _, errs := cli(t, ctx, "run", "-c", job, "--admin-addr", "off")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, errs)
+	}
+	var stopped string
+	for _, line := range strings.Split(errs, "\n") {
+		if strings.Contains(line, "stopped") {
+			stopped = line
+		}
+	}
+	if !strings.Contains(stopped, "-inf") || strings.Contains(stopped, "1970") {
+		t.Fatalf("stopped line %q: want watermark -inf\n%s", stopped, errs)
+	}
+}
+
+// TestRunSilentBrokerFailsWithinStartupTimeout: `run` against a broker that
+// accepts connections and never answers exits within startup_timeout (one
+// deadline for the Kafka sink and the source), naming the broker.
+func TestRunSilentBrokerFailsWithinStartupTimeout(t *testing.T) {
+	addr := startuptest.SilentBroker(t)
+	const bound = 2 * time.Second
+	for _, sink := range []string{"{type: jsonl}", "{type: kafka, topic: out}"} {
+		t.Run(sink, func(t *testing.T) {
+			job := writeFile(t, "job.yaml", "brokers: ["+addr+"]\nstartup_timeout: 2s\ngroup: g\n"+
+				"inputs: [{topic: orders, time: timestamp}]\ndelay: 1s\nsinks: ["+sink+"]\n")
+			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+			defer cancel()
+			start := time.Now()
+			code, _, errs := cli(t, ctx, "run", "-c", job, "--admin-addr", "off")
+			took := time.Since(start)
+			if code != 1 || !strings.Contains(errs, "start-up timed out") || !strings.Contains(errs, addr) {
+				t.Fatalf("exit %d after %v, want 1 naming %s and the start-up timeout\n%s", code, took, addr, errs)
+			}
+			if took > 5*bound {
+				t.Errorf("run failed after %v; startup_timeout is %v", took, bound)
+			}
+		})
+	}
+}
+
+// TestRunSinkAndSourceShareOneStartupDeadline: the Kafka sink's producer
+// initialisation and the source's snapshot each answer within
+// startup_timeout but together exceed it, and `run` fails; with a larger
+// startup_timeout the same job runs to the end.
+func TestRunSinkAndSourceShareOneStartupDeadline(t *testing.T) {
+	const step = 1500 * time.Millisecond
+	for _, bound := range []string{"2s", "30s"} {
+		t.Run(bound, func(t *testing.T) {
+			c, err := embedded.Start(embedded.WithTopic("orders", 1), embedded.WithTopic("out", 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			kf := c.Kfake()
+			for _, key := range []kmsg.Key{kmsg.InitProducerID, kmsg.ListOffsets} {
+				kf.ControlKey(int16(key), func(kmsg.Request) (kmsg.Response, error, bool) {
+					kf.KeepControl()
+					kf.SleepControl(func() { time.Sleep(step) })
+					return nil, nil, false
+				})
+			}
+			job := writeFile(t, "job.yaml", "brokers: ["+c.Addrs()[0]+"]\nstartup_timeout: "+bound+"\nuntil: end-offsets\n"+
+				"start: latest\ninputs: [{topic: orders, time: timestamp}]\ndelay: 1s\nsinks: [{type: kafka, topic: out}]\n")
+			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+			defer cancel()
+			code, _, errs := cli(t, ctx, "run", "-c", job, "--admin-addr", "off")
+			switch {
+			case bound == "2s" && (code != 1 || !strings.Contains(errs, "start-up timed out")):
+				t.Fatalf("exit %d, want 1 with a start-up timeout\n%s", code, errs)
+			case bound != "2s" && code != 0:
+				t.Fatalf("exit %d, want 0\n%s", code, errs)
+			}
+		})
 	}
 }

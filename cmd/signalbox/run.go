@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -16,7 +18,10 @@ import (
 	"github.com/signalbox/signalbox/internal/admin"
 	"github.com/signalbox/signalbox/internal/logging"
 	"github.com/signalbox/signalbox/internal/progress"
+	"github.com/signalbox/signalbox/internal/startup"
+	"github.com/signalbox/signalbox/sources/kafka"
 	"github.com/signalbox/signalbox/timers/durable"
+	"github.com/signalbox/signalbox/watermark"
 )
 
 func newRunCmd() *cobra.Command {
@@ -112,13 +117,15 @@ func newRunCmd() *cobra.Command {
 			var wg sync.WaitGroup
 			wg.Go(func() { progress.Run(pctx, p.Stats, out, tty, log) })
 			log.Info("running", zap.String("job", file), zap.Strings("topics", plan.Kafka.Topics), zap.String("group", plan.Kafka.Group))
-			err = p.Run(ctx)
+			// One start-up deadline for every Kafka client the job opens:
+			// its sinks, then the source.
+			err = p.Run(startup.WithDeadline(ctx, time.Now().Add(cmp.Or(plan.Kafka.StartupTimeout, kafka.DefaultStartupTimeout))))
 			stopProgress()
 			wg.Wait()
 			s := p.Stats()
 			late := s.LateTotal()
 			log.Info("stopped", zap.Int64("in", s.In), zap.Int64("out", s.Out), zap.Int64("dead_lettered", s.Dead),
-				zap.Int64("late", late.Count), zap.String("watermark", progress.FormatTime(s.Watermark)),
+				zap.Int64("late", late.Count), zap.String("watermark", stoppedWatermark(s)),
 				zap.Int64("checkpoints", s.Checkpoints), zap.Error(err))
 			if err != nil {
 				return runtimeError(err)
@@ -153,4 +160,13 @@ func resetState(dir string, log *zap.Logger) error {
 	}
 	log.Info("state reset", zap.String("dir", dir))
 	return nil
+}
+
+// stoppedWatermark spells the watermark a job stopped at: -inf when the
+// engine never published one (the job did not start).
+func stoppedWatermark(s signalbox.Stats) string {
+	if s.Published.IsZero() {
+		return progress.FormatTime(watermark.MinTime)
+	}
+	return progress.FormatTime(s.Watermark)
 }

@@ -80,6 +80,17 @@ func ListenAddr(addr string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
+// network is the network Start listens on for addr (as ListenAddr
+// resolves it): an IPv4 address binds IPv4 only, as named, never the
+// dual-stack wildcard Go makes of 0.0.0.0 on "tcp".
+func network(addr string) string {
+	host, _, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); ip != nil && ip.To4() != nil {
+		return "tcp4"
+	}
+	return "tcp"
+}
+
 // Start listens on o.Addr and serves until Close.
 func Start(o Options) (*Server, error) {
 	if o.Now == nil {
@@ -95,15 +106,16 @@ func Start(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Setting, err)
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen(network(addr), addr)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return nil, fmt.Errorf("%s: %s is already in use: name another port, or port 0 for any free one", o.Setting, addr)
 		}
 		return nil, fmt.Errorf("%s: %w", o.Setting, err)
 	}
+	host, _, _ := net.SplitHostPort(addr)
 	s := &Server{
-		URL: "http://" + ln.Addr().String(),
+		URL: "http://" + net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)),
 		srv: &http.Server{Handler: Handler(o), ReadHeaderTimeout: readTimeout, ReadTimeout: readTimeout,
 			WriteTimeout: writeTimeout, IdleTimeout: idleTimeout},
 		log: o.Logger,

@@ -74,6 +74,8 @@ func TestStartLoopbackAndPortInUse(t *testing.T) {
 }
 
 // TestNonLoopbackWarns: a named wildcard address is bound, with a warning.
+// 0.0.0.0 binds IPv4 only, and the URL logged is the address as given with
+// the port bound.
 func TestNonLoopbackWarns(t *testing.T) {
 	core, logs := observer.New(zap.InfoLevel)
 	srv, err := admin.Start(admin.Options{Addr: "0.0.0.0:0", Setting: "admin.addr", Stats: func() signalbox.Stats { return signalbox.Stats{} }, Logger: zap.New(core)})
@@ -81,8 +83,26 @@ func TestNonLoopbackWarns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	if logs.FilterLevelExact(zap.WarnLevel).Len() != 1 {
-		t.Errorf("no warning for a non-loopback address: %v", logs.All())
+	warns := logs.FilterLevelExact(zap.WarnLevel).All()
+	if len(warns) != 1 {
+		t.Fatalf("no warning for a non-loopback address: %v", logs.All())
+	}
+	port := strings.TrimPrefix(srv.URL, "http://0.0.0.0:")
+	if port == srv.URL || port == "0" || warns[0].ContextMap()["url"] != srv.URL {
+		t.Fatalf("URL %q, logged %v: want http://0.0.0.0:<bound port>", srv.URL, warns[0].ContextMap()["url"])
+	}
+	if code, _ := get(t, "http://127.0.0.1:"+port+"/healthz"); code != 200 {
+		t.Errorf("IPv4 loopback: /healthz %d", code)
+	}
+	v6, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Logf("no IPv6 loopback here (%v): the IPv4-only check is skipped", err)
+		return
+	}
+	_ = v6.Close()
+	if c, err := net.DialTimeout("tcp6", "[::1]:"+port, 5*time.Second); err == nil {
+		_ = c.Close()
+		t.Errorf("0.0.0.0 also accepts IPv6 connections on [::1]:%s", port)
 	}
 }
 

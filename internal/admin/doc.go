@@ -9,10 +9,12 @@
 //
 //  1. An address without a host (":9321", ":0") binds the loopback
 //     interface only; another interface is bound only when named
-//     ("0.0.0.0:9321", "[::]:9321", "10.0.0.5:9321").
-//  2. Port 0 takes any free port; the URL with the actual port is returned
-//     and logged. A port in use fails Start with an error naming the
-//     setting.
+//     ("0.0.0.0:9321", "[::]:9321", "10.0.0.5:9321"). An IPv4 address
+//     binds IPv4 only: 0.0.0.0 is every IPv4 interface, not Go's
+//     dual-stack wildcard.
+//  2. Port 0 takes any free port; the URL, the address as given with the
+//     actual port, is returned and logged. A port in use fails Start with
+//     an error naming the setting.
 //  3. /healthz answers 503 only when the engine loop has published stats
 //     before and has not for StallAfter: a job still opening its sinks or
 //     restoring state is alive. /readyz answers 200 only while every sink

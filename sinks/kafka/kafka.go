@@ -1,22 +1,33 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/IBM/sarama"
 
+	"github.com/signalbox/signalbox/internal/startup"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/retry"
 )
 
 // ErrClosed is returned by calls made after Close.
 var ErrClosed = errors.New("kafka: sink closed")
+
+// ErrStartupTimeout is wrapped by the error of an Open that a broker did
+// not answer by the start-up deadline.
+var ErrStartupTimeout = startup.ErrTimeout
+
+// DefaultStartupTimeout is Config.StartupTimeout's default.
+const DefaultStartupTimeout = 30 * time.Second
 
 // Config configures the sink.
 type Config struct {
@@ -31,6 +42,9 @@ type Config struct {
 	// Restore reads. Required for FlushCheckpoint and Restore. Use a group
 	// whose offsets nothing else commits.
 	GroupID string
+	// StartupTimeout bounds Open (see Open).
+	// Default DefaultStartupTimeout, 30s.
+	StartupTimeout time.Duration
 	// Sarama is the base client configuration (TLS, SASL, client id,
 	// compression...). Default sarama.NewConfig() with Version V2_8_0_0.
 	// The sink always overrides the settings invariants 1 and 5 rely on:
@@ -46,6 +60,7 @@ type Sink struct {
 	client     sarama.Client
 	producer   sarama.AsyncProducer
 	partitions int32
+	deadline   time.Time // Open's
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -86,20 +101,70 @@ func (s *Sink) saramaConfig() *sarama.Config {
 	return c
 }
 
-// Open connects and starts the producer.
+// Open connects and starts the producer. Connecting, the topic's metadata
+// and limits and the producer's initialisation share one deadline:
+// StartupTimeout from now, or the start-up deadline ctx carries
+// (internal/startup) when that is earlier. A broker that does not answer in time fails Open with
+// ErrStartupTimeout, naming the brokers.
 func (s *Sink) Open(ctx context.Context) error {
 	if len(s.cfg.Brokers) == 0 || s.cfg.Topic == "" {
 		return errors.New("kafka: Brokers and Topic are required")
 	}
 	sc := s.saramaConfig()
+	s.deadline, _ = startup.Deadline(ctx, cmp.Or(s.cfg.StartupTimeout, DefaultStartupTimeout))
+	opened := make(chan *opened, 1)
+	err := s.bounded(ctx, "connecting and initialising the producer", func() error {
+		o, err := s.open(sc)
+		opened <- o
+		return err
+	})
+	if err != nil {
+		go func() { // an abandoned open may still succeed
+			if o := <-opened; o != nil {
+				_ = o.producer.Close()
+				_ = o.client.Close()
+			}
+		}()
+		return err
+	}
+	o := <-opened
+	s.client, s.producer, s.partitions, s.maxBytes = o.client, o.producer, o.partitions, o.maxBytes
+	s.cond = sync.NewCond(&s.mu)
+	s.done = make(chan struct{})
+	go s.acks()
+	return nil
+}
+
+// bounded runs a blocking start-up step (what) within the start-up
+// deadline.
+func (s *Sink) bounded(ctx context.Context, what string, step func() error) error {
+	err := startup.Run(ctx, s.deadline, step)
+	if errors.Is(err, ErrStartupTimeout) {
+		return fmt.Errorf("kafka: %w: no answer from brokers %s within the start-up deadline (startup_timeout %v) while %s",
+			ErrStartupTimeout, strings.Join(s.cfg.Brokers, ", "), cmp.Or(s.cfg.StartupTimeout, DefaultStartupTimeout), what)
+	}
+	return err
+}
+
+// opened is what open makes.
+type opened struct {
+	client     sarama.Client
+	producer   sarama.AsyncProducer
+	partitions int32
+	maxBytes   int
+}
+
+// open connects, reads the topic's partitions and limits and starts the
+// producer (idempotent: InitProducerID; transactional: its coordinator too).
+func (s *Sink) open(sc *sarama.Config) (*opened, error) {
 	client, err := sarama.NewClient(s.cfg.Brokers, sc)
 	if err != nil {
-		return retry.Retryable(fmt.Errorf("kafka: %w", err))
+		return nil, retry.Retryable(fmt.Errorf("kafka: %w", err))
 	}
 	ps, err := client.Partitions(s.cfg.Topic)
 	if err != nil || len(ps) == 0 {
 		client.Close()
-		return fmt.Errorf("kafka: output topic %q: %v", s.cfg.Topic, err)
+		return nil, fmt.Errorf("kafka: output topic %q: %v", s.cfg.Topic, err)
 	}
 	// The topic's own limit may be lower than the producer's: a batch over
 	// it would fail (and, in transactional mode, the transaction). The
@@ -107,17 +172,12 @@ func (s *Sink) Open(ctx context.Context) error {
 	if limit, ok := topicMaxMessageBytes(client, s.cfg.Topic); ok && limit-logOverhead < sc.Producer.MaxMessageBytes {
 		sc.Producer.MaxMessageBytes = limit - logOverhead
 	}
-	s.maxBytes = sc.Producer.MaxMessageBytes - batchOverhead
 	producer, err := sarama.NewAsyncProducerFromClient(client)
 	if err != nil {
 		client.Close()
-		return fmt.Errorf("kafka: %w", err)
+		return nil, fmt.Errorf("kafka: %w", err)
 	}
-	s.client, s.producer, s.partitions = client, producer, int32(len(ps))
-	s.cond = sync.NewCond(&s.mu)
-	s.done = make(chan struct{})
-	go s.acks()
-	return nil
+	return &opened{client, producer, int32(len(ps)), sc.Producer.MaxMessageBytes - batchOverhead}, nil
 }
 
 // acks drains the producer's result channels.

@@ -127,6 +127,18 @@ type Config struct {
 	// RevokeTimeout bounds how long a rebalance waits for the caller to
 	// take a Revoked (group mode). Default 30s.
 	RevokeTimeout time.Duration
+	// StartupTimeout bounds the whole start-up, one deadline shared by
+	// every step: connecting, metadata, the end-offset snapshot and, in
+	// group mode, finding and asking the coordinator, the join, the
+	// committed-offset fetch and the snapshot of the first assignment.
+	// Only the join's wait for the group's other members to rejoin is not
+	// counted, up to RebalanceTimeout: the coordinator has answered by
+	// then, and Kafka holds a JoinGroup that long. A broker that does not
+	// answer in time fails Open (static mode) or the first Poll (group
+	// mode) with ErrStartupTimeout, naming what was waited for and from
+	// which broker. A deadline carried by Open's context
+	// (internal/startup) is kept when it is earlier. Default 30s.
+	StartupTimeout time.Duration
 	// SessionTimeout, HeartbeatInterval and RebalanceTimeout are the
 	// consumer-group timings (group mode). Defaults: sarama's, 10s, 3s and
 	// 60s. A member that dies is replaced after SessionTimeout, which
@@ -164,10 +176,10 @@ const MinDiscoveryInterval = 100 * time.Millisecond
 // per interval.
 const DefaultDiscoveryInterval = time.Second
 
-// startupTimeout bounds the first metadata request of Open when no broker
-// answers at all (sarama's Metadata.Timeout); a refused connection or a
-// rejected authentication fails at once.
-const startupTimeout = 30 * time.Second
+// DefaultStartupTimeout is Config.StartupTimeout's default. A refused
+// connection or a rejected authentication fails at once; this bounds a
+// cluster that accepts connections and does not answer.
+const DefaultStartupTimeout = 30 * time.Second
 
 // EnsureDefaults fills every unset field with its default.
 func (c *Config) EnsureDefaults() {
@@ -203,6 +215,9 @@ func (c *Config) EnsureDefaults() {
 	}
 	if c.DiscoveryInterval == 0 {
 		c.DiscoveryInterval = DefaultDiscoveryInterval
+	}
+	if c.StartupTimeout == 0 {
+		c.StartupTimeout = DefaultStartupTimeout
 	}
 	if c.Version == (sarama.KafkaVersion{}) {
 		c.Version = sarama.V2_8_0_0
@@ -270,6 +285,9 @@ func (c *Config) Validate() error {
 	if c.PartitionMaxRecords < 1 || c.PartitionMaxRecords > 1_000_000 {
 		bad("partition_max_records", "%d is out of range: must be from 1 to 1000000", c.PartitionMaxRecords)
 	}
+	if c.StartupTimeout < 100*time.Millisecond || c.StartupTimeout > time.Hour {
+		bad("startup_timeout", "%v is out of range: must be from 100ms to 1h", c.StartupTimeout)
+	}
 	if c.EvidenceInterval < time.Millisecond || c.EvidenceInterval > time.Minute {
 		bad("evidence_interval", "%v is out of range: must be from 1ms to 1m: a paused partition needs end-offset evidence", c.EvidenceInterval)
 	}
@@ -328,7 +346,7 @@ func (c *Config) sarama() (*sarama.Config, error) {
 	sc.Version = c.Version
 	sc.Net.ReadTimeout = 30*time.Second + c.FetchMaxWait
 	sc.Metadata.Full = false
-	sc.Metadata.Timeout = startupTimeout
+	sc.Metadata.Timeout = c.StartupTimeout
 	// A deleted topic must not be re-created by asking for it.
 	sc.Metadata.AllowAutoTopicCreation = false
 	sc.Consumer.Return.Errors = true

@@ -138,6 +138,7 @@ func (s *Source) topicCounts() (map[string]int, error) {
 // matches nothing yet is logged.
 func (s *Source) openTopics() (map[string]int, error) {
 	// sarama's refresh first: it reports why a broker refused us.
+	s.waitFor("a metadata request from brokers %s", s.brokerList())
 	if err := s.client.RefreshMetadata(s.cfg.Topics...); err != nil {
 		if s.cfg.SASL.Mechanism != "" && errors.Is(err, io.EOF) {
 			// Brokers close the connection on failed authentication.

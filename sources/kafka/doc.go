@@ -64,8 +64,14 @@
 //     nothing new plus one interval, and that round counts only once the
 //     caller has taken the Assigned it produced.
 //  10. Open fails, naming the cause, when the cluster cannot be reached or
-//     refuses the credentials, in both modes (within startupTimeout when
-//     nothing answers). After Open a lost broker is waited for: failed
+//     refuses the credentials, in both modes. The start-up has one
+//     deadline (Config.StartupTimeout, or an earlier one Open's context
+//     carries), shared by every step up to the first snapshot (static
+//     mode) or the first assignment (group mode), the join's wait for a
+//     rebalance excepted up to RebalanceTimeout: when a broker does not
+//     answer by then, Open (static) or the first Poll (group) returns
+//     ErrStartupTimeout naming the request and the broker, and Close
+//     returns at once. After start-up a lost broker is waited for: failed
 //     fetches hold their partitions (invariant 3), a failed group session
 //     is rejoined with backoff.
 package kafka

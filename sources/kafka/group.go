@@ -39,13 +39,13 @@ type groupState struct {
 	unsent []record.TopicPartition
 }
 
-func (s *Source) openGroup(sc *sarama.Config) error {
+func (s *Source) openGroup(ctx context.Context, sc *sarama.Config) error {
 	sc.Consumer.Fetch.Default = 1 << 10 // sarama's own consumers are paused; keep what they read small
-	// Reach the cluster and authenticate before joining: a wrong address
-	// or password fails Open with its cause instead of a session that
-	// rejoins forever (bounded by startupTimeout when nothing answers).
+	// Reach the cluster, authenticate and find the coordinator before
+	// joining: a wrong address or password fails Open with its cause
+	// instead of a session that rejoins forever.
 	start := time.Now()
-	counts, err := s.openTopics()
+	counts, err := s.openGroupTopics(ctx)
 	if err != nil {
 		return err
 	}
@@ -63,6 +63,7 @@ func (s *Source) openGroup(sc *sarama.Config) error {
 			s.log.Debug("consumer group", zap.Error(err))
 		}
 	}()
+	s.watchStartup(sc.Consumer.Group.Rebalance.Timeout)
 	go g.loop()
 	if s.discoveryEnabled() {
 		s.wg.Add(1)
@@ -177,6 +178,7 @@ func (g *groupState) Setup(sess sarama.ConsumerGroupSession) error {
 		}
 	}
 	slices.SortFunc(tps, compareTP)
+	g.s.joinedAtStartup()
 	g.s.log.Info("partitions assigned", zap.Int("count", len(tps)), zap.Int32("generation", sess.GenerationID()))
 	g.mu.Lock()
 	g.rejoinCh = make(chan struct{})
@@ -197,6 +199,9 @@ func (g *groupState) Setup(sess sarama.ConsumerGroupSession) error {
 		}
 	}
 	if len(tps) == 0 {
+		if !g.s.assignedAtStartup() {
+			return ErrStartupTimeout
+		}
 		g.set(sess, nil, nil, nil, nil)
 		return nil
 	}
@@ -207,6 +212,9 @@ func (g *groupState) Setup(sess sarama.ConsumerGroupSession) error {
 	infos, err := g.s.snapshotNew(tps, committed)
 	if err != nil {
 		return err
+	}
+	if !g.s.assignedAtStartup() {
+		return ErrStartupTimeout
 	}
 	select {
 	case g.s.out <- item{fetch: record.Fetch{Assigned: infos}}:

@@ -36,6 +36,7 @@ func (s *Source) listOffsets(tps []record.TopicPartition, ts int64) (map[record.
 		for _, tp := range group {
 			req.AddBlock(tp.Topic, tp.Partition, ts, 1)
 		}
+		s.waitFor("ListOffsets from broker %d at %s", b.ID(), b.Addr())
 		resp, err := b.GetAvailableOffsets(req)
 		if err != nil {
 			s.refreshMetadata()
@@ -80,10 +81,12 @@ func (s *Source) refreshMetadata() {
 
 // committed returns the group's committed offsets for tps (-1: none).
 func (s *Source) committed(tps []record.TopicPartition) (map[record.TopicPartition]int64, error) {
+	s.waitFor("FindCoordinator for group %s from brokers %s", s.cfg.Group, s.brokerList())
 	coord, err := s.client.Coordinator(s.cfg.Group)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: coordinator of group %s: %w", s.cfg.Group, err)
 	}
+	s.waitFor("OffsetFetch for group %s from its coordinator, broker %d at %s", s.cfg.Group, coord.ID(), coord.Addr())
 	req := &sarama.OffsetFetchRequest{Version: 5, ConsumerGroup: s.cfg.Group}
 	for _, tp := range tps {
 		req.AddPartition(tp.Topic, tp.Partition)

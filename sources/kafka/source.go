@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/signalbox/signalbox/internal/startup"
 	"github.com/signalbox/signalbox/record"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // ErrClosed is returned by Poll after Close.
@@ -62,6 +64,9 @@ type Source struct {
 
 	// pool holds the record arrays the engine gave back (Recycle).
 	pool recordPool
+
+	boot startupState
+	gate *logGate // closed when the start-up fails: abandoned steps log nothing
 }
 
 // minEvidenceWait is the shortest fetch wait an evidence demand can ask
@@ -120,9 +125,11 @@ func New(cfg Config) (*Source, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	gate := new(logGate)
 	return &Source{
+		gate:   gate,
 		cfg:    cfg,
-		log:    cfg.Logger.Named("kafka"),
+		log:    cfg.Logger.Named("kafka").WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return gatedCore{c, gate} })),
 		out:    make(chan item, 1),
 		fatal:  make(chan error, 1),
 		paused: make(map[record.TopicPartition]struct{}),
@@ -132,7 +139,8 @@ func New(cfg Config) (*Source, error) {
 
 // Open connects and, in static mode, snapshots every partition's end offset
 // and start position. It reads no record. In group mode it joins the group;
-// assignments arrive through Poll.
+// assignments arrive through Poll. The whole start-up, to the first
+// assignment in group mode, shares one deadline (Config.StartupTimeout).
 func (s *Source) Open(ctx context.Context) error {
 	sc, err := s.cfg.sarama()
 	if err != nil {
@@ -142,61 +150,60 @@ func (s *Source) Open(ctx context.Context) error {
 		zap.Strings("topic_patterns", s.cfg.TopicPatterns), zap.Duration("discovery_interval", s.cfg.DiscoveryInterval),
 		zap.String("group", s.cfg.Group), zap.String("isolation", s.cfg.Isolation),
 		zap.Bool("tls", s.cfg.TLS.Enable), zap.String("sasl", s.cfg.SASL.Mechanism)) // never the password
-	client, err := newClient(ctx, s.cfg.Brokers, sc)
+	s.boot.deadline, s.boot.carried = startup.Deadline(ctx, s.cfg.StartupTimeout)
+	s.boot.left = time.Until(s.boot.deadline)
+	s.boot.done, s.boot.joined = make(chan struct{}), make(chan struct{})
+	s.waitFor("a connection to brokers %s", s.brokerList())
+	connected := make(chan sarama.Client, 1)
+	err = s.bounded(ctx, func() error {
+		c, err := sarama.NewClient(s.cfg.Brokers, sc)
+		connected <- c
+		return err
+	})
 	if err != nil {
+		go func() { // an abandoned connect may still succeed
+			if c := <-connected; c != nil {
+				_ = c.Close()
+			}
+		}()
 		return fmt.Errorf("kafka: connect: %w", err)
 	}
-	s.client = client
+	s.client = <-connected
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if s.cfg.Group != "" {
-		if err := s.openGroup(sc); err != nil {
+		if err := s.openGroup(ctx, sc); err != nil {
 			s.closeClient()
 			return err
 		}
 		return nil
 	}
 	start := time.Now()
-	counts, err := s.openTopics()
+	var infos []record.PartitionInfo
+	var counts map[string]int
+	err = s.bounded(ctx, func() (err error) {
+		if counts, err = s.openTopics(); err != nil {
+			return err
+		}
+		infos, err = s.snapshot(partitionsOf(counts, nil), nil)
+		return err
+	})
 	if err != nil {
 		s.closeClient()
 		return err
 	}
-	s.disc.known = counts
-	if s.static, err = s.snapshot(partitionsOf(counts, nil), nil); err != nil {
-		s.closeClient()
-		return err
-	}
+	s.finishStartup(started)
+	s.disc.known, s.static = counts, infos
 	s.markDiscovered(start)
 	return nil
-}
-
-// newClient connects in the background so that ctx can abandon it.
-func newClient(ctx context.Context, addrs []string, sc *sarama.Config) (sarama.Client, error) {
-	type result struct {
-		c   sarama.Client
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		c, err := sarama.NewClient(addrs, sc)
-		ch <- result{c, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.c, r.err
-	case <-ctx.Done():
-		go func() {
-			if r := <-ch; r.c != nil {
-				_ = r.c.Close()
-			}
-		}()
-		return nil, ctx.Err()
-	}
 }
 
 func (s *Source) closeClient() {
 	if s.cancel != nil {
 		s.cancel()
+	}
+	if s.boot.state.Load() == startFailed {
+		go s.client.Close() // an abandoned request holds it until its read timeout
+		return
 	}
 	_ = s.client.Close()
 }
@@ -400,6 +407,18 @@ func (s *Source) Close() error {
 	}
 	s.releaseAck()
 	s.cancel()
+	if s.boot.state.Load() == startFailed {
+		// A sarama request holds its connection until its read
+		// timeout; a start-up that timed out may still wait on one,
+		// so the rest is closed in the background.
+		go s.closeAll()
+		return nil // Poll reported the failure
+	}
+	return s.closeAll()
+}
+
+// closeAll leaves the group, waits for the goroutines and disconnects.
+func (s *Source) closeAll() error {
 	var err error
 	if s.group != nil {
 		err = s.group.close()

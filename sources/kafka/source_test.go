@@ -287,8 +287,8 @@ func TestValidateNamesFields(t *testing.T) {
 func TestDocumentedDefaults(t *testing.T) {
 	var c Config
 	c.EnsureDefaults()
-	got := []any{c.FetchMaxWait, c.FetchMaxBytes, c.PartitionMaxBytes, c.PartitionMaxRecords, c.EvidenceInterval, c.RetryBackoff}
-	want := []any{50 * time.Millisecond, int32(64 << 20), int32(1 << 20), 768, time.Second, 100 * time.Millisecond}
+	got := []any{c.FetchMaxWait, c.FetchMaxBytes, c.PartitionMaxBytes, c.PartitionMaxRecords, c.EvidenceInterval, c.RetryBackoff, c.StartupTimeout}
+	want := []any{50 * time.Millisecond, int32(64 << 20), int32(1 << 20), 768, time.Second, 100 * time.Millisecond, 30 * time.Second}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("default %d: %v, want %v as documented", i, got[i], want[i])
