@@ -201,8 +201,20 @@ func (r *run) restore(ctx context.Context) error {
 // after that), and its checkpoint, not the one read then, says which
 // re-read records to skip (design C4, R3). The newest position per
 // partition wins.
+//
+// With neither a checkpoint sink nor a DurableStore, the checkpoint the
+// source committed with the partition's offset (CheckpointCommitter) plays
+// that role: a clean stop re-emits nothing.
 func (r *run) refreshRestored(ctx context.Context, assigned []record.PartitionInfo) error {
 	cs := r.cfg.checkpointSink()
+	if cs == nil && r.durable == nil {
+		for _, a := range assigned {
+			if a.Checkpoint != nil {
+				r.restoreNewer(*a.Checkpoint)
+			}
+		}
+		return nil
+	}
 	if cs == nil || len(assigned) == 0 {
 		return nil
 	}
@@ -214,17 +226,23 @@ func (r *run) refreshRestored(ctx context.Context, assigned []record.PartitionIn
 		return nil
 	}
 	for _, pc := range cp.Partitions {
-		old, ok := r.restored[pc.TopicPartition]
-		if ok && old.Position >= pc.Position {
-			continue
-		}
 		for _, a := range assigned {
 			if a.TopicPartition == pc.TopicPartition {
-				r.restored[pc.TopicPartition] = pc
+				r.restoreNewer(pc)
 			}
 		}
 	}
 	return nil
+}
+
+// restoreNewer makes pc the partition's restored checkpoint unless the one
+// it has is at least as far: each says truly what was emitted, and the
+// further one skips more.
+func (r *run) restoreNewer(pc record.PartitionCheckpoint) {
+	if old, ok := r.restored[pc.TopicPartition]; ok && old.Position >= pc.Position {
+		return
+	}
+	r.restored[pc.TopicPartition] = pc
 }
 
 // buildCheckpoint builds the checkpoint as of everything released so far.

@@ -182,6 +182,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		tasks:      map[int32]*task{},
 		store:      cfg.store,
 		wm:         watermark.MinTime,
+		cpWM:       watermark.MinTime,
 		outs:       make(chan *out, cfg.maxInflight),
 		spare:      make(chan []record.Record, cfg.maxInflight+1),
 		errs:       make(chan error, 2),
