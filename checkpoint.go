@@ -251,14 +251,31 @@ func (r *run) buildCheckpoint() record.Checkpoint {
 	for _, st := range r.catch.Statuses() {
 		tp := record.TopicPartition{Topic: st.Input, Partition: st.Partition}
 		ps := r.parts[tp]
+		pos, wm := ps.emittedClaim()
 		cp.Partitions = append(cp.Partitions, record.PartitionCheckpoint{
 			TopicPartition: tp,
 			Low:            ps.low(),
-			Position:       ps.offs.Position(),
+			Position:       pos,
 			End:            st.SnapshotEnd,
 			Replaying:      st.Phase == catchup.Replaying || (st.Phase == catchup.Unknown && st.Position < st.SnapshotEnd),
-			Watermark:      ps.task.rel,
+			Watermark:      wm,
 		})
 	}
 	return cp
+}
+
+// emittedClaim is what a checkpoint says of ps: its records below pos with
+// event time at or below wm were emitted, and no other record of it was.
+// Normally that is its position and its task's release watermark. While ps
+// re-reads below its restored checkpoint's position, it is that
+// checkpoint's claim: the run has read less than the one before it, and
+// releases nothing past the restored watermark meanwhile (restoreHold), so
+// the claim is still exact; a checkpoint never moves the position back,
+// which would make the next restart re-emit what lies between.
+func (ps *partState) emittedClaim() (pos, wm int64) {
+	pos, wm = ps.offs.Position(), ps.task.rel
+	if ps.restoring && ps.restorePos > pos {
+		return ps.restorePos, min(wm, ps.restoreWM) // min: never claim what was not released
+	}
+	return pos, wm
 }

@@ -10,18 +10,15 @@ import (
 	"github.com/signalbox/signalbox/record"
 )
 
-// Commits remembers committed offsets, and the checkpoints committed with
-// them, in memory. Sources without a consumer group (files, scripts) embed
-// it to implement Commit and CommitCheckpoint; tests read Committed and
-// Checkpoints. It is safe for concurrent use.
+// Commits remembers committed offsets in memory. Sources without a consumer
+// group (files, scripts) embed it to implement Commit; tests read Committed.
+// It is safe for concurrent use.
 type Commits struct {
 	mu   sync.Mutex
 	offs map[record.TopicPartition]int64
-	cps  map[record.TopicPartition]record.PartitionCheckpoint
 }
 
-// Commit records offsets; it never fails. A partition committed without a
-// checkpoint loses the checkpoint it had.
+// Commit records offsets; it never fails.
 func (c *Commits) Commit(_ context.Context, offsets map[record.TopicPartition]int64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -29,27 +26,6 @@ func (c *Commits) Commit(_ context.Context, offsets map[record.TopicPartition]in
 		c.offs = map[record.TopicPartition]int64{}
 	}
 	maps.Copy(c.offs, offsets)
-	for tp := range offsets {
-		delete(c.cps, tp)
-	}
-	return nil
-}
-
-// CommitCheckpoint records each partition's Low offset as its committed
-// offset, with the partition's checkpoint; it never fails.
-func (c *Commits) CommitCheckpoint(_ context.Context, cp record.Checkpoint) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.offs == nil {
-		c.offs = map[record.TopicPartition]int64{}
-	}
-	if c.cps == nil {
-		c.cps = map[record.TopicPartition]record.PartitionCheckpoint{}
-	}
-	for _, pc := range cp.Partitions {
-		c.offs[pc.TopicPartition] = pc.Low
-		c.cps[pc.TopicPartition] = pc
-	}
 	return nil
 }
 
@@ -58,14 +34,6 @@ func (c *Commits) Committed() map[record.TopicPartition]int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return maps.Clone(c.offs)
-}
-
-// Checkpoints returns a copy of the checkpoint committed with each
-// partition's offset, for partitions whose last commit carried one.
-func (c *Commits) Checkpoints() map[record.TopicPartition]record.PartitionCheckpoint {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return maps.Clone(c.cps)
 }
 
 // metaPrefix starts the commit metadata EncodeCheckpoint writes; anything
