@@ -6,6 +6,7 @@ import (
 	"errors"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -105,27 +106,82 @@ func (s *countStop) Write(_ context.Context, b []record.Record) error {
 	return nil
 }
 
+// cpStore is an exactly-once sink's stored checkpoint, across runs.
+type cpStore struct {
+	mu sync.Mutex
+	cp *record.Checkpoint
+}
+
+// stoppedCPSink is a CheckpointSink that stores only the checkpoint (in st).
+type stoppedCPSink struct{ st *cpStore }
+
+func (s stoppedCPSink) Open(context.Context) error                   { return nil }
+func (s stoppedCPSink) Write(context.Context, []record.Record) error { return nil }
+func (s stoppedCPSink) Flush(context.Context) error                  { return nil }
+func (s stoppedCPSink) Close() error                                 { return nil }
+func (s stoppedCPSink) Restore(context.Context) (*record.Checkpoint, error) {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	if s.st.cp == nil {
+		return nil, nil
+	}
+	cp := *s.st.cp
+	cp.Partitions = slices.Clone(cp.Partitions)
+	return &cp, nil
+}
+// FlushCheckpoint replaces the checkpoint of each partition cp names, and
+// the watermark, as the PostgreSQL and Kafka sinks do.
+func (s stoppedCPSink) FlushCheckpoint(_ context.Context, cp record.Checkpoint) error {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	if s.st.cp == nil {
+		s.st.cp = &record.Checkpoint{}
+	}
+	s.st.cp.Watermark = cp.Watermark
+	for _, pc := range cp.Partitions {
+		i := slices.IndexFunc(s.st.cp.Partitions, func(o record.PartitionCheckpoint) bool { return o.TopicPartition == pc.TopicPartition })
+		if i < 0 {
+			s.st.cp.Partitions = append(s.st.cp.Partitions, pc)
+		} else {
+			s.st.cp.Partitions[i] = pc
+		}
+	}
+	return nil
+}
+
 // TestStopRestartGivesOneRunsOutput: a bounded job over a record set is
 // stopped cleanly (its context cancelled, as SIGINT does) at random points
-// — a Poll, a count of records written — and restarted with the same
-// group, under random interleavings, batch sizes and checkpoint intervals,
-// until a run finishes. The output of all runs, concatenated, is exactly
-// the output of one uninterrupted run: nothing lost, nothing written
-// twice, nothing reordered.
+// — a Poll, a count of records written — and restarted, under random
+// interleavings, batch sizes and checkpoint intervals, until a run
+// finishes. The checkpoint lives in the group's commits (an at-least-once
+// JSONL sink alone) or in an exactly-once sink's transaction. The output
+// of all runs, concatenated, is exactly the output of one uninterrupted
+// run: nothing lost, nothing written twice, nothing reordered.
 func TestStopRestartGivesOneRunsOutput(t *testing.T) {
+	for _, where := range []string{"group", "sink"} {
+		t.Run(where, func(t *testing.T) { stopRestartProperty(t, where == "sink") })
+	}
+}
+
+func stopRestartProperty(t *testing.T, inSink bool) {
 	stops, skipped := 0, 0
 	for dataSeed := range uint64(8) {
 		parts, all := recordSet(dataSeed)
 		expected := want(t, all)
 		for seed := range uint64(16) {
 			rng := rand.New(rand.NewPCG(dataSeed, seed))
-			group := &groupStore{}
+			group, sunk := &groupStore{}, &cpStore{}
 			var buf bytes.Buffer
 			for run := 0; ; run++ {
 				if run > 50 {
 					t.Fatalf("data %d, seed %d: no run finished in 50 restarts", dataSeed, seed)
 				}
 				ctx, cancel := context.WithCancel(context.Background())
+				var extra []signalbox.Option
+				if inSink {
+					group = &groupStore{} // the sink's checkpoint alone says where to start (Seeker)
+					extra = append(extra, signalbox.WithSink(stoppedCPSink{sunk}))
+				}
 				src := newGroupScript(rng.Uint64(), 1+rng.IntN(8), group, parts)
 				src.cancel = cancel
 				stop := &countStop{cancel: cancel}
@@ -134,14 +190,14 @@ func TestStopRestartGivesOneRunsOutput(t *testing.T) {
 					src.stopAt = 1 + rng.IntN(20)
 				}
 				var tick atomic.Int64 // a clock that moves 1 ms per reading: periodic checkpoints
-				p, err := signalbox.New(src, tsInputs("orders", "stock", "prices"),
+				p, err := signalbox.New(src, append(extra, tsInputs("orders", "stock", "prices"),
 					signalbox.WithDelay(disorder*time.Millisecond), signalbox.WithMaxFuture(0),
 					signalbox.WithClock(func() time.Time { return time.UnixMilli(tick.Add(1)) }),
 					signalbox.WithCheckpointInterval(time.Duration(1+rng.IntN(40))*time.Millisecond),
 					signalbox.WithBatchSize(1+rng.IntN(12)),
 					signalbox.WithSink(jsonl.New(&buf, jsonl.Options{BufferSize: 64})),
 					signalbox.WithSink(stop),
-					signalbox.WithUntil(signalbox.UntilEndOffsets))
+					signalbox.WithUntil(signalbox.UntilEndOffsets))...)
 				if err != nil {
 					t.Fatal(err)
 				}

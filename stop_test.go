@@ -156,8 +156,7 @@ func runStopJob(t *testing.T, doc string, ctx context.Context, stop *stopper) (*
 // live traffic flows, each run stopped by cancellation at a random point
 // (a count of records written, or a time), then runs it to the end offsets.
 // It returns every record produced.
-func stopRestart(t *testing.T, seed uint64, stops int, sinks string) []crashtest.Produced {
-	c := startCluster(t, embedded.WithTopic(stopTopics[0], stopParts), embedded.WithTopic(stopTopics[1], stopParts))
+func stopRestart(t *testing.T, c *embedded.Cluster, seed uint64, stops int, sinks string) []crashtest.Produced {
 	rng := rand.New(rand.NewPCG(seed, 11))
 	prod := newStopProducer(t, c, seed, 300*time.Millisecond)
 	start := time.Now().Add(-time.Hour).UnixMilli()
@@ -189,6 +188,9 @@ func stopRestart(t *testing.T, seed uint64, stops int, sinks string) []crashtest
 		timer := time.AfterFunc(50*time.Millisecond+time.Duration(rng.Int64N(int64(1500*time.Millisecond))), cancel)
 		stop := &stopper{cancel: cancel}
 		stop.n.Store(1 + rng.Int64N(history*int64(len(stopTopics)*stopParts)/2))
+		if rng.IntN(2) == 0 {
+			stop.n.Store(1 + rng.Int64N(64)) // soon: the run may still re-read what the last one had read
+		}
 		p, err := runStopJob(t, stopJob(c, "live", cp, sinks), ctx, stop)
 		if err != nil {
 			t.Fatalf("run %d: %v", run, err)
@@ -211,23 +213,109 @@ func stopRestart(t *testing.T, seed uint64, stops int, sinks string) []crashtest
 	return append([]crashtest.Produced(nil), prod.recs...)
 }
 
+// stopCluster starts a cluster with the stop tests' topics, and extra
+// topics of one partition.
+func stopCluster(t *testing.T, extra ...string) *embedded.Cluster {
+	opts := []embedded.Option{embedded.WithTopic(stopTopics[0], stopParts), embedded.WithTopic(stopTopics[1], stopParts)}
+	for _, topic := range extra {
+		opts = append(opts, embedded.WithTopic(topic, 1))
+	}
+	return startCluster(t, opts...)
+}
+
+// checkJSONL checks the JSONL file at path: every record exactly once,
+// in order.
+func checkJSONL(t *testing.T, path string, produced []crashtest.Produced) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, problems := crashtest.ParseJSONL(data)
+	stopReport(t, "jsonl", crashtest.Check(produced, outs, crashtest.Mode{ExactlyOnce: true}), problems...)
+}
+
+func stopReport(t *testing.T, sink string, rep *crashtest.Report, problems ...string) {
+	t.Helper()
+	t.Logf("%s: %s", sink, rep)
+	for _, p := range append(problems, rep.Problems...) {
+		t.Errorf("%s: %s", sink, p)
+	}
+}
+
 // TestStopRestartJSONL: a group job with a JSONL file sink, stopped cleanly
 // and restarted many times, writes every record exactly once.
 func TestStopRestartJSONL(t *testing.T) {
 	for seed := range uint64(2) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out.jsonl")
-			produced := stopRestart(t, seed, 6, fmt.Sprintf("  - {type: jsonl, path: %s}\n", out))
-			data, err := os.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			outs, problems := crashtest.ParseJSONL(data)
-			rep := crashtest.Check(produced, outs, crashtest.Mode{ExactlyOnce: true})
-			t.Logf("%d records produced; %s", len(produced), rep)
-			for _, p := range append(problems, rep.Problems...) {
-				t.Error(p)
-			}
+			produced := stopRestart(t, stopCluster(t), seed, 6, fmt.Sprintf("  - {type: jsonl, path: %s}\n", out))
+			checkJSONL(t, out, produced)
 		})
 	}
+}
+
+// TestStopRestartPostgres: the same with the exactly-once PostgreSQL sink
+// and a JSONL file beside it: the table and the file both hold every
+// record exactly once, in order.
+func TestStopRestartPostgres(t *testing.T) {
+	conn, table := pgTable(t)
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	produced := stopRestart(t, stopCluster(t), 7, 6, fmt.Sprintf("  - {type: jsonl, path: %s}\n"+
+		"  - {type: postgres, dsn_env: EXITPATH_PG_DSN, table: %s}\n", out, table))
+	checkJSONL(t, out, produced)
+	ctx := context.Background()
+	rows, err := conn.Query(ctx, `SELECT seq, topic, partition, "offset", value::text, late FROM `+table+` ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var outs []crashtest.Out
+	for rows.Next() {
+		var (
+			seq, off  int64
+			topic     string
+			partition int32
+			value     string
+			late      bool
+		)
+		if err := rows.Scan(&seq, &topic, &partition, &off, &value, &late); err != nil {
+			t.Fatal(err)
+		}
+		o, err := crashtest.ParseEnvelope([]byte(value), fmt.Sprint("seq ", seq))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.HasCoords, o.Topic, o.Partition, o.Offset, o.Late = true, topic, partition, off, late
+		outs = append(outs, o)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	stopReport(t, "postgres", crashtest.Check(produced, outs, crashtest.Mode{ExactlyOnce: true}))
+}
+
+// TestStopRestartKafka: the same with the exactly-once Kafka sink (one
+// output partition, read with read_committed) and a JSONL file beside it.
+func TestStopRestartKafka(t *testing.T) {
+	c := stopCluster(t, "out")
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	produced := stopRestart(t, c, 8, 6, fmt.Sprintf("  - {type: jsonl, path: %s}\n"+
+		"  - {type: kafka, topic: out, transactional_id: stoptest}\n", out))
+	checkJSONL(t, out, produced)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	vals, err := c.ReadUpTo(ctx, "out", kgo.ReadCommitted())
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := make([]crashtest.Out, 0, len(vals))
+	for i, v := range vals {
+		o, err := crashtest.ParseEnvelope(v, fmt.Sprint("out@", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs = append(outs, o)
+	}
+	stopReport(t, "kafka", crashtest.Check(produced, outs, crashtest.Mode{ExactlyOnce: true}))
 }
