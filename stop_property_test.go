@@ -129,6 +129,7 @@ func (s stoppedCPSink) Restore(context.Context) (*record.Checkpoint, error) {
 	cp.Partitions = slices.Clone(cp.Partitions)
 	return &cp, nil
 }
+
 // FlushCheckpoint replaces the checkpoint of each partition cp names, and
 // the watermark, as the PostgreSQL and Kafka sinks do.
 func (s stoppedCPSink) FlushCheckpoint(_ context.Context, cp record.Checkpoint) error {
