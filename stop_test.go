@@ -1,12 +1,17 @@
 package signalbox_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -318,4 +323,40 @@ func TestStopRestartKafka(t *testing.T) {
 		outs = append(outs, o)
 	}
 	stopReport(t, "kafka", crashtest.Check(produced, outs, crashtest.Mode{ExactlyOnce: true}))
+}
+
+// TestStopRestartBulk: the same with the at-least-once HTTP bulk sink, to
+// a server that speaks the _bulk protocol and keeps every document it is
+// sent, in order: each record is sent exactly once.
+func TestStopRestartBulk(t *testing.T) {
+	var mu sync.Mutex
+	var docs [][]byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		var items []string
+		sc := bufio.NewScanner(r.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() { // an action line, then its document
+			if !sc.Scan() {
+				break
+			}
+			docs = append(docs, bytes.Clone(sc.Bytes()))
+			items = append(items, `{"index":{"status":201}}`)
+		}
+		fmt.Fprintf(w, `{"errors":false,"items":[%s]}`, strings.Join(items, ","))
+	}))
+	defer srv.Close()
+	produced := stopRestart(t, stopCluster(t), 9, 6, fmt.Sprintf("  - {type: bulk, url: %q, index: out}\n", srv.URL))
+	mu.Lock()
+	defer mu.Unlock()
+	outs := make([]crashtest.Out, 0, len(docs))
+	for i, d := range docs {
+		o, err := crashtest.ParseEnvelope(d, fmt.Sprint("document ", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs = append(outs, o)
+	}
+	stopReport(t, "bulk", crashtest.Check(produced, outs, crashtest.Mode{ExactlyOnce: true}))
 }

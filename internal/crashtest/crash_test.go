@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -149,12 +150,13 @@ func (r *crashRun) run() []Produced {
 	return produced
 }
 
-// checkStdout checks the job's first sink, JSONL on stdout: at least once,
-// first occurrences in order.
+// checkStdout checks the job's first sink, JSONL on stdout: at least once
+// (exactly once when every run stopped cleanly), first occurrences in
+// order.
 func (r *crashRun) checkStdout(produced []Produced) {
 	outs, torn, problems := r.c.StdoutOutputs()
 	r.t.Logf("stdout sink: %d killed runs ended in a cut line (never acknowledged, dropped)", torn)
-	report(r.t, "stdout sink", Check(produced, outs, Mode{}), problems...)
+	report(r.t, "stdout sink", Check(produced, outs, Mode{ExactlyOnce: r.c.Signals != nil}), problems...)
 }
 
 // report fails the test on every problem of rep (and of extra).
@@ -202,6 +204,25 @@ func crashJSONL(t *testing.T, state string) {
 		problems = append(problems, fmt.Sprintf("%d torn lines: sinks/jsonl Open appends after the torn tail a SIGKILL leaves", n))
 	}
 	report(t, "file sink", Check(produced, outs, Mode{}), problems...)
+}
+
+// TestStopJSONL: the job is stopped by SIGINT and SIGTERM in turn instead
+// of SIGKILL, during the replay and during live traffic. A clean stop
+// re-emits nothing: the JSONL file and stdout hold every record exactly
+// once, in order.
+func TestStopJSONL(t *testing.T) {
+	t.Parallel()
+	r := setUp(t, nil, func(dir string, _ *Broker) (string, string) {
+		return fmt.Sprintf("  - type: jsonl\n    path: %s\n", filepath.Join(dir, "out.jsonl")), ""
+	})
+	r.c.Signals = []syscall.Signal{syscall.SIGINT, syscall.SIGTERM}
+	produced := r.run()
+	data, err := os.ReadFile(filepath.Join(r.dir, "out.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, problems := ParseJSONL(data)
+	report(t, "file sink", Check(produced, outs, Mode{ExactlyOnce: true}), problems...)
 }
 
 // TestCrashPostgres: exactly-once. The table holds every record once, in
