@@ -269,32 +269,8 @@ func TestStopRestartPostgres(t *testing.T) {
 	produced := stopRestart(t, stopCluster(t), 7, 6, fmt.Sprintf("  - {type: jsonl, path: %s}\n"+
 		"  - {type: postgres, dsn_env: EXITPATH_PG_DSN, table: %s}\n", out, table))
 	checkJSONL(t, out, produced)
-	ctx := context.Background()
-	rows, err := conn.Query(ctx, `SELECT seq, topic, partition, "offset", value::text, late FROM `+table+` ORDER BY seq`)
+	outs, err := crashtest.PostgresOutputs(context.Background(), conn, table)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var outs []crashtest.Out
-	for rows.Next() {
-		var (
-			seq, off  int64
-			topic     string
-			partition int32
-			value     string
-			late      bool
-		)
-		if err := rows.Scan(&seq, &topic, &partition, &off, &value, &late); err != nil {
-			t.Fatal(err)
-		}
-		o, err := crashtest.ParseEnvelope([]byte(value), fmt.Sprint("seq ", seq))
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.HasCoords, o.Topic, o.Partition, o.Offset, o.Late = true, topic, partition, off, late
-		outs = append(outs, o)
-	}
-	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
 	stopReport(t, "postgres", crashtest.Check(produced, outs, crashtest.Mode{ExactlyOnce: true}))
@@ -314,13 +290,9 @@ func TestStopRestartKafka(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	outs := make([]crashtest.Out, 0, len(vals))
-	for i, v := range vals {
-		o, err := crashtest.ParseEnvelope(v, fmt.Sprint("out@", i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		outs = append(outs, o)
+	outs, err := crashtest.ParseValues(vals, "out@")
+	if err != nil {
+		t.Fatal(err)
 	}
 	stopReport(t, "kafka", crashtest.Check(produced, outs, crashtest.Mode{ExactlyOnce: true}))
 }
@@ -350,13 +322,9 @@ func TestStopRestartBulk(t *testing.T) {
 	produced := stopRestart(t, stopCluster(t), 9, 6, fmt.Sprintf("  - {type: bulk, url: %q, index: out}\n", srv.URL))
 	mu.Lock()
 	defer mu.Unlock()
-	outs := make([]crashtest.Out, 0, len(docs))
-	for i, d := range docs {
-		o, err := crashtest.ParseEnvelope(d, fmt.Sprint("document ", i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		outs = append(outs, o)
+	outs, err := crashtest.ParseValues(docs, "document ")
+	if err != nil {
+		t.Fatal(err)
 	}
 	stopReport(t, "bulk", crashtest.Check(produced, outs, crashtest.Mode{ExactlyOnce: true}))
 }

@@ -250,30 +250,8 @@ func TestCrashPostgres(t *testing.T) {
 		return fmt.Sprintf("  - type: postgres\n    dsn_env: SIGNALBOX_PG_DSN\n    table: %s\n", table), ""
 	})
 	produced := r.run()
-	rows, err := conn.Query(ctx, `SELECT seq, topic, partition, "offset", value::text, late FROM `+table+` ORDER BY seq`)
+	outs, err := PostgresOutputs(ctx, conn, table)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var outs []Out
-	for rows.Next() {
-		var (
-			seq, off  int64
-			topic     string
-			partition int32
-			value     string
-			late      bool
-		)
-		if err := rows.Scan(&seq, &topic, &partition, &off, &value, &late); err != nil {
-			t.Fatal(err)
-		}
-		o, err := ParseEnvelope([]byte(value), "seq "+strconv.FormatInt(seq, 10))
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.HasCoords, o.Topic, o.Partition, o.Offset, o.Late = true, topic, partition, off, late
-		outs = append(outs, o)
-	}
-	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
 	report(t, "postgres sink", Check(produced, outs, Mode{ExactlyOnce: true}))
