@@ -40,7 +40,19 @@ type lateEntry struct {
 // With barrier set (a rebalance is about to revoke partitions), it always
 // waits until the checkpoint is flushed and committed, so the new owner
 // starts from the safe offsets.
+//
+// With no partition assigned (a stop before the first assignment) there is
+// nothing to checkpoint, and an empty checkpoint would replace the one the
+// run restored (a DurableStore's, or a sink's that is stored whole), so that
+// the next restart would skip nothing: it only flushes, if final.
 func (r *run) takeCheckpoint(ctx context.Context, final, barrier bool) error {
+	if len(r.parts) == 0 {
+		if final {
+			r.cur.flush = true
+			return r.send(ctx, r.sinkDone)
+		}
+		return nil
+	}
 	start := time.Now()
 	cp := r.buildCheckpoint()
 	r.cur.cp, r.cur.final, r.cur.cpAt = &cp, final, start

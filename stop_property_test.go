@@ -130,23 +130,13 @@ func (s stoppedCPSink) Restore(context.Context) (*record.Checkpoint, error) {
 	return &cp, nil
 }
 
-// FlushCheckpoint replaces the checkpoint of each partition cp names, and
-// the watermark, as the PostgreSQL and Kafka sinks do.
+// FlushCheckpoint replaces the stored checkpoint whole, as a DurableStore
+// does (the PostgreSQL and Kafka sinks replace it per partition).
 func (s stoppedCPSink) FlushCheckpoint(_ context.Context, cp record.Checkpoint) error {
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
-	if s.st.cp == nil {
-		s.st.cp = &record.Checkpoint{}
-	}
-	s.st.cp.Watermark = cp.Watermark
-	for _, pc := range cp.Partitions {
-		i := slices.IndexFunc(s.st.cp.Partitions, func(o record.PartitionCheckpoint) bool { return o.TopicPartition == pc.TopicPartition })
-		if i < 0 {
-			s.st.cp.Partitions = append(s.st.cp.Partitions, pc)
-		} else {
-			s.st.cp.Partitions[i] = pc
-		}
-	}
+	cp.Partitions = slices.Clone(cp.Partitions)
+	s.st.cp = &cp
 	return nil
 }
 

@@ -212,8 +212,23 @@ func crashJSONL(t *testing.T, state string) {
 // once, in order.
 func TestStopJSONL(t *testing.T) {
 	t.Parallel()
+	stopJSONL(t, "")
+}
+
+// TestStopJSONLState: as TestStopJSONL with the pebble-backed parked store,
+// whose checkpoint then says what was emitted.
+func TestStopJSONLState(t *testing.T) {
+	t.Parallel()
+	stopJSONL(t, "state:\n  dir: %s\n  memory: 64KiB\n")
+}
+
+func stopJSONL(t *testing.T, state string) {
 	r := setUp(t, nil, func(dir string, _ *Broker) (string, string) {
-		return fmt.Sprintf("  - type: jsonl\n    path: %s\n", filepath.Join(dir, "out.jsonl")), ""
+		extra := ""
+		if state != "" {
+			extra = fmt.Sprintf(state, filepath.Join(dir, "state"))
+		}
+		return fmt.Sprintf("  - type: jsonl\n    path: %s\n", filepath.Join(dir, "out.jsonl")), extra
 	})
 	r.c.Signals = []syscall.Signal{syscall.SIGINT, syscall.SIGTERM}
 	produced := r.run()
