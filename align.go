@@ -75,7 +75,9 @@ func (r *run) align(lowest *partState) {
 			continue
 		}
 		reason := ""
-		if ps != lowest {
+		// A partition re-reading below its restored position holds the
+		// watermark (restoreHold): pausing it could stop everything.
+		if ps != lowest && !ps.restoring {
 			c := ps.contribution(r.cfg.delay)
 			if window > 0 && ps.maxET != watermark.MinTime {
 				base := max(r.wm, ps.firstET-r.cfg.delay.Milliseconds())

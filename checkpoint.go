@@ -40,7 +40,19 @@ type lateEntry struct {
 // With barrier set (a rebalance is about to revoke partitions), it always
 // waits until the checkpoint is flushed and committed, so the new owner
 // starts from the safe offsets.
+//
+// With no partition assigned (a stop before the first assignment) there is
+// nothing to checkpoint, and an empty checkpoint would replace the one the
+// run restored (a DurableStore's, or a sink's that is stored whole), so that
+// the next restart would skip nothing: it only flushes, if final.
 func (r *run) takeCheckpoint(ctx context.Context, final, barrier bool) error {
+	if len(r.parts) == 0 {
+		if final {
+			r.cur.flush = true
+			return r.send(ctx, r.sinkDone)
+		}
+		return nil
+	}
 	start := time.Now()
 	cp := r.buildCheckpoint()
 	r.cur.cp, r.cur.final, r.cur.cpAt = &cp, final, start
@@ -201,8 +213,20 @@ func (r *run) restore(ctx context.Context) error {
 // after that), and its checkpoint, not the one read then, says which
 // re-read records to skip (design C4, R3). The newest position per
 // partition wins.
+//
+// With neither a checkpoint sink nor a DurableStore, the checkpoint the
+// source committed with the partition's offset (CheckpointCommitter) plays
+// that role: a clean stop re-emits nothing.
 func (r *run) refreshRestored(ctx context.Context, assigned []record.PartitionInfo) error {
 	cs := r.cfg.checkpointSink()
+	if cs == nil && r.durable == nil {
+		for _, a := range assigned {
+			if a.Checkpoint != nil {
+				r.restoreNewer(*a.Checkpoint)
+			}
+		}
+		return nil
+	}
 	if cs == nil || len(assigned) == 0 {
 		return nil
 	}
@@ -214,17 +238,23 @@ func (r *run) refreshRestored(ctx context.Context, assigned []record.PartitionIn
 		return nil
 	}
 	for _, pc := range cp.Partitions {
-		old, ok := r.restored[pc.TopicPartition]
-		if ok && old.Position >= pc.Position {
-			continue
-		}
 		for _, a := range assigned {
 			if a.TopicPartition == pc.TopicPartition {
-				r.restored[pc.TopicPartition] = pc
+				r.restoreNewer(pc)
 			}
 		}
 	}
 	return nil
+}
+
+// restoreNewer makes pc the partition's restored checkpoint unless the one
+// it has is at least as far: each says truly what was emitted, and the
+// further one skips more.
+func (r *run) restoreNewer(pc record.PartitionCheckpoint) {
+	if old, ok := r.restored[pc.TopicPartition]; ok && old.Position >= pc.Position {
+		return
+	}
+	r.restored[pc.TopicPartition] = pc
 }
 
 // buildCheckpoint builds the checkpoint as of everything released so far.
@@ -233,14 +263,31 @@ func (r *run) buildCheckpoint() record.Checkpoint {
 	for _, st := range r.catch.Statuses() {
 		tp := record.TopicPartition{Topic: st.Input, Partition: st.Partition}
 		ps := r.parts[tp]
+		pos, wm := ps.emittedClaim()
 		cp.Partitions = append(cp.Partitions, record.PartitionCheckpoint{
 			TopicPartition: tp,
 			Low:            ps.low(),
-			Position:       ps.offs.Position(),
+			Position:       pos,
 			End:            st.SnapshotEnd,
 			Replaying:      st.Phase == catchup.Replaying || (st.Phase == catchup.Unknown && st.Position < st.SnapshotEnd),
-			Watermark:      ps.task.rel,
+			Watermark:      wm,
 		})
 	}
 	return cp
+}
+
+// emittedClaim is what a checkpoint says of ps: its records below pos with
+// event time at or below wm were emitted, and no other record of it was.
+// Normally that is its position and its task's release watermark. While ps
+// re-reads below its restored checkpoint's position, it is that
+// checkpoint's claim: the run has read less than the one before it, and
+// releases nothing past the restored watermark meanwhile (restoreHold), so
+// the claim is still exact; a checkpoint never moves the position back,
+// which would make the next restart re-emit what lies between.
+func (ps *partState) emittedClaim() (pos, wm int64) {
+	pos, wm = ps.offs.Position(), ps.task.rel
+	if ps.restoring && ps.restorePos > pos {
+		return ps.restorePos, min(wm, ps.restoreWM) // min: never claim what was not released
+	}
+	return pos, wm
 }

@@ -209,6 +209,9 @@ func (r *run) handle(ctx context.Context, p polled) error {
 	}
 	for _, a := range f.Assigned {
 		r.assign(a, now)
+		if ps := r.parts[a.TopicPartition]; ps != nil && ps.restoring {
+			r.restoringN++
+		}
 	}
 	for i := range f.Partitions {
 		pf := &f.Partitions[i]

@@ -125,7 +125,8 @@ func (r *run) revoke(tp record.TopicPartition) {
 	// Remember what this instance emitted, as a checkpoint would: if the
 	// partition comes back (an eager rebalance revokes everything, then
 	// reassigns), the re-read records it already emitted are skipped.
-	r.restored[tp] = record.PartitionCheckpoint{TopicPartition: tp, Low: ps.low(), Position: ps.offs.Position(), Watermark: ps.task.rel}
+	pos, wm := ps.emittedClaim()
+	r.restored[tp] = record.PartitionCheckpoint{TopicPartition: tp, Low: ps.low(), Position: pos, Watermark: wm}
 	delete(r.parts, tp)
 	r.pcache = partCache{}
 	r.unpause(ps)

@@ -161,6 +161,9 @@ type run struct {
 	// records (the in-memory queue) rather than copying them (durable.Store).
 	recycler Recycler
 	parkRefs bool
+	// restoringN is at least the number of partitions still re-reading
+	// below their restored checkpoint's position (restoreHold recounts).
+	restoringN int
 }
 
 // Run runs the pipeline until ctx is cancelled (live mode) or until every
@@ -182,6 +185,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		tasks:      map[int32]*task{},
 		store:      cfg.store,
 		wm:         watermark.MinTime,
+		cpWM:       watermark.MinTime,
 		outs:       make(chan *out, cfg.maxInflight),
 		spare:      make(chan []record.Record, cfg.maxInflight+1),
 		errs:       make(chan error, 2),

@@ -32,11 +32,36 @@ func (r *run) release(now time.Time) error {
 	if !any {
 		return nil // no timed partition: no evidence, nothing moves
 	}
+	g = min(g, r.restoreHold())
 	r.wm = g
 	for _, t := range r.tasks {
 		t.rel = max(t.rel, g)
 	}
 	return r.store.Release(g, 0, r.released)
+}
+
+// restoreHold is the highest watermark that may be released while
+// partitions re-read below their restored checkpoint's position: the lowest
+// of their restored watermarks (MaxTime when none does). Until a partition
+// is back at that position, what a checkpoint says of it stays the restored
+// claim (emittedClaim), so a stop at any moment re-emits nothing. A
+// partition caught up below that position (its records were deleted) does
+// not hold.
+func (r *run) restoreHold() int64 {
+	if r.restoringN == 0 {
+		return watermark.MaxTime
+	}
+	hold, n := watermark.MaxTime, 0
+	for _, ps := range r.parts {
+		if ps.restoring {
+			n++
+			if ps.holds && !ps.dec.timeless {
+				hold = min(hold, ps.restoreWM)
+			}
+		}
+	}
+	r.restoringN = n
+	return hold
 }
 
 // released takes one record the store released: it leaves the partition's

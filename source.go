@@ -31,6 +31,22 @@ type Source interface {
 	Close() error
 }
 
+// CheckpointCommitter is implemented by sources that keep a checkpoint with
+// the offsets they commit, and hand it back when they assign the partition
+// again (record.PartitionInfo.Checkpoint, with Start at its Low): the Kafka
+// source keeps it in a consumer group's commit metadata. signalbox then
+// calls CommitCheckpoint instead of Commit, and with neither a
+// CheckpointSink nor a DurableStore, a restart skips the re-read records
+// that checkpoint shows as emitted, so a clean stop re-emits nothing to an
+// at-least-once sink.
+//
+// CommitCheckpoint commits each partition's Low, with its Position and
+// Watermark, atomically per partition; like Commit, it may be called from
+// another goroutine between Open and Close.
+type CheckpointCommitter interface {
+	CommitCheckpoint(ctx context.Context, cp record.Checkpoint) error
+}
+
 // Pauser is implemented by sources that can stop fetching some partitions
 // while the sinks lag. Without it, signalbox simply stops calling Poll, which
 // bounds memory just as well but pauses every partition at once.

@@ -312,7 +312,8 @@ func (l *retryLog) hook(sink string) func(attempt int, err error, wait time.Dura
 	}
 }
 
-// commit commits every partition's Low offset of cp to the source. A failed
+// commit commits every partition's Low offset of cp to the source, with
+// the rest of cp where the source keeps it (CheckpointCommitter). A failed
 // commit loses nothing (the next checkpoint commits again), except at the
 // final one, where it is an error.
 func (r *run) commit(ctx context.Context, cp *record.Checkpoint, final bool) error {
@@ -327,7 +328,12 @@ func (r *run) commit(ctx context.Context, cp *record.Checkpoint, final bool) err
 		r.countCommit(offs, nil)
 		return nil // committed in the sink's transaction
 	}
-	err := r.p.src.Commit(ctx, offs)
+	var err error
+	if cc, ok := r.p.src.(CheckpointCommitter); ok {
+		err = cc.CommitCheckpoint(ctx, *cp)
+	} else {
+		err = r.p.src.Commit(ctx, offs)
+	}
 	r.countCommit(offs, err)
 	if err != nil {
 		if final {

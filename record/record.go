@@ -64,6 +64,10 @@ type PartitionInfo struct {
 	// End is the end offset snapshotted before any record was read: the last
 	// stable offset under read_committed, else the high-water mark.
 	End int64
+	// Checkpoint is the checkpoint committed with Start (a consumer
+	// group's commit metadata; see the root package's CheckpointCommitter),
+	// nil when the commit carried none.
+	Checkpoint *PartitionCheckpoint
 }
 
 // PartitionFetch is what one fetch returned for one partition.

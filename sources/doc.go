@@ -8,5 +8,7 @@
 //     and property tests (random interleavings of the same records).
 //
 // The package itself holds what those sources share: Commits, an in-memory
-// record of committed offsets for sources without a consumer group.
+// record of committed offsets for sources without a consumer group, and
+// the codec of the checkpoint a consumer group keeps in its commits'
+// metadata (EncodeCheckpoint).
 package sources

@@ -3,7 +3,9 @@
 // broker` in another process, kills the job with SIGKILL at seeded random
 // points, both while it replays history and while it follows live traffic,
 // restarts it after each kill, finishes with an `until: end-offsets` run and
-// then checks the output against every record produced:
+// then checks the output against every record produced. With
+// Crasher.Signals it stops the job with those signals (SIGINT, SIGTERM)
+// instead, and the JSONL outputs must then hold every record exactly once:
 //
 //   - no loss: every produced record is in the output (at least once; exactly
 //     once for an exactly-once sink);

@@ -328,9 +328,11 @@ func Validate(t testing.TB, bin, path string) {
 	t.Fatalf("signalbox validate rejected the crash test's job (update the test's YAML?): %v\n%s\njob:\n%s", err, out, data)
 }
 
-// KillPoint is one SIGKILL of the job.
+// KillPoint is one SIGKILL of the job, or one stop by another signal
+// (Crasher.Signals).
 type KillPoint struct {
 	Run    int
+	Signal syscall.Signal
 	Target string        // what the plan aimed at: "replay" or "live"
 	Phase  string        // what the last status said at the kill: "replay" or "live"
 	Uptime time.Duration // since the process started
@@ -338,7 +340,20 @@ type KillPoint struct {
 }
 
 func (k KillPoint) String() string {
-	return fmt.Sprintf("run %d: SIGKILL during %s (aimed at %s) after %v: %s", k.Run, k.Phase, k.Target, k.Uptime.Round(time.Millisecond), k.Detail)
+	return fmt.Sprintf("run %d: %s during %s (aimed at %s) after %v: %s", k.Run, sigName(k.Signal), k.Phase, k.Target, k.Uptime.Round(time.Millisecond), k.Detail)
+}
+
+// sigName names the signals the crasher sends.
+func sigName(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return sig.String()
 }
 
 // Crasher runs a job, killing it at planned points.
@@ -350,7 +365,10 @@ type Crasher struct {
 	Admin *kgo.Client // for EvictGroup
 	Rng   *rand.Rand
 	Rate  int64 // bytes per second read from the job's stdout; 0: no bound
-	Kills []KillPoint
+	// Signals stop the runs, in turn; nil: SIGKILL. A run stopped by
+	// another signal must exit 0 by itself (a graceful stop).
+	Signals []syscall.Signal
+	Kills   []KillPoint
 }
 
 // StdoutOutputs parses the stdout JSONL of every run, in order. The last
@@ -557,7 +575,11 @@ func (c *Crasher) Crash(kills int) {
 		}
 		p := c.start(run, "live", true, rate)
 		url := c.statusURL(p)
-		k := c.killWhen(p, url, target, after, frac)
+		sig := syscall.SIGKILL
+		if len(c.Signals) > 0 {
+			sig = c.Signals[run%len(c.Signals)]
+		}
+		k := c.killWhen(p, url, target, after, frac, sig)
 		k.Run, k.Target = run, target
 		c.Kills = append(c.Kills, k)
 		c.T.Log(k)
@@ -571,11 +593,12 @@ func (c *Crasher) Crash(kills int) {
 }
 
 // killWhen polls the job's status until the kill condition holds, then
-// kills the job with SIGKILL and waits for it. A replay target is killed
+// sends the job sig and waits for it: killed by SIGKILL, or exited 0 after
+// any other signal. A replay target is killed
 // `after` the status server first answers or once the share frac of the
 // replay is read, if the replay is still on by then, else as soon as the
 // replay is seen done; a live target `after` the replay is seen done.
-func (c *Crasher) killWhen(p *proc, url, target string, after time.Duration, frac float64) KillPoint {
+func (c *Crasher) killWhen(p *proc, url, target string, after time.Duration, frac float64, sig syscall.Signal) KillPoint {
 	c.T.Helper()
 	deadline := time.Now().Add(HangGuard)
 	var last status
@@ -614,9 +637,22 @@ func (c *Crasher) killWhen(p *proc, url, target string, after time.Duration, fra
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	p.cmd.Process.Kill() //nolint:errcheck // it may have exited: checked below
-	<-p.done
+	k.Signal = sig
+	p.cmd.Process.Signal(sig) //nolint:errcheck // it may have exited: checked below
+	select {
+	case <-p.done:
+	case <-time.After(HangGuard):
+		p.cmd.Process.Kill() //nolint:errcheck // hang
+		<-p.done
+		c.T.Fatalf("signalbox run did not stop within %v of %s:\n%s", HangGuard, sigName(sig), p.tail())
+	}
 	k.Uptime = time.Since(p.started)
+	if sig != syscall.SIGKILL {
+		if p.err != nil {
+			c.T.Fatalf("signalbox run did not stop cleanly on %s (%v):\n%s", sigName(sig), p.err, p.tail())
+		}
+		return k
+	}
 	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		c.T.Fatalf("signalbox run was not killed by SIGKILL (%v):\n%s", p.err, p.tail())
 	}

@@ -201,8 +201,13 @@ type instance struct {
 	src  *kafka.Source
 	sink *sinkBuf
 
-	mu       sync.Mutex
-	read     map[record.TopicPartition][]int64 // offsets delivered in the current assignment
+	mu   sync.Mutex
+	read map[record.TopicPartition][]int64 // offsets delivered in the current assignment
+	// skip holds the offsets delivered that the assignment's committed
+	// checkpoint shows as emitted by an earlier owner: the engine skips
+	// them (design R7).
+	skip     map[record.TopicPartition]map[int64]bool
+	cps      map[record.TopicPartition]*record.PartitionCheckpoint
 	owned    []record.TopicPartition
 	revoking []record.TopicPartition // delivered in a Revoked, not yet handled
 	assigned int                     // Assigned fetches seen
@@ -231,7 +236,8 @@ func newInstance(t testing.TB, h *harness, name string, c *embedded.Cluster, opt
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &instance{name: name, h: h, src: src, sink: &sinkBuf{}, read: map[record.TopicPartition][]int64{}}
+	return &instance{name: name, h: h, src: src, sink: &sinkBuf{}, read: map[record.TopicPartition][]int64{},
+		skip: map[record.TopicPartition]map[int64]bool{}, cps: map[record.TopicPartition]*record.PartitionCheckpoint{}}
 }
 
 func (i *instance) Open(ctx context.Context) error { return i.src.Open(ctx) }
@@ -259,6 +265,7 @@ func (i *instance) Poll(ctx context.Context) (record.Fetch, error) {
 		for _, a := range f.Assigned {
 			tps = append(tps, a.TopicPartition)
 			i.read[a.TopicPartition] = nil
+			i.skip[a.TopicPartition], i.cps[a.TopicPartition] = map[int64]bool{}, a.Checkpoint
 		}
 		i.claim(tps)
 	}
@@ -267,8 +274,12 @@ func (i *instance) Poll(ctx context.Context) (record.Fetch, error) {
 		i.h.logf("%s revoked %v", i.name, f.Revoked)
 	}
 	for _, pf := range f.Partitions {
+		cp := i.cps[pf.TopicPartition]
 		for _, r := range pf.Records {
 			i.read[pf.TopicPartition] = append(i.read[pf.TopicPartition], r.Offset)
+			if cp != nil && r.Offset < cp.Position && r.Timestamp.UnixMilli() <= cp.Watermark {
+				i.skip[pf.TopicPartition][r.Offset] = true
+			}
 		}
 	}
 	return f, nil
@@ -307,6 +318,8 @@ func (i *instance) release(tps []record.TopicPartition) {
 			delete(h.owner, tp)
 		}
 		delete(i.read, tp)
+		delete(i.skip, tp)
+		delete(i.cps, tp)
 	}
 	i.owned = slices.DeleteFunc(i.owned, func(tp record.TopicPartition) bool { return slices.Contains(tps, tp) })
 }
@@ -335,6 +348,9 @@ func (i *instance) checkLetGo(tps []record.TopicPartition, why string) {
 		}
 		lowest := int64(-1)
 		for _, off := range i.read[tp] {
+			if i.skip[tp][off] {
+				continue // an earlier owner emitted it
+			}
 			switch {
 			case !emitted[tp][off] && (lowest < 0 || off < lowest):
 				lowest = off
@@ -361,6 +377,12 @@ func (i *instance) checkLetGo(tps []record.TopicPartition, why string) {
 
 func (i *instance) Commit(ctx context.Context, offs map[record.TopicPartition]int64) error {
 	return i.src.Commit(ctx, offs)
+}
+
+// CommitCheckpoint commits Low offsets like Commit, with the checkpoint in
+// the commits' metadata (signalbox.CheckpointCommitter).
+func (i *instance) CommitCheckpoint(ctx context.Context, cp record.Checkpoint) error {
+	return i.src.CommitCheckpoint(ctx, cp)
 }
 
 func lastOf(s []int64) any {

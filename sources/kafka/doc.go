@@ -18,8 +18,8 @@
 // closes.
 //
 // Lifecycle: New → Open (connect, resolve partitions; reads no record) →
-// Poll repeatedly from one goroutine → Close. Commit, Pause and Resume may be
-// called from other goroutines between Open and Close.
+// Poll repeatedly from one goroutine → Close. Commit, CommitCheckpoint, Pause
+// and Resume may be called from other goroutines between Open and Close.
 //
 // Invariants:
 //
@@ -52,7 +52,9 @@
 //  7. Start positions: committed group offsets when there are any, else
 //     Start ("earliest" = log start offset, "latest" = the end snapshot);
 //     a partition created after Open starts at its log start whatever
-//     Start says.
+//     Start says. A committed offset whose metadata is a checkpoint that
+//     CommitCheckpoint wrote for that offset comes with it in
+//     PartitionInfo.Checkpoint; a StartAt offset comes with none.
 //  8. Memory is bounded: at most one undelivered response per fetcher is
 //     buffered; fetchers block while Poll is not called.
 //  9. Discovery (design G7): every DiscoveryInterval the source lists its

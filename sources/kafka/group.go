@@ -291,9 +291,10 @@ func (g *groupState) Cleanup(sarama.ConsumerGroupSession) error {
 }
 
 // commit commits offsets of partitions this member owns in the current
-// generation. Offsets of partitions it does not own are skipped: their new
-// owner re-reads from the last commit.
-func (g *groupState) commit(_ context.Context, offsets map[record.TopicPartition]int64) error {
+// generation, each with its metadata in meta (nil: none). Offsets of
+// partitions it does not own are skipped: their new owner re-reads from the
+// last commit.
+func (g *groupState) commit(_ context.Context, offsets map[record.TopicPartition]int64, meta map[record.TopicPartition]string) error {
 	g.mu.Lock()
 	sess, owned := g.sess, g.owned
 	g.mu.Unlock()
@@ -315,7 +316,7 @@ func (g *groupState) commit(_ context.Context, offsets map[record.TopicPartition
 	n := 0
 	for tp, off := range offsets {
 		if _, found := slices.BinarySearchFunc(owned, tp, compareTP); found {
-			req.AddBlock(tp.Topic, tp.Partition, off, 0, "")
+			req.AddBlock(tp.Topic, tp.Partition, off, 0, meta[tp])
 			n++
 		}
 	}

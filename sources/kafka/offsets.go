@@ -6,6 +6,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/sources"
 )
 
 // Timestamps understood by ListOffsets.
@@ -79,7 +80,8 @@ func (s *Source) refreshMetadata() {
 	}
 }
 
-// committed returns the group's committed offsets for tps (-1: none).
+// committed returns the group's committed offsets for tps (-1: none), and
+// keeps the checkpoints their metadata holds for the snapshot that follows.
 func (s *Source) committed(tps []record.TopicPartition) (map[record.TopicPartition]int64, error) {
 	s.waitFor("FindCoordinator for group %s from brokers %s", s.cfg.Group, s.brokerList())
 	coord, err := s.client.Coordinator(s.cfg.Group)
@@ -99,12 +101,17 @@ func (s *Source) committed(tps []record.TopicPartition) (map[record.TopicPartiti
 		return nil, fmt.Errorf("kafka: offset fetch for group %s: %w", s.cfg.Group, resp.Err)
 	}
 	out := make(map[record.TopicPartition]int64, len(tps))
+	cps := make(map[record.TopicPartition]record.PartitionCheckpoint)
 	for _, tp := range tps {
 		out[tp] = -1
 		if blk := resp.GetBlock(tp.Topic, tp.Partition); blk != nil && errors.Is(blk.Err, sarama.ErrNoError) {
 			out[tp] = blk.Offset
+			if pc, ok := sources.DecodeCheckpoint(tp, blk.Offset, blk.Metadata); ok {
+				cps[tp] = pc
+			}
 		}
 	}
+	s.checkpoints = cps
 	return out, nil
 }
 
@@ -130,9 +137,12 @@ func (s *Source) snapshot(tps []record.TopicPartition, committed map[record.Topi
 		}
 		if c, ok := committed[tp]; ok && c >= 0 {
 			info.Start = c
+			if pc, ok := s.checkpoints[tp]; ok && pc.Low == c {
+				info.Checkpoint = &pc
+			}
 		}
 		if o, ok := s.startAt[tp]; ok && o >= 0 {
-			info.Start = o // a sink's checkpoint outranks the group
+			info.Start, info.Checkpoint = o, nil // a sink's checkpoint outranks the group
 		}
 		infos = append(infos, info)
 	}

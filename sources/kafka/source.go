@@ -13,6 +13,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/signalbox/signalbox/internal/startup"
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/sources"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -53,6 +54,11 @@ type Source struct {
 
 	// startAt overrides start positions (Seeker); set before Open.
 	startAt map[record.TopicPartition]int64
+
+	// checkpoints are the checkpoints in the commit metadata that the last
+	// committed call read (group mode: Setup's goroutine only); snapshot
+	// hands each back with the offset it was committed with.
+	checkpoints map[record.TopicPartition]record.PartitionCheckpoint
 
 	// wanted is the engine's evidence demand (WantEvidence), in Unix
 	// nanoseconds; 0 when nothing waits for evidence.
@@ -366,7 +372,25 @@ func (s *Source) Commit(ctx context.Context, offsets map[record.TopicPartition]i
 	if s.group == nil || len(offsets) == 0 {
 		return nil
 	}
-	return s.group.commit(ctx, offsets)
+	return s.group.commit(ctx, offsets, nil)
+}
+
+// CommitCheckpoint commits each partition's Low offset to the group, with
+// the partition's checkpoint as the commit's metadata
+// (sources.EncodeCheckpoint); an assignment hands it back in
+// record.PartitionInfo.Checkpoint. It implements the root package's
+// CheckpointCommitter. Without a group it does nothing.
+func (s *Source) CommitCheckpoint(ctx context.Context, cp record.Checkpoint) error {
+	if s.group == nil || len(cp.Partitions) == 0 {
+		return nil
+	}
+	offsets := make(map[record.TopicPartition]int64, len(cp.Partitions))
+	meta := make(map[record.TopicPartition]string, len(cp.Partitions))
+	for _, pc := range cp.Partitions {
+		offsets[pc.TopicPartition] = pc.Low
+		meta[pc.TopicPartition] = sources.EncodeCheckpoint(pc)
+	}
+	return s.group.commit(ctx, offsets, meta)
 }
 
 // Pause stops fetching tps until Resume. Records of tps already fetched but
