@@ -52,6 +52,7 @@ func (r *run) takeCheckpoint(ctx context.Context, final, barrier bool) error {
 	}
 	ack := make(chan struct{})
 	r.cur.noCommit, r.cur.ack = r.durable != nil, ack
+	o := r.cur
 	if err := r.send(ctx, r.sinkDone); err != nil {
 		return err
 	}
@@ -64,7 +65,7 @@ func (r *run) takeCheckpoint(ctx context.Context, final, barrier bool) error {
 	if err := r.durable.Checkpoint(cp, r.blobs()); err != nil {
 		return fmt.Errorf("signalbox: storing checkpoint: %w", err)
 	}
-	if err := r.commit(ctx, &cp, final); err != nil {
+	if err := r.commit(ctx, &cp, final, o.fenced); err != nil {
 		return err
 	}
 	r.countCheckpoint(start)
@@ -201,10 +202,19 @@ func (r *run) restore(ctx context.Context) error {
 // after that), and its checkpoint, not the one read then, says which
 // re-read records to skip (design C4, R3). The newest position per
 // partition wins.
-func (r *run) refreshRestored(ctx context.Context, assigned []record.PartitionInfo) error {
+func (r *run) refreshRestored(ctx context.Context, assigned []record.PartitionInfo, member *record.GroupMember) error {
 	cs := r.cfg.checkpointSink()
 	if cs == nil || len(assigned) == 0 {
 		return nil
+	}
+	if c, ok := cs.(Claimer); ok {
+		tps := make([]record.TopicPartition, len(assigned))
+		for i, a := range assigned {
+			tps[i] = a.TopicPartition
+		}
+		if err := c.Claim(ctx, member, tps); err != nil {
+			return fmt.Errorf("signalbox: claiming assigned partitions in the checkpoint sink: %w", err)
+		}
 	}
 	cp, err := cs.Restore(ctx)
 	if err != nil {

@@ -204,7 +204,7 @@ func (r *run) handle(ctx context.Context, p polled) error {
 	for _, tp := range f.Revoked {
 		r.revoke(tp)
 	}
-	if err := r.refreshRestored(ctx, f.Assigned); err != nil {
+	if err := r.refreshRestored(ctx, f.Assigned, f.Member); err != nil {
 		return err
 	}
 	for _, a := range f.Assigned {

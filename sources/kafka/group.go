@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -185,6 +186,10 @@ func (g *groupState) Setup(sess sarama.ConsumerGroupSession) error {
 	}
 	unsent := g.unsent
 	g.unsent = nil
+	// The session is this member's from now on: commits made meanwhile
+	// (the caller's checkpoint for an undelivered revoke among them) go to
+	// it, for the partitions it owns in it.
+	g.sess, g.owned = sess, tps
 	g.mu.Unlock()
 	if len(unsent) > 0 { // invariant 5: the caller learns of the revoke first
 		select {
@@ -209,7 +214,7 @@ func (g *groupState) Setup(sess sarama.ConsumerGroupSession) error {
 		return err
 	}
 	select {
-	case g.s.out <- item{fetch: record.Fetch{Assigned: infos}}:
+	case g.s.out <- item{fetch: record.Fetch{Assigned: infos, Member: member(g.s.cfg.Group, sess)}}:
 	case <-sess.Context().Done():
 		return sess.Context().Err()
 	}
@@ -217,6 +222,11 @@ func (g *groupState) Setup(sess sarama.ConsumerGroupSession) error {
 	wg := new(sync.WaitGroup)
 	g.set(sess, stop, wg, g.s.startFetchers(ctx, infos, wg), tps)
 	return nil
+}
+
+// member is the membership of sess, sent with its Assigned partitions.
+func member(group string, sess sarama.ConsumerGroupSession) *record.GroupMember {
+	return &record.GroupMember{Group: group, Generation: sess.GenerationID(), MemberID: sess.MemberID()}
 }
 
 func (g *groupState) set(sess sarama.ConsumerGroupSession, stop context.CancelFunc, wg *sync.WaitGroup, fs []*fetcher, tps []record.TopicPartition) {
@@ -283,16 +293,35 @@ func (g *groupState) Cleanup(sarama.ConsumerGroupSession) error {
 }
 
 // commit commits offsets of partitions this member owns in the current
-// generation. Offsets of partitions it does not own are skipped: their new
-// owner re-reads from the last commit.
+// generation. Offsets of partitions it does not own (or all of them, between
+// two sessions) are skipped, and reported in a *record.CommitSkippedError:
+// their owner re-reads from the last commit.
 func (g *groupState) commit(_ context.Context, offsets map[record.TopicPartition]int64) error {
 	g.mu.Lock()
 	sess, owned := g.sess, g.owned
 	g.mu.Unlock()
-	if sess == nil {
-		g.s.log.Debug("commit outside a group session skipped")
-		return nil
+	var skipped []record.TopicPartition
+	for tp := range offsets {
+		if _, found := slices.BinarySearchFunc(owned, tp, compareTP); !found || sess == nil {
+			skipped = append(skipped, tp)
+		}
 	}
+	slices.SortFunc(skipped, compareTP)
+	if sess == nil {
+		return &record.CommitSkippedError{Partitions: skipped, Reason: "the member is between two group sessions"}
+	}
+	if err := g.commitOwned(sess, owned, offsets); err != nil {
+		return err
+	}
+	if len(skipped) > 0 {
+		return &record.CommitSkippedError{Partitions: skipped, Reason: "the partitions are not assigned to this member in generation " + strconv.Itoa(int(sess.GenerationID()))}
+	}
+	return nil
+}
+
+// commitOwned commits the offsets of the partitions in owned to sess's
+// generation.
+func (g *groupState) commitOwned(sess sarama.ConsumerGroupSession, owned []record.TopicPartition, offsets map[record.TopicPartition]int64) error {
 	coord, err := g.s.client.Coordinator(g.s.cfg.Group)
 	if err != nil {
 		return fmt.Errorf("kafka: commit: coordinator: %w", err)
