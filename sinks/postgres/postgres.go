@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -103,8 +104,13 @@ type Sink struct {
 	err  error
 
 	data, cp, wm, owner string // quoted table names
+	// cmu serialises the connection's use: Claim comes from the engine
+	// goroutine, the other calls from the sink goroutine.
+	cmu sync.Mutex
 	// epochs are the owner epochs this sink claimed, by partition; fenced
-	// are the partitions another sink claimed since (invariant 10).
+	// are the partitions another sink claimed since (invariant 10). fmu
+	// guards both; it is taken after cmu, never before.
+	fmu    sync.Mutex
 	epochs map[record.TopicPartition]int64
 	fenced map[record.TopicPartition]bool
 }
@@ -177,6 +183,8 @@ CREATE TABLE IF NOT EXISTS %[6]s (
 // do runs fn on the connection, connecting first if needed, and drops the
 // connection after a failure that may have broken it.
 func (s *Sink) do(ctx context.Context, fn func(*pgx.Conn) error) error {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
 	if s.conn == nil || s.conn.IsClosed() {
 		c, err := pgx.Connect(ctx, s.cfg.DSN)
 		if err != nil {
@@ -294,8 +302,10 @@ func (s *Sink) Purge(ctx context.Context) error {
 		return err
 	}
 	s.rows, s.recs = nil, nil
+	s.fmu.Lock()
 	clear(s.epochs)
 	clear(s.fenced)
+	s.fmu.Unlock()
 	return s.do(ctx, func(c *pgx.Conn) error {
 		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, `TRUNCATE `+s.data); err != nil {
@@ -338,6 +348,8 @@ func (s *Sink) Claim(ctx context.Context, member *record.GroupMember, partitions
 	if err != nil {
 		return err
 	}
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
 	for tp, e := range got {
 		s.epochs[tp] = e
 		delete(s.fenced, tp)
@@ -427,10 +439,12 @@ func (s *Sink) commit(ctx context.Context, cp *record.Checkpoint) error {
 			}
 			return err
 		}
+		s.fmu.Lock()
 		for _, tp := range fe.partitions {
 			s.fenced[tp] = true
 			delete(s.epochs, tp)
 		}
+		s.fmu.Unlock()
 		var moved []record.TopicPartition
 		cp.Partitions, moved = s.owned(cp.Partitions)
 		fenced = append(fenced, moved...)
@@ -445,6 +459,8 @@ func (*fencedNow) Error() string { return "postgres: checkpoint fenced" }
 
 // owned splits ps into the partitions not fenced and the fenced ones.
 func (s *Sink) owned(ps []record.PartitionCheckpoint) (own []record.PartitionCheckpoint, fenced []record.TopicPartition) {
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
 	for _, p := range ps {
 		if s.fenced[p.TopicPartition] {
 			fenced = append(fenced, p.TopicPartition)
@@ -458,6 +474,8 @@ func (s *Sink) owned(ps []record.PartitionCheckpoint) (own []record.PartitionChe
 // dropFenced drops the buffered rows of fenced partitions: their owner
 // writes them.
 func (s *Sink) dropFenced() {
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
 	if len(s.fenced) == 0 {
 		return
 	}
@@ -498,9 +516,11 @@ func (s *Sink) commitOnce(ctx context.Context, cp *record.Checkpoint) error {
 		})
 	})
 	if err == nil {
+		s.fmu.Lock()
 		for tp, e := range claimed {
 			s.epochs[tp] = e
 		}
+		s.fmu.Unlock()
 	}
 	if err != nil && dataError(err) != nil && len(s.rows) > 0 {
 		// The rows that fail alone are rejected; when none does (the
@@ -608,11 +628,16 @@ func (s *Sink) insert(ctx context.Context, tx pgx.Tx, lo, hi int) error {
 // (a sink used without the engine's Claim); their epochs are returned.
 func (s *Sink) saveCheckpoint(ctx context.Context, tx pgx.Tx, cp *record.Checkpoint) (map[record.TopicPartition]int64, error) {
 	var unclaimed []record.TopicPartition
+	mine := make(map[record.TopicPartition]int64, len(cp.Partitions))
+	s.fmu.Lock()
 	for _, p := range cp.Partitions {
-		if _, ok := s.epochs[p.TopicPartition]; !ok {
+		if e, ok := s.epochs[p.TopicPartition]; ok {
+			mine[p.TopicPartition] = e
+		} else {
 			unclaimed = append(unclaimed, p.TopicPartition)
 		}
 	}
+	s.fmu.Unlock()
 	var claimed map[record.TopicPartition]int64
 	if len(unclaimed) > 0 {
 		var err error
@@ -625,7 +650,7 @@ func (s *Sink) saveCheckpoint(ctx context.Context, tx pgx.Tx, cp *record.Checkpo
 	epochs, lows, positions, ends := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	replaying, wms := make([]bool, n), make([]int64, n)
 	for i, p := range cp.Partitions {
-		e, ok := s.epochs[p.TopicPartition]
+		e, ok := mine[p.TopicPartition]
 		if !ok {
 			e = claimed[p.TopicPartition]
 		}
