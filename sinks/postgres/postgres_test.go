@@ -385,6 +385,21 @@ func (f *fixture) rowsOf(t *testing.T, p int32) []int64 {
 	return offs
 }
 
+// wantRows fails unless partition p has n rows.
+func (f *fixture) wantRows(t *testing.T, p int32, n int, what string) {
+	t.Helper()
+	if got := f.rowsOf(t, p); len(got) != n {
+		t.Fatalf("%s: offsets %v stored, want %d rows", what, got, n)
+	}
+}
+
+func claim(t *testing.T, s *postgres.Sink, tps ...record.TopicPartition) {
+	t.Helper()
+	if err := s.Claim(ctx, nil, tps); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func tp(p int32) record.TopicPartition { return record.TopicPartition{Topic: "in", Partition: p} }
 
 func recordsOf(p int32, from, n int) []record.Record {
@@ -427,20 +442,12 @@ func TestStaleOwnerIsFenced(t *testing.T) {
 	f := newFixture(t)
 	a, b := f.sink(), f.sink()
 	openSinks(t, a, b)
-	if err := a.Claim(ctx, nil, []record.TopicPartition{tp(0), tp(1)}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Claim(ctx, nil, []record.TopicPartition{tp(1)}); err != nil {
-		t.Fatal(err)
-	}
+	claim(t, a, tp(0), tp(1))
+	claim(t, b, tp(1))
 	_ = a.Write(ctx, append(recordsOf(0, 0, 5), recordsOf(1, 0, 5)...))
 	wantFenced(t, a.FlushCheckpoint(ctx, cpOf(0, 1)), tp(1))
-	if got := f.rowsOf(t, 0); len(got) != 5 {
-		t.Fatalf("partition 0 (still a's): %v stored, want 5 rows", got)
-	}
-	if got := f.rowsOf(t, 1); len(got) != 0 {
-		t.Fatalf("partition 1 (b's): a stored %v", got)
-	}
+	f.wantRows(t, 0, 5, "partition 0 (still a's)")
+	f.wantRows(t, 1, 0, "partition 1 (b's)")
 	// b never fails on a's rows; a stays fenced out of partition 1.
 	_ = b.Write(ctx, recordsOf(1, 0, 3))
 	if err := b.FlushCheckpoint(ctx, cpOf(1)); err != nil {
@@ -448,21 +455,15 @@ func TestStaleOwnerIsFenced(t *testing.T) {
 	}
 	_ = a.Write(ctx, recordsOf(1, 3, 2))
 	wantFenced(t, a.FlushCheckpoint(ctx, cpOf(0, 1)), tp(1))
-	if got := f.rowsOf(t, 1); len(got) != 3 {
-		t.Fatalf("partition 1: %v stored, want b's 3 rows only", got)
-	}
+	f.wantRows(t, 1, 3, "partition 1 (b's rows only)")
 	// Claimed again, partition 1 is a's, and b is the stale one.
-	if err := a.Claim(ctx, nil, []record.TopicPartition{tp(1)}); err != nil {
-		t.Fatal(err)
-	}
+	claim(t, a, tp(1))
 	_ = a.Write(ctx, recordsOf(1, 3, 2))
 	if err := a.FlushCheckpoint(ctx, cpOf(1)); err != nil {
 		t.Fatal(err)
 	}
 	wantFenced(t, b.FlushCheckpoint(ctx, cpOf(1)), tp(1))
-	if got := f.rowsOf(t, 1); len(got) != 5 {
-		t.Fatalf("partition 1: %v stored, want 5", got)
-	}
+	f.wantRows(t, 1, 5, "partition 1")
 }
 
 // TestStaleWriterHeldByALockIsFenced: a's transaction waits on a lock of
@@ -473,9 +474,7 @@ func TestStaleWriterHeldByALockIsFenced(t *testing.T) {
 	f := newFixture(t)
 	a, b := f.sink(), f.sink()
 	openSinks(t, a, b)
-	if err := a.Claim(ctx, nil, []record.TopicPartition{tp(0), tp(1)}); err != nil {
-		t.Fatal(err)
-	}
+	claim(t, a, tp(0), tp(1))
 	_ = a.Write(ctx, recordsOf(1, 0, 2))
 	if err := a.FlushCheckpoint(ctx, cpOf(0, 1)); err != nil { // both rows exist
 		t.Fatal(err)
@@ -508,19 +507,13 @@ func TestStaleWriterHeldByALockIsFenced(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := b.Claim(ctx, nil, []record.TopicPartition{tp(1)}); err != nil { // not held up by the lock
-		t.Fatal(err)
-	}
+	claim(t, b, tp(1)) // not held up by the lock
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wantFenced(t, <-done, tp(1))
-	if got := f.rowsOf(t, 1); len(got) != 2 {
-		t.Fatalf("partition 1: %v stored, want the 2 rows of a's checkpoint before b's claim", got)
-	}
-	if got := f.rowsOf(t, 0); len(got) != 5 {
-		t.Fatalf("partition 0: %v stored, want 5", got)
-	}
+	f.wantRows(t, 1, 2, "partition 1 (a's rows from before b's claim)")
+	f.wantRows(t, 0, 5, "partition 0")
 	_ = b.Write(ctx, recordsOf(1, 2, 3))
 	if err := b.FlushCheckpoint(ctx, cpOf(1)); err != nil {
 		t.Fatalf("the new owner failed on the old owner's rows: %v", err)
