@@ -68,4 +68,11 @@
 //     nothing answers). After Open a lost broker is waited for: failed
 //     fetches hold their partitions (invariant 3), a failed group session
 //     is rejoined with backoff.
+//  11. Commits in group mode go to the current session's generation, for
+//     the partitions it assigned this member. The session is recorded
+//     before its Assigned (or an undelivered Revoked) reaches Poll, so a
+//     commit made as soon as Poll returns them goes through. Offsets of
+//     other partitions, and every commit made between two sessions, are
+//     not committed: Commit reports them in a *record.CommitSkippedError,
+//     never silently.
 package kafka
