@@ -24,8 +24,9 @@
 //
 // The checkpoint lives in <Table>_checkpoint (name, topic, partition, low,
 // position, end_offset, replaying, watermark; primary key (name, topic,
-// partition)) and <Table>_watermark (name primary key, watermark,
-// updated_at), keyed by Config.Name so several jobs can share the tables.
+// partition)), <Table>_owner (invariant 10) and <Table>_watermark (name
+// primary key, watermark, updated_at), keyed by Config.Name so several jobs
+// can share the tables.
 // The checkpoint table's watermark column is the partition's own
 // PartitionCheckpoint.Watermark; the <Table>_watermark row is
 // Checkpoint.Watermark, stored as given (not derived from the partitions,
