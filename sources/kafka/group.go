@@ -214,7 +214,7 @@ func (g *groupState) Setup(sess sarama.ConsumerGroupSession) error {
 		return err
 	}
 	select {
-	case g.s.out <- item{fetch: record.Fetch{Assigned: infos, Member: member(g.s.cfg.Group, sess)}}:
+	case g.s.out <- item{fetch: record.Fetch{Assigned: infos, Member: member(g.s.cfg, sess)}}:
 	case <-sess.Context().Done():
 		return sess.Context().Err()
 	}
@@ -225,8 +225,8 @@ func (g *groupState) Setup(sess sarama.ConsumerGroupSession) error {
 }
 
 // member is the membership of sess, sent with its Assigned partitions.
-func member(group string, sess sarama.ConsumerGroupSession) *record.GroupMember {
-	return &record.GroupMember{Group: group, Generation: sess.GenerationID(), MemberID: sess.MemberID()}
+func member(cfg Config, sess sarama.ConsumerGroupSession) *record.GroupMember {
+	return &record.GroupMember{Group: cfg.Group, Generation: sess.GenerationID(), MemberID: sess.MemberID(), InstanceID: cfg.GroupInstanceID}
 }
 
 func (g *groupState) set(sess sarama.ConsumerGroupSession, stop context.CancelFunc, wg *sync.WaitGroup, fs []*fetcher, tps []record.TopicPartition) {
