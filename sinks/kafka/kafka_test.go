@@ -271,9 +271,7 @@ func TestRestoreWithoutMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	sc := sarama.NewConfig()
-	sc.Version = sarama.V2_8_0_0
-	client, err := sarama.NewClient(brokers, sc)
+	client, err := sarama.NewClient(brokers, testConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,18 +434,24 @@ func TestStaleGenerationIsFenced(t *testing.T) {
 
 func committedOffset(t *testing.T, brokers []string, group string, tp record.TopicPartition) int64 {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	admin, err := sarama.NewClusterAdmin(brokers, testConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
-	resp, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
+	defer admin.Close()
+	resp, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{tp.Topic: {tp.Partition}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, ok := resp.Lookup(tp.Topic, tp.Partition)
-	if !ok {
-		return -1
+	if b := resp.GetBlock(tp.Topic, tp.Partition); b != nil {
+		return b.Offset
 	}
-	return o.At
+	return -1
+}
+
+// testConfig is the client configuration of the tests' own clients.
+func testConfig() *sarama.Config {
+	c := sarama.NewConfig()
+	c.Version = sarama.V2_8_0_0
+	return c
 }
