@@ -170,7 +170,7 @@ func (r *run) restore(ctx context.Context) error {
 	if err := r.checkRestoredWatermark(filter, storeCP != nil); err != nil {
 		return err
 	}
-	r.cpWM = filter.Watermark // per task: see assign
+	r.cpWM, r.hasCP = filter.Watermark, true // per task: see assign
 	r.wm = max(r.wm, filter.Watermark)
 	for _, pc := range filter.Partitions {
 		r.restored[pc.TopicPartition] = pc
@@ -243,4 +243,18 @@ func (r *run) buildCheckpoint() record.Checkpoint {
 		})
 	}
 	return cp
+}
+
+// commitOffsets commits offs (cp's Low offsets) through the source, with
+// each partition's release mark when the source stores marks (G7).
+func (r *run) commitOffsets(ctx context.Context, cp *record.Checkpoint, offs map[record.TopicPartition]int64) error {
+	mc, ok := r.p.src.(MarkCommitter)
+	if !ok {
+		return r.p.src.Commit(ctx, offs)
+	}
+	marks := make(map[record.TopicPartition]int64, len(cp.Partitions))
+	for _, pc := range cp.Partitions {
+		marks[pc.TopicPartition] = pc.Watermark
+	}
+	return mc.CommitMarks(ctx, offs, marks)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,7 +37,13 @@ import (
 //	sink fail-after=<n>                             the sink fails (fatally) once it has taken n records
 //	run                                             run to the end offsets; print what came out
 //	restart                                         same job and group, new process: keeps the
-//	                                                committed offsets, forgets fetches and sink
+//	                                                committed offsets and the release marks
+//	                                                committed with them (MarkCommitter), forgets
+//	                                                fetches and sink
+//
+// An assignment of a partition that has a committed offset reports the mark
+// committed with it (record.PartitionInfo.Mark), as the Kafka source does in
+// a consumer group; a partition with none is new to the job.
 //
 // The clock is frozen at the epoch, so only evidence releases records: what
 // comes out is decided by the offsets and event times the transcript
@@ -59,13 +66,14 @@ type engineScript struct {
 	fetches   []record.Fetch
 	failAfter int // 0: never
 	committed map[record.TopicPartition]int64
+	marks     map[record.TopicPartition]int64
 	topics    []string
 }
 
 func (e *engineScript) exec(t *testing.T, td *datadriven.TestData) string {
 	switch td.Cmd {
 	case "new":
-		*e = engineScript{late: signalbox.LateEmit, committed: map[record.TopicPartition]int64{}}
+		*e = engineScript{late: signalbox.LateEmit, committed: map[record.TopicPartition]int64{}, marks: map[record.TopicPartition]int64{}}
 		if td.HasArg("delay") {
 			td.ScanArgs(t, "delay", &e.delay)
 		}
@@ -81,6 +89,7 @@ func (e *engineScript) exec(t *testing.T, td *datadriven.TestData) string {
 	case "assign":
 		id := partitionArg(t, td)
 		info := record.PartitionInfo{TopicPartition: id, Start: e.committed[id]}
+		info.Mark, info.Marked = e.marks[id]
 		if td.HasArg("start") {
 			td.ScanArgs(t, "start", &info.Start)
 		}
@@ -145,11 +154,13 @@ func parseRecord(t *testing.T, id record.TopicPartition, s string) record.Record
 }
 
 // transcriptSource delivers the assignment, then the transcript's fetches in
-// order, then keeps reporting the last known evidence; it records commits.
+// order, then keeps reporting the last known evidence; it records commits
+// and the marks committed with them.
 type transcriptSource struct {
 	timeline
 	mu        sync.Mutex
 	committed map[record.TopicPartition]int64
+	marks     map[record.TopicPartition]int64
 }
 
 func (s *transcriptSource) Commit(_ context.Context, offsets map[record.TopicPartition]int64) error {
@@ -157,6 +168,13 @@ func (s *transcriptSource) Commit(_ context.Context, offsets map[record.TopicPar
 	defer s.mu.Unlock()
 	maps.Copy(s.committed, offsets)
 	return nil
+}
+
+func (s *transcriptSource) CommitMarks(ctx context.Context, offsets, marks map[record.TopicPartition]int64) error {
+	s.mu.Lock()
+	maps.Copy(s.marks, marks)
+	s.mu.Unlock()
+	return s.Commit(ctx, offsets)
 }
 
 // failingSink collects records and fails fatally once it holds failAfter:
@@ -182,7 +200,7 @@ func (s *failingSink) Write(ctx context.Context, batch []record.Record) error {
 }
 
 func (e *engineScript) run(t *testing.T) string {
-	src := &transcriptSource{committed: maps.Clone(e.committed)}
+	src := &transcriptSource{committed: maps.Clone(e.committed), marks: maps.Clone(e.marks)}
 	src.fetches = append([]record.Fetch{{Assigned: e.assigned}}, e.fetches...)
 	out, dead := &failingSink{failAfter: e.failAfter}, &collect{}
 	p, err := signalbox.New(src, tsInputs(e.topics...),
@@ -199,7 +217,7 @@ func (e *engineScript) run(t *testing.T) string {
 		t.Fatalf("the run did not end by itself (a transcript must let every partition reach its end offset): %v", runErr)
 	}
 	src.mu.Lock()
-	e.committed = maps.Clone(src.committed)
+	e.committed, e.marks = maps.Clone(src.committed), maps.Clone(src.marks)
 	src.mu.Unlock()
 
 	var b strings.Builder
@@ -225,7 +243,11 @@ func (e *engineScript) run(t *testing.T) string {
 	section("late", late)
 	var committed []string
 	for _, id := range slices.SortedFunc(maps.Keys(e.committed), cmpTP) {
-		committed = append(committed, fmt.Sprintf("%s/%d=%d", id.Topic, id.Partition, e.committed[id]))
+		l := fmt.Sprintf("%s/%d=%d", id.Topic, id.Partition, e.committed[id])
+		if m, ok := e.marks[id]; ok {
+			l += " mark=" + fmtMark(m)
+		}
+		committed = append(committed, l)
 	}
 	section("committed", committed)
 	switch {
@@ -244,4 +266,12 @@ func cmpTP(a, b record.TopicPartition) int {
 		return c
 	}
 	return int(a.Partition - b.Partition)
+}
+
+// fmtMark prints a release mark in ms, −∞ as such.
+func fmtMark(m int64) string {
+	if m == math.MinInt64 {
+		return "-inf"
+	}
+	return strconv.FormatInt(m, 10)
 }

@@ -23,6 +23,9 @@ type partState struct {
 	restoring  bool
 	restorePos int64
 	restoreWM  int64
+	// floor: a partition with no checkpoint of its own starts at the
+	// restored watermark; its records at or below floor are late (G7).
+	floor int64
 	// start is the position the partition was assigned at; floor counts the
 	// records below it that a DurableStore restored, and their lowest
 	// offset, so commits stay below them until they are released.
@@ -50,9 +53,11 @@ type partState struct {
 // timed partitions. Without rebalances G is the watermark over all
 // partitions, so the output is in event-time order across the whole
 // instance. A task that is newly assigned starts at its checkpointed
-// watermark (or −∞): G may then fall, and the task's re-read records are
-// released in order instead of being late against the instance's other
-// tasks; order is per task (per key), as docs/design.md invariant W7 states.
+// watermark, or at the restored watermark when none of its partitions has a
+// checkpoint of its own (newMark), else −∞: G may then fall, and the task's
+// re-read records are released in order instead of being late against the
+// instance's other tasks; order is per task (per key), as docs/design.md
+// invariants W7 and G7 state.
 type task struct {
 	strat Strategy
 	rel   int64 // highest G applied while owned: records at or below it are late
@@ -69,7 +74,25 @@ func (ps *partState) low() int64 {
 	return ps.offs.Low()
 }
 
-func (r *run) assign(a record.PartitionInfo, now time.Time) {
+// newMark is the release mark at which a partition with no checkpoint of its
+// own starts (design G7): the watermark of the checkpoint restored at start,
+// or without one the lowest of the marks committed with the assigned
+// partitions' offsets (MarkCommitter); −∞ when there is neither.
+func (r *run) newMark(assigned []record.PartitionInfo) int64 {
+	if r.hasCP {
+		return r.cpWM
+	}
+	m, found := watermark.MinTime, false
+	for _, a := range assigned {
+		if a.Marked && (!found || a.Mark < m) {
+			m, found = a.Mark, true
+		}
+	}
+	return m
+}
+
+// assign starts tracking a partition; mark is newMark of its assignment.
+func (r *run) assign(a record.PartitionInfo, mark int64, now time.Time) {
 	dec := r.p.decoderFor(a.Topic)
 	ps := &partState{
 		tp:    a.TopicPartition,
@@ -78,7 +101,7 @@ func (r *run) assign(a record.PartitionInfo, now time.Time) {
 		dec:   dec,
 		offs:  offsets.New(a.Start),
 		start: a.Start,
-		maxET: watermark.MinTime, firstET: watermark.MinTime,
+		maxET: watermark.MinTime, firstET: watermark.MinTime, floor: watermark.MinTime,
 	}
 	if ps.late = r.lateCounts[a.TopicPartition]; ps.late == nil {
 		ps.late = &LateCounter{}
@@ -87,10 +110,21 @@ func (r *run) assign(a record.PartitionInfo, now time.Time) {
 	if f, ok := r.floors[a.TopicPartition]; ok && f.Count > 0 {
 		ps.floorCount, ps.floorMin = f.Count, f.MinOffset
 	}
+	_, own := r.restored[a.TopicPartition] // a checkpoint of its own
+	own = own || a.Marked
 	ps.task = r.tasks[a.Partition]
 	if ps.task == nil {
 		ps.task = &task{strat: r.cfg.strategy(), rel: watermark.MinTime}
 		r.tasks[a.Partition] = ps.task
+		if !own && mark != watermark.MinTime {
+			// A task new to the engine starts at the restored watermark:
+			// it releases nothing earlier, and holds G no lower (G7).
+			ps.task.strat.Restore(mark)
+			ps.task.rel = mark
+		}
+	}
+	if !own {
+		ps.floor = mark
 	}
 	ps.task.parts++
 	if !dec.timeless {

@@ -112,7 +112,8 @@ type run struct {
 	tasks    map[int32]*task
 	store    ParkedStore
 	restored map[record.TopicPartition]record.PartitionCheckpoint
-	cpWM     int64
+	cpWM     int64 // the restored checkpoint's watermark, when hasCP
+	hasCP    bool
 	wm       int64
 	cur      *out
 	outs     chan *out
@@ -182,6 +183,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		tasks:      map[int32]*task{},
 		store:      cfg.store,
 		wm:         watermark.MinTime,
+		cpWM:       watermark.MinTime,
 		outs:       make(chan *out, cfg.maxInflight),
 		spare:      make(chan []record.Record, cfg.maxInflight+1),
 		errs:       make(chan error, 2),

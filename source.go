@@ -83,3 +83,15 @@ type Recycler interface {
 type Seeker interface {
 	StartAt(offsets map[record.TopicPartition]int64)
 }
+
+// MarkCommitter is implemented by sources that can store, with each
+// committed offset, the release mark of the partition's task (the Kafka
+// source keeps it in the commit's metadata) and report it back in
+// record.PartitionInfo.Mark when the partition is assigned again. Without a
+// checkpoint sink or a parked-state store, these marks are the only record
+// of what was released: a partition new to the engine at a restart starts
+// at the lowest of them (design G7). signalbox calls CommitMarks instead of
+// Commit; marks has an entry for every partition of offsets.
+type MarkCommitter interface {
+	CommitMarks(ctx context.Context, offsets, marks map[record.TopicPartition]int64) error
+}

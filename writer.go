@@ -327,7 +327,7 @@ func (r *run) commit(ctx context.Context, cp *record.Checkpoint, final bool) err
 		r.countCommit(offs, nil)
 		return nil // committed in the sink's transaction
 	}
-	err := r.p.src.Commit(ctx, offs)
+	err := r.commitOffsets(ctx, cp, offs)
 	r.countCommit(offs, err)
 	if err != nil {
 		if final {

@@ -64,6 +64,11 @@ type PartitionInfo struct {
 	// End is the end offset snapshotted before any record was read: the last
 	// stable offset under read_committed, else the high-water mark.
 	End int64
+	// Mark is the release mark stored with the committed offset Start came
+	// from (the Kafka source keeps it in the commit's metadata); valid when
+	// Marked. A source that stores none leaves Marked false.
+	Mark   int64
+	Marked bool
 }
 
 // PartitionFetch is what one fetch returned for one partition.

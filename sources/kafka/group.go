@@ -200,7 +200,7 @@ func (g *groupState) Setup(sess sarama.ConsumerGroupSession) error {
 		g.set(sess, nil, nil, nil, nil)
 		return nil
 	}
-	committed, err := g.s.committed(tps)
+	committed, marks, err := g.s.committed(tps)
 	if err != nil {
 		return err
 	}
@@ -208,6 +208,7 @@ func (g *groupState) Setup(sess sarama.ConsumerGroupSession) error {
 	if err != nil {
 		return err
 	}
+	setMarks(infos, marks)
 	select {
 	case g.s.out <- item{fetch: record.Fetch{Assigned: infos}}:
 	case <-sess.Context().Done():
@@ -285,7 +286,7 @@ func (g *groupState) Cleanup(sarama.ConsumerGroupSession) error {
 // commit commits offsets of partitions this member owns in the current
 // generation. Offsets of partitions it does not own are skipped: their new
 // owner re-reads from the last commit.
-func (g *groupState) commit(_ context.Context, offsets map[record.TopicPartition]int64) error {
+func (g *groupState) commit(_ context.Context, offsets, marks map[record.TopicPartition]int64) error {
 	g.mu.Lock()
 	sess, owned := g.sess, g.owned
 	g.mu.Unlock()
@@ -307,7 +308,7 @@ func (g *groupState) commit(_ context.Context, offsets map[record.TopicPartition
 	n := 0
 	for tp, off := range offsets {
 		if _, found := slices.BinarySearchFunc(owned, tp, compareTP); found {
-			req.AddBlock(tp.Topic, tp.Partition, off, 0, "")
+			req.AddBlock(tp.Topic, tp.Partition, off, 0, markMeta(marks, tp))
 			n++
 		}
 	}

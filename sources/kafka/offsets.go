@@ -78,11 +78,12 @@ func (s *Source) refreshMetadata() {
 	}
 }
 
-// committed returns the group's committed offsets for tps (-1: none).
-func (s *Source) committed(tps []record.TopicPartition) (map[record.TopicPartition]int64, error) {
+// committed returns the group's committed offsets for tps (-1: none) and
+// the release marks committed with them (CommitMarks).
+func (s *Source) committed(tps []record.TopicPartition) (map[record.TopicPartition]int64, map[record.TopicPartition]int64, error) {
 	coord, err := s.client.Coordinator(s.cfg.Group)
 	if err != nil {
-		return nil, fmt.Errorf("kafka: coordinator of group %s: %w", s.cfg.Group, err)
+		return nil, nil, fmt.Errorf("kafka: coordinator of group %s: %w", s.cfg.Group, err)
 	}
 	req := &sarama.OffsetFetchRequest{Version: 5, ConsumerGroup: s.cfg.Group}
 	for _, tp := range tps {
@@ -90,19 +91,23 @@ func (s *Source) committed(tps []record.TopicPartition) (map[record.TopicPartiti
 	}
 	resp, err := coord.FetchOffset(req)
 	if err != nil {
-		return nil, fmt.Errorf("kafka: offset fetch for group %s: %w", s.cfg.Group, err)
+		return nil, nil, fmt.Errorf("kafka: offset fetch for group %s: %w", s.cfg.Group, err)
 	}
 	if !errors.Is(resp.Err, sarama.ErrNoError) {
-		return nil, fmt.Errorf("kafka: offset fetch for group %s: %w", s.cfg.Group, resp.Err)
+		return nil, nil, fmt.Errorf("kafka: offset fetch for group %s: %w", s.cfg.Group, resp.Err)
 	}
 	out := make(map[record.TopicPartition]int64, len(tps))
+	marks := map[record.TopicPartition]int64{}
 	for _, tp := range tps {
 		out[tp] = -1
 		if blk := resp.GetBlock(tp.Topic, tp.Partition); blk != nil && errors.Is(blk.Err, sarama.ErrNoError) {
 			out[tp] = blk.Offset
+			if m, ok := parseMark(blk.Metadata); ok && blk.Offset >= 0 {
+				marks[tp] = m
+			}
 		}
 	}
-	return out, nil
+	return out, marks, nil
 }
 
 // snapshot takes the end offsets of tps and resolves their start positions

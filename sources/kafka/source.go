@@ -359,7 +359,7 @@ func (s *Source) Commit(ctx context.Context, offsets map[record.TopicPartition]i
 	if s.group == nil || len(offsets) == 0 {
 		return nil
 	}
-	return s.group.commit(ctx, offsets)
+	return s.group.commit(ctx, offsets, nil)
 }
 
 // Pause stops fetching tps until Resume. Records of tps already fetched but
