@@ -89,7 +89,7 @@ func (r *run) ingest(ps *partState, rec *record.Record, mark error, now time.Tim
 		}
 		ps.maxET = rec.EventTime
 	}
-	if rec.EventTime <= ps.task.rel || rec.EventTime <= ps.floor {
+	if rec.EventTime <= ps.task.rel || rec.EventTime <= ps.lateAt {
 		return r.late(ps, rec)
 	}
 	ps.offs.Add(rec.Offset)
@@ -97,7 +97,7 @@ func (r *run) ingest(ps *partState, rec *record.Record, mark error, now time.Tim
 }
 
 func (r *run) late(ps *partState, rec *record.Record) error {
-	mark := max(ps.task.rel, ps.floor)
+	mark := max(ps.task.rel, ps.lateAt)
 	lateBy := mark - rec.EventTime
 	ps.late.add(lateBy, r.cfg.late)
 	r.notify(Event{Kind: EventLate, Partition: ps.tp, Offset: rec.Offset, LateBy: lateBy, Watermark: mark})

@@ -207,9 +207,9 @@ func (r *run) handle(ctx context.Context, p polled) error {
 	if err := r.refreshRestored(ctx, f.Assigned); err != nil {
 		return err
 	}
-	mark := r.newMark(f.Assigned)
+	m := r.newMark(f.Assigned)
 	for _, a := range f.Assigned {
-		r.assign(a, mark, now)
+		r.assign(a, m, now)
 	}
 	for i := range f.Partitions {
 		pf := &f.Partitions[i]

@@ -23,9 +23,9 @@ type partState struct {
 	restoring  bool
 	restorePos int64
 	restoreWM  int64
-	// floor: a partition with no checkpoint of its own starts at the
-	// restored watermark; its records at or below floor are late (G7).
-	floor int64
+	// lateAt: a partition new to the engine starts at the restored
+	// watermark; its records at or below lateAt are late (G7).
+	lateAt int64
 	// start is the position the partition was assigned at; floor counts the
 	// records below it that a DurableStore restored, and their lowest
 	// offset, so commits stay below them until they are released.
@@ -74,25 +74,45 @@ func (ps *partState) low() int64 {
 	return ps.offs.Low()
 }
 
-// newMark is the release mark at which a partition with no checkpoint of its
-// own starts (design G7): the watermark of the checkpoint restored at start,
-// or without one the lowest of the marks committed with the assigned
-// partitions' offsets (MarkCommitter); −∞ when there is neither.
-func (r *run) newMark(assigned []record.PartitionInfo) int64 {
-	if r.hasCP {
-		return r.cpWM
-	}
-	m, found := watermark.MinTime, false
+// restoredMark is where the partitions of one assignment that are new to the
+// engine start (design G7).
+type restoredMark struct {
+	at    int64          // the restored watermark; watermark.MinTime: none
+	owned map[int32]bool // tasks with a partition that is not new
+}
+
+// newMark returns the restored mark of an assignment: the watermark of the
+// checkpoint restored at start, or without one the lowest of the marks
+// committed with the assigned partitions' offsets (MarkCommitter); −∞ when
+// there is neither.
+func (r *run) newMark(assigned []record.PartitionInfo) restoredMark {
+	m, found := restoredMark{at: watermark.MinTime}, false
 	for _, a := range assigned {
-		if a.Marked && (!found || a.Mark < m) {
-			m, found = a.Mark, true
+		if !r.isNew(a) {
+			if m.owned == nil {
+				m.owned = map[int32]bool{}
+			}
+			m.owned[a.Partition] = true
 		}
+		if a.Marked && (!found || a.Mark < m.at) {
+			m.at, found = a.Mark, true
+		}
+	}
+	if r.hasCP {
+		m.at = r.cpWM
 	}
 	return m
 }
 
-// assign starts tracking a partition; mark is newMark of its assignment.
-func (r *run) assign(a record.PartitionInfo, mark int64, now time.Time) {
+// isNew reports whether a partition is new to the engine: it has neither a
+// checkpoint (restored, or remembered at a revoke) nor a committed mark.
+func (r *run) isNew(a record.PartitionInfo) bool {
+	_, ok := r.restored[a.TopicPartition]
+	return !ok && !a.Marked
+}
+
+// assign starts tracking a partition; m is its assignment's newMark.
+func (r *run) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 	dec := r.p.decoderFor(a.Topic)
 	ps := &partState{
 		tp:    a.TopicPartition,
@@ -101,7 +121,7 @@ func (r *run) assign(a record.PartitionInfo, mark int64, now time.Time) {
 		dec:   dec,
 		offs:  offsets.New(a.Start),
 		start: a.Start,
-		maxET: watermark.MinTime, firstET: watermark.MinTime, floor: watermark.MinTime,
+		maxET: watermark.MinTime, firstET: watermark.MinTime, lateAt: watermark.MinTime,
 	}
 	if ps.late = r.lateCounts[a.TopicPartition]; ps.late == nil {
 		ps.late = &LateCounter{}
@@ -110,21 +130,19 @@ func (r *run) assign(a record.PartitionInfo, mark int64, now time.Time) {
 	if f, ok := r.floors[a.TopicPartition]; ok && f.Count > 0 {
 		ps.floorCount, ps.floorMin = f.Count, f.MinOffset
 	}
-	_, own := r.restored[a.TopicPartition] // a checkpoint of its own
-	own = own || a.Marked
 	ps.task = r.tasks[a.Partition]
 	if ps.task == nil {
 		ps.task = &task{strat: r.cfg.strategy(), rel: watermark.MinTime}
 		r.tasks[a.Partition] = ps.task
-		if !own && mark != watermark.MinTime {
+		if !m.owned[a.Partition] && m.at != watermark.MinTime {
 			// A task new to the engine starts at the restored watermark:
 			// it releases nothing earlier, and holds G no lower (G7).
-			ps.task.strat.Restore(mark)
-			ps.task.rel = mark
+			ps.task.strat.Restore(m.at)
+			ps.task.rel = m.at
 		}
 	}
-	if !own {
-		ps.floor = mark
+	if r.isNew(a) {
+		ps.lateAt = m.at
 	}
 	ps.task.parts++
 	if !dec.timeless {
