@@ -36,6 +36,8 @@ import (
 //	fetch <id> pos=<n> [end=<n>] [records=(<off>@<ms>[:key], ...)] [fail]
 //	sink fail-after=<n>                             the sink fails (fatally) once it has taken n records
 //	run                                             run to the end offsets; print what came out
+//	commit <id> offset=<n> [mark=<ms>]              an offset (and release mark) committed by an
+//	                                                earlier process, as if by a restart's predecessor
 //	restart                                         same job and group, new process: keeps the
 //	                                                committed offsets and the release marks
 //	                                                committed with them (MarkCommitter), forgets
@@ -85,6 +87,17 @@ func (e *engineScript) exec(t *testing.T, td *datadriven.TestData) string {
 		return ""
 	case "restart":
 		e.assigned, e.fetches, e.failAfter = nil, nil, 0
+		return ""
+	case "commit":
+		id := partitionArg(t, td)
+		var off int64
+		td.ScanArgs(t, "offset", &off)
+		e.committed[id] = off
+		if td.HasArg("mark") {
+			var m int64
+			td.ScanArgs(t, "mark", &m)
+			e.marks[id] = m
+		}
 		return ""
 	case "assign":
 		id := partitionArg(t, td)

@@ -3,6 +3,8 @@ package signalbox
 import (
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/signalbox/signalbox/catchup"
 	"github.com/signalbox/signalbox/internal/offsets"
 	"github.com/signalbox/signalbox/record"
@@ -84,9 +86,14 @@ type restoredMark struct {
 // newMark returns the restored mark of an assignment: the watermark of the
 // checkpoint restored at start, or without one the lowest of the marks
 // committed with the assigned partitions' offsets (MarkCommitter); −∞ when
-// there is neither.
+// there is neither. A committed mark more than max_future ahead of the
+// clock is not used: nothing restores such a time (checkRestoredWatermark).
 func (r *run) newMark(assigned []record.PartitionInfo) restoredMark {
 	m, found := restoredMark{at: watermark.MinTime}, false
+	future := watermark.MaxTime
+	if r.cfg.maxFuture > 0 {
+		future = r.cfg.clock().Add(r.cfg.maxFuture).UnixMilli()
+	}
 	for _, a := range assigned {
 		if !r.isNew(a) {
 			if m.owned == nil {
@@ -94,7 +101,12 @@ func (r *run) newMark(assigned []record.PartitionInfo) restoredMark {
 			}
 			m.owned[a.Partition] = true
 		}
-		if a.Marked && (!found || a.Mark < m.at) {
+		switch {
+		case !a.Marked || r.hasCP:
+		case a.Mark > future:
+			r.cfg.logger.Warn("committed release mark ahead of the clock by more than max_future: not used",
+				zap.String("topic", a.Topic), zap.Int32("partition", a.Partition), zap.Int64("mark", a.Mark))
+		case !found || a.Mark < m.at:
 			m.at, found = a.Mark, true
 		}
 	}
