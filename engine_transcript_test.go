@@ -31,7 +31,11 @@ import (
 //
 // Commands (ids are topic/partition; times are ms since the epoch):
 //
-//	new [delay=<ms>] [late=emit|dead-letter|drop]   a new job (a new group: nothing committed)
+//	new [delay=<ms>] [late=emit|dead-letter|drop] [checkpoint-sink]
+//	                                                a new job (a new group: nothing committed); with
+//	                                                checkpoint-sink the sink stores the checkpoint
+//	                                                (CheckpointSink, as PostgreSQL) and a restart
+//	                                                restores it
 //	assign <id> [start=<n>] end=<n>                 the start-up end-offset snapshot
 //	fetch <id> pos=<n> [end=<n>] [records=(<off>@<ms>[:key], ...)] [fail]
 //	sink fail-after=<n>                             the sink fails (fatally) once it has taken n records
@@ -70,6 +74,8 @@ type engineScript struct {
 	committed map[record.TopicPartition]int64
 	marks     map[record.TopicPartition]int64
 	topics    []string
+	cpSink    bool
+	cp        *record.Checkpoint // the checkpoint sink's last checkpoint
 }
 
 func (e *engineScript) exec(t *testing.T, td *datadriven.TestData) string {
@@ -84,6 +90,7 @@ func (e *engineScript) exec(t *testing.T, td *datadriven.TestData) string {
 			td.ScanArgs(t, "late", &s)
 			e.late = signalbox.LatePolicy(s)
 		}
+		e.cpSink = td.HasArg("checkpoint-sink")
 		return ""
 	case "restart":
 		e.assigned, e.fetches, e.failAfter = nil, nil, 0
@@ -212,13 +219,48 @@ func (s *failingSink) Write(ctx context.Context, batch []record.Record) error {
 	return s.collect.Write(ctx, batch)
 }
 
+// checkpointing is a failingSink that stores the checkpoint with what it
+// holds, as PostgreSQL does in one transaction.
+type checkpointing struct {
+	*failingSink
+	cp *record.Checkpoint
+}
+
+func (s *checkpointing) Restore(context.Context) (*record.Checkpoint, error) { return s.checkpoint(), nil }
+
+func (s *checkpointing) FlushCheckpoint(_ context.Context, cp record.Checkpoint) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cp.Partitions = slices.Clone(cp.Partitions)
+	slices.SortFunc(cp.Partitions, func(a, b record.PartitionCheckpoint) int { return cmpTP(a.TopicPartition, b.TopicPartition) })
+	s.cp = &cp
+	return nil
+}
+
+func (s *checkpointing) checkpoint() *record.Checkpoint {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cp == nil {
+		return nil
+	}
+	cp := *s.cp
+	cp.Partitions = slices.Clone(cp.Partitions)
+	return &cp
+}
+
 func (e *engineScript) run(t *testing.T) string {
 	src := &transcriptSource{committed: maps.Clone(e.committed), marks: maps.Clone(e.marks)}
 	src.fetches = append([]record.Fetch{{Assigned: e.assigned}}, e.fetches...)
 	out, dead := &failingSink{failAfter: e.failAfter}, &collect{}
+	var sink signalbox.Sink = out
+	var cps *checkpointing
+	if e.cpSink {
+		cps = &checkpointing{failingSink: out, cp: e.cp}
+		sink = cps
+	}
 	p, err := signalbox.New(src, tsInputs(e.topics...),
 		signalbox.WithDelay(time.Duration(e.delay)*time.Millisecond), signalbox.WithClock(frozen),
-		signalbox.WithLatePolicy(e.late), signalbox.WithSink(out), signalbox.WithDeadLetter(dead),
+		signalbox.WithLatePolicy(e.late), signalbox.WithSink(sink), signalbox.WithDeadLetter(dead),
 		signalbox.WithUntil(signalbox.UntilEndOffsets))
 	if err != nil {
 		t.Fatal(err)
@@ -232,6 +274,9 @@ func (e *engineScript) run(t *testing.T) string {
 	src.mu.Lock()
 	e.committed, e.marks = maps.Clone(src.committed), maps.Clone(src.marks)
 	src.mu.Unlock()
+	if cps != nil {
+		e.cp = cps.checkpoint()
+	}
 
 	var b strings.Builder
 	section := func(name string, lines []string) {
@@ -263,6 +308,16 @@ func (e *engineScript) run(t *testing.T) string {
 		committed = append(committed, l)
 	}
 	section("committed", committed)
+	if e.cpSink {
+		var cp []string
+		if e.cp != nil {
+			cp = append(cp, "watermark="+fmtMark(e.cp.Watermark))
+			for _, pc := range e.cp.Partitions {
+				cp = append(cp, fmt.Sprintf("%s/%d low=%d position=%d watermark=%s", pc.Topic, pc.Partition, pc.Low, pc.Position, fmtMark(pc.Watermark)))
+			}
+		}
+		section("checkpoint", cp)
+	}
 	switch {
 	case runErr == nil:
 		b.WriteString("run: ok\n")

@@ -52,7 +52,9 @@
 //  7. Start positions: committed group offsets when there are any, else
 //     Start ("earliest" = log start offset, "latest" = the end snapshot);
 //     a partition created after Open starts at its log start whatever
-//     Start says.
+//     Start says. CommitMarks stores each partition's release mark in its
+//     commit's metadata ("signalbox mark=<ms>"); an assignment reports it
+//     in record.PartitionInfo.Mark (design G7). Other metadata is no mark.
 //  8. Memory is bounded: at most one undelivered response per fetcher is
 //     buffered; fetchers block while Poll is not called.
 //  9. Discovery (design G7): every DiscoveryInterval the source lists its
