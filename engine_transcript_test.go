@@ -226,7 +226,9 @@ type checkpointing struct {
 	cp *record.Checkpoint
 }
 
-func (s *checkpointing) Restore(context.Context) (*record.Checkpoint, error) { return s.checkpoint(), nil }
+func (s *checkpointing) Restore(context.Context) (*record.Checkpoint, error) {
+	return s.checkpoint(), nil
+}
 
 func (s *checkpointing) FlushCheckpoint(_ context.Context, cp record.Checkpoint) error {
 	s.mu.Lock()
