@@ -14,6 +14,7 @@ import (
 
 	"github.com/signalbox/signalbox/catchup"
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/watermark"
 )
 
 // lateBlob is the key under which a DurableStore keeps the late counters.
@@ -103,7 +104,7 @@ func (r *run) checkRestoredWatermark(cp *record.Checkpoint, fromStore bool) erro
 		return nil
 	}
 	now := r.cfg.clock()
-	bound := now.Add(r.cfg.maxFuture).UnixMilli()
+	bound := r.futureBound()
 	wm := cp.Watermark
 	for _, pc := range cp.Partitions {
 		wm = max(wm, pc.Watermark)
@@ -118,6 +119,15 @@ func (r *run) checkRestoredWatermark(cp *record.Checkpoint, fromStore bool) erro
 	return fmt.Errorf("%w: %s is more than max_future (%v) ahead of %s; %s, or raise max_future",
 		ErrFutureCheckpoint, time.UnixMilli(wm).UTC().Format(time.RFC3339Nano), r.cfg.maxFuture,
 		now.UTC().Format(time.RFC3339), fix)
+}
+
+// futureBound is the highest watermark a checkpoint may restore: max_future
+// ahead of the clock (MaxTime without max_future).
+func (r *run) futureBound() int64 {
+	if r.cfg.maxFuture <= 0 {
+		return watermark.MaxTime
+	}
+	return r.cfg.clock().Add(r.cfg.maxFuture).UnixMilli()
 }
 
 func (r *run) blobs() map[string][]byte {
@@ -182,7 +192,7 @@ func (r *run) restore(ctx context.Context) error {
 	if err := r.checkRestoredWatermark(filter, storeCP != nil); err != nil {
 		return err
 	}
-	r.cpWM = filter.Watermark // per task: see assign
+	r.cpWM, r.hasCP = filter.Watermark, true // per task: see assign
 	r.wm = max(r.wm, filter.Watermark)
 	for _, pc := range filter.Partitions {
 		r.restored[pc.TopicPartition] = pc
@@ -216,12 +226,19 @@ func (r *run) restore(ctx context.Context) error {
 //
 // With neither a checkpoint sink nor a DurableStore, the checkpoint the
 // source committed with the partition's offset (CheckpointCommitter) plays
-// that role: a clean stop re-emits nothing.
+// that role: a clean stop re-emits nothing. One whose watermark is more
+// than max_future ahead of the clock is not restored (a checkpoint never
+// restores such a time); the partition then skips nothing.
 func (r *run) refreshRestored(ctx context.Context, assigned []record.PartitionInfo) error {
 	cs := r.cfg.checkpointSink()
 	if cs == nil && r.durable == nil {
 		for _, a := range assigned {
-			if a.Checkpoint != nil {
+			switch {
+			case a.Checkpoint == nil:
+			case a.Checkpoint.Watermark > r.futureBound():
+				r.cfg.logger.Warn("committed checkpoint watermark ahead of the clock by more than max_future: not restored",
+					zap.String("topic", a.Topic), zap.Int32("partition", a.Partition), zap.Int64("watermark", a.Checkpoint.Watermark))
+			default:
 				r.restoreNewer(*a.Checkpoint)
 			}
 		}

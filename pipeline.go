@@ -112,7 +112,8 @@ type run struct {
 	tasks    map[int32]*task
 	store    ParkedStore
 	restored map[record.TopicPartition]record.PartitionCheckpoint
-	cpWM     int64
+	cpWM     int64 // the restored checkpoint's watermark, when hasCP
+	hasCP    bool
 	wm       int64
 	cur      *out
 	outs     chan *out
