@@ -295,14 +295,15 @@ func (r *run) buildCheckpoint() record.Checkpoint {
 
 // emittedClaim is what a checkpoint says of ps: its records below pos with
 // event time at or below wm were emitted, and no other record of it was.
-// Normally that is its position and its task's release watermark. While ps
+// Normally that is its position and its task's release watermark, or its
+// own lateAt if higher (its records at or below lateAt are late). While ps
 // re-reads below its restored checkpoint's position, it is that
 // checkpoint's claim: the run has read less than the one before it, and
 // releases nothing past the restored watermark meanwhile (restoreHold), so
 // the claim is still exact; a checkpoint never moves the position back,
 // which would make the next restart re-emit what lies between.
 func (ps *partState) emittedClaim() (pos, wm int64) {
-	pos, wm = ps.offs.Position(), ps.task.rel
+	pos, wm = ps.offs.Position(), max(ps.task.rel, ps.lateAt)
 	if ps.restoring && ps.restorePos > pos {
 		return ps.restorePos, min(wm, ps.restoreWM) // min: never claim what was not released
 	}

@@ -23,8 +23,9 @@ type partState struct {
 	restoring  bool
 	restorePos int64
 	restoreWM  int64
-	// lateAt: a partition new to the engine starts at the restored
-	// watermark; its records at or below lateAt are late (G7).
+	// lateAt: a partition new to the engine (G7), or one joining a task
+	// that holds records (assign), starts at a restored watermark of its
+	// own; its records at or below lateAt are late.
 	lateAt int64
 	// start is the position the partition was assigned at; floor counts the
 	// records below it that a DurableStore restored, and their lowest
@@ -160,8 +161,15 @@ func (r *run) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 	if cp, ok := r.restored[a.TopicPartition]; ok {
 		wm := max(cp.Watermark, r.cpWM)
 		ps.restoring, ps.restorePos, ps.restoreWM = a.Start < cp.Position, cp.Position, wm
-		ps.task.strat.Restore(wm)
-		ps.task.rel = max(ps.task.rel, wm)
+		if r.holdsRecords(ps.task) {
+			// Raising the task's mark would make the checkpoint claim
+			// records its other partitions still hold (R8): the
+			// partition alone starts at its restored watermark.
+			ps.lateAt = max(ps.lateAt, wm)
+		} else {
+			ps.task.strat.Restore(wm)
+			ps.task.rel = max(ps.task.rel, wm)
+		}
 		if cp.Replaying && cp.End > 0 {
 			end = cp.End // keep the original snapshot: a restart cannot shorten history
 		}
@@ -175,6 +183,20 @@ func (r *run) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 	ps.holds = ph.Holds()
 	ps.task.strat.SetPhase(ps.wid, ph, st.Behind, now)
 	r.notify(Event{Kind: EventAssigned, Partition: a.TopicPartition, To: ph})
+}
+
+// holdsRecords reports whether a partition of t holds records not yet
+// acknowledged (parked, in flight, or restored by a DurableStore).
+func (r *run) holdsRecords(t *task) bool {
+	if t.parts == 0 {
+		return false
+	}
+	for _, ps := range r.parts {
+		if ps.task == t && (ps.offs.Outstanding() > 0 || ps.floorCount > 0) {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *run) revoke(tp record.TopicPartition) {
