@@ -54,10 +54,7 @@ func TestJoiningPartitionNeverClaimsHeldRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tm := time.AfterFunc(runTimeout, cancel) // hang guard
-	err = p.Run(ctx)
-	tm.Stop()
-	if err != nil {
+	if err := runCancellable(ctx, cancel, p); err != nil {
 		t.Fatal(err)
 	}
 	emitted := map[string]bool{}
@@ -94,6 +91,14 @@ func TestJoiningPartitionNeverClaimsHeldRecords(t *testing.T) {
 			t.Errorf("%s written %d times across the stop, want once", id(r), n[id(r)])
 		}
 	}
+}
+
+// runCancellable runs p until ctx is cancelled (by the test, or by cancel
+// after runTimeout: a hang guard).
+func runCancellable(ctx context.Context, cancel context.CancelFunc, p *signalbox.Pipeline) error {
+	tm := time.AfterFunc(runTimeout, cancel)
+	defer tm.Stop()
+	return p.Run(ctx)
 }
 
 // bRecords are b/0's records below its committed offset n, already emitted
