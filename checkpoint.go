@@ -65,6 +65,7 @@ func (r *run) takeCheckpoint(ctx context.Context, final, barrier bool) error {
 	}
 	ack := make(chan struct{})
 	r.cur.noCommit, r.cur.ack = r.durable != nil, ack
+	o := r.cur
 	if err := r.send(ctx, r.sinkDone); err != nil {
 		return err
 	}
@@ -77,7 +78,7 @@ func (r *run) takeCheckpoint(ctx context.Context, final, barrier bool) error {
 	if err := r.durable.Checkpoint(cp, r.blobs()); err != nil {
 		return fmt.Errorf("signalbox: storing checkpoint: %w", err)
 	}
-	if err := r.commit(ctx, &cp, final); err != nil {
+	if err := r.commit(ctx, &cp, final, o.fenced); err != nil {
 		return err
 	}
 	r.countCheckpoint(start)
@@ -229,7 +230,7 @@ func (r *run) restore(ctx context.Context) error {
 // that role: a clean stop re-emits nothing. One whose watermark is more
 // than max_future ahead of the clock is not restored (a checkpoint never
 // restores such a time); the partition then skips nothing.
-func (r *run) refreshRestored(ctx context.Context, assigned []record.PartitionInfo) error {
+func (r *run) refreshRestored(ctx context.Context, assigned []record.PartitionInfo, member *record.GroupMember) error {
 	cs := r.cfg.checkpointSink()
 	if cs == nil && r.durable == nil {
 		for _, a := range assigned {
@@ -246,6 +247,15 @@ func (r *run) refreshRestored(ctx context.Context, assigned []record.PartitionIn
 	}
 	if cs == nil || len(assigned) == 0 {
 		return nil
+	}
+	if c, ok := cs.(Claimer); ok {
+		tps := make([]record.TopicPartition, len(assigned))
+		for i, a := range assigned {
+			tps[i] = a.TopicPartition
+		}
+		if err := c.Claim(ctx, member, tps); err != nil {
+			return fmt.Errorf("signalbox: claiming assigned partitions in the checkpoint sink: %w", err)
+		}
 	}
 	cp, err := cs.Restore(ctx)
 	if err != nil {

@@ -200,11 +200,16 @@ func (r *run) handle(ctx context.Context, p polled) error {
 		if err := r.takeCheckpoint(ctx, false, true); err != nil {
 			return err
 		}
+		// The sink goroutine reported its fences before the barrier's ack:
+		// revoke must see them.
+		for len(r.acks) > 0 {
+			r.notify(<-r.acks)
+		}
 	}
 	for _, tp := range f.Revoked {
 		r.revoke(tp)
 	}
-	if err := r.refreshRestored(ctx, f.Assigned); err != nil {
+	if err := r.refreshRestored(ctx, f.Assigned, f.Member); err != nil {
 		return err
 	}
 	m := r.newMark(f.Assigned)

@@ -13,6 +13,9 @@ import (
 // notify reports e to the observer (WithObserver), from the engine
 // goroutine.
 func (r *run) notify(e Event) {
+	if e.Kind == EventFenced {
+		r.fenced[e.Partition] = true // what this instance emitted of it was not stored
+	}
 	if r.cfg.observer != nil {
 		r.cfg.observer(e)
 	}

@@ -51,6 +51,14 @@ func (r *run) countCheckpoint(start time.Time) {
 	h.Observe(d)
 }
 
+// countCommitSkipped counts an offset commit skipped, in whole or in part,
+// because this member does not own the partitions now.
+func (r *run) countCommitSkipped() {
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	r.p.stats.Delivery.CommitsSkipped++
+}
+
 // countCommit counts an offset commit of offs and its outcome.
 func (r *run) countCommit(offs map[record.TopicPartition]int64, err error) {
 	r.p.mu.Lock()

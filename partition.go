@@ -207,8 +207,15 @@ func (r *run) revoke(tp record.TopicPartition) {
 	// Remember what this instance emitted, as a checkpoint would: if the
 	// partition comes back (an eager rebalance revokes everything, then
 	// reassigns), the re-read records it already emitted are skipped.
-	pos, wm := ps.emittedClaim()
-	r.restored[tp] = record.PartitionCheckpoint{TopicPartition: tp, Low: ps.low(), Position: pos, Watermark: wm}
+	// A fenced partition's emitted records were not stored: the sink's
+	// checkpoint says what to skip.
+	if r.fenced[tp] {
+		delete(r.restored, tp)
+		delete(r.fenced, tp)
+	} else {
+		pos, wm := ps.emittedClaim()
+		r.restored[tp] = record.PartitionCheckpoint{TopicPartition: tp, Low: ps.low(), Position: pos, Watermark: wm}
+	}
 	delete(r.parts, tp)
 	r.pcache = partCache{}
 	r.unpause(ps)

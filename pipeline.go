@@ -100,6 +100,7 @@ type out struct {
 	// the sink goroutine only flushes, then closes ack.
 	noCommit bool
 	ack      chan struct{}
+	fenced   []record.TopicPartition // set by the sink goroutine before it closes ack
 }
 
 // run holds the state of one Run: it is touched by the engine goroutine only.
@@ -112,11 +113,14 @@ type run struct {
 	tasks    map[int32]*task
 	store    ParkedStore
 	restored map[record.TopicPartition]record.PartitionCheckpoint
-	cpWM     int64 // the restored checkpoint's watermark, when hasCP
-	hasCP    bool
-	wm       int64
-	cur      *out
-	outs     chan *out
+	// fenced are the partitions whose checkpoint the checkpoint sink
+	// refused (EventFenced): their revoke must not remember what was emitted.
+	fenced map[record.TopicPartition]bool
+	cpWM   int64 // the restored checkpoint's watermark, when hasCP
+	hasCP  bool
+	wm     int64
+	cur    *out
+	outs   chan *out
 	// spare returns record batches of more than 256 records' capacity from
 	// the sink goroutine once every sink has written them, cleared, for the
 	// engine to fill again.
@@ -193,6 +197,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		acks:       make(chan Event, cfg.maxInflight+2),
 		started:    cfg.clock(),
 		restored:   map[record.TopicPartition]record.PartitionCheckpoint{},
+		fenced:     map[record.TopicPartition]bool{},
 		lateCounts: map[record.TopicPartition]*LateCounter{},
 	}
 	r.cur = &out{}

@@ -79,6 +79,18 @@ type SourceOffsetCommitter interface {
 	CommitsSourceOffsets() bool
 }
 
+// Claimer is implemented by CheckpointSinks that fence checkpoints by
+// partition ownership. The engine calls Claim when partitions are assigned,
+// before it reads the checkpoint again (Restore), with the group membership
+// they were assigned under (nil outside a consumer group). From then on the
+// sink refuses a checkpoint of these partitions from an instance that
+// claimed them earlier, or that writes under an older membership:
+// FlushCheckpoint returns a *retry.FencedError naming the partitions it
+// stored nothing of, and the engine skips their offset commit and goes on.
+type Claimer interface {
+	Claim(ctx context.Context, member *record.GroupMember, partitions []record.TopicPartition) error
+}
+
 // Purger is implemented by sinks that can delete everything they hold, for
 // tests and migrations.
 type Purger interface {

@@ -56,6 +56,14 @@ func (m meteredCheckpointSink) FlushCheckpoint(ctx context.Context, cp record.Ch
 	return m.timed(&m.st.FlushSeconds, func() error { return m.cs.FlushCheckpoint(ctx, cp) })
 }
 
+func (m meteredCheckpointSink) Claim(ctx context.Context, member *record.GroupMember, partitions []record.TopicPartition) error {
+	c, ok := m.cs.(Claimer)
+	if !ok {
+		return nil
+	}
+	return c.Claim(ctx, member, partitions)
+}
+
 func (m meteredCheckpointSink) CommitsSourceOffsets() bool {
 	oc, ok := m.cs.(SourceOffsetCommitter)
 	return ok && oc.CommitsSourceOffsets()

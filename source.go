@@ -22,7 +22,11 @@ import (
 //     records' bytes (Key, Value, headers) are the pipeline's from then on:
 //     the source never reuses or rewrites them.
 //   - Commit records, per partition, the offset from which a restart must
-//     re-read. signalbox only ever passes contiguous completed offsets.
+//     re-read. signalbox only ever passes contiguous completed offsets. A
+//     source that did not commit some partitions because this instance does
+//     not own them now returns a *record.CommitSkippedError naming them:
+//     signalbox counts that as skipped (Delivery.CommitsSkipped), not as a
+//     failure, and counts the other partitions as committed.
 //   - Close releases everything. Poll is not called after Close.
 type Source interface {
 	Open(ctx context.Context) error

@@ -23,6 +23,7 @@ const (
 	EventCheckpoint                        // a checkpoint was flushed and committed
 	EventReplayDone                        // every partition reached its start-up end offset
 	EventOffsetsReset                      // a restart found a checkpoint and skips emitted records
+	EventFenced                            // the checkpoint sink refused a partition's checkpoint: another member owns it
 )
 
 // Event is something the engine reports to an observer.
@@ -141,6 +142,11 @@ type Delivery struct {
 	// checkpoint sink's transaction); CommitFailures the failed ones.
 	Commits        int64
 	CommitFailures int64
+	// CommitsSkipped counts commits skipped, in whole or in part, because
+	// this member did not own the partitions any more (a rebalance moved
+	// them, or the checkpoint sink fenced their checkpoint): a commit that
+	// went through for the other partitions counts in Commits too.
+	CommitsSkipped int64
 	// Committed is the last committed offset of every partition, sorted by
 	// topic and partition.
 	Committed []CommittedOffset

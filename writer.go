@@ -2,8 +2,10 @@ package signalbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -102,20 +104,33 @@ func (w *writer) writeOne(ctx context.Context, o *out) error {
 	if err := w.flushPlain(ctx); err != nil {
 		return err
 	}
+	var fenced []record.TopicPartition
 	if cs := cfg.checkpointSink(); cs != nil {
-		if err := w.deliver(ctx, cs, "checkpoint", nil, func(ctx context.Context, _ []record.Record) error { return cs.FlushCheckpoint(ctx, *o.cp) }); err != nil {
+		err := w.deliver(ctx, cs, "checkpoint", nil, func(ctx context.Context, _ []record.Record) error { return cs.FlushCheckpoint(ctx, *o.cp) })
+		if fe := retry.AsFenced(err); fe != nil {
+			// Another member owns these partitions now: their records are
+			// its to write, from the last checkpoint. This member learns
+			// of the revoke from the source, later.
+			fenced = fe.Partitions
+			for _, tp := range fenced {
+				r.acks <- Event{Kind: EventFenced, Partition: tp}
+			}
+			cfg.logger.Warn("checkpoint fenced: another member owns these partitions now; nothing of them was stored, and their offsets are not committed",
+				zap.Stringers("partitions", tpStringers(fenced)), zap.Error(fe.Err))
+		} else if err != nil {
 			return err
 		}
 	}
 	if !o.noCommit {
-		if err := r.commit(ctx, o.cp, o.final); err != nil {
+		if err := r.commit(ctx, o.cp, o.final, fenced); err != nil {
 			return err
 		}
 		r.countCheckpoint(o.cpAt)
 		r.acks <- Event{Kind: EventCheckpoint, Watermark: o.cp.Watermark} // the engine goroutine emits it
 	}
 	if o.ack != nil {
-		close(o.ack) // the engine waits for it (barrier)
+		o.fenced = fenced // read by the engine after ack (noCommit)
+		close(o.ack)      // the engine waits for it (barrier)
 	}
 	return nil
 }
@@ -313,13 +328,22 @@ func (l *retryLog) hook(sink string) func(attempt int, err error, wait time.Dura
 }
 
 // commit commits every partition's Low offset of cp to the source, with
-// the rest of cp where the source keeps it (CheckpointCommitter). A failed
-// commit loses nothing (the next checkpoint commits again), except at the
-// final one, where it is an error.
-func (r *run) commit(ctx context.Context, cp *record.Checkpoint, final bool) error {
+// the rest of cp where the source keeps it (CheckpointCommitter), except
+// the fenced ones (their checkpoint was refused by the checkpoint sink). A
+// failed commit loses nothing (the next checkpoint commits again), except at
+// the final one, where it is an error. A commit the source skips because
+// this member does not own the partitions now is counted as skipped, never
+// as committed, and logged at warn.
+func (r *run) commit(ctx context.Context, cp *record.Checkpoint, final bool, fenced []record.TopicPartition) error {
 	offs := make(map[record.TopicPartition]int64, len(cp.Partitions))
 	for _, pc := range cp.Partitions {
 		offs[pc.TopicPartition] = pc.Low
+	}
+	for _, tp := range fenced {
+		delete(offs, tp)
+	}
+	if len(fenced) > 0 {
+		r.countCommitSkipped()
 	}
 	if len(offs) == 0 {
 		return nil
@@ -330,9 +354,22 @@ func (r *run) commit(ctx context.Context, cp *record.Checkpoint, final bool) err
 	}
 	var err error
 	if cc, ok := r.p.src.(CheckpointCommitter); ok {
-		err = cc.CommitCheckpoint(ctx, *cp)
+		err = cc.CommitCheckpoint(ctx, ownedCheckpoint(cp, offs))
 	} else {
 		err = r.p.src.Commit(ctx, offs)
+	}
+	var skip *record.CommitSkippedError
+	if errors.As(err, &skip) {
+		r.cfg.logger.Warn("offset commit skipped: this member does not own the partitions now; their owner re-reads from the last commit",
+			zap.Stringers("partitions", tpStringers(skip.Partitions)), zap.String("reason", skip.Reason))
+		r.countCommitSkipped()
+		for _, tp := range skip.Partitions {
+			delete(offs, tp)
+		}
+		if len(offs) == 0 {
+			return nil
+		}
+		err = nil
 	}
 	r.countCommit(offs, err)
 	if err != nil {
@@ -342,4 +379,32 @@ func (r *run) commit(ctx context.Context, cp *record.Checkpoint, final bool) err
 		r.cfg.logger.Warn("offset commit failed; will retry at the next checkpoint", zap.Error(err))
 	}
 	return nil
+}
+
+// ownedCheckpoint is cp restricted to the partitions of offs.
+func ownedCheckpoint(cp *record.Checkpoint, offs map[record.TopicPartition]int64) record.Checkpoint {
+	if len(offs) == len(cp.Partitions) {
+		return *cp
+	}
+	out := *cp
+	out.Partitions = make([]record.PartitionCheckpoint, 0, len(offs))
+	for _, pc := range cp.Partitions {
+		if _, ok := offs[pc.TopicPartition]; ok {
+			out.Partitions = append(out.Partitions, pc)
+		}
+	}
+	return out
+}
+
+// tpString prints a partition as topic/partition in logs.
+type tpString record.TopicPartition
+
+func (t tpString) String() string { return t.Topic + "/" + strconv.Itoa(int(t.Partition)) }
+
+func tpStringers(tps []record.TopicPartition) []tpString {
+	out := make([]tpString, len(tps))
+	for i, tp := range tps {
+		out[i] = tpString(tp)
+	}
+	return out
 }

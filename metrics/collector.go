@@ -75,6 +75,7 @@ var (
 	dCheckpointDur = desc("checkpoint_duration_seconds", "Duration of a checkpoint, from taking it to committing its offsets.")
 	dCommits       = desc("commits_total", "Successful offset commits (by the consumer, or in the checkpoint sink's transaction).")
 	dCommitFails   = desc("commit_failures_total", "Failed offset commits; the next checkpoint commits again.")
+	dCommitSkips   = desc("commits_skipped_total", "Offset commits skipped, in whole or in part, because this member no longer owned the partitions (never counted in commits_total for them).")
 	dRebalances    = desc("rebalances_total", "Answers that assigned or revoked partitions: the first assignment, group rebalances, discovered partitions.")
 	dSinksOpen     = desc("sinks_open", "1 while every sink is open.")
 	dPublished     = desc("stats_published_timestamp_seconds", "When the engine loop last published these statistics, as Unix time; it advances while the loop turns.")
@@ -86,7 +87,7 @@ var all = []*prometheus.Desc{
 	dIn, dOut, dDead, dFiltered, dTimeless, dSkipped, dFuture, dLate, dLateness,
 	dParked, dParkedBytes, dSpilled, dStoreBytes,
 	dSinkRecords, dSinkErrors, dSinkRetries, dSinkRejected, dSinkWrite, dSinkFlush, dSinkBatch, dOutOfOrder, dRelease,
-	dCheckpoints, dCheckpointDur, dCommits, dCommitFails, dRebalances, dSinksOpen, dPublished,
+	dCheckpoints, dCheckpointDur, dCommits, dCommitFails, dCommitSkips, dRebalances, dSinksOpen, dPublished,
 }
 
 // Collector is a prometheus.Collector over a pipeline's published stats.
@@ -156,6 +157,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	e.histogram(dCheckpointDur, withBounds(d.CheckpointSeconds, signalbox.LatencyBuckets))
 	e.counter(dCommits, d.Commits)
 	e.counter(dCommitFails, d.CommitFailures)
+	e.counter(dCommitSkips, d.CommitsSkipped)
 	e.counter(dRebalances, s.Rebalances)
 	e.gauge(dSinksOpen, bool01(s.SinksOpen))
 	if !s.Published.IsZero() {

@@ -86,7 +86,10 @@ type PartitionFetch struct {
 
 // Fetch is one unit of work from a source: assignment changes and data.
 type Fetch struct {
-	Assigned   []PartitionInfo
+	Assigned []PartitionInfo
+	// Member is the group membership Assigned belongs to; nil outside a
+	// consumer group.
+	Member     *GroupMember
 	Revoked    []TopicPartition
 	Partitions []PartitionFetch
 	// At is the source's evidence clock: the state of every assigned

@@ -253,7 +253,7 @@ func TestCrashPostgres(t *testing.T) {
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	drop := func() {
-		for _, suffix := range []string{"", "_checkpoint", "_watermark"} {
+		for _, suffix := range []string{"", "_checkpoint", "_watermark", "_owner"} {
 			if _, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+table+suffix); err != nil {
 				t.Error(err)
 			}

@@ -47,6 +47,18 @@
 //     it and repeats the Write without it. Produced, such a record would
 //     fail the producer, and in transactional mode the transaction. Every
 //     other produce error follows invariant 6.
+//  9. Group fence: Claim (called by the engine, from its own goroutine, at
+//     each assignment) records the group membership the partitions were
+//     assigned under when its group is Config.GroupID. The offsets of each
+//     later transaction are sent with it (AddOffsetsToTxnWithGroupMetadata,
+//     TxnOffsetCommit v3), so the coordinator refuses them once the
+//     generation is over. Such a refusal (ILLEGAL_GENERATION,
+//     UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID) aborts the transaction and
+//     drops its records, which are never re-produced. FlushCheckpoint
+//     returns a *retry.FencedError for every partition of the checkpoint,
+//     and until the next Claim the sink drops what Write gives it and
+//     refuses each checkpoint the same way. The new owner re-reads those
+//     partitions from the last committed offsets.
 //
 // Guarantee: exactly-once Kafka→Kafka in transactional mode with
 // FlushCheckpoint, for consumers reading with isolation.level=read_committed;

@@ -72,6 +72,14 @@ type Sink struct {
 	txnBuf []record.Record // records of the open transaction, for re-production after an abort
 	resend bool
 	err    error
+
+	// member is the group membership of the last Claim, sent with the
+	// offsets so the coordinator fences a stale member (invariant 9);
+	// fenced is set when it did, until the next Claim. Claim is called
+	// from the engine goroutine: mmu guards both.
+	mmu    sync.Mutex
+	member *sarama.ConsumerGroupMetadata
+	fenced bool
 }
 
 // New returns a sink; call Open before use.
@@ -255,10 +263,42 @@ func murmur2(data []byte) uint32 {
 	return h
 }
 
-// Write produces batch (asynchronously; Flush waits for the acks).
+// Claim records the group membership under which partitions were
+// assigned: the next transactions send it with their offsets (invariant 9).
+// A membership of another group than Config.GroupID is ignored.
+func (s *Sink) Claim(_ context.Context, member *record.GroupMember, _ []record.TopicPartition) error {
+	s.mmu.Lock()
+	defer s.mmu.Unlock()
+	s.fenced = false
+	if member == nil || member.Group != s.cfg.GroupID {
+		s.member = nil
+		return nil
+	}
+	s.member = &sarama.ConsumerGroupMetadata{GroupID: member.Group, GenerationID: member.Generation, MemberID: member.MemberID}
+	if member.InstanceID != "" {
+		id := member.InstanceID
+		s.member.GroupInstanceID = &id
+	}
+	return nil
+}
+
+// membership returns the membership of the last Claim and whether the
+// coordinator fenced it.
+func (s *Sink) membership() (*sarama.ConsumerGroupMetadata, bool) {
+	s.mmu.Lock()
+	defer s.mmu.Unlock()
+	return s.member, s.fenced
+}
+
+// Write produces batch (asynchronously; Flush waits for the acks). While the
+// sink is fenced (invariant 9) it drops batch: the partitions are another
+// member's, which re-reads them from the last committed offsets.
 func (s *Sink) Write(ctx context.Context, batch []record.Record) error {
 	if err := s.ready(); err != nil {
 		return err
+	}
+	if _, fenced := s.membership(); fenced {
+		return nil
 	}
 	if err := s.oversized(batch); err != nil {
 		return err
@@ -387,6 +427,13 @@ func (s *Sink) flush(ctx context.Context, cp *record.Checkpoint) error {
 	if err := s.ready(); err != nil {
 		return err
 	}
+	member, fenced := s.membership()
+	if fenced {
+		if cp == nil {
+			return nil
+		}
+		return retry.Fenced(errors.New("kafka: the group coordinator fenced this member's generation"), partitions(cp)...)
+	}
 	if s.resend || (cp != nil && !s.inTxn) {
 		if err := s.begin(); err != nil {
 			return err
@@ -403,11 +450,20 @@ func (s *Sink) flush(ctx context.Context, cp *record.Checkpoint) error {
 		return nil
 	}
 	if cp != nil {
-		if err := s.producer.AddOffsetsToTxn(offsets(cp), s.cfg.GroupID); err != nil {
+		var err error
+		if member != nil {
+			err = s.producer.AddOffsetsToTxnWithGroupMetadata(offsets(cp), member)
+		} else {
+			err = s.producer.AddOffsetsToTxn(offsets(cp), s.cfg.GroupID)
+		}
+		if err != nil {
 			return s.txnFailure(err)
 		}
 	}
 	if err := s.producer.CommitTxn(); err != nil {
+		if cp != nil && member != nil && groupFenced(err) {
+			return s.fence(err, cp)
+		}
 		return s.txnFailure(err)
 	}
 	s.inTxn = false
@@ -430,6 +486,38 @@ func (s *Sink) wait(ctx context.Context) error {
 	err := s.prodErr
 	s.prodErr = nil
 	return err
+}
+
+// groupFenced reports whether err is the group coordinator refusing the
+// transaction's offsets because the member's generation is over.
+func groupFenced(err error) bool {
+	return errors.Is(err, sarama.ErrIllegalGeneration) || errors.Is(err, sarama.ErrUnknownMemberId) ||
+		errors.Is(err, sarama.ErrFencedInstancedId)
+}
+
+// fence applies invariant 9: the transaction is aborted and its records
+// dropped, never re-produced; the sink drops what it is given until the
+// next Claim.
+func (s *Sink) fence(err error, cp *record.Checkpoint) error {
+	if aerr := s.producer.AbortTxn(); aerr != nil {
+		s.err = fmt.Errorf("kafka: aborting a fenced transaction: %w (fenced by: %v)", aerr, err)
+		return s.err
+	}
+	s.inTxn, s.resend = false, false
+	clear(s.txnBuf)
+	s.txnBuf = s.txnBuf[:0]
+	s.mmu.Lock()
+	s.fenced = true
+	s.mmu.Unlock()
+	return retry.Fenced(fmt.Errorf("kafka: transaction aborted: %w", err), partitions(cp)...)
+}
+
+func partitions(cp *record.Checkpoint) []record.TopicPartition {
+	out := make([]record.TopicPartition, len(cp.Partitions))
+	for i, p := range cp.Partitions {
+		out[i] = p.TopicPartition
+	}
+	return out
 }
 
 // txnFailure applies invariant 6.

@@ -271,9 +271,7 @@ func TestRestoreWithoutMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	sc := sarama.NewConfig()
-	sc.Version = sarama.V2_8_0_0
-	client, err := sarama.NewClient(brokers, sc)
+	client, err := sarama.NewClient(brokers, testConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,4 +338,120 @@ func TestTopicMessageLimit(t *testing.T) {
 	if got := read(t, brokers, "small", sarama.ReadCommitted); len(got) != len(rest) {
 		t.Fatalf("read_committed sees %d records, want %d", len(got), len(rest))
 	}
+}
+
+// joined is a kgo group member of group reading topic, once it has joined.
+func joined(t *testing.T, brokers []string, group, topic string) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.HeartbeatInterval(100e6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// membership polls cl until its generation is above after, and returns it.
+func membership(t *testing.T, cl *kgo.Client, group string, after int32) *record.GroupMember {
+	t.Helper()
+	for range 500 {
+		pctx, cancel := context.WithTimeout(ctx, 20e6)
+		cl.PollFetches(pctx)
+		cancel()
+		if id, gen := cl.GroupMetadata(); id != "" && gen > after {
+			return &record.GroupMember{Group: group, Generation: gen, MemberID: id}
+		}
+	}
+	t.Fatalf("no generation above %d", after)
+	return nil
+}
+
+// TestStaleGenerationIsFenced (invariant 9): offsets sent under a
+// generation that is over are refused by the coordinator; the transaction
+// is aborted with its records, later writes are dropped, and a Claim under
+// the new generation commits again.
+func TestStaleGenerationIsFenced(t *testing.T) {
+	brokers := cluster(t, "out", "in")
+	const group = "fenced-group"
+	in := record.TopicPartition{Topic: "in", Partition: 0}
+	cpAt := func(low int64) record.Checkpoint {
+		return record.Checkpoint{Watermark: 1, Partitions: []record.PartitionCheckpoint{{TopicPartition: in, Low: low, Position: low, Watermark: 1}}}
+	}
+	m1 := joined(t, brokers, group, "in")
+	gen1 := membership(t, m1, group, 0)
+	s := kafka.New(kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "fenced", GroupID: group})
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Claim(ctx, gen1, []record.TopicPartition{in}); err != nil {
+		t.Fatal(err)
+	}
+	recs := sinktest.Records(0, 30, 1)
+	_ = s.Write(ctx, recs[:10])
+	if err := s.FlushCheckpoint(ctx, cpAt(10)); err != nil {
+		t.Fatalf("FlushCheckpoint under the current generation: %v", err)
+	}
+
+	joined(t, brokers, group, "in") // a second member: the group moves on
+	gen2 := membership(t, m1, group, gen1.Generation)
+	_ = s.Write(ctx, recs[10:20])
+	fe := retry.AsFenced(s.FlushCheckpoint(ctx, cpAt(20)))
+	if fe == nil || !reflect.DeepEqual(fe.Partitions, []record.TopicPartition{in}) {
+		t.Fatalf("FlushCheckpoint under an old generation: %v, want fenced [%v]", fe, in)
+	}
+	_ = s.Write(ctx, recs[20:25]) // dropped: not this member's to write
+	if fe := retry.AsFenced(s.FlushCheckpoint(ctx, cpAt(25))); fe == nil {
+		t.Fatal("a fenced sink committed before its next Claim")
+	}
+	if got := committedOffset(t, brokers, group, in); got != 10 {
+		t.Fatalf("committed offset %d after the fence, want 10", got)
+	}
+
+	if err := s.Claim(ctx, gen2, []record.TopicPartition{in}); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Write(ctx, recs[10:30])
+	if err := s.FlushCheckpoint(ctx, cpAt(30)); err != nil {
+		t.Fatalf("FlushCheckpoint after the new Claim: %v", err)
+	}
+	if got := committedOffset(t, brokers, group, in); got != 30 {
+		t.Fatalf("committed offset %d, want 30", got)
+	}
+	seen := map[int]int{}
+	for _, m := range read(t, brokers, "out", sarama.ReadCommitted) {
+		var p sinktest.Payload
+		_ = json.Unmarshal(m.Value, &p)
+		seen[p.Seq]++
+	}
+	for i := range 30 {
+		if seen[i] != 1 {
+			t.Fatalf("seq %d seen %d times under read_committed, want once", i, seen[i])
+		}
+	}
+}
+
+func committedOffset(t *testing.T, brokers []string, group string, tp record.TopicPartition) int64 {
+	t.Helper()
+	admin, err := sarama.NewClusterAdmin(brokers, testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	resp, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{tp.Topic: {tp.Partition}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := resp.GetBlock(tp.Topic, tp.Partition); b != nil {
+		return b.Offset
+	}
+	return -1
+}
+
+// testConfig is the client configuration of the tests' own clients.
+func testConfig() *sarama.Config {
+	c := sarama.NewConfig()
+	c.Version = sarama.V2_8_0_0
+	return c
 }

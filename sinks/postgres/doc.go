@@ -3,7 +3,8 @@
 // checkpoint in the same transaction, which makes delivery exactly-once.
 //
 // Lifecycle: New → Open (connects, creates the tables unless
-// Config.NoCreate) → Restore → (Write | Flush | FlushCheckpoint)* → Close.
+// Config.NoCreate) → Restore → (Write | Flush | FlushCheckpoint)* → Close,
+// with Claim (invariant 10) at each assignment, from the engine goroutine.
 // All calls come from one goroutine. Purge empties the data table and this
 // job's checkpoint.
 //
@@ -28,8 +29,9 @@
 // table must have them).
 // The checkpoint lives in <Table>_checkpoint (name, topic, partition, low,
 // position, end_offset, replaying, watermark; primary key (name, topic,
-// partition)) and <Table>_watermark (name primary key, watermark,
-// updated_at), keyed by Config.Name so several jobs can share the tables.
+// partition)), <Table>_owner (invariant 10) and <Table>_watermark (name
+// primary key, watermark, updated_at), keyed by Config.Name so several jobs
+// can share the tables.
 // The checkpoint table's watermark column is the partition's own
 // PartitionCheckpoint.Watermark; the <Table>_watermark row is
 // Checkpoint.Watermark, stored as given (not derived from the partitions,
@@ -80,6 +82,24 @@
 //     buffer and returns them as a *retry.RejectedError with the SQLSTATE
 //     and message, committing nothing; the engine dead-letters them and
 //     repeats the call, which commits the rest. The error is not sticky.
+//  10. Ownership fence: <Table>_owner (name, topic, partition, epoch,
+//     member, claimed_at; primary key (name, topic, partition)) holds one
+//     owner epoch per partition. Claim raises it (a new row starts at 1); a
+//     checkpoint of a partition this sink never claimed claims it in its
+//     own transaction. Every checkpoint transaction checks, under FOR
+//     SHARE on those rows (a concurrent Claim waits for it), that each
+//     partition's epoch is the one this sink claimed. When another sink
+//     claimed one since, the transaction rolls back whole. The sink then
+//     drops its buffered rows of those partitions and commits the rest in
+//     a new transaction, and FlushCheckpoint returns a *retry.FencedError
+//     naming them. They stay fenced (their rows dropped at every commit)
+//     until Claim takes them again. Checkpoint rows are upserted (ON
+//     CONFLICT … DO UPDATE), never deleted and re-inserted, so members
+//     writing under one Name never make each other fail with 23505. Open
+//     creates the owner table unless NoCreate; an earlier build's tables
+//     keep their rows. Claim is called from the engine goroutine while the
+//     other calls come from the sink goroutine, so the connection is used
+//     under a mutex.
 //
 // Guarantee: exactly-once with FlushCheckpoint and Restore (the engine
 // re-reads Kafka from the stored Low offsets and skips what the stored

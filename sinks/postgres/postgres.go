@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -109,7 +111,16 @@ type Sink struct {
 	recs []record.Record // the records of rows, for rejections
 	err  error
 
-	data, cp, wm string // quoted table names
+	data, cp, wm, owner string // quoted table names
+	// cmu serialises the connection's use: Claim comes from the engine
+	// goroutine, the other calls from the sink goroutine.
+	cmu sync.Mutex
+	// epochs are the owner epochs this sink claimed, by partition; fenced
+	// are the partitions another sink claimed since (invariant 10). fmu
+	// guards both; it is taken after cmu, never before.
+	fmu    sync.Mutex
+	epochs map[record.TopicPartition]int64
+	fenced map[record.TopicPartition]bool
 }
 
 // New returns a sink; call Open before use.
@@ -128,7 +139,8 @@ func (s *Sink) Open(ctx context.Context) error {
 	if err := s.cfg.Validate(); err != nil {
 		return err
 	}
-	s.data, s.cp, s.wm = quote(s.cfg.Table), quote(s.cfg.Table+"_checkpoint"), quote(s.cfg.Table+"_watermark")
+	s.data, s.cp, s.wm, s.owner = quote(s.cfg.Table), quote(s.cfg.Table+"_checkpoint"), quote(s.cfg.Table+"_watermark"), quote(s.cfg.Table+"_owner")
+	s.epochs, s.fenced = map[record.TopicPartition]int64{}, map[record.TopicPartition]bool{}
 	s.open = true
 	if s.cfg.NoCreate {
 		return nil
@@ -149,7 +161,6 @@ CREATE TABLE IF NOT EXISTS %[1]s (
 	key_bytes bytea,
 	value_bytes bytea,
 	UNIQUE (topic, partition, "offset"));
-ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS key_bytes bytea, ADD COLUMN IF NOT EXISTS value_bytes bytea;
 CREATE TABLE IF NOT EXISTS %[2]s (
 	name text NOT NULL,
 	topic text NOT NULL,
@@ -160,20 +171,55 @@ CREATE TABLE IF NOT EXISTS %[2]s (
 	replaying boolean NOT NULL,
 	watermark bigint NOT NULL DEFAULT %[5]d,
 	PRIMARY KEY (name, topic, partition));
-ALTER TABLE %[2]s ADD COLUMN IF NOT EXISTS watermark bigint NOT NULL DEFAULT %[5]d;
 CREATE TABLE IF NOT EXISTS %[3]s (
 	name text PRIMARY KEY,
 	watermark bigint NOT NULL,
-	updated_at timestamptz NOT NULL DEFAULT now());`, s.data, s.cp, s.wm, s.cfg.ValueType, int64(math.MinInt64))
+	updated_at timestamptz NOT NULL DEFAULT now());
+CREATE TABLE IF NOT EXISTS %[6]s (
+	name text NOT NULL,
+	topic text NOT NULL,
+	partition integer NOT NULL,
+	epoch bigint NOT NULL,
+	member text NOT NULL DEFAULT '',
+	claimed_at timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (name, topic, partition));`, s.data, s.cp, s.wm, s.cfg.ValueType, int64(math.MinInt64), s.owner)
 	return s.do(ctx, func(c *pgx.Conn) error {
-		_, err := c.Exec(ctx, ddl)
-		return err
+		if _, err := c.Exec(ctx, ddl); err != nil {
+			return err
+		}
+		return s.addColumns(ctx, c)
 	})
+}
+
+// addColumns adds the columns of this build to tables an earlier build
+// created. It alters a table only when a column is missing: ALTER TABLE
+// waits for every lock on the table, and a member joining while another's
+// transaction holds the data table must not wait for it.
+func (s *Sink) addColumns(ctx context.Context, c *pgx.Conn) error {
+	for _, m := range []struct{ table, column, def string }{
+		{s.data, "key_bytes", "bytea"},
+		{s.data, "value_bytes", "bytea"},
+		{s.cp, "watermark", fmt.Sprintf("bigint NOT NULL DEFAULT %d", int64(math.MinInt64))},
+	} {
+		var n int
+		if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped`,
+			m.table, m.column).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			if _, err := c.Exec(ctx, fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s", m.table, m.column, m.def)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // do runs fn on the connection, connecting first if needed, and drops the
 // connection after a failure that may have broken it.
 func (s *Sink) do(ctx context.Context, fn func(*pgx.Conn) error) error {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
 	if s.conn == nil || s.conn.IsClosed() {
 		c, err := pgx.Connect(ctx, s.cfg.DSN)
 		if err != nil {
@@ -291,6 +337,10 @@ func (s *Sink) Purge(ctx context.Context) error {
 		return err
 	}
 	s.rows, s.recs = nil, nil
+	s.fmu.Lock()
+	clear(s.epochs)
+	clear(s.fenced)
+	s.fmu.Unlock()
 	return s.do(ctx, func(c *pgx.Conn) error {
 		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, `TRUNCATE `+s.data); err != nil {
@@ -299,10 +349,78 @@ func (s *Sink) Purge(ctx context.Context) error {
 			if _, err := tx.Exec(ctx, `DELETE FROM `+s.cp+` WHERE name = $1`, s.cfg.Name); err != nil {
 				return err
 			}
+			if _, err := tx.Exec(ctx, `DELETE FROM `+s.owner+` WHERE name = $1`, s.cfg.Name); err != nil {
+				return err
+			}
 			_, err := tx.Exec(ctx, `DELETE FROM `+s.wm+` WHERE name = $1`, s.cfg.Name)
 			return err
 		})
 	})
+}
+
+// Claim makes this sink the owner of partitions (invariant 10): each gets
+// a new owner epoch, higher than any before it, and a checkpoint of them
+// from a sink that claimed them earlier is refused from then on. The engine
+// calls it when the partitions are assigned, before Restore. member names
+// the claimant in the owner table (empty outside a consumer group).
+func (s *Sink) Claim(ctx context.Context, member *record.GroupMember, partitions []record.TopicPartition) error {
+	if err := s.ready(); err != nil {
+		return err
+	}
+	if len(partitions) == 0 {
+		return nil
+	}
+	who := ""
+	if member != nil {
+		who = member.MemberID + " generation " + strconv.Itoa(int(member.Generation))
+	}
+	var got map[record.TopicPartition]int64
+	err := s.do(ctx, func(c *pgx.Conn) error {
+		var err error
+		got, err = s.claim(ctx, c, who, partitions)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
+	for tp, e := range got {
+		s.epochs[tp] = e
+		delete(s.fenced, tp)
+	}
+	return nil
+}
+
+// claim raises the owner epoch of partitions (inserting it at 1) and
+// returns the new epochs.
+func (s *Sink) claim(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, who string, partitions []record.TopicPartition) (map[record.TopicPartition]int64, error) {
+	topics, parts := split(partitions)
+	rows, err := q.Query(ctx, `INSERT INTO `+s.owner+` AS o (name, topic, partition, epoch, member)
+		SELECT $1, t, p, 1, $4 FROM unnest($2::text[], $3::int[]) AS u(t, p)
+		ON CONFLICT (name, topic, partition) DO UPDATE SET epoch = o.epoch + 1, member = EXCLUDED.member, claimed_at = now()
+		RETURNING topic, partition, epoch`, s.cfg.Name, topics, parts, who)
+	if err != nil {
+		return nil, err
+	}
+	got := map[record.TopicPartition]int64{}
+	var tp record.TopicPartition
+	var e int64
+	_, err = pgx.ForEachRow(rows, []any{&tp.Topic, &tp.Partition, &e}, func() error {
+		got[tp] = e
+		return nil
+	})
+	return got, err
+}
+
+func split(tps []record.TopicPartition) ([]string, []int32) {
+	topics, parts := make([]string, len(tps)), make([]int32, len(tps))
+	for i, tp := range tps {
+		topics[i], parts[i] = tp.Topic, tp.Partition
+	}
+	return topics, parts
 }
 
 // Close drops the buffered rows, never committing them (invariant 8), and
@@ -334,14 +452,90 @@ func (s *Sink) ready() error {
 // commit runs one transaction: buffered rows, then cp if not nil. When a
 // row's data fails (invariant 9), it finds the failing rows, drops them and
 // returns them as a rejection, committing nothing.
+//
+// A checkpoint is written only for the partitions this sink still owns
+// (invariant 10): when another sink claimed some since, the transaction is
+// rolled back, their rows are dropped and the rest is committed in a new
+// one; the call then returns a *retry.FencedError naming them.
 func (s *Sink) commit(ctx context.Context, cp *record.Checkpoint) error {
+	var fenced []record.TopicPartition
+	if cp != nil {
+		own := *cp
+		own.Partitions, fenced = s.owned(cp.Partitions)
+		cp = &own
+	}
+	for {
+		s.dropFenced()
+		err := s.commitOnce(ctx, cp)
+		var fe *fencedNow
+		if !errors.As(err, &fe) {
+			if err == nil && len(fenced) > 0 {
+				return retry.Fenced(errors.New("postgres: another sink claimed the partitions (owner epoch)"), fenced...)
+			}
+			return err
+		}
+		s.fmu.Lock()
+		for _, tp := range fe.partitions {
+			s.fenced[tp] = true
+			delete(s.epochs, tp)
+		}
+		s.fmu.Unlock()
+		var moved []record.TopicPartition
+		cp.Partitions, moved = s.owned(cp.Partitions)
+		fenced = append(fenced, moved...)
+	}
+}
+
+// fencedNow rolls back a transaction whose checkpoint names partitions
+// another sink claimed.
+type fencedNow struct{ partitions []record.TopicPartition }
+
+func (*fencedNow) Error() string { return "postgres: checkpoint fenced" }
+
+// owned splits ps into the partitions not fenced and the fenced ones.
+func (s *Sink) owned(ps []record.PartitionCheckpoint) (own []record.PartitionCheckpoint, fenced []record.TopicPartition) {
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
+	for _, p := range ps {
+		if s.fenced[p.TopicPartition] {
+			fenced = append(fenced, p.TopicPartition)
+		} else {
+			own = append(own, p)
+		}
+	}
+	return own, fenced
+}
+
+// dropFenced drops the buffered rows of fenced partitions: their owner
+// writes them.
+func (s *Sink) dropFenced() {
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
+	if len(s.fenced) == 0 {
+		return
+	}
+	rows, recs := s.rows[:0], s.recs[:0]
+	for i := range s.rows {
+		if !s.fenced[record.TopicPartition{Topic: s.recs[i].Topic, Partition: s.recs[i].Partition}] {
+			rows, recs = append(rows, s.rows[i]), append(recs, s.recs[i])
+		}
+	}
+	clear(s.rows[len(rows):])
+	clear(s.recs[len(recs):])
+	s.rows, s.recs = rows, recs
+}
+
+// commitOnce is one transaction of commit.
+func (s *Sink) commitOnce(ctx context.Context, cp *record.Checkpoint) error {
 	if len(s.rows) == 0 && cp == nil {
 		return nil
 	}
 	for i := range s.rows {
 		s.rows[i][0] = int32(i)
 	}
+	var claimed map[record.TopicPartition]int64
 	err := s.do(ctx, func(c *pgx.Conn) error {
+		claimed = nil
 		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 			if len(s.rows) > 0 {
 				if err := s.insert(ctx, tx, 0, len(s.rows)); err != nil {
@@ -349,11 +543,20 @@ func (s *Sink) commit(ctx context.Context, cp *record.Checkpoint) error {
 				}
 			}
 			if cp != nil {
-				return s.saveCheckpoint(ctx, tx, cp)
+				var err error
+				claimed, err = s.saveCheckpoint(ctx, tx, cp)
+				return err
 			}
 			return nil
 		})
 	})
+	if err == nil {
+		s.fmu.Lock()
+		for tp, e := range claimed {
+			s.epochs[tp] = e
+		}
+		s.fmu.Unlock()
+	}
 	if err != nil && dataError(err) != nil && len(s.rows) > 0 {
 		// The rows that fail alone are rejected; when none does (the
 		// checkpoint row, or rows that fail only together), the original
@@ -364,7 +567,8 @@ func (s *Sink) commit(ctx context.Context, cp *record.Checkpoint) error {
 		}
 	}
 	if err != nil {
-		if !retry.IsRetryable(err) && retry.AsRejected(err) == nil {
+		var fe *fencedNow
+		if !retry.IsRetryable(err) && retry.AsRejected(err) == nil && !errors.As(err, &fe) {
 			s.err = err
 		}
 		return err
@@ -454,30 +658,71 @@ func (s *Sink) insert(ctx context.Context, tx pgx.Tx, lo, hi int) error {
 	return err
 }
 
-func (s *Sink) saveCheckpoint(ctx context.Context, tx pgx.Tx, cp *record.Checkpoint) error {
-	// Only this checkpoint's partitions are replaced: in a consumer group
-	// every member checkpoints the partitions it owns under the same name,
-	// and must not erase the rows of the others.
-	topics, parts := make([]string, len(cp.Partitions)), make([]int32, len(cp.Partitions))
+// saveCheckpoint writes cp in tx, after checking, under a share lock on
+// the owner rows (a concurrent Claim waits for tx), that this sink still
+// owns every partition of cp. Partitions it never claimed are claimed in tx
+// (a sink used without the engine's Claim); their epochs are returned.
+func (s *Sink) saveCheckpoint(ctx context.Context, tx pgx.Tx, cp *record.Checkpoint) (map[record.TopicPartition]int64, error) {
+	var unclaimed []record.TopicPartition
+	mine := make(map[record.TopicPartition]int64, len(cp.Partitions))
+	s.fmu.Lock()
+	for _, p := range cp.Partitions {
+		if e, ok := s.epochs[p.TopicPartition]; ok {
+			mine[p.TopicPartition] = e
+		} else {
+			unclaimed = append(unclaimed, p.TopicPartition)
+		}
+	}
+	s.fmu.Unlock()
+	var claimed map[record.TopicPartition]int64
+	if len(unclaimed) > 0 {
+		var err error
+		if claimed, err = s.claim(ctx, tx, "", unclaimed); err != nil {
+			return nil, err
+		}
+	}
+	n := len(cp.Partitions)
+	topics, parts := make([]string, n), make([]int32, n)
+	epochs, lows, positions, ends := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	replaying, wms := make([]bool, n), make([]int64, n)
 	for i, p := range cp.Partitions {
-		topics[i], parts[i] = p.Topic, p.Partition
+		e, ok := mine[p.TopicPartition]
+		if !ok {
+			e = claimed[p.TopicPartition]
+		}
+		topics[i], parts[i], epochs[i] = p.Topic, p.Partition, e
+		lows[i], positions[i], ends[i], replaying[i], wms[i] = p.Low, p.Position, p.End, p.Replaying, p.Watermark
 	}
-	if _, err := tx.Exec(ctx, `DELETE FROM `+s.cp+` WHERE name = $1 AND (topic, partition) IN
-		(SELECT * FROM unnest($2::text[], $3::int[]))`, s.cfg.Name, topics, parts); err != nil {
-		return err
+	rows, err := tx.Query(ctx, `SELECT m.t, m.p FROM unnest($2::text[], $3::int[], $4::bigint[]) AS m(t, p, e)
+		LEFT JOIN (SELECT topic, partition, epoch FROM `+s.owner+` WHERE name = $1 FOR SHARE) AS o ON o.topic = m.t AND o.partition = m.p
+		WHERE o.epoch IS DISTINCT FROM m.e`, s.cfg.Name, topics, parts, epochs)
+	if err != nil {
+		return nil, err
 	}
-	rows := make([][]any, len(cp.Partitions))
-	for i, p := range cp.Partitions {
-		rows[i] = []any{s.cfg.Name, p.Topic, p.Partition, p.Low, p.Position, p.End, p.Replaying, p.Watermark}
+	var moved []record.TopicPartition
+	var tp record.TopicPartition
+	if _, err := pgx.ForEachRow(rows, []any{&tp.Topic, &tp.Partition}, func() error {
+		moved = append(moved, tp)
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier(strings.Split(s.cfg.Table+"_checkpoint", ".")),
-		[]string{"name", "topic", "partition", "low", "position", "end_offset", "replaying", "watermark"}, pgx.CopyFromRows(rows)); err != nil {
-		return err
+	if len(moved) > 0 {
+		return nil, &fencedNow{partitions: moved}
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO `+s.wm+` (name, watermark, updated_at) VALUES ($1, $2, now())
+	// An upsert, never DELETE then INSERT: members of a group write their
+	// own partitions' rows under the same name concurrently.
+	if _, err := tx.Exec(ctx, `INSERT INTO `+s.cp+` (name, topic, partition, low, position, end_offset, replaying, watermark)
+		SELECT $1, * FROM unnest($2::text[], $3::int[], $4::bigint[], $5::bigint[], $6::bigint[], $7::boolean[], $8::bigint[])
+		ON CONFLICT (name, topic, partition) DO UPDATE SET low = EXCLUDED.low, position = EXCLUDED.position,
+			end_offset = EXCLUDED.end_offset, replaying = EXCLUDED.replaying, watermark = EXCLUDED.watermark`,
+		s.cfg.Name, topics, parts, lows, positions, ends, replaying, wms); err != nil {
+		return nil, err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO `+s.wm+` (name, watermark, updated_at) VALUES ($1, $2, now())
 		ON CONFLICT (name) DO UPDATE SET watermark = EXCLUDED.watermark, updated_at = EXCLUDED.updated_at`,
 		s.cfg.Name, cp.Watermark)
-	return err
+	return claimed, err
 }
 
 // row converts r to the staging row (ord is filled in at commit).

@@ -8,12 +8,14 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/signalbox/signalbox/internal/pgtest"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/retry"
 	"github.com/signalbox/signalbox/sinks/postgres"
 	"github.com/signalbox/signalbox/sinks/sinktest"
 )
@@ -37,7 +39,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	f := &fixture{dsn: d, table: fmt.Sprintf("sbt_%d", rand.Uint64()%1e12), admin: c}
 	t.Cleanup(func() {
-		for _, suffix := range []string{"", "_checkpoint", "_watermark", "_broken"} {
+		for _, suffix := range []string{"", "_checkpoint", "_watermark", "_owner", "_broken"} {
 			_, _ = c.Exec(ctx, "DROP TABLE IF EXISTS "+f.table+suffix)
 		}
 		_ = c.Close(ctx)
@@ -469,5 +471,153 @@ func TestDataTableFromEarlierBuild(t *testing.T) {
 		if g := got[i+1]; g.Offset != r.Offset || string(g.Key) != string(r.Key) || string(g.Value) != string(r.Value) {
 			t.Fatalf("row %d: %+v, want key %q value %q", i+1, g, r.Key, r.Value)
 		}
+	}
+}
+
+// rowsOf is the data table's offsets of partition p, in order.
+func (f *fixture) rowsOf(t *testing.T, p int32) []int64 {
+	rows, err := f.admin.Query(ctx, `SELECT "offset" FROM `+f.table+` WHERE partition = $1 ORDER BY "offset"`, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return offs
+}
+
+// wantRows fails unless partition p has n rows.
+func (f *fixture) wantRows(t *testing.T, p int32, n int, what string) {
+	t.Helper()
+	if got := f.rowsOf(t, p); len(got) != n {
+		t.Fatalf("%s: offsets %v stored, want %d rows", what, got, n)
+	}
+}
+
+func claim(t *testing.T, s *postgres.Sink, tps ...record.TopicPartition) {
+	t.Helper()
+	if err := s.Claim(ctx, nil, tps); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func tp(p int32) record.TopicPartition { return record.TopicPartition{Topic: "in", Partition: p} }
+
+func recordsOf(p int32, from, n int) []record.Record {
+	rs := make([]record.Record, n)
+	for i := range rs {
+		rs[i] = record.Record{Topic: "in", Partition: p, Offset: int64(from + i), Key: []byte("k"), Value: []byte(`{"i":1}`), EventTime: 1_000}
+	}
+	return rs
+}
+
+func cpOf(ps ...int32) record.Checkpoint {
+	cp := record.Checkpoint{Watermark: 1_000}
+	for _, p := range ps {
+		cp.Partitions = append(cp.Partitions, record.PartitionCheckpoint{TopicPartition: tp(p), Low: 5, Position: 5, End: 9, Watermark: 1_000})
+	}
+	return cp
+}
+
+func openSinks(t *testing.T, ss ...*postgres.Sink) {
+	for _, s := range ss {
+		if err := s.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+	}
+}
+
+func wantFenced(t *testing.T, err error, want ...record.TopicPartition) {
+	t.Helper()
+	fe := retry.AsFenced(err)
+	if fe == nil || !reflect.DeepEqual(fe.Partitions, want) {
+		t.Fatalf("FlushCheckpoint = %v, want fenced %v", err, want)
+	}
+}
+
+// TestStaleOwnerIsFenced (invariant 10): once b claimed partition 1, a's
+// checkpoint of it is refused with its rows, a's other partition commits,
+// and a's later rows of partition 1 are dropped until it claims it again.
+func TestStaleOwnerIsFenced(t *testing.T) {
+	f := newFixture(t)
+	a, b := f.sink(), f.sink()
+	openSinks(t, a, b)
+	claim(t, a, tp(0), tp(1))
+	claim(t, b, tp(1))
+	_ = a.Write(ctx, append(recordsOf(0, 0, 5), recordsOf(1, 0, 5)...))
+	wantFenced(t, a.FlushCheckpoint(ctx, cpOf(0, 1)), tp(1))
+	f.wantRows(t, 0, 5, "partition 0 (still a's)")
+	f.wantRows(t, 1, 0, "partition 1 (b's)")
+	// b never fails on a's rows; a stays fenced out of partition 1.
+	_ = b.Write(ctx, recordsOf(1, 0, 3))
+	if err := b.FlushCheckpoint(ctx, cpOf(1)); err != nil {
+		t.Fatal(err)
+	}
+	_ = a.Write(ctx, recordsOf(1, 3, 2))
+	wantFenced(t, a.FlushCheckpoint(ctx, cpOf(0, 1)), tp(1))
+	f.wantRows(t, 1, 3, "partition 1 (b's rows only)")
+	// Claimed again, partition 1 is a's, and b is the stale one.
+	claim(t, a, tp(1))
+	_ = a.Write(ctx, recordsOf(1, 3, 2))
+	if err := a.FlushCheckpoint(ctx, cpOf(1)); err != nil {
+		t.Fatal(err)
+	}
+	wantFenced(t, b.FlushCheckpoint(ctx, cpOf(1)), tp(1))
+	f.wantRows(t, 1, 5, "partition 1")
+}
+
+// TestStaleWriterHeldByALockIsFenced: a's transaction waits on a lock of
+// the data table while b claims one of its partitions; when the lock
+// lifts, a's transaction is rolled back (nothing of partition 1, no
+// unique violation for anyone) and the rest committed.
+func TestStaleWriterHeldByALockIsFenced(t *testing.T) {
+	f := newFixture(t)
+	a, b := f.sink(), f.sink()
+	openSinks(t, a, b)
+	claim(t, a, tp(0), tp(1))
+	_ = a.Write(ctx, recordsOf(1, 0, 2))
+	if err := a.FlushCheckpoint(ctx, cpOf(0, 1)); err != nil { // both rows exist
+		t.Fatal(err)
+	}
+	tx, err := f.admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE `+f.table+` IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	_ = a.Write(ctx, append(recordsOf(0, 0, 5), recordsOf(1, 2, 3)...))
+	done := make(chan error, 1)
+	go func() { done <- a.FlushCheckpoint(ctx, cpOf(0, 1)) }()
+	waiter, err := pgx.Connect(ctx, f.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Close(ctx)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var n int
+		if err := waiter.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = $1::regclass`, f.table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a's transaction never waited for the lock")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	claim(t, b, tp(1)) // not held up by the lock
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantFenced(t, <-done, tp(1))
+	f.wantRows(t, 1, 2, "partition 1 (a's rows from before b's claim)")
+	f.wantRows(t, 0, 5, "partition 0")
+	_ = b.Write(ctx, recordsOf(1, 2, 3))
+	if err := b.FlushCheckpoint(ctx, cpOf(1)); err != nil {
+		t.Fatalf("the new owner failed on the old owner's rows: %v", err)
 	}
 }

@@ -76,4 +76,13 @@
 //     returns at once. After start-up a lost broker is waited for: failed
 //     fetches hold their partitions (invariant 3), a failed group session
 //     is rejoined with backoff.
+//  11. Commits in group mode go to the current session's generation, for
+//     the partitions it assigned this member. The session is recorded
+//     before its Assigned (or an undelivered Revoked) reaches Poll, so a
+//     commit made as soon as Poll returns them goes through. A commit made
+//     between two sessions waits for the next (up to RevokeTimeout; Setup
+//     never waits for the caller before recording it) and goes to it.
+//     Offsets of partitions the session did not assign, or all of them
+//     when no session started in time, are not committed: Commit reports
+//     them in a *record.CommitSkippedError, never silently.
 package kafka

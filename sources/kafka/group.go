@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -37,6 +38,9 @@ type groupState struct {
 	// unsent are revoked partitions whose Revoked Poll did not take within
 	// RevokeTimeout; the next Setup delivers it before its Assigned.
 	unsent []record.TopicPartition
+	// ready is closed while a session is recorded (sess != nil): a commit
+	// made between two sessions waits on it.
+	ready chan struct{}
 }
 
 func (s *Source) openGroup(ctx context.Context, sc *sarama.Config) error {
@@ -53,7 +57,7 @@ func (s *Source) openGroup(ctx context.Context, sc *sarama.Config) error {
 	if err != nil {
 		return fmt.Errorf("kafka: group %s: %w", s.cfg.Group, err)
 	}
-	g := &groupState{s: s, cg: cg, done: make(chan struct{}), counts: counts}
+	g := &groupState{s: s, cg: cg, done: make(chan struct{}), counts: counts, ready: make(chan struct{})}
 	s.group = g
 	s.markDiscovered(start)
 	s.wg.Add(1)
@@ -187,6 +191,10 @@ func (g *groupState) Setup(sess sarama.ConsumerGroupSession) error {
 	}
 	unsent := g.unsent
 	g.unsent = nil
+	// The session is this member's from now on: commits made meanwhile
+	// (the caller's checkpoint for an undelivered revoke among them) go to
+	// it, for the partitions it owns in it.
+	g.record(sess, tps)
 	g.mu.Unlock()
 	if len(unsent) > 0 { // invariant 5: the caller learns of the revoke first
 		select {
@@ -217,7 +225,7 @@ func (g *groupState) Setup(sess sarama.ConsumerGroupSession) error {
 		return ErrStartupTimeout
 	}
 	select {
-	case g.s.out <- item{fetch: record.Fetch{Assigned: infos}}:
+	case g.s.out <- item{fetch: record.Fetch{Assigned: infos, Member: member(g.s.cfg, sess)}}:
 	case <-sess.Context().Done():
 		return sess.Context().Err()
 	}
@@ -227,10 +235,52 @@ func (g *groupState) Setup(sess sarama.ConsumerGroupSession) error {
 	return nil
 }
 
+// member is the membership of sess, sent with its Assigned partitions.
+func member(cfg Config, sess sarama.ConsumerGroupSession) *record.GroupMember {
+	return &record.GroupMember{Group: cfg.Group, Generation: sess.GenerationID(), MemberID: sess.MemberID(), InstanceID: cfg.GroupInstanceID}
+}
+
 func (g *groupState) set(sess sarama.ConsumerGroupSession, stop context.CancelFunc, wg *sync.WaitGroup, fs []*fetcher, tps []record.TopicPartition) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.sess, g.stop, g.wg, g.fetchers, g.owned = sess, stop, wg, fs, tps
+	g.record(sess, tps)
+	g.stop, g.wg, g.fetchers = stop, wg, fs
+}
+
+// record sets the session and the partitions it assigned, opening or
+// closing ready. g.mu is held.
+func (g *groupState) record(sess sarama.ConsumerGroupSession, tps []record.TopicPartition) {
+	switch {
+	case sess != nil && g.sess == nil:
+		close(g.ready)
+	case sess == nil && g.sess != nil:
+		g.ready = make(chan struct{})
+	}
+	g.sess, g.owned = sess, tps
+}
+
+// session returns the current session and its partitions. Between two
+// sessions it waits for the next one, up to RevokeTimeout: Setup records
+// the session before it waits for the caller, so this never waits on a
+// commit's own caller. It returns a nil session when none started in time.
+func (g *groupState) session(ctx context.Context) (sarama.ConsumerGroupSession, []record.TopicPartition) {
+	g.mu.Lock()
+	sess, owned, ready := g.sess, g.owned, g.ready
+	g.mu.Unlock()
+	if sess != nil {
+		return sess, owned
+	}
+	t := time.NewTimer(g.s.cfg.RevokeTimeout)
+	defer t.Stop()
+	select {
+	case <-ready:
+	case <-t.C:
+	case <-ctx.Done():
+	case <-g.s.ctx.Done():
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.sess, g.owned
 }
 
 // ConsumeClaim pauses sarama's consumer of the claim and holds the claim
@@ -291,17 +341,35 @@ func (g *groupState) Cleanup(sarama.ConsumerGroupSession) error {
 }
 
 // commit commits offsets of partitions this member owns in the current
-// generation, each with its metadata in meta (nil: none). Offsets of
-// partitions it does not own are skipped: their new owner re-reads from the
-// last commit.
-func (g *groupState) commit(_ context.Context, offsets map[record.TopicPartition]int64, meta map[record.TopicPartition]string) error {
-	g.mu.Lock()
-	sess, owned := g.sess, g.owned
-	g.mu.Unlock()
-	if sess == nil {
-		g.s.log.Debug("commit outside a group session skipped")
-		return nil
+// generation, each with its metadata in meta (nil: none); between two
+// sessions, in the next one (session). Offsets of
+// partitions it does not own (or all of them, when no session started in
+// time) are skipped, and reported in a *record.CommitSkippedError: their
+// owner re-reads from the last commit.
+func (g *groupState) commit(ctx context.Context, offsets map[record.TopicPartition]int64, meta map[record.TopicPartition]string) error {
+	sess, owned := g.session(ctx)
+	var skipped []record.TopicPartition
+	for tp := range offsets {
+		if _, found := slices.BinarySearchFunc(owned, tp, compareTP); !found || sess == nil {
+			skipped = append(skipped, tp)
+		}
 	}
+	slices.SortFunc(skipped, compareTP)
+	if sess == nil {
+		return &record.CommitSkippedError{Partitions: skipped, Reason: "no group session started within RevokeTimeout"}
+	}
+	if err := g.commitOwned(sess, owned, offsets, meta); err != nil {
+		return err
+	}
+	if len(skipped) > 0 {
+		return &record.CommitSkippedError{Partitions: skipped, Reason: "the partitions are not assigned to this member in generation " + strconv.Itoa(int(sess.GenerationID()))}
+	}
+	return nil
+}
+
+// commitOwned commits the offsets of the partitions in owned to sess's
+// generation, with their metadata in meta.
+func (g *groupState) commitOwned(sess sarama.ConsumerGroupSession, owned []record.TopicPartition, offsets map[record.TopicPartition]int64, meta map[record.TopicPartition]string) error {
 	coord, err := g.s.client.Coordinator(g.s.cfg.Group)
 	if err != nil {
 		return fmt.Errorf("kafka: commit: coordinator: %w", err)

@@ -1,14 +1,19 @@
 package kafka
 
 import (
+	"context"
+	"errors"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/signalbox/signalbox/embedded"
 	"github.com/signalbox/signalbox/record"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -201,4 +206,80 @@ func TestRevokeNotTakenInTimeIsDeliveredLater(t *testing.T) {
 	defer func() { stopB.Store(true); waitB() }()
 	time.Sleep(time.Second) // A's revoke times out meanwhile
 	colA.until("A's new assignment", func() bool { return len(colA.revoked) > 0 && len(colA.assigned) == 1 })
+}
+
+// A commit made as soon as Poll hands over an assignment belongs to the
+// session that assigned it: it is committed, never skipped. (The session
+// used to be recorded only after the fetchers had started, so a commit in
+// between was dropped; loaded machines hit it.)
+func TestCommitRightAfterAssignment(t *testing.T) {
+	c := startCluster(t, embedded.WithTopic("a", 1))
+	mustProduce(t, c, recs("a", 0, 5, "v")...)
+	tp := record.TopicPartition{Topic: "a", Partition: 0}
+	for i := range 5 {
+		group := "after-assignment-" + strconv.Itoa(i)
+		src := openSource(t, Config{Brokers: c.Addrs(), Topics: []string{"a"}, Group: group})
+		ctx, cancel := context.WithTimeout(bg, hangGuard)
+		for {
+			f, err := src.Poll(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(f.Assigned) > 0 {
+				if f.Member == nil || f.Member.Group != group || f.Member.Generation <= 0 || f.Member.MemberID == "" {
+					t.Fatalf("assignment without its membership: %+v", f.Member)
+				}
+				break
+			}
+		}
+		cancel()
+		if err := src.Commit(bg, map[record.TopicPartition]int64{tp: 3}); err != nil {
+			t.Fatalf("run %d: Commit right after the assignment: %v", i, err)
+		}
+		if got := committedOffsets(t, c, group)[tp]; got != 3 {
+			t.Fatalf("run %d: committed %d, want 3", i, got)
+		}
+		_ = src.Close()
+	}
+}
+
+// A commit made before the first session (as between two) waits for it and
+// commits what it assigned; a partition it did not assign is skipped, and
+// reported so.
+func TestCommitBetweenSessionsGoesToTheNext(t *testing.T) {
+	c := startCluster(t, embedded.WithTopic("b", 1))
+	src := openSource(t, Config{Brokers: c.Addrs(), Topics: []string{"b"}, Group: "between"})
+	mine, other := record.TopicPartition{Topic: "b", Partition: 0}, record.TopicPartition{Topic: "other", Partition: 0}
+	err := src.Commit(bg, map[record.TopicPartition]int64{mine: 1, other: 2})
+	var skip *record.CommitSkippedError
+	if !errors.As(err, &skip) || !errors.Is(err, record.ErrCommitSkipped) || !slices.Equal(skip.Partitions, []record.TopicPartition{other}) {
+		t.Fatalf("Commit = %v, want %v reported skipped", err, other)
+	}
+	held := committedOffsets(t, c, "between")
+	if held[mine] != 1 {
+		t.Fatalf("committed %v, want %v at 1", held, mine)
+	}
+	if _, ok := held[other]; ok {
+		t.Fatalf("a skipped commit reached Kafka: %v", held)
+	}
+}
+
+func committedOffsets(t *testing.T, c *embedded.Cluster, group string) map[record.TopicPartition]int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(c.ClientOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	resp, err := kadm.NewClient(cl).FetchOffsets(bg, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[record.TopicPartition]int64{}
+	resp.Each(func(o kadm.OffsetResponse) {
+		if o.Err == nil && o.At >= 0 {
+			out[record.TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.At
+		}
+	})
+	return out
 }
