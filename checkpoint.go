@@ -14,6 +14,7 @@ import (
 
 	"github.com/signalbox/signalbox/catchup"
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/watermark"
 )
 
 // lateBlob is the key under which a DurableStore keeps the late counters.
@@ -104,7 +105,7 @@ func (r *run) checkRestoredWatermark(cp *record.Checkpoint, fromStore bool) erro
 		return nil
 	}
 	now := r.cfg.clock()
-	bound := now.Add(r.cfg.maxFuture).UnixMilli()
+	bound := r.futureBound()
 	wm := cp.Watermark
 	for _, pc := range cp.Partitions {
 		wm = max(wm, pc.Watermark)
@@ -119,6 +120,15 @@ func (r *run) checkRestoredWatermark(cp *record.Checkpoint, fromStore bool) erro
 	return fmt.Errorf("%w: %s is more than max_future (%v) ahead of %s; %s, or raise max_future",
 		ErrFutureCheckpoint, time.UnixMilli(wm).UTC().Format(time.RFC3339Nano), r.cfg.maxFuture,
 		now.UTC().Format(time.RFC3339), fix)
+}
+
+// futureBound is the highest watermark a checkpoint may restore: max_future
+// ahead of the clock (MaxTime without max_future).
+func (r *run) futureBound() int64 {
+	if r.cfg.maxFuture <= 0 {
+		return watermark.MaxTime
+	}
+	return r.cfg.clock().Add(r.cfg.maxFuture).UnixMilli()
 }
 
 func (r *run) blobs() map[string][]byte {
@@ -183,7 +193,7 @@ func (r *run) restore(ctx context.Context) error {
 	if err := r.checkRestoredWatermark(filter, storeCP != nil); err != nil {
 		return err
 	}
-	r.cpWM = filter.Watermark // per task: see assign
+	r.cpWM, r.hasCP = filter.Watermark, true // per task: see assign
 	r.wm = max(r.wm, filter.Watermark)
 	for _, pc := range filter.Partitions {
 		r.restored[pc.TopicPartition] = pc
@@ -217,12 +227,19 @@ func (r *run) restore(ctx context.Context) error {
 //
 // With neither a checkpoint sink nor a DurableStore, the checkpoint the
 // source committed with the partition's offset (CheckpointCommitter) plays
-// that role: a clean stop re-emits nothing.
+// that role: a clean stop re-emits nothing. One whose watermark is more
+// than max_future ahead of the clock is not restored (a checkpoint never
+// restores such a time); the partition then skips nothing.
 func (r *run) refreshRestored(ctx context.Context, assigned []record.PartitionInfo, member *record.GroupMember) error {
 	cs := r.cfg.checkpointSink()
 	if cs == nil && r.durable == nil {
 		for _, a := range assigned {
-			if a.Checkpoint != nil {
+			switch {
+			case a.Checkpoint == nil:
+			case a.Checkpoint.Watermark > r.futureBound():
+				r.cfg.logger.Warn("committed checkpoint watermark ahead of the clock by more than max_future: not restored",
+					zap.String("topic", a.Topic), zap.Int32("partition", a.Partition), zap.Int64("watermark", a.Checkpoint.Watermark))
+			default:
 				r.restoreNewer(*a.Checkpoint)
 			}
 		}
@@ -288,14 +305,15 @@ func (r *run) buildCheckpoint() record.Checkpoint {
 
 // emittedClaim is what a checkpoint says of ps: its records below pos with
 // event time at or below wm were emitted, and no other record of it was.
-// Normally that is its position and its task's release watermark. While ps
+// Normally that is its position and its task's release watermark, or its
+// own lateAt if higher (its records at or below lateAt are late). While ps
 // re-reads below its restored checkpoint's position, it is that
 // checkpoint's claim: the run has read less than the one before it, and
 // releases nothing past the restored watermark meanwhile (restoreHold), so
 // the claim is still exact; a checkpoint never moves the position back,
 // which would make the next restart re-emit what lies between.
 func (ps *partState) emittedClaim() (pos, wm int64) {
-	pos, wm = ps.offs.Position(), ps.task.rel
+	pos, wm = ps.offs.Position(), max(ps.task.rel, ps.lateAt)
 	if ps.restoring && ps.restorePos > pos {
 		return ps.restorePos, min(wm, ps.restoreWM) // min: never claim what was not released
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,13 +31,28 @@ import (
 //
 // Commands (ids are topic/partition; times are ms since the epoch):
 //
-//	new [delay=<ms>] [late=emit|dead-letter|drop]   a new job (a new group: nothing committed)
+//	new [delay=<ms>] [late=emit|dead-letter|drop] [checkpoint-sink]
+//	                                                a new job (a new group: nothing committed); with
+//	                                                checkpoint-sink the sink stores the checkpoint
+//	                                                (CheckpointSink, as PostgreSQL) and a restart
+//	                                                restores it
 //	assign <id> [start=<n>] end=<n>                 the start-up end-offset snapshot
 //	fetch <id> pos=<n> [end=<n>] [records=(<off>@<ms>[:key], ...)] [fail]
 //	sink fail-after=<n>                             the sink fails (fatally) once it has taken n records
 //	run                                             run to the end offsets; print what came out
+//	commit <id> offset=<n> [position=<n> watermark=<ms>]
+//	                                                an offset (with the checkpoint committed with it,
+//	                                                whose Low is the offset) committed by an earlier
+//	                                                process, as if by a restart's predecessor
 //	restart                                         same job and group, new process: keeps the
-//	                                                committed offsets, forgets fetches and sink
+//	                                                committed offsets and the checkpoints committed
+//	                                                with them (CheckpointCommitter), forgets
+//	                                                fetches and sink
+//
+// An assignment that starts at a partition's committed offset reports the
+// checkpoint committed with it (record.PartitionInfo.Checkpoint), as the
+// Kafka source does in a consumer group; a partition with none is new to
+// the job.
 //
 // The clock is frozen at the epoch, so only evidence releases records: what
 // comes out is decided by the offsets and event times the transcript
@@ -59,13 +75,16 @@ type engineScript struct {
 	fetches   []record.Fetch
 	failAfter int // 0: never
 	committed map[record.TopicPartition]int64
+	cps       map[record.TopicPartition]record.PartitionCheckpoint
 	topics    []string
+	cpSink    bool
+	cp        *record.Checkpoint // the checkpoint sink's last checkpoint
 }
 
 func (e *engineScript) exec(t *testing.T, td *datadriven.TestData) string {
 	switch td.Cmd {
 	case "new":
-		*e = engineScript{late: signalbox.LateEmit, committed: map[record.TopicPartition]int64{}}
+		*e = engineScript{late: signalbox.LateEmit, committed: map[record.TopicPartition]int64{}, cps: map[record.TopicPartition]record.PartitionCheckpoint{}}
 		if td.HasArg("delay") {
 			td.ScanArgs(t, "delay", &e.delay)
 		}
@@ -74,15 +93,32 @@ func (e *engineScript) exec(t *testing.T, td *datadriven.TestData) string {
 			td.ScanArgs(t, "late", &s)
 			e.late = signalbox.LatePolicy(s)
 		}
+		e.cpSink = td.HasArg("checkpoint-sink")
 		return ""
 	case "restart":
 		e.assigned, e.fetches, e.failAfter = nil, nil, 0
+		return ""
+	case "commit":
+		id := partitionArg(t, td)
+		var off int64
+		td.ScanArgs(t, "offset", &off)
+		e.committed[id] = off
+		delete(e.cps, id)
+		if td.HasArg("position") {
+			pc := record.PartitionCheckpoint{TopicPartition: id, Low: off}
+			td.ScanArgs(t, "position", &pc.Position)
+			td.ScanArgs(t, "watermark", &pc.Watermark)
+			e.cps[id] = pc
+		}
 		return ""
 	case "assign":
 		id := partitionArg(t, td)
 		info := record.PartitionInfo{TopicPartition: id, Start: e.committed[id]}
 		if td.HasArg("start") {
 			td.ScanArgs(t, "start", &info.Start)
+		}
+		if pc, ok := e.cps[id]; ok && pc.Low == info.Start {
+			info.Checkpoint = &pc
 		}
 		td.ScanArgs(t, "end", &info.End)
 		e.assigned = append(e.assigned, info)
@@ -145,17 +181,32 @@ func parseRecord(t *testing.T, id record.TopicPartition, s string) record.Record
 }
 
 // transcriptSource delivers the assignment, then the transcript's fetches in
-// order, then keeps reporting the last known evidence; it records commits.
+// order, then keeps reporting the last known evidence; it records commits
+// and the checkpoints committed with them.
 type transcriptSource struct {
 	timeline
 	mu        sync.Mutex
 	committed map[record.TopicPartition]int64
+	cps       map[record.TopicPartition]record.PartitionCheckpoint
 }
 
 func (s *transcriptSource) Commit(_ context.Context, offsets map[record.TopicPartition]int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	maps.Copy(s.committed, offsets)
+	for tp, off := range offsets {
+		s.committed[tp] = off
+		delete(s.cps, tp) // a plain commit carries no checkpoint
+	}
+	return nil
+}
+
+func (s *transcriptSource) CommitCheckpoint(_ context.Context, cp record.Checkpoint) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, pc := range cp.Partitions {
+		s.committed[pc.TopicPartition] = pc.Low
+		s.cps[pc.TopicPartition] = pc
+	}
 	return nil
 }
 
@@ -181,13 +232,50 @@ func (s *failingSink) Write(ctx context.Context, batch []record.Record) error {
 	return s.collect.Write(ctx, batch)
 }
 
+// checkpointing is a failingSink that stores the checkpoint with what it
+// holds, as PostgreSQL does in one transaction.
+type checkpointing struct {
+	*failingSink
+	cp *record.Checkpoint
+}
+
+func (s *checkpointing) Restore(context.Context) (*record.Checkpoint, error) {
+	return s.checkpoint(), nil
+}
+
+func (s *checkpointing) FlushCheckpoint(_ context.Context, cp record.Checkpoint) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cp.Partitions = slices.Clone(cp.Partitions)
+	slices.SortFunc(cp.Partitions, func(a, b record.PartitionCheckpoint) int { return cmpTP(a.TopicPartition, b.TopicPartition) })
+	s.cp = &cp
+	return nil
+}
+
+func (s *checkpointing) checkpoint() *record.Checkpoint {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cp == nil {
+		return nil
+	}
+	cp := *s.cp
+	cp.Partitions = slices.Clone(cp.Partitions)
+	return &cp
+}
+
 func (e *engineScript) run(t *testing.T) string {
-	src := &transcriptSource{committed: maps.Clone(e.committed)}
+	src := &transcriptSource{committed: maps.Clone(e.committed), cps: maps.Clone(e.cps)}
 	src.fetches = append([]record.Fetch{{Assigned: e.assigned}}, e.fetches...)
 	out, dead := &failingSink{failAfter: e.failAfter}, &collect{}
+	var sink signalbox.Sink = out
+	var cps *checkpointing
+	if e.cpSink {
+		cps = &checkpointing{failingSink: out, cp: e.cp}
+		sink = cps
+	}
 	p, err := signalbox.New(src, tsInputs(e.topics...),
 		signalbox.WithDelay(time.Duration(e.delay)*time.Millisecond), signalbox.WithClock(frozen),
-		signalbox.WithLatePolicy(e.late), signalbox.WithSink(out), signalbox.WithDeadLetter(dead),
+		signalbox.WithLatePolicy(e.late), signalbox.WithSink(sink), signalbox.WithDeadLetter(dead),
 		signalbox.WithUntil(signalbox.UntilEndOffsets))
 	if err != nil {
 		t.Fatal(err)
@@ -199,8 +287,11 @@ func (e *engineScript) run(t *testing.T) string {
 		t.Fatalf("the run did not end by itself (a transcript must let every partition reach its end offset): %v", runErr)
 	}
 	src.mu.Lock()
-	e.committed = maps.Clone(src.committed)
+	e.committed, e.cps = maps.Clone(src.committed), maps.Clone(src.cps)
 	src.mu.Unlock()
+	if cps != nil {
+		e.cp = cps.checkpoint()
+	}
 
 	var b strings.Builder
 	section := func(name string, lines []string) {
@@ -225,9 +316,23 @@ func (e *engineScript) run(t *testing.T) string {
 	section("late", late)
 	var committed []string
 	for _, id := range slices.SortedFunc(maps.Keys(e.committed), cmpTP) {
-		committed = append(committed, fmt.Sprintf("%s/%d=%d", id.Topic, id.Partition, e.committed[id]))
+		l := fmt.Sprintf("%s/%d=%d", id.Topic, id.Partition, e.committed[id])
+		if pc, ok := e.cps[id]; ok {
+			l += fmt.Sprintf(" position=%d watermark=%s", pc.Position, fmtMark(pc.Watermark))
+		}
+		committed = append(committed, l)
 	}
 	section("committed", committed)
+	if e.cpSink {
+		var cp []string
+		if e.cp != nil {
+			cp = append(cp, "watermark="+fmtMark(e.cp.Watermark))
+			for _, pc := range e.cp.Partitions {
+				cp = append(cp, fmt.Sprintf("%s/%d low=%d position=%d watermark=%s", pc.Topic, pc.Partition, pc.Low, pc.Position, fmtMark(pc.Watermark)))
+			}
+		}
+		section("checkpoint", cp)
+	}
 	switch {
 	case runErr == nil:
 		b.WriteString("run: ok\n")
@@ -244,4 +349,12 @@ func cmpTP(a, b record.TopicPartition) int {
 		return c
 	}
 	return int(a.Partition - b.Partition)
+}
+
+// fmtMark prints a watermark in ms, −∞ as such.
+func fmtMark(m int64) string {
+	if m == math.MinInt64 {
+		return "-inf"
+	}
+	return strconv.FormatInt(m, 10)
 }

@@ -89,7 +89,7 @@ func (r *run) ingest(ps *partState, rec *record.Record, mark error, now time.Tim
 		}
 		ps.maxET = rec.EventTime
 	}
-	if rec.EventTime <= ps.task.rel {
+	if rec.EventTime <= ps.task.rel || rec.EventTime <= ps.lateAt {
 		return r.late(ps, rec)
 	}
 	ps.offs.Add(rec.Offset)
@@ -97,9 +97,10 @@ func (r *run) ingest(ps *partState, rec *record.Record, mark error, now time.Tim
 }
 
 func (r *run) late(ps *partState, rec *record.Record) error {
-	lateBy := ps.task.rel - rec.EventTime
+	mark := max(ps.task.rel, ps.lateAt)
+	lateBy := mark - rec.EventTime
 	ps.late.add(lateBy, r.cfg.late)
-	r.notify(Event{Kind: EventLate, Partition: ps.tp, Offset: rec.Offset, LateBy: lateBy, Watermark: ps.task.rel})
+	r.notify(Event{Kind: EventLate, Partition: ps.tp, Offset: rec.Offset, LateBy: lateBy, Watermark: mark})
 	switch r.cfg.late {
 	case LateDrop:
 		return nil

@@ -212,8 +212,9 @@ func (r *run) handle(ctx context.Context, p polled) error {
 	if err := r.refreshRestored(ctx, f.Assigned, f.Member); err != nil {
 		return err
 	}
+	m := r.newMark(f.Assigned)
 	for _, a := range f.Assigned {
-		r.assign(a, now)
+		r.assign(a, m, now)
 		if ps := r.parts[a.TopicPartition]; ps != nil && ps.restoring {
 			r.restoringN++
 		}

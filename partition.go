@@ -23,6 +23,10 @@ type partState struct {
 	restoring  bool
 	restorePos int64
 	restoreWM  int64
+	// lateAt: a partition new to the engine (G7), or one joining a task
+	// that holds records (assign), starts at a restored watermark of its
+	// own; its records at or below lateAt are late.
+	lateAt int64
 	// start is the position the partition was assigned at; floor counts the
 	// records below it that a DurableStore restored, and their lowest
 	// offset, so commits stay below them until they are released.
@@ -50,9 +54,11 @@ type partState struct {
 // timed partitions. Without rebalances G is the watermark over all
 // partitions, so the output is in event-time order across the whole
 // instance. A task that is newly assigned starts at its checkpointed
-// watermark (or −∞): G may then fall, and the task's re-read records are
-// released in order instead of being late against the instance's other
-// tasks; order is per task (per key), as docs/design.md invariant W7 states.
+// watermark, or at the restored watermark when none of its partitions has a
+// checkpoint of its own (newMark), else −∞: G may then fall, and the task's
+// re-read records are released in order instead of being late against the
+// instance's other tasks; order is per task (per key), as docs/design.md
+// invariants W7 and G7 state.
 type task struct {
 	strat Strategy
 	rel   int64 // highest G applied while owned: records at or below it are late
@@ -69,7 +75,53 @@ func (ps *partState) low() int64 {
 	return ps.offs.Low()
 }
 
-func (r *run) assign(a record.PartitionInfo, now time.Time) {
+// restoredMark is where the partitions of one assignment that are new to the
+// engine start (design G7).
+type restoredMark struct {
+	at    int64          // the restored watermark; watermark.MinTime: none
+	owned map[int32]bool // tasks with a partition that is not new
+}
+
+// newMark returns the restored mark of an assignment: the watermark of the
+// checkpoint restored at start (a CheckpointSink's or a DurableStore's), or
+// without one the lowest watermark of the checkpoints committed with the
+// assigned partitions' offsets (record.PartitionInfo.Checkpoint,
+// CheckpointCommitter); −∞ when there is neither. A committed watermark
+// more than max_future ahead of the clock is not used: nothing restores
+// such a time (checkRestoredWatermark).
+func (r *run) newMark(assigned []record.PartitionInfo) restoredMark {
+	m, found := restoredMark{at: watermark.MinTime}, false
+	future := r.futureBound()
+	for _, a := range assigned {
+		if !r.isNew(a) {
+			if m.owned == nil {
+				m.owned = map[int32]bool{}
+			}
+			m.owned[a.Partition] = true
+		}
+		switch {
+		case a.Checkpoint == nil || r.hasCP:
+		case a.Checkpoint.Watermark > future: // not restored either (refreshRestored)
+		case !found || a.Checkpoint.Watermark < m.at:
+			m.at, found = a.Checkpoint.Watermark, true
+		}
+	}
+	if r.hasCP {
+		m.at = r.cpWM
+	}
+	return m
+}
+
+// isNew reports whether a partition is new to the engine: it has no
+// checkpoint, neither restored (or remembered at a revoke) nor committed
+// with its offset.
+func (r *run) isNew(a record.PartitionInfo) bool {
+	_, ok := r.restored[a.TopicPartition]
+	return !ok && a.Checkpoint == nil
+}
+
+// assign starts tracking a partition; m is its assignment's newMark.
+func (r *run) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 	dec := r.p.decoderFor(a.Topic)
 	ps := &partState{
 		tp:    a.TopicPartition,
@@ -78,7 +130,7 @@ func (r *run) assign(a record.PartitionInfo, now time.Time) {
 		dec:   dec,
 		offs:  offsets.New(a.Start),
 		start: a.Start,
-		maxET: watermark.MinTime, firstET: watermark.MinTime,
+		maxET: watermark.MinTime, firstET: watermark.MinTime, lateAt: watermark.MinTime,
 	}
 	if ps.late = r.lateCounts[a.TopicPartition]; ps.late == nil {
 		ps.late = &LateCounter{}
@@ -91,6 +143,15 @@ func (r *run) assign(a record.PartitionInfo, now time.Time) {
 	if ps.task == nil {
 		ps.task = &task{strat: r.cfg.strategy(), rel: watermark.MinTime}
 		r.tasks[a.Partition] = ps.task
+		if !m.owned[a.Partition] && m.at != watermark.MinTime {
+			// A task new to the engine starts at the restored watermark:
+			// it releases nothing earlier, and holds G no lower (G7).
+			ps.task.strat.Restore(m.at)
+			ps.task.rel = m.at
+		}
+	}
+	if r.isNew(a) {
+		ps.lateAt = m.at
 	}
 	ps.task.parts++
 	if !dec.timeless {
@@ -100,8 +161,15 @@ func (r *run) assign(a record.PartitionInfo, now time.Time) {
 	if cp, ok := r.restored[a.TopicPartition]; ok {
 		wm := max(cp.Watermark, r.cpWM)
 		ps.restoring, ps.restorePos, ps.restoreWM = a.Start < cp.Position, cp.Position, wm
-		ps.task.strat.Restore(wm)
-		ps.task.rel = max(ps.task.rel, wm)
+		if r.holdsRecords(ps.task) {
+			// Raising the task's mark would make the checkpoint claim
+			// records its other partitions still hold (R8): the
+			// partition alone starts at its restored watermark.
+			ps.lateAt = max(ps.lateAt, wm)
+		} else {
+			ps.task.strat.Restore(wm)
+			ps.task.rel = max(ps.task.rel, wm)
+		}
 		if cp.Replaying && cp.End > 0 {
 			end = cp.End // keep the original snapshot: a restart cannot shorten history
 		}
@@ -115,6 +183,20 @@ func (r *run) assign(a record.PartitionInfo, now time.Time) {
 	ps.holds = ph.Holds()
 	ps.task.strat.SetPhase(ps.wid, ph, st.Behind, now)
 	r.notify(Event{Kind: EventAssigned, Partition: a.TopicPartition, To: ph})
+}
+
+// holdsRecords reports whether a partition of t holds records not yet
+// acknowledged (parked, in flight, or restored by a DurableStore).
+func (r *run) holdsRecords(t *task) bool {
+	if t.parts == 0 {
+		return false
+	}
+	for _, ps := range r.parts {
+		if ps.task == t && (ps.offs.Outstanding() > 0 || ps.floorCount > 0) {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *run) revoke(tp record.TopicPartition) {

@@ -116,7 +116,8 @@ type run struct {
 	// fenced are the partitions whose checkpoint the checkpoint sink
 	// refused (EventFenced): their revoke must not remember what was emitted.
 	fenced map[record.TopicPartition]bool
-	cpWM   int64
+	cpWM   int64 // the restored checkpoint's watermark, when hasCP
+	hasCP  bool
 	wm     int64
 	cur    *out
 	outs   chan *out

@@ -192,10 +192,7 @@ func stopRestartProperty(t *testing.T, inSink bool) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				tm := time.AfterFunc(runTimeout, cancel) // hang guard
-				err = p.Run(ctx)
-				tm.Stop()
-				if err != nil {
+				if err := runCancellable(ctx, cancel, p); err != nil {
 					t.Fatalf("data %d, seed %d, run %d: %v", dataSeed, seed, run, err)
 				}
 				st := p.Stats()
