@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -426,5 +429,127 @@ func TestSchemadRegistryOutageHolds(t *testing.T) {
 	checkLaneDead(t, l, d)
 	if s := p.Stats(); len(s.SchemaHolds) != 0 || s.LateTotal().Count != 0 {
 		t.Fatalf("after the outage: holds %+v, %d late", s.SchemaHolds, s.LateTotal().Count)
+	}
+}
+
+// TestSchemadLaneSinks: the same lane into PostgreSQL (real server), a
+// _bulk endpoint and a Kafka topic. PostgreSQL and bulk receive the decoded
+// JSON and the schema id; the Kafka sink forwards the original bytes, which
+// franz-go's Confluent serde (registered with hamba/avro and dynamicpb,
+// independent of signalbox's decoders) reads back.
+func TestSchemadLaneSinks(t *testing.T) {
+	c := startCluster(t, embedded.WithTopic("inv", 3), embedded.WithTopic("sales", 2), embedded.WithTopic("out", 1))
+	r := newSchemaReg(t)
+	l := produceLane(t, c, r, 500)
+	conn, table := pgTable(t)
+	var mu sync.Mutex
+	docs := map[string][]byte{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		serveBulk(w, req, func(id string, doc []byte) string {
+			docs[id] = bytes.Clone(doc)
+			return `{"index":{"status":201}}`
+		})
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	out, dead := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "dead.jsonl")
+	extra := fmt.Sprintf("  - {type: postgres, dsn_env: EXITPATH_PG_DSN, table: %s}\n  - {type: bulk, url: %q, index: out, doc_id: offset}\n  - {type: kafka, topic: out}\n", table, srv.URL)
+	_, done := startLane(t, laneJob(c, r, out, dead, extra))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	seqOf := func(v []byte) int {
+		var x struct {
+			Seq json.Number `json:"seq"`
+		}
+		if err := json.Unmarshal(v, &x); err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		n, err := strconv.Atoi(strings.Trim(string(x.Seq), `"`))
+		if err != nil {
+			t.Fatalf("%s: seq %q", v, x.Seq)
+		}
+		return n
+	}
+	sameJSON := func(a, b string) bool {
+		var x, y any
+		return json.Unmarshal([]byte(a), &x) == nil && json.Unmarshal([]byte(b), &y) == nil && reflect.DeepEqual(x, y)
+	}
+
+	rows, err := conn.Query(context.Background(), "SELECT value::text, schema_id FROM "+table+" ORDER BY seq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for rows.Next() {
+		var v string
+		var id int
+		if err := rows.Scan(&v, &id); err != nil {
+			t.Fatal(err)
+		}
+		if s := seqOf([]byte(v)); s != got || !sameJSON(v, l.want[s]) || id != l.schemaOf[s] {
+			t.Fatalf("postgres row %d: %s schema_id %d, want %s schema_id %d", got, v, id, l.want[got], l.schemaOf[got])
+		}
+		got++
+	}
+	if rows.Err() != nil || got != l.n {
+		t.Fatalf("postgres: %d rows (%v), want %d", got, rows.Err(), l.n)
+	}
+
+	mu.Lock()
+	if len(docs) != l.n {
+		t.Fatalf("bulk: %d documents, want %d", len(docs), l.n)
+	}
+	for id, body := range docs {
+		var e struct {
+			Value    json.RawMessage `json:"value"`
+			SchemaID int             `json:"schema_id"`
+		}
+		if err := json.Unmarshal(body, &e); err != nil {
+			t.Fatal(err)
+		}
+		if s := seqOf(e.Value); string(e.Value) != l.want[s] || e.SchemaID != l.schemaOf[s] {
+			t.Fatalf("bulk document %s: %s", id, body)
+		}
+	}
+	mu.Unlock()
+
+	vals, err := c.ReadUpTo(context.Background(), "out", kgo.ReadCommitted())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vals) != l.n {
+		t.Fatalf("kafka sink: %d records, want %d", len(vals), l.n)
+	}
+	s1, s2, sale := hamba.MustParse(invV1), hamba.MustParse(invV2), saleDescriptor(t)
+	var serde sr.Serde
+	serde.Register(l.v1, invRec1{}, sr.DecodeFn(func(b []byte, v any) error { return hamba.Unmarshal(s1, b, v) }))
+	serde.Register(l.v2, invRec2{}, sr.DecodeFn(func(b []byte, v any) error { return hamba.Unmarshal(s2, b, v) }))
+	serde.Register(l.saleID, &dynamicpb.Message{}, sr.Index(0),
+		sr.GenerateFn(func() any { return dynamicpb.NewMessage(sale) }),
+		sr.DecodeFn(func(b []byte, v any) error { return proto.Unmarshal(b, v.(*dynamicpb.Message)) }))
+	seen := map[int]bool{}
+	for _, v := range vals {
+		d, err := serde.DecodeNew(v)
+		if err != nil {
+			t.Fatalf("the Confluent serde cannot read %x: %v", v, err)
+		}
+		var seq int
+		switch d := d.(type) {
+		case *invRec1:
+			seq = int(d.Seq)
+		case *invRec2:
+			seq = int(d.Seq)
+		case *dynamicpb.Message:
+			seq = int(d.Get(sale.Fields().ByName("seq")).Int())
+		default:
+			t.Fatalf("decoded %T", d)
+		}
+		if seen[seq] || !bytes.Equal(v, l.encoded[seq]) {
+			t.Fatalf("kafka sink: seq %d twice or not byte for byte the produced value", seq)
+		}
+		seen[seq] = true
 	}
 }
