@@ -1,0 +1,140 @@
+package signalbox_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	hamba "github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/formats"
+	"github.com/signalbox/signalbox/formats/registry"
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/retry"
+	"github.com/signalbox/signalbox/sinks/jsonl"
+	"github.com/signalbox/signalbox/sources/script"
+)
+
+// flakyRegistry answers like the registry it wraps, except that its first
+// fail lookups say the registry is unavailable.
+type flakyRegistry struct {
+	formats.Registry
+	fail atomic.Int64
+}
+
+func (f *flakyRegistry) ByID(ctx context.Context, id int) (*registry.Schema, error) {
+	if f.fail.Add(-1) >= 0 {
+		return nil, &registry.UnavailableError{What: fmt.Sprint("schema ", id), Err: retry.Retryable(errors.New("503"))}
+	}
+	return f.Registry.ByID(ctx, id)
+}
+
+// avroSet draws partitions over two topics of Avro records (writer schema
+// v1 or v2 at random, so ids change anywhere in a partition) whose event
+// times rise with bounded disorder, and returns them with the records as
+// the sinks must receive them: decoded JSON written independently of the
+// decoder, and the schema id.
+func avroSet(t *testing.T, seed uint64, v1, v2 int) ([]script.Partition, []record.Record) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	s1, s2 := hamba.MustParse(invV1), hamba.MustParse(invV2)
+	var parts []script.Partition
+	var all []record.Record
+	for _, topic := range []string{"inv", "stock"} {
+		for p := range int32(1 + rng.IntN(3)) {
+			sp := script.Partition{TopicPartition: tp(topic, p)}
+			off := rng.Int64N(50)
+			for i := range rng.IntN(50) {
+				ts := time.UnixMilli(1_700_000_000_000 + int64(i/2)*10 + 10*rng.Int64N(4)).UTC()
+				key, sku := fmt.Sprintf("k%d", rng.IntN(4)), fmt.Sprintf("s%d", rng.IntN(9))
+				tsText := ts.Format("2006-01-02T15:04:05.000Z")
+				var v []byte
+				var err error
+				r := record.Record{Topic: topic, Partition: p, Offset: off, Key: []byte(key), EventTime: ts.UnixMilli(), OrderKey: key}
+				if rng.IntN(2) == 0 {
+					v, err = sr.Encode(invRec1{Sku: sku, Meta: invMeta{ts}, Seq: off}, new(sr.ConfluentHeader), v1, nil,
+						func(v any) ([]byte, error) { return hamba.Marshal(s1, v) })
+					r.DecodedValue, r.ValueSchemaID = fmt.Appendf(nil, `{"sku":%q,"meta":{"ts":%q},"seq":%d}`, sku, tsText, off), v1
+				} else {
+					v, err = sr.Encode(invRec2{Sku: sku, Meta: invMeta{ts}, Seq: off}, new(sr.ConfluentHeader), v2, nil,
+						func(v any) ([]byte, error) { return hamba.Marshal(s2, v) })
+					r.DecodedValue, r.ValueSchemaID = fmt.Appendf(nil, `{"sku":%q,"meta":{"ts":%q},"seq":%d,"site":null}`, sku, tsText, off), v2
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.Value = v
+				raw := r
+				raw.DecodedValue, raw.ValueSchemaID, raw.EventTime, raw.OrderKey = nil, 0, 0, ""
+				sp.Records = append(sp.Records, raw)
+				all = append(all, r)
+				off += 1 + rng.Int64N(2)
+			}
+			if len(sp.Records) == 0 {
+				sp.Start, sp.End = off, off
+			}
+			parts = append(parts, sp)
+		}
+	}
+	return parts, all
+}
+
+// TestSchemadInterleavingsGiveIdenticalOutput: Avro records delivered under
+// many interleavings and fetch sizes, with the registry unavailable for a
+// random number of first lookups (holding whichever partitions meet them),
+// give byte-identical JSONL output: the decoded records sorted by the total
+// order; none late, none dead-lettered.
+func TestSchemadInterleavingsGiveIdenticalOutput(t *testing.T) {
+	r := newSchemaReg(t)
+	v1 := r.register(t, "inv-value", sr.Schema{Schema: invV1})
+	v2 := r.register(t, "inv-value", sr.Schema{Schema: invV2})
+	cl, err := registry.New(registry.Config{URLs: []string{r.URL()}, Retry: retry.Policy{MaxElapsed: time.Nanosecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dataSeed := range uint64(4) {
+		parts, all := avroSet(t, dataSeed, v1, v2)
+		expected := want(t, all)
+		for seed := range uint64(6) {
+			flaky := &flakyRegistry{Registry: cl}
+			flaky.fail.Store(int64(seed % 3))
+			dec, err := formats.New(formats.Config{Format: formats.Avro, Registry: flaky})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var in []signalbox.Input
+			for _, topic := range []string{"inv", "stock"} {
+				in = append(in, signalbox.Input{Topic: topic, Time: signalbox.TimeFromField, TimeField: "meta.ts", Decoder: dec})
+			}
+			var buf bytes.Buffer
+			src := script.New(seed*7919+dataSeed, 1+int(seed%8), parts...)
+			p, err := signalbox.New(src, signalbox.WithInputs(in...),
+				signalbox.WithDelay(disorder*time.Millisecond), signalbox.WithClock(frozen), signalbox.WithMaxFuture(0),
+				signalbox.WithBatchSize(1+int(seed%5)*7),
+				signalbox.WithSink(jsonl.New(&buf, jsonl.Options{BufferSize: 64})),
+				signalbox.WithUntil(signalbox.UntilEndOffsets))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := runBounded(t, p); err != nil {
+				t.Fatal(err)
+			}
+			if s := p.Stats(); s.LateTotal().Count != 0 || s.Dead != 0 {
+				t.Fatalf("data %d, interleaving %d: %d late, %d dead-lettered; want none", dataSeed, seed, s.LateTotal().Count, s.Dead)
+			}
+			if flaky.fail.Load() > 0 {
+				t.Fatalf("data %d, interleaving %d: the registry's outage was never met", dataSeed, seed)
+			}
+			if !bytes.Equal(buf.Bytes(), expected) {
+				t.Fatalf("data %d, interleaving %d: output differs from the decoded records sorted by the total order\n%s",
+					dataSeed, seed, firstDiff(buf.Bytes(), expected))
+			}
+		}
+	}
+}
