@@ -351,7 +351,12 @@ func TestSchemadLaneEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	took := time.Since(start)
-	t.Logf("%d schema'd records (+2 bad) over 5 partitions in %v: %.0f records/s", n, took, float64(n)/took.Seconds())
+	var wire, decoded int
+	for i := range n {
+		wire, decoded = wire+len(l.encoded[i]), decoded+len(l.want[i])
+	}
+	t.Logf("%d schema'd records (+2 bad) over 5 partitions in %v: %.0f records/s; values %.1f bytes on the wire, %.1f as JSON",
+		n, took, float64(n)/took.Seconds(), float64(wire)/float64(n), float64(decoded)/float64(n))
 	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
