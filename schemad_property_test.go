@@ -138,3 +138,43 @@ func TestSchemadInterleavingsGiveIdenticalOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemadKeys: with a key decoder the ordering key is the decoded key's
+// text, not its wire bytes (Avro writes "zz" before "aaa": the length
+// comes first), and the JSONL sink writes the decoded key and its schema id.
+func TestSchemadKeys(t *testing.T) {
+	r := newSchemaReg(t)
+	v1 := r.register(t, "inv-value", sr.Schema{Schema: invV1})
+	kid := r.register(t, "inv-key", sr.Schema{Schema: `"string"`})
+	cl, err := registry.New(registry.Config{URLs: []string{r.URL()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vdec, _ := formats.New(formats.Config{Format: formats.Avro, Registry: cl})
+	kdec, _ := formats.New(formats.Config{Format: formats.Avro, Registry: cl, Key: true})
+	s1, ks := hamba.MustParse(invV1), hamba.MustParse(`"string"`)
+	ts := time.UnixMilli(1_700_000_000_000).UTC()
+	var recs []record.Record
+	for i, k := range []string{"zz", "aaa"} {
+		key, _ := sr.Encode(k, new(sr.ConfluentHeader), kid, nil, func(v any) ([]byte, error) { return hamba.Marshal(ks, v) })
+		val, _ := sr.Encode(invRec1{Sku: k, Meta: invMeta{ts}, Seq: int64(i)}, new(sr.ConfluentHeader), v1, nil,
+			func(v any) ([]byte, error) { return hamba.Marshal(s1, v) })
+		recs = append(recs, record.Record{Topic: "inv", Offset: int64(i), Key: key, Value: val})
+	}
+	var buf bytes.Buffer
+	p, err := signalbox.New(script.New(1, 2, script.Partition{TopicPartition: tp("inv", 0), Records: recs}),
+		signalbox.WithInputs(signalbox.Input{Topic: "inv", Time: signalbox.TimeFromField, TimeField: "meta.ts", Decoder: vdec, KeyDecoder: kdec}),
+		signalbox.WithClock(frozen), signalbox.WithMaxFuture(0), signalbox.WithUntil(signalbox.UntilEndOffsets),
+		signalbox.WithDelay(time.Second), signalbox.WithSink(jsonl.New(&buf, jsonl.Options{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runBounded(t, p); err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n"))
+	if len(lines) != 2 || !bytes.Contains(lines[0], []byte(`"key":"aaa"`)) || !bytes.Contains(lines[1], []byte(`"key":"zz"`)) ||
+		!bytes.Contains(lines[0], []byte(fmt.Sprintf(`"schema_id":%d,"key_schema_id":%d`, v1, kid))) {
+		t.Fatalf("want aaa then zz, decoded, with both schema ids:\n%s", buf.Bytes())
+	}
+}
