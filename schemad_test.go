@@ -285,6 +285,22 @@ func checkLaneOut(t *testing.T, l *lane, out []byte) {
 	}
 }
 
+// checkLaneFiles checks the JSONL output and dead-letter files of a lane
+// (checkLaneOut, checkLaneDead).
+func checkLaneFiles(t *testing.T, l *lane, out, dead string) {
+	t.Helper()
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLaneOut(t, l, b)
+	d, err := os.ReadFile(dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLaneDead(t, l, d)
+}
+
 // checkLaneDead fails unless dead holds exactly the two bad records, with
 // their reasons and original bytes.
 func checkLaneDead(t *testing.T, l *lane, dead []byte) {
@@ -357,16 +373,7 @@ func TestSchemadLaneEndToEnd(t *testing.T) {
 	}
 	t.Logf("%d schema'd records (+2 bad) over 5 partitions in %v: %.0f records/s; values %.1f bytes on the wire, %.1f as JSON",
 		n, took, float64(n)/took.Seconds(), float64(wire)/float64(n), float64(decoded)/float64(n))
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkLaneOut(t, l, b)
-	d, err := os.ReadFile(dead)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkLaneDead(t, l, d)
+	checkLaneFiles(t, l, out, dead)
 	if s := p.Stats(); s.LateTotal().Count != 0 || s.Dead != 2 {
 		t.Fatalf("stats: %d late, %d dead-lettered; want 0 and 2", s.LateTotal().Count, s.Dead)
 	}
@@ -422,16 +429,7 @@ func TestSchemadRegistryOutageHolds(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkLaneOut(t, l, b)
-	d, err := os.ReadFile(dead)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkLaneDead(t, l, d)
+	checkLaneFiles(t, l, out, dead)
 	if s := p.Stats(); len(s.SchemaHolds) != 0 || s.LateTotal().Count != 0 {
 		t.Fatalf("after the outage: holds %+v, %d late", s.SchemaHolds, s.LateTotal().Count)
 	}
