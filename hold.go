@@ -66,14 +66,24 @@ func newHolds(r *run) *holds {
 	return &holds{r: r, parts: map[record.TopicPartition]*held{}, policy: retry.Policy{Initial: 200 * time.Millisecond, Max: 5 * time.Second, MaxElapsed: -1}.EnsureDefaults()}
 }
 
-// forget drops the holds of partitions a Fetch revokes or (re)assigns: the
-// source starts them again from the committed offsets.
+// forget drops the holds of partitions a Fetch revokes or (re)assigns, and
+// lifts their pause: the source starts them again from the committed
+// offsets, and a partition assigned again must not stay paused.
 func (h *holds) forget(f *record.Fetch) {
-	for _, tp := range f.Revoked {
+	drop := func(tp record.TopicPartition) {
+		if h.parts[tp] == nil {
+			return
+		}
 		delete(h.parts, tp)
+		if p, ok := h.r.p.src.(Pauser); ok {
+			p.Resume(tp)
+		}
+	}
+	for _, tp := range f.Revoked {
+		drop(tp)
 	}
 	for _, a := range f.Assigned {
-		delete(h.parts, a.TopicPartition)
+		drop(a.TopicPartition)
 	}
 }
 
