@@ -180,6 +180,17 @@ func (d *decoder) render(ctx context.Context, r *record.Record) error {
 	return nil
 }
 
+// bytesOnly reports whether every sink writes only original bytes
+// (BytesSink), so that none needs a record's decoded JSON.
+func bytesOnly(sinks []Sink) bool {
+	for _, s := range sinks {
+		if b, ok := s.(BytesSink); !ok || !b.BytesOnly() {
+			return false
+		}
+	}
+	return len(sinks) > 0
+}
+
 // renderOut is render for a record on its way to the sinks, on the engine
 // goroutine. A record that decoded at ingest decodes again from the
 // decoder's cache; only one restored from a durable store after a restart

@@ -178,3 +178,64 @@ func TestSchemadKeys(t *testing.T) {
 		t.Fatalf("want aaa then zz, decoded, with both schema ids:\n%s", buf.Bytes())
 	}
 }
+
+// bytesSink keeps what it is written; bytesOnly is what it says to
+// signalbox.BytesSink.
+type bytesSink struct {
+	bytesOnly bool
+	got       []record.Record
+}
+
+func (s *bytesSink) Open(context.Context) error { return nil }
+func (s *bytesSink) Write(_ context.Context, b []record.Record) error {
+	s.got = append(s.got, b...)
+	return nil
+}
+func (s *bytesSink) Flush(context.Context) error { return nil }
+func (s *bytesSink) Close() error                { return nil }
+func (s *bytesSink) BytesOnly() bool             { return s.bytesOnly }
+
+// TestSchemadBytesOnlySinks: when every sink writes original bytes only
+// (signalbox.BytesSink, as the Kafka sink), a schema'd record is not
+// decoded again for them; one sink that wants JSON gets it for all.
+func TestSchemadBytesOnlySinks(t *testing.T) {
+	r := newSchemaReg(t)
+	v1 := r.register(t, "inv-value", sr.Schema{Schema: invV1})
+	cl, err := registry.New(registry.Config{URLs: []string{r.URL()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, _ := formats.New(formats.Config{Format: formats.Avro, Registry: cl})
+	s1 := hamba.MustParse(invV1)
+	val, _ := sr.Encode(invRec1{Sku: "a", Meta: invMeta{time.UnixMilli(1_700_000_000_000)}}, new(sr.ConfluentHeader), v1, nil,
+		func(v any) ([]byte, error) { return hamba.Marshal(s1, v) })
+	for _, tc := range []struct {
+		sinks   []*bytesSink
+		decoded bool
+	}{
+		{[]*bytesSink{{bytesOnly: true}}, false},
+		{[]*bytesSink{{bytesOnly: true}, {bytesOnly: true}}, false},
+		{[]*bytesSink{{bytesOnly: true}, {}}, true},
+		{[]*bytesSink{{}}, true},
+	} {
+		opts := []signalbox.Option{
+			signalbox.WithInputs(signalbox.Input{Topic: "inv", Time: signalbox.TimeFromField, TimeField: "meta.ts", Decoder: dec}),
+			signalbox.WithClock(frozen), signalbox.WithMaxFuture(0), signalbox.WithUntil(signalbox.UntilEndOffsets)}
+		for _, s := range tc.sinks {
+			opts = append(opts, signalbox.WithSink(s))
+		}
+		p, err := signalbox.New(script.New(1, 1, script.Partition{TopicPartition: tp("inv", 0),
+			Records: []record.Record{{Topic: "inv", Value: val}}}), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := runBounded(t, p); err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range tc.sinks {
+			if len(s.got) != 1 || !bytes.Equal(s.got[0].Value, val) || (s.got[0].DecodedValue != nil) != tc.decoded {
+				t.Fatalf("sinks %+v: sink %d got %d records, decoded %q; want the original bytes, decoded %v", tc.sinks, i, len(s.got), s.got[0].DecodedValue, tc.decoded)
+			}
+		}
+	}
+}
