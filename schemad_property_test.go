@@ -16,6 +16,7 @@ import (
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/formats"
 	"github.com/signalbox/signalbox/formats/registry"
+	"github.com/signalbox/signalbox/formats/value"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/retry"
 	"github.com/signalbox/signalbox/sinks/jsonl"
@@ -238,4 +239,85 @@ func TestSchemadBytesOnlySinks(t *testing.T) {
 			}
 		}
 	}
+}
+
+// scriptedDecoder decodes a payload as JSON with its "ts" field, except
+// that calls listed in answers (by 1-based call number) fail with that
+// error.
+type scriptedDecoder struct {
+	calls   atomic.Int64
+	answers map[int64]error
+}
+
+type jsonDecoded struct{ json []byte }
+
+func (j jsonDecoded) JSON() []byte  { return j.json }
+func (j jsonDecoded) SchemaID() int { return 5 }
+func (j jsonDecoded) Lookup(path []string) (value.Field, bool) {
+	if len(path) == 1 && path[0] == "ts" {
+		return value.Field{Kind: value.KindNumber, Text: "1700000000000"}, true
+	}
+	return value.Field{}, false
+}
+
+func (d *scriptedDecoder) DecodeValue(_ context.Context, payload []byte, _ []record.Header) (value.Decoded, error) {
+	if err := d.answers[d.calls.Add(1)]; err != nil {
+		return nil, err
+	}
+	return jsonDecoded{payload}, nil
+}
+
+// TestSchemadRenderAtRelease: the decode for the sinks (at release) waits
+// out a decoder that cannot answer, with backoff, and then delivers the
+// record decoded; a record that no longer decodes there is dead-lettered
+// with the reason, its original bytes kept.
+func TestSchemadRenderAtRelease(t *testing.T) {
+	unavailable := retry.Retryable(errors.New("registry down"))
+	for _, tc := range []struct {
+		name    string
+		answers map[int64]error
+		dead    bool
+	}{
+		{"unavailable twice at release", map[int64]error{2: unavailable, 3: unavailable}, false},
+		{"bad at release", map[int64]error{2: errors.New("schema id 5: gone")}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dec := &scriptedDecoder{answers: tc.answers}
+			out, dl := &bytesSink{}, &bytesSink{}
+			p, err := signalbox.New(script.New(1, 1, script.Partition{TopicPartition: tp("in", 0),
+				Records: []record.Record{{Topic: "in", Value: []byte(`{"ts":1700000000000}`)}}}),
+				signalbox.WithInputs(signalbox.Input{Topic: "in", Time: signalbox.TimeFromField, TimeField: "ts", Decoder: dec}),
+				signalbox.WithClock(frozen), signalbox.WithMaxFuture(0), signalbox.WithUntil(signalbox.UntilEndOffsets),
+				signalbox.WithSink(out), signalbox.WithDeadLetter(dl))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := runBounded(t, p); err != nil {
+				t.Fatal(err)
+			}
+			got := out
+			if tc.dead {
+				got = dl
+			}
+			if len(out.got)+len(dl.got) != 1 || len(got.got) != 1 {
+				t.Fatalf("%d out, %d dead-lettered; want the record %s", len(out.got), len(dl.got), map[bool]string{true: "dead-lettered", false: "out"}[tc.dead])
+			}
+			r := got.got[0]
+			switch {
+			case !tc.dead && (string(r.DecodedValue) != `{"ts":1700000000000}` || r.ValueSchemaID != 5):
+				t.Fatalf("released %q schema %d", r.DecodedValue, r.ValueSchemaID)
+			case tc.dead && (r.DecodedValue != nil || string(r.Value) != `{"ts":1700000000000}` || !hasReason(r, "schema id 5: gone")):
+				t.Fatalf("dead letter %+v", r)
+			}
+		})
+	}
+}
+
+func hasReason(r record.Record, reason string) bool {
+	for _, h := range r.Headers {
+		if h.Key == record.ReasonHeader && string(h.Value) == reason {
+			return true
+		}
+	}
+	return false
 }
