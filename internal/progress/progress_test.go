@@ -178,4 +178,8 @@ func TestStatusSchemaHolds(t *testing.T) {
 	if len(st.SchemaHolds) != 1 || st.SchemaHolds[0] != want {
 		t.Fatalf("holds %+v, want %+v", st.SchemaHolds, want)
 	}
+	var b bytes.Buffer
+	if err := st.WriteText(&b); err != nil || !strings.Contains(b.String(), "inv/2 at offset 40: 7 records wait for the schema registry") {
+		t.Fatalf("text status without the hold (%v):\n%s", err, b.String())
+	}
 }
