@@ -28,6 +28,7 @@ type Pipeline struct {
 	decoders map[string]*decoder
 	patterns []topicPattern // TopicPattern inputs, in order
 	fallback *decoder
+	schemad  bool // some input has a ValueDecoder and a sink wants JSON: output renders (schemad.go)
 
 	mu    sync.Mutex
 	stats Stats
@@ -58,6 +59,7 @@ func New(src Source, opts ...Option) (*Pipeline, error) {
 		if err != nil {
 			return nil, err
 		}
+		p.schemad = p.schemad || d.schemad()
 		if in.TopicPattern != "" {
 			re, _ := topicpattern.Compile(in.TopicPattern) // checked by compileInput
 			p.patterns = append(p.patterns, topicPattern{re, d})
@@ -66,6 +68,7 @@ func New(src Source, opts ...Option) (*Pipeline, error) {
 		p.decoders[in.Topic] = d
 	}
 	p.fallback, _ = compileInput(Input{Topic: "*"})
+	p.schemad = p.schemad && !bytesOnly(p.cfg.sinks)
 	if p.cfg.strategy == nil {
 		delay := p.cfg.delay
 		p.cfg.strategy = func() Strategy { return NewOffsetGate(delay) }
@@ -169,6 +172,13 @@ type run struct {
 	// restoringN is at least the number of partitions still re-reading
 	// below their restored checkpoint's position (restoreHold recounts).
 	restoringN int
+	// ctx is Run's: the ValueDecoders' when records go to the sinks
+	// (renderOut).
+	ctx context.Context
+	// heldMu guards heldSnap, the partitions the poller holds for their
+	// ValueDecoder (hold.go), for publish.
+	heldMu   sync.Mutex
+	heldSnap []SchemaHold
 }
 
 // Run runs the pipeline until ctx is cancelled (live mode) or until every
@@ -184,7 +194,7 @@ type run struct {
 func (p *Pipeline) Run(ctx context.Context) (err error) {
 	cfg := &p.cfg
 	r := &run{
-		p: p, cfg: cfg,
+		p: p, cfg: cfg, ctx: ctx,
 		parts:      map[record.TopicPartition]*partState{},
 		catch:      catchup.New(catchup.Options{StaleAfter: cfg.staleAfter}),
 		tasks:      map[int32]*task{},
@@ -246,7 +256,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	defer stopPoll()
-	fetches := make(chan polled, 2)
+	fetches := make(chan polled, 1) // with the one poll and pollSource each hold: three ahead of the engine
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); r.poll(pollCtx, fetches) }()

@@ -109,6 +109,11 @@ func (s *Sink) saramaConfig() *sarama.Config {
 	return c
 }
 
+// BytesOnly reports that the sink produces keys and values as their
+// original bytes (schema'd ones keep their wire format and schema id), so
+// the engine need not decode them for it (signalbox.BytesSink).
+func (s *Sink) BytesOnly() bool { return true }
+
 // Open connects and starts the producer. Connecting, the topic's metadata
 // and limits and the producer's initialisation share one deadline:
 // StartupTimeout from now, or the start-up deadline ctx carries
