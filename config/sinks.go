@@ -45,7 +45,7 @@ func (s *Sink) checkFields(kind *sinkKind, v *validator, p string) {
 		if tag == "type" || rv.Field(i).IsZero() || slices.Contains(kind.fields, tag) {
 			continue
 		}
-		v.bad(p+"."+tag, "not a field of a %s sink (its fields: %s)", s.Type, strings.Join(kind.fields, ", "))
+		v.bad(p+"."+tag, "not a field of a %s sink (its fields: %s)%s", s.Type, strings.Join(kind.fields, ", "), didYouMean(tag, kind.fields))
 	}
 }
 
