@@ -160,3 +160,24 @@ func TestDeadLetterRequiredAtTheLineOfLate(t *testing.T) {
 		t.Fatalf("%q: line %d, want 8 (late)", e.Error(), e.Line)
 	}
 }
+
+// TestStdoutDevicesAreStdout: a jsonl sink on /dev/stdout writes to stdout
+// like "-": it counts as stdout for the progress display, and sync is
+// refused for it.
+func TestStdoutDevicesAreStdout(t *testing.T) {
+	for _, path := range []string{"", "-", "/dev/stdout", "/dev/fd/1"} {
+		p, err := build(t, "brokers: [h:1]\ninputs: [{topic: a}]\nsinks: [{type: jsonl, path: '"+path+"'}]\n")
+		if err != nil {
+			t.Fatalf("%q: %v", path, err)
+		}
+		if !p.WritesStdout {
+			t.Errorf("%q: WritesStdout false", path)
+		}
+		problemAt(t, "brokers: [h:1]\ninputs: [{topic: a}]\nsinks: [{type: jsonl, path: '"+path+"', sync: true}]\n",
+			"sinks[0].sync: only for a file path, not stdout")
+	}
+	p, err := build(t, "brokers: [h:1]\ninputs: [{topic: a}]\nsinks: [{type: jsonl, path: "+filepath.Join(t.TempDir(), "out.jsonl")+"}]\n")
+	if err != nil || p.WritesStdout {
+		t.Fatalf("a file sink: WritesStdout %v, err %v", p != nil && p.WritesStdout, err)
+	}
+}

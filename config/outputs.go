@@ -6,14 +6,15 @@ import (
 )
 
 // stdoutPaths are the paths of a jsonl sink that write to standard output:
-// the empty path and "-" by definition, the others by the operating system.
+// the empty path and "-" by definition, the others by the operating system
+// (the sink writes os.Stdout for each, never opening the device).
 var stdoutPaths = map[string]bool{"": true, "-": true, "/dev/stdout": true, "/dev/fd/1": true, "/proc/self/fd/1": true}
 
 // output is the file a jsonl sink writes: "stdout", or its cleaned absolute
 // path, so that one file spelt two ways (out.jsonl, ./out.jsonl,
 // logs/../out.jsonl, or its absolute path) is one output.
 func (s *Sink) output() string {
-	if stdoutPaths[s.Path] {
+	if s.writesStdout() {
 		return "stdout"
 	}
 	if abs, err := filepath.Abs(s.Path); err == nil {

@@ -106,7 +106,7 @@ func sizeOrZero(s string) int64 {
 }
 
 // writesStdout reports whether the sink writes to standard output.
-func (s *Sink) writesStdout() bool { return s.Type == "jsonl" && (s.Path == "" || s.Path == "-") }
+func (s *Sink) writesStdout() bool { return s.Type == "jsonl" && stdoutPaths[s.Path] }
 
 // A Kafka topic name: 1 to 249 of these characters, not "." or "..".
 var topicRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
