@@ -181,3 +181,52 @@ func TestStdoutDevicesAreStdout(t *testing.T) {
 		t.Fatalf("a file sink: WritesStdout %v, err %v", p != nil && p.WritesStdout, err)
 	}
 }
+
+// TestSyntaxErrorInALargeFileKeepsYAMLsLine: beyond maxLocate the faulty
+// line is not searched for (each step parses a prefix), and yaml.v3's own
+// line is kept in the message.
+func TestSyntaxErrorInALargeFileKeepsYAMLsLine(t *testing.T) {
+	doc := "brokers: [a:1]\ninputs:\n  - topic: a\n - topic: b\n" + strings.Repeat("# padding\n", maxLocate/10)
+	e := problemAt(t, doc, "did not find expected key")
+	if e.Line != 0 || !strings.HasPrefix(e.Msg, "line 3: ") {
+		t.Fatalf("got %q (line %d), want yaml.v3's message with its line 3", e.Msg, e.Line)
+	}
+	if e := problemAt(t, doc[:maxLocate], "did not find expected key"); e.Line != 4 {
+		t.Fatalf("got %q (line %d) at maxLocate bytes, want line 4", e.Msg, e.Line)
+	}
+}
+
+// FuzzSyntaxErrorLine: the line a syntax error names is one whose addition
+// makes the readable prefix before it fail with that error.
+func FuzzSyntaxErrorLine(f *testing.F) {
+	f.Add("brokers: [a:1]\ninputs:\n  - topic: a\n - topic: b\n")
+	f.Add("a:\n  - 1\n   b: 2\n")
+	f.Add("a: [1,\n 2\nb: 3\n")
+	f.Add("a: 'x\n\tb: \"y\n")
+	f.Add("a: 1\n---\nb: 2\n---\nc:\n  - 1\n - 2\n")
+	f.Fuzz(func(t *testing.T, doc string) {
+		if len(doc) > maxLocate || readAll([]byte(doc)) == nil {
+			return
+		}
+		_, err := Parse([]byte(doc))
+		var es Errors
+		if !errors.As(err, &es) || len(es) != 1 {
+			t.Fatalf("Parse: %v", err)
+		}
+		e := es[0]
+		if e.Line == 0 || e.Msg == "a job file holds one YAML document" {
+			return // yaml.v3's line kept, or a later document's error not reached
+		}
+		lines := strings.SplitAfter(doc, "\n")
+		if e.Line > len(lines) {
+			t.Fatalf("line %d of a %d-line document", e.Line, len(lines))
+		}
+		failsWith := func(n int) bool {
+			err := readAll([]byte(strings.Join(lines[:n], "")))
+			return err != nil && yamlWhere.ReplaceAllString(err.Error(), "") == e.Msg
+		}
+		if !failsWith(e.Line) || failsWith(e.Line-1) {
+			t.Fatalf("%q at line %d: the first %d lines fail %v, the first %d %v", e.Msg, e.Line, e.Line, failsWith(e.Line), e.Line-1, failsWith(e.Line-1))
+		}
+	})
+}
