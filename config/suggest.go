@@ -10,8 +10,8 @@ import (
 // didYouMean is the hint for a misspelt key: " (did you mean X?)" naming
 // the known key nearest to key, or "" when none is near enough to be the
 // likely intent: at most 2 edits away, and at most one edit per 3
-// characters of key, so that short keys are never "corrected" into
-// unrelated ones.
+// characters of key (one for a shorter key), so that short keys are never
+// "corrected" into unrelated ones. Of equally near keys, the first known.
 func didYouMean(key string, known []string) string {
 	k := normalKey(key)
 	best, bestD := "", 3
