@@ -186,7 +186,7 @@ func (d *nodeDecoder) mapping(n *yaml.Node, v reflect.Value, path string, set ma
 		d.lines[p] = k.Line
 		f, ok := fieldByTag(v, k.Value)
 		if !ok {
-			d.bad(k, p, "unknown field")
+			d.bad(k, p, "unknown field%s", didYouMean(k.Value, knownKeys(v, n)))
 			continue
 		}
 		d.decode(val, f, p)

@@ -210,16 +210,17 @@ func parse(data []byte) (*Job, int, error) {
 	if len(data) > MaxJobSize {
 		return nil, 0, Errors{{Msg: fmt.Sprintf("a job file is at most %d bytes (1 MiB); this one is larger", MaxJobSize)}}
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+	r := bytes.NewReader(data)
+	dec := yaml.NewDecoder(r)
 	var root yaml.Node
 	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
-		return nil, 0, Errors{{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
+		return nil, 0, Errors{syntaxError(data, len(data)-r.Len(), err)}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		return nil, 0, Errors{{Line: extra.Line, Msg: "a job file holds one YAML document"}}
 	} else if !errors.Is(err, io.EOF) {
-		return nil, 0, Errors{{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
+		return nil, 0, Errors{syntaxError(data, len(data)-r.Len(), err)}
 	}
 	if len(root.Content) == 0 { // an empty file: every field takes its default
 		return &Job{lines: map[string]int{}}, 0, nil

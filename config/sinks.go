@@ -45,7 +45,7 @@ func (s *Sink) checkFields(kind *sinkKind, v *validator, p string) {
 		if tag == "type" || rv.Field(i).IsZero() || slices.Contains(kind.fields, tag) {
 			continue
 		}
-		v.bad(p+"."+tag, "not a field of a %s sink (its fields: %s)", s.Type, strings.Join(kind.fields, ", "))
+		v.bad(p+"."+tag, "not a field of a %s sink (its fields: %s)%s", s.Type, strings.Join(kind.fields, ", "), didYouMean(tag, kind.fields))
 	}
 }
 
@@ -106,7 +106,7 @@ func sizeOrZero(s string) int64 {
 }
 
 // writesStdout reports whether the sink writes to standard output.
-func (s *Sink) writesStdout() bool { return s.Type == "jsonl" && (s.Path == "" || s.Path == "-") }
+func (s *Sink) writesStdout() bool { return s.Type == "jsonl" && stdoutPaths[s.Path] }
 
 // A Kafka topic name: 1 to 249 of these characters, not "." or "..".
 var topicRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)

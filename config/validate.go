@@ -27,8 +27,15 @@ type validator struct {
 // bad records a problem with the field at path, with the line of the field
 // or of its nearest ancestor present in the file.
 func (v *validator) bad(path, format string, args ...any) {
+	v.badNear(path, path, format, args...)
+}
+
+// badNear records a problem with the field at path with the line of the
+// field at near (or of its nearest ancestor present in the file): the one
+// that makes path a problem when path itself is absent from the file.
+func (v *validator) badNear(path, near, format string, args ...any) {
 	line := 0
-	for p := path; p != "" && line == 0; {
+	for p := near; p != "" && line == 0; {
 		line = v.lines[p]
 		i := strings.LastIndexAny(p, ".[")
 		if i < 0 {
@@ -153,7 +160,7 @@ func (j *Job) Validate() error {
 	v.duration("flush_linger", j.FlushLinger, libraryRange)
 	v.fields("", signalbox.LatePolicy(j.Late).Validate())
 	if j.Late == "dead-letter" && j.DeadLetter == nil {
-		v.bad("dead_letter", "required when late is dead-letter")
+		v.badNear("dead_letter", "late", "required when late is dead-letter")
 	}
 	v.fields("", signalbox.Until(j.Until).Validate())
 	if len(j.Sinks) == 0 {
@@ -166,6 +173,7 @@ func (j *Job) Validate() error {
 		j.DeadLetter.validate(v, "dead_letter")
 	}
 	j.validateSinkSet(v)
+	j.validateOutputs(v)
 	v.size("state.memory", j.State.Memory)
 	v.duration("checkpoint_interval", j.CheckpointInterval, notZero)
 	j.validateRanges(v)

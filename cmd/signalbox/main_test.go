@@ -77,7 +77,7 @@ delai: 2s
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	want := []string{
-		"delai: unknown field (line 5)",
+		"delai: unknown field (did you mean delay?) (line 5)",
 		"inputs[0].time_field: required when time is field (line 3)",
 		`sinks[0].type: "foo" is not one of jsonl, kafka, postgres, bulk (line 4)`,
 	}

@@ -9,8 +9,10 @@
 //     never touches the pipeline's state.
 //  2. Run shows a frame (or log lines) once a partition is assigned, and
 //     always a final one when the replay is done, so a short replay is never
-//     silent; it returns when the replay is done or ctx ends, and never
-//     writes after returning. A snapshot with no partition (the pipeline not
+//     silent: when ctx ends it takes one last snapshot, so a replay done
+//     just before the stop (a job run to its end offsets) is shown done,
+//     and a terminal's last frame is the job's last state. It returns when
+//     the replay is done or ctx ends, and never writes after returning. A snapshot with no partition (the pipeline not
 //     started yet) is never shown: it would claim a watermark of 0.
 //  3. On a terminal it redraws one line per input in place; anywhere else it
 //     writes nothing to w and logs periodic structured lines instead, so

@@ -21,8 +21,11 @@ var (
 // Run shows the replay progress of every input until the replay is done or
 // ctx ends. With tty it redraws one bar per input on w every RedrawEvery;
 // otherwise it logs a line per input on log every LogEvery. Snapshots taken
-// before any partition is assigned are not shown. stats is called from Run's
-// goroutine only.
+// before any partition is assigned are not shown. When ctx ends it takes one
+// last snapshot and shows it if the replay is done (a job stopping at its
+// end offsets ends ctx before a tick would show that) or, on a terminal, if
+// anything was to show, so the last frame is the job's last state. stats is
+// called from Run's goroutine only.
 func Run(ctx context.Context, stats func() signalbox.Stats, w io.Writer, tty bool, log *zap.Logger) {
 	every := LogEvery
 	show := func(s signalbox.Stats) { logFrame(log, s) }
@@ -35,17 +38,17 @@ func Run(ctx context.Context, stats func() signalbox.Stats, w io.Writer, tty boo
 	defer t.Stop()
 	var last time.Time
 	for {
+		stopping := ctx.Err() != nil // this snapshot is the last
 		s := stats()
-		if started := len(s.Partitions) > 0 || s.ReplayDone; started && (s.ReplayDone || time.Since(last) >= every) {
+		if started := len(s.Partitions) > 0 || s.ReplayDone; started && (s.ReplayDone || stopping && tty || time.Since(last) >= every) {
 			show(s)
 			last = time.Now()
 		}
-		if s.ReplayDone {
+		if s.ReplayDone || stopping {
 			return
 		}
 		select {
 		case <-ctx.Done():
-			return
 		case <-t.C:
 		}
 	}
