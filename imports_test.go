@@ -30,7 +30,11 @@ var ioStd = []string{"os", "os/exec", "os/signal", "net", "syscall", "io/ioutil"
 // adapters are the folders whose packages the root package (the library)
 // must not depend on, directly or through another package: the adapters
 // depend on the library, never the reverse.
-var adapters = []string{"sources", "sinks", "bench", "cmd", "config"}
+var adapters = []string{"sources", "sinks", "bench", "cmd", "config", "formats"}
+
+// adapterExempt are packages under adapters that the root may import: the
+// types its decoder hook names (ValueDecoder), stdlib-only.
+var adapterExempt = []string{"formats/value"}
 
 // knownViolations are the edges that break the rules today and are being
 // removed. An entry that no longer matches a violation fails the test: delete
@@ -83,6 +87,9 @@ func isIOStd(path string) bool {
 func underAdapters(path string) bool {
 	rel, ok := strings.CutPrefix(path, module+"/")
 	if !ok {
+		return false
+	}
+	if slices.Contains(adapterExempt, rel) {
 		return false
 	}
 	return slices.Contains(adapters, strings.SplitN(rel, "/", 2)[0])

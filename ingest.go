@@ -1,6 +1,7 @@
 package signalbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -17,32 +18,48 @@ var errFiltered = errors.New("filtered")
 // and the decoding of every record of f (event time, ordering key), so that
 // the engine goroutine only parks and releases. It returns the records that
 // were filtered (errFiltered) or did not decode (the dead-letter reason);
-// nil when there are none, which is the common case.
-func (p *Pipeline) prepare(f *record.Fetch) map[*record.Record]error {
+// nil when there are none, which is the common case. A record a
+// ValueDecoder cannot decode yet starts a hold of its partition, and the
+// records of a held partition join the hold (hold.go); the error is the
+// context's, when it ends.
+func (p *Pipeline) prepare(ctx context.Context, f *record.Fetch, h *holds) (map[*record.Record]error, error) {
 	var marks map[*record.Record]error
+	h.forget(f)
 	for i := range f.Partitions {
 		pf := &f.Partitions[i]
-		if len(pf.Records) == 0 {
+		if h.absorb(pf) || len(pf.Records) == 0 {
 			continue
 		}
 		dec := p.decoderFor(pf.Topic)
 		for j := range pf.Records {
 			rec := &pf.Records[j]
-			var err error
-			if mf := p.cfg.metaFilter; mf != nil && !mf(rec) {
-				err = errFiltered
-			} else {
-				err = dec.decode(rec)
+			err := p.prepareRecord(ctx, dec, rec)
+			if err == nil {
+				continue
 			}
-			if err != nil {
-				if marks == nil {
-					marks = make(map[*record.Record]error)
-				}
-				marks[rec] = err
+			var hold *holdError
+			if errors.As(err, &hold) {
+				h.start(pf, j, hold.err, time.Now())
+				break
 			}
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if marks == nil {
+				marks = make(map[*record.Record]error)
+			}
+			marks[rec] = err
 		}
 	}
-	return marks
+	return marks, nil
+}
+
+// prepareRecord is prepare for one record: errFiltered, or decode's error.
+func (p *Pipeline) prepareRecord(ctx context.Context, dec *decoder, rec *record.Record) error {
+	if mf := p.cfg.metaFilter; mf != nil && !mf(rec) {
+		return errFiltered
+	}
+	return dec.decode(ctx, rec)
 }
 
 // ingest takes one record from a fetch, already decoded by prepare (mark
@@ -74,8 +91,7 @@ func (r *run) ingest(ps *partState, rec *record.Record, mark error, now time.Tim
 	}
 	if rec.Timeless {
 		r.stats.Timeless++
-		r.output(rec)
-		return nil
+		return r.output(rec)
 	}
 	if rec.EventTime > r.future {
 		r.stats.Future++
@@ -107,16 +123,23 @@ func (r *run) late(ps *partState, rec *record.Record) error {
 		return r.dead(rec, "late by "+strconv.FormatInt(lateBy, 10)+"ms")
 	}
 	rec.Late, rec.LateBy = true, lateBy
-	r.output(rec)
-	return nil
+	return r.output(rec)
 }
 
-func (r *run) output(rec *record.Record) {
+// output puts rec in the current out batch, with its key and value decoded
+// for the sinks when its input has a ValueDecoder (renderOut).
+func (r *run) output(rec *record.Record) error {
+	if r.p.schemad {
+		if ok, err := r.renderOut(rec); !ok || err != nil {
+			return err
+		}
+	}
 	r.cur.records = append(r.cur.records, *rec)
 	if r.cfg.inflightBytes > 0 {
 		r.cur.bytes += rec.Size()
 	}
 	r.stats.Out++
+	return nil
 }
 
 func (r *run) dead(rec *record.Record, reason string) error {
@@ -143,6 +166,7 @@ func errNoDeadLetter(rec *record.Record, reason string) error {
 // reason in a record.ReasonHeader header, rec's headers untouched.
 func deadLetter(rec *record.Record, reason string) record.Record {
 	d := *rec
+	d.DecodedKey, d.DecodedValue = nil, nil // the dead-letter sink keeps the original bytes
 	d.Headers = append(d.Headers[:len(d.Headers):len(d.Headers)], record.Header{Key: record.ReasonHeader, Value: []byte(reason)})
 	return d
 }

@@ -2,6 +2,7 @@ package signalbox
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/signalbox/signalbox/formats/value"
 	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/internal/jsonfield"
 	"github.com/signalbox/signalbox/internal/topicpattern"
@@ -70,6 +72,15 @@ type Input struct {
 	Key KeySource
 	// KeyField is the dotted JSON path when Key = field.
 	KeyField string
+	// Decoder, when set, decodes the value (schema'd formats, see
+	// ValueDecoder): TimeField and KeyField are then paths in the decoded
+	// value, and the JSON sinks write the decoded JSON. Nil: the value is
+	// JSON (or opaque bytes), as read today.
+	Decoder ValueDecoder
+	// KeyDecoder, when set, decodes the Kafka key: with Key = key the
+	// ordering key is the decoded key's text, and the JSON sinks write the
+	// decoded key. Nil: the key is its bytes.
+	KeyDecoder ValueDecoder
 }
 
 // decoder is the compiled form of an Input.
@@ -79,6 +90,8 @@ type decoder struct {
 	keyPath   jsonfield.Path
 	timeless  bool
 	needsJSON bool
+	// the paths split for ValueDecoder lookups (Input.Decoder set)
+	timeNames, keyNames []string
 }
 
 // The defaults of an Input's fields.
@@ -206,6 +219,11 @@ func compileInput(in Input) (*decoder, error) {
 		d.keyPath, _ = jsonfield.ParsePath(in.KeyField)
 		d.needsJSON = true
 	}
+	if in.Decoder != nil {
+		d.needsJSON = false
+		d.timeNames, _ = value.SplitPath(in.TimeField)
+		d.keyNames, _ = value.SplitPath(in.KeyField)
+	}
 	return d, nil
 }
 
@@ -221,20 +239,36 @@ const (
 )
 
 // decode fills r.EventTime, r.OrderKey and r.Timeless. The error text is the
-// dead-letter reason. When the event time cannot be decoded the record is
-// left Timeless (EventTime 0): a dead-lettered record then carries no event
-// time rather than a wrong one (1970).
-func (d *decoder) decode(r *record.Record) error {
+// dead-letter reason, except a hold or the context's error from a
+// ValueDecoder (classify). When the event time cannot be decoded the record
+// is left Timeless (EventTime 0): a dead-lettered record then carries no
+// event time rather than a wrong one (1970).
+func (d *decoder) decode(ctx context.Context, r *record.Record) error {
+	if d.in.Decoder != nil || d.in.KeyDecoder != nil {
+		return d.decodeSchemad(ctx, r)
+	}
+	return d.decodeJSON(r)
+}
+
+// checkRange reports an event time outside [MinEventTime, MaxEventTime].
+func checkRange(t int64) error {
+	if t < MinEventTime || t > MaxEventTime {
+		return fmt.Errorf("event time %d ms is outside the accepted range [%d, %d] (years 0001 to 9999)", t, MinEventTime, MaxEventTime)
+	}
+	return nil
+}
+
+// decodeJSON is decode for an input whose value is JSON (or opaque bytes).
+func (d *decoder) decodeJSON(r *record.Record) error {
 	r.Timeless = d.timeless
 	if !d.timeless {
 		t, err := d.eventTime(r)
+		if err == nil {
+			err = checkRange(t)
+		}
 		if err != nil {
 			r.Timeless, r.EventTime = true, 0
 			return err
-		}
-		if t < MinEventTime || t > MaxEventTime {
-			r.Timeless, r.EventTime = true, 0
-			return fmt.Errorf("event time %d ms is outside the accepted range [%d, %d] (years 0001 to 9999)", t, MinEventTime, MaxEventTime)
 		}
 		r.EventTime = t
 	}

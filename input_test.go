@@ -2,6 +2,7 @@ package signalbox
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -107,7 +108,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, value []byte) {
 		r := record.Record{Value: value}
-		derr := d.decode(&r)
+		derr := d.decode(context.Background(), &r)
 		if r.ValueJSON && !(json.Valid(value) && utf8.Valid(value) && !bytes.ContainsAny(value, "\r\n")) {
 			t.Fatalf("decode(%q) marked the value as one line of valid JSON", value)
 		}
@@ -237,7 +238,7 @@ func decodeCase(t *testing.T, in Input, rec record.Record) (record.Record, error
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rec, d.decode(&rec)
+	return rec, d.decode(context.Background(), &rec)
 }
 
 // TestDecodeTombstone: a record without a value (a tombstone) under a time

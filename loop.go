@@ -25,7 +25,53 @@ type polled struct {
 	handled chan struct{}
 }
 
+// poll feeds the engine: the source's fetches, prepared (prepare), and the
+// records of held partitions once they decode (hold.go).
 func (r *run) poll(ctx context.Context, fetches chan<- polled) {
+	raw := make(chan polled)
+	done := make(chan struct{})
+	go func() { defer close(done); r.pollSource(ctx, raw) }()
+	defer func() { <-done }()
+	h := newHolds(r)
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	for {
+		var wake <-chan time.Time
+		if at, ok := h.due(); ok {
+			resetTimer(retry, max(time.Until(at), 0))
+			wake = retry.C
+		}
+		var p *polled
+		select {
+		case q := <-raw:
+			marks, err := r.p.prepare(ctx, &q.f, h)
+			if err != nil {
+				return
+			}
+			q.marks, p = marks, &q
+		case <-wake:
+			var err error
+			if p, err = h.retry(ctx, time.Now()); err != nil {
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+		h.snapshot()
+		if p == nil {
+			continue
+		}
+		select {
+		case fetches <- *p:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// pollSource polls the source and hands each Fetch to poll. After a Fetch
+// that revokes partitions it waits until the engine has handled it.
+func (r *run) pollSource(ctx context.Context, raw chan<- polled) {
 	for {
 		f, err := r.p.src.Poll(ctx)
 		if err != nil {
@@ -34,12 +80,12 @@ func (r *run) poll(ctx context.Context, fetches chan<- polled) {
 			}
 			return
 		}
-		p := polled{f: f, marks: r.p.prepare(&f)}
+		p := polled{f: f}
 		if len(f.Revoked) > 0 {
 			p.handled = make(chan struct{})
 		}
 		select {
-		case fetches <- p:
+		case raw <- p:
 		case <-ctx.Done():
 			return
 		}

@@ -29,6 +29,9 @@ func (r *run) publish() {
 	}
 	watermark.SortHolds(s.Holders)
 	s.Paused = r.pausedList()
+	r.heldMu.Lock()
+	s.SchemaHolds = r.heldSnap
+	r.heldMu.Unlock()
 	s.Progress = r.catch.Progress()
 	s.Partitions = r.catch.Statuses()
 	s.Late = make(map[record.TopicPartition]LateCounter, len(r.lateCounts))

@@ -28,6 +28,7 @@ type Pipeline struct {
 	decoders map[string]*decoder
 	patterns []topicPattern // TopicPattern inputs, in order
 	fallback *decoder
+	schemad  bool // some input has a ValueDecoder: output renders (schemad.go)
 
 	mu    sync.Mutex
 	stats Stats
@@ -58,6 +59,7 @@ func New(src Source, opts ...Option) (*Pipeline, error) {
 		if err != nil {
 			return nil, err
 		}
+		p.schemad = p.schemad || d.schemad()
 		if in.TopicPattern != "" {
 			re, _ := topicpattern.Compile(in.TopicPattern) // checked by compileInput
 			p.patterns = append(p.patterns, topicPattern{re, d})
@@ -161,6 +163,13 @@ type run struct {
 	// records (the in-memory queue) rather than copying them (durable.Store).
 	recycler Recycler
 	parkRefs bool
+	// ctx is Run's: the ValueDecoders' when records go to the sinks
+	// (renderOut).
+	ctx context.Context
+	// heldMu guards heldSnap, the partitions the poller holds for their
+	// ValueDecoder (hold.go), for publish.
+	heldMu   sync.Mutex
+	heldSnap []SchemaHold
 }
 
 // Run runs the pipeline until ctx is cancelled (live mode) or until every
@@ -176,7 +185,7 @@ type run struct {
 func (p *Pipeline) Run(ctx context.Context) (err error) {
 	cfg := &p.cfg
 	r := &run{
-		p: p, cfg: cfg,
+		p: p, cfg: cfg, ctx: ctx,
 		parts:      map[record.TopicPartition]*partState{},
 		catch:      catchup.New(catchup.Options{StaleAfter: cfg.staleAfter}),
 		tasks:      map[int32]*task{},
@@ -236,7 +245,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	defer stopPoll()
-	fetches := make(chan polled, 2)
+	fetches := make(chan polled, 1) // with the one poll and pollSource each hold: three ahead of the engine
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); r.poll(pollCtx, fetches) }()

@@ -72,7 +72,9 @@ func (r *run) emit(ps *partState, rec *record.Record) error {
 		r.stats.Skipped++ // emitted before the restart, per the sink's checkpoint
 		return nil
 	}
-	r.output(rec)
+	if err := r.output(rec); err != nil {
+		return err
+	}
 	if len(r.cur.records) >= r.cfg.batchSize || r.cur.bytes >= r.cfg.batchBytes {
 		return r.send(context.Background(), r.sinkDone)
 	}

@@ -99,6 +99,10 @@ type Stats struct {
 	// Future counts records whose event time was too far ahead of the
 	// evidence clock (WithMaxFuture): dead-lettered, never parked.
 	Future int64
+	// SchemaHolds lists the partitions held because their next record's
+	// ValueDecoder could not answer (a schema registry down), by topic and
+	// partition; each holds the watermark until it decodes.
+	SchemaHolds []SchemaHold
 
 	// What an operator graphs and alerts on (package metrics).
 

@@ -42,6 +42,15 @@ type Record struct {
 	// store does not keep it.
 	ValueJSON bool
 
+	// Schema'd keys and values (an input with a decoder): Key and Value keep
+	// the original bytes, which the Kafka and dead-letter sinks write; the
+	// engine sets these when it hands the record to the sinks, for sinks
+	// that write JSON. Nil and 0 when the input has no such decoder.
+	DecodedKey    []byte // the key as JSON
+	DecodedValue  []byte // the value as JSON
+	KeySchemaID   int    // the key's writer schema id, 0 when none
+	ValueSchemaID int    // the value's writer schema id, 0 when none
+
 	// Set on release.
 	Late   bool  // released out of turn because it arrived at or below the watermark
 	LateBy int64 // how far below the watermark it arrived, in ms (0 when not late)
@@ -49,7 +58,7 @@ type Record struct {
 
 // Size is the number of bytes the record accounts for in memory budgets.
 func (r *Record) Size() int {
-	n := 96 + len(r.Topic) + len(r.Key) + len(r.Value) + len(r.OrderKey)
+	n := 96 + len(r.Topic) + len(r.Key) + len(r.Value) + len(r.OrderKey) + len(r.DecodedKey) + len(r.DecodedValue)
 	for _, h := range r.Headers {
 		n += 32 + len(h.Key) + len(h.Value)
 	}

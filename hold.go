@@ -1,0 +1,207 @@
+package signalbox
+
+// Holding a partition whose records a ValueDecoder cannot decode yet (the
+// schema registry is down): on the poller goroutine, the record and every
+// later record of its partition wait, in offset order, and are retried
+// with backoff; the engine sees the partition's position stop at the held
+// record, so the partition holds the watermark as one that has not
+// delivered: nothing is skipped, late or dead-lettered because of it.
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/retry"
+)
+
+// SchemaHold is a partition held because its next record could not be
+// decoded yet (Stats.SchemaHolds).
+type SchemaHold struct {
+	record.TopicPartition
+	// Offset is the held record's: the partition's position stops there.
+	Offset int64
+	// Records is how many records of the partition wait.
+	Records int
+	// Since is when the hold began; Attempts counts the retries so far.
+	Since    time.Time
+	Attempts int
+	// Err is the decoder's last error.
+	Err string
+}
+
+// holdLogEvery bounds the "still held" log line to one per partition per
+// interval.
+const holdLogEvery = 30 * time.Second
+
+// held is one held partition.
+type held struct {
+	recs     []record.Record // the held record first, then the later ones, in offset order
+	position int64           // the source's position after the last of recs
+	end      int64           // the newest end evidence (-1: none)
+	since    time.Time
+	attempts int
+	next     time.Time // the next retry
+	logged   time.Time
+	err      error
+}
+
+// holds is the poller's held partitions. Only the poller goroutine uses it;
+// publish reads the snapshot the poller leaves in run.heldSnap.
+type holds struct {
+	r      *run
+	parts  map[record.TopicPartition]*held
+	policy retry.Policy
+	shown  bool // the last snapshot listed a hold
+}
+
+func newHolds(r *run) *holds {
+	return &holds{r: r, parts: map[record.TopicPartition]*held{}, policy: retry.Policy{Initial: 200 * time.Millisecond, Max: 5 * time.Second, MaxElapsed: -1}.EnsureDefaults()}
+}
+
+// forget drops the holds of partitions a Fetch revokes or (re)assigns: the
+// source starts them again from the committed offsets.
+func (h *holds) forget(f *record.Fetch) {
+	for _, tp := range f.Revoked {
+		delete(h.parts, tp)
+	}
+	for _, a := range f.Assigned {
+		delete(h.parts, a.TopicPartition)
+	}
+}
+
+// absorb moves pf's records behind a held partition's, and makes pf report
+// the held record's offset as its position. It reports false when pf's
+// partition is not held.
+func (h *holds) absorb(pf *record.PartitionFetch) bool {
+	hp := h.parts[pf.TopicPartition]
+	if hp == nil {
+		return false
+	}
+	hp.recs = append(hp.recs, pf.Records...) // copied: the engine may recycle pf's array
+	hp.position = max(hp.position, pf.Position)
+	if pf.End >= 0 {
+		hp.end = pf.End
+	}
+	pf.Records = pf.Records[:0]
+	pf.Position = hp.recs[0].Offset
+	return true
+}
+
+// start holds pf from its record j on, which could not be decoded: err.
+func (h *holds) start(pf *record.PartitionFetch, j int, err error, now time.Time) {
+	hp := &held{recs: slices.Clone(pf.Records[j:]), position: pf.Position, end: pf.End, since: now, logged: now, err: err}
+	hp.attempts = 1
+	hp.next = now.Add(h.policy.Backoff(1, err, rand.Float64()))
+	h.parts[pf.TopicPartition] = hp
+	pf.Records = pf.Records[:j]
+	pf.Position = hp.recs[0].Offset
+	if p, ok := h.r.p.src.(Pauser); ok {
+		p.Pause(pf.TopicPartition)
+	}
+	h.r.cfg.logger.Warn("schema'd record cannot be decoded yet: partition held, retrying",
+		zap.String("topic", pf.Topic), zap.Int32("partition", pf.Partition), zap.Int64("offset", hp.recs[0].Offset), zap.Error(err))
+}
+
+// due is when the next retry is due; ok is false when nothing is held.
+func (h *holds) due() (at time.Time, ok bool) {
+	for _, hp := range h.parts {
+		if !ok || hp.next.Before(at) {
+			at, ok = hp.next, true
+		}
+	}
+	return at, ok
+}
+
+// retry decodes the held records of every partition whose retry is due, in
+// order, and returns what decoded as a Fetch (nil when nothing did), with
+// prepare's marks. Its error is the context's.
+func (h *holds) retry(ctx context.Context, now time.Time) (*polled, error) {
+	var f record.Fetch
+	marks := map[*record.Record]error{}
+	for tp, hp := range h.parts {
+		if now.Before(hp.next) {
+			continue
+		}
+		dec := h.r.p.decoderFor(tp.Topic)
+		out := make([]record.Record, 0, len(hp.recs))
+		var hold *holdError
+		for _, rec := range hp.recs {
+			out = append(out, rec)
+			err := h.r.p.prepareRecord(ctx, dec, &out[len(out)-1])
+			if errors.As(err, &hold) {
+				out = out[:len(out)-1]
+				break
+			}
+			if err != nil && ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if err != nil {
+				marks[&out[len(out)-1]] = err // errFiltered too, as prepare's
+			}
+		}
+		pf := record.PartitionFetch{TopicPartition: tp, Records: out, Position: hp.position, End: hp.end}
+		hp.recs = hp.recs[len(out):]
+		if hold != nil {
+			h.again(tp, hp, hold.err, now)
+			pf.Position = hp.recs[0].Offset
+		} else {
+			h.resume(tp, hp, now)
+		}
+		if len(out) > 0 || hold == nil {
+			f.Partitions = append(f.Partitions, pf)
+		}
+	}
+	if len(f.Partitions) == 0 {
+		return nil, nil
+	}
+	return &polled{f: f, marks: marks}, nil
+}
+
+// again schedules the next retry of a partition still held.
+func (h *holds) again(tp record.TopicPartition, hp *held, err error, now time.Time) {
+	hp.attempts++
+	hp.err = err
+	hp.next = now.Add(h.policy.Backoff(hp.attempts, err, rand.Float64()))
+	if now.Sub(hp.logged) >= holdLogEvery {
+		hp.logged = now
+		h.r.cfg.logger.Warn("schema'd record still cannot be decoded: partition held",
+			zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition), zap.Int64("offset", hp.recs[0].Offset),
+			zap.Int("attempts", hp.attempts), zap.Duration("for", now.Sub(hp.since)), zap.Error(err))
+	}
+}
+
+// resume ends the hold of a partition whose held records all decoded.
+func (h *holds) resume(tp record.TopicPartition, hp *held, now time.Time) {
+	delete(h.parts, tp)
+	if p, ok := h.r.p.src.(Pauser); ok {
+		p.Resume(tp)
+	}
+	h.r.cfg.logger.Info("schema'd records decode again: partition resumed",
+		zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition), zap.Duration("held", now.Sub(hp.since)), zap.Int("attempts", hp.attempts))
+}
+
+// snapshot publishes the holds for Stats.SchemaHolds.
+func (h *holds) snapshot() {
+	if len(h.parts) == 0 && !h.shown {
+		return
+	}
+	h.shown = len(h.parts) > 0
+	var s []SchemaHold
+	for tp, hp := range h.parts {
+		s = append(s, SchemaHold{TopicPartition: tp, Offset: hp.recs[0].Offset, Records: len(hp.recs), Since: hp.since, Attempts: hp.attempts, Err: hp.err.Error()})
+	}
+	slices.SortFunc(s, func(a, b SchemaHold) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	h.r.heldMu.Lock()
+	h.r.heldSnap = s
+	h.r.heldMu.Unlock()
+}

@@ -1,0 +1,214 @@
+package signalbox
+
+// Schema'd keys and values: the decoder hook of an Input, and what the
+// engine does with its answers (a bad record, a hold, the context's end).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/signalbox/signalbox/formats/value"
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/retry"
+)
+
+// ValueDecoder decodes the key or value of a record in a schema'd format
+// (Input.Decoder, Input.KeyDecoder). *formats.Decoder implements it.
+//
+// DecodeValue is called from the poller goroutine at ingest, and again from
+// the engine goroutine when the record is handed to the sinks (the decoded
+// JSON is not kept while the record is parked); it must be safe for
+// concurrent use, and decode the same bytes to the same result every time.
+// Its error is one of:
+//   - retry.IsRetryable: the decoder could not answer (a schema registry
+//     down): the record is held, with the records after it in its
+//     partition, and tried again with backoff; the partition holds the
+//     watermark meanwhile, as one that has not delivered;
+//   - the context's error, when ctx is done: the pipeline stops;
+//   - anything else: the record is bad, and goes to the dead-letter sink
+//     with the error's text as the reason.
+type ValueDecoder interface {
+	DecodeValue(ctx context.Context, payload []byte, headers []record.Header) (value.Decoded, error)
+}
+
+// holdError marks a record that a ValueDecoder could not decode yet.
+type holdError struct{ err error }
+
+func (e *holdError) Error() string { return "held: " + e.err.Error() }
+func (e *holdError) Unwrap() error { return e.err }
+
+// classify turns a ValueDecoder's error into the record's fate: a
+// *holdError, the context's error (ctx is done), or the dead-letter reason
+// (what names the payload: "key" or "" for the value).
+func classify(ctx context.Context, err error, what string) error {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case retry.IsRetryable(err), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return &holdError{err: err}
+	case what != "":
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return err
+}
+
+// decodeSchemad is decode for an input with a Decoder or a KeyDecoder.
+func (d *decoder) decodeSchemad(ctx context.Context, r *record.Record) error {
+	var val, key value.Decoded
+	var err error
+	if d.in.KeyDecoder != nil {
+		if key, err = d.in.KeyDecoder.DecodeValue(ctx, r.Key, r.Headers); err != nil {
+			r.Timeless, r.EventTime = true, 0
+			return classify(ctx, err, "key")
+		}
+	}
+	if d.in.Decoder == nil {
+		if err := d.decodeJSON(r); err != nil {
+			return err
+		}
+	} else {
+		if val, err = d.in.Decoder.DecodeValue(ctx, r.Value, r.Headers); err != nil {
+			r.Timeless, r.EventTime = true, 0
+			return classify(ctx, err, "")
+		}
+		if err := d.fromDecoded(r, val); err != nil {
+			return err
+		}
+	}
+	if key != nil && d.in.Key == KeyFromKafka {
+		r.OrderKey = keyText(key)
+	}
+	return nil
+}
+
+// fromDecoded fills r's event time and ordering key from its decoded value.
+func (d *decoder) fromDecoded(r *record.Record, val value.Decoded) error {
+	r.Timeless = d.timeless
+	if !d.timeless {
+		t, err := d.decodedTime(r, val)
+		if err == nil {
+			err = checkRange(t)
+		}
+		if err != nil {
+			r.Timeless, r.EventTime = true, 0
+			return err
+		}
+		r.EventTime = t
+	}
+	if d.in.Key != KeyFromField {
+		r.OrderKey = unsafe.String(unsafe.SliceData(r.Key), len(r.Key)) // as decodeJSON
+		return nil
+	}
+	if r.Value == nil {
+		return fmt.Errorf("tombstone: no value to read the key field %q from", d.in.KeyField)
+	}
+	f, ok := val.Lookup(d.keyNames)
+	if !ok {
+		return fmt.Errorf("key field %q: missing", d.in.KeyField)
+	}
+	switch f.Kind {
+	case value.KindString, value.KindNumber, value.KindBool, value.KindTime:
+		r.OrderKey = f.Text
+		return nil
+	}
+	return fmt.Errorf("key field %q: not a string, number or boolean", d.in.KeyField)
+}
+
+// decodedTime is eventTime for a decoded value: a logical timestamp or date
+// is its instant; a number or string goes through the time format.
+func (d *decoder) decodedTime(r *record.Record, val value.Decoded) (int64, error) {
+	if d.in.Time != TimeFromField {
+		return d.eventTime(r)
+	}
+	if r.Value == nil {
+		return 0, fmt.Errorf("tombstone: no value to read the event time field %q from", d.in.TimeField)
+	}
+	f, ok := val.Lookup(d.timeNames)
+	if !ok {
+		return 0, fmt.Errorf("event time field %q: missing", d.in.TimeField)
+	}
+	var t int64
+	var err error
+	switch f.Kind {
+	case value.KindTime:
+		return f.Time.UnixMilli(), nil
+	case value.KindNumber:
+		t, err = parseTime([]byte(f.Text), d.in.TimeFormat, true)
+	case value.KindString:
+		t, err = parseTime([]byte(f.Text), d.in.TimeFormat, false)
+	default:
+		return 0, fmt.Errorf("event time field %q: not a number, string or timestamp", d.in.TimeField)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("event time field %q: %w", d.in.TimeField, err)
+	}
+	return t, nil
+}
+
+// keyText is a decoded key's ordering text: a string, number or boolean
+// key is its text (as a key read as bytes would be), anything else its
+// JSON.
+func keyText(k value.Decoded) string {
+	if f, ok := k.Lookup(nil); ok {
+		switch f.Kind {
+		case value.KindString, value.KindNumber, value.KindBool, value.KindTime:
+			return f.Text
+		}
+	}
+	return string(k.JSON())
+}
+
+// schemad reports whether the input decodes keys or values with a
+// ValueDecoder.
+func (d *decoder) schemad() bool { return d.in.Decoder != nil || d.in.KeyDecoder != nil }
+
+// render decodes r's key and value again for the sinks (record.Record's
+// DecodedKey, DecodedValue and their schema ids). Its error is classify's.
+func (d *decoder) render(ctx context.Context, r *record.Record) error {
+	if d.in.KeyDecoder != nil {
+		k, err := d.in.KeyDecoder.DecodeValue(ctx, r.Key, r.Headers)
+		if err != nil {
+			return classify(ctx, err, "key")
+		}
+		r.DecodedKey, r.KeySchemaID = k.JSON(), k.SchemaID()
+	}
+	if d.in.Decoder != nil {
+		v, err := d.in.Decoder.DecodeValue(ctx, r.Value, r.Headers)
+		if err != nil {
+			return classify(ctx, err, "")
+		}
+		r.DecodedValue, r.ValueSchemaID = v.JSON(), v.SchemaID()
+	}
+	return nil
+}
+
+// renderOut is render for a record on its way to the sinks, on the engine
+// goroutine. A record that decoded at ingest decodes again from the
+// decoder's cache; only one restored from a durable store after a restart
+// may need the registry, and while the registry cannot answer the engine
+// waits here, with backoff (holding, never skipping). ok is false when the
+// record went to the dead-letter sink instead.
+func (r *run) renderOut(rec *record.Record) (ok bool, err error) {
+	dec := r.p.decoderFor(rec.Topic)
+	if !dec.schemad() {
+		return true, nil
+	}
+	ctx := r.ctx
+	err = retry.Policy{MaxElapsed: -1}.Do(ctx, func(ctx context.Context) error {
+		var h *holdError
+		if err := dec.render(ctx, rec); errors.As(err, &h) {
+			return retry.Retryable(err)
+		} else {
+			return err
+		}
+	})
+	switch {
+	case err == nil:
+		return true, nil
+	case ctx.Err() != nil:
+		return false, ctx.Err()
+	}
+	return false, r.dead(rec, err.Error())
+}
