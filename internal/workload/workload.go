@@ -83,6 +83,7 @@ func (o *Options) EnsureDefaults() {
 		o.SlowTopics = 1
 	}
 	o.SlowTopics = min(o.SlowTopics, o.Topics)
+	o.AvroTopics = min(o.AvroTopics, o.Topics)
 }
 
 // Validate reports every invalid field.
@@ -174,11 +175,17 @@ func (w *Workload) SlowTopics() []string {
 }
 
 // Inputs declares how signalbox decodes every topic: event time from the
-// JSON field ts (unix ms), key from the Kafka key; the reference topic is
-// `time: none`.
-func (w *Workload) Inputs() []signalbox.Input {
+// JSON field ts (unix ms), key from the Kafka key; the Avro topics through
+// avro (which must be set when the scenario has Avro topics), event time
+// from their timestamp-millis field ts; the reference topic is `time:
+// none`.
+func (w *Workload) Inputs(avro signalbox.ValueDecoder) []signalbox.Input {
 	var in []signalbox.Input
-	for _, t := range w.EventTopics() {
+	for ti, t := range w.EventTopics() {
+		if w.isAvro(ti) {
+			in = append(in, signalbox.Input{Topic: t, Time: signalbox.TimeFromField, TimeField: TimeField, Decoder: avro})
+			continue
+		}
 		in = append(in, signalbox.Input{Topic: t, Time: signalbox.TimeFromField, TimeField: TimeField, TimeFormat: signalbox.FormatUnixMs})
 	}
 	return append(in, signalbox.Input{Topic: ReferenceTopic, Time: signalbox.TimeNone})
@@ -557,4 +564,5 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.LiveFor, "live", o.LiveFor, "live traffic duration")
 	fs.IntVar(&o.LiveRate, "rate", o.LiveRate, "live records per second")
 	fs.IntVar(&o.ProducerDelayed, "producer-delayed", o.ProducerDelayed, "live records produced already older than the delay (late for every strategy, and counted)")
+	fs.IntVar(&o.AvroTopics, "avro-topics", o.AvroTopics, "event topics (the first ones, at most --topics) whose values are Avro in the Confluent wire format, schemas in the embedded schema registry, the schema evolving halfway through each partition; 0: none")
 }
