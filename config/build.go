@@ -99,6 +99,9 @@ func (j *Job) build(log *zap.Logger) (*Plan, error) {
 	for i, in := range j.Inputs {
 		inputs[i] = in.library()
 	}
+	if err := j.decoders(inputs); err != nil {
+		return nil, err
+	}
 	p.Options = append(j.options(),
 		signalbox.WithInputs(inputs...),
 		signalbox.WithLatePolicy(signalbox.LatePolicy(j.Late)),

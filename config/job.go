@@ -37,6 +37,8 @@ type Job struct {
 	DiscoveryInterval  string   `yaml:"discovery_interval"`
 	GroupInstanceID    string   `yaml:"group_instance_id"`
 	Admin              Admin    `yaml:"admin"`
+	// SchemaRegistry is the registry of the schema'd formats (nil: none).
+	SchemaRegistry *SchemaRegistry `yaml:"schema_registry"`
 
 	lines map[string]int // YAML path → line, filled by Parse
 }
@@ -67,6 +69,10 @@ type Input struct {
 	TimeFormat   string `yaml:"time_format"`
 	Key          string `yaml:"key"`
 	KeyField     string `yaml:"key_field"`
+	// Format is the value's format (json, avro, protobuf, json_schema, raw;
+	// default json), KeyFormat the key's (default: the key's bytes).
+	Format    string `yaml:"format"`
+	KeyFormat string `yaml:"key_format"`
 }
 
 // Sink is one entry of `sinks`, or `dead_letter`. Type selects the sink;

@@ -142,6 +142,10 @@ func (j *Job) Validate() error {
 			topics[in.Topic] = i
 		}
 		in.validate(v, p)
+		in.validateFormats(v, p, j.SchemaRegistry)
+	}
+	if j.SchemaRegistry != nil {
+		j.SchemaRegistry.validate(v)
 	}
 	v.duration("delay", j.Delay, libraryRange)
 	v.duration("align", j.Align, libraryRange)

@@ -37,6 +37,8 @@ var (
 	dPhase       = desc("partition_phase", "1 for the partition's catch-up phase (replaying, caught-up, behind, unknown), 0 for the others.", "topic", "partition", "phase")
 	dPaused      = desc("partition_paused", "1 while the partition is paused by alignment or the memory bound.", partLabels...)
 	dHolds       = desc("partition_holds_watermark", "1 while the partition holds the watermark back (it is not caught up); the lowest bound sets the watermark.", partLabels...)
+	dSchemaHeld  = desc("partition_schema_held_records", "Records of the partition held because their schema cannot be fetched yet (registry down); the partition holds the watermark meanwhile. Present only while held.", partLabels...)
+	dSchemaHolds = desc("schema_held_partitions", "Partitions held because a record's schema cannot be fetched yet (registry down).")
 	dCommitted   = desc("partition_committed_offset", "The last offset committed for the partition: where a restart resumes.", partLabels...)
 
 	dWatermark     = desc("watermark_seconds", "The released watermark as Unix time: every record at or before it has been released. Absent before any evidence.")
@@ -81,7 +83,7 @@ var (
 )
 
 var all = []*prometheus.Desc{
-	dPosition, dSnapshotEnd, dLatestEnd, dBehind, dPhase, dPaused, dHolds, dCommitted,
+	dPosition, dSnapshotEnd, dLatestEnd, dBehind, dPhase, dPaused, dHolds, dCommitted, dSchemaHeld, dSchemaHolds,
 	dWatermark, dWatermarkLag, dTaskWatermark, dReplayDone, dRemaining, dETA,
 	dIn, dOut, dDead, dFiltered, dTimeless, dSkipped, dFuture, dLate, dLateness,
 	dParked, dParkedBytes, dSpilled, dStoreBytes,
@@ -186,6 +188,10 @@ func (c *Collector) partitions(e emitter, s signalbox.Stats) {
 		}
 		e.gauge(dPaused, bool01(paused[tp]), t, p)
 		e.gauge(dHolds, bool01(holds[tp]), t, p)
+	}
+	e.gauge(dSchemaHolds, float64(len(s.SchemaHolds)))
+	for _, h := range s.SchemaHolds {
+		e.gauge(dSchemaHeld, float64(h.Records), h.Topic, partition(h.TopicPartition))
 	}
 	for _, co := range s.Delivery.Committed {
 		e.gauge(dCommitted, float64(co.Offset), co.Topic, partition(co.TopicPartition))

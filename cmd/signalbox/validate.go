@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,21 +13,50 @@ import (
 
 func newValidateCmd() *cobra.Command {
 	var file string
+	var connect bool
 	cmd := &cobra.Command{
 		Use:   "validate -c job.yaml",
 		Short: "Check a job file: print every problem, one per line, or ok",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := loadJob(file, cmd.OutOrStdout(), exitRuntime); err != nil {
+			job, err := loadJob(file, cmd.OutOrStdout(), exitRuntime)
+			if err != nil {
 				return err
+			}
+			if connect {
+				if err := checkConnect(cmd.Context(), job, file, cmd.OutOrStdout()); err != nil {
+					return err
+				}
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "ok")
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&file, "config", "c", "", "job file (YAML)")
+	cmd.Flags().BoolVar(&connect, "connect", false, "also check that the schema registry answers")
 	cmd.MarkFlagRequired("config")
 	return cmd
+}
+
+// checkConnect checks what --connect asks: that the job's schema registry
+// answers. It prints the problem as loadJob does and answers 1.
+func checkConnect(ctx context.Context, job *config.Job, file string, w io.Writer) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	err := job.CheckRegistry(ctx)
+	var es config.Errors
+	switch {
+	case errors.As(err, &es):
+		for _, e := range es {
+			fmt.Fprintf(w, "%s: %s\n", file, e)
+		}
+		return &exitError{code: exitRuntime}
+	case err != nil:
+		fmt.Fprintf(w, "%s: %v\n", file, err)
+		return &exitError{code: exitRuntime}
+	}
+	return nil
 }
 
 // loadJob loads and validates the job file. On problems it prints each,

@@ -427,3 +427,12 @@ func (c *Client) reference(ctx context.Context, r sr.SchemaReference) (*sr.Subje
 	}
 	return e.ref, nil
 }
+
+// Ping asks the registry for its subjects, once per URL at most: nil when
+// one answers, else the error (an *UnavailableError, credentials removed).
+func (c *Client) Ping(ctx context.Context) error {
+	return c.call(ctx, "subjects", func(ctx context.Context, cl *sr.Client) error {
+		_, err := cl.Subjects(ctx)
+		return err
+	})
+}

@@ -26,6 +26,20 @@ type Status struct {
 	Progress    []Input     `json:"progress"`
 	Late        []Late      `json:"late"`
 	Sinks       []Sink      `json:"sinks"`
+	// SchemaHolds are the partitions held because a record's schema cannot
+	// be fetched yet (signalbox.Stats.SchemaHolds).
+	SchemaHolds []SchemaHold `json:"schema_holds"`
+}
+
+// SchemaHold is one partition held for its schema registry.
+type SchemaHold struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`  // the held record's
+	Records   int    `json:"records"` // records waiting
+	Since     string `json:"since"`   // RFC 3339
+	Attempts  int    `json:"attempts"`
+	Error     string `json:"error"` // the last, credentials removed
 }
 
 // Counters are the pipeline's record counters.
@@ -132,6 +146,11 @@ func FromStats(s signalbox.Stats) Status {
 		Progress:   []Input{},
 		Late:       []Late{},
 		Sinks:      []Sink{},
+	}
+	st.SchemaHolds = make([]SchemaHold, 0, len(s.SchemaHolds))
+	for _, h := range s.SchemaHolds {
+		st.SchemaHolds = append(st.SchemaHolds, SchemaHold{Topic: h.Topic, Partition: h.Partition, Offset: h.Offset, Records: h.Records,
+			Since: h.Since.UTC().Format(time.RFC3339Nano), Attempts: h.Attempts, Error: h.Err})
 	}
 	if s.Watermark != watermark.MinTime {
 		wm := s.Watermark

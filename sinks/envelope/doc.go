@@ -6,13 +6,17 @@
 //	topic          string
 //	partition      int
 //	offset         int
-//	key            string, or null when the record has no key
+//	key            string, or null when the record has no key; the decoded key (any JSON)
+//	               when the input decodes keys (record.Record.DecodedKey)
 //	key_b64        in place of key when the key is not valid UTF-8: its bytes in standard base64
 //	event_time     RFC 3339, UTC, millisecond precision ("2026-11-30T05:13:24.123Z")
 //	event_time_ms  int, milliseconds since the Unix epoch
 //	value          the payload embedded verbatim when it is valid JSON, else a JSON
 //	               string when it is valid UTF-8; null for a tombstone (no value)
+//	               the decoded value (record.Record.DecodedValue) when the input decodes values
 //	value_b64      in place of value when the payload is neither: its bytes in standard base64
+//	schema_id      int, the value's writer schema id, only when it has one
+//	key_schema_id  int, the key's writer schema id, only when it has one
 //	late           bool
 //	late_by_ms     int, only when late
 //	reason         string, only when the record carries a record.ReasonHeader header
@@ -25,7 +29,9 @@
 //     valid UTF-8 and contains no raw newline, whatever the key, value,
 //     topic or header bytes (fuzzed by FuzzAppend), provided a record
 //     marked record.Record.ValueJSON holds what the mark says (the
-//     engine's decoder sets it only after validating the value).
+//     engine's decoder sets it only after validating the value) and
+//     record.Record.DecodedKey and DecodedValue are single-line JSON (the
+//     formats package's output is).
 //  2. A payload that is valid JSON and valid UTF-8 is embedded byte for byte,
 //     except that a payload containing CR or LF is compacted (insignificant
 //     whitespace removed) so that the envelope stays on one line. A record

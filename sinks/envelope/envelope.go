@@ -90,9 +90,12 @@ func appendEnvelope(dst []byte, r *record.Record, e *Encoder) []byte {
 	dst = strconv.AppendInt(dst, int64(r.Partition), 10)
 	dst = append(dst, `,"offset":`...)
 	dst = strconv.AppendInt(dst, r.Offset, 10)
-	if r.Key == nil {
+	switch {
+	case r.DecodedKey != nil:
+		dst = append(append(dst, `,"key":`...), r.DecodedKey...) // JSON from the input's decoder
+	case r.Key == nil:
 		dst = append(dst, `,"key":null`...)
-	} else {
+	default:
 		dst = appendText(dst, `,"key":`, `,"key_b64":"`, r.Key)
 	}
 	if !r.Timeless {
@@ -104,6 +107,8 @@ func appendEnvelope(dst []byte, r *record.Record, e *Encoder) []byte {
 		}
 	}
 	switch {
+	case r.DecodedValue != nil:
+		dst = append(append(dst, `,"value":`...), r.DecodedValue...) // JSON from the input's decoder
 	case r.ValueJSON:
 		dst = append(dst, `,"value":`...)
 		dst = append(dst, r.Value...) // validated by the decoder (record.Record.ValueJSON)
@@ -115,6 +120,12 @@ func appendEnvelope(dst []byte, r *record.Record, e *Encoder) []byte {
 		} else {
 			dst = appendText(dst, `,"value":`, `,"value_b64":"`, r.Value)
 		}
+	}
+	if r.ValueSchemaID != 0 {
+		dst = strconv.AppendInt(append(dst, `,"schema_id":`...), int64(r.ValueSchemaID), 10)
+	}
+	if r.KeySchemaID != 0 {
+		dst = strconv.AppendInt(append(dst, `,"key_schema_id":`...), int64(r.KeySchemaID), 10)
 	}
 	if r.Late {
 		dst = append(dst, `,"late":true,"late_by_ms":`...)

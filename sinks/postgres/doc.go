@@ -13,17 +13,20 @@
 //	topic          text not null
 //	partition      integer not null
 //	"offset"       bigint not null          -- unique (topic, partition, "offset")
-//	key            text                     -- null when the record has no key, or key_bytes holds it
+//	key            text                     -- null when the record has no key, or key_bytes holds it;
+//	                                        -- the decoded key's JSON when the input decodes keys
 //	event_time     timestamptz              -- null for timeless records
 //	event_time_ms  bigint
-//	value          jsonb (or text, Config.ValueType) -- the envelope's value; null for a tombstone, or value_bytes holds it
+//	value          jsonb (or text, Config.ValueType) -- the envelope's value (the decoded value for a
+//	                                        -- schema'd input); null for a tombstone, or value_bytes holds it
 //	late           boolean not null
 //	late_by_ms     bigint
 //	reason         text                     -- dead-letter reason, if any
 //	key_bytes      bytea                    -- the key, when it is not valid UTF-8 or holds NUL
 //	value_bytes    bytea                    -- the value, when it is neither JSON nor valid UTF-8, or (jsonb) its JSON holds \u0000
+//	schema_id      integer                  -- the value's writer schema id (schema'd inputs), else null
 //
-// Open adds key_bytes and value_bytes to a data table created by an earlier
+// Open adds key_bytes, value_bytes and schema_id to a data table created by an earlier
 // build (ALTER TABLE … ADD COLUMN IF NOT EXISTS; with Config.NoCreate the
 // table must have them).
 // The checkpoint lives in <Table>_checkpoint (name, topic, partition, low,

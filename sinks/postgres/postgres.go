@@ -148,8 +148,10 @@ CREATE TABLE IF NOT EXISTS %[1]s (
 	reason text,
 	key_bytes bytea,
 	value_bytes bytea,
+	schema_id integer,
 	UNIQUE (topic, partition, "offset"));
-ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS key_bytes bytea, ADD COLUMN IF NOT EXISTS value_bytes bytea;
+ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS key_bytes bytea, ADD COLUMN IF NOT EXISTS value_bytes bytea,
+	ADD COLUMN IF NOT EXISTS schema_id integer;
 CREATE TABLE IF NOT EXISTS %[2]s (
 	name text NOT NULL,
 	topic text NOT NULL,
@@ -192,7 +194,7 @@ func (s *Sink) do(ctx context.Context, fn func(*pgx.Conn) error) error {
 	return err
 }
 
-var columns = []string{"ord", "topic", "partition", "offset", "key", "event_time", "event_time_ms", "value", "late", "late_by_ms", "reason", "key_bytes", "value_bytes"}
+var columns = []string{"ord", "topic", "partition", "offset", "key", "event_time", "event_time_ms", "value", "late", "late_by_ms", "reason", "key_bytes", "value_bytes", "schema_id"}
 
 // Write buffers batch, committing first when MaxBatch rows are waiting.
 func (s *Sink) Write(ctx context.Context, batch []record.Record) error {
@@ -440,7 +442,7 @@ func (s *Sink) reject(ctx context.Context) error {
 func (s *Sink) insert(ctx context.Context, tx pgx.Tx, lo, hi int) error {
 	_, err := tx.Exec(ctx, fmt.Sprintf(`CREATE TEMP TABLE IF NOT EXISTS signalbox_stage (
 	ord integer, topic text, partition integer, "offset" bigint, key text, event_time timestamptz,
-	event_time_ms bigint, value %s, late boolean, late_by_ms bigint, reason text, key_bytes bytea, value_bytes bytea)
+	event_time_ms bigint, value %s, late boolean, late_by_ms bigint, reason text, key_bytes bytea, value_bytes bytea, schema_id integer)
 	ON COMMIT DELETE ROWS`, s.cfg.ValueType))
 	if err != nil {
 		return err
@@ -448,7 +450,7 @@ func (s *Sink) insert(ctx context.Context, tx pgx.Tx, lo, hi int) error {
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"signalbox_stage"}, columns, pgx.CopyFromRows(s.rows[lo:hi])); err != nil {
 		return err
 	}
-	cols := `topic, partition, "offset", key, event_time, event_time_ms, value, late, late_by_ms, reason, key_bytes, value_bytes`
+	cols := `topic, partition, "offset", key, event_time, event_time_ms, value, late, late_by_ms, reason, key_bytes, value_bytes, schema_id`
 	_, err = tx.Exec(ctx, `INSERT INTO `+s.data+` (`+cols+`) SELECT `+cols+
 		` FROM signalbox_stage WHERE ord >= $1 AND ord < $2 ORDER BY ord ON CONFLICT (topic, partition, "offset") DO NOTHING`, lo, hi)
 	return err
@@ -485,6 +487,8 @@ func (s *Sink) row(r *record.Record) []any {
 	row := make([]any, len(columns))
 	row[1], row[2], row[3] = r.Topic, r.Partition, r.Offset
 	switch {
+	case r.DecodedKey != nil: // the decoded key's JSON (an input with a key decoder)
+		row[4] = text(r.DecodedKey)
 	case r.Key == nil:
 	case utf8.Valid(r.Key) && bytes.IndexByte(r.Key, 0) < 0:
 		row[4] = string(r.Key)
@@ -494,7 +498,17 @@ func (s *Sink) row(r *record.Record) []any {
 	if !r.Timeless {
 		row[5], row[6] = time.UnixMilli(r.EventTime).UTC(), r.EventTime
 	}
-	if r.Value != nil {
+	if r.ValueSchemaID != 0 {
+		row[13] = int32(r.ValueSchemaID)
+	}
+	switch {
+	case r.DecodedValue != nil: // the decoded value (an input with a decoder): JSON
+		if s.cfg.ValueType != "jsonb" || !bytes.Contains(r.DecodedValue, []byte(`\u0000`)) {
+			row[7] = string(r.DecodedValue)
+		} else {
+			row[12] = r.Value // the original bytes, as for any value jsonb refuses
+		}
+	case r.Value != nil:
 		// jsonb refuses the \u0000 escape; text holds it as written.
 		if v, ok := envelope.AppendValue(nil, r.Value); ok && (s.cfg.ValueType != "jsonb" || !bytes.Contains(v, []byte(`\u0000`))) {
 			row[7] = string(v)

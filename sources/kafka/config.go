@@ -382,6 +382,9 @@ func (c *Config) sarama() (*sarama.Config, error) {
 	return sc, nil
 }
 
+// Config is the *tls.Config t describes, certificates read from their files.
+func (t *TLS) Config() (*tls.Config, error) { return t.config() }
+
 func (t *TLS) config() (*tls.Config, error) {
 	tc := &tls.Config{InsecureSkipVerify: t.InsecureSkipVerify, MinVersion: tls.VersionTLS12} //nolint:gosec // opt-in, documented
 	if t.CAFile != "" {

@@ -1,0 +1,430 @@
+package signalbox_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	hamba "github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
+	"google.golang.org/protobuf/types/dynamicpb"
+	_ "google.golang.org/protobuf/types/known/timestamppb" // google/protobuf/timestamp.proto in the global registry
+
+	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/config"
+	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/sinks/envelope"
+)
+
+// The schemas of the schema'd lane: an Avro inventory topic whose writer
+// schema changes in the middle (v2 adds an optional site), and a Protobuf
+// sales topic.
+const (
+	invV1 = `{"type":"record","name":"Inv","namespace":"shop","fields":[
+		{"name":"sku","type":"string"},
+		{"name":"meta","type":{"type":"record","name":"Meta","fields":[{"name":"ts","type":{"type":"long","logicalType":"timestamp-millis"}}]}},
+		{"name":"seq","type":"long"}]}`
+	invV2 = `{"type":"record","name":"Inv","namespace":"shop","fields":[
+		{"name":"sku","type":"string"},
+		{"name":"meta","type":{"type":"record","name":"Meta","fields":[{"name":"ts","type":{"type":"long","logicalType":"timestamp-millis"}}]}},
+		{"name":"seq","type":"long"},
+		{"name":"site","type":["null","string"],"default":null}]}`
+	saleProto = `syntax = "proto3";
+package shop;
+import "google/protobuf/timestamp.proto";
+message Sale { string sku = 1; google.protobuf.Timestamp at = 2; int64 seq = 3; }
+`
+)
+
+type invMeta struct {
+	Ts time.Time `avro:"ts"`
+}
+type invRec1 struct {
+	Sku  string  `avro:"sku"`
+	Meta invMeta `avro:"meta"`
+	Seq  int64   `avro:"seq"`
+}
+type invRec2 struct {
+	Sku  string  `avro:"sku"`
+	Meta invMeta `avro:"meta"`
+	Seq  int64   `avro:"seq"`
+	Site *string `avro:"site"`
+}
+
+// schemaReg is srfake over HTTP with a switch that makes it answer 503 to
+// schema lookups, and a count of the lookups it refused.
+type schemaReg struct {
+	*srfake.Registry
+	down    atomic.Bool
+	refused atomic.Int64
+}
+
+func newSchemaReg(t *testing.T) *schemaReg {
+	t.Helper()
+	r := &schemaReg{Registry: srfake.New()}
+	t.Cleanup(r.Close)
+	r.Intercept(func(w http.ResponseWriter, req *http.Request) bool {
+		if r.down.Load() && strings.HasPrefix(req.URL.Path, "/schemas/") {
+			r.refused.Add(1)
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	})
+	return r
+}
+
+func (r *schemaReg) register(t *testing.T, subject string, s sr.Schema) int {
+	t.Helper()
+	id, _, err := r.RegisterSchema(subject, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// lane is the produced data of the schema'd lane, and what every sink must
+// receive for it.
+type lane struct {
+	n        int            // good records, seq 0..n-1 at event time base+seq
+	base     int64          // event time of seq 0, ms
+	want     map[int]string // seq → the value's JSON
+	schemaOf map[int]int    // seq → writer schema id
+	bad      map[int64][]byte
+	v1, v2   int
+	saleID   int
+	encoded  map[int][]byte // seq → the produced value bytes
+}
+
+// saleDescriptor is the Sale message, built by hand with protodesc: the
+// producer does not share the decoder's schema compiler.
+func saleDescriptor(t *testing.T) protoreflect.MessageDescriptor {
+	t.Helper()
+	field := func(name string, n int32, typ descriptorpb.FieldDescriptorProto_Type, typeName string) *descriptorpb.FieldDescriptorProto {
+		f := &descriptorpb.FieldDescriptorProto{Name: proto.String(name), Number: proto.Int32(n), Type: typ.Enum(),
+			Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(), JsonName: proto.String(name)}
+		if typeName != "" {
+			f.TypeName = proto.String(typeName)
+		}
+		return f
+	}
+	fd, err := protodesc.NewFile(&descriptorpb.FileDescriptorProto{
+		Name: proto.String("sale.proto"), Package: proto.String("shop"), Syntax: proto.String("proto3"),
+		Dependency: []string{"google/protobuf/timestamp.proto"},
+		MessageType: []*descriptorpb.DescriptorProto{{Name: proto.String("Sale"), Field: []*descriptorpb.FieldDescriptorProto{
+			field("sku", 1, descriptorpb.FieldDescriptorProto_TYPE_STRING, ""),
+			field("at", 2, descriptorpb.FieldDescriptorProto_TYPE_MESSAGE, ".google.protobuf.Timestamp"),
+			field("seq", 3, descriptorpb.FieldDescriptorProto_TYPE_INT64, ""),
+		}}},
+	}, protoregistry.GlobalFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fd.Messages().ByName("Sale")
+}
+
+// produceLane writes n records over inv (Avro, partitions 0-2; seq i to
+// partition i%5 when i%5 < 3) and sales (Protobuf, partitions 0-1), then an
+// unknown-schema-id record and a record not in the wire format to inv/0.
+// Event times rise with seq, so the release order is seq order.
+func produceLane(t *testing.T, c *embedded.Cluster, r *schemaReg, n int) *lane {
+	t.Helper()
+	l := &lane{n: n, base: time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli(), want: map[int]string{},
+		schemaOf: map[int]int{}, bad: map[int64][]byte{}, encoded: map[int][]byte{}}
+	l.v1 = r.register(t, "inv-value", sr.Schema{Schema: invV1})
+	l.v2 = r.register(t, "inv-value", sr.Schema{Schema: invV2})
+	l.saleID = r.register(t, "sales-value", sr.Schema{Schema: saleProto, Type: sr.TypeProtobuf})
+	s1, s2 := hamba.MustParse(invV1), hamba.MustParse(invV2)
+	sale := saleDescriptor(t)
+	var recs []*kgo.Record
+	invCount := 0
+	for i := range n {
+		ts := time.UnixMilli(l.base + int64(i)).UTC()
+		tsText := ts.Format("2006-01-02T15:04:05.000Z")
+		sku := fmt.Sprintf("s%d", i%11)
+		var v []byte
+		var err error
+		topic, part := "inv", int32(i%5)
+		switch {
+		case part >= 3:
+			topic, part = "sales", part-3
+			m := dynamicpb.NewMessage(sale)
+			m.Set(sale.Fields().ByName("sku"), protoreflect.ValueOfString(sku))
+			at := m.Mutable(sale.Fields().ByName("at")).Message()
+			at.Set(at.Descriptor().Fields().ByName("seconds"), protoreflect.ValueOfInt64(ts.Unix()))
+			at.Set(at.Descriptor().Fields().ByName("nanos"), protoreflect.ValueOfInt32(int32(ts.Nanosecond())))
+			m.Set(sale.Fields().ByName("seq"), protoreflect.ValueOfInt64(int64(i)))
+			v, err = sr.Encode(m, new(sr.ConfluentHeader), l.saleID, []int{0}, func(v any) ([]byte, error) { return proto.Marshal(v.(proto.Message)) })
+			if ts.Nanosecond() == 0 {
+				tsText = ts.Format("2006-01-02T15:04:05Z") // protojson's fewest fraction digits
+			}
+			l.want[i] = fmt.Sprintf(`{"sku":%q,"at":%q,"seq":"%d"}`, sku, tsText, i)
+			l.schemaOf[i] = l.saleID
+		case invCount*2 < n*3/5: // the first half of inv: v1
+			invCount++
+			v, err = sr.Encode(invRec1{Sku: sku, Meta: invMeta{ts}, Seq: int64(i)}, new(sr.ConfluentHeader), l.v1, nil,
+				func(v any) ([]byte, error) { return hamba.Marshal(s1, v) })
+			l.want[i] = fmt.Sprintf(`{"sku":%q,"meta":{"ts":%q},"seq":%d}`, sku, tsText, i)
+			l.schemaOf[i] = l.v1
+		default:
+			site, siteJSON := "oslo", `"oslo"`
+			rec := invRec2{Sku: sku, Meta: invMeta{ts}, Seq: int64(i), Site: &site}
+			if i%2 == 0 {
+				rec.Site, siteJSON = nil, "null"
+			}
+			v, err = sr.Encode(rec, new(sr.ConfluentHeader), l.v2, nil, func(v any) ([]byte, error) { return hamba.Marshal(s2, v) })
+			l.want[i] = fmt.Sprintf(`{"sku":%q,"meta":{"ts":%q},"seq":%d,"site":%s}`, sku, tsText, i, siteJSON)
+			l.schemaOf[i] = l.v2
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.encoded[i] = v
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: part, Key: []byte(fmt.Sprint("k", i%13)), Value: v})
+	}
+	unknown := append([]byte{0, 0, 0, 0x27, 0x0f}, 2, 'x') // schema id 9999
+	notWire := []byte(`{"sku":"plain json, no magic byte"}`)
+	recs = append(recs, &kgo.Record{Topic: "inv", Partition: 0, Value: unknown}, &kgo.Record{Topic: "inv", Partition: 0, Value: notWire})
+	if err := c.Produce(context.Background(), recs...); err != nil {
+		t.Fatal(err)
+	}
+	l.bad[int64(n/5+boolInt(n%5 > 0))] = unknown
+	l.bad[int64(n/5+boolInt(n%5 > 0))+1] = notWire
+	return l
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// laneJob is the job file of the lane: JSONL out and dead-letter files,
+// plus extra sinks.
+func laneJob(c *embedded.Cluster, r *schemaReg, out, dead, extra string) string {
+	return fmt.Sprintf(`brokers: [%s]
+inputs:
+  - {topic: inv, format: avro, time: field, time_field: meta.ts}
+  - {topic: sales, format: protobuf, time: field, time_field: at}
+schema_registry: {url: %q}
+until: end-offsets
+checkpoint_interval: 1h
+sinks:
+  - {type: jsonl, path: %q}
+%sdead_letter: {type: jsonl, path: %q}
+`, c.Addrs()[0], r.URL(), out, extra, dead)
+}
+
+// startLane builds the pipeline of doc and runs it in the background.
+func startLane(t *testing.T, doc string) (*signalbox.Pipeline, <-chan error) {
+	t.Helper()
+	j, err := config.Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := j.Build(zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Pipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // hang guard
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	return p, done
+}
+
+// checkLaneOut fails unless out holds every good record once, in seq (event
+// time) order, none late, each with its expected value JSON and schema id.
+func checkLaneOut(t *testing.T, l *lane, out []byte) {
+	t.Helper()
+	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+	if len(lines) != l.n {
+		t.Fatalf("the JSONL sink got %d records, want %d", len(lines), l.n)
+	}
+	for i, line := range lines {
+		var e struct {
+			Value    json.RawMessage `json:"value"`
+			SchemaID int             `json:"schema_id"`
+			Late     bool            `json:"late"`
+			TimeMs   int64           `json:"event_time_ms"`
+		}
+		if err := json.Unmarshal(line, &e); err != nil {
+			t.Fatalf("line %d: %v: %s", i+1, err, line)
+		}
+		if e.TimeMs != l.base+int64(i) || e.Late {
+			t.Fatalf("line %d: event time %d late %v, want seq %d at %d, not late (order broken, duplicated or lost): %s", i+1, e.TimeMs, e.Late, i, l.base+int64(i), line)
+		}
+		if string(e.Value) != l.want[i] || e.SchemaID != l.schemaOf[i] {
+			t.Fatalf("seq %d: value %s schema_id %d, want %s schema_id %d", i, e.Value, e.SchemaID, l.want[i], l.schemaOf[i])
+		}
+	}
+}
+
+// checkLaneDead fails unless dead holds exactly the two bad records, with
+// their reasons and original bytes.
+func checkLaneDead(t *testing.T, l *lane, dead []byte) {
+	t.Helper()
+	lines := bytes.Split(bytes.TrimSpace(dead), []byte("\n"))
+	if len(l.bad) != 2 || len(lines) != 2 {
+		t.Fatalf("dead letters: %d, want 2:\n%s", len(lines), dead)
+	}
+	reasons := map[int64]string{}
+	for _, line := range lines {
+		var e struct {
+			Offset int64  `json:"offset"`
+			Reason string `json:"reason"`
+		}
+		if err := json.Unmarshal(line, &e); err != nil {
+			t.Fatal(err)
+		}
+		orig, ok := l.bad[e.Offset]
+		if !ok {
+			t.Fatalf("dead letter at offset %d is not one of the bad records: %s", e.Offset, line)
+		}
+		d, err := envelope.Decode(line)
+		if err != nil || !bytes.Equal(d.Value, orig) {
+			t.Fatalf("dead letter at offset %d carries %q (%v), want the original bytes %q", e.Offset, d.Value, err, orig)
+		}
+		reasons[e.Offset] = e.Reason
+	}
+	for off, reason := range reasons {
+		if !strings.Contains(reason, "9999") && !strings.Contains(reason, "magic") {
+			t.Fatalf("dead letter at offset %d: reason %q names neither the unknown id nor the framing", off, reason)
+		}
+	}
+}
+
+// laneSize is the number of good records: SIGNALBOX_SCHEMAD_RECORDS, else
+// a size for every run of go test.
+func laneSize(t *testing.T) int {
+	if s := os.Getenv("SIGNALBOX_SCHEMAD_RECORDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 5 {
+			t.Fatalf("SIGNALBOX_SCHEMAD_RECORDS=%q: want a number ≥ 5", s)
+		}
+		return n
+	}
+	return 3000
+}
+
+// TestSchemadLaneEndToEnd: an Avro topic (3 partitions, its writer schema
+// changing midway) and a Protobuf topic (2 partitions), read from Kafka over
+// TCP with schemas from a registry over HTTP: every good record reaches the
+// JSONL sink once, in event-time order, none late, as its decoded JSON with
+// its schema id; the unknown-id and non-wire-format records are
+// dead-lettered with the reason and their original bytes.
+func TestSchemadLaneEndToEnd(t *testing.T) {
+	c := startCluster(t, embedded.WithTopic("inv", 3), embedded.WithTopic("sales", 2))
+	r := newSchemaReg(t)
+	n := laneSize(t)
+	l := produceLane(t, c, r, n)
+	dir := t.TempDir()
+	out, dead := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "dead.jsonl")
+	start := time.Now()
+	p, done := startLane(t, laneJob(c, r, out, dead, ""))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	t.Logf("%d schema'd records (+2 bad) over 5 partitions in %v: %.0f records/s", n, took, float64(n)/took.Seconds())
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLaneOut(t, l, b)
+	d, err := os.ReadFile(dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLaneDead(t, l, d)
+	if s := p.Stats(); s.LateTotal().Count != 0 || s.Dead != 2 {
+		t.Fatalf("stats: %d late, %d dead-lettered; want 0 and 2", s.LateTotal().Count, s.Dead)
+	}
+}
+
+// TestSchemadRegistryOutageHolds: the registry answers 503 when the second
+// Avro schema is first needed, mid-replay: the partitions that reach it are
+// held (reported in Stats.SchemaHolds) while the rest run on; once the
+// registry is back, every record arrives once, in order, none late, none
+// dead-lettered but the two bad ones.
+func TestSchemadRegistryOutageHolds(t *testing.T) {
+	c := startCluster(t, embedded.WithTopic("inv", 3), embedded.WithTopic("sales", 2))
+	r := newSchemaReg(t)
+	l := produceLane(t, c, r, 2000)
+	// Down for every schema fetched from now on; v1 and the Protobuf
+	// schema are let through once each, so the hold begins at v2, in the
+	// middle of the inv partitions.
+	r.Intercept(func(w http.ResponseWriter, req *http.Request) bool {
+		if strings.HasSuffix(req.URL.Path, fmt.Sprintf("/ids/%d", l.v2)) && r.down.Load() {
+			r.refused.Add(1)
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	})
+	r.down.Store(true)
+	dir := t.TempDir()
+	out, dead := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "dead.jsonl")
+	p, done := startLane(t, laneJob(c, r, out, dead, ""))
+	deadline := time.Now().Add(time.Minute)
+	var seen []signalbox.SchemaHold
+	for len(seen) == 0 || r.refused.Load() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no hold reported within a minute (refused %d lookups)", r.refused.Load())
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the run ended while the registry was down: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if s := p.Stats().SchemaHolds; len(s) > 0 {
+			seen = s
+		}
+	}
+	if s := p.Stats(); s.Dead > 2 || s.LateTotal().Count != 0 {
+		t.Fatalf("during the outage: %d dead-lettered, %d late", s.Dead, s.LateTotal().Count)
+	}
+	h := seen[0]
+	if h.Topic != "inv" || h.Records == 0 || !strings.Contains(h.Err, "503") && !strings.Contains(h.Err, "unavailable") {
+		t.Fatalf("hold %+v: want an inv partition, records waiting, the registry's error", h)
+	}
+	r.down.Store(false)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLaneOut(t, l, b)
+	d, err := os.ReadFile(dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLaneDead(t, l, d)
+	if s := p.Stats(); len(s.SchemaHolds) != 0 || s.LateTotal().Count != 0 {
+		t.Fatalf("after the outage: holds %+v, %d late", s.SchemaHolds, s.LateTotal().Count)
+	}
+}
