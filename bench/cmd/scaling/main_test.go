@@ -213,3 +213,45 @@ func TestWriteJobAvro(t *testing.T) {
 		}
 	}
 }
+
+// TestTinyAvroRun runs the schema'd round on a tiny history, one round,
+// with a profile: run fails if any consumer (the Avro jobs into JSONL and
+// into Kafka among them) reads a different number of records than the
+// history holds. The test checks every row, the Avro-against-JSON table,
+// the two profiles and that the section goes between its own markers,
+// leaving the issue-9 section alone. It asserts no timing.
+func TestTinyAvroRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds signalbox and runs a broker process")
+	}
+	md := filepath.Join(t.TempDir(), "bench.md")
+	other := beginMark + "\nthe issue-9 section\n" + endMark + "\n"
+	if err := os.WriteFile(md, []byte("# Benchmarks\n\n"+other), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := run([]string{"-avro", "-sizes", "2400", "-rounds", "1", "-profile-size", "2400", "-out", md, "-signalbox", testBinary(t)}, &out); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(doc)
+	if !strings.Contains(s, other) || !strings.Contains(s, avroBeginMark+"\n"+out.String()+avroEndMark) {
+		t.Fatalf("bench.md not spliced between the Avro markers:\n%s", s)
+	}
+	for _, c := range avroConsumers {
+		if !strings.Contains(out.String(), "| 3K | "+label(config{avro: true}, c)+" |") {
+			t.Errorf("no row for %s (3400 records):\n%s", c, out.String())
+		}
+	}
+	for _, sink := range []string{"JSONL file", "Kafka"} {
+		if !strings.Contains(out.String(), "| 3K | "+sink+" | ") {
+			t.Errorf("no Avro-against-JSON row for the %s sink:\n%s", sink, out.String())
+		}
+	}
+	if n := strings.Count(out.String(), "flat  flat%"); n != 2 {
+		t.Errorf("%d CPU profiles in the section, want 2:\n%s", n, out.String())
+	}
+}

@@ -20,6 +20,15 @@ const (
 	avroEndMark   = "<!-- scaling-avro:end -->"
 )
 
+// label names consumer in c's table: in the schema'd round the JSON job's
+// row does not follow a row of the same job.
+func label(c config, consumer string) string {
+	if c.avro && consumer == sbField {
+		return "`signalbox run`, JSON, `time: field` (`ts`), JSONL file sink"
+	}
+	return labels[consumer]
+}
+
 // marks are the markers of c's section.
 func marks(c config) (string, string) {
 	if c.avro {
@@ -65,7 +74,7 @@ func section(c config, args []string, runs []sizeRun, started time.Time) string 
 	if c.avro {
 		p("**Avro twins.** The same history, record by record (key, partition, Kafka timestamp, item, event time, kind, padding), Avro-encoded in the Confluent wire format into a twin topic per event topic (`avro-events-NN`): schema v1 (`item`, `ts` as `timestamp-millis`, `kind`, `pad`) for the first half of each partition and v2 (plus a nullable `site`) after, both registered in the broker process's schema registry (`signalbox broker`'s srfake). An Avro value is about 40 bytes smaller than its JSON twin (no field names). signalbox reads them with `format: avro` and the job's `schema_registry`, event time from `ts` with no time format. The Kafka-sink jobs write into a topic of the same broker process, created before and deleted after each run; their record count is the sum of its end offsets.\n\n")
 	}
-	p("**How it is measured.** Each consumer is its own process, started after the history is produced, and reads everything up to the end offsets; within a round the consumers run one after the other, in the order of the table, and the rounds repeat that order, so a noisy stretch of the machine hits them alike. records/s = records read (signalbox: lines in its JSONL output) ÷ the process's wall time, start-up and connection included; the median over the rounds, with the range. The ratio is to franz-go reading the same topics in the same round (median of the rounds' ratios). Peak RSS is the child's `ru_maxrss` (`os.ProcessState.SysUsage`), the largest over the rounds. CPU is the child's user + system time (the same rusage) per million records, the median over the rounds: on a shared machine it moves less than wall time does, and on 2 cores a consumer cannot run faster than 2 ÷ its CPU per record. Broker CPU is the broker process's user + system time while that consumer ran (from /proc), per million records: the part of the same 2 cores that serving the consumer took.\n\n")
+	p("**How it is measured.** Each consumer is its own process, started after the history is produced, and reads everything up to the end offsets; within a round the consumers run one after the other, in the order of the table, and the rounds repeat that order, so a noisy stretch of the machine hits them alike. records/s = records read (signalbox: lines in its JSONL output, or records in its Kafka sink's topic) ÷ the process's wall time, start-up and connection included; the median over the rounds, with the range. The ratio is to franz-go reading the same topics in the same round (median of the rounds' ratios). Peak RSS is the child's `ru_maxrss` (`os.ProcessState.SysUsage`), the largest over the rounds. CPU is the child's user + system time (the same rusage) per million records, the median over the rounds: on a shared machine it moves less than wall time does, and on 2 cores a consumer cannot run faster than 2 ÷ its CPU per record. Broker CPU is the broker process's user + system time while that consumer ran (from /proc), per million records: the part of the same 2 cores that serving the consumer took.\n\n")
 	if c.vs != "" {
 		p("**A/B.** `-vs %s`: in every round, each signalbox job is run again right after, by that binary, on the same data; its rows are marked \"the `-vs` binary\"", c.vs)
 		if c.vsGogc != "" {
@@ -99,7 +108,7 @@ func section(c config, args []string, runs []sizeRun, started time.Time) string 
 			if len(rates) == 0 {
 				continue
 			}
-			p("| %s | %s | %.2fM (%.2f–%.2f) | %.2f | %.2f | %.2f | %s |\n", count(r.Records), labels[name],
+			p("| %s | %s | %.2fM (%.2f–%.2f) | %.2f | %.2f | %.2f | %s |\n", count(r.Records), label(c, name),
 				median(rates)/1e6, slices.Min(rates)/1e6, slices.Max(rates)/1e6, median(ratios), median(cpu), median(bcpu), report.MiB(rss))
 		}
 	}
@@ -110,7 +119,7 @@ func section(c config, args []string, runs []sizeRun, started time.Time) string 
 	for _, r := range runs {
 		for _, pr := range r.Profiles {
 			p("**CPU profile, %s, %s records** (one extra run with `signalbox run --cpuprofile`; `go tool pprof -top`):\n\n```\n%s```\n\n",
-				labels[pr.Consumer], count(r.Records), trimProfile(pr.Top))
+				label(c, pr.Consumer), count(r.Records), trimProfile(pr.Top))
 		}
 	}
 	return b.String()
