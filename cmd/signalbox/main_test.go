@@ -277,16 +277,22 @@ func TestRunLiveStopsGracefully(t *testing.T) {
 	checkOutput(t, readOutput(t, out), n)
 }
 
+// brokerCmd runs `signalbox broker` with args until ctx ends; its standard
+// output is read from lines, and its exit code arrives on done.
+func brokerCmd(ctx context.Context, args ...string) (lines *bufio.Reader, done chan int) {
+	pr, pw := io.Pipe()
+	done = make(chan int, 1)
+	go func() {
+		done <- execute(ctx, append([]string{"--log-level", "warn", "broker", "--addr", "127.0.0.1:0"}, args...), pw, io.Discard)
+		pw.Close()
+	}()
+	return bufio.NewReader(pr), done
+}
+
 func TestBrokerCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
-	pr, pw := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		done <- execute(ctx, []string{"--log-level", "warn", "broker", "--addr", "127.0.0.1:0", "--topic", "t:2"}, pw, io.Discard)
-		pw.Close()
-	}()
-	lines := bufio.NewReader(pr)
+	lines, done := brokerCmd(ctx, "--topic", "t:2")
 	addr, err := lines.ReadString('\n')
 	if err != nil {
 		t.Fatalf("no address printed: %v", err)
@@ -302,7 +308,7 @@ func TestBrokerCommand(t *testing.T) {
 		t.Fatalf("no schema registry URL printed: %v", err)
 	}
 	checkRegistry(ctx, t, strings.TrimSpace(url))
-	go io.Copy(io.Discard, pr)
+	go io.Copy(io.Discard, lines)
 	cancel()
 	if code := <-done; code != 0 {
 		t.Fatalf("broker exit %d", code)
@@ -331,13 +337,7 @@ func checkRegistry(ctx context.Context, t *testing.T, url string) {
 func TestBrokerCommandNoRegistry(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
-	pr, pw := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		done <- execute(ctx, []string{"--log-level", "warn", "broker", "--addr", "127.0.0.1:0", "--registry-addr", "off"}, pw, io.Discard)
-		pw.Close()
-	}()
-	lines := bufio.NewReader(pr)
+	lines, done := brokerCmd(ctx, "--registry-addr", "off")
 	if _, err := lines.ReadString('\n'); err != nil {
 		t.Fatalf("no address printed: %v", err)
 	}
