@@ -409,6 +409,9 @@ func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap
 			dir := tmp
 			if c.profileDir != "" {
 				dir = c.profileDir
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return r, err
+				}
 			}
 			path := filepath.Join(dir, mode+".pprof")
 			if _, err := one(mode, 0, path); err != nil {
