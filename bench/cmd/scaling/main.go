@@ -47,6 +47,7 @@ type config struct {
 	profileSize int64         // history size whose signalbox runs are profiled; 0: none
 	profileDir  string        // where the profiles are kept; "": a temporary directory
 	avro        bool          // the schema'd round: Avro twins against the JSON history
+	loadStart   string        // the machine's load average when the run started
 	child       string        // internal: run one raw consumer
 	brokers     string        // child: broker addresses
 	topics      string        // child: topics
@@ -268,6 +269,7 @@ func run(args []string, stdout io.Writer) error {
 		c.vs = c.bin
 	}
 	started := time.Now()
+	c.loadStart = loadAvg()
 	var runs []sizeRun
 	for _, size := range c.sizes {
 		r, err := measureSize(ctx, c, size, tmp, log)
@@ -425,6 +427,16 @@ func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap
 		}
 	}
 	return r, nil
+}
+
+// loadAvg is the machine's 1, 5 and 15-minute load averages
+// (/proc/loadavg), or "n/a".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "n/a"
 }
 
 // allocPath is where the allocation profile of the run profiled into

@@ -69,6 +69,7 @@ func section(c config, args []string, runs []sizeRun, started time.Time) string 
 	p("Reproduce with:\n\n```\n%s\n```\n\n", cmd)
 	p("%d cores · %s · run of %s, %s · rounds per size: %d.\n\n", runtime.NumCPU(), runtime.Version(),
 		started.UTC().Format("2006-01-02 15:04 MST"), time.Since(started).Round(time.Second), c.rounds)
+	p("Load average (1, 5, 15 min) of the shared machine at the start: %s; at the end: %s.\n\n", c.loadStart, loadAvg())
 	p("**Data.** %s; %d topics × %d partitions of ~%d-byte JSON values, event time in field `ts` and as the Kafka timestamp, a week of event time, ≤ %v disorder inside a partition, %d keys, 16 KiB producer batches; plus the reference topic `items` (%d records, `time: none` for signalbox). signalbox's delay bound: %v; checkpoint interval: %s; GOGC: %s.\n\n",
 		brokerLabel(c.nbrokers), topics, partitions, valueBytes, disorder, items, items, c.delay, checkpointLabel(c.checkpoint), gogcLabel(c.gogc))
 	if c.avro {
