@@ -16,8 +16,11 @@
 //
 //   - The poller calls Source.Poll and decodes every record off the engine's
 //     goroutine: meta filter, event time, ordering key (ingest.go prepare;
-//     P6). A Fetch that revokes partitions waits until the engine has
-//     committed their safe offsets (C4).
+//     P6), through an input's ValueDecoder for schema'd values
+//     (schemad.go). A record its decoder cannot decode yet (the registry
+//     down) holds its partition there, retried with backoff (hold.go: B4).
+//     A Fetch that revokes partitions waits until the engine has committed
+//     their safe offsets (C4).
 //   - The engine is the only goroutine that touches the run's state. For
 //     each Fetch (loop.go handle) it assigns and revokes partitions
 //     (partition.go), feeds catch-up (package catchup: G1–G6) and the
@@ -43,7 +46,8 @@
 //     acknowledged the checkpoint's records (C1–C3).
 //
 // The files: pipeline.go (Pipeline, New, Run), loop.go (the poller, the
-// loop, one Fetch), ingest.go (decode and park one record), partition.go
+// loop, one Fetch), ingest.go (decode and park one record), schemad.go and
+// hold.go (schema'd values: ValueDecoder, holds), partition.go
 // (assign, revoke, phases), align.go (flow control), release.go (the
 // watermark, release, hand-over to the sinks, and the engine's one blocking
 // wait, await), checkpoint.go, writer.go (the sink goroutine), observe.go

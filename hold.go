@@ -2,8 +2,9 @@ package signalbox
 
 // Holding a partition whose records a ValueDecoder cannot decode yet (the
 // schema registry is down): on the poller goroutine, the record and every
-// later record of its partition wait, in offset order, and are retried
-// with backoff; the engine sees the partition's position stop at the held
+// later record of its partition wait, in offset order; a probe goroutine
+// tries the held record again with backoff, and once it decodes the poller
+// retries them all (from the decoder's cache). The engine sees the partition's position stop at the held
 // record, so the partition holds the watermark as one that has not
 // delivered: nothing is skipped, late or dead-lettered because of it.
 
@@ -14,6 +15,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -51,6 +53,7 @@ type held struct {
 	next     time.Time // the next retry
 	logged   time.Time
 	err      error
+	probing  bool // a probe is out (probe)
 }
 
 // holds is the poller's held partitions. Only the poller goroutine uses it;
@@ -66,14 +69,24 @@ func newHolds(r *run) *holds {
 	return &holds{r: r, parts: map[record.TopicPartition]*held{}, policy: retry.Policy{Initial: 200 * time.Millisecond, Max: 5 * time.Second, MaxElapsed: -1}.EnsureDefaults()}
 }
 
-// forget drops the holds of partitions a Fetch revokes or (re)assigns: the
-// source starts them again from the committed offsets.
+// forget drops the holds of partitions a Fetch revokes or (re)assigns, and
+// lifts their pause: the source starts them again from the committed
+// offsets, and a partition assigned again must not stay paused.
 func (h *holds) forget(f *record.Fetch) {
-	for _, tp := range f.Revoked {
+	drop := func(tp record.TopicPartition) {
+		if h.parts[tp] == nil {
+			return
+		}
 		delete(h.parts, tp)
+		if p, ok := h.r.p.src.(Pauser); ok {
+			p.Resume(tp)
+		}
+	}
+	for _, tp := range f.Revoked {
+		drop(tp)
 	}
 	for _, a := range f.Assigned {
-		delete(h.parts, a.TopicPartition)
+		drop(a.TopicPartition)
 	}
 }
 
@@ -110,59 +123,97 @@ func (h *holds) start(pf *record.PartitionFetch, j int, err error, now time.Time
 		zap.String("topic", pf.Topic), zap.Int32("partition", pf.Partition), zap.Int64("offset", hp.recs[0].Offset), zap.Error(err))
 }
 
-// due is when the next retry is due; ok is false when nothing is held.
+// due is when the next probe is due; ok is false when none is (nothing
+// held, or every held partition's probe is out).
 func (h *holds) due() (at time.Time, ok bool) {
 	for _, hp := range h.parts {
-		if !ok || hp.next.Before(at) {
+		if !hp.probing && (!ok || hp.next.Before(at)) {
 			at, ok = hp.next, true
 		}
 	}
 	return at, ok
 }
 
-// retry decodes the held records of every partition whose retry is due, in
-// order, and returns what decoded as a Fetch (nil when nothing did), with
-// prepare's marks. Its error is the context's.
-func (h *holds) retry(ctx context.Context, now time.Time) (*polled, error) {
-	var f record.Fetch
-	marks := map[*record.Record]error{}
+// probed is a probe's answer: whether the held record of tp decodes now.
+type probed struct {
+	tp   record.TopicPartition
+	hp   *held
+	hold *holdError // nil: it decodes (or is bad: either way, retry it)
+}
+
+// probe tries, off the poller's goroutine, the held record of every
+// partition whose retry is due, so that a registry slow to answer does not
+// stop the other partitions' intake; each answer comes on out. wg counts
+// the probes out.
+func (h *holds) probe(ctx context.Context, now time.Time, out chan<- probed, wg *sync.WaitGroup) {
 	for tp, hp := range h.parts {
-		if now.Before(hp.next) {
+		if hp.probing || now.Before(hp.next) {
 			continue
 		}
-		dec := h.r.p.decoderFor(tp.Topic)
-		out := make([]record.Record, 0, len(hp.recs))
-		var hold *holdError
-		for _, rec := range hp.recs {
-			out = append(out, rec)
-			err := h.r.p.prepareRecord(ctx, dec, &out[len(out)-1])
-			if errors.As(err, &hold) {
-				out = out[:len(out)-1]
-				break
+		hp.probing = true
+		rec, dec := hp.recs[0], h.r.p.decoderFor(tp.Topic) // a copy: decode writes to it
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var hold *holdError
+			errors.As(dec.decode(ctx, &rec), &hold)
+			select {
+			case out <- probed{tp: tp, hp: hp, hold: hold}:
+			case <-ctx.Done():
 			}
-			if err != nil && ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if err != nil {
-				marks[&out[len(out)-1]] = err // errFiltered too, as prepare's
-			}
-		}
-		pf := record.PartitionFetch{TopicPartition: tp, Records: out, Position: hp.position, End: hp.end}
-		hp.recs = hp.recs[len(out):]
-		if hold != nil {
-			h.again(tp, hp, hold.err, now)
-			pf.Position = hp.recs[0].Offset
-		} else {
-			h.resume(tp, hp, now)
-		}
-		if len(out) > 0 || hold == nil {
-			f.Partitions = append(f.Partitions, pf)
-		}
+		}()
 	}
-	if len(f.Partitions) == 0 {
+}
+
+// answered takes a probe's answer: a partition still unavailable waits for
+// its next probe; one that decodes is retried at once (retry), from the
+// decoder's cache. A hold dropped meanwhile (forget) is left alone.
+func (h *holds) answered(ctx context.Context, a probed, now time.Time) (*polled, error) {
+	if h.parts[a.tp] != a.hp {
 		return nil, nil
 	}
-	return &polled{f: f, marks: marks}, nil
+	a.hp.probing = false
+	if a.hold != nil {
+		h.again(a.tp, a.hp, a.hold.err, now)
+		return nil, nil
+	}
+	return h.retry(ctx, a.tp, a.hp, now)
+}
+
+// retry decodes the held records of tp in order and returns what decoded as
+// a Fetch (nil when nothing did), with prepare's marks; the records from the
+// first that cannot be decoded yet stay held. Its error is the context's.
+func (h *holds) retry(ctx context.Context, tp record.TopicPartition, hp *held, now time.Time) (*polled, error) {
+	marks := map[*record.Record]error{}
+	dec := h.r.p.decoderFor(tp.Topic)
+	out := make([]record.Record, 0, len(hp.recs))
+	var hold *holdError
+	for _, rec := range hp.recs {
+		out = append(out, rec)
+		err := h.r.p.prepareRecord(ctx, dec, &out[len(out)-1])
+		if errors.As(err, &hold) {
+			out = out[:len(out)-1]
+			break
+		}
+		if err != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if err != nil {
+			marks[&out[len(out)-1]] = err // errFiltered too, as prepare's
+		}
+	}
+	pf := record.PartitionFetch{TopicPartition: tp, Records: out, Position: hp.position, End: hp.end}
+	hp.recs = hp.recs[len(out):]
+	if hold != nil {
+		h.again(tp, hp, hold.err, now)
+		pf.Position = hp.recs[0].Offset
+	} else {
+		h.resume(tp, hp, now)
+	}
+	if len(out) == 0 && hold != nil {
+		return nil, nil
+	}
+	return &polled{f: record.Fetch{Partitions: []record.PartitionFetch{pf}}, marks: marks}, nil
 }
 
 // again schedules the next retry of a partition still held.

@@ -250,27 +250,34 @@ func (d *decoder) decode(ctx context.Context, r *record.Record) error {
 	return d.decodeJSON(r)
 }
 
-// checkRange reports an event time outside [MinEventTime, MaxEventTime].
-func checkRange(t int64) error {
-	if t < MinEventTime || t > MaxEventTime {
-		return fmt.Errorf("event time %d ms is outside the accepted range [%d, %d] (years 0001 to 9999)", t, MinEventTime, MaxEventTime)
+// setTime fills r.Timeless and r.EventTime from the input's settings and
+// the decoded time t (err: it could not be decoded), range-checked. A
+// record without a good event time is left Timeless, at 0.
+func (d *decoder) setTime(r *record.Record, t int64, err error) error {
+	r.Timeless = d.timeless
+	if d.timeless {
+		return nil
 	}
+	if err == nil && (t < MinEventTime || t > MaxEventTime) {
+		err = fmt.Errorf("event time %d ms is outside the accepted range [%d, %d] (years 0001 to 9999)", t, MinEventTime, MaxEventTime)
+	}
+	if err != nil {
+		r.Timeless, r.EventTime = true, 0
+		return err
+	}
+	r.EventTime = t
 	return nil
 }
 
 // decodeJSON is decode for an input whose value is JSON (or opaque bytes).
 func (d *decoder) decodeJSON(r *record.Record) error {
-	r.Timeless = d.timeless
+	var t int64
+	var err error
 	if !d.timeless {
-		t, err := d.eventTime(r)
-		if err == nil {
-			err = checkRange(t)
-		}
-		if err != nil {
-			r.Timeless, r.EventTime = true, 0
-			return err
-		}
-		r.EventTime = t
+		t, err = d.eventTime(r)
+	}
+	if err := d.setTime(r, t, err); err != nil {
+		return err
 	}
 	switch d.in.Key {
 	case KeyFromField:

@@ -6,6 +6,7 @@ package signalbox
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -33,6 +34,9 @@ func (r *run) poll(ctx context.Context, fetches chan<- polled) {
 	go func() { defer close(done); r.pollSource(ctx, raw) }()
 	defer func() { <-done }()
 	h := newHolds(r)
+	probes := make(chan probed)
+	var probing sync.WaitGroup
+	defer probing.Wait()
 	retry := time.NewTimer(time.Hour)
 	defer retry.Stop()
 	for {
@@ -42,19 +46,19 @@ func (r *run) poll(ctx context.Context, fetches chan<- polled) {
 			wake = retry.C
 		}
 		var p *polled
+		var err error
 		select {
 		case q := <-raw:
-			marks, err := r.p.prepare(ctx, &q.f, h)
-			if err != nil {
-				return
-			}
-			q.marks, p = marks, &q
+			q.marks, err = r.p.prepare(ctx, &q.f, h)
+			p = &q
 		case <-wake:
-			var err error
-			if p, err = h.retry(ctx, time.Now()); err != nil {
-				return
-			}
+			h.probe(ctx, time.Now(), probes, &probing)
+		case a := <-probes:
+			p, err = h.answered(ctx, a, time.Now())
 		case <-ctx.Done():
+			return
+		}
+		if err != nil {
 			return
 		}
 		h.snapshot()

@@ -28,7 +28,7 @@ type Pipeline struct {
 	decoders map[string]*decoder
 	patterns []topicPattern // TopicPattern inputs, in order
 	fallback *decoder
-	schemad  bool // some input has a ValueDecoder: output renders (schemad.go)
+	schemad  bool // some input has a ValueDecoder and a sink wants JSON: output renders (schemad.go)
 
 	mu    sync.Mutex
 	stats Stats
@@ -68,6 +68,7 @@ func New(src Source, opts ...Option) (*Pipeline, error) {
 		p.decoders[in.Topic] = d
 	}
 	p.fallback, _ = compileInput(Input{Topic: "*"})
+	p.schemad = p.schemad && !bytesOnly(p.cfg.sinks)
 	if p.cfg.strategy == nil {
 		delay := p.cfg.delay
 		p.cfg.strategy = func() Strategy { return NewOffsetGate(delay) }

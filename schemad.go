@@ -85,17 +85,13 @@ func (d *decoder) decodeSchemad(ctx context.Context, r *record.Record) error {
 
 // fromDecoded fills r's event time and ordering key from its decoded value.
 func (d *decoder) fromDecoded(r *record.Record, val value.Decoded) error {
-	r.Timeless = d.timeless
+	var t int64
+	var err error
 	if !d.timeless {
-		t, err := d.decodedTime(r, val)
-		if err == nil {
-			err = checkRange(t)
-		}
-		if err != nil {
-			r.Timeless, r.EventTime = true, 0
-			return err
-		}
-		r.EventTime = t
+		t, err = d.decodedTime(r, val)
+	}
+	if err := d.setTime(r, t, err); err != nil {
+		return err
 	}
 	if d.in.Key != KeyFromField {
 		r.OrderKey = unsafe.String(unsafe.SliceData(r.Key), len(r.Key)) // as decodeJSON
@@ -182,6 +178,17 @@ func (d *decoder) render(ctx context.Context, r *record.Record) error {
 		r.DecodedValue, r.ValueSchemaID = v.JSON(), v.SchemaID()
 	}
 	return nil
+}
+
+// bytesOnly reports whether every sink writes only original bytes
+// (BytesSink), so that none needs a record's decoded JSON.
+func bytesOnly(sinks []Sink) bool {
+	for _, s := range sinks {
+		if b, ok := s.(BytesSink); !ok || !b.BytesOnly() {
+			return false
+		}
+	}
+	return len(sinks) > 0
 }
 
 // renderOut is render for a record on its way to the sinks, on the engine

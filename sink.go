@@ -52,6 +52,14 @@ type Sink interface {
 	Close() error
 }
 
+// BytesSink is implemented by a Sink that writes keys and values as their
+// original bytes only (the Kafka sink): when every sink of a pipeline
+// reports true, the engine does not decode a schema'd record again for the
+// sinks (record.Record.DecodedKey and DecodedValue stay nil).
+type BytesSink interface {
+	BytesOnly() bool
+}
+
 // CheckpointSink is a Sink that stores signalbox's checkpoint in the same
 // transaction as its data, which makes delivery exactly-once.
 //

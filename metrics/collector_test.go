@@ -193,3 +193,24 @@ func TestRulesFile(t *testing.T) {
 	promtest.Promtool(t, nil, "check", "rules", rules)
 	promtest.Promtool(t, nil, "test", "rules", "../docs/prometheus-rules.test.yml")
 }
+
+// TestSchemaHolds: a partition held for its schema registry has a
+// held-records series while held; the count of held partitions is always
+// there.
+func TestSchemaHolds(t *testing.T) {
+	s := full()
+	s.SchemaHolds = []signalbox.SchemaHold{{TopicPartition: record.TopicPartition{Topic: "orders", Partition: 1}, Records: 12}}
+	want := `# HELP signalbox_schema_held_partitions Partitions held because a record's schema cannot be fetched yet (registry down).
+# TYPE signalbox_schema_held_partitions gauge
+signalbox_schema_held_partitions 1
+# HELP signalbox_partition_schema_held_records Records of the partition held because their schema cannot be fetched yet (registry down); the partition holds the watermark meanwhile. Present only while held.
+# TYPE signalbox_partition_schema_held_records gauge
+signalbox_partition_schema_held_records{partition="1",topic="orders"} 12
+`
+	if err := testutil.CollectAndCompare(collector(s), strings.NewReader(want), "signalbox_schema_held_partitions", "signalbox_partition_schema_held_records"); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(collector(full()), "signalbox_partition_schema_held_records"); n != 0 {
+		t.Fatalf("%d held-records series without a hold", n)
+	}
+}

@@ -164,3 +164,22 @@ func TestStatusExplainsHolders(t *testing.T) {
 		t.Errorf("no committed offset 9 for stock/1:\n%s", text.String())
 	}
 }
+
+// TestStatusSchemaHolds: a partition held for its schema registry is in
+// the status document, with its offset, count and error; none is [].
+func TestStatusSchemaHolds(t *testing.T) {
+	if st := FromStats(signalbox.Stats{}); st.SchemaHolds == nil || len(st.SchemaHolds) != 0 {
+		t.Fatalf("no holds: %#v, want []", st.SchemaHolds)
+	}
+	since := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	st := FromStats(signalbox.Stats{SchemaHolds: []signalbox.SchemaHold{{TopicPartition: record.TopicPartition{Topic: "inv", Partition: 2},
+		Offset: 40, Records: 7, Since: since, Attempts: 3, Err: "registry unavailable: 503"}}})
+	want := SchemaHold{Topic: "inv", Partition: 2, Offset: 40, Records: 7, Since: "2026-12-01T12:00:00Z", Attempts: 3, Error: "registry unavailable: 503"}
+	if len(st.SchemaHolds) != 1 || st.SchemaHolds[0] != want {
+		t.Fatalf("holds %+v, want %+v", st.SchemaHolds, want)
+	}
+	var b bytes.Buffer
+	if err := st.WriteText(&b); err != nil || !strings.Contains(b.String(), "inv/2 at offset 40: 7 records wait for the schema registry") {
+		t.Fatalf("text status without the hold (%v):\n%s", err, b.String())
+	}
+}

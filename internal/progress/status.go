@@ -278,6 +278,10 @@ func (s Status) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(tw, "late\t%d (emitted %d, dead-lettered %d, dropped %d), most late by %v\n", late.Count, late.Emitted, late.DeadLettered, late.Dropped, time.Duration(late.MaxLateByMs)*time.Millisecond)
 	fmt.Fprintf(tw, "delivery\t%d checkpoints, %d commits (%d failed), %d rebalances\n", c.Checkpoints, c.Commits, c.CommitFails, c.Rebalances)
+	for _, h := range s.SchemaHolds {
+		fmt.Fprintf(tw, "schema hold\t%s/%d at offset %d: %d records wait for the schema registry since %s (%d attempts): %s\n",
+			h.Topic, h.Partition, h.Offset, h.Records, h.Since, h.Attempts, h.Error)
+	}
 	if len(s.Holders) == 0 {
 		fmt.Fprintf(tw, "held by\tnobody: every partition is caught up, the processing-time clock drives the watermark\n")
 	}

@@ -328,3 +328,25 @@ func TestIntegerKeysDistinct(t *testing.T) {
 		t.Fatalf("%d distinct ids, %d distinct keys, want 256", len(ids), len(keys))
 	}
 }
+
+// TestDecodedKeyAndValue: a record with decoded JSON (a schema'd input) has
+// it embedded as key and value, with its schema ids; Encoder agrees.
+func TestDecodedKeyAndValue(t *testing.T) {
+	r := record.Record{Topic: "inv", Partition: 1, Offset: 7, Key: []byte{0, 0, 0, 0, 3, 2, 'k'}, Value: []byte{0, 0, 0, 0, 4, 0xff},
+		EventTime: 1000, DecodedKey: []byte(`"k"`), DecodedValue: []byte(`{"sku":"s1","n":1}`), KeySchemaID: 3, ValueSchemaID: 4}
+	want := `{"topic":"inv","partition":1,"offset":7,"key":"k","event_time":"1970-01-01T00:00:01.000Z","event_time_ms":1000,` +
+		`"value":{"sku":"s1","n":1},"schema_id":4,"key_schema_id":3,"late":false}`
+	var e envelope.Encoder
+	if got := envelope.Append(nil, &r); string(got) != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	if got := e.Append(nil, &r); string(got) != want {
+		t.Fatalf("Encoder: %s", got)
+	}
+	r.DecodedKey, r.KeySchemaID, r.ValueSchemaID = nil, 0, 0 // a tombstone's JSON null has no schema
+	r.DecodedValue = []byte("null")
+	if got := envelope.Append(nil, &r); !bytes.Contains(got, []byte(`"key":"\u0000\u0000\u0000\u0000\u0003\u0002k","event_time"`)) ||
+		!bytes.Contains(got, []byte(`"value":null,"late":false}`)) {
+		t.Fatalf("raw key, null value: %s", got)
+	}
+}

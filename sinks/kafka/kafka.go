@@ -86,6 +86,11 @@ func (s *Sink) saramaConfig() *sarama.Config {
 	return c
 }
 
+// BytesOnly reports that the sink produces keys and values as their
+// original bytes (schema'd ones keep their wire format and schema id), so
+// the engine need not decode them for it (signalbox.BytesSink).
+func (s *Sink) BytesOnly() bool { return true }
+
 // Open connects and starts the producer.
 func (s *Sink) Open(ctx context.Context) error {
 	if len(s.cfg.Brokers) == 0 || s.cfg.Topic == "" {

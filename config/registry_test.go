@@ -1,0 +1,123 @@
+package config
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/sr/srfake"
+
+	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/formats"
+)
+
+// TestFormatValidation: each wrong format setting is refused naming its
+// field.
+func TestFormatValidation(t *testing.T) {
+	reg := "schema_registry: {url: 'http://localhost:8081'}\n"
+	for _, tc := range []struct{ name, doc, want string }{
+		{"format", minimal + "  - {topic: b, format: xml}", `inputs[1].format: "xml" is not one of json, avro, protobuf, json_schema, raw`},
+		{"key_format", minimal + "  - {topic: b, key_format: csv}", `inputs[1].key_format: "csv" is not one of json`},
+		{"no registry", minimal + "  - {topic: b, format: avro}", "inputs[1].format: avro needs a schema_registry block (the job has none)"},
+		{"no registry for keys", minimal + "  - {topic: b, key_format: protobuf}", "inputs[1].key_format: protobuf needs a schema_registry block"},
+		{"raw time field", minimal + "  - {topic: b, format: raw, time: field, time_field: ts}", "inputs[1].time_field: format raw keeps the value as opaque bytes"},
+		{"raw key field", minimal + "  - {topic: b, format: raw, key: field, key_field: id}", "inputs[1].key_field: format raw keeps the value as opaque bytes"},
+		{"registry url", "schema_registry: {username: u}\n" + minimal, "schema_registry.url: required (or urls)"},
+		{"registry bad url", "schema_registry: {url: 'localhost:8081'}\n" + minimal, "schema_registry.url: not an http(s) URL with a host"},
+		{"registry urls", "schema_registry: {urls: ['http://a:1', 'ftp://b']}\n" + minimal, "schema_registry.urls[1]: not an http(s) URL with a host"},
+		{"registry password in url", "schema_registry: {url: 'http://u:secret@a:1'}\n" + minimal, "schema_registry.url: must not hold a password"},
+		{"registry password_env", "schema_registry: {url: 'http://a:1', username: u}\n" + minimal, "schema_registry.password_env: required with username"},
+		{"registry username", "schema_registry: {url: 'http://a:1', password_env: P}\n" + minimal, "schema_registry.username: required with password_env"},
+		{"registry both", "schema_registry: {url: 'http://a:1', username: u, password_env: P, bearer_token_env: T}\n" + minimal, "schema_registry.bearer_token_env: set username or bearer_token_env, not both"},
+		{"registry secret inline", "schema_registry: {url: 'http://a:1', bearer_token_env: 'abc.def'}\n" + minimal, "schema_registry.bearer_token_env: must be the NAME"},
+		{"registry tls", "schema_registry: {url: 'http://a:1', tls: {cert_file: c.pem}}\n" + minimal, "schema_registry.tls.key_file: tls.cert_file and tls.key_file go together"},
+		{"registry unknown field", "schema_registry: {url: 'http://a:1', password: x}\n" + minimal, "schema_registry.password: unknown field"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			found := false
+			ps := problems(t, tc.doc)
+			for _, p := range ps {
+				found = found || strings.Contains(p, tc.want)
+			}
+			if !found {
+				t.Fatalf("problems %q, want one containing %q", ps, tc.want)
+			}
+		})
+	}
+	for _, ok := range []string{
+		minimal + "  - {topic: b, format: json, key_format: raw}",
+		minimal + "  - {topic: b, format: raw}",
+		reg + minimal + "  - {topic: b, format: avro, key_format: avro, time: field, time_field: meta.ts, key: field, key_field: sku}",
+		"schema_registry: {urls: ['https://a:1', 'https://b:1'], username: u, password_env: SR_PASSWORD}\n" + minimal + "  - {topic: b, format: protobuf}",
+	} {
+		if p := problems(t, ok); len(p) != 0 {
+			t.Errorf("%s\nproblems %q, want none", ok, p)
+		}
+	}
+}
+
+// TestBuildSchemaFormats: Build gives schema'd inputs a decoder of their
+// format (keys with the key header), others none; a secret is read from
+// its variable and never appears in an error.
+func TestBuildSchemaFormats(t *testing.T) {
+	doc := "schema_registry: {url: 'http://127.0.0.1:1', username: u, password_env: SR_TEST_PASSWORD}\n" + minimal +
+		"  - {topic: b, format: avro, key_format: protobuf}\n  - {topic: c, format: raw}\n"
+	j, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SR_TEST_PASSWORD", "")
+	if _, err := j.Build(nil); err == nil || !strings.Contains(err.Error(), "schema_registry.password_env: environment variable SR_TEST_PASSWORD is unset or empty") {
+		t.Fatalf("Build without the password: %v", err)
+	}
+	t.Setenv("SR_TEST_PASSWORD", "hunter2")
+	lib := make([]signalbox.Input, len(j.Inputs))
+	for i, in := range j.Inputs {
+		lib[i] = in.library()
+	}
+	if err := j.decoders(lib); err != nil {
+		t.Fatal(err)
+	}
+	if lib[0].Decoder != nil || lib[0].KeyDecoder != nil || lib[2].Decoder != nil {
+		t.Fatalf("json and raw inputs got decoders: %+v %+v", lib[0], lib[2])
+	}
+	if _, ok := lib[1].Decoder.(*formats.Decoder); !ok {
+		t.Fatalf("avro input: decoder %T", lib[1].Decoder)
+	}
+	if _, ok := lib[1].KeyDecoder.(*formats.Decoder); !ok {
+		t.Fatalf("protobuf key: decoder %T", lib[1].KeyDecoder)
+	}
+	// The registry is down (nothing listens on port 1): CheckRegistry says
+	// so, naming the block, without the password.
+	err = j.CheckRegistry(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "schema_registry: cannot reach the registry") || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("CheckRegistry on a closed port: %v", err)
+	}
+}
+
+// TestCheckRegistry: --connect's check passes against a registry that
+// answers, with basic auth, and fails naming the field when it answers 503.
+func TestCheckRegistry(t *testing.T) {
+	reg := srfake.New(srfake.WithAuth("Basic " + base64.StdEncoding.EncodeToString([]byte("u:s3cret"))))
+	defer reg.Close()
+	t.Setenv("SR_TEST_PASSWORD", "s3cret")
+	doc := "schema_registry: {url: '" + reg.URL() + "', username: u, password_env: SR_TEST_PASSWORD}\n" + minimal
+	j, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.CheckRegistry(context.Background()); err != nil {
+		t.Fatalf("a registry that answers: %v", err)
+	}
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "maintenance", http.StatusServiceUnavailable)
+	}))
+	defer down.Close()
+	j.SchemaRegistry.URL = down.URL
+	if err := j.CheckRegistry(context.Background()); err == nil || !strings.Contains(err.Error(), "schema_registry") || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("a registry answering 503: %v", err)
+	}
+}

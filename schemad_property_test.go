@@ -1,0 +1,323 @@
+package signalbox_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	hamba "github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/formats"
+	"github.com/signalbox/signalbox/formats/registry"
+	"github.com/signalbox/signalbox/formats/value"
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/retry"
+	"github.com/signalbox/signalbox/sinks/jsonl"
+	"github.com/signalbox/signalbox/sources/script"
+)
+
+// flakyRegistry answers like the registry it wraps, except that its first
+// fail lookups say the registry is unavailable.
+type flakyRegistry struct {
+	formats.Registry
+	fail atomic.Int64
+}
+
+func (f *flakyRegistry) ByID(ctx context.Context, id int) (*registry.Schema, error) {
+	if f.fail.Add(-1) >= 0 {
+		return nil, &registry.UnavailableError{What: fmt.Sprint("schema ", id), Err: retry.Retryable(errors.New("503"))}
+	}
+	return f.Registry.ByID(ctx, id)
+}
+
+// avroSet draws partitions over two topics of Avro records (writer schema
+// v1 or v2 at random, so ids change anywhere in a partition) whose event
+// times rise with bounded disorder, and returns them with the records as
+// the sinks must receive them: decoded JSON written independently of the
+// decoder, and the schema id.
+func avroSet(t *testing.T, seed uint64, v1, v2 int) ([]script.Partition, []record.Record) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	s1, s2 := hamba.MustParse(invV1), hamba.MustParse(invV2)
+	var parts []script.Partition
+	var all []record.Record
+	for _, topic := range []string{"inv", "stock"} {
+		for p := range int32(1 + rng.IntN(3)) {
+			sp := script.Partition{TopicPartition: tp(topic, p)}
+			off := rng.Int64N(50)
+			for i := range rng.IntN(50) {
+				ts := time.UnixMilli(1_700_000_000_000 + int64(i/2)*10 + 10*rng.Int64N(4)).UTC()
+				key, sku := fmt.Sprintf("k%d", rng.IntN(4)), fmt.Sprintf("s%d", rng.IntN(9))
+				tsText := ts.Format("2006-01-02T15:04:05.000Z")
+				var v []byte
+				var err error
+				r := record.Record{Topic: topic, Partition: p, Offset: off, Key: []byte(key), EventTime: ts.UnixMilli(), OrderKey: key}
+				if rng.IntN(2) == 0 {
+					v, err = sr.Encode(invRec1{Sku: sku, Meta: invMeta{ts}, Seq: off}, new(sr.ConfluentHeader), v1, nil,
+						func(v any) ([]byte, error) { return hamba.Marshal(s1, v) })
+					r.DecodedValue, r.ValueSchemaID = fmt.Appendf(nil, `{"sku":%q,"meta":{"ts":%q},"seq":%d}`, sku, tsText, off), v1
+				} else {
+					v, err = sr.Encode(invRec2{Sku: sku, Meta: invMeta{ts}, Seq: off}, new(sr.ConfluentHeader), v2, nil,
+						func(v any) ([]byte, error) { return hamba.Marshal(s2, v) })
+					r.DecodedValue, r.ValueSchemaID = fmt.Appendf(nil, `{"sku":%q,"meta":{"ts":%q},"seq":%d,"site":null}`, sku, tsText, off), v2
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.Value = v
+				raw := r
+				raw.DecodedValue, raw.ValueSchemaID, raw.EventTime, raw.OrderKey = nil, 0, 0, ""
+				sp.Records = append(sp.Records, raw)
+				all = append(all, r)
+				off += 1 + rng.Int64N(2)
+			}
+			if len(sp.Records) == 0 {
+				sp.Start, sp.End = off, off
+			}
+			parts = append(parts, sp)
+		}
+	}
+	return parts, all
+}
+
+// TestSchemadInterleavingsGiveIdenticalOutput: Avro records delivered under
+// many interleavings and fetch sizes, with the registry unavailable for a
+// random number of first lookups (holding whichever partitions meet them),
+// give byte-identical JSONL output: the decoded records sorted by the total
+// order; none late, none dead-lettered.
+func TestSchemadInterleavingsGiveIdenticalOutput(t *testing.T) {
+	r := newSchemaReg(t)
+	v1 := r.register(t, "inv-value", sr.Schema{Schema: invV1})
+	v2 := r.register(t, "inv-value", sr.Schema{Schema: invV2})
+	cl, err := registry.New(registry.Config{URLs: []string{r.URL()}, Retry: retry.Policy{MaxElapsed: time.Nanosecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dataSeed := range uint64(4) {
+		parts, all := avroSet(t, dataSeed, v1, v2)
+		expected := want(t, all)
+		for seed := range uint64(6) {
+			flaky := &flakyRegistry{Registry: cl}
+			flaky.fail.Store(int64(seed % 3))
+			dec, err := formats.New(formats.Config{Format: formats.Avro, Registry: flaky})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var in []signalbox.Input
+			for _, topic := range []string{"inv", "stock"} {
+				in = append(in, signalbox.Input{Topic: topic, Time: signalbox.TimeFromField, TimeField: "meta.ts", Decoder: dec})
+			}
+			var buf bytes.Buffer
+			src := script.New(seed*7919+dataSeed, 1+int(seed%8), parts...)
+			p, err := signalbox.New(src, signalbox.WithInputs(in...),
+				signalbox.WithDelay(disorder*time.Millisecond), signalbox.WithClock(frozen), signalbox.WithMaxFuture(0),
+				signalbox.WithBatchSize(1+int(seed%5)*7),
+				signalbox.WithSink(jsonl.New(&buf, jsonl.Options{BufferSize: 64})),
+				signalbox.WithUntil(signalbox.UntilEndOffsets))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := runBounded(t, p); err != nil {
+				t.Fatal(err)
+			}
+			if s := p.Stats(); s.LateTotal().Count != 0 || s.Dead != 0 {
+				t.Fatalf("data %d, interleaving %d: %d late, %d dead-lettered; want none", dataSeed, seed, s.LateTotal().Count, s.Dead)
+			}
+			if flaky.fail.Load() > 0 {
+				t.Fatalf("data %d, interleaving %d: the registry's outage was never met", dataSeed, seed)
+			}
+			if !bytes.Equal(buf.Bytes(), expected) {
+				t.Fatalf("data %d, interleaving %d: output differs from the decoded records sorted by the total order\n%s",
+					dataSeed, seed, firstDiff(buf.Bytes(), expected))
+			}
+		}
+	}
+}
+
+// TestSchemadKeys: with a key decoder the ordering key is the decoded key's
+// text, not its wire bytes (Avro writes "zz" before "aaa": the length
+// comes first), and the JSONL sink writes the decoded key and its schema id.
+func TestSchemadKeys(t *testing.T) {
+	r := newSchemaReg(t)
+	v1 := r.register(t, "inv-value", sr.Schema{Schema: invV1})
+	kid := r.register(t, "inv-key", sr.Schema{Schema: `"string"`})
+	cl, err := registry.New(registry.Config{URLs: []string{r.URL()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vdec, _ := formats.New(formats.Config{Format: formats.Avro, Registry: cl})
+	kdec, _ := formats.New(formats.Config{Format: formats.Avro, Registry: cl, Key: true})
+	s1, ks := hamba.MustParse(invV1), hamba.MustParse(`"string"`)
+	ts := time.UnixMilli(1_700_000_000_000).UTC()
+	var recs []record.Record
+	for i, k := range []string{"zz", "aaa"} {
+		key, _ := sr.Encode(k, new(sr.ConfluentHeader), kid, nil, func(v any) ([]byte, error) { return hamba.Marshal(ks, v) })
+		val, _ := sr.Encode(invRec1{Sku: k, Meta: invMeta{ts}, Seq: int64(i)}, new(sr.ConfluentHeader), v1, nil,
+			func(v any) ([]byte, error) { return hamba.Marshal(s1, v) })
+		recs = append(recs, record.Record{Topic: "inv", Offset: int64(i), Key: key, Value: val})
+	}
+	var buf bytes.Buffer
+	p, err := signalbox.New(script.New(1, 2, script.Partition{TopicPartition: tp("inv", 0), Records: recs}),
+		signalbox.WithInputs(signalbox.Input{Topic: "inv", Time: signalbox.TimeFromField, TimeField: "meta.ts", Decoder: vdec, KeyDecoder: kdec}),
+		signalbox.WithClock(frozen), signalbox.WithMaxFuture(0), signalbox.WithUntil(signalbox.UntilEndOffsets),
+		signalbox.WithDelay(time.Second), signalbox.WithSink(jsonl.New(&buf, jsonl.Options{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runBounded(t, p); err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n"))
+	if len(lines) != 2 || !bytes.Contains(lines[0], []byte(`"key":"aaa"`)) || !bytes.Contains(lines[1], []byte(`"key":"zz"`)) ||
+		!bytes.Contains(lines[0], []byte(fmt.Sprintf(`"schema_id":%d,"key_schema_id":%d`, v1, kid))) {
+		t.Fatalf("want aaa then zz, decoded, with both schema ids:\n%s", buf.Bytes())
+	}
+}
+
+// bytesSink keeps what it is written; bytesOnly is what it says to
+// signalbox.BytesSink.
+type bytesSink struct {
+	bytesOnly bool
+	got       []record.Record
+}
+
+func (s *bytesSink) Open(context.Context) error { return nil }
+func (s *bytesSink) Write(_ context.Context, b []record.Record) error {
+	s.got = append(s.got, b...)
+	return nil
+}
+func (s *bytesSink) Flush(context.Context) error { return nil }
+func (s *bytesSink) Close() error                { return nil }
+func (s *bytesSink) BytesOnly() bool             { return s.bytesOnly }
+
+// TestSchemadBytesOnlySinks: when every sink writes original bytes only
+// (signalbox.BytesSink, as the Kafka sink), a schema'd record is not
+// decoded again for them; one sink that wants JSON gets it for all.
+func TestSchemadBytesOnlySinks(t *testing.T) {
+	r := newSchemaReg(t)
+	v1 := r.register(t, "inv-value", sr.Schema{Schema: invV1})
+	cl, err := registry.New(registry.Config{URLs: []string{r.URL()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, _ := formats.New(formats.Config{Format: formats.Avro, Registry: cl})
+	s1 := hamba.MustParse(invV1)
+	val, _ := sr.Encode(invRec1{Sku: "a", Meta: invMeta{time.UnixMilli(1_700_000_000_000)}}, new(sr.ConfluentHeader), v1, nil,
+		func(v any) ([]byte, error) { return hamba.Marshal(s1, v) })
+	for _, tc := range []struct {
+		sinks   []*bytesSink
+		decoded bool
+	}{
+		{[]*bytesSink{{bytesOnly: true}}, false},
+		{[]*bytesSink{{bytesOnly: true}, {bytesOnly: true}}, false},
+		{[]*bytesSink{{bytesOnly: true}, {}}, true},
+		{[]*bytesSink{{}}, true},
+	} {
+		opts := []signalbox.Option{
+			signalbox.WithInputs(signalbox.Input{Topic: "inv", Time: signalbox.TimeFromField, TimeField: "meta.ts", Decoder: dec}),
+			signalbox.WithClock(frozen), signalbox.WithMaxFuture(0), signalbox.WithUntil(signalbox.UntilEndOffsets)}
+		for _, s := range tc.sinks {
+			opts = append(opts, signalbox.WithSink(s))
+		}
+		p, err := signalbox.New(script.New(1, 1, script.Partition{TopicPartition: tp("inv", 0),
+			Records: []record.Record{{Topic: "inv", Value: val}}}), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := runBounded(t, p); err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range tc.sinks {
+			if len(s.got) != 1 || !bytes.Equal(s.got[0].Value, val) || (s.got[0].DecodedValue != nil) != tc.decoded {
+				t.Fatalf("sinks %+v: sink %d got %d records, decoded %q; want the original bytes, decoded %v", tc.sinks, i, len(s.got), s.got[0].DecodedValue, tc.decoded)
+			}
+		}
+	}
+}
+
+// scriptedDecoder decodes a payload as JSON with its "ts" field, except
+// that calls listed in answers (by 1-based call number) fail with that
+// error.
+type scriptedDecoder struct {
+	calls   atomic.Int64
+	answers map[int64]error
+}
+
+type jsonDecoded struct{ json []byte }
+
+func (j jsonDecoded) JSON() []byte  { return j.json }
+func (j jsonDecoded) SchemaID() int { return 5 }
+func (j jsonDecoded) Lookup(path []string) (value.Field, bool) {
+	if len(path) == 1 && path[0] == "ts" {
+		return value.Field{Kind: value.KindNumber, Text: "1700000000000"}, true
+	}
+	return value.Field{}, false
+}
+
+func (d *scriptedDecoder) DecodeValue(_ context.Context, payload []byte, _ []record.Header) (value.Decoded, error) {
+	if err := d.answers[d.calls.Add(1)]; err != nil {
+		return nil, err
+	}
+	return jsonDecoded{payload}, nil
+}
+
+// TestSchemadRenderAtRelease: the decode for the sinks (at release) waits
+// out a decoder that cannot answer, with backoff, and then delivers the
+// record decoded; a record that no longer decodes there is dead-lettered
+// with the reason, its original bytes kept.
+func TestSchemadRenderAtRelease(t *testing.T) {
+	unavailable := retry.Retryable(errors.New("registry down"))
+	for _, tc := range []struct {
+		name    string
+		answers map[int64]error
+		dead    bool
+	}{
+		{"unavailable twice at release", map[int64]error{2: unavailable, 3: unavailable}, false},
+		{"bad at release", map[int64]error{2: errors.New("schema id 5: gone")}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dec := &scriptedDecoder{answers: tc.answers}
+			out, dl := &bytesSink{}, &bytesSink{}
+			p, err := signalbox.New(script.New(1, 1, script.Partition{TopicPartition: tp("in", 0),
+				Records: []record.Record{{Topic: "in", Value: []byte(`{"ts":1700000000000}`)}}}),
+				signalbox.WithInputs(signalbox.Input{Topic: "in", Time: signalbox.TimeFromField, TimeField: "ts", Decoder: dec}),
+				signalbox.WithClock(frozen), signalbox.WithMaxFuture(0), signalbox.WithUntil(signalbox.UntilEndOffsets),
+				signalbox.WithSink(out), signalbox.WithDeadLetter(dl))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := runBounded(t, p); err != nil {
+				t.Fatal(err)
+			}
+			got := out
+			if tc.dead {
+				got = dl
+			}
+			if len(out.got)+len(dl.got) != 1 || len(got.got) != 1 {
+				t.Fatalf("%d out, %d dead-lettered; want the record %s", len(out.got), len(dl.got), map[bool]string{true: "dead-lettered", false: "out"}[tc.dead])
+			}
+			r := got.got[0]
+			switch {
+			case !tc.dead && (string(r.DecodedValue) != `{"ts":1700000000000}` || r.ValueSchemaID != 5):
+				t.Fatalf("released %q schema %d", r.DecodedValue, r.ValueSchemaID)
+			case tc.dead && (r.DecodedValue != nil || string(r.Value) != `{"ts":1700000000000}` || !hasReason(r, "schema id 5: gone")):
+				t.Fatalf("dead letter %+v", r)
+			}
+		})
+	}
+}
+
+func hasReason(r record.Record, reason string) bool {
+	for _, h := range r.Headers {
+		if h.Key == record.ReasonHeader && string(h.Value) == reason {
+			return true
+		}
+	}
+	return false
+}
