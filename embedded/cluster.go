@@ -40,6 +40,7 @@ type config struct {
 	users       []User
 	autoCreate  bool
 	kfakeExtras []kfake.Opt
+	registry    string // schema registry listen address; "": none
 }
 
 // Option configures Start.
@@ -95,6 +96,7 @@ func WithKfakeOptions(opts ...kfake.Opt) Option {
 type Cluster struct {
 	kf  *kfake.Cluster
 	cfg config
+	reg *Registry // nil without WithSchemaRegistry
 
 	mu      sync.Mutex
 	admin   *kgo.Client
@@ -160,7 +162,14 @@ func Start(opts ...Option) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
-	return &Cluster{kf: kf, cfg: cfg}, nil
+	c := &Cluster{kf: kf, cfg: cfg}
+	if cfg.registry != "" {
+		if c.reg, err = StartRegistry(cfg.registry); err != nil {
+			kf.Close()
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 func mechanism(u User) (sasl.Mechanism, error) {
@@ -177,6 +186,18 @@ func mechanism(u User) (sasl.Mechanism, error) {
 
 // Addrs returns the "host:port" of every broker.
 func (c *Cluster) Addrs() []string { return c.kf.ListenAddrs() }
+
+// Registry returns the cluster's schema registry (WithSchemaRegistry), or
+// nil.
+func (c *Cluster) Registry() *Registry { return c.reg }
+
+// RegistryURL returns the schema registry's URL, or "" without one.
+func (c *Cluster) RegistryURL() string {
+	if c.reg == nil {
+		return ""
+	}
+	return c.reg.URL()
+}
 
 // Kfake returns the underlying kfake cluster, for hooks this package does
 // not wrap.
@@ -239,6 +260,9 @@ func (c *Cluster) Close() {
 	}
 	if admin != nil {
 		admin.Close()
+	}
+	if c.reg != nil {
+		c.reg.Close()
 	}
 	c.kf.Close()
 }

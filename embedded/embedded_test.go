@@ -3,8 +3,12 @@ package embedded
 import (
 	"context"
 	"net"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/sr"
 )
 
 // Run listens on the given address until its context ends.
@@ -93,5 +97,59 @@ func TestStartRejectsBadOptions(t *testing.T) {
 	}
 	if _, err := Start(WithListen("nonsense")); err == nil {
 		t.Fatal("bad listen address accepted")
+	}
+}
+
+// A client of the cluster's schema registry registers a schema over HTTP
+// and fetches it back by id; after Close the registry refuses connections.
+func TestSchemaRegistry(t *testing.T) {
+	c, err := Start(WithSchemaRegistry("127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	url := c.RegistryURL()
+	if !strings.HasPrefix(url, "http://127.0.0.1:") || c.Registry() == nil {
+		t.Fatalf("registry URL %q", url)
+	}
+	cl, err := sr.NewClient(sr.URLs(url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const schema = `{"type":"record","name":"Sale","fields":[{"name":"sku","type":"string"}]}`
+	ss, err := cl.CreateSchema(ctx, "sales-value", sr.Schema{Schema: schema, Type: sr.TypeAvro})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := cl.SchemaByID(ctx, ss.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Schema != schema || got.Type != sr.TypeAvro {
+		t.Fatalf("schema %d fetched back as %+v", ss.ID, got)
+	}
+	if _, err := cl.SchemaByID(ctx, ss.ID+1); err == nil {
+		t.Fatal("an unknown schema id was found")
+	}
+	c.Close()
+	if _, err := http.Get(url + "/subjects"); err == nil {
+		t.Fatal("the registry still answers after Close")
+	}
+}
+
+// Without WithSchemaRegistry there is none.
+func TestNoSchemaRegistry(t *testing.T) {
+	c, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Registry() != nil || c.RegistryURL() != "" {
+		t.Fatalf("registry %q started unasked", c.RegistryURL())
+	}
+	if _, err := Start(WithSchemaRegistry("nonsense")); err == nil {
+		t.Fatal("bad registry address accepted")
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"strconv"
@@ -15,18 +16,25 @@ import (
 )
 
 func newBrokerCmd() *cobra.Command {
-	var addr string
+	var addr, registryAddr string
 	var partitions, brokers int
 	var topics []string
 	cmd := &cobra.Command{
-		Use:   "broker [--addr 127.0.0.1:9092]",
-		Short: "Run the embedded Kafka-protocol broker (kfake) until signalled, for local development",
+		Use:   "broker [--addr 127.0.0.1:9092] [--registry-addr 127.0.0.1:8081]",
+		Short: "Run the embedded Kafka-protocol broker (kfake) and a schema registry (srfake) until signalled, for local development",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if brokers < 1 {
 				return usageError(fmt.Errorf("--brokers: must be at least 1, got %d", brokers))
 			}
 			opts := []embedded.Option{embedded.WithDefaultPartitions(partitions), embedded.WithAutoCreateTopics(), embedded.WithBrokers(brokers)}
+			reg, err := registryListen(addr, registryAddr)
+			if err != nil {
+				return usageError(err)
+			}
+			if reg != "" {
+				opts = append(opts, embedded.WithSchemaRegistry(reg))
+			}
 			for _, t := range topics {
 				name, n, err := parseTopic(t)
 				if err != nil {
@@ -39,7 +47,10 @@ func newBrokerCmd() *cobra.Command {
 			defer stop()
 			ready := func(c *embedded.Cluster) {
 				fmt.Fprintln(cmd.OutOrStdout(), strings.Join(c.Addrs(), ","))
-				log.Info("broker ready", zap.Strings("addrs", c.Addrs()))
+				if u := c.RegistryURL(); u != "" {
+					fmt.Fprintln(cmd.OutOrStdout(), u)
+				}
+				log.Info("broker ready", zap.Strings("addrs", c.Addrs()), zap.String("schema_registry", c.RegistryURL()))
 			}
 			if err := embedded.Run(ctx, addr, ready, opts...); err != nil {
 				return runtimeError(err)
@@ -53,7 +64,31 @@ func newBrokerCmd() *cobra.Command {
 	f.IntVar(&partitions, "partitions", 3, "partitions of auto-created topics")
 	f.IntVar(&brokers, "brokers", 1, "brokers in the cluster, all in this process; the first listens on --addr, the others on the following ports (any free port with port 0), and their addresses are printed comma-separated")
 	f.StringArrayVar(&topics, "topic", nil, "pre-create a topic, name:partitions (repeatable)")
+	f.StringVar(&registryAddr, "registry-addr", "", "listen address of the schema registry, whose URL is printed on the line after the brokers' addresses; empty: --addr's host on port 8081, or any free port when --addr's port is 0; \"off\": no registry")
 	return cmd
+}
+
+// registryListen is where the schema registry listens ("" for none): flag
+// when set, else --addr's host on port 8081, or on port 0 (any free port)
+// when --addr asks for any free port.
+func registryListen(addr, flag string) (string, error) {
+	switch flag {
+	case "off":
+		return "", nil
+	case "":
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return "", fmt.Errorf("--addr %q: %w", addr, err)
+		}
+		if port == "0" {
+			return net.JoinHostPort(host, "0"), nil
+		}
+		return net.JoinHostPort(host, "8081"), nil
+	}
+	if _, _, err := net.SplitHostPort(flag); err != nil {
+		return "", fmt.Errorf("--registry-addr %q: want host:port or off: %w", flag, err)
+	}
+	return flag, nil
 }
 
 // parseTopic parses "name:partitions" (or "name" for the default count).

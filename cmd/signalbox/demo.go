@@ -32,7 +32,9 @@ func newDemoCmd() *cobra.Command {
 		Short: "Run the reference scenario on an embedded broker and print the summary",
 		Long: `demo starts an embedded Kafka-protocol broker, produces a compressed week of
 keyed history into 13 topics × 3 partitions plus a reference topic without
-event time, makes one topic slow to connect, runs signalbox on it, then sends
+event time (the first 6 topics in Avro, with their schemas in an embedded
+schema registry and a schema change halfway through each partition; the
+others in JSON), makes one topic slow to connect, runs signalbox on it, then sends
 live traffic for a few seconds. It prints records in and out, late and
 out-of-order counts (0 unless --producer-delayed asks for late records),
 two latencies beyond the delay in the live phase (release: when the engine
@@ -82,7 +84,7 @@ It exits 1 if any record came out of order or late beyond those asked for.`,
 	f.BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	f.StringVar(&adminAddr, "admin-addr", admin.DefaultAddr, "serve the ordering run's /metrics, /status, /healthz, /readyz on host:port (\""+admin.Off+"\": off)")
 	*w = workload.Options{Seed: 1, Topics: 13, Partitions: 3, RecordsPerPartition: 5000, SlowTopics: 1,
-		SlowFor: 2 * time.Second, LiveFor: 5 * time.Second, LiveRate: 2000}
+		SlowFor: 2 * time.Second, LiveFor: 5 * time.Second, LiveRate: 2000, AvroTopics: 6}
 	wf := flag.NewFlagSet("workload", flag.ContinueOnError)
 	w.AddFlags(wf)
 	f.AddGoFlagSet(wf)
@@ -133,6 +135,11 @@ func printSummary(out io.Writer, s demo.Summary) {
 		slow = "none"
 	}
 	row("scenario", "%d topics × %d partitions + reference topic %q, seed %d", s.Topics, s.Partitions, workload.ReferenceTopic, s.Seed)
+	avro := strings.Join(s.AvroTopics, ", ")
+	if avro == "" {
+		avro = "none"
+	}
+	row("Avro topics", "%s (%d records out decoded, %d writer schemas)", avro, s.Decoded, s.WriterSchemas)
 	row("slow to connect", "%s for %s", slow, s.SlowFor)
 	row("delay bound", "%s", s.Delay)
 	row("records", "%d history + %d reference + %d live (%d producer-delayed)", s.HistoryRecords, s.ReferenceRecords, s.LiveRecords, s.ProducerDelayed)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sr"
 	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox"
@@ -100,6 +101,7 @@ func TestUsageErrors(t *testing.T) {
 		{"--log-format", "xml", "validate", "-c", "x"},
 		{"broker", "--topic", "t:zero"},
 		{"broker", "--brokers", "0"},
+		{"broker", "--registry-addr", "8081"},
 		{"demo", "--admin-addr", "9321"},
 	} {
 		if code, _, errs := cli(t, context.Background(), args...); code != 2 {
@@ -277,16 +279,23 @@ func TestRunLiveStopsGracefully(t *testing.T) {
 	checkOutput(t, readOutput(t, out), n)
 }
 
+// brokerCmd runs `signalbox broker` with args until ctx ends; its standard
+// output is read from lines, and its exit code arrives on done.
+func brokerCmd(ctx context.Context, args ...string) (lines *bufio.Reader, done chan int) {
+	pr, pw := io.Pipe()
+	done = make(chan int, 1)
+	go func() {
+		done <- execute(ctx, append([]string{"--log-level", "warn", "broker", "--addr", "127.0.0.1:0"}, args...), pw, io.Discard)
+		pw.Close()
+	}()
+	return bufio.NewReader(pr), done
+}
+
 func TestBrokerCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
-	pr, pw := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		done <- execute(ctx, []string{"--log-level", "warn", "broker", "--addr", "127.0.0.1:0", "--topic", "t:2"}, pw, io.Discard)
-		pw.Close()
-	}()
-	addr, err := bufio.NewReader(pr).ReadString('\n')
+	lines, done := brokerCmd(ctx, "--topic", "t:2")
+	addr, err := lines.ReadString('\n')
 	if err != nil {
 		t.Fatalf("no address printed: %v", err)
 	}
@@ -296,10 +305,61 @@ func TestBrokerCommand(t *testing.T) {
 		t.Fatalf("broker at %q: %v", addr, err)
 	}
 	conn.Close()
-	go io.Copy(io.Discard, pr)
+	url, err := lines.ReadString('\n')
+	if err != nil {
+		t.Fatalf("no schema registry URL printed: %v", err)
+	}
+	checkRegistry(ctx, t, strings.TrimSpace(url))
+	go io.Copy(io.Discard, lines)
 	cancel()
 	if code := <-done; code != 0 {
 		t.Fatalf("broker exit %d", code)
+	}
+}
+
+// checkRegistry registers a schema at the registry at url over HTTP and
+// fetches it back by id.
+func checkRegistry(ctx context.Context, t *testing.T, url string) {
+	t.Helper()
+	cl, err := sr.NewClient(sr.URLs(url))
+	if err != nil {
+		t.Fatalf("registry URL %q: %v", url, err)
+	}
+	const schema = `{"type":"record","name":"Sale","fields":[{"name":"sku","type":"string"}]}`
+	ss, err := cl.CreateSchema(ctx, "sales-value", sr.Schema{Schema: schema})
+	if err != nil {
+		t.Fatalf("registering at %q: %v", url, err)
+	}
+	if got, err := cl.SchemaByID(ctx, ss.ID); err != nil || got.Schema != schema {
+		t.Fatalf("schema %d fetched back as %+v, %v", ss.ID, got, err)
+	}
+}
+
+// With --registry-addr off only the brokers' addresses are printed.
+func TestBrokerCommandNoRegistry(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	lines, done := brokerCmd(ctx, "--registry-addr", "off")
+	if _, err := lines.ReadString('\n'); err != nil {
+		t.Fatalf("no address printed: %v", err)
+	}
+	cancel()
+	rest, _ := io.ReadAll(lines)
+	if code := <-done; code != 0 || len(rest) != 0 {
+		t.Fatalf("broker exit %d; printed after the addresses: %q", code, rest)
+	}
+}
+
+func TestRegistryListen(t *testing.T) {
+	for _, c := range []struct{ addr, flag, want string }{
+		{"127.0.0.1:9092", "", "127.0.0.1:8081"},
+		{"127.0.0.1:0", "", "127.0.0.1:0"},
+		{"0.0.0.0:9092", "127.0.0.1:18081", "127.0.0.1:18081"},
+		{"127.0.0.1:9092", "off", ""},
+	} {
+		if got, err := registryListen(c.addr, c.flag); err != nil || got != c.want {
+			t.Errorf("registryListen(%q, %q) = %q, %v; want %q", c.addr, c.flag, got, err, c.want)
+		}
 	}
 }
 

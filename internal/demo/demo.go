@@ -13,6 +13,7 @@ type Summary struct {
 	Topics           int      `json:"topics"`
 	Partitions       int      `json:"partitions"`
 	SlowTopics       []string `json:"slow_topics"`
+	AvroTopics       []string `json:"avro_topics"` // values in Avro, schemas in the embedded registry
 	SlowFor          string   `json:"slow_for"`
 	Delay            string   `json:"delay"`
 	HistoryRecords   int64    `json:"history_records"`
@@ -24,6 +25,8 @@ type Summary struct {
 	ParkedAtEnd      int64    `json:"parked_at_end"`
 	Late             int64    `json:"late"`
 	OutOfOrder       int64    `json:"out_of_order"`
+	Decoded          int64    `json:"decoded"`                   // out with a value decoded from Avro
+	WriterSchemas    int      `json:"writer_schemas"`            // distinct writer schema ids among them
 	LiveLatency      Latency  `json:"live_latency_beyond_delay"` // release: at the sink's Write
 	VisibleSink      string   `json:"visible_sink,omitempty"`
 	VisibleLatency   Latency  `json:"visible_latency_beyond_delay"` // when the sink's reader sees it
@@ -58,7 +61,9 @@ func RunDemo(ctx context.Context, o Options, log *zap.Logger) (Summary, error) {
 	}
 	defer sc.Close()
 	s.SlowTopics, s.HistoryRecords, s.ReferenceRecords = sc.Workload.SlowTopics(), sc.History.Records, sc.History.Reference
+	s.AvroTopics = sc.Workload.AvroEventTopics()
 	gate := GateStrategy(o.Delay)
+	o.Registry = sc.Cluster.RegistryURL()
 	t, err := Replay(ctx, o, sc.Cluster.Addrs(), gate, log)
 	if err != nil {
 		return s, err
@@ -70,6 +75,7 @@ func RunDemo(ctx context.Context, o Options, log *zap.Logger) (Summary, error) {
 	if len(res) == 1 {
 		r := res[0]
 		s.In, s.Out, s.ParkedAtEnd, s.Late, s.OutOfOrder = r.In, r.Out, r.Parked, r.Late, r.OutOfOrder
+		s.Decoded, s.WriterSchemas = r.Decoded, r.WriterSchemas
 		s.LiveLatency, s.VisibleLatency, s.ReplaySeconds = r.LiveLatency, r.VisibleLatency, r.ReplaySeconds
 	}
 	s.Took = time.Since(start).Seconds()

@@ -17,7 +17,7 @@ import (
 func small(visible string) Options {
 	return Options{
 		Workload: workload.Options{Seed: 3, Topics: 3, Partitions: 2, RecordsPerPartition: 300, Items: 20,
-			SlowTopics: 1, SlowFor: 500 * time.Millisecond, LiveFor: time.Second, LiveRate: 200},
+			SlowTopics: 1, SlowFor: 500 * time.Millisecond, LiveFor: time.Second, LiveRate: 200, AvroTopics: 2},
 		Delay:   2 * time.Second,
 		Visible: visible,
 	}
@@ -25,8 +25,9 @@ func small(visible string) Options {
 
 // TestRunDemoSmall runs the demo with the JSONL sink's reader and checks
 // correctness figures only: every record out, nothing out of order that was
-// not flagged late, every live record released seen by the reader. It
-// asserts no timing.
+// not flagged late, every live record released seen by the reader, every
+// record of the two Avro topics decoded (through both writer schemas of the
+// mid-topic evolution) and none dead-lettered. It asserts no timing.
 func TestRunDemoSmall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -47,6 +48,16 @@ func TestRunDemoSmall(t *testing.T) {
 	}
 	if want := hist + 20 + s.LiveRecords; s.In != want || s.Out+s.ParkedAtEnd != want {
 		t.Errorf("in %d, out %d + parked %d; want %d in, all out or parked", s.In, s.Out, s.ParkedAtEnd, want)
+	}
+	// Live records go round-robin over the 3 × 2 event partitions: the
+	// first 4 partitions are the 2 Avro topics'.
+	avroLive := s.LiveRecords/6*4 + min(s.LiveRecords%6, 4)
+	if want := 2*2*300 + avroLive; s.Decoded > want || s.Decoded < want-s.ParkedAtEnd || s.WriterSchemas != 2 {
+		t.Errorf("%d records out with a decoded Avro value, of %d writer schemas; want %d (the Avro topics'), of 2",
+			s.Decoded, s.WriterSchemas, want)
+	}
+	if len(s.AvroTopics) != 2 {
+		t.Errorf("Avro topics %v, want 2", s.AvroTopics)
 	}
 	if s.OutOfOrder > s.Late {
 		t.Errorf("%d out of order but only %d late: a record not flagged late came out of order", s.OutOfOrder, s.Late)

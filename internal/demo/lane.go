@@ -17,6 +17,8 @@ import (
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/formats"
+	"github.com/signalbox/signalbox/formats/registry"
 	"github.com/signalbox/signalbox/internal/workload"
 	"github.com/signalbox/signalbox/sources/kafka"
 )
@@ -60,6 +62,9 @@ type Options struct {
 	// CheckpointInterval is the engine's (signalbox.WithCheckpointInterval);
 	// 0: the engine's default.
 	CheckpointInterval time.Duration `json:"checkpoint_interval,omitempty"`
+	// Registry is the URL of the schema registry of the workload's Avro
+	// topics, for Replay (Setup's cluster serves one; Ordering uses it).
+	Registry string `json:"-"`
 	// OnPipeline, when set, is called with each ordering lane's strategy
 	// name and stats before the lane runs (the demo serves them on its
 	// admin server).
@@ -111,6 +116,8 @@ type Result struct {
 	OutOfOrder    int64   `json:"out_of_order"`
 	OutOfOrderPct float64 `json:"out_of_order_pct"` // of the timed records emitted
 	Late          int64   `json:"late"`
+	Decoded       int64   `json:"decoded"`        // emitted with a value decoded from Avro
+	WriterSchemas int     `json:"writer_schemas"` // distinct writer schema ids among them
 	LiveLatency   Latency `json:"live_latency_beyond_delay"`
 	// VisibleLatency is measured by the reader of the Visible sink: the
 	// wall time when the reader sees a live record not released late −
@@ -137,7 +144,7 @@ func Replay(ctx context.Context, o Options, brokers []string, s Strategy, log *z
 		return Throughput{}, err
 	}
 	start := time.Now()
-	l, err := newLane(s, &o, w, brokers, signalbox.UntilEndOffsets, nil, log)
+	l, err := newLane(s, &o, w, brokers, o.Registry, signalbox.UntilEndOffsets, nil, log)
 	if err != nil {
 		return Throughput{}, err
 	}
@@ -181,14 +188,21 @@ type lane struct {
 	readDone chan struct{}
 }
 
-func newLane(s Strategy, o *Options, w *workload.Workload, brokers []string, until signalbox.Until, tp *tap, log *zap.Logger) (*lane, error) {
+func newLane(s Strategy, o *Options, w *workload.Workload, brokers []string, registryURL string, until signalbox.Until, tp *tap, log *zap.Logger) (*lane, error) {
+	var avro signalbox.ValueDecoder
+	if len(w.AvroEventTopics()) > 0 {
+		var err error
+		if avro, err = avroDecoder(registryURL); err != nil {
+			return nil, err
+		}
+	}
 	src, err := kafka.New(kafka.Config{Brokers: brokers, Topics: w.Topics(), PartitionMaxBytes: o.FetchBytes, Logger: log.Named(s.Name)})
 	if err != nil {
 		return nil, err
 	}
 	m := newMeasure(w.HistoryEnd(), o.Delay)
 	opts := []signalbox.Option{
-		signalbox.WithInputs(w.Inputs()...),
+		signalbox.WithInputs(w.Inputs(avro)...),
 		signalbox.WithSink(m),
 		signalbox.WithDelay(o.Delay),
 		signalbox.WithStrategy(s.New),
@@ -206,6 +220,23 @@ func newLane(s Strategy, o *Options, w *workload.Workload, brokers []string, unt
 		return nil, err
 	}
 	return &lane{name: s.Name, p: p, m: m, done: make(chan struct{}), tap: tp, readDone: make(chan struct{})}, nil
+}
+
+// avroDecoder decodes the workload's Avro values with the schemas of the
+// registry at url, as a job with `format: avro` does.
+func avroDecoder(url string) (signalbox.ValueDecoder, error) {
+	if url == "" {
+		return nil, errors.New("demo: the workload has Avro topics but no schema registry")
+	}
+	reg, err := registry.New(registry.Config{URLs: []string{url}})
+	if err != nil {
+		return nil, err
+	}
+	d, err := formats.New(formats.Config{Format: formats.Avro, Registry: reg})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // read runs the lane's reader until ctx is done (see tap.read).
@@ -249,6 +280,7 @@ func (l *lane) result() Result {
 	r := Result{
 		Strategy: l.name, In: st.In, Out: l.m.out, Timeless: l.m.timeless, Parked: int64(st.Parked),
 		OutOfOrder: l.m.ooo, Late: st.LateTotal().Count, LiveLatency: summarize(l.m.lat),
+		Decoded: l.m.decoded, WriterSchemas: len(l.m.schemas),
 		VisibleLatency: summarize(l.visible), ReplaySeconds: st.ReplayTime.Seconds(),
 	}
 	if timed := l.m.out - l.m.timeless; timed > 0 {
@@ -315,7 +347,7 @@ func (sc *Scenario) Ordering(ctx context.Context, o Options, strategies []Strate
 				return nil, workload.Live{}, err
 			}
 		}
-		l, err := newLane(s, &o, sc.Workload, sc.Cluster.Addrs(), until, tp, log)
+		l, err := newLane(s, &o, sc.Workload, sc.Cluster.Addrs(), sc.Cluster.RegistryURL(), until, tp, log)
 		if err != nil {
 			return nil, workload.Live{}, err
 		}

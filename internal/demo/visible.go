@@ -158,7 +158,8 @@ var tsField = `"` + workload.TimeField + `":`
 
 // readCommitted consumes topic from its start with a read_committed
 // franz-go consumer (its other settings default) and reports the event
-// time of every record whose value carries one (the workload's ts field).
+// time of every record whose value carries one (the workload's ts field,
+// or for an Avro value the Kafka timestamp).
 // The Kafka sink carries no late flag, so every record counts as on time.
 func readCommitted(ctx context.Context, brokers []string, topic string, seen func(int64, bool)) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
@@ -178,6 +179,11 @@ func readCommitted(ctx context.Context, brokers []string, topic string, seen fun
 		fs.EachRecord(func(r *kgo.Record) {
 			if et, ok := intAfter(r.Value, tsField); ok {
 				seen(et, false)
+			} else if len(r.Value) > 0 && r.Value[0] == 0 {
+				// An Avro value, passed through in the Confluent wire
+				// format (magic byte 0): the sink wrote its event time as
+				// the Kafka timestamp.
+				seen(r.Timestamp.UnixMilli(), false)
 			}
 		})
 	}

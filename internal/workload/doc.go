@@ -9,6 +9,15 @@
 // {"item":"i-042","ts":<unix ms>,"kind":"sold"}, plus one reference topic
 // (ReferenceTopic) whose records carry no event time (`time: none`).
 //
+// Schema'd values: the first Options.AvroTopics event topics carry the same
+// events in Avro (Confluent wire format: magic byte 0, schema id, body;
+// encoded by twmb/avro, framed by franz-go's sr), with the schema
+// registered in the broker's schema registry and evolving from
+// AvroSchemaV1 to AvroSchemaV2 halfway through each partition.
+// Options.AvroTwins also writes every event record, Avro-encoded, into a
+// twin topic (AvroTopic), so a benchmark can replay the same history in
+// both formats.
+//
 // Lifecycle: New → ClusterOptions (topics to create) → ProduceHistory →
 // SlowStart (some topics slower to connect than an idle timeout) → Live.
 //
@@ -29,4 +38,8 @@
 //     counts them so a report can check that every one was counted late.
 //  4. History event times lie in [End−HistorySpan, End]; live event times lie
 //     above End (Live starts after End), so a sink can tell them apart.
+//  5. An Avro record and its JSON counterpart (its twin, or the JSON value
+//     the same seed gives) carry the same item, event time, kind and
+//     padding; the Avro value of a partition's first half of the history is
+//     written with v1's id, the rest (and live traffic) with v2's.
 package workload

@@ -42,6 +42,15 @@ type Options struct {
 	// ValueBytes pads every event value with a "pad" field to about this
 	// many bytes; 0 (the default): no padding (about 50 bytes).
 	ValueBytes int
+	// AvroTopics is how many event topics (the first ones) carry Avro
+	// values in the Confluent wire format instead of JSON, with the schema
+	// evolving from AvroSchemaV1 to AvroSchemaV2 halfway through each
+	// partition's history (live traffic: v2). Default 0.
+	AvroTopics int
+	// AvroTwins also produces every event record of the history, Avro
+	// encoded as AvroTopics', into the twin topic AvroTopic(i) of event
+	// topic i: the same history in both formats. Default false.
+	AvroTwins bool
 }
 
 // EnsureDefaults fills every unset field with its default.
@@ -74,6 +83,7 @@ func (o *Options) EnsureDefaults() {
 		o.SlowTopics = 1
 	}
 	o.SlowTopics = min(o.SlowTopics, o.Topics)
+	o.AvroTopics = min(o.AvroTopics, o.Topics)
 }
 
 // Validate reports every invalid field.
@@ -91,6 +101,9 @@ func (o *Options) Validate() error {
 	if o.ValueBytes < 0 {
 		errs = append(errs, errors.New("workload: value_bytes: must not be negative"))
 	}
+	if o.AvroTopics < 0 || o.AvroTopics > o.Topics {
+		errs = append(errs, fmt.Errorf("workload: avro_topics: must be between 0 and topics (%d), got %d", o.Topics, o.AvroTopics))
+	}
 	if o.ProducerDelayBy <= o.Disorder {
 		errs = append(errs, errors.New("workload: producer_delay_by: must exceed disorder"))
 	}
@@ -102,6 +115,7 @@ type Workload struct {
 	opts  Options
 	end   time.Time
 	kinds []string
+	avro  map[string]avroIDs // schema ids by topic, once registered
 }
 
 // New returns the scenario for opts (defaults applied). The history ends one
@@ -130,7 +144,27 @@ func (w *Workload) EventTopics() []string {
 	return ts
 }
 
-// Topics lists every topic: the event topics, then the reference topic.
+// AvroEventTopics lists the event topics with Avro values (AvroTopics).
+func (w *Workload) AvroEventTopics() []string { return w.EventTopics()[:w.opts.AvroTopics] }
+
+// isAvro reports whether event topic ti carries Avro values.
+func (w *Workload) isAvro(ti int) bool { return ti < w.opts.AvroTopics }
+
+// AvroTwinTopics lists the Avro twins of the event topics (AvroTwins), or
+// none.
+func (w *Workload) AvroTwinTopics() []string {
+	if !w.opts.AvroTwins {
+		return nil
+	}
+	ts := make([]string, w.opts.Topics)
+	for i := range ts {
+		ts[i] = AvroTopic(i)
+	}
+	return ts
+}
+
+// Topics lists every topic a job of the scenario reads: the event topics,
+// then the reference topic (not the Avro twins).
 func (w *Workload) Topics() []string { return append(w.EventTopics(), ReferenceTopic) }
 
 // SlowTopics lists the topics SlowStart makes slow to connect: the last
@@ -141,24 +175,40 @@ func (w *Workload) SlowTopics() []string {
 }
 
 // Inputs declares how signalbox decodes every topic: event time from the
-// JSON field ts (unix ms), key from the Kafka key; the reference topic is
-// `time: none`.
-func (w *Workload) Inputs() []signalbox.Input {
+// JSON field ts (unix ms), key from the Kafka key; the Avro topics through
+// avro (which must be set when the scenario has Avro topics), event time
+// from their timestamp-millis field ts; the reference topic is `time:
+// none`.
+func (w *Workload) Inputs(avro signalbox.ValueDecoder) []signalbox.Input {
 	var in []signalbox.Input
-	for _, t := range w.EventTopics() {
+	for ti, t := range w.EventTopics() {
+		if w.isAvro(ti) {
+			in = append(in, signalbox.Input{Topic: t, Time: signalbox.TimeFromField, TimeField: TimeField, Decoder: avro})
+			continue
+		}
 		in = append(in, signalbox.Input{Topic: t, Time: signalbox.TimeFromField, TimeField: TimeField, TimeFormat: signalbox.FormatUnixMs})
 	}
 	return append(in, signalbox.Input{Topic: ReferenceTopic, Time: signalbox.TimeNone})
 }
 
-// ClusterOptions creates every topic of the scenario.
+// AllTopics lists every topic the scenario produces: Topics, then the
+// Avro twins.
+func (w *Workload) AllTopics() []string { return append(w.Topics(), w.AvroTwinTopics()...) }
+
+// ClusterOptions creates every topic of the scenario, and a schema
+// registry on loopback when some topic carries Avro.
 func (w *Workload) ClusterOptions() []embedded.Option {
 	var opts []embedded.Option
-	for _, t := range w.Topics() {
+	for _, t := range w.AllTopics() {
 		opts = append(opts, embedded.WithTopic(t, int32(w.opts.Partitions)))
+	}
+	if w.usesAvro() {
+		opts = append(opts, embedded.WithSchemaRegistry("127.0.0.1:0"))
 	}
 	return opts
 }
+
+func (w *Workload) usesAvro() bool { return w.opts.AvroTopics > 0 || w.opts.AvroTwins }
 
 // HistoryEnd is the latest event time of the history (unix ms).
 func (w *Workload) HistoryEnd() int64 { return w.end.UnixMilli() }
@@ -167,6 +217,7 @@ func (w *Workload) HistoryEnd() int64 { return w.end.UnixMilli() }
 type History struct {
 	Records   int64 // event records
 	Reference int64 // reference records
+	Twins     int64 // Avro twin records (AvroTwins), not in Records
 	Start     int64 // earliest event time, unix ms
 	End       int64 // latest event time, unix ms
 	Took      time.Duration
@@ -175,8 +226,9 @@ type History struct {
 // item names item i.
 func item(i int) string { return fmt.Sprintf("i-%03d", i) }
 
-// value is an event's JSON value, padded to about size bytes.
-func value(it string, ts int64, kind string, size int) []byte {
+// value is an event's JSON value, padded to about size bytes, and its
+// padding.
+func value(it string, ts int64, kind string, size int) ([]byte, string) {
 	b := make([]byte, 0, max(64, size+2))
 	b = append(b, `{"item":"`...)
 	b = append(b, it...)
@@ -185,21 +237,72 @@ func value(it string, ts int64, kind string, size int) []byte {
 	b = append(b, `,"kind":"`...)
 	b = append(b, kind...)
 	b = append(b, '"')
-	if pad := size - len(b) - len(`,"pad":""}`); pad > 0 {
+	var pad string
+	if n := size - len(b) - len(`,"pad":""}`); n > 0 {
 		b = append(b, `,"pad":"`...)
-		for i := range pad {
+		for i := range n {
 			b = append(b, 'a'+byte(i%26))
 		}
+		pad = string(b[len(b)-n:])
 		b = append(b, '"')
 	}
-	return append(b, '}')
+	return append(b, '}'), pad
 }
 
-// event is one event record; its Kafka timestamp is its event time, so
-// that `time: timestamp` and `time: field` (TimeField) read the same times.
-func (w *Workload) event(topic string, p int, it string, ts int64, kind string) *kgo.Record {
-	return &kgo.Record{Topic: topic, Partition: int32(p), Key: []byte(it), Timestamp: time.UnixMilli(ts),
-		Value: value(it, ts, kind, w.opts.ValueBytes)}
+// ev is one event of the scenario: event topic ti, partition p, the n-th
+// record of its partition (of total in the history; live: total 0).
+type ev struct {
+	ti, p, n, total int
+	item            string
+	ts              int64
+	kind            string
+}
+
+// event is one event record, its value in event topic ti's format; its
+// Kafka timestamp is its event time, so that `time: timestamp` and `time:
+// field` (TimeField) read the same times.
+func (w *Workload) event(e ev) (*kgo.Record, error) {
+	v, pad := value(e.item, e.ts, e.kind, w.opts.ValueBytes)
+	r := &kgo.Record{Topic: Topic(e.ti), Partition: int32(e.p), Key: []byte(e.item), Timestamp: time.UnixMilli(e.ts), Value: v}
+	if w.isAvro(e.ti) {
+		var err error
+		r.Value, err = w.avroEvent(r.Topic, e, pad)
+		return r, err
+	}
+	return r, nil
+}
+
+// twin is event e's record in its Avro twin topic.
+func (w *Workload) twin(e ev) (*kgo.Record, error) {
+	_, pad := value(e.item, e.ts, e.kind, w.opts.ValueBytes)
+	t := AvroTopic(e.ti)
+	v, err := w.avroEvent(t, e, pad)
+	return &kgo.Record{Topic: t, Partition: int32(e.p), Key: []byte(e.item), Timestamp: time.UnixMilli(e.ts), Value: v}, err
+}
+
+// avroEvent encodes e for topic: v1 for the first half of its partition's
+// history, v2 after (and live).
+func (w *Workload) avroEvent(topic string, e ev, pad string) ([]byte, error) {
+	evolved := e.total == 0 || e.n >= e.total/2
+	return avroValue(w.avro[topic], evolved, e.n, e.item, e.ts, e.kind, pad)
+}
+
+// registerSchemas registers the Avro schemas of every Avro topic at b's
+// schema registry, once.
+func (w *Workload) registerSchemas(ctx context.Context, b Broker) error {
+	if !w.usesAvro() || w.avro != nil {
+		return nil
+	}
+	reg, ok := b.(SchemaRegistry)
+	if !ok || reg.RegistryURL() == "" {
+		return errors.New("workload: the scenario has Avro topics but the broker has no schema registry")
+	}
+	ids, err := registerAvro(ctx, reg.RegistryURL(), append(w.AvroEventTopics(), w.AvroTwinTopics()...))
+	if err != nil {
+		return err
+	}
+	w.avro = ids
+	return nil
 }
 
 // partitionTimes returns n event times in [end−span, end] for one partition:
@@ -248,6 +351,16 @@ type Remote []string
 // ClientOptions implements Broker.
 func (r Remote) ClientOptions() []kgo.Opt { return []kgo.Opt{kgo.SeedBrokers(r...)} }
 
+// RemoteWithRegistry is a Remote broker with a schema registry at URL
+// (`signalbox broker` prints both).
+type RemoteWithRegistry struct {
+	Remote
+	URL string
+}
+
+// RegistryURL implements SchemaRegistry.
+func (r RemoteWithRegistry) RegistryURL() string { return r.URL }
+
 // ProduceHistory produces the week of keyed history into b, partition by
 // partition in a deterministic order, and the reference records. It streams:
 // at most the producer's buffer of records is held at once.
@@ -255,18 +368,32 @@ func (w *Workload) ProduceHistory(ctx context.Context, b Broker) (History, error
 	start := time.Now()
 	o := w.opts
 	h := History{Start: w.end.UnixMilli(), End: w.end.UnixMilli()}
+	if err := w.registerSchemas(ctx, b); err != nil {
+		return h, err
+	}
 	s, err := newSender(b)
 	if err != nil {
 		return h, err
 	}
 	defer s.cl.Close()
-	for ti, topic := range w.EventTopics() {
+	for ti := range w.EventTopics() {
 		for p := 0; p < o.Partitions; p++ {
 			rng := rand.New(rand.NewPCG(uint64(o.Seed), uint64(ti*1000+p)))
 			ts := partitionTimes(rng, o.RecordsPerPartition, w.end.UnixMilli(), o.HistorySpan.Milliseconds(), o.Disorder.Milliseconds())
-			for _, t := range ts {
-				it := item(w.itemIn(rng, p))
-				s.send(ctx, w.event(topic, p, it, t, w.kinds[rng.IntN(len(w.kinds))]))
+			for n, t := range ts {
+				e := ev{ti: ti, p: p, n: n, total: len(ts), item: item(w.itemIn(rng, p)), ts: t, kind: w.kinds[rng.IntN(len(w.kinds))]}
+				r, err := w.event(e)
+				if err != nil {
+					return h, fmt.Errorf("workload: encoding %s: %w", r.Topic, err)
+				}
+				s.send(ctx, r)
+				if o.AvroTwins {
+					if r, err = w.twin(e); err != nil {
+						return h, fmt.Errorf("workload: encoding %s: %w", r.Topic, err)
+					}
+					s.send(ctx, r)
+					h.Twins++
+				}
 				h.Start = min(h.Start, t)
 			}
 			h.Records += int64(len(ts))
@@ -370,6 +497,9 @@ func (w *Workload) ProduceLive(ctx context.Context, b Broker) (Live, error) {
 	if o.LiveFor <= 0 {
 		return live, nil
 	}
+	if err := w.registerSchemas(ctx, b); err != nil {
+		return live, err
+	}
 	s, err := newSender(b, kgo.ProducerLinger(0))
 	if err != nil {
 		return live, err
@@ -398,15 +528,19 @@ func (w *Workload) ProduceLive(ctx context.Context, b Broker) (Live, error) {
 		due := min(int64(time.Since(start).Seconds()*float64(o.LiveRate)), total)
 		for ; sent < due; sent++ {
 			k := int(sent % int64(parts))
-			topic, p := topics[k/o.Partitions], k%o.Partitions
+			ti, p := k/o.Partitions, k%o.Partitions
 			now := time.Now().UnixMilli()
 			et := now - rng.Int64N(o.Disorder.Milliseconds()+1)
 			if delayedEvery > 0 && delayedSent < int64(o.ProducerDelayed) && sent%delayedEvery == delayedEvery-1 {
 				et = now - o.ProducerDelayBy.Milliseconds()
 				delayedSent++
 			}
-			it := item(w.itemIn(rng, p))
-			s.send(ctx, w.event(topic, p, it, et, w.kinds[rng.IntN(len(w.kinds))]))
+			r, err := w.event(ev{ti: ti, p: p, n: int(sent), item: item(w.itemIn(rng, p)), ts: et, kind: w.kinds[rng.IntN(len(w.kinds))]})
+			if err != nil {
+				s.wg.Wait()
+				return live, fmt.Errorf("workload: encoding %s: %w", r.Topic, err)
+			}
+			s.send(ctx, r)
 		}
 	}
 	err = s.wait()
@@ -430,4 +564,5 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.LiveFor, "live", o.LiveFor, "live traffic duration")
 	fs.IntVar(&o.LiveRate, "rate", o.LiveRate, "live records per second")
 	fs.IntVar(&o.ProducerDelayed, "producer-delayed", o.ProducerDelayed, "live records produced already older than the delay (late for every strategy, and counted)")
+	fs.IntVar(&o.AvroTopics, "avro-topics", o.AvroTopics, "event topics (the first ones, at most --topics) whose values are Avro in the Confluent wire format, schemas in the embedded schema registry, the schema evolving halfway through each partition; 0: none")
 }

@@ -36,7 +36,7 @@ func TestPartitionTimesBoundedDisorder(t *testing.T) {
 // asked size that still carries its event time.
 func TestValuePadding(t *testing.T) {
 	for _, size := range []int{0, 20, 100, 400} {
-		v := value("i-042", 1_700_000_000_123, "sold", size)
+		v, _ := value("i-042", 1_700_000_000_123, "sold", size)
 		var m struct {
 			TS   int64  `json:"ts"`
 			Item string `json:"item"`

@@ -25,6 +25,20 @@
 // with -profile-dir both profiles are kept (<mode>.pprof,
 // <mode>.allocs.pprof: `go tool pprof -sample_index=alloc_space -top`).
 //
+// With -avro it runs the schema'd round instead (issue 23): the broker
+// process also serves its schema registry, the history is produced in JSON
+// and, record by record, Avro-encoded into twin topics
+// (workload.Options.AvroTwins: Confluent wire format, a schema change
+// halfway through each partition), and a round is franz-go on the JSON
+// topics, franz-go on the Avro twins, then `signalbox run` with `time:
+// field` reading JSON into a JSONL file sink, Avro (`format: avro`) into
+// the same sink, JSON into a Kafka sink and Avro into a Kafka sink (the
+// output topic lives in the same broker process, created before and
+// deleted after each run; its end offsets count the records). Each rate
+// is compared with franz-go on the same topics, and each Avro job with the
+// JSON job of the same sink (rate, peak RSS, CPU per record). Its section
+// has markers of its own, so both sections live in one bench.md.
+//
 // The command prints a Markdown section and splices it into -out
 // (docs/bench.md by default) between its markers, keeping the rest of the
 // file.

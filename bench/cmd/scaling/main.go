@@ -46,6 +46,8 @@ type config struct {
 	out         string        // bench.md to splice into; "": stdout only
 	profileSize int64         // history size whose signalbox runs are profiled; 0: none
 	profileDir  string        // where the profiles are kept; "": a temporary directory
+	avro        bool          // the schema'd round: Avro twins against the JSON history
+	loadStart   string        // the machine's load average when the run started
 	child       string        // internal: run one raw consumer
 	brokers     string        // child: broker addresses
 	topics      string        // child: topics
@@ -66,6 +68,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.vs, "vs", "", "a second signalbox binary, run in every round right after the first in each time mode and reported in rows of its own (an A/B comparison on the same data); empty: none")
 	fs.StringVar(&c.vsGogc, "vs-gogc", "", "GOGC for the -vs binary's runs (empty: as -gogc); without -vs, the first binary is run again with it (an A/B of the collector's target)")
 	fs.StringVar(&c.out, "out", "docs/bench.md", "splice the section into this file; empty: print it only")
+	fs.BoolVar(&c.avro, "avro", false, "the schema'd round instead: the history also Avro-encoded in twin topics (schemas in the broker's registry), and franz-go on each, then signalbox reading JSON or Avro into a JSONL file sink and into a Kafka sink; written into its own section")
 	fs.StringVar(&c.child, "child", "", "internal: run one raw consumer ("+franz+" or "+sarama+") and print its count")
 	fs.StringVar(&c.brokers, "brokers", "", "internal: the child's brokers")
 	fs.StringVar(&c.topics, "topics", "", "internal: the child's topics")
@@ -89,6 +92,9 @@ func parseFlags(args []string) (config, error) {
 	}
 	if c.nbrokers < 1 {
 		errs = append(errs, errors.New("-broker-count: must be at least 1"))
+	}
+	if c.avro && (c.vs != "" || c.vsGogc != "") {
+		errs = append(errs, errors.New("-avro: not with -vs or -vs-gogc"))
 	}
 	if c.rounds < 1 {
 		errs = append(errs, errors.New("-rounds: must be at least 1"))
@@ -127,9 +133,9 @@ const (
 	disorder   = 200 * time.Millisecond
 )
 
-func workloadOptions(size int64) workload.Options {
+func workloadOptions(size int64, avro bool) workload.Options {
 	return workload.Options{Seed: 1, Topics: topics, Partitions: partitions, Items: items, ValueBytes: valueBytes,
-		Disorder: disorder, SlowTopics: -1, RecordsPerPartition: int(max(size/(topics*partitions), 1))}
+		Disorder: disorder, SlowTopics: -1, RecordsPerPartition: int(max(size/(topics*partitions), 1)), AvroTwins: avro}
 }
 
 // The consumers, in the order of a round.
@@ -145,12 +151,55 @@ const (
 
 var consumers = []string{franz, sarama, sbTimestamp, vsTimestamp, sbField, vsField}
 
-// roundOf is the consumers of one round: without -vs, no vs rows.
+// The consumers of the schema'd round (-avro): the Avro twins with their own
+// ceiling, and each format into a JSONL file sink and into a Kafka sink.
+const (
+	franzAvro   = "franz-go-avro"
+	sbAvroJSONL = "signalbox-avro-jsonl"
+	sbJSONKafka = "signalbox-json-kafka"
+	sbAvroKafka = "signalbox-avro-kafka"
+)
+
+var avroConsumers = []string{franz, franzAvro, sbField, sbAvroJSONL, sbJSONKafka, sbAvroKafka}
+
+// roundOf is the consumers of one round: without -vs, no vs rows; with
+// -avro, the schema'd round.
 func roundOf(c config) []string {
+	if c.avro {
+		return avroConsumers
+	}
 	if c.vs != "" {
 		return consumers
 	}
 	return slices.DeleteFunc(slices.Clone(consumers), func(s string) bool { return s == vsTimestamp || s == vsField })
+}
+
+// isRaw reports whether consumer is a raw consumer child, not signalbox.
+func isRaw(consumer string) bool {
+	return consumer == franz || consumer == sarama || consumer == franzAvro
+}
+
+// ceilingOf is the raw consumer a consumer's rate is compared with: the
+// franz-go reader of the same topics.
+func ceilingOf(consumer string) string {
+	if consumer == franzAvro || consumer == sbAvroJSONL || consumer == sbAvroKafka {
+		return franzAvro
+	}
+	return franz
+}
+
+// readsAvro reports whether consumer reads the Avro twins.
+func readsAvro(consumer string) bool { return ceilingOf(consumer) == franzAvro }
+
+// writesKafka reports whether a signalbox consumer's job has the Kafka sink.
+func writesKafka(consumer string) bool { return consumer == sbJSONKafka || consumer == sbAvroKafka }
+
+// profiled are the signalbox jobs profiled at -profile-size.
+func profiled(c config) []string {
+	if c.avro {
+		return []string{sbAvroJSONL, sbAvroKafka}
+	}
+	return []string{sbTimestamp, sbField}
 }
 
 // jobOf is the job mode of a signalbox consumer: the vs rows run the same
@@ -220,6 +269,7 @@ func run(args []string, stdout io.Writer) error {
 		c.vs = c.bin
 	}
 	started := time.Now()
+	c.loadStart = loadAvg()
 	var runs []sizeRun
 	for _, size := range c.sizes {
 		r, err := measureSize(ctx, c, size, tmp, log)
@@ -237,7 +287,8 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	return os.WriteFile(c.out, []byte(report.Splice(string(old), beginMark, endMark, sec)), 0o644)
+	begin, end := marks(c)
+	return os.WriteFile(c.out, []byte(report.Splice(string(old), begin, end, sec)), 0o644)
 }
 
 // build compiles cmd/signalbox into dir.
@@ -258,37 +309,56 @@ func build(dir string) (string, error) {
 // measureSize starts a broker process, produces a history of size event
 // records into it, and runs every consumer rounds times, alternating.
 func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap.Logger) (sizeRun, error) {
-	w, err := workload.New(workloadOptions(size))
+	w, err := workload.New(workloadOptions(size, c.avro))
 	if err != nil {
 		return sizeRun{}, err
 	}
-	addrs, brokerPID, stopBroker, err := startBroker(c.bin, c.nbrokers, w, filepath.Join(tmp, "broker.log"))
+	b, brokerPID, stopBroker, err := startBroker(c.bin, c.nbrokers, w, c.avro, filepath.Join(tmp, "broker.log"))
 	if err != nil {
 		return sizeRun{}, err
 	}
 	defer stopBroker()
-	h, err := w.ProduceHistory(ctx, workload.Remote(addrs))
+	addrs := []string(b.Remote)
+	h, err := w.ProduceHistory(ctx, b)
 	if err != nil {
 		return sizeRun{}, err
 	}
 	r := sizeRun{Size: size, Records: h.Records + h.Reference, Produced: h.Took}
-	log.Info("history produced", zap.Int64("records", r.Records), zap.Duration("took", h.Took))
+	log.Info("history produced", zap.Int64("records", r.Records), zap.Int64("avro_twins", h.Twins), zap.Duration("took", h.Took))
 	jobs := map[string]string{}
-	for _, mode := range []string{sbTimestamp, sbField} {
-		if jobs[mode], err = writeJob(tmp, mode, addrs, w, c); err != nil {
-			return r, err
+	for _, mode := range roundOf(c) {
+		if !isRaw(mode) && jobOf(mode) == mode {
+			if jobs[mode], err = writeJob(tmp, mode, b, w, c); err != nil {
+				return r, err
+			}
+		}
+	}
+	for _, mode := range profiled(c) {
+		if jobs[mode] == "" {
+			if jobs[mode], err = writeJob(tmp, mode, b, w, c); err != nil {
+				return r, err
+			}
 		}
 	}
 	one := func(consumer string, round int, profilePath string) (sample, error) {
 		var cmd *exec.Cmd
 		sink := filepath.Join(tmp, "out.jsonl")
-		switch consumer {
-		case franz, sarama:
+		switch {
+		case isRaw(consumer):
 			exe, err := os.Executable()
 			if err != nil {
 				return sample{}, err
 			}
-			cmd = exec.CommandContext(ctx, exe, "-child", consumer, "-brokers", strings.Join(addrs, ","), "-topics", strings.Join(w.Topics(), ","))
+			child, topics := consumer, w.Topics()
+			if consumer == franzAvro {
+				child, topics = franz, append(w.AvroTwinTopics(), workload.ReferenceTopic)
+			}
+			cmd = exec.CommandContext(ctx, exe, "-child", child, "-brokers", strings.Join(addrs, ","), "-topics", strings.Join(topics, ","))
+		case writesKafka(consumer):
+			if err := createOutTopic(ctx, addrs); err != nil {
+				return sample{}, err
+			}
+			fallthrough
 		default:
 			os.Remove(sink)
 			args := []string{"run", "-c", jobs[jobOf(consumer)]}
@@ -313,7 +383,10 @@ func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap
 		if b1, perr := procCPU(brokerPID); perr == nil {
 			s.BrokerCPU = (b1 - b0).Seconds()
 		}
-		if err == nil && (consumer != franz && consumer != sarama) {
+		switch {
+		case err == nil && writesKafka(consumer):
+			s.Records, err = drainOutTopic(ctx, addrs)
+		case err == nil && !isRaw(consumer):
 			s.Records, err = countLines(sink)
 			os.Remove(sink)
 		}
@@ -334,10 +407,13 @@ func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap
 		}
 	}
 	if size == c.profileSize {
-		for _, mode := range []string{sbTimestamp, sbField} {
+		for _, mode := range profiled(c) {
 			dir := tmp
 			if c.profileDir != "" {
 				dir = c.profileDir
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return r, err
+				}
 			}
 			path := filepath.Join(dir, mode+".pprof")
 			if _, err := one(mode, 0, path); err != nil {
@@ -351,6 +427,16 @@ func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap
 		}
 	}
 	return r, nil
+}
+
+// loadAvg is the machine's 1, 5 and 15-minute load averages
+// (/proc/loadavg), or "n/a".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "n/a"
 }
 
 // allocPath is where the allocation profile of the run profiled into
@@ -382,55 +468,82 @@ func procCPU(pid int) (time.Duration, error) {
 }
 
 // startBroker starts `signalbox broker` with n brokers and the workload's
-// topics and returns its addresses, its process id and a function that
-// stops it.
-func startBroker(bin string, n int, w *workload.Workload, logPath string) ([]string, int, func(), error) {
+// topics and returns its addresses (with registry, the schema registry's
+// URL too), its process id and a function that stops it.
+func startBroker(bin string, n int, w *workload.Workload, registry bool, logPath string) (workload.RemoteWithRegistry, int, func(), error) {
+	var b workload.RemoteWithRegistry
 	args := []string{"broker", "--addr", "127.0.0.1:0", "--brokers", strconv.Itoa(n)}
-	for _, t := range w.Topics() {
+	if !registry {
+		args = append(args, "--registry-addr", "off")
+	}
+	for _, t := range w.AllTopics() {
 		args = append(args, "--topic", fmt.Sprintf("%s:%d", t, partitions))
 	}
 	cmd := exec.Command(bin, args...)
 	logf, err := os.Create(logPath)
 	if err != nil {
-		return nil, 0, nil, err
+		return b, 0, nil, err
 	}
 	cmd.Stderr = logf
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, 0, nil, err
+		return b, 0, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, 0, nil, err
+		return b, 0, nil, err
 	}
 	stop := func() {
 		cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // it may be gone
 		cmd.Wait()                          //nolint:errcheck // stopped by us
 		logf.Close()
 	}
-	line, err := bufio.NewReader(out).ReadString('\n')
+	lines := bufio.NewReader(out)
+	line, err := lines.ReadString('\n')
 	if err != nil {
 		stop()
-		return nil, 0, nil, fmt.Errorf("signalbox broker printed no address (see %s): %w", logPath, err)
+		return b, 0, nil, fmt.Errorf("signalbox broker printed no address (see %s): %w", logPath, err)
 	}
-	return strings.Split(strings.TrimSpace(line), ","), cmd.Process.Pid, stop, nil
+	b.Remote = strings.Split(strings.TrimSpace(line), ",")
+	if registry {
+		if line, err = lines.ReadString('\n'); err != nil {
+			stop()
+			return b, 0, nil, fmt.Errorf("signalbox broker printed no schema registry URL (see %s): %w", logPath, err)
+		}
+		b.URL = strings.TrimSpace(line)
+	}
+	return b, cmd.Process.Pid, stop, nil
 }
 
 // writeJob writes the job file of a signalbox mode: every event topic with
-// `time: timestamp` or `time: field`, the reference topic `time: none`, a
-// JSONL file sink, until the end offsets.
-func writeJob(dir, mode string, addrs []string, w *workload.Workload, c config) (string, error) {
+// `time: timestamp` or `time: field` (the Avro twins: `format: avro`, the
+// schema registry, time from the timestamp-millis field), the reference
+// topic `time: none`, a JSONL file sink or the Kafka sink into outTopic,
+// until the end offsets.
+func writeJob(dir, mode string, br workload.RemoteWithRegistry, w *workload.Workload, c config) (string, error) {
 	var b strings.Builder
-	q, _ := json.Marshal(addrs) // a YAML flow sequence
-	fmt.Fprintf(&b, "brokers: %s\nstart: earliest\ninputs:\n", q)
-	for _, t := range w.EventTopics() {
-		if mode == sbField {
-			fmt.Fprintf(&b, "  - topic: %s\n    time: field\n    time_field: %s\n    time_format: unix_ms\n", t, workload.TimeField)
-		} else {
-			fmt.Fprintf(&b, "  - topic: %s\n    time: timestamp\n", t)
+	q, _ := json.Marshal(br.Remote) // a YAML flow sequence
+	fmt.Fprintf(&b, "brokers: %s\nstart: earliest\n", q)
+	if readsAvro(mode) {
+		fmt.Fprintf(&b, "schema_registry:\n  url: %s\ninputs:\n", br.URL)
+		for _, t := range w.AvroTwinTopics() {
+			fmt.Fprintf(&b, "  - topic: %s\n    format: avro\n    time: field\n    time_field: %s\n", t, workload.TimeField)
+		}
+	} else {
+		b.WriteString("inputs:\n")
+		for _, t := range w.EventTopics() {
+			if mode == sbTimestamp {
+				fmt.Fprintf(&b, "  - topic: %s\n    time: timestamp\n", t)
+			} else {
+				fmt.Fprintf(&b, "  - topic: %s\n    time: field\n    time_field: %s\n    time_format: unix_ms\n", t, workload.TimeField)
+			}
 		}
 	}
-	fmt.Fprintf(&b, "  - topic: %s\n    time: none\ndelay: %s\nuntil: end-offsets\nsinks:\n  - type: jsonl\n    path: %s\n",
-		workload.ReferenceTopic, c.delay, filepath.Join(dir, "out.jsonl"))
+	fmt.Fprintf(&b, "  - topic: %s\n    time: none\ndelay: %s\nuntil: end-offsets\nsinks:\n", workload.ReferenceTopic, c.delay)
+	if writesKafka(mode) {
+		fmt.Fprintf(&b, "  - type: kafka\n    topic: %s\n", outTopic)
+	} else {
+		fmt.Fprintf(&b, "  - type: jsonl\n    path: %s\n", filepath.Join(dir, "out.jsonl"))
+	}
 	if c.checkpoint > 0 {
 		fmt.Fprintf(&b, "checkpoint_interval: %s\n", c.checkpoint)
 	}

@@ -1,13 +1,42 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/signalbox/signalbox/internal/workload"
 )
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// testBinary builds signalbox once for the tests of this package.
+func testBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "scaling-test-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath, binErr = build(dir)
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
 
 // TestMain lets the test binary serve as the raw consumers' child process,
 // as the command's own binary does.
@@ -33,10 +62,7 @@ func TestTinyRun(t *testing.T) {
 	if err := os.WriteFile(md, []byte("# Benchmarks\n\nhand-written notes\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	bin, err := build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testBinary(t)
 	var out strings.Builder
 	profiles := t.TempDir()
 	if err := run([]string{"-sizes", "2400", "-rounds", "1", "-profile-size", "2400", "-profile-dir", profiles, "-out", md, "-signalbox", bin, "-vs-gogc", "100", "-broker-count", "2"}, &out); err != nil {
@@ -103,5 +129,129 @@ func TestProcCPU(t *testing.T) {
 	}
 	if _, err := procCPU(-1); err == nil {
 		t.Fatal("procCPU of a missing process: no error")
+	}
+}
+
+// TestAvroBroker: in the schema'd round the broker process serves a schema
+// registry whose URL the harness reads; the Avro twins produced there are
+// what the franz-go child counts; the Kafka sink's output topic is created,
+// counted by its end offsets and deleted.
+func TestAvroBroker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds signalbox and runs a broker process")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	o := workloadOptions(240, true)
+	w, err := workload.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, stop, err := startBroker(testBinary(t), 1, w, true, filepath.Join(t.TempDir(), "broker.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if !strings.HasPrefix(b.URL, "http://") {
+		t.Fatalf("registry URL %q", b.URL)
+	}
+	h, err := w.ProduceHistory(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Twins != h.Records || h.Records != 240 {
+		t.Fatalf("history %+v: want 240 records and as many twins", h)
+	}
+	n, err := franzConsume(ctx, b.Remote, append(w.AvroTwinTopics(), workload.ReferenceTopic))
+	if err != nil || n != h.Twins+h.Reference {
+		t.Fatalf("franz-go read %d records of the twins and the reference topic (%v), want %d", n, err, h.Twins+h.Reference)
+	}
+	for range 2 { // a second run finds the topic gone and creates it afresh
+		if err := createOutTopic(ctx, b.Remote); err != nil {
+			t.Fatal(err)
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Remote...), kgo.DefaultProduceTopic(outTopic))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("a")}, &kgo.Record{Value: []byte("b")}, &kgo.Record{Value: []byte("c")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		cl.Close()
+		if n, err := drainOutTopic(ctx, b.Remote); err != nil || n != 3 {
+			t.Fatalf("the output topic holds %d records (%v), want 3", n, err)
+		}
+	}
+}
+
+// TestWriteJobAvro: the Avro jobs read every twin with format avro and the
+// registry, the reference topic with time none, into the sink of their mode.
+func TestWriteJobAvro(t *testing.T) {
+	w, err := workload.New(workloadOptions(240, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := workload.RemoteWithRegistry{Remote: workload.Remote{"127.0.0.1:9"}, URL: "http://127.0.0.1:8"}
+	dir := t.TempDir()
+	for mode, want := range map[string][]string{
+		sbAvroJSONL: {"url: http://127.0.0.1:8", "topic: avro-events-07\n    format: avro\n    time: field\n    time_field: ts\n", "type: jsonl"},
+		sbAvroKafka: {"format: avro", "type: kafka\n    topic: " + outTopic},
+		sbJSONKafka: {"topic: events-07\n    time: field", "type: kafka"},
+	} {
+		path, err := writeJob(dir, mode, b, w, config{delay: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		job, _ := os.ReadFile(path)
+		for _, s := range want {
+			if !strings.Contains(string(job), s) {
+				t.Errorf("%s job lacks %q:\n%s", mode, s, job)
+			}
+		}
+		if readsAvro(mode) == strings.Contains(string(job), "topic: events-0") {
+			t.Errorf("%s job reads the wrong topics:\n%s", mode, job)
+		}
+	}
+}
+
+// TestTinyAvroRun runs the schema'd round on a tiny history, one round,
+// with a profile: run fails if any consumer (the Avro jobs into JSONL and
+// into Kafka among them) reads a different number of records than the
+// history holds. The test checks every row, the Avro-against-JSON table,
+// the two profiles and that the section goes between its own markers,
+// leaving the issue-9 section alone. It asserts no timing.
+func TestTinyAvroRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds signalbox and runs a broker process")
+	}
+	md := filepath.Join(t.TempDir(), "bench.md")
+	other := beginMark + "\nthe issue-9 section\n" + endMark + "\n"
+	if err := os.WriteFile(md, []byte("# Benchmarks\n\n"+other), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := run([]string{"-avro", "-sizes", "2400", "-rounds", "1", "-profile-size", "2400", "-out", md, "-signalbox", testBinary(t)}, &out); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(doc)
+	if !strings.Contains(s, other) || !strings.Contains(s, avroBeginMark+"\n"+out.String()+avroEndMark) {
+		t.Fatalf("bench.md not spliced between the Avro markers:\n%s", s)
+	}
+	for _, c := range avroConsumers {
+		if !strings.Contains(out.String(), "| 3K | "+label(config{avro: true}, c)+" |") {
+			t.Errorf("no row for %s (3400 records):\n%s", c, out.String())
+		}
+	}
+	for _, sink := range []string{"JSONL file", "Kafka"} {
+		if !strings.Contains(out.String(), "| 3K | "+sink+" | ") {
+			t.Errorf("no Avro-against-JSON row for the %s sink:\n%s", sink, out.String())
+		}
+	}
+	if n := strings.Count(out.String(), "flat  flat%"); n != 2 {
+		t.Errorf("%d CPU profiles in the section, want 2:\n%s", n, out.String())
 	}
 }

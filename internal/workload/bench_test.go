@@ -1,0 +1,76 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/signalbox/signalbox/formats"
+	"github.com/signalbox/signalbox/formats/registry"
+	fvalue "github.com/signalbox/signalbox/formats/value"
+	"github.com/signalbox/signalbox/internal/jsonfield"
+)
+
+// memRegistry serves the workload's two schemas from memory.
+type memRegistry map[int]*registry.Schema
+
+func (m memRegistry) ByID(_ context.Context, id int) (*registry.Schema, error) {
+	if s, ok := m[id]; ok {
+		return s, nil
+	}
+	return nil, errors.New("unknown id")
+}
+
+func (memRegistry) ByGUID(context.Context, string) (*registry.Schema, error) {
+	return nil, errors.New("no GUIDs")
+}
+
+// BenchmarkDecodeEvent is the CPU per record of reading the event time of
+// one workload event (the scaling benchmark's ~100-byte value): the Avro
+// value through formats.Decoder (framing, the cached codec, the JSON, the
+// lookup of ts), and the JSON value through the lookup the engine uses for
+// `time: field` on JSON.
+//
+//	go test -run x -bench DecodeEvent ./internal/workload
+func BenchmarkDecodeEvent(b *testing.B) {
+	ctx := context.Background()
+	js, pad := value("i-042", 1_700_000_000_123, "sold", 100)
+	reg := memRegistry{1: {ID: 1, Type: sr.TypeAvro, Text: AvroSchemaV1}, 2: {ID: 2, Type: sr.TypeAvro, Text: AvroSchemaV2}}
+	d, err := formats.New(formats.Config{Format: formats.Avro, Registry: reg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ts, _ := fvalue.SplitPath(TimeField)
+	for _, v := range []struct {
+		name    string
+		evolved bool
+	}{{"avro-v1", false}, {"avro-v2", true}} {
+		payload, err := avroValue(avroIDs{1, 2}, v.evolved, 0, "i-042", 1_700_000_000_123, "sold", pad)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(v.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				got, err := d.Decode(ctx, payload, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if f, ok := got.Lookup(ts); !ok || f.Kind != fvalue.KindTime || f.Time.UnixMilli() != 1_700_000_000_123 {
+					b.Fatalf("ts: %+v in %s", f, got.JSON())
+				}
+			}
+		})
+	}
+	b.Run("json", func(b *testing.B) {
+		path, _ := jsonfield.ParsePath(TimeField)
+		b.ReportAllocs()
+		for b.Loop() {
+			if f, err := jsonfield.Get(js, path); err != nil || string(f.Raw) != "1700000000123" {
+				b.Fatalf("ts: %+v, %v", f, err)
+			}
+		}
+	})
+}
