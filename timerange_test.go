@@ -1,0 +1,241 @@
+package signalbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/sinks/jsonl"
+	"github.com/signalbox/signalbox/sources/kafka"
+)
+
+// rangeBase is minute 0 of the ranged history: a week ago, so that every
+// record is well behind the clock.
+var rangeBase = time.Now().Add(-7 * 24 * time.Hour).Truncate(time.Minute)
+
+// produceRange writes 40 records to each of topics a and b (one partition
+// each, so one task): a's record i is stamped minute i, b's minute i + 30s.
+// Each record is a batch of its own.
+func produceRange(t *testing.T, c *embedded.Cluster) {
+	t.Helper()
+	for _, topic := range []string{"a", "b"} {
+		var half time.Duration
+		if topic == "b" {
+			half = 30 * time.Second
+		}
+		for i := range 40 {
+			r := embedded.Record(topic, 0, fmt.Sprintf("%s%d", topic, i), fmt.Sprintf(`{"i":%d}`, i))
+			r.Timestamp = rangeBase.Add(time.Duration(i)*time.Minute + half)
+			if err := c.Produce(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// expectRange is the keys produceRange stamped in [from, to], in event-time
+// order (a's minute i before b's minute i + 30s).
+func expectRange(from, to time.Time) []string {
+	var out []string
+	for i := range 40 {
+		for _, topic := range []string{"a", "b"} {
+			ts := rangeBase.Add(time.Duration(i) * time.Minute)
+			if topic == "b" {
+				ts = ts.Add(30 * time.Second)
+			}
+			if !ts.Before(from) && !ts.After(to) {
+				out = append(out, fmt.Sprintf("%s%d", topic, i))
+			}
+		}
+	}
+	return out
+}
+
+// lockedBuf is a writer read while the sink writes to it.
+type lockedBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// keys returns the keys of the JSON lines written so far, in order.
+func (l *lockedBuf) keys(t *testing.T) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(l.b.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var r struct{ Key string }
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("output line %q: %v", line, err)
+		}
+		out = append(out, r.Key)
+	}
+	return out
+}
+
+// runRange runs one job over topics a and b with start and until, in group
+// rangeGroup, writing to out. It returns Run's error; ctx bounds it.
+func runRange(ctx context.Context, t *testing.T, c *embedded.Cluster, start string, until time.Time, out *lockedBuf, opts ...signalbox.Option) error {
+	t.Helper()
+	src, err := kafka.New(kafka.Config{Brokers: c.Addrs(), Topics: []string{"a", "b"}, Group: "range", Start: start,
+		FetchMaxWait: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := signalbox.New(src, append([]signalbox.Option{
+		signalbox.WithSink(jsonl.New(out, jsonl.Options{})),
+		signalbox.WithUntil(signalbox.UntilTime(until)),
+		signalbox.WithCheckpointInterval(20 * time.Millisecond),
+	}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Run(ctx)
+}
+
+// A job with start and until emits exactly the records stamped in the
+// range, in event-time order, and returns nil by itself. A restart resumes
+// at the checkpoint rather than at start: with the same until it emits
+// nothing more, with a later one exactly the records after the first until.
+func TestReplayTimeRange(t *testing.T) {
+	c := startCluster(t, embedded.WithTopic("a", 1), embedded.WithTopic("b", 1))
+	produceRange(t, c)
+	from, to := rangeBase.Add(10*time.Minute), rangeBase.Add(20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	var first lockedBuf
+	if err := runRange(ctx, t, c, from.Format(time.RFC3339), to, &first); err != nil {
+		t.Fatalf("first run: %v, want nil once the watermark reaches until", err)
+	}
+	if got, want := first.keys(t), expectRange(from, to); !slices.Equal(got, want) {
+		t.Fatalf("first run emitted\n%q\nwant\n%q", got, want)
+	}
+
+	var again lockedBuf
+	if err := runRange(ctx, t, c, from.Format(time.RFC3339), to, &again); err != nil {
+		t.Fatalf("restart, same range: %v", err)
+	}
+	if got := again.keys(t); len(got) != 0 {
+		t.Errorf("restart with the same until emitted %q, want nothing", got)
+	}
+
+	later := rangeBase.Add(30 * time.Minute)
+	var next lockedBuf
+	if err := runRange(ctx, t, c, from.Format(time.RFC3339), later, &next); err != nil {
+		t.Fatalf("restart, later until: %v", err)
+	}
+	if got, want := next.keys(t), expectRange(to.Add(time.Millisecond), later); !slices.Equal(got, want) {
+		t.Errorf("restart with until %s emitted\n%q\nwant\n%q", later.Format(time.TimeOnly), got, want)
+	}
+}
+
+// A job stopped in the middle of the range and restarted emits, over both
+// runs, every record of the range once, each run in event-time order.
+func TestReplayTimeRangeRestartInTheMiddle(t *testing.T) {
+	c := startCluster(t, embedded.WithTopic("a", 1), embedded.WithTopic("b", 1))
+	produceRange(t, c)
+	from, to := rangeBase.Add(10*time.Minute), rangeBase.Add(20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	// The first run is cancelled once it has handed over a few records:
+	// one batch per fetch answer, and a sink that cancels after its second
+	// write.
+	var first lockedBuf
+	stopCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	writes := 0
+	cancelling := &cancelSink{Sink: jsonl.New(&first, jsonl.Options{}), after: 2, stop: stop, n: &writes}
+	src, err := kafka.New(kafka.Config{Brokers: c.Addrs(), Topics: []string{"a", "b"}, Group: "range", Start: from.Format(time.RFC3339),
+		FetchMaxWait: 20 * time.Millisecond, PartitionMaxBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := signalbox.New(src, signalbox.WithSink(cancelling),
+		signalbox.WithUntil(signalbox.UntilTime(to)), signalbox.WithCheckpointInterval(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(stopCtx); err != nil {
+		t.Fatalf("first run, cancelled: %v", err)
+	}
+	want := expectRange(from, to)
+	got1 := first.keys(t)
+	if len(got1) == 0 || len(got1) >= len(want) {
+		t.Fatalf("first run emitted %d of %d records: the stop did not fall in the middle (%q)", len(got1), len(want), got1)
+	}
+
+	var second lockedBuf
+	if err := runRange(ctx, t, c, from.Format(time.RFC3339), to, &second); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	got := append(got1, second.keys(t)...)
+	if !slices.Equal(got, want) {
+		t.Errorf("two runs emitted\n%q\nwant each record of the range once, in order\n%q", got, want)
+	}
+}
+
+// cancelSink cancels the run after its after-th Write.
+type cancelSink struct {
+	signalbox.Sink
+	after int
+	stop  func()
+	n     *int
+}
+
+func (s *cancelSink) Write(ctx context.Context, recs []record.Record) error {
+	err := s.Sink.Write(ctx, recs)
+	if *s.n++; *s.n == s.after {
+		s.stop()
+	}
+	return err
+}
+
+// A partition of the range that has not delivered holds the stop: while
+// topic b's fetches go unanswered nothing is emitted and the job runs on;
+// once they are answered it emits the range and stops.
+func TestReplayTimeRangeHeldByTheGate(t *testing.T) {
+	c := startCluster(t, embedded.WithTopic("a", 1), embedded.WithTopic("b", 1))
+	produceRange(t, c)
+	from, to := rangeBase.Add(10*time.Minute), rangeBase.Add(20*time.Minute)
+	release := c.DelayFetches("b", time.Hour)
+	defer release()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	var out lockedBuf
+	done := make(chan error, 1)
+	go func() { done <- runRange(ctx, t, c, from.Format(time.RFC3339), to, &out) }()
+	select {
+	case err := <-done:
+		t.Fatalf("the job stopped (%v) while partition b had delivered nothing", err)
+	case <-time.After(time.Second):
+	}
+	if got := out.keys(t); len(got) != 0 {
+		t.Fatalf("emitted %q while partition b had delivered nothing", got)
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatalf("after b's fetches are answered: %v, want nil", err)
+	}
+	if got, want := out.keys(t), expectRange(from, to); !slices.Equal(got, want) {
+		t.Errorf("emitted\n%q\nwant\n%q", got, want)
+	}
+}
