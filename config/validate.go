@@ -152,6 +152,7 @@ func (j *Job) Validate() error {
 		v.bad("dead_letter", "required when late is dead-letter")
 	}
 	v.fields("", signalbox.Until(j.Until).Validate())
+	j.validateTimeRange(v)
 	if len(j.Sinks) == 0 {
 		v.bad("sinks", "at least one sink is required")
 	}
