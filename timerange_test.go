@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -59,24 +58,12 @@ func expectRange(from, to time.Time) []string {
 	return out
 }
 
-// lockedBuf is a writer read while the sink writes to it.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// keys returns the keys of the JSON lines written so far, in order.
-func (l *lockedBuf) keys(t *testing.T) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// keys returns the keys of the JSON lines written to b so far, in order.
+func keys(t *testing.T, b *lockedBuffer) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	var out []string
-	for _, line := range strings.Split(strings.TrimSpace(l.b.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
 		if line == "" {
 			continue
 		}
@@ -90,16 +77,20 @@ func (l *lockedBuf) keys(t *testing.T) []string {
 }
 
 // runRange runs one job over topics a and b with start and until, in group
-// rangeGroup, writing to out. It returns Run's error; ctx bounds it.
-func runRange(ctx context.Context, t *testing.T, c *embedded.Cluster, start string, until time.Time, out *lockedBuf, opts ...signalbox.Option) error {
+// range, writing to sink. It returns Run's error; ctx bounds it. tune, if
+// not nil, adjusts the source's configuration.
+func runRange(ctx context.Context, t *testing.T, c *embedded.Cluster, start string, until time.Time, sink signalbox.Sink, tune func(*kafka.Config), opts ...signalbox.Option) error {
 	t.Helper()
-	src, err := kafka.New(kafka.Config{Brokers: c.Addrs(), Topics: []string{"a", "b"}, Group: "range", Start: start,
-		FetchMaxWait: 20 * time.Millisecond})
+	cfg := kafka.Config{Brokers: c.Addrs(), Topics: []string{"a", "b"}, Group: "range", Start: start, FetchMaxWait: 20 * time.Millisecond}
+	if tune != nil {
+		tune(&cfg)
+	}
+	src, err := kafka.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p, err := signalbox.New(src, append([]signalbox.Option{
-		signalbox.WithSink(jsonl.New(out, jsonl.Options{})),
+		signalbox.WithSink(sink),
 		signalbox.WithUntil(signalbox.UntilTime(until)),
 		signalbox.WithCheckpointInterval(20 * time.Millisecond),
 	}, opts...)...)
@@ -109,39 +100,49 @@ func runRange(ctx context.Context, t *testing.T, c *embedded.Cluster, start stri
 	return p.Run(ctx)
 }
 
+// out is a JSONL sink writing to b.
+func out(b *lockedBuffer) signalbox.Sink { return jsonl.New(b, jsonl.Options{}) }
+
+// rangeSetup starts a cluster holding produceRange's history and returns
+// it, the range [minute 10, minute 20], and a context bounding the test.
+func rangeSetup(t *testing.T) (*embedded.Cluster, time.Time, time.Time, context.Context) {
+	t.Helper()
+	c := startCluster(t, embedded.WithTopic("a", 1), embedded.WithTopic("b", 1))
+	produceRange(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return c, rangeBase.Add(10 * time.Minute), rangeBase.Add(20 * time.Minute), ctx
+}
+
 // A job with start and until emits exactly the records stamped in the
 // range, in event-time order, and returns nil by itself. A restart resumes
 // at the checkpoint rather than at start: with the same until it emits
 // nothing more, with a later one exactly the records after the first until.
 func TestReplayTimeRange(t *testing.T) {
-	c := startCluster(t, embedded.WithTopic("a", 1), embedded.WithTopic("b", 1))
-	produceRange(t, c)
-	from, to := rangeBase.Add(10*time.Minute), rangeBase.Add(20*time.Minute)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	c, from, to, ctx := rangeSetup(t)
 
-	var first lockedBuf
-	if err := runRange(ctx, t, c, from.Format(time.RFC3339), to, &first); err != nil {
+	var first lockedBuffer
+	if err := runRange(ctx, t, c, from.Format(time.RFC3339), to, out(&first), nil); err != nil {
 		t.Fatalf("first run: %v, want nil once the watermark reaches until", err)
 	}
-	if got, want := first.keys(t), expectRange(from, to); !slices.Equal(got, want) {
+	if got, want := keys(t, &first), expectRange(from, to); !slices.Equal(got, want) {
 		t.Fatalf("first run emitted\n%q\nwant\n%q", got, want)
 	}
 
-	var again lockedBuf
-	if err := runRange(ctx, t, c, from.Format(time.RFC3339), to, &again); err != nil {
+	var again lockedBuffer
+	if err := runRange(ctx, t, c, from.Format(time.RFC3339), to, out(&again), nil); err != nil {
 		t.Fatalf("restart, same range: %v", err)
 	}
-	if got := again.keys(t); len(got) != 0 {
+	if got := keys(t, &again); len(got) != 0 {
 		t.Errorf("restart with the same until emitted %q, want nothing", got)
 	}
 
 	later := rangeBase.Add(30 * time.Minute)
-	var next lockedBuf
-	if err := runRange(ctx, t, c, from.Format(time.RFC3339), later, &next); err != nil {
+	var next lockedBuffer
+	if err := runRange(ctx, t, c, from.Format(time.RFC3339), later, out(&next), nil); err != nil {
 		t.Fatalf("restart, later until: %v", err)
 	}
-	if got, want := next.keys(t), expectRange(to.Add(time.Millisecond), later); !slices.Equal(got, want) {
+	if got, want := keys(t, &next), expectRange(to.Add(time.Millisecond), later); !slices.Equal(got, want) {
 		t.Errorf("restart with until %s emitted\n%q\nwant\n%q", later.Format(time.TimeOnly), got, want)
 	}
 }
@@ -149,44 +150,31 @@ func TestReplayTimeRange(t *testing.T) {
 // A job stopped in the middle of the range and restarted emits, over both
 // runs, every record of the range once, each run in event-time order.
 func TestReplayTimeRangeRestartInTheMiddle(t *testing.T) {
-	c := startCluster(t, embedded.WithTopic("a", 1), embedded.WithTopic("b", 1))
-	produceRange(t, c)
-	from, to := rangeBase.Add(10*time.Minute), rangeBase.Add(20*time.Minute)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	c, from, to, ctx := rangeSetup(t)
 
 	// The first run is cancelled once it has handed over a few records:
 	// one batch per fetch answer, and a sink that cancels after its second
 	// write.
-	var first lockedBuf
+	var first lockedBuffer
 	stopCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	writes := 0
-	cancelling := &cancelSink{Sink: jsonl.New(&first, jsonl.Options{}), after: 2, stop: stop, n: &writes}
-	src, err := kafka.New(kafka.Config{Brokers: c.Addrs(), Topics: []string{"a", "b"}, Group: "range", Start: from.Format(time.RFC3339),
-		FetchMaxWait: 20 * time.Millisecond, PartitionMaxBytes: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := signalbox.New(src, signalbox.WithSink(cancelling),
-		signalbox.WithUntil(signalbox.UntilTime(to)), signalbox.WithCheckpointInterval(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Run(stopCtx); err != nil {
+	cancelling := &cancelSink{Sink: out(&first), after: 2, stop: stop, n: &writes}
+	onePerFetch := func(cfg *kafka.Config) { cfg.PartitionMaxBytes = 1 }
+	if err := runRange(stopCtx, t, c, from.Format(time.RFC3339), to, cancelling, onePerFetch, signalbox.WithCheckpointInterval(time.Hour)); err != nil {
 		t.Fatalf("first run, cancelled: %v", err)
 	}
 	want := expectRange(from, to)
-	got1 := first.keys(t)
+	got1 := keys(t, &first)
 	if len(got1) == 0 || len(got1) >= len(want) {
 		t.Fatalf("first run emitted %d of %d records: the stop did not fall in the middle (%q)", len(got1), len(want), got1)
 	}
 
-	var second lockedBuf
-	if err := runRange(ctx, t, c, from.Format(time.RFC3339), to, &second); err != nil {
+	var second lockedBuffer
+	if err := runRange(ctx, t, c, from.Format(time.RFC3339), to, out(&second), nil); err != nil {
 		t.Fatalf("second run: %v", err)
 	}
-	got := append(got1, second.keys(t)...)
+	got := append(got1, keys(t, &second)...)
 	if !slices.Equal(got, want) {
 		t.Errorf("two runs emitted\n%q\nwant each record of the range once, in order\n%q", got, want)
 	}
@@ -212,30 +200,26 @@ func (s *cancelSink) Write(ctx context.Context, recs []record.Record) error {
 // topic b's fetches go unanswered nothing is emitted and the job runs on;
 // once they are answered it emits the range and stops.
 func TestReplayTimeRangeHeldByTheGate(t *testing.T) {
-	c := startCluster(t, embedded.WithTopic("a", 1), embedded.WithTopic("b", 1))
-	produceRange(t, c)
-	from, to := rangeBase.Add(10*time.Minute), rangeBase.Add(20*time.Minute)
+	c, from, to, ctx := rangeSetup(t)
 	release := c.DelayFetches("b", time.Hour)
 	defer release()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 
-	var out lockedBuf
+	var buf lockedBuffer
 	done := make(chan error, 1)
-	go func() { done <- runRange(ctx, t, c, from.Format(time.RFC3339), to, &out) }()
+	go func() { done <- runRange(ctx, t, c, from.Format(time.RFC3339), to, out(&buf), nil) }()
 	select {
 	case err := <-done:
 		t.Fatalf("the job stopped (%v) while partition b had delivered nothing", err)
 	case <-time.After(time.Second):
 	}
-	if got := out.keys(t); len(got) != 0 {
+	if got := keys(t, &buf); len(got) != 0 {
 		t.Fatalf("emitted %q while partition b had delivered nothing", got)
 	}
 	release()
 	if err := <-done; err != nil {
 		t.Fatalf("after b's fetches are answered: %v, want nil", err)
 	}
-	if got, want := out.keys(t), expectRange(from, to); !slices.Equal(got, want) {
+	if got, want := keys(t, &buf), expectRange(from, to); !slices.Equal(got, want) {
 		t.Errorf("emitted\n%q\nwant\n%q", got, want)
 	}
 }
