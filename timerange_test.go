@@ -223,3 +223,30 @@ func TestReplayTimeRangeHeldByTheGate(t *testing.T) {
 		t.Errorf("emitted\n%q\nwant\n%q", got, want)
 	}
 }
+
+// UntilTime's value is the job file's until: an RFC 3339 event time that
+// Time gives back to the nanosecond and Validate accepts; other values are
+// refused naming until.
+func TestUntilTimeValue(t *testing.T) {
+	at := time.Date(2026, 3, 8, 1, 2, 3, 4, time.FixedZone("CET", 3600))
+	u := signalbox.UntilTime(at)
+	if got, ok := u.Time(); !ok || !got.Equal(at) {
+		t.Errorf("UntilTime(%v).Time() = %v, %v", at, got, ok)
+	}
+	if err := u.Validate(); err != nil {
+		t.Errorf("UntilTime(%v).Validate(): %v", at, err)
+	}
+	for _, bad := range []signalbox.Until{"2026-03-08", "tomorrow", "-1h"} {
+		if err := bad.Validate(); err == nil || !strings.HasPrefix(err.Error(), "until: ") {
+			t.Errorf("Until(%q).Validate() = %v, want an error naming until", bad, err)
+		}
+		if _, ok := bad.Time(); ok {
+			t.Errorf("Until(%q).Time() reports an event time", bad)
+		}
+	}
+	for _, mode := range []signalbox.Until{signalbox.UntilLive, signalbox.UntilEndOffsets} {
+		if _, ok := mode.Time(); ok {
+			t.Errorf("%s reports an event time", mode)
+		}
+	}
+}
