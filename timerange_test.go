@@ -153,19 +153,21 @@ func TestReplayTimeRangeRestartInTheMiddle(t *testing.T) {
 	c, from, to, ctx := rangeSetup(t)
 
 	// The first run is cancelled once it has handed over a few records:
-	// one batch per fetch answer, and a sink that cancels after its second
-	// write.
+	// one record batch per fetch answer, released one at a time, at most
+	// one batch ahead of a sink that cancels after its second write.
 	var first lockedBuffer
 	stopCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	writes := 0
 	cancelling := &cancelSink{Sink: out(&first), after: 2, stop: stop, n: &writes}
 	onePerFetch := func(cfg *kafka.Config) { cfg.PartitionMaxBytes = 1 }
-	if err := runRange(stopCtx, t, c, from.Format(time.RFC3339), to, cancelling, onePerFetch, signalbox.WithCheckpointInterval(time.Hour)); err != nil {
+	if err := runRange(stopCtx, t, c, from.Format(time.RFC3339), to, cancelling, onePerFetch,
+		signalbox.WithCheckpointInterval(time.Hour), signalbox.WithBatchSize(1), signalbox.WithMaxInflightBatches(1)); err != nil {
 		t.Fatalf("first run, cancelled: %v", err)
 	}
 	want := expectRange(from, to)
 	got1 := keys(t, &first)
+	t.Logf("the first run emitted %d of the range's %d records", len(got1), len(want))
 	if len(got1) == 0 || len(got1) >= len(want) {
 		t.Fatalf("first run emitted %d of %d records: the stop did not fall in the middle (%q)", len(got1), len(want), got1)
 	}
