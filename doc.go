@@ -1,11 +1,35 @@
 // Package signalbox is an event-time ordering stream processor for Kafka.
 //
-// A Pipeline reads records from a Source, parks each under its event time,
-// and releases them to Sinks in event-time order once the evidence says that
-// nothing older can still arrive. See docs/design.md for the semantics; the
-// invariant IDs below (G, W, O, L, B, C, R, P, M) are defined there.
+// A Pipeline reads records from a Source (sources/kafka), parks each under
+// its event time, and writes them to its Sinks (sinks/jsonl, sinks/kafka,
+// sinks/postgres, sinks/bulk) in event-time order, once the broker's end
+// offsets show that nothing older can still arrive:
+//
+//	src, err := kafka.New(kafka.Config{Brokers: []string{"localhost:9092"}, Topics: []string{"orders"}, Group: "orders-ordered"})
+//	...
+//	p, err := signalbox.New(src,
+//		signalbox.WithInputs(signalbox.Input{Topic: "orders", Time: signalbox.TimeFromField, TimeField: "ts"}),
+//		signalbox.WithDelay(2*time.Second), // how late a producer may be and stay in order
+//		signalbox.WithSink(jsonl.New(os.Stdout, jsonl.Options{})),
+//	)
+//	...
+//	err = p.Run(ctx) // live until ctx is cancelled; then flushes and commits
+//
+// WithUntil bounds a run: UntilEndOffsets stops at the end of the history
+// present at start-up, UntilTime(t) once the watermark reaches the event
+// time t; with kafka.Config.Start at a time, that replays a time range. The
+// examples (Example_kafka, ExampleUntilTime) run against an in-process
+// broker (package embedded); examples/library in the repository is a whole
+// program, and the signalbox command runs the same from a YAML job file.
+//
+// Run documents the lifecycle, New and the With options the settings and
+// their defaults, Source and Sink the contracts of your own. See
+// docs/design.md for the semantics; the invariant IDs below (G, W, O, L, B,
+// C, R, P, M) are defined there.
 //
 // # The engine on one page
+//
+// This section is for contributors.
 //
 // One Run has three goroutines of its own, connected by bounded channels:
 //

@@ -136,6 +136,10 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 		if err := r.release(now); err != nil {
 			return err
 		}
+		if r.untilReached {
+			r.cfg.logger.Info("the watermark reached until; stopping", zap.String("until", string(r.cfg.until)))
+			return nil // Run takes the last checkpoint and commits
+		}
 		lowest := r.lowestHolder()
 		r.align(lowest)
 		r.demandEvidence(lowest != nil)

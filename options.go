@@ -50,14 +50,34 @@ const (
 	UntilEndOffsets Until = "end-offsets"
 )
 
+// UntilTime is the run mode that stops at the event time t: once the
+// watermark reaches t, every record at or before t is released (the
+// watermark is held at t), a last checkpoint commits them, and Run returns
+// nil. A record after t is never emitted, and stays uncommitted. As the
+// watermark only advances on evidence, records of the range that are still
+// arriving hold the stop like any release. A record of a TimeNone input has
+// no event time: it passes through while the run lasts. Its value is t in
+// RFC 3339, as a job file's until.
+func UntilTime(t time.Time) Until { return Until(t.UTC().Format(time.RFC3339Nano)) }
+
+// Time returns the event time a u of UntilTime (or an RFC 3339 string)
+// stops at; false for the other run modes.
+func (u Until) Time() (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, string(u))
+	return t, err == nil
+}
+
 // Validate reports, as an error about the field until, a u that is not one
-// of the run modes ("" is the default, UntilLive).
+// of the run modes ("" is the default, UntilLive) nor an event time.
 func (u Until) Validate() error {
 	switch u {
 	case "", UntilLive, UntilEndOffsets:
 		return nil
 	}
-	return fielderr.New("until", "%q is not one of live, end-offsets", u)
+	if _, ok := u.Time(); ok {
+		return nil
+	}
+	return fielderr.New("until", "%q is not live, end-offsets or an event time in RFC 3339 (2026-03-08T00:00:00Z)", u)
 }
 
 // Clock returns the processing time. Tests inject their own.
@@ -94,6 +114,8 @@ type config struct {
 	delay           time.Duration
 	late            LatePolicy
 	until           Until
+	stopAt          int64 // derived (ensureDefaults): UntilTime's event time, Unix ms
+	stopSet         bool
 	clock           Clock
 	logger          *zap.Logger
 	metaFilter      MetaFilter
@@ -154,7 +176,8 @@ func WithDelay(d time.Duration) Option { return func(c *config) { c.delay = d } 
 // WithLatePolicy sets the late policy. Default LateEmit.
 func WithLatePolicy(p LatePolicy) Option { return func(c *config) { c.late = p } }
 
-// WithUntil sets the run mode. Default UntilLive.
+// WithUntil sets the run mode: UntilLive, UntilEndOffsets or UntilTime(t).
+// Default UntilLive.
 func WithUntil(u Until) Option { return func(c *config) { c.until = u } }
 
 // WithClock injects the processing-time clock. Default time.Now.
@@ -297,6 +320,9 @@ func (c *config) ensureDefaults() {
 	}
 	if c.until == "" {
 		c.until = DefaultUntil
+	}
+	if t, ok := c.until.Time(); ok {
+		c.stopAt, c.stopSet = t.UnixMilli(), true
 	}
 	if c.clock == nil {
 		c.clock = time.Now

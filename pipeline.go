@@ -179,10 +179,13 @@ type run struct {
 	// ValueDecoder (hold.go), for publish.
 	heldMu   sync.Mutex
 	heldSnap []SchemaHold
+	// untilReached: the watermark reached UntilTime's event time.
+	untilReached bool
 }
 
-// Run runs the pipeline until ctx is cancelled (live mode) or until every
-// partition reaches its start-up end offset (UntilEndOffsets).
+// Run runs the pipeline until ctx is cancelled (live mode), until every
+// partition reaches its start-up end offset (UntilEndOffsets), or until the
+// watermark reaches an event time (UntilTime).
 //
 // Lifecycle: Run opens the sinks, restores a checkpoint from the first
 // CheckpointSink, opens the source, and then parks and releases. On

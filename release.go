@@ -33,6 +33,10 @@ func (r *run) release(now time.Time) error {
 		return nil // no timed partition: no evidence, nothing moves
 	}
 	g = min(g, r.restoreHold())
+	if r.cfg.stopSet && g >= r.cfg.stopAt {
+		// UntilTime: hold the watermark at the stop, and end the run.
+		g, r.untilReached = max(r.cfg.stopAt, r.wm), true
+	}
 	r.wm = g
 	for _, t := range r.tasks {
 		t.rel = max(t.rel, g)

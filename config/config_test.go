@@ -71,7 +71,7 @@ func TestValidationErrors(t *testing.T) {
 	}{
 		{"no brokers", "inputs: [{topic: a}]\nsinks: [{type: jsonl}]", "brokers: at least one broker is required"},
 		{"bad broker", "brokers: [nohost]\n" + rest("brokers"), `brokers[0]: "nohost" is not host:port (line 1)`},
-		{"start", minimal + "start: middle", `start: "middle" is not one of earliest, latest (line 7)`},
+		{"start", minimal + "start: middle", `start: "middle" is not earliest, latest, an RFC 3339 time (2026-03-01T00:00:00Z) or a duration before now (-7d, -36h) (line 7)`},
 		{"isolation", minimal + "isolation: dirty", `isolation: "dirty" is not one of read_committed, read_uncommitted`},
 		{"tls off with files", minimal + "tls: {ca_file: ca.pem}", "tls.enabled: TLS files or options are set but enabled is false"},
 		{"tls cert without key", minimal + "tls: {enabled: true, cert_file: c.pem}", "tls.key_file: required with cert_file"},
@@ -101,7 +101,7 @@ func TestValidationErrors(t *testing.T) {
 		{"delay negative", minimal + "delay: -1s", "delay: -1s is out of range: must be ≥ 0 and at most 720h (30 days)"},
 		{"late", minimal + "late: ignore", `late: "ignore" is not one of emit, dead-letter, drop`},
 		{"late dead-letter", minimal + "late: dead-letter", "dead_letter: required when late is dead-letter"},
-		{"until", minimal + "until: forever", `until: "forever" is not one of live, end-offsets`},
+		{"until", minimal + "until: forever", `until: "forever" is not live, end-offsets or an event time in RFC 3339`},
 		{"no sinks", "brokers: [h:1]\ninputs: [{topic: a}]", "sinks: at least one sink is required"},
 		{"sink type", withSink("type: foo"), `sinks[1].type: "foo" is not one of jsonl, kafka, postgres, bulk`},
 		{"sink type missing", "brokers: [h:1]\ninputs: [{topic: a}]\nsinks: [{path: x}]", "sinks[0].type: required: one of jsonl, kafka, postgres, bulk"},

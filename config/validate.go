@@ -163,6 +163,7 @@ func (j *Job) Validate() error {
 		v.badNear("dead_letter", "late", "required when late is dead-letter")
 	}
 	v.fields("", signalbox.Until(j.Until).Validate())
+	j.validateTimeRange(v)
 	if len(j.Sinks) == 0 {
 		v.bad("sinks", "at least one sink is required")
 	}

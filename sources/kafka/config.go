@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -82,8 +83,15 @@ type Config struct {
 	// Group is the consumer group. Empty: no group, every partition of
 	// Topics is assigned statically and Commit is a no-op.
 	Group string
-	// Start is where a partition without a committed offset starts:
-	// "earliest" (default) or "latest".
+	// Start is where a partition without a committed offset (or a
+	// StartAt offset) starts: "earliest" (default), "latest", a time
+	// (RFC 3339, "2026-03-01T00:00:00Z") or a duration before Open ("-7d",
+	// "-36h", "-90m"). From a time, each partition starts at the first
+	// offset whose Kafka timestamp is at or after it (ListOffsets by
+	// timestamp), or at its end when there is none. A committed offset
+	// outranks it, as Kafka's auto.offset.reset applies only without one:
+	// a restart resumes where the job stopped, not at the range's start
+	// again. See ParseStart.
 	Start string
 	// Isolation is "read_committed" (default) or "read_uncommitted".
 	Isolation string
@@ -259,8 +267,8 @@ func (c *Config) Validate() error {
 			bad(fmt.Sprintf("topics[%d]", i), "empty topic name")
 		}
 	}
-	if c.Start != StartEarliest && c.Start != StartLatest {
-		bad("start", "%q is not one of %s, %s", c.Start, StartEarliest, StartLatest)
+	if _, _, err := ParseStart(c.Start, time.Now()); err != nil {
+		bad("start", "%v", err)
 	}
 	if c.Isolation != ReadCommitted && c.Isolation != ReadUncommitted {
 		bad("isolation", "%q is not one of %s, %s", c.Isolation, ReadCommitted, ReadUncommitted)
@@ -424,4 +432,39 @@ func (t *TLS) config() (*tls.Config, error) {
 		tc.Certificates = []tls.Certificate{pair}
 	}
 	return tc, nil
+}
+
+// ParseStart resolves a Config.Start value against now: for a time or a
+// duration before now it returns that instant and true; for "earliest" and
+// "latest" false. A duration is negative, in Go's syntax ("-36h", "-90m")
+// or whole days ("-7d").
+func ParseStart(start string, now time.Time) (time.Time, bool, error) {
+	switch start {
+	case StartEarliest, StartLatest:
+		return time.Time{}, false, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, start); err == nil {
+		return t, true, nil
+	}
+	if d, ok := parseBefore(start); ok {
+		if d >= 0 {
+			return time.Time{}, false, fmt.Errorf("%q is not before now: a duration before now is negative, such as -7d or -36h", start)
+		}
+		return now.Add(d), true, nil
+	}
+	return time.Time{}, false, fmt.Errorf("%q is not %s, %s, an RFC 3339 time (2026-03-01T00:00:00Z) or a duration before now (-7d, -36h)",
+		start, StartEarliest, StartLatest)
+}
+
+// parseBefore parses a Go duration or a whole number of days ("-7d").
+func parseBefore(s string) (time.Duration, bool) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 32)
+		if err != nil || n > 100*365 || n < -100*365 {
+			return 0, false
+		}
+		return time.Duration(n) * 24 * time.Hour, true
+	}
+	d, err := time.ParseDuration(s)
+	return d, err == nil
 }

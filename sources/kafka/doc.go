@@ -50,7 +50,10 @@
 //     delivered, and the rebalance waits (up to RevokeTimeout) for the next
 //     Poll, so the caller can Commit the revoked partitions' safe offsets.
 //  7. Start positions: committed group offsets when there are any, else
-//     Start ("earliest" = log start offset, "latest" = the end snapshot);
+//     Start ("earliest" = log start offset, "latest" = the end snapshot, a
+//     time = the first offset whose Kafka timestamp is at or after it, by
+//     ListOffsets at the source's isolation level, else the end snapshot;
+//     a duration before now is resolved once, at Open);
 //     a partition created after Open starts at its log start whatever
 //     Start says. A committed offset whose metadata is a checkpoint that
 //     CommitCheckpoint wrote for that offset comes with it in

@@ -123,17 +123,21 @@ func (s *Source) snapshot(tps []record.TopicPartition, committed map[record.Topi
 	if err != nil {
 		return nil, err
 	}
-	var earliest map[record.TopicPartition]int64
-	if s.cfg.Start == StartEarliest {
-		if earliest, err = s.listOffsets(tps, listEarliest); err != nil {
-			return nil, err
-		}
+	var starts map[record.TopicPartition]int64
+	switch {
+	case s.cfg.Start == StartEarliest:
+		starts, err = s.listOffsets(tps, listEarliest)
+	case s.timed:
+		starts, err = s.listOffsets(s.unpositioned(tps, committed), s.startTime)
+	}
+	if err != nil {
+		return nil, err
 	}
 	infos := make([]record.PartitionInfo, 0, len(tps))
 	for _, tp := range tps {
 		info := record.PartitionInfo{TopicPartition: tp, End: ends[tp], Start: ends[tp]}
-		if earliest != nil {
-			info.Start = earliest[tp]
+		if o, ok := starts[tp]; ok && o >= 0 { // -1: no record at or after the start time
+			info.Start = min(o, ends[tp])
 		}
 		if c, ok := committed[tp]; ok && c >= 0 {
 			info.Start = c
@@ -147,4 +151,20 @@ func (s *Source) snapshot(tps []record.TopicPartition, committed map[record.Topi
 		infos = append(infos, info)
 	}
 	return infos, nil
+}
+
+// unpositioned are the partitions of tps that start where Start says: those
+// without a committed or StartAt offset.
+func (s *Source) unpositioned(tps []record.TopicPartition, committed map[record.TopicPartition]int64) []record.TopicPartition {
+	var out []record.TopicPartition
+	for _, tp := range tps {
+		if c, ok := committed[tp]; ok && c >= 0 {
+			continue
+		}
+		if o, ok := s.startAt[tp]; ok && o >= 0 {
+			continue
+		}
+		out = append(out, tp)
+	}
+	return out
 }

@@ -54,6 +54,10 @@ type Source struct {
 
 	// startAt overrides start positions (Seeker); set before Open.
 	startAt map[record.TopicPartition]int64
+	// startTime is Config.Start resolved at Open when it names a time
+	// (timed), in Unix milliseconds: a Kafka timestamp.
+	startTime int64
+	timed     bool
 
 	// checkpoints are the checkpoints in the commit metadata that the last
 	// committed call read (group mode: Setup's goroutine only); snapshot
@@ -156,6 +160,12 @@ func (s *Source) Open(ctx context.Context) error {
 		zap.Strings("topic_patterns", s.cfg.TopicPatterns), zap.Duration("discovery_interval", s.cfg.DiscoveryInterval),
 		zap.String("group", s.cfg.Group), zap.String("isolation", s.cfg.Isolation),
 		zap.Bool("tls", s.cfg.TLS.Enable), zap.String("sasl", s.cfg.SASL.Mechanism)) // never the password
+	if t, ok, _ := ParseStart(s.cfg.Start, time.Now()); ok {
+		// Once, so that every partition of the run, and every rebalance,
+		// starts from the same instant.
+		s.startTime, s.timed = max(t.UnixMilli(), 0), true
+		s.log.Info("partitions without a committed offset start at a time", zap.Time("start", t))
+	}
 	s.boot.deadline, s.boot.carried = startup.Deadline(ctx, s.cfg.StartupTimeout)
 	s.boot.left = time.Until(s.boot.deadline)
 	s.boot.done, s.boot.joined = make(chan struct{}), make(chan struct{})
