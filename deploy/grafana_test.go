@@ -78,6 +78,44 @@ func dashboardQueries(t *testing.T) []query {
 	return out
 }
 
+// labelValues is a variable's label_values(selector, label) query.
+var labelValues = regexp.MustCompile(`^label_values\((.+), *([a-z_]+)\)$`)
+
+// dashboardVariables reads the query variables as selector and label; a
+// query variable of another form fails t.
+func dashboardVariables(t *testing.T) map[string][2]string {
+	t.Helper()
+	b, err := os.ReadFile(dashboardFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Templating struct {
+			List []struct {
+				Name, Type string
+				Query      any
+			}
+		}
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][2]string{}
+	for _, v := range d.Templating.List {
+		if v.Type != "query" {
+			continue
+		}
+		q, _ := v.Query.(string)
+		m := labelValues.FindStringSubmatch(q)
+		if m == nil {
+			t.Errorf("variable %s: query %v is not label_values(selector, label)", v.Name, v.Query)
+			continue
+		}
+		out[v.Name] = [2]string{m[1], m[2]}
+	}
+	return out
+}
+
 // exportedMetrics is every series name the collector describes, with the
 // suffixes of a histogram's series.
 func exportedMetrics() map[string]bool {
@@ -155,6 +193,9 @@ func TestDashboardNamesExportedMetrics(t *testing.T) {
 // and return data.
 func TestDashboardQueriesAgainstPrometheus(t *testing.T) {
 	queries := dashboardQueries(t)
+	if len(dashboardVariables(t)) != 2 {
+		t.Fatal("want the job and instance variables")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c, err := embedded.Start(embedded.WithTopic("events", 2))
@@ -250,6 +291,12 @@ checkpoint_interval: 100ms
 			t.Errorf("panel %q: %v", q.panel, err)
 		case len(res) == 0:
 			t.Errorf("panel %q: no data from %s", q.panel, expr)
+		}
+	}
+	for name, v := range dashboardVariables(t) {
+		res, err := prom.Query(grafanaVars.Replace(v[0]))
+		if err != nil || !slices.ContainsFunc(res, func(s promtest.Sample) bool { return s.Labels[v[1]] != "" }) {
+			t.Errorf("variable %s: no %s label on %s (%v)", name, v[1], v[0], err)
 		}
 	}
 	// The queries answered about this job, not something else.
