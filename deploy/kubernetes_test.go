@@ -90,7 +90,10 @@ type objects struct {
 	podMonitors  []*podMonitor
 }
 
-var docSep = regexp.MustCompile(`(?m)^---\s*$`)
+var (
+	docSep  = regexp.MustCompile(`(?m)^---\s*$`)
+	comment = regexp.MustCompile(`(?m)^#.*$`)
+)
 
 func loadManifests(t *testing.T) objects {
 	t.Helper()
@@ -105,7 +108,7 @@ func loadManifests(t *testing.T) objects {
 			t.Fatal(err)
 		}
 		for i, doc := range docSep.Split(string(b), -1) {
-			if strings.TrimSpace(regexp.MustCompile(`(?m)^#.*$`).ReplaceAllString(doc, "")) == "" {
+			if strings.TrimSpace(comment.ReplaceAllString(doc, "")) == "" {
 				continue
 			}
 			obj, err := decode([]byte(doc))
