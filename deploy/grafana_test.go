@@ -294,9 +294,10 @@ checkpoint_interval: 100ms
 		}
 	}
 	for name, v := range dashboardVariables(t) {
-		res, err := prom.Query(grafanaVars.Replace(v[0]))
+		sel := grafanaVars.Replace(v[0])
+		res, err := prom.Query(sel)
 		if err != nil || !slices.ContainsFunc(res, func(s promtest.Sample) bool { return s.Labels[v[1]] != "" }) {
-			t.Errorf("variable %s: no %s label on %s (%v)", name, v[1], v[0], err)
+			t.Errorf("variable %s: no %s label on %s (%v)", name, v[1], sel, err)
 		}
 	}
 	// The queries answered about this job, not something else.
