@@ -61,9 +61,16 @@ func (j *Job) kafkaConfig() kafka.Config {
 }
 
 // connection is how the job reaches its cluster: brokers, client id, TLS and
-// SASL, with the password read from its environment variable.
+// SASL, with the password and the group instance id read from their
+// environment variables.
 func (j *Job) connection() (kafka.Config, error) {
 	k := j.kafkaConfig()
+	if name := j.GroupInstanceIDEnv; name != "" {
+		if k.GroupInstanceID = os.Getenv(name); k.GroupInstanceID == "" {
+			return k, Errors{{Path: "group_instance_id_env", Line: j.lines["group_instance_id_env"],
+				Msg: fmt.Sprintf("environment variable %s is unset or empty", name)}}
+		}
+	}
 	if name := j.SASL.PasswordEnv; name != "" {
 		k.SASL.Password = os.Getenv(name)
 		if k.SASL.Password == "" {

@@ -36,6 +36,7 @@ type Job struct {
 	FlushLinger        string   `yaml:"flush_linger"`
 	DiscoveryInterval  string   `yaml:"discovery_interval"`
 	GroupInstanceID    string   `yaml:"group_instance_id"`
+	GroupInstanceIDEnv string   `yaml:"group_instance_id_env"`
 	StartupTimeout     string   `yaml:"startup_timeout"`
 	Admin              Admin    `yaml:"admin"`
 	// SchemaRegistry is the registry of the schema'd formats (nil: none).

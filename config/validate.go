@@ -210,8 +210,9 @@ var optionPaths = map[string]string{"parked_limit": "state.memory"}
 
 // validateConnection maps the Kafka source's verdict on the connection
 // (kafka.Config.Validate, the one copy of those rules) onto the job's YAML
-// paths, and checks what only the job file has: password_env. The topics
-// and topic patterns are the inputs', checked there (Input.Validate).
+// paths, and checks what only the job file has: password_env and
+// group_instance_id_env. The topics and topic patterns are the inputs',
+// checked there (Input.Validate).
 func (j *Job) validateConnection(v *validator) {
 	k := j.kafkaConfig()
 	if j.SASL.PasswordEnv != "" {
@@ -227,6 +228,15 @@ func (j *Job) validateConnection(v *validator) {
 		v.bad("sasl.password_env", "required with mechanism %s: the name of the environment variable holding the password", s.Mechanism)
 	}
 	v.envName("sasl.password_env", j.SASL.PasswordEnv)
+	switch name := j.GroupInstanceIDEnv; {
+	case name == "":
+	case j.GroupInstanceID != "":
+		v.bad("group_instance_id_env", "set group_instance_id or group_instance_id_env, not both")
+	case j.Group == "":
+		v.bad("group_instance_id_env", "requires a group")
+	default:
+		v.envName("group_instance_id_env", name)
+	}
 }
 
 // validate maps the library's verdict on the input (signalbox.Input.Validate,

@@ -1,0 +1,320 @@
+package deploy
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/signalbox/signalbox/config"
+)
+
+// podMonitor is monitoring.coreos.com/v1 PodMonitor, reduced to the fields
+// the manifest may use, with the operator's JSON names: strict decoding
+// refuses any other. (The operator's API module would bring
+// controller-runtime and apiextensions-apiserver into the build.)
+type podMonitor struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		JobLabel          string               `json:"jobLabel,omitempty"`
+		Selector          metav1.LabelSelector `json:"selector"`
+		NamespaceSelector *struct {
+			Any        bool     `json:"any,omitempty"`
+			MatchNames []string `json:"matchNames,omitempty"`
+		} `json:"namespaceSelector,omitempty"`
+		PodMetricsEndpoints []struct {
+			Port          string `json:"port"`
+			Path          string `json:"path,omitempty"`
+			Scheme        string `json:"scheme,omitempty"`
+			Interval      string `json:"interval,omitempty"`
+			ScrapeTimeout string `json:"scrapeTimeout,omitempty"`
+		} `json:"podMetricsEndpoints"`
+	} `json:"spec"`
+}
+
+// kinds maps apiVersion/kind to a new value of its API type.
+var kinds = map[string]func() any{
+	"v1/ConfigMap":                        func() any { return new(corev1.ConfigMap) },
+	"v1/Secret":                           func() any { return new(corev1.Secret) },
+	"v1/Service":                          func() any { return new(corev1.Service) },
+	"apps/v1/StatefulSet":                 func() any { return new(appsv1.StatefulSet) },
+	"monitoring.coreos.com/v1/PodMonitor": func() any { return new(podMonitor) },
+}
+
+// decode decodes one manifest strictly, as the API server does: field names
+// are case-sensitive, and duplicate keys and fields its type does not have
+// are errors. (encoding/json, under sigs.k8s.io/yaml's UnmarshalStrict,
+// would take clusterIp for clusterIP.)
+func decode(doc []byte) (any, error) {
+	var tm metav1.TypeMeta
+	if err := yaml.Unmarshal(doc, &tm); err != nil {
+		return nil, err
+	}
+	mk, ok := kinds[tm.APIVersion+"/"+tm.Kind]
+	if !ok {
+		return nil, &unknownKind{tm.APIVersion + "/" + tm.Kind}
+	}
+	j, err := yaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		return nil, err
+	}
+	obj := mk()
+	strict, err := kjson.UnmarshalStrict(j, obj, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	return obj, errors.Join(append(strict, err)...)
+}
+
+type unknownKind struct{ kind string }
+
+func (u *unknownKind) Error() string { return "no API type for " + u.kind + " in this test" }
+
+// objects is every manifest of deploy/kubernetes, decoded.
+type objects struct {
+	configMaps   map[string]*corev1.ConfigMap
+	secrets      map[string]*corev1.Secret
+	services     []*corev1.Service
+	statefulSets []*appsv1.StatefulSet
+	podMonitors  []*podMonitor
+}
+
+var (
+	docSep  = regexp.MustCompile(`(?m)^---\s*$`)
+	comment = regexp.MustCompile(`(?m)^#.*$`)
+)
+
+func loadManifests(t *testing.T) objects {
+	t.Helper()
+	files, err := filepath.Glob("kubernetes/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no manifests in kubernetes/: %v", err)
+	}
+	o := objects{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, doc := range docSep.Split(string(b), -1) {
+			if strings.TrimSpace(comment.ReplaceAllString(doc, "")) == "" {
+				continue
+			}
+			obj, err := decode([]byte(doc))
+			if err != nil {
+				t.Errorf("%s, document %d: %v", f, i, err)
+				continue
+			}
+			switch v := obj.(type) {
+			case *corev1.ConfigMap:
+				o.configMaps[v.Name] = v
+			case *corev1.Secret:
+				o.secrets[v.Name] = v
+			case *corev1.Service:
+				o.services = append(o.services, v)
+			case *appsv1.StatefulSet:
+				o.statefulSets = append(o.statefulSets, v)
+			case *podMonitor:
+				o.podMonitors = append(o.podMonitors, v)
+			}
+		}
+	}
+	if len(o.statefulSets) != 1 || len(o.services) != 1 || len(o.podMonitors) != 1 || len(o.configMaps) != 1 || len(o.secrets) != 1 {
+		t.Fatalf("want one StatefulSet, Service, PodMonitor, ConfigMap and Secret; have %d, %d, %d, %d, %d",
+			len(o.statefulSets), len(o.services), len(o.podMonitors), len(o.configMaps), len(o.secrets))
+	}
+	return o
+}
+
+// The decoding is strict: a misspelt field, a field at the wrong level and
+// a duplicate key are refused, so the manifests' passing means something.
+func TestStrictDecodingRefusesUnknownFields(t *testing.T) {
+	for name, doc := range map[string]string{
+		"misspelt":  "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {clusterIp: None}\n",
+		"misplaced": "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s}\nspec: {template: {spec: {containers: [{name: c, livenessProbe: {path: /healthz}}]}}}\n",
+		"duplicate": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: s}\ndata: {a: b}\ndata: {c: d}\n",
+		"monitor":   "apiVersion: monitoring.coreos.com/v1\nkind: PodMonitor\nmetadata: {name: s}\nspec: {podMetricsEndpoints: [{port: admin, pth: /metrics}]}\n",
+		"kind":      "apiVersion: v1\nkind: Deployment\nmetadata: {name: s}\n",
+	} {
+		if _, err := decode([]byte(doc)); err == nil {
+			t.Errorf("%s: decoded without error", name)
+		}
+	}
+}
+
+// TestKubernetesManifests decodes every manifest strictly, validates the
+// ConfigMap's job as `signalbox validate` does, and checks that the
+// manifests wire the job up: its secrets, its state directory, its admin
+// port and probes, and the selectors.
+func TestKubernetesManifests(t *testing.T) {
+	o := loadManifests(t)
+	sts, svc, pm := o.statefulSets[0], o.services[0], o.podMonitors[0]
+	pod := sts.Spec.Template.Spec
+	if len(pod.Containers) != 1 {
+		t.Fatalf("%d containers, want 1", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+
+	// The job file: mounted from the ConfigMap where -c points.
+	i := slices.Index(c.Args, "-c")
+	if i < 0 || i+1 == len(c.Args) || !slices.Contains(c.Args, "run") {
+		t.Fatalf("args %q: want run -c <job file>", c.Args)
+	}
+	jobPath := c.Args[i+1]
+	mount, vol := mountOf(t, c, pod.Volumes, jobPath)
+	if vol == nil || vol.ConfigMap == nil {
+		t.Fatalf("%s is not on a ConfigMap volume", jobPath)
+	}
+	cm := o.configMaps[vol.ConfigMap.Name]
+	if cm == nil {
+		t.Fatalf("ConfigMap %q is not among the manifests", vol.ConfigMap.Name)
+	}
+	key := strings.TrimPrefix(strings.TrimPrefix(jobPath, mount.MountPath), "/")
+	text, ok := cm.Data[key]
+	if !ok {
+		t.Fatalf("ConfigMap %s has no key %q", cm.Name, key)
+	}
+	job, err := config.Parse([]byte(text))
+	if err == nil {
+		err = job.Validate()
+	}
+	if err != nil {
+		t.Fatalf("the ConfigMap's job does not validate:\n%v", err)
+	}
+
+	// Static membership from the pod name; the secrets from the Secret.
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		env[e.Name] = e
+	}
+	if job.Group == "" || job.GroupInstanceIDEnv == "" {
+		t.Errorf("the job has no group or no group_instance_id_env: static membership needs both")
+	} else if e := env[job.GroupInstanceIDEnv]; e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "metadata.name" {
+		t.Errorf("%s is not set from the pod's metadata.name: %+v", job.GroupInstanceIDEnv, e)
+	}
+	secretEnv := []string{job.SASL.PasswordEnv}
+	for _, s := range job.Sinks {
+		secretEnv = append(secretEnv, s.DSNEnv, s.AuthEnv)
+	}
+	for _, name := range secretEnv {
+		if name == "" {
+			continue
+		}
+		e := env[name]
+		if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+			t.Errorf("%s (named by the job) is not set from a Secret: %+v", name, e)
+			continue
+		}
+		ref := e.ValueFrom.SecretKeyRef
+		s := o.secrets[ref.Name]
+		if s == nil {
+			t.Errorf("%s: Secret %q is not among the manifests", name, ref.Name)
+			continue
+		}
+		if _, ok := s.StringData[ref.Key]; !ok {
+			if _, ok := s.Data[ref.Key]; !ok {
+				t.Errorf("%s: Secret %s has no key %q", name, s.Name, ref.Key)
+			}
+		}
+	}
+
+	// state.dir on the pod's own persistent volume.
+	if job.State.Dir == "" {
+		t.Fatal("the job has no state.dir")
+	}
+	mount, _ = mountOf(t, c, pod.Volumes, job.State.Dir)
+	if mount == nil || !slices.ContainsFunc(sts.Spec.VolumeClaimTemplates, func(p corev1.PersistentVolumeClaim) bool { return p.Name == mount.Name }) {
+		t.Errorf("state.dir %s is not on a volumeClaimTemplate's volume", job.State.Dir)
+	} else if mount.ReadOnly {
+		t.Errorf("state.dir %s is on a read-only mount", job.State.Dir)
+	}
+	if job.DeadLetter != nil && job.DeadLetter.Path != "" {
+		if m, _ := mountOf(t, c, pod.Volumes, job.DeadLetter.Path); m == nil || m.ReadOnly {
+			t.Errorf("dead_letter.path %s is not on a writable volume (the root file system is read-only)", job.DeadLetter.Path)
+		}
+	}
+
+	// The admin server on every interface of the pod, its port named admin,
+	// the probes on it.
+	host, port, err := net.SplitHostPort(job.Admin.Addr)
+	if err != nil || host != "0.0.0.0" {
+		t.Errorf("admin.addr %q: want 0.0.0.0:<port>, reachable from the pod network", job.Admin.Addr)
+	}
+	if !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "admin" && port == itoa(p.ContainerPort) }) {
+		t.Errorf("no container port named admin on admin.addr's port %s: %+v", port, c.Ports)
+	}
+	for name, pr := range map[string]*corev1.Probe{"/healthz": c.LivenessProbe, "/readyz": c.ReadinessProbe} {
+		if pr == nil || pr.HTTPGet == nil || pr.HTTPGet.Path != name || pr.HTTPGet.Port.String() != "admin" {
+			t.Errorf("probe for %s: %+v", name, pr)
+		}
+	}
+	sc := c.SecurityContext
+	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Errorf("container security context %+v: want a read-only root and no privilege escalation", sc)
+	}
+	if ps := pod.SecurityContext; ps == nil || ps.RunAsNonRoot == nil || !*ps.RunAsNonRoot {
+		t.Errorf("the pod may run as root")
+	}
+
+	// Selectors: the StatefulSet's, the Service's and the PodMonitor's all
+	// select the pods.
+	labels := sts.Spec.Template.Labels
+	sel, err := metav1.LabelSelectorAsSelector(sts.Spec.Selector)
+	if err != nil || !sel.Matches(labelSet(labels)) {
+		t.Errorf("the StatefulSet's selector does not select its pods: %v", err)
+	}
+	if sts.Spec.ServiceName != svc.Name || svc.Spec.ClusterIP != corev1.ClusterIPNone {
+		t.Errorf("serviceName %q, Service %q with clusterIP %q: want the headless Service", sts.Spec.ServiceName, svc.Name, svc.Spec.ClusterIP)
+	}
+	for k, v := range svc.Spec.Selector {
+		if labels[k] != v {
+			t.Errorf("the Service selects %s=%s; the pods have %q", k, v, labels[k])
+		}
+	}
+	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.TargetPort.String() == "admin" }) {
+		t.Errorf("the Service has no port to the admin port")
+	}
+	sel, err = metav1.LabelSelectorAsSelector(&pm.Spec.Selector)
+	if err != nil || sel.Empty() || !sel.Matches(labelSet(labels)) {
+		t.Errorf("the PodMonitor's selector does not select the pods: %v", err)
+	}
+	if len(pm.Spec.PodMetricsEndpoints) != 1 || pm.Spec.PodMetricsEndpoints[0].Port != "admin" || pm.Spec.PodMetricsEndpoints[0].Path != "/metrics" {
+		t.Errorf("PodMonitor endpoints %+v: want port admin, path /metrics", pm.Spec.PodMetricsEndpoints)
+	}
+}
+
+// mountOf returns the container's mount holding file (the longest mount
+// path that contains it) and its pod volume (nil for a claim template's).
+func mountOf(t *testing.T, c corev1.Container, vols []corev1.Volume, file string) (*corev1.VolumeMount, *corev1.Volume) {
+	t.Helper()
+	var best *corev1.VolumeMount
+	for i, m := range c.VolumeMounts {
+		rel, err := filepath.Rel(m.MountPath, path.Clean(file))
+		if err == nil && !strings.HasPrefix(rel, "..") && (best == nil || len(m.MountPath) > len(best.MountPath)) {
+			best = &c.VolumeMounts[i]
+		}
+	}
+	if best == nil {
+		return nil, nil
+	}
+	for i := range vols {
+		if vols[i].Name == best.Name {
+			return best, &vols[i]
+		}
+	}
+	return best, nil
+}
+func labelSet(m map[string]string) k8slabels.Set { return k8slabels.Set(m) }
+
+func itoa(n int32) string { return strconv.Itoa(int(n)) }
