@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # scripts/test.sh — the project's one test command (README, .ci/run).
 #
-# Installs what the tests need and is missing (Debian's kcat, prometheus and
-# PostgreSQL), starts PostgreSQL, then runs every Go test under the race
+# Installs what the tests need and is missing (Debian's kcat, prometheus,
+# systemd-analyze and PostgreSQL), starts PostgreSQL, then runs every Go test under the race
 # detector.
 # Idempotent; needs root (or sudo) only when something must be installed.
 set -euo pipefail
@@ -23,6 +23,13 @@ if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2
 	echo "test.sh: installing prometheus" >&2
 	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update >&2
 	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >&2
+fi
+
+# systemd-analyze verifies the systemd unit in deploy/systemd.
+if ! command -v systemd-analyze >/dev/null 2>&1; then
+	echo "test.sh: installing systemd (for systemd-analyze)" >&2
+	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update >&2
+	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends systemd >&2
 fi
 
 # PostgreSQL: installed and started by .ci/postgres.sh, whose last line
