@@ -249,6 +249,9 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		return err
 	}
 	if err := p.src.Open(ctx); err != nil {
+		if cancelled(ctx, err) {
+			return nil // stopped during start-up: nothing was read, nothing to commit
+		}
 		return fmt.Errorf("signalbox: opening source: %w", err)
 	}
 	defer func() {
@@ -270,7 +273,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 
 	err = r.loop(ctx, fetches)
 	stopPoll()
-	if err == nil || errors.Is(err, context.Canceled) && ctx.Err() != nil {
+	if err == nil || cancelled(ctx, err) {
 		// Graceful: flush what was released, checkpoint, commit.
 		err = r.takeCheckpoint(context.Background(), true, false)
 	}
@@ -295,4 +298,10 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	}
 	r.publish()
 	return err
+}
+
+// cancelled reports whether err is ctx's cancellation: a stop, not a
+// failure.
+func cancelled(ctx context.Context, err error) bool {
+	return errors.Is(err, context.Canceled) && ctx.Err() != nil
 }
