@@ -11,21 +11,23 @@ import (
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/catchup"
+	"github.com/signalbox/signalbox/internal/version"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/watermark"
 )
 
 // Status is the /status document.
 type Status struct {
-	Watermark   string      `json:"watermark"`    // RFC 3339, or "-inf" before any evidence
-	WatermarkMs *int64      `json:"watermark_ms"` // null at −∞
-	ReplayDone  bool        `json:"replay_done"`
-	Counters    Counters    `json:"counters"`
-	Holders     []Holder    `json:"holders"`
-	Partitions  []Partition `json:"partitions"`
-	Progress    []Input     `json:"progress"`
-	Late        []Late      `json:"late"`
-	Sinks       []Sink      `json:"sinks"`
+	Watermark   string       `json:"watermark"`    // RFC 3339, or "-inf" before any evidence
+	WatermarkMs *int64       `json:"watermark_ms"` // null at −∞
+	ReplayDone  bool         `json:"replay_done"`
+	Counters    Counters     `json:"counters"`
+	Holders     []Holder     `json:"holders"`
+	Partitions  []Partition  `json:"partitions"`
+	Progress    []Input      `json:"progress"`
+	Late        []Late       `json:"late"`
+	Sinks       []Sink       `json:"sinks"`
+	Build       version.Info `json:"build"` // the serving binary's version, commit and Go version
 }
 
 // Counters are the pipeline's record counters.
@@ -132,6 +134,7 @@ func FromStats(s signalbox.Stats) Status {
 		Progress:   []Input{},
 		Late:       []Late{},
 		Sinks:      []Sink{},
+		Build:      version.Get(),
 	}
 	if s.Watermark != watermark.MinTime {
 		wm := s.Watermark
@@ -259,6 +262,9 @@ func (s Status) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(tw, "late\t%d (emitted %d, dead-lettered %d, dropped %d), most late by %v\n", late.Count, late.Emitted, late.DeadLettered, late.Dropped, time.Duration(late.MaxLateByMs)*time.Millisecond)
 	fmt.Fprintf(tw, "delivery\t%d checkpoints, %d commits (%d failed), %d rebalances\n", c.Checkpoints, c.Commits, c.CommitFails, c.Rebalances)
+	if b := s.Build; b.Version != "" {
+		fmt.Fprintf(tw, "build\tsignalbox %s, commit %s, %s\n", b.Version, b.Commit, b.GoVersion)
+	}
 	if len(s.Holders) == 0 {
 		fmt.Fprintf(tw, "held by\tnobody: every partition is caught up, the processing-time clock drives the watermark\n")
 	}
