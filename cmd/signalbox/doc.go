@@ -1,6 +1,6 @@
 // Command signalbox is the CLI of the signalbox event-time ordering stream
 // processor: run a job, validate a job file, run an embedded broker, query a
-// running job's status, and run the demo.
+// running job's status, run the demo, and print its version.
 //
 // It is thin: it parses flags and calls packages (config, internal/logging,
 // internal/progress, internal/admin, embedded and the root package). See

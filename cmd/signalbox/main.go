@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox/internal/logging"
+	"github.com/signalbox/signalbox/internal/version"
 )
 
 // The exit codes.
@@ -72,9 +73,11 @@ func report(w io.Writer, err error) {
 type loggerKey struct{}
 
 func newRootCmd() *cobra.Command {
+	build := version.Get()
 	root := &cobra.Command{
 		Use:           "signalbox",
 		Short:         "Event-time ordering stream processor for Kafka",
+		Version:       build.Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -90,8 +93,21 @@ func newRootCmd() *cobra.Command {
 	pf.String("log-format", "", "log format: console or json (default: console on a terminal, json otherwise)")
 	pf.String("log-level", "info", "log level: debug, info, warn or error")
 	root.AddCommand(newRunCmd(), newValidateCmd(), newBrokerCmd(), newStatusCmd())
-	root.AddCommand(newDemoCmd())
+	root.AddCommand(newDemoCmd(), newVersionCmd(build))
+	root.SetVersionTemplate(build.String())
 	return root
+}
+
+func newVersionCmd(build version.Info) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version, commit and Go version of this build",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprint(cmd.OutOrStdout(), build.String())
+			return err
+		},
+	}
 }
 
 func newLogger(cmd *cobra.Command) (*zap.Logger, error) {

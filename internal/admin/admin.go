@@ -19,6 +19,7 @@ import (
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/internal/progress"
+	"github.com/signalbox/signalbox/internal/version"
 	"github.com/signalbox/signalbox/metrics"
 )
 
@@ -147,7 +148,8 @@ func (s *Server) Close() {
 // must be set.
 func Handler(o Options) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewCollector(o.Stats, o.Now),
+	build := version.Get()
+	reg.MustRegister(metrics.NewCollector(o.Stats, o.Now), metrics.NewBuildInfo(build.Version, build.Commit, build.GoVersion),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: zap.NewStdLog(o.Logger)}))

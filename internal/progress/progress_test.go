@@ -14,6 +14,7 @@ import (
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/catchup"
+	"github.com/signalbox/signalbox/internal/version"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/watermark"
 )
@@ -98,6 +99,9 @@ func TestStatus(t *testing.T) {
 		back.Late[0].MaxLateByMs != 1500 || back.Progress[0].Percent != 75 || back.Progress[1].ETASeconds != -1 {
 		t.Fatalf("status round trip: %s", b)
 	}
+	if back.Build != version.Get() {
+		t.Errorf("status build = %+v, want %+v", back.Build, version.Get())
+	}
 	if FromStats(signalbox.Stats{Watermark: watermark.MinTime}).WatermarkMs != nil {
 		t.Error("−∞ must be null in watermark_ms")
 	}
@@ -105,7 +109,8 @@ func TestStatus(t *testing.T) {
 	if err := back.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"watermark  2023-11-14T22:13:20.000Z", "held by", "orders/2", "replaying, 50 behind", "stock/1", "caught-up", "1.5s"} {
+	for _, want := range []string{"watermark  2023-11-14T22:13:20.000Z", "held by", "orders/2", "replaying, 50 behind", "stock/1", "caught-up", "1.5s",
+		"build      signalbox " + version.Get().Version + ", commit " + version.Get().Commit} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}

@@ -11,21 +11,23 @@ import (
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/catchup"
+	"github.com/signalbox/signalbox/internal/version"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/watermark"
 )
 
 // Status is the /status document.
 type Status struct {
-	Watermark   string      `json:"watermark"`    // RFC 3339, or "-inf" before any evidence
-	WatermarkMs *int64      `json:"watermark_ms"` // null at −∞
-	ReplayDone  bool        `json:"replay_done"`
-	Counters    Counters    `json:"counters"`
-	Holders     []Holder    `json:"holders"`
-	Partitions  []Partition `json:"partitions"`
-	Progress    []Input     `json:"progress"`
-	Late        []Late      `json:"late"`
-	Sinks       []Sink      `json:"sinks"`
+	Watermark   string       `json:"watermark"`    // RFC 3339, or "-inf" before any evidence
+	WatermarkMs *int64       `json:"watermark_ms"` // null at −∞
+	ReplayDone  bool         `json:"replay_done"`
+	Counters    Counters     `json:"counters"`
+	Holders     []Holder     `json:"holders"`
+	Partitions  []Partition  `json:"partitions"`
+	Progress    []Input      `json:"progress"`
+	Late        []Late       `json:"late"`
+	Sinks       []Sink       `json:"sinks"`
+	Build       version.Info `json:"build"` // the serving binary's version, commit and Go version
 	// SchemaHolds are the partitions held because a record's schema cannot
 	// be fetched yet (signalbox.Stats.SchemaHolds).
 	SchemaHolds []SchemaHold `json:"schema_holds"`
@@ -146,6 +148,7 @@ func FromStats(s signalbox.Stats) Status {
 		Progress:   []Input{},
 		Late:       []Late{},
 		Sinks:      []Sink{},
+		Build:      version.Get(),
 	}
 	st.SchemaHolds = make([]SchemaHold, 0, len(s.SchemaHolds))
 	for _, h := range s.SchemaHolds {
@@ -281,6 +284,9 @@ func (s Status) WriteText(w io.Writer) error {
 	for _, h := range s.SchemaHolds {
 		fmt.Fprintf(tw, "schema hold\t%s/%d at offset %d: %d records wait for the schema registry since %s (%d attempts): %s\n",
 			h.Topic, h.Partition, h.Offset, h.Records, h.Since, h.Attempts, h.Error)
+	}
+	if b := s.Build; b.Version != "" {
+		fmt.Fprintf(tw, "build\tsignalbox %s, commit %s, %s\n", b.Version, b.Commit, b.GoVersion)
 	}
 	if len(s.Holders) == 0 {
 		fmt.Fprintf(tw, "held by\tnobody: every partition is caught up, the processing-time clock drives the watermark\n")
