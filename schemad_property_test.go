@@ -219,8 +219,9 @@ func TestSchemadBytesOnlySinks(t *testing.T) {
 		{[]*bytesSink{{bytesOnly: true}, {}}, true},
 		{[]*bytesSink{{}}, true},
 	} {
+		counted := &countingDecoder{ValueDecoder: dec}
 		opts := []signalbox.Option{
-			signalbox.WithInputs(signalbox.Input{Topic: "inv", Time: signalbox.TimeFromField, TimeField: "meta.ts", Decoder: dec}),
+			signalbox.WithInputs(signalbox.Input{Topic: "inv", Time: signalbox.TimeFromField, TimeField: "meta.ts", Decoder: counted}),
 			signalbox.WithClock(frozen), signalbox.WithMaxFuture(0), signalbox.WithUntil(signalbox.UntilEndOffsets)}
 		for _, s := range tc.sinks {
 			opts = append(opts, signalbox.WithSink(s))
@@ -238,7 +239,21 @@ func TestSchemadBytesOnlySinks(t *testing.T) {
 				t.Fatalf("sinks %+v: sink %d got %d records, decoded %q; want the original bytes, decoded %v", tc.sinks, i, len(s.got), s.got[0].DecodedValue, tc.decoded)
 			}
 		}
+		if want := map[bool]int64{false: 1, true: 2}[tc.decoded]; counted.calls.Load() != want { // ingest, then the render
+			t.Fatalf("sinks %+v: %d decodes, want %d", tc.sinks, counted.calls.Load(), want)
+		}
 	}
+}
+
+// countingDecoder counts the calls to its ValueDecoder.
+type countingDecoder struct {
+	signalbox.ValueDecoder
+	calls atomic.Int64
+}
+
+func (c *countingDecoder) DecodeValue(ctx context.Context, payload []byte, headers []record.Header) (value.Decoded, error) {
+	c.calls.Add(1)
+	return c.ValueDecoder.DecodeValue(ctx, payload, headers)
 }
 
 // scriptedDecoder decodes a payload as JSON with its "ts" field, except
