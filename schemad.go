@@ -203,14 +203,16 @@ func (r *run) renderOut(rec *record.Record) (ok bool, err error) {
 		return true, nil
 	}
 	ctx := r.ctx
-	err = retry.Policy{MaxElapsed: -1}.Do(ctx, func(ctx context.Context) error {
-		var h *holdError
-		if err := dec.render(ctx, rec); errors.As(err, &h) {
-			return retry.Retryable(err)
-		} else {
-			return err
-		}
-	})
+	var h *holdError
+	if err = dec.render(ctx, rec); errors.As(err, &h) { // the retry policy only once the first try is held
+		err = retry.Policy{MaxElapsed: -1}.Do(ctx, func(ctx context.Context) error {
+			if err := dec.render(ctx, rec); errors.As(err, &h) {
+				return retry.Retryable(err)
+			} else {
+				return err
+			}
+		})
+	}
 	switch {
 	case err == nil:
 		return true, nil
