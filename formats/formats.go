@@ -235,12 +235,13 @@ func (d *Decoder) DecodeValue(ctx context.Context, payload []byte, headers []rec
 // codec returns the compiled schema of a frame, fetching and compiling it
 // on first sight.
 func (d *Decoder) codec(ctx context.Context, fr wire.Frame) (*compiled, error) {
-	key := "id:" + strconv.Itoa(fr.ID)
+	var kb [32]byte // the key built without allocating for the cache hit
+	key := strconv.AppendInt(append(kb[:0], "id:"...), int64(fr.ID), 10)
 	if fr.GUID != "" {
-		key = "guid:" + fr.GUID
+		key = append(append(kb[:0], "guid:"...), fr.GUID...)
 	}
 	d.mu.Lock()
-	c, ok := d.codecs[key]
+	c, ok := d.codecs[string(key)]
 	d.mu.Unlock()
 	if ok {
 		return c, c.err
@@ -264,10 +265,10 @@ func (d *Decoder) codec(ctx context.Context, fr wire.Frame) (*compiled, error) {
 		return nil, c.err // the context ended mid-compile: not cached
 	}
 	d.mu.Lock()
-	if prev, ok := d.codecs[key]; ok {
+	if prev, ok := d.codecs[string(key)]; ok {
 		c = prev
 	} else {
-		d.codecs[key] = c
+		d.codecs[string(key)] = c
 	}
 	d.mu.Unlock()
 	return c, c.err

@@ -223,7 +223,10 @@ func clockLayout(digits int) string {
 }
 
 // TimeText is t in UTC as RFC 3339 with digits fractional digits.
-func TimeText(t time.Time, digits int) string { return string(appendTimeText(nil, t, digits)) }
+func TimeText(t time.Time, digits int) string {
+	var buf [40]byte
+	return string(appendTimeText(buf[:0], t, digits))
+}
 
 // AppendDate appends t's UTC date as a JSON string "YYYY-MM-DD" (an RFC 3339
 // full-date).
