@@ -201,8 +201,11 @@ func appendClock(b []byte, sec, ns int64, digits int) []byte {
 		return b
 	}
 	b = append(b, '.')
+	for range 9 - digits {
+		ns /= 10
+	}
 	var frac [9]byte
-	for i := 8; i >= 0; i-- {
+	for i := digits - 1; i >= 0; i-- {
 		frac[i] = byte('0' + ns%10)
 		ns /= 10
 	}
