@@ -18,7 +18,6 @@ package value
 import (
 	"encoding/base64"
 	"encoding/hex"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -63,42 +62,57 @@ func SplitPath(p string) ([]string, bool) {
 	return names, true
 }
 
-// AppendString appends s as a JSON string.
+// AppendString appends s as a JSON string. ASCII that needs no escape is
+// copied in runs; only other bytes are decoded as runes.
 func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	done := 0 // s[:done] is written
-	for i, r := range s {
-		var esc string
-		switch {
-		case r == '"':
-			esc = `\"`
-		case r == '\\':
-			esc = `\\`
-		case r == '\n':
-			esc = `\n`
-		case r == '\r':
-			esc = `\r`
-		case r == '\t':
-			esc = `\t`
-		case r < 0x20 || r == '\u2028' || r == '\u2029':
-			esc = fmt.Sprintf(`\u%04x`, r)
-		case r == utf8.RuneError:
-			if _, size := utf8.DecodeRuneInString(s[i:]); size != 1 {
-				continue // a real U+FFFD
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
 			}
-			esc = `\ufffd`
-		default:
+			b = append(b, s[done:i]...)
+			switch c {
+			case '"':
+				b = append(b, `\"`...)
+			case '\\':
+				b = append(b, `\\`...)
+			case '\n':
+				b = append(b, `\n`...)
+			case '\r':
+				b = append(b, `\r`...)
+			case '\t':
+				b = append(b, `\t`...)
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			done = i
 			continue
 		}
-		b = append(append(b, s[done:i]...), esc...)
-		done = i + utf8.RuneLen(r)
-		if r == utf8.RuneError {
-			done = i + 1
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(append(b, s[done:i]...), `\ufffd`...)
+		case r == '\u2028':
+			b = append(append(b, s[done:i]...), `\u2028`...)
+		case r == '\u2029':
+			b = append(append(b, s[done:i]...), `\u2029`...)
+		default:
+			i += size
+			continue
 		}
+		i += size
+		done = i
 	}
 	b = append(b, s[done:]...)
 	return append(b, '"')
 }
+
+const hexDigits = "0123456789abcdef"
 
 // AppendBytes appends raw as a JSON string of its standard base64 (with
 // padding).

@@ -18,6 +18,7 @@ func TestAppend(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
 		{string(value.AppendString(nil, "a\"b\\c\n\t\x00é<&")), `"a\"b\\c\n\t\u0000é<&"`},
 		{string(value.AppendString(nil, "bad\xffbyte")), `"bad\ufffdbyte"`},
+		{string(value.AppendString(nil, "\x1f\u2028x\u2029\ufffd\r")), `"\u001f\u2028x\u2029�\r"`},
 		{string(value.AppendBytes(nil, []byte{0xfb, 0xff})), `"+/8="`},
 		{string(value.AppendFloat(nil, math.NaN(), 64)), `"NaN"`},
 		{string(value.AppendFloat(nil, math.Inf(1), 64)), `"Infinity"`},
