@@ -17,10 +17,11 @@ import (
 // ValueDecoder decodes the key or value of a record in a schema'd format
 // (Input.Decoder, Input.KeyDecoder). *formats.Decoder implements it.
 //
-// DecodeValue is called from the poller goroutine at ingest, and again from
-// the engine goroutine when the record is handed to the sinks (the decoded
-// JSON is not kept while the record is parked); it must be safe for
-// concurrent use, and decode the same bytes to the same result every time.
+// DecodeValue is called from the poller goroutine at ingest (CheckValue
+// instead when the decoder is a ValueChecker), and again from the engine
+// goroutine when the record is handed to the sinks (the decoded JSON is not
+// kept while the record is parked); it must be safe for concurrent use, and
+// decode the same bytes to the same result every time.
 // Its error is one of:
 //   - retry.IsRetryable: the decoder could not answer (a schema registry
 //     down): the record is held, with the records after it in its
@@ -31,6 +32,24 @@ import (
 //     with the error's text as the reason.
 type ValueDecoder interface {
 	DecodeValue(ctx context.Context, payload []byte, headers []record.Header) (value.Decoded, error)
+}
+
+// ValueChecker is implemented by a ValueDecoder that can check a payload
+// and read its fields without rendering it (*formats.Decoder): at ingest,
+// where only the event time and key fields are read, the engine calls
+// CheckValue instead of DecodeValue. CheckValue must fail exactly where
+// DecodeValue fails, with the same error, and its value must look up and
+// render as DecodeValue's.
+type ValueChecker interface {
+	CheckValue(ctx context.Context, payload []byte, headers []record.Header) (value.Decoded, error)
+}
+
+// check is vd's CheckValue when it has one, else its DecodeValue.
+func check(ctx context.Context, vd ValueDecoder, payload []byte, headers []record.Header) (value.Decoded, error) {
+	if c, ok := vd.(ValueChecker); ok {
+		return c.CheckValue(ctx, payload, headers)
+	}
+	return vd.DecodeValue(ctx, payload, headers)
 }
 
 // holdError marks a record that a ValueDecoder could not decode yet.
@@ -59,7 +78,7 @@ func (d *decoder) decodeSchemad(ctx context.Context, r *record.Record) error {
 	var val, key value.Decoded
 	var err error
 	if d.in.KeyDecoder != nil {
-		if key, err = d.in.KeyDecoder.DecodeValue(ctx, r.Key, r.Headers); err != nil {
+		if key, err = check(ctx, d.in.KeyDecoder, r.Key, r.Headers); err != nil {
 			r.Timeless, r.EventTime = true, 0
 			return classify(ctx, err, "key")
 		}
@@ -69,7 +88,7 @@ func (d *decoder) decodeSchemad(ctx context.Context, r *record.Record) error {
 			return err
 		}
 	} else {
-		if val, err = d.in.Decoder.DecodeValue(ctx, r.Value, r.Headers); err != nil {
+		if val, err = check(ctx, d.in.Decoder, r.Value, r.Headers); err != nil {
 			r.Timeless, r.EventTime = true, 0
 			return classify(ctx, err, "")
 		}
@@ -203,14 +222,16 @@ func (r *run) renderOut(rec *record.Record) (ok bool, err error) {
 		return true, nil
 	}
 	ctx := r.ctx
-	err = retry.Policy{MaxElapsed: -1}.Do(ctx, func(ctx context.Context) error {
-		var h *holdError
-		if err := dec.render(ctx, rec); errors.As(err, &h) {
-			return retry.Retryable(err)
-		} else {
-			return err
-		}
-	})
+	var h *holdError
+	if err = dec.render(ctx, rec); errors.As(err, &h) { // the retry policy only once the first try is held
+		err = retry.Policy{MaxElapsed: -1}.Do(ctx, func(ctx context.Context) error {
+			if err := dec.render(ctx, rec); errors.As(err, &h) {
+				return retry.Retryable(err)
+			} else {
+				return err
+			}
+		})
+	}
 	switch {
 	case err == nil:
 		return true, nil

@@ -196,9 +196,10 @@ func (s *bytesSink) Flush(context.Context) error { return nil }
 func (s *bytesSink) Close() error                { return nil }
 func (s *bytesSink) BytesOnly() bool             { return s.bytesOnly }
 
-// TestSchemadBytesOnlySinks: when every sink writes original bytes only
-// (signalbox.BytesSink, as the Kafka sink), a schema'd record is not
-// decoded again for them; one sink that wants JSON gets it for all.
+// TestSchemadBytesOnlySinks: a schema'd record is checked at ingest
+// (ValueChecker), not rendered; when every sink writes original bytes only
+// (signalbox.BytesSink, as the Kafka sink) it is not decoded again for
+// them; one sink that wants JSON gets it for all.
 func TestSchemadBytesOnlySinks(t *testing.T) {
 	r := newSchemaReg(t)
 	v1 := r.register(t, "inv-value", sr.Schema{Schema: invV1})
@@ -219,8 +220,9 @@ func TestSchemadBytesOnlySinks(t *testing.T) {
 		{[]*bytesSink{{bytesOnly: true}, {}}, true},
 		{[]*bytesSink{{}}, true},
 	} {
+		counted := &countingDecoder{Decoder: dec}
 		opts := []signalbox.Option{
-			signalbox.WithInputs(signalbox.Input{Topic: "inv", Time: signalbox.TimeFromField, TimeField: "meta.ts", Decoder: dec}),
+			signalbox.WithInputs(signalbox.Input{Topic: "inv", Time: signalbox.TimeFromField, TimeField: "meta.ts", Decoder: counted}),
 			signalbox.WithClock(frozen), signalbox.WithMaxFuture(0), signalbox.WithUntil(signalbox.UntilEndOffsets)}
 		for _, s := range tc.sinks {
 			opts = append(opts, signalbox.WithSink(s))
@@ -238,7 +240,29 @@ func TestSchemadBytesOnlySinks(t *testing.T) {
 				t.Fatalf("sinks %+v: sink %d got %d records, decoded %q; want the original bytes, decoded %v", tc.sinks, i, len(s.got), s.got[0].DecodedValue, tc.decoded)
 			}
 		}
+		if want := map[bool]int64{false: 0, true: 1}[tc.decoded]; counted.checks.Load() != 1 || counted.decodes.Load() != want {
+			t.Fatalf("sinks %+v: %d checks (at ingest) and %d decodes (for the sinks), want 1 and %d", tc.sinks, counted.checks.Load(), counted.decodes.Load(), want)
+		}
 	}
+}
+
+// countingDecoder counts the calls to its decoder's CheckValue and
+// DecodeValue.
+type countingDecoder struct {
+	*formats.Decoder
+	checks, decodes atomic.Int64
+}
+
+var _ signalbox.ValueChecker = (*formats.Decoder)(nil)
+
+func (c *countingDecoder) CheckValue(ctx context.Context, payload []byte, headers []record.Header) (value.Decoded, error) {
+	c.checks.Add(1)
+	return c.Decoder.CheckValue(ctx, payload, headers)
+}
+
+func (c *countingDecoder) DecodeValue(ctx context.Context, payload []byte, headers []record.Header) (value.Decoded, error) {
+	c.decodes.Add(1)
+	return c.Decoder.DecodeValue(ctx, payload, headers)
 }
 
 // scriptedDecoder decodes a payload as JSON with its "ts" field, except

@@ -183,6 +183,13 @@ func (j *Job) validateSinkSet(v *validator) {
 // and restores nothing from it.
 type atLeastOnce struct{ signalbox.Sink }
 
+// BytesOnly passes on the wrapped sink's signalbox.BytesSink answer, so
+// that a job whose sinks all write original bytes skips rendering them.
+func (a atLeastOnce) BytesOnly() bool {
+	b, ok := a.Sink.(signalbox.BytesSink)
+	return ok && b.BytesOnly()
+}
+
 func buildKafka(j *Job, s *Sink) (signalbox.Sink, error) {
 	conn, err := j.connection()
 	if err != nil {

@@ -68,6 +68,11 @@ func TestBuildKafkaModes(t *testing.T) {
 	if !transactional || plain {
 		t.Fatalf("CheckpointSink: %v %v; want only the transactional sink", transactional, plain)
 	}
+	for i, s := range p.Sinks { // both write original bytes: a schema'd job must not render for them
+		if b, ok := s.(signalbox.BytesSink); !ok || !b.BytesOnly() {
+			t.Errorf("sink %d (%T): not a BytesSink answering true", i, s)
+		}
+	}
 }
 
 func TestBuildPostgresReadsDSNFromEnvironment(t *testing.T) {

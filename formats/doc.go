@@ -31,4 +31,7 @@
 //     bytes left).
 //  5. A nil payload (a tombstone) decodes to JSON null with no schema; an
 //     empty non-nil payload is not in the wire format.
+//  6. Check fails exactly where Decode fails, with the same error, and its
+//     Value looks up and renders as Decode's (FuzzDecode); it only skips
+//     the rendering until JSON is asked for.
 package formats

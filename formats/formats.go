@@ -110,11 +110,24 @@ type Value struct {
 	json   []byte
 	id     int
 	guid   string
-	lookup func([]string) (value.Field, bool)
+	body   body // the Avro or Protobuf value; nil for JSON and a tombstone
+	isJSON bool
 }
 
-// JSON is the decoded value as JSON, for text sinks.
-func (v *Value) JSON() []byte { return v.json }
+// body is a decoded Avro or Protobuf body.
+type body interface {
+	JSON() []byte
+	Lookup(path []string) (value.Field, bool)
+}
+
+// JSON is the decoded value as JSON, for text sinks. A Value from Check
+// renders on the first call; it is not safe for concurrent use until then.
+func (v *Value) JSON() []byte {
+	if v.json == nil && v.body != nil {
+		v.json = v.body.JSON()
+	}
+	return v.json
+}
 
 // SchemaID is the writer schema's registry id (0 for a tombstone).
 func (v *Value) SchemaID() int { return v.id }
@@ -126,10 +139,13 @@ func (v *Value) SchemaGUID() string { return v.guid }
 // Lookup returns the field at a split dotted path (value.SplitPath), and
 // false when the value has none. A logical timestamp or date is KindTime.
 func (v *Value) Lookup(path []string) (Field, bool) {
-	if v.lookup == nil {
-		return Field{}, false
+	switch {
+	case v.body != nil:
+		return v.body.Lookup(path)
+	case v.isJSON:
+		return jsonLookup(v.json, path)
 	}
-	return v.lookup(path)
+	return Field{}, false
 }
 
 var _ value.Decoded = (*Value)(nil)
@@ -138,6 +154,28 @@ var null = []byte("null")
 
 // Decode decodes one payload with the headers of its record.
 func (d *Decoder) Decode(ctx context.Context, payload []byte, headers []record.Header) (*Value, error) {
+	return d.decode(ctx, payload, headers, false)
+}
+
+// Check is Decode, with the same errors, except that an Avro body is
+// checked without being rendered: the Value's Lookup reads only the fields
+// asked for, and its JSON renders on the first call. (Protobuf and JSON
+// bodies are decoded as by Decode.)
+func (d *Decoder) Check(ctx context.Context, payload []byte, headers []record.Header) (*Value, error) {
+	return d.decode(ctx, payload, headers, true)
+}
+
+// CheckValue is Check returning the value.Decoded interface (the engine's
+// ValueChecker).
+func (d *Decoder) CheckValue(ctx context.Context, payload []byte, headers []record.Header) (value.Decoded, error) {
+	v, err := d.Check(ctx, payload, headers)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func (d *Decoder) decode(ctx context.Context, payload []byte, headers []record.Header, check bool) (*Value, error) {
 	if payload == nil {
 		return &Value{json: null}, nil
 	}
@@ -153,17 +191,23 @@ func (d *Decoder) Decode(ctx context.Context, payload []byte, headers []record.H
 	v := &Value{id: c.id, guid: fr.GUID}
 	switch {
 	case c.avro != nil:
-		av, err := c.avro.Decode(fr.Body)
+		decode := c.avro.Decode
+		if check {
+			decode = c.avro.Check
+		}
+		av, err := decode(fr.Body)
 		if err != nil {
 			return nil, &BadRecordError{SchemaID: c.id, Err: fmt.Errorf("schema id %d: %w", c.id, err)}
 		}
-		v.json, v.lookup = av.JSON(), av.Lookup
+		if v.body = av; !check {
+			v.json = av.JSON()
+		}
 	case c.proto != nil:
 		pv, err := c.proto.Decode(fr.Indexes, fr.Body)
 		if err != nil {
 			return nil, &BadRecordError{SchemaID: c.id, Err: fmt.Errorf("schema id %d: %w", c.id, err)}
 		}
-		v.json, v.lookup = pv.JSON(), pv.Lookup
+		v.json, v.body = pv.JSON(), pv
 	default:
 		if !utf8.Valid(fr.Body) {
 			return nil, &BadRecordError{SchemaID: c.id, Err: fmt.Errorf("schema id %d: json: body is not valid UTF-8", c.id)}
@@ -173,8 +217,7 @@ func (d *Decoder) Decode(ctx context.Context, payload []byte, headers []record.H
 		if err := json.Compact(&out, fr.Body); err != nil {
 			return nil, &BadRecordError{SchemaID: c.id, Err: fmt.Errorf("schema id %d: json: %w", c.id, err)}
 		}
-		v.json = out.Bytes()
-		v.lookup = func(p []string) (value.Field, bool) { return jsonLookup(v.json, p) }
+		v.json, v.isJSON = out.Bytes(), true
 	}
 	return v, nil
 }
@@ -192,12 +235,13 @@ func (d *Decoder) DecodeValue(ctx context.Context, payload []byte, headers []rec
 // codec returns the compiled schema of a frame, fetching and compiling it
 // on first sight.
 func (d *Decoder) codec(ctx context.Context, fr wire.Frame) (*compiled, error) {
-	key := "id:" + strconv.Itoa(fr.ID)
+	var kb [32]byte // the key built without allocating for the cache hit
+	key := strconv.AppendInt(append(kb[:0], "id:"...), int64(fr.ID), 10)
 	if fr.GUID != "" {
-		key = "guid:" + fr.GUID
+		key = append(append(kb[:0], "guid:"...), fr.GUID...)
 	}
 	d.mu.Lock()
-	c, ok := d.codecs[key]
+	c, ok := d.codecs[string(key)]
 	d.mu.Unlock()
 	if ok {
 		return c, c.err
@@ -221,10 +265,10 @@ func (d *Decoder) codec(ctx context.Context, fr wire.Frame) (*compiled, error) {
 		return nil, c.err // the context ended mid-compile: not cached
 	}
 	d.mu.Lock()
-	if prev, ok := d.codecs[key]; ok {
+	if prev, ok := d.codecs[string(key)]; ok {
 		c = prev
 	} else {
-		d.codecs[key] = c
+		d.codecs[string(key)] = c
 	}
 	d.mu.Unlock()
 	return c, c.err

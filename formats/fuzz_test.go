@@ -1,6 +1,7 @@
 package formats_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,7 +56,8 @@ func fuzzRegistry() memReg {
 
 // FuzzDecode: a hostile payload never panics, fails only as a bad record
 // (the registry here is always up), and a decoded value is valid JSON no
-// larger than a constant times the payload (no unbounded allocation).
+// larger than a constant times the payload (no unbounded allocation);
+// Check fails with the same error or renders the same JSON.
 func FuzzDecode(f *testing.F) {
 	s := hamba.MustParse(fuzzAvro)
 	body, err := hamba.Marshal(s, map[string]any{"s": "x", "b": []byte{1}, "a": []any{nil, map[string]any{"long": int64(3)}},
@@ -81,11 +83,18 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, payload []byte, which uint8) {
 		d := decoders[which%3]
 		v, err := d.Decode(context.Background(), payload, []record.Header(nil))
+		cv, cerr := d.Check(context.Background(), payload, []record.Header(nil))
+		if (cerr == nil) != (err == nil) || err != nil && (cerr.Error() != err.Error() || !errors.Is(cerr, formats.ErrBadRecord)) {
+			t.Fatalf("Check: %v; Decode: %v", cerr, err)
+		}
 		if err != nil {
 			if !errors.Is(err, formats.ErrBadRecord) {
 				t.Fatalf("error %v is not a bad record", err)
 			}
 			return
+		}
+		if !bytes.Equal(cv.JSON(), v.JSON()) || cv.SchemaID() != v.SchemaID() {
+			t.Fatalf("Check renders %s (id %d), Decode %s (id %d)", cv.JSON(), cv.SchemaID(), v.JSON(), v.SchemaID())
 		}
 		if !json.Valid(v.JSON()) {
 			t.Fatalf("invalid JSON %q", v.JSON())

@@ -89,8 +89,32 @@ type Value struct {
 	json []byte
 }
 
-// JSON is the value rendered as JSON.
-func (v *Value) JSON() []byte { return v.json }
+// JSON is the value rendered as JSON. A Value from Check renders on the
+// first call; it is not safe for concurrent use until then.
+func (v *Value) JSON() []byte {
+	if v.json == nil {
+		out, _, err := transcode(make([]byte, 0, 2*len(v.body)+16), v.body, v.c.t, 0)
+		if err != nil { // unreachable: Check accepted the body, and skip fails where transcode does
+			return []byte("null")
+		}
+		v.json = out
+	}
+	return v.json
+}
+
+// Check checks body as Decode does, with the same errors, without
+// rendering it: the Value's Lookup reads the fields asked for, and its
+// JSON renders on demand.
+func (c *Codec) Check(body []byte) (*Value, error) {
+	rest, err := skip(body, c.t, 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(rest) != 0 {
+		return nil, fmt.Errorf("avro: %d bytes left after the value", len(rest))
+	}
+	return &Value{c: c, body: body}, nil
+}
 
 // Decode decodes body and renders it, in one pass (transcode).
 func (c *Codec) Decode(body []byte) (*Value, error) {

@@ -27,4 +27,7 @@
 //     UTC with the precision of their logical type.
 //  3. Lookup of a logical timestamp or date (local-timestamp-* read as UTC)
 //     yields KindTime, so no time format is needed for it.
+//  4. Check (a skipping walk, nothing rendered) refuses exactly the bodies
+//     Decode refuses, with the same error, and its Value looks up and
+//     renders as Decode's (FuzzTranscode).
 package avro

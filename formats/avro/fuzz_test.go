@@ -2,6 +2,7 @@ package avro_test
 
 import (
 	"bytes"
+	"fmt"
 	"math/big"
 	"strings"
 	"testing"
@@ -38,7 +39,9 @@ const fuzzSchema = `{"type":"record","name":"F","fields":[
 	{"name":"x","type":{"type":"fixed","name":"X","size":3}}]}`
 
 // FuzzTranscode: on any body the transcoder (the hot path) and the library
-// path agree: both fail, or both give the same JSON and the same lookups.
+// path agree: both fail, or both give the same JSON and the same lookups;
+// Check fails with Decode's error or gives a value that looks up and
+// renders the same.
 // Neither panics; the output stays within a constant factor of the body.
 func FuzzTranscode(f *testing.F) {
 	// hamba lacks local-timestamp-nanos: it writes tn as the plain long it is.
@@ -75,9 +78,25 @@ func FuzzTranscode(f *testing.F) {
 		if (err == nil) != (rerr == nil) {
 			t.Fatalf("transcoder err %v, library err %v (library JSON %s)", err, rerr, ref)
 		}
+		cv, cerr := c.Check(body)
+		if fmt.Sprint(cerr) != fmt.Sprint(err) {
+			t.Fatalf("Check err %v, Decode err %v", cerr, err)
+		}
 		if err != nil {
 			return
 		}
+		defer func() { // a checked value looks up and renders as the decoded one
+			for _, p := range paths {
+				got, ok := cv.Lookup(p)
+				want, wok := v.Lookup(p)
+				if ok != wok || got != want {
+					t.Fatalf("Lookup(%v): checked %+v %v, decoded %+v %v", p, got, ok, want, wok)
+				}
+			}
+			if !bytes.Equal(cv.JSON(), v.JSON()) {
+				t.Fatalf("checked renders %s, decoded %s", cv.JSON(), v.JSON())
+			}
+		}()
 		if !bytes.Equal(v.JSON(), ref) {
 			t.Fatalf("transcoder %s\nlibrary    %s", v.JSON(), ref)
 		}

@@ -9,10 +9,9 @@ import (
 
 // Lookup returns the field at path (record fields and map keys, through
 // unions), and false when there is none. It walks the body again, skipping
-// what precedes the field.
+// what precedes the field unrendered.
 func (v *Value) Lookup(path []string) (value.Field, bool) {
 	t, src := v.c.t, v.body
-	var scratch []byte
 	var ok bool
 	for _, name := range path {
 		if t, src, ok = resolveUnion(t, src); !ok {
@@ -26,7 +25,7 @@ func (v *Value) Lookup(path []string) (value.Field, bool) {
 			}
 			for i := range idx {
 				var err error
-				if scratch, src, err = transcode(scratch[:0], src, t.fields[i], 1); err != nil {
+				if src, err = skip(src, t.fields[i], 1); err != nil {
 					return value.Field{}, false
 				}
 			}
@@ -50,7 +49,7 @@ func (v *Value) Lookup(path []string) (value.Field, bool) {
 					if string(k) == name {
 						found = rest
 					}
-					if scratch, src, err = transcode(scratch[:0], rest, t.items, 1); err != nil {
+					if src, err = skip(rest, t.items, 1); err != nil {
 						return value.Field{}, false
 					}
 				}

@@ -664,3 +664,138 @@ func unsafeString(s []byte) string {
 	}
 	return unsafe.String(&s[0], len(s))
 }
+
+// skip reads past the value of t at the head of src without rendering it;
+// it fails exactly where transcode fails, with the same error
+// (FuzzTranscode).
+func skip(src []byte, t *tnode, depth int) ([]byte, error) {
+	switch t.kind {
+	case kNull:
+		return src, nil
+	case kBool:
+		if len(src) == 0 {
+			return nil, errShort
+		}
+		return src[1:], nil
+	case kInt, kDate, kEnum, kTimeMillis:
+		v, rest, err := readInt(src)
+		switch {
+		case err != nil:
+			return nil, err
+		case t.kind == kEnum && (v < 0 || int(v) >= len(t.symbols)):
+			return nil, tErr("enum index out of range")
+		case t.kind == kTimeMillis && (v < 0 || v >= int32(24*time.Hour/time.Millisecond)):
+			return nil, tErr("time-millis outside a day")
+		}
+		return rest, nil
+	case kLong, kTsMillis, kTsMicros, kTsNanos, kTimeMicros:
+		v, rest, err := readLong(src)
+		switch {
+		case err != nil:
+			return nil, err
+		case t.kind == kTimeMicros && (v < 0 || v >= int64(24*time.Hour/time.Microsecond)):
+			return nil, tErr("time-micros outside a day")
+		}
+		return rest, nil
+	case kFloat, kDouble, kFixed, kUUIDFixed, kDuration:
+		n := t.size
+		switch t.kind {
+		case kFloat:
+			n = 4
+		case kDouble:
+			n = 8
+		case kUUIDFixed:
+			n = 16
+		case kDuration:
+			n = 12
+		}
+		if len(src) < n {
+			return nil, errShort
+		}
+		return src[n:], nil
+	case kString, kBytes:
+		_, rest, err := readBytes(src)
+		return rest, err
+	case kDecimalBytes, kDecimalFixed:
+		var raw, rest []byte
+		if t.kind == kDecimalFixed {
+			if len(src) < t.size {
+				return nil, errShort
+			}
+			raw, rest = src[:t.size], src[t.size:]
+		} else {
+			var err error
+			if raw, rest, err = readBytes(src); err != nil {
+				return nil, err
+			}
+		}
+		if len(raw) > maxDecimalUnscaled {
+			return nil, tErr("decimal longer than 32 KiB")
+		}
+		return rest, nil
+	case kBigDecimal:
+		payload, rest, err := readBytes(src)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := bigDecimal(payload); err != nil {
+			return nil, err
+		}
+		return rest, nil
+	case kRecord:
+		if depth >= maxDepth {
+			return nil, tErr(tooDeep)
+		}
+		for _, f := range t.fields {
+			var err error
+			if src, err = skip(src, f, depth+1); err != nil {
+				return nil, err
+			}
+		}
+		return src, nil
+	case kUnion:
+		if depth >= maxDepth {
+			return nil, tErr(tooDeep)
+		}
+		i, rest, err := readLong(src)
+		if err != nil {
+			return nil, err
+		}
+		if i < 0 || i >= int64(len(t.branches)) {
+			return nil, tErr("union index out of range")
+		}
+		return skip(rest, t.branches[i], depth+1)
+	case kArray, kMap:
+		if depth >= maxDepth {
+			return nil, tErr(tooDeep)
+		}
+		minItem := t.items.minBytes
+		if t.kind == kMap {
+			minItem = 1
+			if t.items.minBytes > 0 {
+				minItem += t.items.minBytes
+			}
+		}
+		var total int64
+		for {
+			n, rest, err := blockCount(src, minItem, &total)
+			if err != nil {
+				return nil, err
+			}
+			if src = rest; n == 0 {
+				return src, nil
+			}
+			for ; n > 0; n-- {
+				if t.kind == kMap {
+					if _, src, err = readBytes(src); err != nil {
+						return nil, err
+					}
+				}
+				if src, err = skip(src, t.items, depth+1); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return nil, tErr("unknown schema kind")
+}

@@ -18,7 +18,6 @@ package value
 import (
 	"encoding/base64"
 	"encoding/hex"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -63,42 +62,57 @@ func SplitPath(p string) ([]string, bool) {
 	return names, true
 }
 
-// AppendString appends s as a JSON string.
+// AppendString appends s as a JSON string. ASCII that needs no escape is
+// copied in runs; only other bytes are decoded as runes.
 func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	done := 0 // s[:done] is written
-	for i, r := range s {
-		var esc string
-		switch {
-		case r == '"':
-			esc = `\"`
-		case r == '\\':
-			esc = `\\`
-		case r == '\n':
-			esc = `\n`
-		case r == '\r':
-			esc = `\r`
-		case r == '\t':
-			esc = `\t`
-		case r < 0x20 || r == '\u2028' || r == '\u2029':
-			esc = fmt.Sprintf(`\u%04x`, r)
-		case r == utf8.RuneError:
-			if _, size := utf8.DecodeRuneInString(s[i:]); size != 1 {
-				continue // a real U+FFFD
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
 			}
-			esc = `\ufffd`
-		default:
+			b = append(b, s[done:i]...)
+			switch c {
+			case '"':
+				b = append(b, `\"`...)
+			case '\\':
+				b = append(b, `\\`...)
+			case '\n':
+				b = append(b, `\n`...)
+			case '\r':
+				b = append(b, `\r`...)
+			case '\t':
+				b = append(b, `\t`...)
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			done = i
 			continue
 		}
-		b = append(append(b, s[done:i]...), esc...)
-		done = i + utf8.RuneLen(r)
-		if r == utf8.RuneError {
-			done = i + 1
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(append(b, s[done:i]...), `\ufffd`...)
+		case r == '\u2028':
+			b = append(append(b, s[done:i]...), `\u2028`...)
+		case r == '\u2029':
+			b = append(append(b, s[done:i]...), `\u2029`...)
+		default:
+			i += size
+			continue
 		}
+		i += size
+		done = i
 	}
 	b = append(b, s[done:]...)
 	return append(b, '"')
 }
+
+const hexDigits = "0123456789abcdef"
 
 // AppendBytes appends raw as a JSON string of its standard base64 (with
 // padding).
@@ -143,7 +157,73 @@ func AppendTime(b []byte, t time.Time, digits int) []byte {
 }
 
 func appendTimeText(b []byte, t time.Time, digits int) []byte {
-	return t.UTC().AppendFormat(b, "2006-01-02T"+clockLayout(digits)+"Z07:00")
+	days, sec := floorDiv(t.Unix(), 86400)
+	y, m, d := civil(days)
+	if y < 0 || y > 9999 {
+		return t.UTC().AppendFormat(b, "2006-01-02T"+clockLayout(digits)+"Z07:00")
+	}
+	b = appendYMD(b, y, m, d)
+	b = append(b, 'T')
+	b = appendClock(b, sec, int64(t.Nanosecond()), digits)
+	return append(b, 'Z')
+}
+
+// floorDiv is a divided by b (b > 0) rounded down, and the remainder in [0, b).
+func floorDiv(a, b int64) (q, r int64) {
+	q, r = a/b, a%b
+	if r < 0 {
+		q, r = q-1, r+b
+	}
+	return q, r
+}
+
+// civil is the proleptic Gregorian date days after 1970-01-01
+// (H. Hinnant's days-to-civil).
+func civil(days int64) (y, m, d int64) {
+	z := days + 719468
+	era, _ := floorDiv(z, 146097)
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	d = doy - (153*mp+2)/5 + 1
+	m = mp + 3
+	if m > 12 {
+		m -= 12
+	}
+	y = yoe + era*400
+	if m <= 2 {
+		y++
+	}
+	return y, m, d
+}
+
+// appendYMD appends "YYYY-MM-DD" for a year in [0, 9999].
+func appendYMD(b []byte, y, m, d int64) []byte {
+	b = append(b, byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-')
+	b = append(b, byte('0'+m/10), byte('0'+m%10), '-')
+	return append(b, byte('0'+d/10), byte('0'+d%10))
+}
+
+// appendClock appends "HH:MM:SS" for sec seconds into a day, then a point
+// and the first digits (0, 3, 6 or 9) of the nanoseconds ns, truncated as
+// time.Format does.
+func appendClock(b []byte, sec, ns int64, digits int) []byte {
+	h, mi, s := sec/3600, sec/60%60, sec%60
+	b = append(b, byte('0'+h/10), byte('0'+h%10), ':', byte('0'+mi/10), byte('0'+mi%10), ':', byte('0'+s/10), byte('0'+s%10))
+	if digits != 3 && digits != 6 && digits != 9 {
+		return b
+	}
+	b = append(b, '.')
+	for range 9 - digits {
+		ns /= 10
+	}
+	var frac [9]byte
+	for i := digits - 1; i >= 0; i-- {
+		frac[i] = byte('0' + ns%10)
+		ns /= 10
+	}
+	return append(b, frac[:digits]...)
 }
 
 // clockLayout is the time layout of a clock with digits fraction digits.
@@ -160,13 +240,21 @@ func clockLayout(digits int) string {
 }
 
 // TimeText is t in UTC as RFC 3339 with digits fractional digits.
-func TimeText(t time.Time, digits int) string { return string(appendTimeText(nil, t, digits)) }
+func TimeText(t time.Time, digits int) string {
+	var buf [40]byte
+	return string(appendTimeText(buf[:0], t, digits))
+}
 
 // AppendDate appends t's UTC date as a JSON string "YYYY-MM-DD" (an RFC 3339
 // full-date).
 func AppendDate(b []byte, t time.Time) []byte {
 	b = append(b, '"')
-	b = t.UTC().AppendFormat(b, "2006-01-02")
+	days, _ := floorDiv(t.Unix(), 86400)
+	if y, m, d := civil(days); y >= 0 && y <= 9999 {
+		b = appendYMD(b, y, m, d)
+	} else {
+		b = t.UTC().AppendFormat(b, "2006-01-02")
+	}
 	return append(b, '"')
 }
 
@@ -175,7 +263,11 @@ func AppendDate(b []byte, t time.Time) []byte {
 // RFC 3339 partial-time).
 func AppendTimeOfDay(b []byte, d time.Duration, digits int) []byte {
 	b = append(b, '"')
-	b = time.Unix(0, 0).UTC().Add(d).AppendFormat(b, clockLayout(digits))
+	if d >= 0 && d < 24*time.Hour {
+		b = appendClock(b, int64(d/time.Second), int64(d%time.Second), digits)
+	} else {
+		b = time.Unix(0, 0).UTC().Add(d).AppendFormat(b, clockLayout(digits))
+	}
 	return append(b, '"')
 }
 

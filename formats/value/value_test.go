@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ func TestAppend(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
 		{string(value.AppendString(nil, "a\"b\\c\n\t\x00é<&")), `"a\"b\\c\n\t\u0000é<&"`},
 		{string(value.AppendString(nil, "bad\xffbyte")), `"bad\ufffdbyte"`},
+		{string(value.AppendString(nil, "\x1f\u2028x\u2029\ufffd\r")), `"\u001f\u2028x\u2029�\r"`},
 		{string(value.AppendBytes(nil, []byte{0xfb, 0xff})), `"+/8="`},
 		{string(value.AppendFloat(nil, math.NaN(), 64)), `"NaN"`},
 		{string(value.AppendFloat(nil, math.Inf(1), 64)), `"Infinity"`},
@@ -84,4 +86,58 @@ func FuzzAppendFloat(f *testing.F) {
 			t.Fatalf("%v: %s, encoding/json %s", x, got, want)
 		}
 	})
+}
+
+// FuzzAppendTime: AppendTime, AppendDate and AppendTimeOfDay write what
+// time.Format writes, for every instant (the years outside 0-9999 too) and
+// every fraction length.
+func FuzzAppendTime(f *testing.F) {
+	for _, s := range []int64{0, -1, 1_700_000_000, 253402300799, 253402300800, -62135596800, -62167219200, -62167219201, 951782400, math.MaxInt64 / 4, math.MinInt64 / 4} {
+		f.Add(s, uint32(123456789), uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, sec int64, ns uint32, digits uint8) {
+		tm := time.Unix(sec, int64(ns%1_000_000_000)).In(time.FixedZone("x", 3600))
+		checkTime(t, tm, int(digits%10))
+	})
+}
+
+// TestAppendTimeProperty is FuzzAppendTime over random instants from year
+// -300 to 10300, and at the day, month and leap-year edges.
+func TestAppendTimeProperty(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	lo, hi := time.Date(-300, 1, 1, 0, 0, 0, 0, time.UTC).Unix(), time.Date(10300, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+	for range 200_000 {
+		s := lo + rng.Int64N(hi-lo)
+		if rng.IntN(4) == 0 {
+			s -= s%86400 + rng.Int64N(2) // midnight, or the second before it
+		}
+		checkTime(t, time.Unix(s, rng.Int64N(1_000_000_000)), []int{0, 3, 6, 9}[rng.IntN(4)])
+	}
+	for y := 1890; y <= 2110; y++ {
+		for _, md := range [][2]int{{1, 1}, {2, 28}, {2, 29}, {3, 1}, {12, 31}} {
+			checkTime(t, time.Date(y, time.Month(md[0]), md[1], 23, 59, 59, 999_999_999, time.UTC), 9)
+		}
+	}
+}
+
+func checkTime(t *testing.T, tm time.Time, digits int) {
+	t.Helper()
+	layout := map[int]string{3: "15:04:05.000", 6: "15:04:05.000000", 9: "15:04:05.000000000"}[digits]
+	if layout == "" {
+		layout = "15:04:05"
+	}
+	u := tm.UTC()
+	if got, want := string(value.AppendTime(nil, tm, digits)), `"`+u.Format("2006-01-02T"+layout+"Z07:00")+`"`; got != want {
+		t.Fatalf("AppendTime(%d s %d ns, %d): %s, time.Format %s", tm.Unix(), tm.Nanosecond(), digits, got, want)
+	}
+	if got, want := string(value.AppendDate(nil, tm)), `"`+u.Format("2006-01-02")+`"`; got != want {
+		t.Fatalf("AppendDate(%d s): %s, time.Format %s", tm.Unix(), got, want)
+	}
+	if digits == 9 {
+		return
+	}
+	d := time.Duration(u.Hour())*time.Hour + time.Duration(u.Minute())*time.Minute + time.Duration(u.Second())*time.Second + time.Duration(u.Nanosecond())
+	if got, want := string(value.AppendTimeOfDay(nil, d, digits)), `"`+time.Unix(0, 0).UTC().Add(d).Format(layout)+`"`; got != want {
+		t.Fatalf("AppendTimeOfDay(%v, %d): %s, time.Format %s", d, digits, got, want)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/signalbox/signalbox/formats/registry"
 	fvalue "github.com/signalbox/signalbox/formats/value"
 	"github.com/signalbox/signalbox/internal/jsonfield"
+	"github.com/signalbox/signalbox/record"
 )
 
 // memRegistry serves the workload's two schemas from memory.
@@ -30,8 +31,8 @@ func (memRegistry) ByGUID(context.Context, string) (*registry.Schema, error) {
 // BenchmarkDecodeEvent is the CPU per record of reading the event time of
 // one workload event (the scaling benchmark's ~100-byte value): the Avro
 // value through formats.Decoder (framing, the cached codec, the JSON, the
-// lookup of ts), and the JSON value through the lookup the engine uses for
-// `time: field` on JSON.
+// lookup of ts; -check: Check, what ingest does, without the JSON), and the
+// JSON value through the lookup the engine uses for `time: field` on JSON.
 //
 //	go test -run x -bench DecodeEvent ./internal/workload
 func BenchmarkDecodeEvent(b *testing.B) {
@@ -51,18 +52,23 @@ func BenchmarkDecodeEvent(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(v.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				got, err := d.Decode(ctx, payload, nil)
-				if err != nil {
-					b.Fatal(err)
+		for _, m := range []struct {
+			name   string
+			decode func(context.Context, []byte, []record.Header) (*formats.Value, error)
+		}{{"", d.Decode}, {"-check", d.Check}} {
+			b.Run(v.name+m.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					got, err := m.decode(ctx, payload, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if f, ok := got.Lookup(ts); !ok || f.Kind != fvalue.KindTime || f.Time.UnixMilli() != 1_700_000_000_123 {
+						b.Fatalf("ts: %+v in %s", f, got.JSON())
+					}
 				}
-				if f, ok := got.Lookup(ts); !ok || f.Kind != fvalue.KindTime || f.Time.UnixMilli() != 1_700_000_000_123 {
-					b.Fatalf("ts: %+v in %s", f, got.JSON())
-				}
-			}
-		})
+			})
+		}
 	}
 	b.Run("json", func(b *testing.B) {
 		path, _ := jsonfield.ParsePath(TimeField)
