@@ -1,7 +1,8 @@
 // Package value holds what every schema'd decoder shares: the Field a
 // dotted path resolves to, and the JSON rendering helpers behind the rules
 // in docs/sinks.md ("Schema'd values"), and Decoded, the interface every
-// decoder's result satisfies. It imports only the standard library, so the
+// decoder's result satisfies. It imports only the standard library and
+// internal/jsonstr (the envelope's string escaping), so the
 // engine can name its types without depending on the decoders.
 //
 // Invariants:
@@ -22,7 +23,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/signalbox/signalbox/internal/jsonstr"
 )
 
 // Kind is what a decoded field holds.
@@ -62,57 +64,12 @@ func SplitPath(p string) ([]string, bool) {
 	return names, true
 }
 
-// AppendString appends s as a JSON string. ASCII that needs no escape is
-// copied in runs; only other bytes are decoded as runes.
+// AppendString appends s as a JSON string, escaped as the envelope escapes
+// it (package jsonstr).
 func AppendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	done := 0 // s[:done] is written
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[done:i]...)
-			switch c {
-			case '"':
-				b = append(b, `\"`...)
-			case '\\':
-				b = append(b, `\\`...)
-			case '\n':
-				b = append(b, `\n`...)
-			case '\r':
-				b = append(b, `\r`...)
-			case '\t':
-				b = append(b, `\t`...)
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			done = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(append(b, s[done:i]...), `\ufffd`...)
-		case r == '\u2028':
-			b = append(append(b, s[done:i]...), `\u2028`...)
-		case r == '\u2029':
-			b = append(append(b, s[done:i]...), `\u2029`...)
-		default:
-			i += size
-			continue
-		}
-		i += size
-		done = i
-	}
-	b = append(b, s[done:]...)
-	return append(b, '"')
+	b, _ = jsonstr.Append(b, s)
+	return b
 }
-
-const hexDigits = "0123456789abcdef"
 
 // AppendBytes appends raw as a JSON string of its standard base64 (with
 // padding).

@@ -5,10 +5,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"strconv"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/signalbox/signalbox/internal/jsonfield"
+	"github.com/signalbox/signalbox/internal/jsonstr"
 	"github.com/signalbox/signalbox/record"
 )
 
@@ -207,16 +207,6 @@ func appendValue(dst, v []byte, multiline bool) []byte {
 	return append(dst, b.Bytes()...)
 }
 
-// safe[b] is true for ASCII bytes copied into a JSON string unescaped.
-var safe = func() (t [utf8.RuneSelf]bool) {
-	for b := 0x20; b < utf8.RuneSelf; b++ {
-		t[b] = b != '"' && b != '\\'
-	}
-	return t
-}()
-
-const hex = "0123456789abcdef"
-
 // AppendBytes appends b as a quoted JSON string (invariant 3).
 func AppendBytes(dst []byte, b []byte) []byte {
 	// Read-only view of b: AppendString never retains or mutates it.
@@ -231,50 +221,7 @@ func AppendString(dst []byte, s string) []byte {
 
 // appendString is AppendString that also reports whether s was valid UTF-8
 // (nothing was replaced by U+FFFD).
-func appendString(dst []byte, s string) (_ []byte, valid bool) {
-	valid = true
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if safe[b] {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				dst = append(dst, '\\', b)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case c == utf8.RuneError && size == 1:
-			valid = false
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			start = i + size
-		case c == '\u2028' || c == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xf])
-			start = i + size
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"'), valid
-}
+func appendString(dst []byte, s string) ([]byte, bool) { return jsonstr.Append(dst, s) }
 
 // AppendTime appends the millisecond timestamp ms as RFC 3339 in UTC with
 // exactly three fractional digits, e.g. 2026-11-30T05:13:24.123Z. Years
