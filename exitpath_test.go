@@ -55,6 +55,18 @@ func runExitJob(t *testing.T, doc string, log *zap.Logger, opts ...signalbox.Opt
 // runExitPipeline is runExitJob that also returns the pipeline (its Stats).
 func runExitPipeline(t *testing.T, doc string, log *zap.Logger, opts ...signalbox.Option) (*signalbox.Pipeline, error) {
 	t.Helper()
+	p, err := buildPlan(t, doc, log).Pipeline(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // hang guard
+	defer cancel()
+	return p, p.Run(ctx)
+}
+
+// buildPlan parses the job file doc and builds its plan with log.
+func buildPlan(t *testing.T, doc string, log *zap.Logger) *config.Plan {
+	t.Helper()
 	j, err := config.Parse([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
@@ -63,13 +75,7 @@ func runExitPipeline(t *testing.T, doc string, log *zap.Logger, opts ...signalbo
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := plan.Pipeline(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // hang guard
-	defer cancel()
-	return p, p.Run(ctx)
+	return plan
 }
 
 // startCluster starts an embedded cluster, closed at the end of the test.

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	hamba "github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/formats"
+	"github.com/signalbox/signalbox/formats/formatstest"
 	"github.com/signalbox/signalbox/formats/registry"
 	"github.com/signalbox/signalbox/formats/value"
 	"github.com/signalbox/signalbox/record"
@@ -44,7 +44,6 @@ func (f *flakyRegistry) ByID(ctx context.Context, id int) (*registry.Schema, err
 // decoder, and the schema id.
 func avroSet(t *testing.T, seed uint64, v1, v2 int) ([]script.Partition, []record.Record) {
 	rng := rand.New(rand.NewPCG(seed, 7))
-	s1, s2 := hamba.MustParse(invV1), hamba.MustParse(invV2)
 	var parts []script.Partition
 	var all []record.Record
 	for _, topic := range []string{"inv", "stock"} {
@@ -56,19 +55,13 @@ func avroSet(t *testing.T, seed uint64, v1, v2 int) ([]script.Partition, []recor
 				key, sku := fmt.Sprintf("k%d", rng.IntN(4)), fmt.Sprintf("s%d", rng.IntN(9))
 				tsText := ts.Format("2006-01-02T15:04:05.000Z")
 				var v []byte
-				var err error
 				r := record.Record{Topic: topic, Partition: p, Offset: off, Key: []byte(key), EventTime: ts.UnixMilli(), OrderKey: key}
 				if rng.IntN(2) == 0 {
-					v, err = sr.Encode(invRec1{Sku: sku, Meta: invMeta{ts}, Seq: off}, new(sr.ConfluentHeader), v1, nil,
-						func(v any) ([]byte, error) { return hamba.Marshal(s1, v) })
+					v = formatstest.AvroRecord(t, invV1, v1, invRec1{Sku: sku, Meta: invMeta{ts}, Seq: off})
 					r.DecodedValue, r.ValueSchemaID = fmt.Appendf(nil, `{"sku":%q,"meta":{"ts":%q},"seq":%d}`, sku, tsText, off), v1
 				} else {
-					v, err = sr.Encode(invRec2{Sku: sku, Meta: invMeta{ts}, Seq: off}, new(sr.ConfluentHeader), v2, nil,
-						func(v any) ([]byte, error) { return hamba.Marshal(s2, v) })
+					v = formatstest.AvroRecord(t, invV2, v2, invRec2{Sku: sku, Meta: invMeta{ts}, Seq: off})
 					r.DecodedValue, r.ValueSchemaID = fmt.Appendf(nil, `{"sku":%q,"meta":{"ts":%q},"seq":%d,"site":null}`, sku, tsText, off), v2
-				}
-				if err != nil {
-					t.Fatal(err)
 				}
 				r.Value = v
 				raw := r
@@ -92,9 +85,9 @@ func avroSet(t *testing.T, seed uint64, v1, v2 int) ([]script.Partition, []recor
 // give byte-identical JSONL output: the decoded records sorted by the total
 // order; none late, none dead-lettered.
 func TestSchemadInterleavingsGiveIdenticalOutput(t *testing.T) {
-	r := newSchemaReg(t)
-	v1 := r.register(t, "inv-value", sr.Schema{Schema: invV1})
-	v2 := r.register(t, "inv-value", sr.Schema{Schema: invV2})
+	r := formatstest.NewRegistry(t)
+	v1 := r.Register(t, "inv-value", sr.Schema{Schema: invV1})
+	v2 := r.Register(t, "inv-value", sr.Schema{Schema: invV2})
 	cl, err := registry.New(registry.Config{URLs: []string{r.URL()}, Retry: retry.Policy{MaxElapsed: time.Nanosecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -144,22 +137,20 @@ func TestSchemadInterleavingsGiveIdenticalOutput(t *testing.T) {
 // text, not its wire bytes (Avro writes "zz" before "aaa": the length
 // comes first), and the JSONL sink writes the decoded key and its schema id.
 func TestSchemadKeys(t *testing.T) {
-	r := newSchemaReg(t)
-	v1 := r.register(t, "inv-value", sr.Schema{Schema: invV1})
-	kid := r.register(t, "inv-key", sr.Schema{Schema: `"string"`})
+	r := formatstest.NewRegistry(t)
+	v1 := r.Register(t, "inv-value", sr.Schema{Schema: invV1})
+	kid := r.Register(t, "inv-key", sr.Schema{Schema: `"string"`})
 	cl, err := registry.New(registry.Config{URLs: []string{r.URL()}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	vdec, _ := formats.New(formats.Config{Format: formats.Avro, Registry: cl})
 	kdec, _ := formats.New(formats.Config{Format: formats.Avro, Registry: cl, Key: true})
-	s1, ks := hamba.MustParse(invV1), hamba.MustParse(`"string"`)
 	ts := time.UnixMilli(1_700_000_000_000).UTC()
 	var recs []record.Record
 	for i, k := range []string{"zz", "aaa"} {
-		key, _ := sr.Encode(k, new(sr.ConfluentHeader), kid, nil, func(v any) ([]byte, error) { return hamba.Marshal(ks, v) })
-		val, _ := sr.Encode(invRec1{Sku: k, Meta: invMeta{ts}, Seq: int64(i)}, new(sr.ConfluentHeader), v1, nil,
-			func(v any) ([]byte, error) { return hamba.Marshal(s1, v) })
+		key := formatstest.AvroRecord(t, `"string"`, kid, k)
+		val := formatstest.AvroRecord(t, invV1, v1, invRec1{Sku: k, Meta: invMeta{ts}, Seq: int64(i)})
 		recs = append(recs, record.Record{Topic: "inv", Offset: int64(i), Key: key, Value: val})
 	}
 	var buf bytes.Buffer
@@ -201,16 +192,14 @@ func (s *bytesSink) BytesOnly() bool             { return s.bytesOnly }
 // (signalbox.BytesSink, as the Kafka sink) it is not decoded again for
 // them; one sink that wants JSON gets it for all.
 func TestSchemadBytesOnlySinks(t *testing.T) {
-	r := newSchemaReg(t)
-	v1 := r.register(t, "inv-value", sr.Schema{Schema: invV1})
+	r := formatstest.NewRegistry(t)
+	v1 := r.Register(t, "inv-value", sr.Schema{Schema: invV1})
 	cl, err := registry.New(registry.Config{URLs: []string{r.URL()}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dec, _ := formats.New(formats.Config{Format: formats.Avro, Registry: cl})
-	s1 := hamba.MustParse(invV1)
-	val, _ := sr.Encode(invRec1{Sku: "a", Meta: invMeta{time.UnixMilli(1_700_000_000_000)}}, new(sr.ConfluentHeader), v1, nil,
-		func(v any) ([]byte, error) { return hamba.Marshal(s1, v) })
+	val := formatstest.AvroRecord(t, invV1, v1, invRec1{Sku: "a", Meta: invMeta{time.UnixMilli(1_700_000_000_000)}})
 	for _, tc := range []struct {
 		sinks   []*bytesSink
 		decoded bool

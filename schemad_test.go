@@ -13,26 +13,21 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	hamba "github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
-	"github.com/twmb/franz-go/pkg/sr/srfake"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/reflect/protoregistry"
-	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
 	_ "google.golang.org/protobuf/types/known/timestamppb" // google/protobuf/timestamp.proto in the global registry
 
 	"github.com/signalbox/signalbox"
-	"github.com/signalbox/signalbox/config"
 	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/formats/formatstest"
 	"github.com/signalbox/signalbox/sinks/envelope"
 )
 
@@ -40,20 +35,9 @@ import (
 // schema changes in the middle (v2 adds an optional site), and a Protobuf
 // sales topic.
 const (
-	invV1 = `{"type":"record","name":"Inv","namespace":"shop","fields":[
-		{"name":"sku","type":"string"},
-		{"name":"meta","type":{"type":"record","name":"Meta","fields":[{"name":"ts","type":{"type":"long","logicalType":"timestamp-millis"}}]}},
-		{"name":"seq","type":"long"}]}`
-	invV2 = `{"type":"record","name":"Inv","namespace":"shop","fields":[
-		{"name":"sku","type":"string"},
-		{"name":"meta","type":{"type":"record","name":"Meta","fields":[{"name":"ts","type":{"type":"long","logicalType":"timestamp-millis"}}]}},
-		{"name":"seq","type":"long"},
-		{"name":"site","type":["null","string"],"default":null}]}`
-	saleProto = `syntax = "proto3";
-package shop;
-import "google/protobuf/timestamp.proto";
-message Sale { string sku = 1; google.protobuf.Timestamp at = 2; int64 seq = 3; }
-`
+	invV1     = formatstest.InvV1
+	invV2     = formatstest.InvV2
+	saleProto = formatstest.SaleProto
 )
 
 type invMeta struct {
@@ -71,38 +55,6 @@ type invRec2 struct {
 	Site *string `avro:"site"`
 }
 
-// schemaReg is srfake over HTTP with a switch that makes it answer 503 to
-// schema lookups, and a count of the lookups it refused.
-type schemaReg struct {
-	*srfake.Registry
-	down    atomic.Bool
-	refused atomic.Int64
-}
-
-func newSchemaReg(t *testing.T) *schemaReg {
-	t.Helper()
-	r := &schemaReg{Registry: srfake.New()}
-	t.Cleanup(r.Close)
-	r.Intercept(func(w http.ResponseWriter, req *http.Request) bool {
-		if r.down.Load() && strings.HasPrefix(req.URL.Path, "/schemas/") {
-			r.refused.Add(1)
-			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
-			return true
-		}
-		return false
-	})
-	return r
-}
-
-func (r *schemaReg) register(t *testing.T, subject string, s sr.Schema) int {
-	t.Helper()
-	id, _, err := r.RegisterSchema(subject, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
-
 // lane is the produced data of the schema'd lane, and what every sink must
 // receive for it.
 type lane struct {
@@ -116,46 +68,18 @@ type lane struct {
 	encoded  map[int][]byte // seq → the produced value bytes
 }
 
-// saleDescriptor is the Sale message, built by hand with protodesc: the
-// producer does not share the decoder's schema compiler.
-func saleDescriptor(t *testing.T) protoreflect.MessageDescriptor {
-	t.Helper()
-	field := func(name string, n int32, typ descriptorpb.FieldDescriptorProto_Type, typeName string) *descriptorpb.FieldDescriptorProto {
-		f := &descriptorpb.FieldDescriptorProto{Name: proto.String(name), Number: proto.Int32(n), Type: typ.Enum(),
-			Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(), JsonName: proto.String(name)}
-		if typeName != "" {
-			f.TypeName = proto.String(typeName)
-		}
-		return f
-	}
-	fd, err := protodesc.NewFile(&descriptorpb.FileDescriptorProto{
-		Name: proto.String("sale.proto"), Package: proto.String("shop"), Syntax: proto.String("proto3"),
-		Dependency: []string{"google/protobuf/timestamp.proto"},
-		MessageType: []*descriptorpb.DescriptorProto{{Name: proto.String("Sale"), Field: []*descriptorpb.FieldDescriptorProto{
-			field("sku", 1, descriptorpb.FieldDescriptorProto_TYPE_STRING, ""),
-			field("at", 2, descriptorpb.FieldDescriptorProto_TYPE_MESSAGE, ".google.protobuf.Timestamp"),
-			field("seq", 3, descriptorpb.FieldDescriptorProto_TYPE_INT64, ""),
-		}}},
-	}, protoregistry.GlobalFiles)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fd.Messages().ByName("Sale")
-}
-
 // produceLane writes n records over inv (Avro, partitions 0-2; seq i to
 // partition i%5 when i%5 < 3) and sales (Protobuf, partitions 0-1), then an
 // unknown-schema-id record and a record not in the wire format to inv/0.
 // Event times rise with seq, so the release order is seq order.
-func produceLane(t *testing.T, c *embedded.Cluster, r *schemaReg, n int) *lane {
+func produceLane(t *testing.T, c *embedded.Cluster, r *formatstest.Registry, n int) *lane {
 	t.Helper()
 	l := &lane{n: n, base: time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli(), want: map[int]string{},
 		schemaOf: map[int]int{}, bad: map[int64][]byte{}, encoded: map[int][]byte{}}
-	l.v1 = r.register(t, "inv-value", sr.Schema{Schema: invV1})
-	l.v2 = r.register(t, "inv-value", sr.Schema{Schema: invV2})
-	l.saleID = r.register(t, "sales-value", sr.Schema{Schema: saleProto, Type: sr.TypeProtobuf})
-	s1, s2 := hamba.MustParse(invV1), hamba.MustParse(invV2)
-	sale := saleDescriptor(t)
+	l.v1 = r.Register(t, "inv-value", sr.Schema{Schema: invV1})
+	l.v2 = r.Register(t, "inv-value", sr.Schema{Schema: invV2})
+	l.saleID = r.Register(t, "sales-value", sr.Schema{Schema: saleProto, Type: sr.TypeProtobuf})
+	sale := formatstest.SaleDescriptor(t)
 	var recs []*kgo.Record
 	invCount := 0
 	for i := range n {
@@ -163,18 +87,15 @@ func produceLane(t *testing.T, c *embedded.Cluster, r *schemaReg, n int) *lane {
 		tsText := ts.Format("2006-01-02T15:04:05.000Z")
 		sku := fmt.Sprintf("s%d", i%11)
 		var v []byte
-		var err error
 		topic, part := "inv", int32(i%5)
 		switch {
 		case part >= 3:
 			topic, part = "sales", part-3
 			m := dynamicpb.NewMessage(sale)
 			m.Set(sale.Fields().ByName("sku"), protoreflect.ValueOfString(sku))
-			at := m.Mutable(sale.Fields().ByName("at")).Message()
-			at.Set(at.Descriptor().Fields().ByName("seconds"), protoreflect.ValueOfInt64(ts.Unix()))
-			at.Set(at.Descriptor().Fields().ByName("nanos"), protoreflect.ValueOfInt32(int32(ts.Nanosecond())))
+			formatstest.SetTimestamp(m, "at", ts)
 			m.Set(sale.Fields().ByName("seq"), protoreflect.ValueOfInt64(int64(i)))
-			v, err = sr.Encode(m, new(sr.ConfluentHeader), l.saleID, []int{0}, func(v any) ([]byte, error) { return proto.Marshal(v.(proto.Message)) })
+			v = formatstest.ProtoRecord(t, l.saleID, formatstest.SaleIndex, m)
 			if ts.Nanosecond() == 0 {
 				tsText = ts.Format("2006-01-02T15:04:05Z") // protojson's fewest fraction digits
 			}
@@ -182,8 +103,7 @@ func produceLane(t *testing.T, c *embedded.Cluster, r *schemaReg, n int) *lane {
 			l.schemaOf[i] = l.saleID
 		case invCount*2 < n*3/5: // the first half of inv: v1
 			invCount++
-			v, err = sr.Encode(invRec1{Sku: sku, Meta: invMeta{ts}, Seq: int64(i)}, new(sr.ConfluentHeader), l.v1, nil,
-				func(v any) ([]byte, error) { return hamba.Marshal(s1, v) })
+			v = formatstest.AvroRecord(t, invV1, l.v1, invRec1{Sku: sku, Meta: invMeta{ts}, Seq: int64(i)})
 			l.want[i] = fmt.Sprintf(`{"sku":%q,"meta":{"ts":%q},"seq":%d}`, sku, tsText, i)
 			l.schemaOf[i] = l.v1
 		default:
@@ -192,12 +112,9 @@ func produceLane(t *testing.T, c *embedded.Cluster, r *schemaReg, n int) *lane {
 			if i%2 == 0 {
 				rec.Site, siteJSON = nil, "null"
 			}
-			v, err = sr.Encode(rec, new(sr.ConfluentHeader), l.v2, nil, func(v any) ([]byte, error) { return hamba.Marshal(s2, v) })
+			v = formatstest.AvroRecord(t, invV2, l.v2, rec)
 			l.want[i] = fmt.Sprintf(`{"sku":%q,"meta":{"ts":%q},"seq":%d,"site":%s}`, sku, tsText, i, siteJSON)
 			l.schemaOf[i] = l.v2
-		}
-		if err != nil {
-			t.Fatal(err)
 		}
 		l.encoded[i] = v
 		recs = append(recs, &kgo.Record{Topic: topic, Partition: part, Key: []byte(fmt.Sprint("k", i%13)), Value: v})
@@ -220,9 +137,22 @@ func boolInt(b bool) int {
 	return 0
 }
 
+// downForID makes r, while Down, also refuse (and count) every lookup of
+// schema id, by whichever path.
+func downForID(r *formatstest.Registry, id int) {
+	r.Intercept(func(w http.ResponseWriter, req *http.Request) bool {
+		if strings.HasSuffix(req.URL.Path, fmt.Sprintf("/ids/%d", id)) && r.Down.Load() {
+			r.Refused.Add(1)
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	})
+}
+
 // laneJob is the job file of the lane: JSONL out and dead-letter files,
 // plus extra sinks.
-func laneJob(c *embedded.Cluster, r *schemaReg, out, dead, extra string) string {
+func laneJob(c *embedded.Cluster, r *formatstest.Registry, out, dead, extra string) string {
 	return fmt.Sprintf(`brokers: [%s]
 inputs:
   - {topic: inv, format: avro, time: field, time_field: meta.ts}
@@ -246,15 +176,7 @@ func startLane(t *testing.T, doc string) (*signalbox.Pipeline, <-chan error) {
 // startLaneCancel is startLane that also returns the run's cancel.
 func startLaneCancel(t *testing.T, doc string) (*signalbox.Pipeline, <-chan error, context.CancelFunc) {
 	t.Helper()
-	j, err := config.Parse([]byte(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := j.Build(zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plan.Pipeline()
+	p, err := buildPlan(t, doc, zap.NewNop()).Pipeline()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +285,7 @@ func laneSize(t *testing.T) int {
 // dead-lettered with the reason and their original bytes.
 func TestSchemadLaneEndToEnd(t *testing.T) {
 	c := startCluster(t, embedded.WithTopic("inv", 3), embedded.WithTopic("sales", 2))
-	r := newSchemaReg(t)
+	r := formatstest.NewRegistry(t)
 	n := laneSize(t)
 	l := produceLane(t, c, r, n)
 	dir := t.TempDir()
@@ -393,28 +315,21 @@ func TestSchemadLaneEndToEnd(t *testing.T) {
 // dead-lettered but the two bad ones.
 func TestSchemadRegistryOutageHolds(t *testing.T) {
 	c := startCluster(t, embedded.WithTopic("inv", 3), embedded.WithTopic("sales", 2))
-	r := newSchemaReg(t)
+	r := formatstest.NewRegistry(t)
 	l := produceLane(t, c, r, 2000)
 	// Down for every schema fetched from now on; v1 and the Protobuf
 	// schema are let through once each, so the hold begins at v2, in the
 	// middle of the inv partitions.
-	r.Intercept(func(w http.ResponseWriter, req *http.Request) bool {
-		if strings.HasSuffix(req.URL.Path, fmt.Sprintf("/ids/%d", l.v2)) && r.down.Load() {
-			r.refused.Add(1)
-			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
-			return true
-		}
-		return false
-	})
-	r.down.Store(true)
+	downForID(r, l.v2)
+	r.Down.Store(true)
 	dir := t.TempDir()
 	out, dead := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "dead.jsonl")
 	p, done := startLane(t, laneJob(c, r, out, dead, ""))
 	deadline := time.Now().Add(time.Minute)
 	var seen []signalbox.SchemaHold
-	for len(seen) == 0 || r.refused.Load() < 3 {
+	for len(seen) == 0 || r.Refused.Load() < 3 {
 		if time.Now().After(deadline) {
-			t.Fatalf("no hold reported within a minute (refused %d lookups)", r.refused.Load())
+			t.Fatalf("no hold reported within a minute (refused %d lookups)", r.Refused.Load())
 		}
 		select {
 		case err := <-done:
@@ -432,7 +347,7 @@ func TestSchemadRegistryOutageHolds(t *testing.T) {
 	if h.Topic != "inv" || h.Records == 0 || !strings.Contains(h.Err, "503") && !strings.Contains(h.Err, "unavailable") {
 		t.Fatalf("hold %+v: want an inv partition, records waiting, the registry's error", h)
 	}
-	r.down.Store(false)
+	r.Down.Store(false)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +364,7 @@ func TestSchemadRegistryOutageHolds(t *testing.T) {
 // independent of signalbox's decoders) reads back.
 func TestSchemadLaneSinks(t *testing.T) {
 	c := startCluster(t, embedded.WithTopic("inv", 3), embedded.WithTopic("sales", 2), embedded.WithTopic("out", 1))
-	r := newSchemaReg(t)
+	r := formatstest.NewRegistry(t)
 	l := produceLane(t, c, r, 500)
 	conn, table := pgTable(t)
 	var mu sync.Mutex
@@ -533,11 +448,11 @@ func TestSchemadLaneSinks(t *testing.T) {
 	if len(vals) != l.n {
 		t.Fatalf("kafka sink: %d records, want %d", len(vals), l.n)
 	}
-	s1, s2, sale := hamba.MustParse(invV1), hamba.MustParse(invV2), saleDescriptor(t)
+	s1, s2, sale := hamba.MustParse(invV1), hamba.MustParse(invV2), formatstest.SaleDescriptor(t)
 	var serde sr.Serde
 	serde.Register(l.v1, invRec1{}, sr.DecodeFn(func(b []byte, v any) error { return hamba.Unmarshal(s1, b, v) }))
 	serde.Register(l.v2, invRec2{}, sr.DecodeFn(func(b []byte, v any) error { return hamba.Unmarshal(s2, b, v) }))
-	serde.Register(l.saleID, &dynamicpb.Message{}, sr.Index(0),
+	serde.Register(l.saleID, &dynamicpb.Message{}, sr.Index(formatstest.SaleIndex...),
 		sr.GenerateFn(func() any { return dynamicpb.NewMessage(sale) }),
 		sr.DecodeFn(func(b []byte, v any) error { return proto.Unmarshal(b, v.(*dynamicpb.Message)) }))
 	seen := map[int]bool{}
@@ -571,16 +486,10 @@ func TestSchemadLaneSinks(t *testing.T) {
 // them in order, none late.
 func TestSchemadStopWhileHeld(t *testing.T) {
 	c := startCluster(t, embedded.WithTopic("inv", 3), embedded.WithTopic("sales", 2))
-	r := newSchemaReg(t)
+	r := formatstest.NewRegistry(t)
 	l := produceLane(t, c, r, 2000)
-	r.Intercept(func(w http.ResponseWriter, req *http.Request) bool {
-		if strings.HasSuffix(req.URL.Path, fmt.Sprintf("/ids/%d", l.v2)) && r.down.Load() {
-			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
-			return true
-		}
-		return false
-	})
-	r.down.Store(true)
+	downForID(r, l.v2)
+	r.Down.Store(true)
 	dir := t.TempDir()
 	out1, out2, dead := filepath.Join(dir, "out1.jsonl"), filepath.Join(dir, "out2.jsonl"), filepath.Join(dir, "dead.jsonl")
 	group := "group: stop-while-held\n"
@@ -596,7 +505,7 @@ func TestSchemadStopWhileHeld(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("stopping while held: %v", err)
 	}
-	r.down.Store(false)
+	r.Down.Store(false)
 	_, done = startLane(t, group+laneJob(c, r, out2, filepath.Join(dir, "dead2.jsonl"), ""))
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -21,7 +21,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox"
-	"github.com/signalbox/signalbox/config"
 	"github.com/signalbox/signalbox/embedded"
 	"github.com/signalbox/signalbox/internal/crashtest"
 	"github.com/signalbox/signalbox/record"
@@ -135,14 +134,7 @@ func stopJob(c *embedded.Cluster, until string, checkpoint time.Duration, sinks 
 // returns the pipeline and Run's error.
 func runStopJob(t *testing.T, doc string, ctx context.Context, stop *stopper) (*signalbox.Pipeline, error) {
 	t.Helper()
-	j, err := config.Parse([]byte(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := j.Build(zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := buildPlan(t, doc, zap.NewNop())
 	// Small fetches: the replay takes many of them, so a stop can land in
 	// the middle of it.
 	plan.Kafka.PartitionMaxBytes, plan.Kafka.PartitionMaxRecords = 4096, 32

@@ -5,25 +5,19 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	hamba "github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/sr"
-	"github.com/twmb/franz-go/pkg/sr/srfake"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/reflect/protoregistry"
-	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
 	_ "google.golang.org/protobuf/types/known/timestamppb" // registers google/protobuf/timestamp.proto for the producer
 
 	"github.com/signalbox/signalbox/formats"
+	"github.com/signalbox/signalbox/formats/formatstest"
 	"github.com/signalbox/signalbox/formats/registry"
 	"github.com/signalbox/signalbox/formats/value"
 	"github.com/signalbox/signalbox/formats/wire"
@@ -32,52 +26,14 @@ import (
 )
 
 const (
-	invV1 = `{"type":"record","name":"Inventory","namespace":"shop","fields":[
-		{"name":"sku","type":"string"},
-		{"name":"meta","type":{"type":"record","name":"Meta","fields":[{"name":"ts","type":{"type":"long","logicalType":"timestamp-millis"}}]}},
-		{"name":"qty","type":"int"}]}`
-	invV2 = `{"type":"record","name":"Inventory","namespace":"shop","fields":[
-		{"name":"sku","type":"string"},
-		{"name":"meta","type":{"type":"record","name":"Meta","fields":[{"name":"ts","type":{"type":"long","logicalType":"timestamp-millis"}}]}},
-		{"name":"qty","type":"int"},
-		{"name":"site","type":["null","string"],"default":null}]}`
-	saleProto = `syntax = "proto3";
-package shop;
-import "google/protobuf/timestamp.proto";
-message Other { int32 x = 1; }
-message Sale { string sku = 1; google.protobuf.Timestamp at = 2; int64 cents = 3; }
-`
+	invV1     = formatstest.InvV1
+	invV2     = formatstest.InvV2
+	saleProto = formatstest.SaleProto
 )
 
-// reg is an srfake registry over HTTP, with an outage switch.
-type reg struct {
-	*srfake.Registry
-	down atomic.Bool
-}
-
-func newReg(t *testing.T) *reg {
-	r := &reg{Registry: srfake.New()}
-	t.Cleanup(r.Close)
-	r.Intercept(func(w http.ResponseWriter, _ *http.Request) bool {
-		if r.down.Load() {
-			http.Error(w, "down", http.StatusServiceUnavailable)
-			return true
-		}
-		return false
-	})
-	return r
-}
-
-func (r *reg) register(t *testing.T, subject string, s sr.Schema) int {
-	t.Helper()
-	id, _, err := r.RegisterSchema(subject, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
-
-func (r *reg) client(t *testing.T) *registry.Client {
+// client is a registry client of r that gives up on an outage within
+// 20ms.
+func client(t *testing.T, r *formatstest.Registry) *registry.Client {
 	cl, err := registry.New(registry.Config{URLs: []string{r.URL()},
 		Retry: retry.Policy{Initial: time.Millisecond, Max: 2 * time.Millisecond, NoJitter: true, MaxElapsed: 20 * time.Millisecond}})
 	if err != nil {
@@ -95,22 +51,10 @@ func newDecoder(t *testing.T, f formats.Format, r formats.Registry) *formats.Dec
 	return d
 }
 
-// avroRecord frames v, encoded by hamba/avro with schema, as franz-go's
-// serde does: encoders independent of the decoder under test.
-func avroRecord(t *testing.T, schema string, id int, v any) []byte {
-	t.Helper()
-	s := hamba.MustParse(schema)
-	b, err := sr.Encode(v, new(sr.ConfluentHeader), id, nil, func(v any) ([]byte, error) { return hamba.Marshal(s, v) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 type inv struct {
 	Sku  string  `avro:"sku"`
 	Meta meta    `avro:"meta"`
-	Qty  int32   `avro:"qty"`
+	Seq  int64   `avro:"seq"`
 	Site *string `avro:"site"`
 }
 type meta struct {
@@ -118,10 +62,10 @@ type meta struct {
 }
 
 func TestAvroSchemaChangeMidTopic(t *testing.T) {
-	r := newReg(t)
-	id1 := r.register(t, "inventory-value", sr.Schema{Schema: invV1})
-	id2 := r.register(t, "inventory-value", sr.Schema{Schema: invV2})
-	d := newDecoder(t, formats.Avro, r.client(t))
+	r := formatstest.NewRegistry(t)
+	id1 := r.Register(t, "inventory-value", sr.Schema{Schema: invV1})
+	id2 := r.Register(t, "inventory-value", sr.Schema{Schema: invV2})
+	d := newDecoder(t, formats.Avro, client(t, r))
 	site := "oslo"
 	t0 := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
 	type rec struct {
@@ -132,13 +76,13 @@ func TestAvroSchemaChangeMidTopic(t *testing.T) {
 	var topic []rec
 	for i := range 6 {
 		ts := t0.Add(time.Duration(i) * time.Second)
-		v := inv{Sku: "sku-" + string(rune('a'+i)), Meta: meta{Ts: ts}, Qty: int32(i)}
-		want := `{"sku":"sku-` + string(rune('a'+i)) + `","meta":{"ts":"` + ts.Format("2006-01-02T15:04:05.000Z") + `"},"qty":` + string(rune('0'+i))
+		v := inv{Sku: "sku-" + string(rune('a'+i)), Meta: meta{Ts: ts}, Seq: int64(i)}
+		want := `{"sku":"sku-` + string(rune('a'+i)) + `","meta":{"ts":"` + ts.Format("2006-01-02T15:04:05.000Z") + `"},"seq":` + string(rune('0'+i))
 		if i%2 == 0 { // the old writer, still producing
-			topic = append(topic, rec{avroRecord(t, invV1, id1, v), id1, want + `}`})
+			topic = append(topic, rec{formatstest.AvroRecord(t, invV1, id1, v), id1, want + `}`})
 		} else {
 			v.Site = &site
-			topic = append(topic, rec{avroRecord(t, invV2, id2, v), id2, want + `,"site":"oslo"}`})
+			topic = append(topic, rec{formatstest.AvroRecord(t, invV2, id2, v), id2, want + `,"site":"oslo"}`})
 		}
 	}
 	tsPath, _ := value.SplitPath("meta.ts")
@@ -158,40 +102,20 @@ func TestAvroSchemaChangeMidTopic(t *testing.T) {
 }
 
 func TestProtobufAndHeaderFraming(t *testing.T) {
-	r := newReg(t)
-	id := r.register(t, "sales-value", sr.Schema{Schema: saleProto, Type: sr.TypeProtobuf})
-	d := newDecoder(t, formats.Protobuf, r.client(t))
+	r := formatstest.NewRegistry(t)
+	id := r.Register(t, "sales-value", sr.Schema{Schema: saleProto, Type: sr.TypeProtobuf})
+	d := newDecoder(t, formats.Protobuf, client(t, r))
 
 	// The producer builds its descriptor by hand (protodesc), not with the
 	// decoder's compiler.
-	fdp := &descriptorpb.FileDescriptorProto{
-		Name: proto.String("sale.proto"), Package: proto.String("shop"), Syntax: proto.String("proto3"),
-		Dependency: []string{"google/protobuf/timestamp.proto"},
-		MessageType: []*descriptorpb.DescriptorProto{
-			{Name: proto.String("Other"), Field: []*descriptorpb.FieldDescriptorProto{field("x", 1, descriptorpb.FieldDescriptorProto_TYPE_INT32, "")}},
-			{Name: proto.String("Sale"), Field: []*descriptorpb.FieldDescriptorProto{
-				field("sku", 1, descriptorpb.FieldDescriptorProto_TYPE_STRING, ""),
-				field("at", 2, descriptorpb.FieldDescriptorProto_TYPE_MESSAGE, ".google.protobuf.Timestamp"),
-				field("cents", 3, descriptorpb.FieldDescriptorProto_TYPE_INT64, ""),
-			}},
-		},
-	}
-	fd, err := protodesc.NewFile(fdp, protoregistry.GlobalFiles)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sale := formatstest.SaleDescriptor(t)
 	at := time.Date(2024, 3, 1, 12, 0, 0, 5000000, time.UTC)
-	m := dynamicpb.NewMessage(fd.Messages().ByName("Sale"))
+	m := dynamicpb.NewMessage(sale)
 	m.Set(m.Descriptor().Fields().ByName("sku"), protoreflect.ValueOfString("s1"))
-	ts := m.Mutable(m.Descriptor().Fields().ByName("at")).Message()
-	ts.Set(ts.Descriptor().Fields().ByName("seconds"), protoreflect.ValueOfInt64(at.Unix()))
-	ts.Set(ts.Descriptor().Fields().ByName("nanos"), protoreflect.ValueOfInt32(int32(at.Nanosecond())))
-	m.Set(m.Descriptor().Fields().ByName("cents"), protoreflect.ValueOfInt64(1<<55))
-	payload, err := sr.Encode(m, new(sr.ConfluentHeader), id, []int{1}, func(v any) ([]byte, error) { return proto.Marshal(v.(proto.Message)) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	const want = `{"sku":"s1","at":"2024-03-01T12:00:00.005Z","cents":"36028797018963968"}`
+	formatstest.SetTimestamp(m, "at", at)
+	m.Set(m.Descriptor().Fields().ByName("seq"), protoreflect.ValueOfInt64(1<<55))
+	payload := formatstest.ProtoRecord(t, id, formatstest.SaleIndex, m)
+	const want = `{"sku":"s1","at":"2024-03-01T12:00:00.005Z","seq":"36028797018963968"}`
 	v, err := d.Decode(context.Background(), payload, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +144,7 @@ func TestProtobufAndHeaderFraming(t *testing.T) {
 		t.Fatalf("header framing: %d %q %s", v.SchemaID(), v.SchemaGUID(), v.JSON())
 	}
 	// A key decoder reads the key header, not the value header.
-	kd, _ := formats.New(formats.Config{Format: formats.Protobuf, Registry: r.client(t), Key: true})
+	kd, _ := formats.New(formats.Config{Format: formats.Protobuf, Registry: client(t, r), Key: true})
 	if _, err := kd.Decode(context.Background(), body, []record.Header{{Key: wire.ValueHeader, Value: hdr}}); !errors.Is(err, formats.ErrBadRecord) {
 		t.Fatalf("key decoder used the value header: %v", err)
 	}
@@ -229,19 +153,10 @@ func TestProtobufAndHeaderFraming(t *testing.T) {
 	}
 }
 
-func field(name string, n int32, typ descriptorpb.FieldDescriptorProto_Type, typeName string) *descriptorpb.FieldDescriptorProto {
-	f := &descriptorpb.FieldDescriptorProto{Name: proto.String(name), Number: proto.Int32(n), Type: typ.Enum(),
-		Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(), JsonName: proto.String(name)}
-	if typeName != "" {
-		f.TypeName = proto.String(typeName)
-	}
-	return f
-}
-
 func TestJSONSchema(t *testing.T) {
-	r := newReg(t)
-	id := r.register(t, "ev-value", sr.Schema{Schema: `{"type":"object","properties":{"ts":{"type":"integer"}}}`, Type: sr.TypeJSON})
-	d := newDecoder(t, formats.JSONSchema, r.client(t))
+	r := formatstest.NewRegistry(t)
+	id := r.Register(t, "ev-value", sr.Schema{Schema: `{"type":"object","properties":{"ts":{"type":"integer"}}}`, Type: sr.TypeJSON})
+	d := newDecoder(t, formats.JSONSchema, client(t, r))
 	payload, _ := sr.Encode(nil, new(sr.ConfluentHeader), id, nil, func(any) ([]byte, error) { return []byte("{\n  \"ts\": 1700000000000,\n  \"k\": \"a\"\n}"), nil })
 	v, err := d.Decode(context.Background(), payload, nil)
 	if err != nil {
@@ -267,11 +182,11 @@ func TestJSONSchema(t *testing.T) {
 }
 
 func TestErrorsAndOutage(t *testing.T) {
-	r := newReg(t)
-	id := r.register(t, "inventory-value", sr.Schema{Schema: invV1})
-	pid := r.register(t, "sales-value", sr.Schema{Schema: saleProto, Type: sr.TypeProtobuf})
-	d := newDecoder(t, formats.Avro, r.client(t))
-	good := avroRecord(t, invV1, id, inv{Sku: "x", Meta: meta{Ts: time.Unix(1, 0)}, Qty: 1})
+	r := formatstest.NewRegistry(t)
+	id := r.Register(t, "inventory-value", sr.Schema{Schema: invV1})
+	pid := r.Register(t, "sales-value", sr.Schema{Schema: saleProto, Type: sr.TypeProtobuf})
+	d := newDecoder(t, formats.Avro, client(t, r))
+	good := formatstest.AvroRecord(t, invV1, id, inv{Sku: "x", Meta: meta{Ts: time.Unix(1, 0)}, Seq: 1})
 	ctx := context.Background()
 
 	for name, c := range map[string]struct {
@@ -280,7 +195,7 @@ func TestErrorsAndOutage(t *testing.T) {
 	}{
 		"plain JSON":       {[]byte(`{"sku":"x"}`), "not in the schema registry wire format"},
 		"empty":            {[]byte{}, "payload is empty"},
-		"unknown id":       {avroRecord(t, invV1, 999, inv{}), "schema id 999"},
+		"unknown id":       {formatstest.AvroRecord(t, invV1, 999, inv{}), "schema id 999"},
 		"truncated body":   {good[:len(good)-2], "schema id"},
 		"protobuf id":      {append([]byte{0, 0, 0, 0, byte(pid)}, 0, 2), "the input's format is avro"},
 		"garbage after id": {append([]byte{0, 0, 0, 0, byte(id)}, 0xff, 0xff, 0xff), "avro:"},
@@ -300,9 +215,9 @@ func TestErrorsAndOutage(t *testing.T) {
 
 	// Outage: a record of a new id is held (unavailable), not bad; after
 	// the registry recovers it decodes, and ids already seen never waited.
-	id2 := r.register(t, "inventory-value", sr.Schema{Schema: invV2})
-	rec2 := avroRecord(t, invV2, id2, inv{Sku: "y", Meta: meta{Ts: time.Unix(2, 0)}, Qty: 2})
-	r.down.Store(true)
+	id2 := r.Register(t, "inventory-value", sr.Schema{Schema: invV2})
+	rec2 := formatstest.AvroRecord(t, invV2, id2, inv{Sku: "y", Meta: meta{Ts: time.Unix(2, 0)}, Seq: 2})
+	r.Down.Store(true)
 	_, err := d.Decode(ctx, rec2, nil)
 	if !errors.Is(err, formats.ErrUnavailable) || errors.Is(err, formats.ErrBadRecord) || !retry.IsRetryable(err) {
 		t.Fatalf("during the outage: %v", err)
@@ -310,13 +225,13 @@ func TestErrorsAndOutage(t *testing.T) {
 	if _, err := d.Decode(ctx, good, nil); err != nil {
 		t.Fatalf("a cached id during the outage: %v", err)
 	}
-	r.down.Store(false)
+	r.Down.Store(false)
 	v, err := d.Decode(ctx, rec2, nil)
 	if err != nil || v.SchemaID() != id2 || !strings.Contains(string(v.JSON()), `"sku":"y"`) {
 		t.Fatalf("after recovery: %v %v", v, err)
 	}
 
-	if _, err := formats.New(formats.Config{Format: "xml", Registry: r.client(t)}); err == nil || !strings.Contains(err.Error(), "format") {
+	if _, err := formats.New(formats.Config{Format: "xml", Registry: client(t, r)}); err == nil || !strings.Contains(err.Error(), "format") {
 		t.Fatalf("bad format: %v", err)
 	}
 	if _, err := formats.New(formats.Config{Format: formats.Avro}); err == nil || !strings.Contains(err.Error(), "registry") {
@@ -325,10 +240,10 @@ func TestErrorsAndOutage(t *testing.T) {
 }
 
 func TestConcurrentDecode(t *testing.T) {
-	r := newReg(t)
-	id := r.register(t, "inventory-value", sr.Schema{Schema: invV1})
-	d := newDecoder(t, formats.Avro, r.client(t))
-	payload := avroRecord(t, invV1, id, inv{Sku: "x", Meta: meta{Ts: time.Unix(1, 0)}, Qty: 1})
+	r := formatstest.NewRegistry(t)
+	id := r.Register(t, "inventory-value", sr.Schema{Schema: invV1})
+	d := newDecoder(t, formats.Avro, client(t, r))
+	payload := formatstest.AvroRecord(t, invV1, id, inv{Sku: "x", Meta: meta{Ts: time.Unix(1, 0)}, Seq: 1})
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
@@ -373,53 +288,53 @@ func TestBrokenSchemaIsABadRecordOnce(t *testing.T) {
 }
 
 func TestCancelledWhileRegistryDown(t *testing.T) {
-	r := newReg(t)
-	id := r.register(t, "inventory-value", sr.Schema{Schema: invV1})
+	r := formatstest.NewRegistry(t)
+	id := r.Register(t, "inventory-value", sr.Schema{Schema: invV1})
 	cl, err := registry.New(registry.Config{URLs: []string{r.URL()}, Retry: retry.Policy{Initial: time.Millisecond, Max: 2 * time.Millisecond, MaxElapsed: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := newDecoder(t, formats.Avro, cl)
-	r.down.Store(true)
+	r.Down.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err = d.Decode(ctx, avroRecord(t, invV1, id, inv{Sku: "x"}), nil)
+	_, err = d.Decode(ctx, formatstest.AvroRecord(t, invV1, id, inv{Sku: "x"}), nil)
 	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, formats.ErrBadRecord) {
 		t.Fatalf("a decode waiting on a down registry ended with %v, want the context's error", err)
 	}
-	r.down.Store(false)
-	if _, err := d.Decode(context.Background(), avroRecord(t, invV1, id, inv{Sku: "x"}), nil); err != nil {
+	r.Down.Store(false)
+	if _, err := d.Decode(context.Background(), formatstest.AvroRecord(t, invV1, id, inv{Sku: "x"}), nil); err != nil {
 		t.Fatalf("after the outage: %v", err)
 	}
 }
 
 func TestAvroReferenceThroughTheRegistry(t *testing.T) {
-	r := newReg(t)
+	r := formatstest.NewRegistry(t)
 	addr := `{"type":"record","name":"Address","namespace":"geo","fields":[{"name":"city","type":"string"}]}`
-	r.register(t, "geo.Address", sr.Schema{Schema: addr})
-	id := r.register(t, "users-value", sr.Schema{
+	r.Register(t, "geo.Address", sr.Schema{Schema: addr})
+	id := r.Register(t, "users-value", sr.Schema{
 		Schema:     `{"type":"record","name":"User","fields":[{"name":"name","type":"string"},{"name":"home","type":"geo.Address"}]}`,
 		References: []sr.SchemaReference{{Name: "geo.Address", Subject: "geo.Address", Version: 1}},
 	})
 	// The producer writes with the reference inlined: the same binary.
 	full := `{"type":"record","name":"User","fields":[{"name":"name","type":"string"},{"name":"home","type":` + addr + `}]}`
-	payload := avroRecord(t, full, id, map[string]any{"name": "ann", "home": map[string]any{"city": "Oslo"}})
-	v, err := newDecoder(t, formats.Avro, r.client(t)).Decode(context.Background(), payload, nil)
+	payload := formatstest.AvroRecord(t, full, id, map[string]any{"name": "ann", "home": map[string]any{"city": "Oslo"}})
+	v, err := newDecoder(t, formats.Avro, client(t, r)).Decode(context.Background(), payload, nil)
 	if err != nil || string(v.JSON()) != `{"name":"ann","home":{"city":"Oslo"}}` {
 		t.Fatalf("got %v %v", v, err)
 	}
 }
 
 func TestProtobufImportThroughTheRegistry(t *testing.T) {
-	r := newReg(t)
-	r.register(t, "money.proto", sr.Schema{Type: sr.TypeProtobuf, Schema: `syntax = "proto3"; package m; message Money { int64 cents = 1; }`})
-	id := r.register(t, "orders-value", sr.Schema{Type: sr.TypeProtobuf,
+	r := formatstest.NewRegistry(t)
+	r.Register(t, "money.proto", sr.Schema{Type: sr.TypeProtobuf, Schema: `syntax = "proto3"; package m; message Money { int64 cents = 1; }`})
+	id := r.Register(t, "orders-value", sr.Schema{Type: sr.TypeProtobuf,
 		Schema:     `syntax = "proto3"; package o; import "money.proto"; import "google/type/date.proto"; message Order { m.Money total = 1; google.type.Date day = 2; }`,
 		References: []sr.SchemaReference{{Name: "money.proto", Subject: "money.proto", Version: 1}},
 	})
 	// Order{total: {cents: 5}, day: {year: 2024}}
 	body := []byte{0x0a, 0x02, 0x08, 0x05, 0x12, 0x03, 0x08, 0xe8, 0x0f}
-	v, err := newDecoder(t, formats.Protobuf, r.client(t)).Decode(context.Background(), append([]byte{0, 0, 0, 0, byte(id), 0}, body...), nil)
+	v, err := newDecoder(t, formats.Protobuf, client(t, r)).Decode(context.Background(), append([]byte{0, 0, 0, 0, byte(id), 0}, body...), nil)
 	if err != nil || string(v.JSON()) != `{"total":{"cents":"5"},"day":{"year":2024,"month":0,"day":0}}` {
 		t.Fatalf("got %v %v", v, err)
 	}
