@@ -233,24 +233,30 @@ func consumeField(b []byte) (protowire.Number, occ, []byte, error) {
 	}
 	b = b[n:]
 	o := occ{typ: typ}
-	switch typ {
-	case protowire.VarintType:
-		o.v, n = protowire.ConsumeVarint(b)
-	case protowire.Fixed32Type:
-		var v uint32
-		v, n = protowire.ConsumeFixed32(b)
-		o.v = uint64(v)
-	case protowire.Fixed64Type:
-		o.v, n = protowire.ConsumeFixed64(b)
-	case protowire.BytesType:
+	if typ == protowire.BytesType {
 		o.data, n = protowire.ConsumeBytes(b)
-	default:
+	} else if o.v, n = consumeNumber(typ, b); n == 0 {
 		return 0, occ{}, nil, errSlow
 	}
 	if n < 0 {
 		return 0, occ{}, nil, protowire.ParseError(n)
 	}
 	return num, o, b[n:], nil
+}
+
+// consumeNumber reads a value of the numeric wire type typ (varint, fixed32
+// or fixed64) from b: n < 0 on a parse error, n == 0 for any other type.
+func consumeNumber(typ protowire.Type, b []byte) (v uint64, n int) {
+	switch typ {
+	case protowire.VarintType:
+		return protowire.ConsumeVarint(b)
+	case protowire.Fixed32Type:
+		v32, n := protowire.ConsumeFixed32(b)
+		return uint64(v32), n
+	case protowire.Fixed64Type:
+		return protowire.ConsumeFixed64(b)
+	}
+	return 0, 0
 }
 
 // wireTypeFits reports whether typ is a wire type proto.Unmarshal accepts
@@ -342,16 +348,7 @@ func appendList(dst []byte, f *pfield, all []occ, depth int) ([]byte, error) {
 			for b := o.data; len(b) > 0; {
 				var e occ
 				var n int
-				switch kindType(k) {
-				case protowire.VarintType:
-					e.v, n = protowire.ConsumeVarint(b)
-				case protowire.Fixed32Type:
-					var v uint32
-					v, n = protowire.ConsumeFixed32(b)
-					e.v = uint64(v)
-				case protowire.Fixed64Type:
-					e.v, n = protowire.ConsumeFixed64(b)
-				}
+				e.v, n = consumeNumber(kindType(k), b)
 				if n < 0 {
 					return nil, protowire.ParseError(n)
 				}
