@@ -175,25 +175,31 @@ func report(t *testing.T, sink string, rep *Report, extra ...string) {
 // the first occurrences are in the engine's total order.
 func TestCrashJSONL(t *testing.T) {
 	t.Parallel()
-	crashJSONL(t, "")
+	crashJSONL(t, false)
 }
 
 // TestCrashJSONLState: as TestCrashJSONL with the pebble-backed parked store
 // (issue 5), under a memory budget small enough to spill.
 func TestCrashJSONLState(t *testing.T) {
 	t.Parallel()
-	crashJSONL(t, "state:\n  dir: %s\n  memory: 64KiB\n")
+	crashJSONL(t, true)
 }
 
-func crashJSONL(t *testing.T, state string) {
-	r := setUp(t, nil, func(dir string, _ *Broker) (string, string) {
-		out := filepath.Join(dir, "out.jsonl")
+// jsonlSink is the setUp sinks of a job writing dir/out.jsonl, with the
+// pebble-backed parked store in dir/state under a budget small enough to
+// spill when spill is set.
+func jsonlSink(spill bool) func(dir string, _ *Broker) (string, string) {
+	return func(dir string, _ *Broker) (string, string) {
 		extra := ""
-		if state != "" {
-			extra = fmt.Sprintf(state, filepath.Join(dir, "state"))
+		if spill {
+			extra = fmt.Sprintf("state:\n  dir: %s\n  memory: 64KiB\n", filepath.Join(dir, "state"))
 		}
-		return fmt.Sprintf("  - type: jsonl\n    path: %s\n", out), extra
-	})
+		return fmt.Sprintf("  - type: jsonl\n    path: %s\n", filepath.Join(dir, "out.jsonl")), extra
+	}
+}
+
+func crashJSONL(t *testing.T, spill bool) {
+	r := setUp(t, nil, jsonlSink(spill))
 	produced := r.run()
 	data, err := os.ReadFile(filepath.Join(r.dir, "out.jsonl"))
 	if err != nil {
@@ -212,24 +218,18 @@ func crashJSONL(t *testing.T, state string) {
 // once, in order.
 func TestStopJSONL(t *testing.T) {
 	t.Parallel()
-	stopJSONL(t, "")
+	stopJSONL(t, false)
 }
 
 // TestStopJSONLState: as TestStopJSONL with the pebble-backed parked store,
 // whose checkpoint then says what was emitted.
 func TestStopJSONLState(t *testing.T) {
 	t.Parallel()
-	stopJSONL(t, "state:\n  dir: %s\n  memory: 64KiB\n")
+	stopJSONL(t, true)
 }
 
-func stopJSONL(t *testing.T, state string) {
-	r := setUp(t, nil, func(dir string, _ *Broker) (string, string) {
-		extra := ""
-		if state != "" {
-			extra = fmt.Sprintf(state, filepath.Join(dir, "state"))
-		}
-		return fmt.Sprintf("  - type: jsonl\n    path: %s\n", filepath.Join(dir, "out.jsonl")), extra
-	})
+func stopJSONL(t *testing.T, spill bool) {
+	r := setUp(t, nil, jsonlSink(spill))
 	r.c.Signals = []syscall.Signal{syscall.SIGINT, syscall.SIGTERM}
 	produced := r.run()
 	data, err := os.ReadFile(filepath.Join(r.dir, "out.jsonl"))
