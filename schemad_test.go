@@ -137,6 +137,20 @@ func boolInt(b bool) int {
 	return 0
 }
 
+// heldLane produces a lane of 2000 records and takes its registry down:
+// every schema fetched from now on is refused, v1 and the Protobuf schema
+// are let through once each, so a hold begins at v2, in the middle of the
+// inv partitions.
+func heldLane(t *testing.T) (*embedded.Cluster, *formatstest.Registry, *lane) {
+	t.Helper()
+	c := startCluster(t, embedded.WithTopic("inv", 3), embedded.WithTopic("sales", 2))
+	r := formatstest.NewRegistry(t)
+	l := produceLane(t, c, r, 2000)
+	downForID(r, l.v2)
+	r.Down.Store(true)
+	return c, r, l
+}
+
 // downForID makes r, while Down, also refuse (and count) every lookup of
 // schema id, by whichever path.
 func downForID(r *formatstest.Registry, id int) {
@@ -314,14 +328,7 @@ func TestSchemadLaneEndToEnd(t *testing.T) {
 // registry is back, every record arrives once, in order, none late, none
 // dead-lettered but the two bad ones.
 func TestSchemadRegistryOutageHolds(t *testing.T) {
-	c := startCluster(t, embedded.WithTopic("inv", 3), embedded.WithTopic("sales", 2))
-	r := formatstest.NewRegistry(t)
-	l := produceLane(t, c, r, 2000)
-	// Down for every schema fetched from now on; v1 and the Protobuf
-	// schema are let through once each, so the hold begins at v2, in the
-	// middle of the inv partitions.
-	downForID(r, l.v2)
-	r.Down.Store(true)
+	c, r, l := heldLane(t)
 	dir := t.TempDir()
 	out, dead := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "dead.jsonl")
 	p, done := startLane(t, laneJob(c, r, out, dead, ""))
@@ -485,11 +492,7 @@ func TestSchemadLaneSinks(t *testing.T) {
 // runs together have every good record (at least once), and the second has
 // them in order, none late.
 func TestSchemadStopWhileHeld(t *testing.T) {
-	c := startCluster(t, embedded.WithTopic("inv", 3), embedded.WithTopic("sales", 2))
-	r := formatstest.NewRegistry(t)
-	l := produceLane(t, c, r, 2000)
-	downForID(r, l.v2)
-	r.Down.Store(true)
+	c, r, l := heldLane(t)
 	dir := t.TempDir()
 	out1, out2, dead := filepath.Join(dir, "out1.jsonl"), filepath.Join(dir, "out2.jsonl"), filepath.Join(dir, "dead.jsonl")
 	group := "group: stop-while-held\n"
