@@ -94,19 +94,7 @@ func TestInterleavingsGiveIdenticalOutput(t *testing.T) {
 		parts, all := recordSet(dataSeed)
 		expected := want(t, all)
 		for seed := range uint64(12) {
-			var buf bytes.Buffer
-			src := script.New(seed*7919+dataSeed, 1+int(seed%8), parts...)
-			p, err := signalbox.New(src, tsInputs("orders", "stock", "prices"),
-				signalbox.WithDelay(disorder*time.Millisecond), signalbox.WithClock(frozen), signalbox.WithMaxFuture(0),
-				signalbox.WithBatchSize(1+int(seed%5)*7), // batches split anywhere
-				signalbox.WithSink(jsonl.New(&buf, jsonl.Options{BufferSize: 64})),
-				signalbox.WithUntil(signalbox.UntilEndOffsets))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := runBounded(t, p); err != nil {
-				t.Fatal(err)
-			}
+			p, buf := runInterleaving(t, parts, dataSeed, seed, tsInputs("orders", "stock", "prices"))
 			if late := p.Stats().LateTotal(); late.Count != 0 {
 				t.Fatalf("data %d, interleaving %d: %d late records, want none by construction", dataSeed, seed, late.Count)
 			}
@@ -116,6 +104,27 @@ func TestInterleavingsGiveIdenticalOutput(t *testing.T) {
 			}
 		}
 	}
+}
+
+// runInterleaving runs parts in bounded mode under interleaving seed of
+// data set dataSeed, with batches split anywhere, and returns the pipeline
+// and its JSONL output.
+func runInterleaving(t *testing.T, parts []script.Partition, dataSeed, seed uint64, inputs signalbox.Option) (*signalbox.Pipeline, *bytes.Buffer) {
+	t.Helper()
+	var buf bytes.Buffer
+	src := script.New(seed*7919+dataSeed, 1+int(seed%8), parts...)
+	p, err := signalbox.New(src, inputs,
+		signalbox.WithDelay(disorder*time.Millisecond), signalbox.WithClock(frozen), signalbox.WithMaxFuture(0),
+		signalbox.WithBatchSize(1+int(seed%5)*7),
+		signalbox.WithSink(jsonl.New(&buf, jsonl.Options{BufferSize: 64})),
+		signalbox.WithUntil(signalbox.UntilEndOffsets))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runBounded(t, p); err != nil {
+		t.Fatal(err)
+	}
+	return p, &buf
 }
 
 // firstDiff shows the first line where got and want differ.

@@ -106,19 +106,7 @@ func TestSchemadInterleavingsGiveIdenticalOutput(t *testing.T) {
 			for _, topic := range []string{"inv", "stock"} {
 				in = append(in, signalbox.Input{Topic: topic, Time: signalbox.TimeFromField, TimeField: "meta.ts", Decoder: dec})
 			}
-			var buf bytes.Buffer
-			src := script.New(seed*7919+dataSeed, 1+int(seed%8), parts...)
-			p, err := signalbox.New(src, signalbox.WithInputs(in...),
-				signalbox.WithDelay(disorder*time.Millisecond), signalbox.WithClock(frozen), signalbox.WithMaxFuture(0),
-				signalbox.WithBatchSize(1+int(seed%5)*7),
-				signalbox.WithSink(jsonl.New(&buf, jsonl.Options{BufferSize: 64})),
-				signalbox.WithUntil(signalbox.UntilEndOffsets))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := runBounded(t, p); err != nil {
-				t.Fatal(err)
-			}
+			p, buf := runInterleaving(t, parts, dataSeed, seed, signalbox.WithInputs(in...))
 			if s := p.Stats(); s.LateTotal().Count != 0 || s.Dead != 0 {
 				t.Fatalf("data %d, interleaving %d: %d late, %d dead-lettered; want none", dataSeed, seed, s.LateTotal().Count, s.Dead)
 			}
