@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/signalbox/signalbox/formats"
+	"github.com/signalbox/signalbox/formats/formatstest"
 	"github.com/signalbox/signalbox/formats/registry"
 	"github.com/signalbox/signalbox/formats/value"
 )
@@ -19,7 +20,7 @@ import (
 func BenchmarkDecode(b *testing.B) {
 	tsPath, _ := value.SplitPath("meta.ts")
 	b.Run("avro", func(b *testing.B) {
-		d, _ := formats.New(formats.Config{Format: formats.Avro, Registry: memReg{1: {ID: 1, Type: sr.TypeAvro, Text: invV2}}})
+		d, _ := formats.New(formats.Config{Format: formats.Avro, Registry: formatstest.MemRegistry{1: {ID: 1, Type: sr.TypeAvro, Text: invV2}}})
 		site := "oslo"
 		body, err := hamba.Marshal(hamba.MustParse(invV2), inv{Sku: "sku-000123", Meta: meta{Ts: time.Unix(1700000000, 0)}, Seq: 42, Site: &site})
 		if err != nil {
@@ -28,7 +29,7 @@ func BenchmarkDecode(b *testing.B) {
 		benchDecode(b, d, append([]byte{0, 0, 0, 0, 1}, body...), tsPath)
 	})
 	b.Run("protobuf", func(b *testing.B) {
-		d, _ := formats.New(formats.Config{Format: formats.Protobuf, Registry: memReg{2: {ID: 2, Type: sr.TypeProtobuf, Text: saleProto}}})
+		d, _ := formats.New(formats.Config{Format: formats.Protobuf, Registry: formatstest.MemRegistry{2: {ID: 2, Type: sr.TypeProtobuf, Text: saleProto}}})
 		// Sale{sku: "sku-000123", at: {seconds: 1700000000}, seq: 1999}
 		body := []byte{0x0a, 10, 's', 'k', 'u', '-', '0', '0', '0', '1', '2', '3', 0x12, 6, 0x08, 0x80, 0xe2, 0xcf, 0xaa, 0x06, 0x18, 0xcf, 0x0f}
 		atPath, _ := value.SplitPath("at")

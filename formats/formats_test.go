@@ -263,17 +263,17 @@ func TestConcurrentDecode(t *testing.T) {
 
 // countingReg counts lookups, to show what a Decoder caches.
 type countingReg struct {
-	memReg
+	formatstest.MemRegistry
 	n int
 }
 
 func (c *countingReg) ByID(ctx context.Context, id int) (*registry.Schema, error) {
 	c.n++
-	return c.memReg.ByID(ctx, id)
+	return c.MemRegistry.ByID(ctx, id)
 }
 
 func TestBrokenSchemaIsABadRecordOnce(t *testing.T) {
-	r := &countingReg{memReg: memReg{5: {ID: 5, Type: sr.TypeAvro, Text: `{"type":"record","name":"R","fields":[{"name":"a","type":"Nope"}]}`}}}
+	r := &countingReg{MemRegistry: formatstest.MemRegistry{5: {ID: 5, Type: sr.TypeAvro, Text: `{"type":"record","name":"R","fields":[{"name":"a","type":"Nope"}]}`}}}
 	d := newDecoder(t, formats.Avro, r)
 	for range 3 {
 		_, err := d.Decode(context.Background(), []byte{0, 0, 0, 0, 5, 0}, nil)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math/big"
-	"strconv"
 	"testing"
 	"time"
 
@@ -14,24 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/signalbox/signalbox/formats"
-	"github.com/signalbox/signalbox/formats/registry"
+	"github.com/signalbox/signalbox/formats/formatstest"
 	"github.com/signalbox/signalbox/record"
 )
-
-// memReg is an in-memory Registry for fuzzing and benchmarks, where HTTP
-// would only add noise (the HTTP path is tested against srfake).
-type memReg map[int]*registry.Schema
-
-func (m memReg) ByID(_ context.Context, id int) (*registry.Schema, error) {
-	if s, ok := m[id]; ok {
-		return s, nil
-	}
-	return nil, &registry.NotFoundError{What: "schema id " + strconv.Itoa(id), Reason: "404"}
-}
-
-func (m memReg) ByGUID(_ context.Context, guid string) (*registry.Schema, error) {
-	return nil, &registry.NotFoundError{What: "schema guid " + guid, Reason: "404"}
-}
 
 // fuzzAvro has every container and the logical types whose decoding
 // allocates: arrays, maps, unions, decimals, strings, bytes.
@@ -46,8 +30,8 @@ const fuzzAvro = `{"type":"record","name":"F","fields":[
 	{"name":"e","type":{"type":"enum","name":"En","symbols":["A","B"]}},
 	{"name":"x","type":{"type":"fixed","name":"X","size":3}}]}`
 
-func fuzzRegistry() memReg {
-	return memReg{
+func fuzzRegistry() formatstest.MemRegistry {
+	return formatstest.MemRegistry{
 		1: {ID: 1, Type: sr.TypeAvro, Text: fuzzAvro},
 		2: {ID: 2, Type: sr.TypeProtobuf, Text: saleProto},
 		3: {ID: 3, Type: sr.TypeJSON, Text: `{}`},

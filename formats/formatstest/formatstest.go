@@ -1,7 +1,9 @@
 package formatstest
 
 import (
+	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +19,8 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/descriptorpb"
 	_ "google.golang.org/protobuf/types/known/timestamppb" // registers google/protobuf/timestamp.proto
+
+	"github.com/signalbox/signalbox/formats/registry"
 )
 
 // Registry is srfake over HTTP; while Down is set it answers 503 to schema
@@ -144,4 +148,22 @@ func SaleDescriptor(t testing.TB) protoreflect.MessageDescriptor {
 		t.Fatal(err)
 	}
 	return fd.Messages().ByName("Sale")
+}
+
+// MemRegistry serves schemas by id from memory, for fuzzing and benchmarks
+// where HTTP would only add noise; an unknown id or any GUID is a
+// registry.NotFoundError.
+type MemRegistry map[int]*registry.Schema
+
+// ByID returns the schema of id.
+func (m MemRegistry) ByID(_ context.Context, id int) (*registry.Schema, error) {
+	if s, ok := m[id]; ok {
+		return s, nil
+	}
+	return nil, &registry.NotFoundError{What: "schema id " + strconv.Itoa(id), Reason: "404"}
+}
+
+// ByGUID finds nothing: MemRegistry has no GUIDs.
+func (m MemRegistry) ByGUID(_ context.Context, guid string) (*registry.Schema, error) {
+	return nil, &registry.NotFoundError{What: "schema guid " + guid, Reason: "404"}
 }

@@ -2,31 +2,16 @@ package workload
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/signalbox/signalbox/formats"
-	"github.com/signalbox/signalbox/formats/registry"
+	"github.com/signalbox/signalbox/formats/formatstest"
 	fvalue "github.com/signalbox/signalbox/formats/value"
 	"github.com/signalbox/signalbox/internal/jsonfield"
 	"github.com/signalbox/signalbox/record"
 )
-
-// memRegistry serves the workload's two schemas from memory.
-type memRegistry map[int]*registry.Schema
-
-func (m memRegistry) ByID(_ context.Context, id int) (*registry.Schema, error) {
-	if s, ok := m[id]; ok {
-		return s, nil
-	}
-	return nil, errors.New("unknown id")
-}
-
-func (memRegistry) ByGUID(context.Context, string) (*registry.Schema, error) {
-	return nil, errors.New("no GUIDs")
-}
 
 // BenchmarkDecodeEvent is the CPU per record of reading the event time of
 // one workload event (the scaling benchmark's ~100-byte value): the Avro
@@ -38,7 +23,7 @@ func (memRegistry) ByGUID(context.Context, string) (*registry.Schema, error) {
 func BenchmarkDecodeEvent(b *testing.B) {
 	ctx := context.Background()
 	js, pad := value("i-042", 1_700_000_000_123, "sold", 100)
-	reg := memRegistry{1: {ID: 1, Type: sr.TypeAvro, Text: AvroSchemaV1}, 2: {ID: 2, Type: sr.TypeAvro, Text: AvroSchemaV2}}
+	reg := formatstest.MemRegistry{1: {ID: 1, Type: sr.TypeAvro, Text: AvroSchemaV1}, 2: {ID: 2, Type: sr.TypeAvro, Text: AvroSchemaV2}}
 	d, err := formats.New(formats.Config{Format: formats.Avro, Registry: reg})
 	if err != nil {
 		b.Fatal(err)
