@@ -125,9 +125,10 @@ const (
 
 // event is one thing that happened during the soak.
 type event struct {
-	T      float64 `json:"t_min"`
-	Kind   string  `json:"kind"`
-	Detail string  `json:"detail"`
+	T       float64 `json:"t_min"`
+	Kind    string  `json:"kind"`
+	Detail  string  `json:"detail"`
+	LogTail string  `json:"log_tail,omitempty"` // of a member that exited on its own
 }
 
 type eventLog struct {
@@ -137,12 +138,17 @@ type eventLog struct {
 	w     io.Writer
 }
 
-func (l *eventLog) add(kind, detail string) {
+func (l *eventLog) add(kind, detail string) { l.addTail(kind, detail, "") }
+
+func (l *eventLog) addTail(kind, detail, logTail string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e := event{T: time.Since(l.start).Minutes(), Kind: kind, Detail: detail}
+	e := event{T: time.Since(l.start).Minutes(), Kind: kind, Detail: detail, LogTail: logTail}
 	l.evs = append(l.evs, e)
 	fmt.Fprintf(l.w, "%6.2f min  %-15s %s\n", e.T, kind, detail)
+	if logTail != "" {
+		fmt.Fprintf(l.w, "%s\n", logTail)
+	}
 }
 
 func (l *eventLog) all() []event {
@@ -290,7 +296,7 @@ func run(args []string, stdout io.Writer) (int, error) {
 	for _, e := range res.Events {
 		if e.Kind == "unexpected-exit" {
 			res.UnexpectedExits++
-			res.Failures = append(res.Failures, fmt.Sprintf("at %.1f min: %s", e.T, firstLine(e.Detail)))
+			res.Failures = append(res.Failures, fmt.Sprintf("at %.1f min: %s", e.T, e.Detail))
 		}
 	}
 	pgCheck, err := checkPostgres(context.WithoutCancel(ctx), pg, res.Table)
@@ -324,11 +330,6 @@ func run(args []string, stdout io.Writer) (int, error) {
 		return 1, nil
 	}
 	return 0, nil
-}
-
-func firstLine(s string) string {
-	l, _, _ := strings.Cut(s, "\n")
-	return l
 }
 
 // build compiles cmd/signalbox into dir with the go tool, from the module

@@ -124,7 +124,8 @@ func (ms *members) exited(m *member, err error) {
 		ms.events.add("exit", fmt.Sprintf("member %s run %d: %s", m.name, m.run, status))
 		return
 	}
-	ms.events.add("unexpected-exit", fmt.Sprintf("member %s run %d: %s; log %s ends:\n%s", m.name, m.run, status, m.log, tail(m.log, 6)))
+	lastLine := tail(m.log, 1)
+	ms.events.addTail("unexpected-exit", fmt.Sprintf("member %s run %d: %s: %s (log: %s)", m.name, m.run, status, lastLine, m.log), tail(m.log, 8))
 	if closing {
 		return
 	}

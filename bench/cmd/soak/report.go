@@ -84,7 +84,7 @@ type flatness struct {
 }
 
 func (f flatness) String() string {
-	return fmt.Sprintf("mean %.4g over minutes %.0f–%.0f, %.4g over minutes %.0f–%.0f (%+.1f%%); peaks %.4g, %.4g",
+	return fmt.Sprintf("mean %.4g over minutes %.1f–%.1f, %.4g over minutes %.1f–%.1f (%+.1f%%); peaks %.4g, %.4g",
 		f.Ref, f.From[0], f.From[1], f.Last, f.To[0], f.To[1], 100*f.Change, f.RefPeak, f.LastPeak)
 }
 
@@ -149,7 +149,7 @@ func chartOf(r results) []byte {
 	var marks []chart.Mark
 	for _, e := range r.Events {
 		if col, ok := markColors[e.Kind]; ok {
-			marks = append(marks, chart.Mark{X: e.T, Label: e.Kind + ": " + firstLine(e.Detail), Color: col})
+			marks = append(marks, chart.Mark{X: e.T, Label: e.Kind + ": " + e.Detail, Color: col})
 		}
 	}
 	xMax := r.Config.Duration.Minutes()
