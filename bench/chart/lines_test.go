@@ -14,14 +14,7 @@ func TestTimeSeriesIsWellFormedAndDeterministic(t *testing.T) {
 		{Name: "member b", Color: "#ff7f0e"},
 	}}
 	svg := TimeSeries("soak", 3, []Mark{{X: 1.5, Label: "drop <3>", Color: "#999"}}, p)
-	d := xml.NewDecoder(bytes.NewReader(svg))
-	for {
-		if _, err := d.Token(); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("not well-formed XML: %v\n%s", err, svg)
-		}
-	}
+	wellFormed(t, svg)
 	s := string(svg)
 	if n := strings.Count(s, "<polyline"); n != 2 {
 		t.Errorf("%d polylines, want one per segment (2)", n)
@@ -33,6 +26,19 @@ func TestTimeSeriesIsWellFormedAndDeterministic(t *testing.T) {
 	}
 	if !bytes.Equal(svg, TimeSeries("soak", 3, []Mark{{X: 1.5, Label: "drop <3>", Color: "#999"}}, p)) {
 		t.Error("the same input drew two different charts")
+	}
+}
+
+// wellFormed fails the test unless svg is well-formed XML.
+func wellFormed(t *testing.T, svg []byte) {
+	t.Helper()
+	d := xml.NewDecoder(bytes.NewReader(svg))
+	for {
+		if _, err := d.Token(); err == io.EOF {
+			return
+		} else if err != nil {
+			t.Fatalf("not well-formed XML: %v\n%s", err, svg)
+		}
 	}
 }
 
