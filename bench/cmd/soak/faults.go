@@ -26,7 +26,9 @@ type faultEnv struct {
 	tbl  string
 	ms   *members
 	ev   *eventLog
-	long sync.WaitGroup // faults that last (locks, outages)
+	long sync.WaitGroup // faults that last (locks, outages, member changes)
+
+	memberMu sync.Mutex // member changes run in turn, off the plan's clock
 }
 
 // every lists the times offset + k·period below d (none for period 0).
@@ -58,14 +60,28 @@ func plan(c config, e *faultEnv) []fault {
 		e.outage(ctx, status, c.BulkFor)
 	})
 	p := c.MemberPeriod
-	add(every(p, p/4, c.Duration), func(context.Context) { e.up("b") })
-	add(every(p, p/2, c.Duration), func(context.Context) {
+	add(every(p, p/4, c.Duration), e.member(func() { e.up("b") }))
+	add(every(p, p/2, c.Duration), e.member(func() {
 		e.ms.stop("b", syscall.SIGKILL, time.Minute)
 		e.up("b")
-	})
-	add(every(p, 3*p/4, c.Duration), func(context.Context) { e.ms.stop("b", syscall.SIGTERM, time.Minute) })
+	}))
+	add(every(p, 3*p/4, c.Duration), e.member(func() { e.ms.stop("b", syscall.SIGTERM, c.StopWait) }))
 	slices.SortStableFunc(fs, func(a, b fault) int { return int(a.at - b.at) })
 	return fs
+}
+
+// member runs fn in the background, after the member changes before it: a
+// member slow to stop delays the next change, not the other faults.
+func (e *faultEnv) member(fn func()) func(context.Context) {
+	return func(context.Context) {
+		e.long.Add(1)
+		go func() {
+			defer e.long.Done()
+			e.memberMu.Lock()
+			defer e.memberMu.Unlock()
+			fn()
+		}()
+	}
 }
 
 func (e *faultEnv) up(name string) {

@@ -50,6 +50,7 @@ type config struct {
 	BulkFor      time.Duration `json:"bulk_for"`
 	MemberPeriod time.Duration `json:"member_period"`
 	Drain        time.Duration `json:"drain"`
+	StopWait     time.Duration `json:"stop_wait"`
 	Seed         int64         `json:"seed"`
 	Out          string        `json:"-"`
 	Bin          string        `json:"-"`
@@ -73,6 +74,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.BulkFor, "bulk-for", 20*time.Second, "for this long")
 	fs.DurationVar(&c.MemberPeriod, "member-period", 10*time.Minute, "member b joins at 1/4 of each period, is SIGKILLed and restarted at 1/2, leaves at 3/4; 0: no member b")
 	fs.DurationVar(&c.Drain, "drain", 3*time.Minute, "after the producer stops, how long to wait for the sinks to hold every record")
+	fs.DurationVar(&c.StopWait, "stop-wait", time.Minute, "how long a member may take to exit after SIGTERM before it is reported hung and killed")
 	fs.Int64Var(&c.Seed, "seed", 1, "workload seed")
 	fs.Float64Var(&c.Flat, "flat", 0.10, "tolerance of the flatness check (last sixth of the run against the second sixth)")
 	fs.StringVar(&c.Out, "out", "soak-out", "directory of soak.json, soak.svg, the job file and the members' logs")
@@ -98,7 +100,7 @@ func parseFlags(args []string) (config, error) {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"-drop-every", c.DropEvery}, {"-pg-lock-every", c.PGLockEvery}, {"-pg-lock-for", c.PGLockFor}, {"-bulk-every", c.BulkEvery}, {"-bulk-for", c.BulkFor}, {"-member-period", c.MemberPeriod}, {"-drain", c.Drain}} {
+	}{{"-drop-every", c.DropEvery}, {"-pg-lock-every", c.PGLockEvery}, {"-pg-lock-for", c.PGLockFor}, {"-bulk-every", c.BulkEvery}, {"-bulk-for", c.BulkFor}, {"-member-period", c.MemberPeriod}, {"-drain", c.Drain}, {"-stop-wait", c.StopWait}} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s: must not be negative", d.name))
 		}
@@ -291,7 +293,7 @@ func run(args []string, stdout io.Writer) (int, error) {
 	drain(ctx, c.Drain, pg, res.Table, bulk, res.Produced, ev)
 	stopSampling()
 	<-sampled
-	ms.closeAll(time.Minute)
+	ms.closeAll(c.StopWait)
 	res.Events = ev.all()
 	for _, e := range res.Events {
 		if e.Kind == "unexpected-exit" {
