@@ -229,7 +229,7 @@ func run(args []string, stdout io.Writer) (int, error) {
 	}
 
 	jobs := map[string]string{}
-	for _, name := range []string{"a", "b"} {
+	for _, name := range memberNames {
 		job, err := writeJob(c, w, broker.addrs, srv.URL, res.Table, name)
 		if err != nil {
 			return 1, err
@@ -290,10 +290,14 @@ func run(args []string, stdout io.Writer) (int, error) {
 	for _, e := range ends {
 		res.Produced += e
 	}
-	drain(ctx, c.Drain, pg, res.Table, bulk, res.Produced, ev)
+	drained := drain(ctx, c.Drain, pg, res.Table, bulk, res.Produced, ev)
 	stopSampling()
 	<-sampled
 	ms.closeAll(c.StopWait)
+	if !drained {
+		res.Failures = append(res.Failures, fmt.Sprintf("the sinks did not hold every record %v after the producer stopped (a stall; see the drain-timeout event)", c.Drain))
+		finish(ctx, c, jobs[final], ev)
+	}
 	res.Events = ev.all()
 	for _, e := range res.Events {
 		if e.Kind == "unexpected-exit" {
@@ -353,6 +357,34 @@ func build(dir string) (string, error) {
 	return bin, nil
 }
 
+// The members: a runs throughout, b comes and goes, final (until:
+// end-offsets) runs alone at the end when the sinks did not drain.
+const final = "final"
+
+var memberNames = []string{"a", "b", final}
+
+// finish runs the final member to the end offsets, for at most c.Drain:
+// what it delivers was stalled, not lost.
+func finish(ctx context.Context, c config, job string, ev *eventLog) {
+	ctx, cancel := context.WithTimeout(ctx, c.Drain)
+	defer cancel()
+	logPath := filepath.Join(c.Out, "member-final.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		ev.add("error", err.Error())
+		return
+	}
+	defer logf.Close()
+	cmd := exec.CommandContext(ctx, c.Bin, "run", "-c", job, "--log-format", "json")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	ev.add("final-run", "signalbox run with until: end-offsets, alone in the group")
+	if err := cmd.Run(); err != nil {
+		ev.addTail("final-run-failed", fmt.Sprintf("%v (log: %s)", err, logPath), tail(logPath, 8))
+		return
+	}
+	ev.add("final-run-done", "exit 0")
+}
+
 // writeJob writes member name's job file: the event topics (sorted, so that
 // input order is topic order), a PostgreSQL and a bulk sink, and a JSONL
 // dead-letter sink of the member's own.
@@ -363,7 +395,11 @@ func writeJob(c config, w *workload.Workload, addrs []string, bulkURL, table, na
 	}
 	var b strings.Builder
 	q, _ := json.Marshal(addrs)
-	fmt.Fprintf(&b, "brokers: %s\ngroup: %s\nstart: earliest\ndelay: %s\nlate: emit\ncheckpoint_interval: 1s\ninputs:\n", q, table, c.Delay)
+	until := "live"
+	if name == final {
+		until = "end-offsets"
+	}
+	fmt.Fprintf(&b, "brokers: %s\ngroup: %s\nstart: earliest\ndelay: %s\nlate: emit\nuntil: %s\ncheckpoint_interval: 1s\ninputs:\n", q, table, c.Delay, until)
 	ts := w.EventTopics()
 	slices.Sort(ts)
 	for _, t := range ts {
@@ -398,7 +434,7 @@ func endOffsets(ctx context.Context, b remote, ts []string) (map[topicPart]int64
 // countDeadLetters counts the lines of the members' dead-letter files.
 func countDeadLetters(dir string) (int64, error) {
 	var n int64
-	for _, name := range []string{"a", "b"} {
+	for _, name := range memberNames {
 		b, err := os.ReadFile(filepath.Join(dir, "dead-letter-"+name+".jsonl"))
 		if err != nil && !os.IsNotExist(err) {
 			return n, err

@@ -12,8 +12,8 @@ import (
 )
 
 // drain waits until PostgreSQL and the bulk server hold want distinct
-// records each, or for at most d.
-func drain(ctx context.Context, d time.Duration, pg *pgx.Conn, table string, bulk *bulkServer, want int64, ev *eventLog) {
+// records each, or for at most d, and says whether they do.
+func drain(ctx context.Context, d time.Duration, pg *pgx.Conn, table string, bulk *bulkServer, want int64, ev *eventLog) bool {
 	began := time.Now()
 	deadline := began.Add(d)
 	var rows, docs int64
@@ -24,11 +24,11 @@ func drain(ctx context.Context, d time.Duration, pg *pgx.Conn, table string, bul
 		_, docs = bulk.received()
 		if rows >= want && docs >= want {
 			ev.add("drained", fmt.Sprintf("both sinks hold all %d records, %v after the producer stopped", want, time.Since(began).Round(time.Second)))
-			return
+			return true
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			ev.add("drain-timeout", fmt.Sprintf("after %v: PostgreSQL %d rows, bulk %d distinct documents, of %d records", d, rows, docs, want))
-			return
+			return false
 		}
 		sleep(ctx, 2*time.Second)
 	}
