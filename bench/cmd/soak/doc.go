@@ -32,15 +32,21 @@
 //     three quarters.
 //
 // A member that exits on its own is an unexpected exit: reported with its
-// exit status and log tail, and restarted.
+// exit status and log tail, and restarted. A member that releases nothing
+// for -stall while records are produced is stalled, and one that does not
+// exit -stop-wait after SIGTERM hangs: both are reported and sent SIGQUIT,
+// so that its log ends with its goroutines' stacks, then restarted (a
+// stall) or killed (a hang). Each of these fails the soak.
 //
 // Samples, every -sample: each member's RSS (/proc/<pid>/status VmRSS), open
 // files (/proc/<pid>/fd) and, from its admin server's /metrics,
 // go_goroutines and go_memstats_heap_inuse_bytes.
 //
 // At the end the producer stops, the members drain until both sinks hold
-// every record (or -drain passes) and stop with SIGTERM, and the output is
-// checked against the topics' end offsets:
+// every record (or -drain passes: a stall, a failure) and stop with
+// SIGTERM. After a stall a last member runs alone with `until: end-offsets`,
+// so that the check tells records stalled from records lost. The output is
+// then checked against the topics' end offsets:
 //
 //   - PostgreSQL: every record exactly once, and per key in the engine's
 //     release order (event time, topic, partition, offset): the rows of a

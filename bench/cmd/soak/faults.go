@@ -29,6 +29,48 @@ type faultEnv struct {
 	long sync.WaitGroup // faults that last (locks, outages, member changes)
 
 	memberMu sync.Mutex // member changes run in turn, off the plan's clock
+	stopWait time.Duration
+}
+
+// progress is when a member incarnation's released count last moved.
+type progress struct {
+	run      int
+	released float64
+	since    time.Time
+}
+
+// watchdog finds members that release nothing for a while.
+type watchdog struct {
+	after time.Duration // 0: never
+	last  map[string]progress
+}
+
+// stalled takes a sample taken at now and says whether its member has
+// released nothing for the watchdog's time.
+func (w *watchdog) stalled(s sample, now time.Time) bool {
+	p, ok := w.last[s.Member]
+	if !ok || p.run != s.Run || p.released != s.Released {
+		w.last[s.Member] = progress{run: s.Run, released: s.Released, since: now}
+		return false
+	}
+	if w.after <= 0 || now.Sub(p.since) < w.after {
+		return false
+	}
+	w.last[s.Member] = progress{run: s.Run, released: s.Released, since: now} // once per period
+	return true
+}
+
+// stall reports a stalled member, has it dump its goroutines (SIGQUIT) and
+// restarts it.
+func (e *faultEnv) stall(ctx context.Context, m *member, s sample, after time.Duration) {
+	e.ev.add("stall", fmt.Sprintf("member %s run %d released nothing for %v (%.0f records so far): SIGQUIT, goroutine dump in %s", m.name, m.run, after, s.Released, m.log))
+	e.member(func() {
+		if !e.ms.current(m) {
+			return // stopped or replaced meanwhile
+		}
+		e.ms.stop(m.name, syscall.SIGQUIT, e.stopWait)
+		e.up(m.name)
+	})(ctx)
 }
 
 // every lists the times offset + k·period below d (none for period 0).

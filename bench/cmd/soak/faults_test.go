@@ -126,3 +126,30 @@ func TestBadFlags(t *testing.T) {
 		t.Errorf("no DSN: %v", err)
 	}
 }
+
+func TestWatchdog(t *testing.T) {
+	w := &watchdog{after: time.Minute, last: map[string]progress{}}
+	t0 := time.Unix(1000, 0)
+	at := func(d time.Duration, run int, released float64) bool {
+		return w.stalled(sample{Member: "a", Run: run, Released: released}, t0.Add(d))
+	}
+	if at(0, 0, 10) || at(50*time.Second, 0, 10) {
+		t.Fatal("stalled before a minute without progress")
+	}
+	if !at(61*time.Second, 0, 10) {
+		t.Fatal("a minute without progress is not a stall")
+	}
+	if at(70*time.Second, 0, 10) {
+		t.Fatal("one stall reported twice in a minute")
+	}
+	if at(2*time.Minute, 0, 11) || at(170*time.Second, 0, 11) {
+		t.Fatal("progress did not reset the watchdog")
+	}
+	if at(181*time.Second, 1, 11) {
+		t.Fatal("a new incarnation inherited the old one's clock")
+	}
+	w.after = 0
+	if at(time.Hour, 1, 11) {
+		t.Fatal("-stall 0 still reports stalls")
+	}
+}

@@ -51,6 +51,7 @@ type config struct {
 	MemberPeriod time.Duration `json:"member_period"`
 	Drain        time.Duration `json:"drain"`
 	StopWait     time.Duration `json:"stop_wait"`
+	Stall        time.Duration `json:"stall"`
 	Seed         int64         `json:"seed"`
 	Out          string        `json:"-"`
 	Bin          string        `json:"-"`
@@ -75,6 +76,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.MemberPeriod, "member-period", 10*time.Minute, "member b joins at 1/4 of each period, is SIGKILLed and restarted at 1/2, leaves at 3/4; 0: no member b")
 	fs.DurationVar(&c.Drain, "drain", 3*time.Minute, "after the producer stops, how long to wait for the sinks to hold every record")
 	fs.DurationVar(&c.StopWait, "stop-wait", time.Minute, "how long a member may take to exit after SIGTERM before it is reported hung and killed")
+	fs.DurationVar(&c.Stall, "stall", 2*time.Minute, "a member that releases nothing for this long while records are produced is stalled: reported, sent SIGQUIT (its goroutine dump goes to its log) and restarted")
 	fs.Int64Var(&c.Seed, "seed", 1, "workload seed")
 	fs.Float64Var(&c.Flat, "flat", 0.10, "tolerance of the flatness check (last sixth of the run against the second sixth)")
 	fs.StringVar(&c.Out, "out", "soak-out", "directory of soak.json, soak.svg, the job file and the members' logs")
@@ -100,7 +102,7 @@ func parseFlags(args []string) (config, error) {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"-drop-every", c.DropEvery}, {"-pg-lock-every", c.PGLockEvery}, {"-pg-lock-for", c.PGLockFor}, {"-bulk-every", c.BulkEvery}, {"-bulk-for", c.BulkFor}, {"-member-period", c.MemberPeriod}, {"-drain", c.Drain}, {"-stop-wait", c.StopWait}} {
+	}{{"-drop-every", c.DropEvery}, {"-pg-lock-every", c.PGLockEvery}, {"-pg-lock-for", c.PGLockFor}, {"-bulk-every", c.BulkEvery}, {"-bulk-for", c.BulkFor}, {"-member-period", c.MemberPeriod}, {"-drain", c.Drain}, {"-stop-wait", c.StopWait}, {"-stall", c.Stall}} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s: must not be negative", d.name))
 		}
@@ -252,6 +254,8 @@ func run(args []string, stdout io.Writer) (int, error) {
 		_, err := w.ProduceLive(liveCtx, broker)
 		produced <- err
 	}()
+	fe := &faultEnv{cut: cut, bulk: bulk, dsn: c.DSN, tbl: res.Table, ms: ms, ev: ev, stopWait: c.StopWait}
+	watch := &watchdog{after: c.Stall, last: map[string]progress{}}
 	var samplesMu sync.Mutex
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	defer stopSampling()
@@ -271,11 +275,13 @@ func run(args []string, stdout io.Writer) (int, error) {
 					samplesMu.Lock()
 					res.Samples = append(res.Samples, s)
 					samplesMu.Unlock()
+					if liveCtx.Err() == nil && watch.stalled(s, time.Now()) {
+						fe.stall(liveCtx, m, s, c.Stall)
+					}
 				}
 			}
 		}
 	}()
-	fe := &faultEnv{cut: cut, bulk: bulk, dsn: c.DSN, tbl: res.Table, ms: ms, ev: ev}
 	runFaults(liveCtx, start, fe, plan(c, fe))
 	if err := <-produced; err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		ev.add("error", fmt.Sprintf("producer: %v", err))
@@ -300,9 +306,12 @@ func run(args []string, stdout io.Writer) (int, error) {
 	}
 	res.Events = ev.all()
 	for _, e := range res.Events {
-		if e.Kind == "unexpected-exit" {
+		switch e.Kind {
+		case "unexpected-exit":
 			res.UnexpectedExits++
 			res.Failures = append(res.Failures, fmt.Sprintf("at %.1f min: %s", e.T, e.Detail))
+		case "stall", "hang":
+			res.Failures = append(res.Failures, fmt.Sprintf("at %.1f min: %s: %s", e.T, e.Kind, e.Detail))
 		}
 	}
 	pgCheck, err := checkPostgres(context.WithoutCancel(ctx), pg, res.Table)

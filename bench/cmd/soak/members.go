@@ -156,10 +156,22 @@ func (ms *members) stop(name string, sig syscall.Signal, wait time.Duration) {
 	select {
 	case <-m.done:
 	case <-time.After(wait):
-		ms.events.add("hang", fmt.Sprintf("member %s run %d did not exit %v after %v: SIGKILL", name, m.run, wait, sig))
-		m.cmd.Process.Kill() //nolint:errcheck // it may have exited
-		<-m.done
+		ms.events.add("hang", fmt.Sprintf("member %s run %d did not exit %v after %v: SIGQUIT (goroutine dump in %s), then SIGKILL", name, m.run, wait, sig, m.log))
+		m.cmd.Process.Signal(syscall.SIGQUIT) //nolint:errcheck // it may have exited
+		select {
+		case <-m.done:
+		case <-time.After(10 * time.Second):
+			m.cmd.Process.Kill() //nolint:errcheck // it may have exited
+			<-m.done
+		}
 	}
+}
+
+// current says whether m is its member's running incarnation.
+func (ms *members) current(m *member) bool {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	return ms.live[m.name] == m
 }
 
 // running returns the members running now.
@@ -196,6 +208,7 @@ type sample struct {
 	FDs        int     `json:"open_files"`
 	Goroutines float64 `json:"goroutines"`
 	HeapInuse  float64 `json:"heap_inuse_bytes"`
+	Released   float64 `json:"released"` // signalbox_records_out_total
 }
 
 var metricsClient = &http.Client{Timeout: 5 * time.Second}
@@ -247,6 +260,8 @@ func (m *member) read(now float64) (sample, bool) {
 			s.Goroutines, err = strconv.ParseFloat(v, 64)
 		case "go_memstats_heap_inuse_bytes":
 			s.HeapInuse, err = strconv.ParseFloat(v, 64)
+		case "signalbox_records_out_total":
+			s.Released, err = strconv.ParseFloat(v, 64)
 		default:
 			continue
 		}
@@ -254,7 +269,7 @@ func (m *member) read(now float64) (sample, bool) {
 			got++
 		}
 	}
-	return s, got == 2 && s.RSS > 0
+	return s, got == 3 && s.RSS > 0
 }
 
 // tail returns the last n lines of a file.
