@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"strings"
 )
 
 // Point is one sample of a time series: X in minutes, Y in the panel's unit.
@@ -39,15 +40,21 @@ const (
 )
 
 // TimeSeries draws panels one under the other, sharing the x axis
-// [0, xMax] minutes, with marks drawn across each panel.
+// [0, xMax] minutes, with marks drawn across each panel. The title's first
+// line is the heading; further lines are a smaller note under it.
 func TimeSeries(title string, xMax float64, marks []Mark, panels ...LinePanel) []byte {
-	h := 40 + len(panels)*(linePanelH+panelGap) + 20
+	lines := strings.Split(title, "\n")
+	top := 40 + 14*(len(lines)-1)
+	h := top + len(panels)*(linePanelH+panelGap) + 20
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif">`+"\n", width, h, width, h)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="10" y="24" font-size="16" font-weight="bold">%s</text>`+"\n", html.EscapeString(title))
+	fmt.Fprintf(&b, `<text x="10" y="24" font-size="16" font-weight="bold">%s</text>`+"\n", html.EscapeString(lines[0]))
+	for i, l := range lines[1:] {
+		fmt.Fprintf(&b, `<text x="10" y="%d" font-size="11">%s</text>`+"\n", 40+14*i, html.EscapeString(l))
+	}
 	xMax = max(xMax, 1e-9)
-	y := 40
+	y := top
 	for _, p := range panels {
 		p.draw(&b, y, xMax, marks)
 		y += linePanelH + panelGap
@@ -74,8 +81,9 @@ func (p LinePanel) draw(b *bytes.Buffer, y0 int, xMax float64, marks []Mark) {
 	for _, f := range []float64{0, 0.5, 1} {
 		fmt.Fprintf(b, `<text x="%d" y="%.1f" font-size="10" text-anchor="end">%s</text>`+"\n", plotLeft-4, py(f*yMax)+3, html.EscapeString(fmt.Sprintf(p.Format, f*yMax)))
 	}
-	for _, f := range []float64{0, 0.25, 0.5, 0.75, 1} {
-		fmt.Fprintf(b, `<text x="%.1f" y="%d" font-size="10" text-anchor="middle">%.0f min</text>`+"\n", px(f*xMax), bottom+12, f*xMax)
+	step := niceCeil(xMax / 4)
+	for x := 0.0; x <= xMax*(1+1e-9); x += step {
+		fmt.Fprintf(b, `<text x="%.1f" y="%d" font-size="10" text-anchor="middle">%g min</text>`+"\n", px(x), bottom+12, x)
 	}
 	for _, m := range marks {
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s" stroke-dasharray="3,3"><title>%s</title></line>`+"\n",

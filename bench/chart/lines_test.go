@@ -13,18 +13,18 @@ func TestTimeSeriesIsWellFormedAndDeterministic(t *testing.T) {
 		{Name: "member a", Color: "#1f77b4", Segments: [][]Point{{{0, 10}, {1, 12}}, {{2, 11}, {3, 40}}}},
 		{Name: "member b", Color: "#ff7f0e"},
 	}}
-	svg := TimeSeries("soak", 3, []Mark{{X: 1.5, Label: "drop <3>", Color: "#999"}}, p)
+	svg := TimeSeries("soak\nnote <1>", 3, []Mark{{X: 1.5, Label: "drop <3>", Color: "#999"}}, p)
 	wellFormed(t, svg)
 	s := string(svg)
 	if n := strings.Count(s, "<polyline"); n != 2 {
 		t.Errorf("%d polylines, want one per segment (2)", n)
 	}
-	for _, want := range []string{"RSS &lt;a&amp;b&gt;", "50 MiB", "drop &lt;3&gt;", "member b", "3 min"} {
+	for _, want := range []string{"RSS &lt;a&amp;b&gt;", "50 MiB", "drop &lt;3&gt;", "member b", ">1 min<", ">3 min<", "note &lt;1&gt;"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("chart lacks %q", want)
 		}
 	}
-	if !bytes.Equal(svg, TimeSeries("soak", 3, []Mark{{X: 1.5, Label: "drop <3>", Color: "#999"}}, p)) {
+	if !bytes.Equal(svg, TimeSeries("soak\nnote <1>", 3, []Mark{{X: 1.5, Label: "drop <3>", Color: "#999"}}, p)) {
 		t.Error("the same input drew two different charts")
 	}
 }

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // inOrder is a clean output: two partitions of one topic, offsets 0..3,
@@ -113,5 +118,31 @@ func TestFlatness(t *testing.T) {
 	}
 	if fs := flatnessOf(nil, "a", 60, 0.1); fs[0].Flat {
 		t.Error("no samples judged flat")
+	}
+}
+
+func TestReplot(t *testing.T) {
+	dir := t.TempDir()
+	r := results{Config: config{Duration: time.Minute, Sample: 10 * time.Second, Rate: 10},
+		Samples: []sample{{T: 0.1, Member: "a", RSS: 50 << 20}, {T: 0.2, Member: "a", RSS: 60 << 20}, {T: 0.5, Member: "b", Run: 1, RSS: 40 << 20}},
+		Events:  []event{{T: 0.3, Kind: "drop", Detail: "closed 2"}}}
+	b, _ := json.Marshal(r)
+	path := filepath.Join(dir, "soak.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := run([]string{"-replot", path, "-out", dir}, io.Discard); code != 0 || err != nil {
+		t.Fatalf("exit %d: %v", code, err)
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, "soak.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One line per member per panel (4 panels), the drop marked in each.
+	if n := strings.Count(string(svg), "<polyline"); n != 8 {
+		t.Errorf("%d polylines, want 8", n)
+	}
+	if n := strings.Count(string(svg), "drop: closed 2"); n != 4 {
+		t.Errorf("the drop is marked %d times, want 4", n)
 	}
 }

@@ -58,6 +58,7 @@ type config struct {
 	KeepTable    bool          `json:"-"`
 	DSN          string        `json:"-"`
 	Flat         float64       `json:"flat_tolerance"`
+	Replot       string        `json:"-"`
 }
 
 func parseFlags(args []string) (config, error) {
@@ -82,8 +83,12 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.Out, "out", "soak-out", "directory of soak.json, soak.svg, the job file and the members' logs")
 	fs.StringVar(&c.Bin, "signalbox", "", "signalbox binary (default: go build ./cmd/signalbox into -out)")
 	fs.BoolVar(&c.KeepTable, "keep-table", false, "keep the PostgreSQL table after the run")
+	fs.StringVar(&c.Replot, "replot", "", "only redraw the chart of this soak.json into -out/soak.svg")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.Replot != "" {
+		return c, nil
 	}
 	c.DSN = os.Getenv("SIGNALBOX_PG_DSN")
 	var errs []error
@@ -184,6 +189,9 @@ func run(args []string, stdout io.Writer) (int, error) {
 	c, err := parseFlags(args)
 	if err != nil {
 		return 2, err
+	}
+	if c.Replot != "" {
+		return replot(c.Replot, c.Out)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -462,4 +470,20 @@ func writeResults(dir string, r results) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "soak.svg"), chartOf(r), 0o644)
+}
+
+// replot redraws the chart of a results file into dir.
+func replot(path, dir string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 1, err
+	}
+	var r results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return 1, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 1, err
+	}
+	return 0, os.WriteFile(filepath.Join(dir, "soak.svg"), chartOf(r), 0o644)
 }

@@ -140,7 +140,7 @@ func flatnessOf(ss []sample, member string, dur, tol float64) []flatness {
 
 var markColors = map[string]string{
 	"drop": "#9467bd", "pg-lock": "#1f77b4", "bulk-outage": "#ff7f0e",
-	"signal": "#7f7f7f", "unexpected-exit": "#d62728",
+	"signal": "#7f7f7f", "unexpected-exit": "#d62728", "stall": "#d62728", "hang": "#d62728",
 }
 
 // chartOf draws each member's RSS, Go heap, goroutines and open files over
@@ -181,7 +181,8 @@ func chartOf(r results) []byte {
 		}
 		return p
 	}
-	title := fmt.Sprintf("signalbox soak: %v at %d records/s, %d cores (dashed: faults)", r.Config.Duration, r.Config.Rate, r.Cores)
+	title := fmt.Sprintf("signalbox soak: %v at %d records/s, %d cores\n"+
+		"dashed: purple broker connections cut, blue PostgreSQL table locked, orange _bulk outage, grey signal to a member, red stall or exit", r.Config.Duration, r.Config.Rate, r.Cores)
 	return chart.TimeSeries(title, xMax, marks,
 		panel("RSS", "%.0f MiB", 1<<20, func(s sample) float64 { return float64(s.RSS) }),
 		panel("Go heap in use", "%.0f MiB", 1<<20, func(s sample) float64 { return s.HeapInuse }),
