@@ -30,6 +30,20 @@ type faultEnv struct {
 
 	memberMu sync.Mutex // member changes run in turn, off the plan's clock
 	stopWait time.Duration
+
+	mu   sync.Mutex
+	over bool // runFaults is waiting for the lasting faults: no new one
+}
+
+// begin registers a lasting fault; false once the plan is over.
+func (e *faultEnv) begin() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.over {
+		return false
+	}
+	e.long.Add(1)
+	return true
 }
 
 // progress is when a member incarnation's released count last moved.
@@ -116,7 +130,9 @@ func plan(c config, e *faultEnv) []fault {
 // member slow to stop delays the next change, not the other faults.
 func (e *faultEnv) member(fn func()) func(context.Context) {
 	return func(context.Context) {
-		e.long.Add(1)
+		if !e.begin() {
+			return
+		}
 		go func() {
 			defer e.long.Done()
 			e.memberMu.Lock()
@@ -135,7 +151,9 @@ func (e *faultEnv) up(name string) {
 // lockTable holds an ACCESS EXCLUSIVE lock on the data table for d (or
 // until ctx ends), from a connection of its own.
 func (e *faultEnv) lockTable(ctx context.Context, d time.Duration) {
-	e.long.Add(1)
+	if !e.begin() {
+		return
+	}
 	go func() {
 		defer e.long.Done()
 		conn, err := pgx.Connect(ctx, e.dsn)
@@ -162,7 +180,9 @@ func (e *faultEnv) lockTable(ctx context.Context, d time.Duration) {
 
 // outage makes the _bulk server answer status for d (or until ctx ends).
 func (e *faultEnv) outage(ctx context.Context, status int, d time.Duration) {
-	e.long.Add(1)
+	if !e.begin() {
+		return
+	}
 	e.bulk.setOutage(status)
 	e.ev.add("bulk-outage", fmt.Sprintf("every _bulk request answered %d for %v", status, d))
 	go func() {
@@ -193,5 +213,8 @@ func runFaults(ctx context.Context, start time.Time, e *faultEnv, fs []fault) {
 		f.do(ctx)
 	}
 	<-ctx.Done()
+	e.mu.Lock()
+	e.over = true
+	e.mu.Unlock()
 	e.long.Wait()
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/internal/crashtest"
 	"github.com/signalbox/signalbox/internal/workload"
 )
 
@@ -310,7 +311,7 @@ func run(args []string, stdout io.Writer) (int, error) {
 	ms.closeAll(c.StopWait)
 	if !drained {
 		res.Failures = append(res.Failures, fmt.Sprintf("the sinks did not hold every record %v after the producer stopped (a stall; see the drain-timeout event)", c.Drain))
-		finish(ctx, c, jobs[final], ev)
+		finish(ctx, c, broker, res.Table, jobs[final], ev)
 	}
 	res.Events = ev.all()
 	for _, e := range res.Events {
@@ -380,11 +381,19 @@ const final = "final"
 
 var memberNames = []string{"a", "b", final}
 
-// finish runs the final member to the end offsets, for at most c.Drain:
-// what it delivers was stalled, not lost.
-func finish(ctx context.Context, c config, job string, ev *eventLog) {
-	ctx, cancel := context.WithTimeout(ctx, c.Drain)
+// finish runs the final member to the end offsets, for at most c.Drain
+// plus sarama's rebalance timeout: what it delivers was stalled, not lost.
+// Killed members are evicted from the group first, as an operator would,
+// so that its join does not wait for their sessions to time out.
+func finish(ctx context.Context, c config, b remote, group, job string, ev *eventLog) {
+	ctx, cancel := context.WithTimeout(ctx, c.Drain+90*time.Second)
 	defer cancel()
+	if cl, err := kgo.NewClient(b.ClientOptions()...); err == nil {
+		if err := crashtest.EvictGroup(ctx, cl, group); err != nil {
+			ev.add("error", err.Error())
+		}
+		cl.Close()
+	}
 	logPath := filepath.Join(c.Out, "member-final.log")
 	logf, err := os.Create(logPath)
 	if err != nil {

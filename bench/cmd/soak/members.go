@@ -109,27 +109,29 @@ func scanLog(r io.Reader, w io.Writer, admin chan<- string) {
 // exited records a member's exit; one the soak did not ask for is reported
 // and the member restarted.
 func (ms *members) exited(m *member, err error) {
-	ms.mu.Lock()
-	if ms.live[m.name] == m {
-		delete(ms.live, m.name)
-	}
-	expected, closing := m.stopped, ms.closing
-	ms.mu.Unlock()
-	close(m.done)
+	defer close(m.done) // after the event: a waiter sees it logged
 	status := "exit 0"
 	if err != nil {
 		status = err.Error()
 	}
+	ms.mu.Lock()
+	if ms.live[m.name] == m {
+		delete(ms.live, m.name)
+	}
+	expected, restart := m.stopped, !m.stopped && !ms.closing
+	if restart {
+		ms.restarts.Add(1) // under mu: closeAll waits for it
+	}
+	ms.mu.Unlock()
 	if expected {
 		ms.events.add("exit", fmt.Sprintf("member %s run %d: %s", m.name, m.run, status))
 		return
 	}
 	lastLine := tail(m.log, 1)
 	ms.events.addTail("unexpected-exit", fmt.Sprintf("member %s run %d: %s: %s (log: %s)", m.name, m.run, status, lastLine, m.log), tail(m.log, 8))
-	if closing {
+	if !restart {
 		return
 	}
-	ms.restarts.Add(1)
 	go func() {
 		defer ms.restarts.Done()
 		time.Sleep(2 * time.Second)
