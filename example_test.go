@@ -67,8 +67,8 @@ func ExampleNew_invalid() {
 	fmt.Println(strings.ReplaceAll(err.Error(), "\n", "\n  "))
 	// Output:
 	// signalbox: invalid pipeline: sinks: at least one sink is required
-	//   delay: -1s is negative
-	//   max in-flight bytes: -1 is negative
+	//   delay: -1s is out of range: must be ≥ 0 and at most 720h (30 days)
+	//   max_inflight_bytes: -1 is out of range: must be ≥ 0 and at most 1 TiB
 	//   late: "ignore" is not one of emit, dead-letter, drop
 	//   inputs[t].time_field: required when time is field
 }

@@ -148,7 +148,7 @@ func WithSink(s Sink) Option { return func(c *config) { c.sinks = append(c.sinks
 func WithDeadLetter(s Sink) Option { return func(c *config) { c.deadLetter = s } }
 
 // WithDelay sets the delay bound: how far behind the newest event time the
-// watermark stays. Default 0.
+// watermark stays. Default 0; at most MaxDelay.
 func WithDelay(d time.Duration) Option { return func(c *config) { c.delay = d } }
 
 // WithLatePolicy sets the late policy. Default LateEmit.
@@ -174,12 +174,13 @@ func WithFilter(f Filter) Option { return func(c *config) { c.filter = f } }
 // leaves Value one line of valid JSON may set it again.
 func WithTransform(t Transform) Option { return func(c *config) { c.transform = t } }
 
-// WithBatchSize bounds how many records one release batch holds. Default 4096.
+// WithBatchSize bounds how many records one release batch holds. Default
+// 4096; from 1 to MaxBatchSize.
 func WithBatchSize(n int) Option { return func(c *config) { c.batchSize = n } }
 
 // WithMaxInflightBatches bounds how many release batches may wait for the
 // sinks. When the sinks lag this far, signalbox stops polling the source and
-// Kafka keeps the backlog. Default 16.
+// Kafka keeps the backlog. Default 16; from 1 to MaxInflightBatches.
 func WithMaxInflightBatches(n int) Option { return func(c *config) { c.maxInflight = n } }
 
 // WithMaxInflightBytes bounds the bytes (record.Record.Size) of released
@@ -194,17 +195,18 @@ func WithMaxInflightBatches(n int) Option { return func(c *config) { c.maxInflig
 func WithMaxInflightBytes(n int64) Option { return func(c *config) { c.inflightBytes = n } }
 
 // WithCheckpointInterval sets how often sinks are flushed, a checkpoint is
-// taken and offsets are committed. Default 1s.
+// taken and offsets are committed. Default 1s; above 0, at most
+// MaxCheckpointInterval.
 func WithCheckpointInterval(d time.Duration) Option { return func(c *config) { c.checkpointEvery = d } }
 
 // WithStaleAfter turns a partition Unknown, holding the watermark, when the
 // source has reported no evidence for it for d. Default 0: off (the source
-// reports failures itself).
+// reports failures itself); at most MaxStaleAfter.
 func WithStaleAfter(d time.Duration) Option { return func(c *config) { c.staleAfter = d } }
 
 // WithTick sets how often a live pipeline re-evaluates the processing-time
-// watermark when nothing else happens. Default 50ms; parked records also
-// schedule their own exact release time.
+// watermark when nothing else happens. Default 50ms; from MinTick to
+// MaxTick. Parked records also schedule their own exact release time.
 func WithTick(d time.Duration) Option { return func(c *config) { c.tick = d } }
 
 // WithStrategy replaces the offset gate with another watermark strategy:
@@ -302,20 +304,20 @@ func (c *config) ensureDefaults() {
 	if c.logger == nil {
 		c.logger = zap.NewNop()
 	}
-	if c.batchSize <= 0 {
+	if c.batchSize == 0 {
 		c.batchSize = DefaultBatchSize
 	}
-	if c.maxInflight <= 0 {
+	if c.maxInflight == 0 {
 		c.maxInflight = DefaultMaxInflightBatches
 	}
 	c.batchBytes = math.MaxInt
 	if c.inflightBytes > 0 {
-		c.batchBytes = int(max(c.inflightBytes/int64(c.maxInflight+2), 1))
+		c.batchBytes = int(max(c.inflightBytes/int64(max(c.maxInflight, 1)+2), 1))
 	}
-	if c.checkpointEvery <= 0 {
+	if c.checkpointEvery == 0 {
 		c.checkpointEvery = DefaultCheckpointInterval
 	}
-	if c.tick <= 0 {
+	if c.tick == 0 {
 		c.tick = DefaultTick
 	}
 	if !c.alignSet {
@@ -351,12 +353,7 @@ func (c *config) validate() error {
 	if len(c.sinks) == 0 {
 		errs = append(errs, errors.New("sinks: at least one sink is required"))
 	}
-	if c.delay < 0 {
-		errs = append(errs, fmt.Errorf("delay: %v is negative", c.delay))
-	}
-	if c.inflightBytes < 0 {
-		errs = append(errs, fmt.Errorf("max in-flight bytes: %d is negative", c.inflightBytes))
-	}
+	errs = append(errs, c.validateRanges()...)
 	if err := c.late.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -372,18 +369,6 @@ func (c *config) validate() error {
 	if c.late == LateDeadLetter && c.deadLetter == nil {
 		errs = append(errs, errors.New("late: dead-letter needs a dead-letter sink"))
 	}
-	if c.align < 0 {
-		errs = append(errs, fmt.Errorf("align: %v is negative (0 disables alignment)", c.align))
-	}
-	if c.parkedLimit < 0 {
-		errs = append(errs, fmt.Errorf("parked limit: %d is negative (0 disables the bound)", c.parkedLimit))
-	}
-	if c.flushLinger < 0 {
-		errs = append(errs, fmt.Errorf("flush_linger: %v is negative", c.flushLinger))
-	}
-	if c.maxFuture < 0 {
-		errs = append(errs, fmt.Errorf("max_future: %v is negative (0 disables the guard)", c.maxFuture))
-	}
 	if err := c.until.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -398,4 +383,60 @@ func (c *config) validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// The ranges of the options' sizes and intervals, which New enforces (see
+// ValidateOptions) and docs/config.md documents. A value outside them is a
+// mistake, not a tuning: it costs the machine its memory (a billion-record
+// batch) or a core (a nanosecond ticker), or means nothing (a year of delay).
+const (
+	MaxDelay              = 30 * 24 * time.Hour // WithDelay: 0 to 30 days
+	MaxBatchSize          = 65536               // WithBatchSize: 1 to 65,536
+	MaxInflightBatches    = 1024                // WithMaxInflightBatches: 1 to 1,024
+	MaxInflightBytes      = 1 << 40             // WithMaxInflightBytes: 0 (off) to 1 TiB
+	MaxCheckpointInterval = time.Hour           // WithCheckpointInterval: above 0, at most 1h
+	MaxStaleAfter         = 24 * time.Hour      // WithStaleAfter: 0 (off) to 24h
+	MinTick, MaxTick      = time.Millisecond, time.Minute
+	MaxAlignment          = 30 * 24 * time.Hour  // WithAlignment: 0 (off) to 30 days
+	MaxParkedLimit        = 1 << 40              // WithParkedLimit: 0 (off) to 1 TiB
+	MaxMaxFuture          = 365 * 24 * time.Hour // WithMaxFuture: 0 (off) to 365 days
+	MaxFlushLinger        = time.Hour            // WithFlushLinger: 0 to 1h
+)
+
+// ValidateOptions reports every size and interval among opts that is out of
+// its range, each as a field error named as the job file names it (delay,
+// batch_size, checkpoint_interval, align, max_future, flush_linger,
+// parked_limit, max_inflight_batches, max_inflight_bytes, tick,
+// stale_after), joined in one error. New makes the same checks, so a
+// caller that validates its options here gets New's verdict on them.
+func ValidateOptions(opts ...Option) error {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	c.ensureDefaults()
+	return errors.Join(c.validateRanges()...)
+}
+
+// validateRanges checks every size and interval against its range; c has
+// its defaults applied.
+func (c *config) validateRanges() []error {
+	var errs []error
+	check := func(field string, ok bool, val any, want string) {
+		if !ok {
+			errs = append(errs, fielderr.New(field, "%v is out of range: %s", val, want))
+		}
+	}
+	check("delay", c.delay >= 0 && c.delay <= MaxDelay, c.delay, "must be ≥ 0 and at most 720h (30 days)")
+	check("batch_size", c.batchSize >= 1 && c.batchSize <= MaxBatchSize, c.batchSize, "must be from 1 to 65536 records")
+	check("max_inflight_batches", c.maxInflight >= 1 && c.maxInflight <= MaxInflightBatches, c.maxInflight, "must be from 1 to 1024")
+	check("max_inflight_bytes", c.inflightBytes >= 0 && c.inflightBytes <= MaxInflightBytes, c.inflightBytes, "must be ≥ 0 and at most 1 TiB")
+	check("checkpoint_interval", c.checkpointEvery > 0 && c.checkpointEvery <= MaxCheckpointInterval, c.checkpointEvery, "must be above 0 and at most 1h")
+	check("stale_after", c.staleAfter >= 0 && c.staleAfter <= MaxStaleAfter, c.staleAfter, "must be ≥ 0 and at most 24h")
+	check("tick", c.tick >= MinTick && c.tick <= MaxTick, c.tick, "must be from 1ms to 1m")
+	check("align", c.align >= 0 && c.align <= MaxAlignment, c.align, "must be ≥ 0 and at most 720h (30 days)")
+	check("parked_limit", c.parkedLimit >= 0 && c.parkedLimit <= MaxParkedLimit, c.parkedLimit, "must be ≥ 0 and at most 1 TiB")
+	check("max_future", c.maxFuture >= 0 && c.maxFuture <= MaxMaxFuture, c.maxFuture, "must be ≥ 0 and at most 8760h (365 days)")
+	check("flush_linger", c.flushLinger >= 0 && c.flushLinger <= MaxFlushLinger, c.flushLinger, "must be ≥ 0 and at most 1h")
+	return errs
 }

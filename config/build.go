@@ -80,6 +80,12 @@ func (j *Job) Build(log *zap.Logger) (*Plan, error) {
 	if err := j.Validate(); err != nil {
 		return nil, err
 	}
+	return j.build(log)
+}
+
+// build is Build without Validate: what `run` would make of the job if
+// validate let it through.
+func (j *Job) build(log *zap.Logger) (*Plan, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -93,34 +99,12 @@ func (j *Job) Build(log *zap.Logger) (*Plan, error) {
 	for i, in := range j.Inputs {
 		inputs[i] = in.library()
 	}
-	delay, _ := time.ParseDuration(orZero(j.Delay))
-	checkpoint, _ := time.ParseDuration(orZero(j.CheckpointInterval))
-	p.Options = []signalbox.Option{
+	p.Options = append(j.options(),
 		signalbox.WithInputs(inputs...),
-		signalbox.WithDelay(delay),
 		signalbox.WithLatePolicy(signalbox.LatePolicy(j.Late)),
 		signalbox.WithUntil(signalbox.Until(j.Until)),
-		signalbox.WithCheckpointInterval(checkpoint),
-		signalbox.WithBatchSize(j.BatchSize),
 		signalbox.WithLogger(log),
-	}
-	if j.Align != "" {
-		align, _ := time.ParseDuration(j.Align)
-		p.Options = append(p.Options, signalbox.WithAlignment(align))
-	}
-	if j.MaxFuture != "" {
-		future, _ := time.ParseDuration(j.MaxFuture)
-		p.Options = append(p.Options, signalbox.WithMaxFuture(future))
-	}
-	if j.FlushLinger != "" {
-		linger, _ := time.ParseDuration(j.FlushLinger)
-		p.Options = append(p.Options, signalbox.WithFlushLinger(linger))
-	}
-	if j.State.Dir == "" && p.StateMemory > 0 {
-		// Without a store to spill to, the budget bounds what is parked
-		// in memory: past it, partitions running ahead pause.
-		p.Options = append(p.Options, signalbox.WithParkedLimit(p.StateMemory))
-	}
+	)
 	for i := range j.Sinks {
 		s, err := j.buildSink(&j.Sinks[i])
 		if err != nil {
@@ -141,6 +125,34 @@ func (j *Job) Build(log *zap.Logger) (*Plan, error) {
 		p.WritesStdout = p.WritesStdout || j.DeadLetter.writesStdout()
 	}
 	return p, nil
+}
+
+// options are the pipeline options of the job's sizes and intervals, those
+// whose ranges signalbox.ValidateOptions checks. A field that does not
+// parse takes its default: Validate reports it.
+func (j *Job) options() []signalbox.Option {
+	delay, _ := time.ParseDuration(orZero(j.Delay))
+	checkpoint, _ := time.ParseDuration(orZero(j.CheckpointInterval))
+	opts := []signalbox.Option{
+		signalbox.WithDelay(delay),
+		signalbox.WithCheckpointInterval(checkpoint),
+		signalbox.WithBatchSize(j.BatchSize),
+	}
+	if d, err := time.ParseDuration(j.Align); err == nil {
+		opts = append(opts, signalbox.WithAlignment(d))
+	}
+	if d, err := time.ParseDuration(j.MaxFuture); err == nil {
+		opts = append(opts, signalbox.WithMaxFuture(d))
+	}
+	if d, err := time.ParseDuration(j.FlushLinger); err == nil {
+		opts = append(opts, signalbox.WithFlushLinger(d))
+	}
+	if mem := sizeOrZero(j.State.Memory); j.State.Dir == "" && mem > 0 {
+		// Without a store to spill to, the budget bounds what is parked
+		// in memory: past it, partitions running ahead pause.
+		opts = append(opts, signalbox.WithParkedLimit(mem))
+	}
+	return opts
 }
 
 func (j *Job) buildSink(s *Sink) (signalbox.Sink, error) { return sinkKinds[s.Type].build(j, s) }

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -95,7 +98,7 @@ func TestValidationErrors(t *testing.T) {
 		{"key_field path", minimal + "  - {topic: b, key: field, key_field: '.x'}", `inputs[1].key_field: ".x" is not a dotted JSON path`},
 		{"key_field unused", minimal + "  - {topic: b, key_field: id}", "inputs[1].key_field: only used when key is field"},
 		{"delay syntax", minimal + "delay: soon", `delay: "soon" is not a duration`},
-		{"delay negative", minimal + "delay: -1s", "delay: -1s must be positive"},
+		{"delay negative", minimal + "delay: -1s", "delay: -1s is out of range: must be ≥ 0 and at most 720h (30 days)"},
 		{"late", minimal + "late: ignore", `late: "ignore" is not one of emit, dead-letter, drop`},
 		{"late dead-letter", minimal + "late: dead-letter", "dead_letter: required when late is dead-letter"},
 		{"until", minimal + "until: forever", `until: "forever" is not one of live, end-offsets`},
@@ -109,7 +112,7 @@ func TestValidationErrors(t *testing.T) {
 		{"bulk url scheme", withSink("{type: bulk, index: i, url: 'ftp://h'}"), `sinks[1].url: "ftp://h" is not an http(s) URL`},
 		{"bulk index", withSink("{type: bulk, url: 'http://h:9200'}"), "sinks[1].index: required for a bulk sink"},
 		{"bulk path", withSink("{type: bulk, url: 'http://h', index: i, path: x}"), "sinks[1].path: not a field of a bulk sink"},
-		{"bulk max_docs", withSink("{type: bulk, url: 'http://h', index: i, max_docs: -1}"), "sinks[1].max_docs: -1 is negative"},
+		{"bulk max_docs", withSink("{type: bulk, url: 'http://h', index: i, max_docs: -1}"), "sinks[1].max_docs: -1 is out of range: must be from 1 to 100000"},
 		{"bulk max_bytes", withSink("{type: bulk, url: 'http://h', index: i, max_bytes: huge}"), "sinks[1].max_bytes:"},
 		{"bulk linger", withSink("{type: bulk, url: 'http://h', index: i, linger: 1 minute}"), `sinks[1].linger: "1 minute" is not a duration`},
 		{"bulk doc_id", withSink("{type: bulk, url: 'http://h', index: i, doc_id: uuid}"), `sinks[1].doc_id: "uuid" is not one of key, offset`},
@@ -127,14 +130,14 @@ func TestValidationErrors(t *testing.T) {
 		{"postgres table", withSink("{type: postgres, dsn_env: PG, table: Records}"), `sinks[1].table: "Records" is not a lower-case table name`},
 		{"postgres table long", withSink("{type: postgres, dsn_env: PG, table: ops." + strings.Repeat("t", 53) + "}"), "must be 1 to 52 bytes"},
 		{"postgres value_type", withSink("{type: postgres, dsn_env: PG, value_type: xml}"), `sinks[1].value_type: "xml" is not one of jsonb, text`},
-		{"postgres max_batch", withSink("{type: postgres, dsn_env: PG, max_batch: -1}"), "sinks[1].max_batch: -1 is negative"},
+		{"postgres max_batch", withSink("{type: postgres, dsn_env: PG, max_batch: -1}"), "sinks[1].max_batch: -1 is out of range: must be from 1 to 1000000 rows"},
 		{"postgres field", withSink("{type: postgres, dsn_env: PG, topic: t}"), "sinks[1].topic: not a field of a postgres sink"},
 		{"two exactly-once sinks", withSink("{type: postgres, dsn_env: PG}\n  - {type: kafka, topic: o, transactional_id: t, group: g}"), "sinks[2].type: only one exactly-once sink (postgres, or kafka with transactional_id) per job, and sinks[1] is one"},
 		{"dead letter type", minimal + "dead_letter: {type: nope}", `dead_letter.type: "nope" is not one of`},
 		{"state memory", minimal + "state: {memory: 12 parsecs}", `state.memory: "12 parsecs": unknown unit`},
-		{"state memory zero", minimal + "state: {memory: 0MiB}", "state.memory: 0MiB must be positive"},
-		{"checkpoint zero", minimal + "checkpoint_interval: 0s", "checkpoint_interval: 0s must be positive"},
-		{"batch size", minimal + "batch_size: -5", "batch_size: -5 is negative"},
+		{"state memory zero", minimal + "state: {memory: 0MiB}", "state.memory: 0MiB must be above 0"},
+		{"checkpoint zero", minimal + "checkpoint_interval: 0s", "checkpoint_interval: 0s must be above 0"},
+		{"batch size", minimal + "batch_size: -5", "batch_size: -5 is out of range: must be from 1 to 65536 records"},
 		{"batch size type", minimal + "batch_size: many", `batch_size: want an integer, got "many" (line 7)`},
 		{"bool type", minimal + "tls: {enabled: maybe}", `tls.enabled: want true or false, got "maybe" (line 7)`},
 		{"string type", minimal + "group: [a, b]", "group: want a single value (a string), got a list (line 7)"},
@@ -307,8 +310,21 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(minimal + "state: {memory: 1.5GiB}\ninputs: &a [*a]"))
 	f.Add([]byte("sinks: [{type: jsonl, buffer_size: 1e400k}]\ndead_letter: {type: kafka}"))
 	f.Add([]byte("x: &x {topic: a, time: none}\ninputs: [{<<: *x, key: field}, *x]\nbatch_size: 0x10\nsasl: ~\ntls: {enabled: yes}"))
+	f.Add([]byte(minimal + "until: live\nuntil: end-offsets\n"))
+	f.Add([]byte("a: &a {enabled: true}\nb: &b {<<: [*a, *a]}\ntls: {<<: [*b, *b], <<: *a}\n"))
+	bombs, _ := filepath.Glob("testdata/bombs/*.yaml")
+	for _, b := range bombs {
+		data, err := os.ReadFile(b)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		j, err := Parse(data)
+		j, nodes, err := parse(data)
+		if nodes > MaxNodes { // what bounds the decoder's time and memory
+			t.Fatalf("the decoder visited %d nodes, beyond MaxNodes", nodes)
+		}
 		if j == nil {
 			if err == nil {
 				t.Fatal("nil job without an error")
@@ -411,5 +427,129 @@ func TestSecretLikeNamesRefused(t *testing.T) {
 		if strings.Contains(got, secret) {
 			t.Errorf("%s: a problem repeats the value: %q", field, got)
 		}
+	}
+}
+
+// TestBombsRefused: an alias or merge-key bomb is refused before it is
+// expanded, quickly and in little memory, naming the line of the alias that
+// expands it. Expanded, merge7.yaml alone took 25 s and 1.78 GB.
+func TestBombsRefused(t *testing.T) {
+	files, _ := filepath.Glob("testdata/bombs/*.yaml")
+	if len(files) < 3 {
+		t.Fatalf("bombs: %q", files)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			done := make(chan struct{})
+			var j *Job
+			go func() { defer close(done); j, err = Load(f) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Load still expanding the bomb after 10s")
+			}
+			took := time.Since(start)
+			runtime.ReadMemStats(&after)
+			if j != nil || err == nil {
+				t.Fatalf("Load = %v, %v; want the bomb refused", j, err)
+			}
+			// The error names an alias that alone expands beyond the
+			// bound, and its line.
+			var alias string
+			var line int
+			if _, serr := fmt.Sscanf(err.Error(), "alias *%s expands the job file beyond 100000 YAML nodes", &alias); serr != nil {
+				t.Fatalf("error %q: %v", err, serr)
+			}
+			if i := strings.LastIndex(err.Error(), "(line "); i < 0 {
+				t.Fatalf("error %q names no line", err)
+			} else if _, serr := fmt.Sscanf(err.Error()[i:], "(line %d)", &line); serr != nil {
+				t.Fatalf("error %q: %v", err, serr)
+			}
+			if lines := strings.Split(string(data), "\n"); line < 1 || !strings.Contains(lines[line-1], "*"+alias) {
+				t.Errorf("error %q: line %d does not hold *%s", err, line, alias)
+			}
+			if took > time.Second {
+				t.Errorf("refusing took %v, want < 1s", took)
+			}
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 100<<20 {
+				t.Errorf("refusing allocated %d bytes, want < 100 MB", alloc)
+			}
+		})
+	}
+}
+
+// TestExpansionBounds: the bounds hold at their edges, and a cycle or a deep
+// nest is refused with the line to blame.
+func TestExpansionBounds(t *testing.T) {
+	// A list of n aliases to one small mapping: about 1+n*5 nodes.
+	aliases := func(n int) string {
+		return minimal + "x: &x {topic: t, time: none}\nsasl: {user: [" + strings.Repeat("*x, ", n) + "]}\n"
+	}
+	for _, c := range []struct {
+		name, doc, want string
+	}{
+		{"cycle", minimal + "tls: &t {<<: *t}\n", "alias *t refers to a node that contains it (line 7)"},
+		{"cycle in a list", minimal + "x: &l [a, *l]\n", "alias *l refers to a node that contains it (line 7)"},
+		{"too many nodes", aliases(MaxNodes / 5), "what starts here takes the job file beyond 100000 YAML nodes (the most a job file may hold) once every alias and merge key is expanded (line 8)"},
+		{"too deep", minimal + "x: " + strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth) + "\n",
+			"what starts here takes the job file beyond 64 levels deep"},
+	} {
+		j, err := Parse([]byte(c.doc))
+		if j != nil || err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Parse = %v, %v; want %q", c.name, j, err, c.want)
+		}
+	}
+	// Below the bounds the decoder runs, and reports the wrong kinds.
+	j, nodes, err := parse([]byte(aliases(MaxNodes/5 - 100)))
+	if j == nil || !strings.Contains(fmt.Sprint(err), "sasl.user: want a single value") || nodes > MaxNodes {
+		t.Errorf("below the bound: Parse = %v, %v (%d nodes)", j, err, nodes)
+	}
+	deep := minimal + "x: " + strings.Repeat("[", MaxDepth-3) + strings.Repeat("]", MaxDepth-3) + "\n"
+	if j, err := Parse([]byte(deep)); j == nil || !strings.Contains(fmt.Sprint(err), "x: unknown field") {
+		t.Errorf("%d levels: Parse = %v, %v", MaxDepth-1, j, err)
+	}
+}
+
+// TestDuplicateKeys: a key set twice in one mapping is an error naming both
+// lines, wherever the mapping is; a mapping's own key overriding a merged
+// one is not (YAML 1.1 merge keys), and of merged mappings the first wins.
+func TestDuplicateKeys(t *testing.T) {
+	for _, c := range []struct{ name, doc, want string }{
+		{"top level", minimal + "until: end-offsets\nuntil: live\n", "until: set twice in one mapping, at lines 7 and 8 (line 8)"},
+		{"in a sink", withSink("{type: jsonl, path: a, path: b}"), "sinks[1].path: set twice in one mapping, at lines 5 and 5 (line 5)"},
+		{"in a merged mapping", "x: &x {time: none, time: kafka}\n" + minimal + "  - {<<: *x, topic: b}\n",
+			"inputs[1].time: set twice in one mapping, at lines 1 and 1 (line 1)"},
+		{"two merge keys", "x: &x {time: none}\n" + minimal + "  - {<<: *x, <<: *x, topic: b}\n",
+			"inputs[1].<<: set twice in one mapping, at lines 8 and 8 (line 8)"},
+	} {
+		got := strings.Join(problems(t, c.doc), "\n")
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%s: problems %q, want %q", c.name, got, c.want)
+		}
+	}
+	j, err := Parse([]byte(`
+a: &a {topic: a, time: none, key: field, key_field: id}
+b: &b {topic: b, time: kafka, time_field: ts}
+c: &c {<<: [*a, *b], key_field: own}
+inputs:
+  - {<<: [*a, *b], topic: own}
+  - {<<: *c, <<: *c}
+`))
+	if !strings.Contains(fmt.Sprint(err), "inputs[1].<<: set twice") || strings.Contains(fmt.Sprint(err), "inputs[0]") {
+		t.Fatalf("Parse: %v", err)
+	}
+	in := j.Inputs[0]
+	if in.Topic != "own" || in.Time != "none" || in.KeyField != "id" || in.TimeField != "ts" {
+		t.Errorf("inputs[0] = %+v; want its own topic, then a's keys over b's", in)
+	}
+	if j.lines["inputs[0].time"] != 2 || j.lines["inputs[0].time_field"] != 3 {
+		t.Errorf("lines of merged keys: %v", j.lines)
 	}
 }

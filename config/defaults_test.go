@@ -169,3 +169,80 @@ func TestDocumentedDefaultsMatchCode(t *testing.T) {
 		}
 	}
 }
+
+// TestDocumentedRangesMatchCode holds the Ranges table of docs/config.md to
+// the code: each setting's least and most value is valid, one step beyond
+// either is refused naming the setting, and every setting with a range is
+// in the table.
+func TestDocumentedRangesMatchCode(t *testing.T) {
+	md, err := os.ReadFile("../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := func(key string) func(string) (string, string) {
+		return func(v string) (string, string) { return minimal + key + ": " + v + "\n", key }
+	}
+	sink := func(spec, key string) func(string) (string, string) {
+		return func(v string) (string, string) { return withSink(spec + key + ": " + v + "}"), "sinks[1]." + key }
+	}
+	settings := map[string]func(string) (string, string){
+		"delay": top("delay"), "align": top("align"), "max_future": top("max_future"),
+		"flush_linger": top("flush_linger"), "checkpoint_interval": top("checkpoint_interval"),
+		"batch_size": top("batch_size"), "discovery_interval": top("discovery_interval"),
+		"state.memory": func(v string) (string, string) {
+			return minimal + "state: {memory: " + v + "}\n", "state.memory"
+		},
+		"jsonl buffer_size":  sink("{type: jsonl, path: x, ", "buffer_size"),
+		"bulk max_docs":      sink("{type: bulk, url: 'http://h:1', index: i, ", "max_docs"),
+		"bulk max_bytes":     sink("{type: bulk, url: 'http://h:1', index: i, ", "max_bytes"),
+		"bulk linger":        sink("{type: bulk, url: 'http://h:1', index: i, ", "linger"),
+		"postgres max_batch": sink("{type: postgres, dsn_env: PG, ", "max_batch"),
+	}
+	_, table, _ := strings.Cut(string(md), "\n## Ranges\n")
+	row := regexp.MustCompile("^\\| ([a-z_. ]+) \\| `([^`]+)`[^|]* \\| `([^`]+)`[^|]* \\|$")
+	seen := map[string]bool{}
+	for _, line := range strings.Split(table, "\n") {
+		m := row.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		doc, ok := settings[m[1]]
+		if !ok {
+			t.Errorf("docs/config.md ranges %q: no check here", m[1])
+			continue
+		}
+		seen[m[1]] = true
+		for i, v := range []string{m[2], m[3]} {
+			d, field := doc(v)
+			if p := problems(t, d); len(p) != 0 {
+				t.Errorf("%s: %s is documented valid, got %q", m[1], v, p)
+			}
+			beyond := step(t, v, 2*i-1) // below the least, above the most
+			if beyond == "0" {          // 0 is the default of a count
+				beyond = "-1"
+			}
+			d, _ = doc(beyond)
+			if p := strings.Join(problems(t, d), "\n"); !strings.Contains(p, field+": ") {
+				t.Errorf("%s: %s is beyond the documented range, got %q", m[1], beyond, p)
+			}
+		}
+	}
+	for s := range settings {
+		if !seen[s] {
+			t.Errorf("%s has a range but no row in the Ranges table of docs/config.md", s)
+		}
+	}
+}
+
+// step returns the value one step (1ns, one byte, one) from v in the
+// direction dir (-1 or 1), in the job file's notation.
+func step(t *testing.T, v string, dir int) string {
+	if d, err := time.ParseDuration(v); err == nil {
+		return (d + time.Duration(dir)).String()
+	}
+	n, err := ParseSize(v)
+	if err != nil {
+		t.Fatalf("%q is neither a duration nor a size", v)
+	}
+	return strconv.FormatInt(n+int64(dir), 10)
+}

@@ -22,13 +22,24 @@
 //     library (package signalbox and sources/kafka), never a second copy
 //     that could drift (TestDocumentedDefaultsMatchCode holds
 //     docs/config.md to them).
-//  7. The rules of the inputs, the late policy, the run mode and the Kafka
-//     connection are the library's (signalbox.Input.Validate,
-//     LatePolicy.Validate, Until.Validate, kafka.Config.Validate,
-//     kafka.CheckBroker): Validate maps their field errors onto YAML paths
-//     and lines. Only what the job file alone has (durations and sizes as
-//     text, *_env names, which sinks may go together, the sinks' fields) is
-//     checked here.
+//  7. The rules of the inputs, the late policy, the run mode, the Kafka
+//     connection, and the ranges of every size and interval are the
+//     library's (signalbox.Input.Validate, LatePolicy.Validate,
+//     Until.Validate, signalbox.ValidateOptions, kafka.Config.Validate,
+//     kafka.CheckBroker, the sinks' Validate, durable.StoreOptions.Validate):
+//     Validate maps their field errors onto YAML paths and lines, so that
+//     validate refuses what run's path (Build, New, Open) would
+//     (TestValidateAgreesWithRun). Only what the job file alone has
+//     (durations and sizes as text, 0 for "off" where the library takes a
+//     negative, *_env names, which sinks may go together) is checked here.
 //  8. Parse walks one yaml.Node tree (decode.go); it never reads the text
 //     of yaml.v3's error messages, and it refuses a file beyond MaxJobSize.
+//  9. Parse measures the document with every alias and merge key expanded,
+//     on the node graph (linear in the file), before decoding it, and
+//     refuses one beyond MaxNodes or MaxDepth, or with an alias cycle,
+//     naming the alias's line: the decoder then visits at most MaxNodes
+//     nodes (FuzzParse), so no job file can cost more than that.
+//  10. A key set twice in one mapping is an error naming both lines. Merge
+//     keys follow YAML 1.1: a mapping's own keys override merged ones, an
+//     earlier merged mapping's keys a later one's, each key taken whole.
 package config

@@ -194,26 +194,42 @@ func Load(path string) (*Job, error) {
 // found on the node it is about, never by reading the text of yaml.v3's
 // error messages.
 func Parse(data []byte) (*Job, error) {
+	j, _, err := parse(data)
+	return j, err
+}
+
+// parse is Parse; it also returns how many nodes the decoder visited.
+func parse(data []byte) (*Job, int, error) {
 	if len(data) > MaxJobSize {
-		return nil, Errors{{Msg: fmt.Sprintf("a job file is at most %d bytes (1 MiB); this one is larger", MaxJobSize)}}
+		return nil, 0, Errors{{Msg: fmt.Sprintf("a job file is at most %d bytes (1 MiB); this one is larger", MaxJobSize)}}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var root yaml.Node
 	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
-		return nil, Errors{{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
+		return nil, 0, Errors{{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
-		return nil, Errors{{Line: extra.Line, Msg: "a job file holds one YAML document"}}
+		return nil, 0, Errors{{Line: extra.Line, Msg: "a job file holds one YAML document"}}
 	} else if !errors.Is(err, io.EOF) {
-		return nil, Errors{{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
+		return nil, 0, Errors{{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
 	}
+	if len(root.Content) == 0 { // an empty file: every field takes its default
+		return &Job{lines: map[string]int{}}, 0, nil
+	}
+	if err := checkExpansion(&root); err != nil {
+		return nil, 0, Errors{err}
+	}
+	j, d := decodeJob(root.Content[0])
+	return j, d.nodes, d.errs.err()
+}
+
+// decodeJob decodes a document checkExpansion accepted.
+func decodeJob(n *yaml.Node) (*Job, *nodeDecoder) {
 	j := &Job{lines: map[string]int{}}
 	d := &nodeDecoder{lines: j.lines}
-	if len(root.Content) > 0 { // an empty file: every field takes its default
-		d.decode(root.Content[0], reflect.ValueOf(j).Elem(), "")
-	}
-	return j, d.errs.err()
+	d.decode(n, reflect.ValueOf(j).Elem(), "")
+	return j, d
 }
 
 // LoadChecked is Load followed by Validate: it returns the job together with

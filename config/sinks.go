@@ -50,7 +50,9 @@ func (s *Sink) checkFields(kind *sinkKind, v *validator, p string) {
 }
 
 func validateJSONL(s *Sink, v *validator, p string) {
-	v.size(p+".buffer_size", s.BufferSize)
+	if n := v.size(p+".buffer_size", s.BufferSize); n > 0 {
+		v.fields(p, jsonl.Options{BufferSize: int(n)}.Validate())
+	}
 	if s.Sync && s.writesStdout() {
 		v.bad(p+".sync", "only for a file path, not stdout")
 	}
@@ -70,12 +72,9 @@ var (
 )
 
 func validateBulk(s *Sink, v *validator, p string) {
-	v.fields(p, (&bulk.Config{URL: s.URL, Index: s.Index}).Validate())
-	if s.MaxDocs < 0 {
-		v.bad(p+".max_docs", "%d is negative", s.MaxDocs)
-	}
-	v.size(p+".max_bytes", s.MaxBytes)
-	v.duration(p+".linger", s.Linger, false)
+	cfg := bulk.Config{URL: s.URL, Index: s.Index, MaxDocs: s.MaxDocs, MaxBytes: int(v.size(p+".max_bytes", s.MaxBytes)),
+		Linger: v.duration(p+".linger", s.Linger, notNegative)}
+	v.fields(p, cfg.Validate())
 	v.oneOf(p+".doc_id", s.DocID, docIDValues)
 	v.oneOf(p+".versioning", s.Versioning, versioningValues)
 	v.envName(p+".auth_env", s.AuthEnv)
@@ -143,12 +142,9 @@ func validatePostgres(s *Sink, v *validator, p string) {
 	if s.Table != "" && !pgTableRE.MatchString(s.Table) {
 		v.bad(p+".table", "%q is not a lower-case table name such as signalbox_records or ops.ordered", s.Table)
 	}
-	cfg := postgres.Config{DSN: "(read by Build)", Table: s.Table, ValueType: s.ValueType}
+	cfg := postgres.Config{DSN: "(read by Build)", Table: s.Table, ValueType: s.ValueType, MaxBatch: s.MaxBatch}
 	cfg.EnsureDefaults()
 	v.fields(p, cfg.Validate())
-	if s.MaxBatch < 0 {
-		v.bad(p+".max_batch", "%d is negative", s.MaxBatch)
-	}
 }
 
 // exactlyOnce reports whether s stores the checkpoint in its own

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/internal/admin"
 	"github.com/signalbox/signalbox/internal/fielderr"
+	"github.com/signalbox/signalbox/timers/durable"
 )
 
 // sinkTypes are the values of a sink's type, in the order messages list
@@ -60,8 +62,23 @@ func (v *validator) oneOf(path, val string, allowed []string) {
 	}
 }
 
-// duration checks a Go duration field; "" is accepted as the default.
-func (v *validator) duration(path, val string, positive bool) time.Duration {
+// durationRule is what a duration field refuses besides bad syntax; the
+// ranges are the library's (see validateRanges).
+type durationRule int
+
+const (
+	libraryRange durationRule = iota // the library checks the value
+	// notNegative: the library takes a negative value for "off", which a
+	// job file writes as 0.
+	notNegative
+	// notZero: the library takes 0 for its default, which a job file
+	// writes by leaving the field out.
+	notZero
+)
+
+// duration checks the syntax of a Go duration field and rule; "" is
+// accepted as the default.
+func (v *validator) duration(path, val string, rule durationRule) time.Duration {
 	if val == "" {
 		return 0
 	}
@@ -69,12 +86,16 @@ func (v *validator) duration(path, val string, positive bool) time.Duration {
 	switch {
 	case err != nil:
 		v.bad(path, "%q is not a duration such as 2s or 500ms", val)
-	case d < 0 || positive && d == 0:
-		v.bad(path, "%s must be positive", val)
+	case rule == notNegative && d < 0:
+		v.bad(path, "%s is negative: must be ≥ 0", val)
+	case rule == notZero && d == 0:
+		v.bad(path, "%s must be above 0 (leave it out for the default)", val)
 	}
 	return d
 }
 
+// size checks the syntax of a size field; "" is accepted as the default.
+// The ranges are the library's.
 func (v *validator) size(path, val string) int64 {
 	if val == "" {
 		return 0
@@ -84,7 +105,7 @@ func (v *validator) size(path, val string) int64 {
 	case err != nil:
 		v.bad(path, "%v", err)
 	case n <= 0:
-		v.bad(path, "%s must be positive", val)
+		v.bad(path, "%s must be above 0 (leave it out for the default)", val)
 	}
 	return n
 }
@@ -122,10 +143,10 @@ func (j *Job) Validate() error {
 		}
 		in.validate(v, p)
 	}
-	v.duration("delay", j.Delay, false)
-	v.duration("align", j.Align, false)
-	v.duration("max_future", j.MaxFuture, false)
-	v.duration("flush_linger", j.FlushLinger, false)
+	v.duration("delay", j.Delay, libraryRange)
+	v.duration("align", j.Align, libraryRange)
+	v.duration("max_future", j.MaxFuture, libraryRange)
+	v.duration("flush_linger", j.FlushLinger, libraryRange)
 	v.fields("", signalbox.LatePolicy(j.Late).Validate())
 	if j.Late == "dead-letter" && j.DeadLetter == nil {
 		v.bad("dead_letter", "required when late is dead-letter")
@@ -142,18 +163,36 @@ func (j *Job) Validate() error {
 	}
 	j.validateSinkSet(v)
 	v.size("state.memory", j.State.Memory)
-	v.duration("checkpoint_interval", j.CheckpointInterval, true)
-	if j.BatchSize < 0 {
-		v.bad("batch_size", "%d is negative", j.BatchSize)
-	}
+	v.duration("checkpoint_interval", j.CheckpointInterval, notZero)
+	j.validateRanges(v)
 	if a := j.Admin.Addr; a != "" && a != admin.Off {
 		if _, err := admin.ListenAddr(a); err != nil {
 			v.bad("admin.addr", "%v", err)
 		}
 	}
-	v.duration("discovery_interval", j.DiscoveryInterval, false)
+	v.duration("discovery_interval", j.DiscoveryInterval, notNegative)
 	return v.errs.err()
 }
+
+// validateRanges maps the library's verdict on the pipeline's sizes and
+// intervals (signalbox.ValidateOptions) and on the parked-state budget
+// (durable.StoreOptions.Validate) onto the job's YAML paths: the ranges are
+// the library's, so that validate refuses what New would.
+func (j *Job) validateRanges(v *validator) {
+	for _, fe := range fielderr.All(signalbox.ValidateOptions(j.options()...)) {
+		v.bad(cmp.Or(optionPaths[fe.Field], fe.Field), "%s", fe.Msg)
+	}
+	if j.State.Dir != "" {
+		opts := durable.StoreOptions{MemoryBudget: sizeOrZero(j.State.Memory)}
+		for _, fe := range fielderr.All(opts.Validate()) {
+			v.bad("state.memory", "%s", fe.Msg)
+		}
+	}
+}
+
+// optionPaths are the YAML paths of the library's option fields whose
+// names differ.
+var optionPaths = map[string]string{"parked_limit": "state.memory"}
 
 // validateConnection maps the Kafka source's verdict on the connection
 // (kafka.Config.Validate, the one copy of those rules) onto the job's YAML

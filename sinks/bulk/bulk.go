@@ -28,6 +28,14 @@ const (
 	DefaultTimeout  = 30 * time.Second
 )
 
+// The ranges Validate enforces: a request beyond 100 MiB is beyond what an
+// Elasticsearch or OpenSearch node accepts (http.max_content_length).
+const (
+	MaxMaxDocs  = 100_000
+	MaxMaxBytes = 100 << 20
+	MaxLinger   = time.Minute
+)
+
 // ErrClosed is returned by calls made after Close.
 var ErrClosed = errors.New("bulk: sink closed")
 
@@ -60,13 +68,15 @@ type Config struct {
 	Client *http.Client
 	// Header is added to every request (authentication, for example).
 	Header http.Header
-	// MaxDocs closes a request at this many documents. Default 1000.
+	// MaxDocs closes a request at this many documents. Default 1000; at
+	// most MaxMaxDocs.
 	MaxDocs int
-	// MaxBytes closes a request at this many NDJSON bytes. Default 5 MiB.
+	// MaxBytes closes a request at this many NDJSON bytes. Default 5 MiB;
+	// at most MaxMaxBytes.
 	MaxBytes int
 	// Linger sends a non-empty, non-full request this long after its first
 	// document was written. Default 200ms. Negative disables the timer
-	// (only count, bytes and Flush close a request).
+	// (only count, bytes and Flush close a request). At most MaxLinger.
 	Linger time.Duration
 	// Retry is the backoff for 429, 5xx and transport errors. Zero value:
 	// the retry package defaults (100ms doubling to 10s, ±20%, 2m budget).
@@ -82,10 +92,10 @@ func (c *Config) EnsureDefaults() {
 	if c.Client == nil {
 		c.Client = &http.Client{Timeout: DefaultTimeout}
 	}
-	if c.MaxDocs <= 0 {
+	if c.MaxDocs == 0 {
 		c.MaxDocs = DefaultMaxDocs
 	}
-	if c.MaxBytes <= 0 {
+	if c.MaxBytes == 0 {
 		c.MaxBytes = DefaultMaxBytes
 	}
 	if c.Linger == 0 {
@@ -98,7 +108,8 @@ func (c *Config) EnsureDefaults() {
 }
 
 // Validate reports every configuration error, each naming its field as the
-// job file does (url, index), joined in one error.
+// job file does (url, index, max_docs, max_bytes, linger), joined in one
+// error. Call EnsureDefaults first to accept zero values.
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
@@ -111,6 +122,15 @@ func (c *Config) Validate() error {
 	}
 	if c.Index == "" {
 		bad("index", "required for a bulk sink")
+	}
+	if c.MaxDocs < 0 || c.MaxDocs > MaxMaxDocs {
+		bad("max_docs", "%d is out of range: must be from 1 to 100000", c.MaxDocs)
+	}
+	if c.MaxBytes < 0 || c.MaxBytes > MaxMaxBytes {
+		bad("max_bytes", "%d bytes is out of range: must be from 1 B to 100 MiB", c.MaxBytes)
+	}
+	if c.Linger > MaxLinger {
+		bad("linger", "%v is out of range: must be at most 1m", c.Linger)
 	}
 	return errors.Join(errs...)
 }

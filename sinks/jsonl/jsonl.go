@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sinks/envelope"
 )
@@ -25,7 +26,8 @@ const DefaultBufferSize = 256 << 10
 // Options configure a Sink. The zero value is valid.
 type Options struct {
 	// BufferSize is the size of the write buffer in bytes. Default
-	// DefaultBufferSize (256 KiB). A full buffer is written out during Write.
+	// DefaultBufferSize (256 KiB); from MinBufferSize to MaxBufferSize. A
+	// full buffer is written out during Write.
 	BufferSize int
 	// Sync makes every Flush (and Close) of a file sink call fsync after
 	// writing, so that an acknowledgement survives a machine crash, not only
@@ -35,9 +37,25 @@ type Options struct {
 	FileMode os.FileMode
 }
 
+// The range of Options.BufferSize: a larger buffer buys nothing, and one
+// of terabytes exhausts memory when Open allocates it.
+const (
+	MinBufferSize = 16 // bufio's smallest
+	MaxBufferSize = 64 << 20
+)
+
+// Validate reports an option out of its range as an error naming the field
+// as the job file does (buffer_size). Open calls it.
+func (o Options) Validate() error {
+	if o.BufferSize != 0 && (o.BufferSize < MinBufferSize || o.BufferSize > MaxBufferSize) {
+		return fmt.Errorf("jsonl: %w", fielderr.New("buffer_size", "%d bytes is out of range: must be from 16 B to 64 MiB", o.BufferSize))
+	}
+	return nil
+}
+
 // EnsureDefaults fills zero fields with their defaults.
 func (o *Options) EnsureDefaults() {
-	if o.BufferSize <= 0 {
+	if o.BufferSize == 0 {
 		o.BufferSize = DefaultBufferSize
 	}
 	if o.FileMode == 0 {
@@ -85,6 +103,9 @@ func (s *Sink) Open(ctx context.Context) error {
 	}
 	if s.bw != nil {
 		return errors.New("jsonl: Open called twice")
+	}
+	if err := s.opts.Validate(); err != nil {
+		return err
 	}
 	s.size = -1
 	if s.path != "" {

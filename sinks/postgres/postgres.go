@@ -48,7 +48,7 @@ type Config struct {
 	// by an earlier build: the tables must then already have it.
 	NoCreate bool
 	// MaxBatch is the number of buffered rows at which Write commits them
-	// before accepting more. Default 10000.
+	// before accepting more. Default 10000; at most MaxMaxBatch.
 	MaxBatch int
 }
 
@@ -63,17 +63,20 @@ func (c *Config) EnsureDefaults() {
 	if c.ValueType == "" {
 		c.ValueType = "jsonb"
 	}
-	if c.MaxBatch <= 0 {
+	if c.MaxBatch == 0 {
 		c.MaxBatch = DefaultMaxBatch
 	}
 }
+
+// MaxMaxBatch bounds Config.MaxBatch: the rows are buffered in memory.
+const MaxMaxBatch = 1_000_000
 
 // MaxTable is the longest table name (without its schema): PostgreSQL's
 // identifiers have 63 bytes, and the checkpoint table appends _checkpoint.
 const MaxTable = 63 - len("_checkpoint")
 
 // Validate reports every configuration error, each naming its field as the
-// job file does (dsn, table, value_type), joined in one error. Call
+// job file does (dsn, table, value_type, max_batch), joined in one error. Call
 // EnsureDefaults first to accept zero values.
 func (c *Config) Validate() error {
 	var errs []error
@@ -88,6 +91,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ValueType != "jsonb" && c.ValueType != "text" {
 		bad("value_type", "%q is not one of jsonb, text", c.ValueType)
+	}
+	if c.MaxBatch < 1 || c.MaxBatch > MaxMaxBatch {
+		bad("max_batch", "%d is out of range: must be from 1 to 1000000 rows", c.MaxBatch)
 	}
 	return errors.Join(errs...)
 }

@@ -72,7 +72,7 @@ type Config struct {
 	// lagged by more than the delay minus the interval, and while looks
 	// fail the watermark is held. Default 1s; negative disables discovery
 	// (the partitions found at Open are read, in group mode those of each
-	// rebalance).
+	// rebalance). From MinDiscoveryInterval (100ms) to 1h.
 	DiscoveryInterval time.Duration
 	// GroupInstanceID makes the member static (Kafka's
 	// group.instance.id, KIP-345): a restart within SessionTimeout
@@ -154,6 +154,10 @@ type Config struct {
 // replay's peak within 1.3× of a 1M replay's without coming near 256's
 // cost.
 const DefaultPartitionMaxRecords = 768
+
+// MinDiscoveryInterval is the shortest DiscoveryInterval: each look is a
+// metadata request, and shorter intervals cost the job and the broker a core.
+const MinDiscoveryInterval = 100 * time.Millisecond
 
 // DefaultDiscoveryInterval is Config.DiscoveryInterval's default: well below
 // the delays jobs use (seconds to minutes), and one small metadata request
@@ -246,20 +250,28 @@ func (c *Config) Validate() error {
 	if c.Isolation != ReadCommitted && c.Isolation != ReadUncommitted {
 		bad("isolation", "%q is not one of %s, %s", c.Isolation, ReadCommitted, ReadUncommitted)
 	}
-	if c.FetchMaxWait < 0 {
-		bad("fetch_max_wait", "must not be negative")
+	// The ranges of the sizes and intervals: beyond them a value costs
+	// memory or a core, or means nothing.
+	if c.DiscoveryInterval >= 0 && (c.DiscoveryInterval < MinDiscoveryInterval || c.DiscoveryInterval > time.Hour) {
+		bad("discovery_interval", "%v is out of range: must be from 100ms to 1h", c.DiscoveryInterval)
 	}
-	if c.FetchMaxBytes < 0 || c.PartitionMaxBytes < 0 {
-		bad("fetch_max_bytes", "must not be negative")
+	if c.FetchMaxWait < 0 || c.FetchMaxWait > 10*time.Second {
+		bad("fetch_max_wait", "%v is out of range: must be from 0 to 10s", c.FetchMaxWait)
 	}
-	if c.RetryBackoff < 0 {
-		bad("retry_backoff", "must not be negative")
+	if c.FetchMaxBytes < 1 || c.FetchMaxBytes > 1<<30 {
+		bad("fetch_max_bytes", "%d bytes is out of range: must be from 1 B to 1 GiB", c.FetchMaxBytes)
 	}
-	if c.PartitionMaxRecords < 0 {
-		bad("partition_max_records", "must not be negative")
+	if c.PartitionMaxBytes < 1 || c.PartitionMaxBytes > 1<<30 {
+		bad("partition_max_bytes", "%d bytes is out of range: must be from 1 B to 1 GiB", c.PartitionMaxBytes)
 	}
-	if c.EvidenceInterval < 0 {
-		bad("evidence_interval", "must be positive: a paused partition needs end-offset evidence")
+	if c.RetryBackoff < time.Millisecond || c.RetryBackoff > time.Minute {
+		bad("retry_backoff", "%v is out of range: must be from 1ms to 1m", c.RetryBackoff)
+	}
+	if c.PartitionMaxRecords < 1 || c.PartitionMaxRecords > 1_000_000 {
+		bad("partition_max_records", "%d is out of range: must be from 1 to 1000000", c.PartitionMaxRecords)
+	}
+	if c.EvidenceInterval < time.Millisecond || c.EvidenceInterval > time.Minute {
+		bad("evidence_interval", "%v is out of range: must be from 1ms to 1m: a paused partition needs end-offset evidence", c.EvidenceInterval)
 	}
 	if !c.TLS.Enable && (c.TLS.CAFile != "" || c.TLS.CertFile != "" || c.TLS.KeyFile != "" || c.TLS.InsecureSkipVerify) {
 		bad("tls.enabled", "TLS files or options are set but enabled is false")

@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/google/btree"
 
+	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/record"
 )
 
@@ -73,6 +74,10 @@ const (
 // compact records that are still parked (docs/bench.md).
 const minMemTable = 4 << 20
 
+// MaxMemoryBudget bounds StoreOptions.MemoryBudget, as
+// signalbox.MaxParkedLimit bounds the parked bytes without a store.
+const MaxMemoryBudget = 1 << 40
+
 // Defaults of StoreOptions.
 const (
 	DefaultMemoryBudget = 256 << 20
@@ -123,8 +128,8 @@ func (o *StoreOptions) walQueue() int64 {
 // Validate reports the first invalid field of o, after defaults.
 func (o *StoreOptions) Validate() error {
 	switch {
-	case o.MemoryBudget < 0:
-		return fmt.Errorf("durable: MemoryBudget %d is negative", o.MemoryBudget)
+	case o.MemoryBudget < 0 || o.MemoryBudget > MaxMemoryBudget:
+		return fmt.Errorf("durable: %w", fielderr.New("memory_budget", "%d bytes is out of range: must be ≥ 0 and at most 1 TiB", o.MemoryBudget))
 	case o.CacheSize < 0:
 		return fmt.Errorf("durable: CacheSize %d is negative", o.CacheSize)
 	case o.DiskReserve < 0:

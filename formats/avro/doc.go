@@ -1,0 +1,30 @@
+// Package avro decodes Avro binary bodies with a writer schema from the
+// registry and renders them as JSON by the rules in docs/sinks.md
+// ("Schema'd values").
+//
+// github.com/twmb/avro parses the schema (with the referenced schemas
+// first). Decoding runs a transcoder compiled from that schema, which reads
+// the binary and appends JSON in one pass with no intermediate value. The
+// library's own decoder, into a generic value that a renderer walks, is
+// the reference: the tests run both on every case, and FuzzTranscode checks
+// on arbitrary bodies that both fail or both give the same bytes and the
+// same lookups.
+//
+// Lifecycle: Compile a schema once per registry id; a *Codec is immutable
+// and safe for concurrent use. Decode runs per record.
+//
+// Invariants:
+//
+//  1. Decode never panics and its memory is bounded by the body: like the
+//     library, it refuses a block count larger than the bytes left could
+//     hold, nesting deeper than 1000, more than 4096 zero-byte items, and
+//     decimals longer than 32 KiB; a body with bytes left after the value,
+//     and a time of day outside [0, 24h), are refused too.
+//  2. The JSON of a value is a pure function of (schema, body): record
+//     fields in schema order, map keys sorted, unions as the plain value of
+//     their branch, enums as symbols, bytes and fixed as base64, decimals
+//     as exact strings with the schema's scale, timestamps as RFC 3339 in
+//     UTC with the precision of their logical type.
+//  3. Lookup of a logical timestamp or date (local-timestamp-* read as UTC)
+//     yields KindTime, so no time format is needed for it.
+package avro

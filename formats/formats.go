@@ -1,0 +1,293 @@
+package formats
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/signalbox/signalbox/formats/avro"
+	"github.com/signalbox/signalbox/formats/protobuf"
+	"github.com/signalbox/signalbox/formats/registry"
+	"github.com/signalbox/signalbox/formats/value"
+	"github.com/signalbox/signalbox/formats/wire"
+	"github.com/signalbox/signalbox/internal/jsonfield"
+	"github.com/signalbox/signalbox/record"
+)
+
+// Format is a schema'd wire format.
+type Format string
+
+// The formats a Decoder reads.
+const (
+	Avro       Format = "avro"
+	Protobuf   Format = "protobuf"
+	JSONSchema Format = "json_schema"
+)
+
+// Field is the value at a dotted path of a decoded record.
+type Field = value.Field
+
+// ErrBadRecord is matched (errors.Is) by a *BadRecordError.
+var ErrBadRecord = errors.New("bad record")
+
+// ErrUnavailable is matched (errors.Is) by an error that means "the
+// registry could not answer; hold the record and try again".
+var ErrUnavailable = registry.ErrUnavailable
+
+// BadRecordError says why a record cannot be decoded. The reason is meant
+// for the dead-letter sink.
+type BadRecordError struct {
+	SchemaID int // 0 when the record named none (or a GUID)
+	Err      error
+}
+
+func (e *BadRecordError) Error() string { return e.Err.Error() }
+
+// Is makes errors.Is(err, ErrBadRecord) true.
+func (e *BadRecordError) Is(target error) bool { return target == ErrBadRecord }
+
+func (e *BadRecordError) Unwrap() error { return e.Err }
+
+// Registry is what a Decoder needs from a registry (*registry.Client).
+type Registry interface {
+	ByID(ctx context.Context, id int) (*registry.Schema, error)
+	ByGUID(ctx context.Context, guid string) (*registry.Schema, error)
+}
+
+// Config configures a Decoder.
+type Config struct {
+	// Format is the wire format of the data. Required.
+	Format Format
+	// Registry resolves schema ids. Required.
+	Registry Registry
+	// Key makes the Decoder read keys: the __key_schema_id header instead
+	// of __value_schema_id.
+	Key bool
+}
+
+// Decoder decodes the keys or values of one input.
+type Decoder struct {
+	cfg    Config
+	header string
+
+	mu     sync.Mutex
+	codecs map[string]*compiled // "id:42", "guid:…"
+}
+
+type compiled struct {
+	avro  *avro.Codec
+	proto *protobuf.Codec
+	id    int
+	err   error // a compile error, a *BadRecordError kept for the id's life
+}
+
+// New checks cfg and returns a Decoder.
+func New(cfg Config) (*Decoder, error) {
+	switch cfg.Format {
+	case Avro, Protobuf, JSONSchema:
+	default:
+		return nil, fmt.Errorf("formats: format %q is not one of avro, protobuf, json_schema", cfg.Format)
+	}
+	if cfg.Registry == nil {
+		return nil, errors.New("formats: a schema registry is required for format " + string(cfg.Format))
+	}
+	d := &Decoder{cfg: cfg, header: wire.ValueHeader, codecs: map[string]*compiled{}}
+	if cfg.Key {
+		d.header = wire.KeyHeader
+	}
+	return d, nil
+}
+
+// Value is one decoded key or value (a value.Decoded).
+type Value struct {
+	json   []byte
+	id     int
+	guid   string
+	lookup func([]string) (value.Field, bool)
+}
+
+// JSON is the decoded value as JSON, for text sinks.
+func (v *Value) JSON() []byte { return v.json }
+
+// SchemaID is the writer schema's registry id (0 for a tombstone).
+func (v *Value) SchemaID() int { return v.id }
+
+// SchemaGUID is the writer schema's GUID when the record named it by GUID
+// (the header framing).
+func (v *Value) SchemaGUID() string { return v.guid }
+
+// Lookup returns the field at a split dotted path (value.SplitPath), and
+// false when the value has none. A logical timestamp or date is KindTime.
+func (v *Value) Lookup(path []string) (Field, bool) {
+	if v.lookup == nil {
+		return Field{}, false
+	}
+	return v.lookup(path)
+}
+
+var _ value.Decoded = (*Value)(nil)
+
+var null = []byte("null")
+
+// Decode decodes one payload with the headers of its record.
+func (d *Decoder) Decode(ctx context.Context, payload []byte, headers []record.Header) (*Value, error) {
+	if payload == nil {
+		return &Value{json: null}, nil
+	}
+	h, hasHeader := wire.Header(headers, d.header)
+	fr, err := wire.Parse(payload, h, hasHeader, d.cfg.Format == Protobuf)
+	if err != nil {
+		return nil, &BadRecordError{Err: err}
+	}
+	c, err := d.codec(ctx, fr)
+	if err != nil {
+		return nil, err
+	}
+	v := &Value{id: c.id, guid: fr.GUID}
+	switch {
+	case c.avro != nil:
+		av, err := c.avro.Decode(fr.Body)
+		if err != nil {
+			return nil, &BadRecordError{SchemaID: c.id, Err: fmt.Errorf("schema id %d: %w", c.id, err)}
+		}
+		v.json, v.lookup = av.JSON(), av.Lookup
+	case c.proto != nil:
+		pv, err := c.proto.Decode(fr.Indexes, fr.Body)
+		if err != nil {
+			return nil, &BadRecordError{SchemaID: c.id, Err: fmt.Errorf("schema id %d: %w", c.id, err)}
+		}
+		v.json, v.lookup = pv.JSON(), pv.Lookup
+	default:
+		if !utf8.Valid(fr.Body) {
+			return nil, &BadRecordError{SchemaID: c.id, Err: fmt.Errorf("schema id %d: json: body is not valid UTF-8", c.id)}
+		}
+		var out bytes.Buffer
+		out.Grow(len(fr.Body))
+		if err := json.Compact(&out, fr.Body); err != nil {
+			return nil, &BadRecordError{SchemaID: c.id, Err: fmt.Errorf("schema id %d: json: %w", c.id, err)}
+		}
+		v.json = out.Bytes()
+		v.lookup = func(p []string) (value.Field, bool) { return jsonLookup(v.json, p) }
+	}
+	return v, nil
+}
+
+// DecodeValue is Decode returning the value.Decoded interface, the form an
+// engine's per-input decoder hook takes.
+func (d *Decoder) DecodeValue(ctx context.Context, payload []byte, headers []record.Header) (value.Decoded, error) {
+	v, err := d.Decode(ctx, payload, headers)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// codec returns the compiled schema of a frame, fetching and compiling it
+// on first sight.
+func (d *Decoder) codec(ctx context.Context, fr wire.Frame) (*compiled, error) {
+	key := "id:" + strconv.Itoa(fr.ID)
+	if fr.GUID != "" {
+		key = "guid:" + fr.GUID
+	}
+	d.mu.Lock()
+	c, ok := d.codecs[key]
+	d.mu.Unlock()
+	if ok {
+		return c, c.err
+	}
+	var s *registry.Schema
+	var err error
+	if fr.GUID != "" {
+		s, err = d.cfg.Registry.ByGUID(ctx, fr.GUID)
+	} else {
+		s, err = d.cfg.Registry.ByID(ctx, fr.ID)
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, registry.ErrNotFound):
+		return nil, &BadRecordError{SchemaID: fr.ID, Err: err}
+	default:
+		return nil, err // unavailable, or the context's error: not cached
+	}
+	c = d.compile(ctx, s)
+	if c.err != nil && !errors.Is(c.err, ErrBadRecord) {
+		return nil, c.err // the context ended mid-compile: not cached
+	}
+	d.mu.Lock()
+	if prev, ok := d.codecs[key]; ok {
+		c = prev
+	} else {
+		d.codecs[key] = c
+	}
+	d.mu.Unlock()
+	return c, c.err
+}
+
+func (d *Decoder) compile(ctx context.Context, s *registry.Schema) *compiled {
+	c := &compiled{id: s.ID}
+	bad := func(err error) *compiled {
+		c.err = &BadRecordError{SchemaID: s.ID, Err: fmt.Errorf("schema id %d: %w", s.ID, err)}
+		return c
+	}
+	want := map[Format]sr.SchemaType{Avro: sr.TypeAvro, Protobuf: sr.TypeProtobuf, JSONSchema: sr.TypeJSON}[d.cfg.Format]
+	if s.Type != want {
+		return bad(fmt.Errorf("the schema is %s, the input's format is %s", s.Type, d.cfg.Format))
+	}
+	var err error
+	switch d.cfg.Format {
+	case Avro:
+		refs := make([]string, len(s.References))
+		for i, r := range s.References {
+			refs[i] = r.Text
+		}
+		c.avro, err = avro.Compile(s.Text, refs)
+	case Protobuf:
+		refs := make(map[string]string, len(s.References))
+		for _, r := range s.References {
+			refs[r.Name] = r.Text
+		}
+		c.proto, err = protobuf.Compile(ctx, s.Text, refs)
+		if err != nil && ctx.Err() != nil {
+			c.err = ctx.Err()
+			return c
+		}
+	}
+	if err != nil {
+		return bad(err)
+	}
+	return c
+}
+
+// jsonLookup resolves a path in a JSON document.
+func jsonLookup(doc []byte, path []string) (value.Field, bool) {
+	p := make(jsonfield.Path, len(path))
+	for i, s := range path {
+		p[i] = []byte(s)
+	}
+	v, err := jsonfield.Get(doc, p)
+	if err != nil {
+		return value.Field{}, false
+	}
+	switch v.Kind {
+	case jsonfield.String:
+		var s string
+		if json.Unmarshal(v.Raw, &s) != nil {
+			return value.Field{}, false
+		}
+		return value.Field{Kind: value.KindString, Text: s}, true
+	case jsonfield.Number:
+		return value.Field{Kind: value.KindNumber, Text: string(v.Raw)}, true
+	case jsonfield.Bool:
+		return value.Field{Kind: value.KindBool, Text: string(v.Raw)}, true
+	case jsonfield.Null:
+		return value.Field{Kind: value.KindNull, Text: "null"}, true
+	}
+	return value.Field{Kind: value.KindOther, Text: string(v.Raw)}, true
+}

@@ -1,0 +1,426 @@
+package formats_test
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	hamba "github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/sr"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
+	"google.golang.org/protobuf/types/dynamicpb"
+	_ "google.golang.org/protobuf/types/known/timestamppb" // registers google/protobuf/timestamp.proto for the producer
+
+	"github.com/signalbox/signalbox/formats"
+	"github.com/signalbox/signalbox/formats/registry"
+	"github.com/signalbox/signalbox/formats/value"
+	"github.com/signalbox/signalbox/formats/wire"
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/retry"
+)
+
+const (
+	invV1 = `{"type":"record","name":"Inventory","namespace":"shop","fields":[
+		{"name":"sku","type":"string"},
+		{"name":"meta","type":{"type":"record","name":"Meta","fields":[{"name":"ts","type":{"type":"long","logicalType":"timestamp-millis"}}]}},
+		{"name":"qty","type":"int"}]}`
+	invV2 = `{"type":"record","name":"Inventory","namespace":"shop","fields":[
+		{"name":"sku","type":"string"},
+		{"name":"meta","type":{"type":"record","name":"Meta","fields":[{"name":"ts","type":{"type":"long","logicalType":"timestamp-millis"}}]}},
+		{"name":"qty","type":"int"},
+		{"name":"site","type":["null","string"],"default":null}]}`
+	saleProto = `syntax = "proto3";
+package shop;
+import "google/protobuf/timestamp.proto";
+message Other { int32 x = 1; }
+message Sale { string sku = 1; google.protobuf.Timestamp at = 2; int64 cents = 3; }
+`
+)
+
+// reg is an srfake registry over HTTP, with an outage switch.
+type reg struct {
+	*srfake.Registry
+	down atomic.Bool
+}
+
+func newReg(t *testing.T) *reg {
+	r := &reg{Registry: srfake.New()}
+	t.Cleanup(r.Close)
+	r.Intercept(func(w http.ResponseWriter, _ *http.Request) bool {
+		if r.down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	})
+	return r
+}
+
+func (r *reg) register(t *testing.T, subject string, s sr.Schema) int {
+	t.Helper()
+	id, _, err := r.RegisterSchema(subject, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func (r *reg) client(t *testing.T) *registry.Client {
+	cl, err := registry.New(registry.Config{URLs: []string{r.URL()},
+		Retry: retry.Policy{Initial: time.Millisecond, Max: 2 * time.Millisecond, NoJitter: true, MaxElapsed: 20 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+func newDecoder(t *testing.T, f formats.Format, r formats.Registry) *formats.Decoder {
+	t.Helper()
+	d, err := formats.New(formats.Config{Format: f, Registry: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// avroRecord frames v, encoded by hamba/avro with schema, as franz-go's
+// serde does: encoders independent of the decoder under test.
+func avroRecord(t *testing.T, schema string, id int, v any) []byte {
+	t.Helper()
+	s := hamba.MustParse(schema)
+	b, err := sr.Encode(v, new(sr.ConfluentHeader), id, nil, func(v any) ([]byte, error) { return hamba.Marshal(s, v) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type inv struct {
+	Sku  string  `avro:"sku"`
+	Meta meta    `avro:"meta"`
+	Qty  int32   `avro:"qty"`
+	Site *string `avro:"site"`
+}
+type meta struct {
+	Ts time.Time `avro:"ts"`
+}
+
+func TestAvroSchemaChangeMidTopic(t *testing.T) {
+	r := newReg(t)
+	id1 := r.register(t, "inventory-value", sr.Schema{Schema: invV1})
+	id2 := r.register(t, "inventory-value", sr.Schema{Schema: invV2})
+	d := newDecoder(t, formats.Avro, r.client(t))
+	site := "oslo"
+	t0 := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
+	type rec struct {
+		payload []byte
+		id      int
+		json    string
+	}
+	var topic []rec
+	for i := range 6 {
+		ts := t0.Add(time.Duration(i) * time.Second)
+		v := inv{Sku: "sku-" + string(rune('a'+i)), Meta: meta{Ts: ts}, Qty: int32(i)}
+		want := `{"sku":"sku-` + string(rune('a'+i)) + `","meta":{"ts":"` + ts.Format("2006-01-02T15:04:05.000Z") + `"},"qty":` + string(rune('0'+i))
+		if i%2 == 0 { // the old writer, still producing
+			topic = append(topic, rec{avroRecord(t, invV1, id1, v), id1, want + `}`})
+		} else {
+			v.Site = &site
+			topic = append(topic, rec{avroRecord(t, invV2, id2, v), id2, want + `,"site":"oslo"}`})
+		}
+	}
+	tsPath, _ := value.SplitPath("meta.ts")
+	for i, rc := range topic {
+		v, err := d.Decode(context.Background(), rc.payload, nil)
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		if string(v.JSON()) != rc.json || v.SchemaID() != rc.id {
+			t.Fatalf("record %d: schema %d %s, want %d %s", i, v.SchemaID(), v.JSON(), rc.id, rc.json)
+		}
+		f, ok := v.Lookup(tsPath)
+		if !ok || f.Kind != value.KindTime || !f.Time.Equal(t0.Add(time.Duration(i)*time.Second)) {
+			t.Fatalf("record %d: meta.ts = %+v %v", i, f, ok)
+		}
+	}
+}
+
+func TestProtobufAndHeaderFraming(t *testing.T) {
+	r := newReg(t)
+	id := r.register(t, "sales-value", sr.Schema{Schema: saleProto, Type: sr.TypeProtobuf})
+	d := newDecoder(t, formats.Protobuf, r.client(t))
+
+	// The producer builds its descriptor by hand (protodesc), not with the
+	// decoder's compiler.
+	fdp := &descriptorpb.FileDescriptorProto{
+		Name: proto.String("sale.proto"), Package: proto.String("shop"), Syntax: proto.String("proto3"),
+		Dependency: []string{"google/protobuf/timestamp.proto"},
+		MessageType: []*descriptorpb.DescriptorProto{
+			{Name: proto.String("Other"), Field: []*descriptorpb.FieldDescriptorProto{field("x", 1, descriptorpb.FieldDescriptorProto_TYPE_INT32, "")}},
+			{Name: proto.String("Sale"), Field: []*descriptorpb.FieldDescriptorProto{
+				field("sku", 1, descriptorpb.FieldDescriptorProto_TYPE_STRING, ""),
+				field("at", 2, descriptorpb.FieldDescriptorProto_TYPE_MESSAGE, ".google.protobuf.Timestamp"),
+				field("cents", 3, descriptorpb.FieldDescriptorProto_TYPE_INT64, ""),
+			}},
+		},
+	}
+	fd, err := protodesc.NewFile(fdp, protoregistry.GlobalFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2024, 3, 1, 12, 0, 0, 5000000, time.UTC)
+	m := dynamicpb.NewMessage(fd.Messages().ByName("Sale"))
+	m.Set(m.Descriptor().Fields().ByName("sku"), protoreflect.ValueOfString("s1"))
+	ts := m.Mutable(m.Descriptor().Fields().ByName("at")).Message()
+	ts.Set(ts.Descriptor().Fields().ByName("seconds"), protoreflect.ValueOfInt64(at.Unix()))
+	ts.Set(ts.Descriptor().Fields().ByName("nanos"), protoreflect.ValueOfInt32(int32(at.Nanosecond())))
+	m.Set(m.Descriptor().Fields().ByName("cents"), protoreflect.ValueOfInt64(1<<55))
+	payload, err := sr.Encode(m, new(sr.ConfluentHeader), id, []int{1}, func(v any) ([]byte, error) { return proto.Marshal(v.(proto.Message)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"sku":"s1","at":"2024-03-01T12:00:00.005Z","cents":"36028797018963968"}`
+	v, err := d.Decode(context.Background(), payload, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(v.JSON()) != want || v.SchemaID() != id {
+		t.Fatalf("got %d %s", v.SchemaID(), v.JSON())
+	}
+	atPath, _ := value.SplitPath("at")
+	if f, ok := v.Lookup(atPath); !ok || f.Kind != value.KindTime || !f.Time.Equal(at) {
+		t.Fatalf("at = %+v %v", f, ok)
+	}
+
+	// The same message with its id as a GUID in the header, and no prefix.
+	ss, ok := r.GetSchema("sales-value", 1)
+	if !ok || ss.GUID == "" {
+		t.Fatal("no GUID from srfake")
+	}
+	guid, _ := hex.DecodeString(strings.ReplaceAll(ss.GUID, "-", ""))
+	hdr := append(append([]byte{wire.MagicGUID}, guid...), 2, 2) // message index [1]
+	body, _ := proto.Marshal(m)
+	v, err = d.Decode(context.Background(), body, []record.Header{{Key: wire.ValueHeader, Value: hdr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(v.JSON()) != want || v.SchemaGUID() != ss.GUID || v.SchemaID() != id {
+		t.Fatalf("header framing: %d %q %s", v.SchemaID(), v.SchemaGUID(), v.JSON())
+	}
+	// A key decoder reads the key header, not the value header.
+	kd, _ := formats.New(formats.Config{Format: formats.Protobuf, Registry: r.client(t), Key: true})
+	if _, err := kd.Decode(context.Background(), body, []record.Header{{Key: wire.ValueHeader, Value: hdr}}); !errors.Is(err, formats.ErrBadRecord) {
+		t.Fatalf("key decoder used the value header: %v", err)
+	}
+	if v, err := kd.Decode(context.Background(), body, []record.Header{{Key: wire.KeyHeader, Value: hdr}}); err != nil || string(v.JSON()) != want {
+		t.Fatalf("key decoder: %v %v", v, err)
+	}
+}
+
+func field(name string, n int32, typ descriptorpb.FieldDescriptorProto_Type, typeName string) *descriptorpb.FieldDescriptorProto {
+	f := &descriptorpb.FieldDescriptorProto{Name: proto.String(name), Number: proto.Int32(n), Type: typ.Enum(),
+		Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(), JsonName: proto.String(name)}
+	if typeName != "" {
+		f.TypeName = proto.String(typeName)
+	}
+	return f
+}
+
+func TestJSONSchema(t *testing.T) {
+	r := newReg(t)
+	id := r.register(t, "ev-value", sr.Schema{Schema: `{"type":"object","properties":{"ts":{"type":"integer"}}}`, Type: sr.TypeJSON})
+	d := newDecoder(t, formats.JSONSchema, r.client(t))
+	payload, _ := sr.Encode(nil, new(sr.ConfluentHeader), id, nil, func(any) ([]byte, error) { return []byte("{\n  \"ts\": 1700000000000,\n  \"k\": \"a\"\n}"), nil })
+	v, err := d.Decode(context.Background(), payload, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(v.JSON()) != `{"ts":1700000000000,"k":"a"}` || v.SchemaID() != id {
+		t.Fatalf("got %d %s", v.SchemaID(), v.JSON())
+	}
+	p, _ := value.SplitPath("ts")
+	if f, ok := v.Lookup(p); !ok || f.Kind != value.KindNumber || f.Text != "1700000000000" {
+		t.Fatalf("ts = %+v", f)
+	}
+	p, _ = value.SplitPath("k")
+	if f, ok := v.Lookup(p); !ok || f.Kind != value.KindString || f.Text != "a" {
+		t.Fatalf("k = %+v", f)
+	}
+	for _, body := range []string{"{not json", "{\"a\":\"\xff\"}"} {
+		bad, _ := sr.Encode(nil, new(sr.ConfluentHeader), id, nil, func(any) ([]byte, error) { return []byte(body), nil })
+		if _, err := d.Decode(context.Background(), bad, nil); !errors.Is(err, formats.ErrBadRecord) {
+			t.Fatalf("body %q: %v", body, err)
+		}
+	}
+}
+
+func TestErrorsAndOutage(t *testing.T) {
+	r := newReg(t)
+	id := r.register(t, "inventory-value", sr.Schema{Schema: invV1})
+	pid := r.register(t, "sales-value", sr.Schema{Schema: saleProto, Type: sr.TypeProtobuf})
+	d := newDecoder(t, formats.Avro, r.client(t))
+	good := avroRecord(t, invV1, id, inv{Sku: "x", Meta: meta{Ts: time.Unix(1, 0)}, Qty: 1})
+	ctx := context.Background()
+
+	for name, c := range map[string]struct {
+		payload []byte
+		reason  string
+	}{
+		"plain JSON":       {[]byte(`{"sku":"x"}`), "not in the schema registry wire format"},
+		"empty":            {[]byte{}, "payload is empty"},
+		"unknown id":       {avroRecord(t, invV1, 999, inv{}), "schema id 999"},
+		"truncated body":   {good[:len(good)-2], "schema id"},
+		"protobuf id":      {append([]byte{0, 0, 0, 0, byte(pid)}, 0, 2), "the input's format is avro"},
+		"garbage after id": {append([]byte{0, 0, 0, 0, byte(id)}, 0xff, 0xff, 0xff), "avro:"},
+	} {
+		_, err := d.DecodeValue(ctx, c.payload, nil)
+		if !errors.Is(err, formats.ErrBadRecord) || errors.Is(err, formats.ErrUnavailable) || retry.IsRetryable(err) {
+			t.Errorf("%s: err %v is not a bad record", name, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.reason) {
+			t.Errorf("%s: reason %q does not say %q", name, err, c.reason)
+		}
+	}
+	if v, err := d.Decode(ctx, nil, nil); err != nil || string(v.JSON()) != "null" {
+		t.Fatalf("tombstone: %v %v", v, err)
+	}
+
+	// Outage: a record of a new id is held (unavailable), not bad; after
+	// the registry recovers it decodes, and ids already seen never waited.
+	id2 := r.register(t, "inventory-value", sr.Schema{Schema: invV2})
+	rec2 := avroRecord(t, invV2, id2, inv{Sku: "y", Meta: meta{Ts: time.Unix(2, 0)}, Qty: 2})
+	r.down.Store(true)
+	_, err := d.Decode(ctx, rec2, nil)
+	if !errors.Is(err, formats.ErrUnavailable) || errors.Is(err, formats.ErrBadRecord) || !retry.IsRetryable(err) {
+		t.Fatalf("during the outage: %v", err)
+	}
+	if _, err := d.Decode(ctx, good, nil); err != nil {
+		t.Fatalf("a cached id during the outage: %v", err)
+	}
+	r.down.Store(false)
+	v, err := d.Decode(ctx, rec2, nil)
+	if err != nil || v.SchemaID() != id2 || !strings.Contains(string(v.JSON()), `"sku":"y"`) {
+		t.Fatalf("after recovery: %v %v", v, err)
+	}
+
+	if _, err := formats.New(formats.Config{Format: "xml", Registry: r.client(t)}); err == nil || !strings.Contains(err.Error(), "format") {
+		t.Fatalf("bad format: %v", err)
+	}
+	if _, err := formats.New(formats.Config{Format: formats.Avro}); err == nil || !strings.Contains(err.Error(), "registry") {
+		t.Fatalf("no registry: %v", err)
+	}
+}
+
+func TestConcurrentDecode(t *testing.T) {
+	r := newReg(t)
+	id := r.register(t, "inventory-value", sr.Schema{Schema: invV1})
+	d := newDecoder(t, formats.Avro, r.client(t))
+	payload := avroRecord(t, invV1, id, inv{Sku: "x", Meta: meta{Ts: time.Unix(1, 0)}, Qty: 1})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				v, err := d.Decode(context.Background(), payload, nil)
+				if err != nil || !json.Valid(v.JSON()) {
+					t.Error(v, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// countingReg counts lookups, to show what a Decoder caches.
+type countingReg struct {
+	memReg
+	n int
+}
+
+func (c *countingReg) ByID(ctx context.Context, id int) (*registry.Schema, error) {
+	c.n++
+	return c.memReg.ByID(ctx, id)
+}
+
+func TestBrokenSchemaIsABadRecordOnce(t *testing.T) {
+	r := &countingReg{memReg: memReg{5: {ID: 5, Type: sr.TypeAvro, Text: `{"type":"record","name":"R","fields":[{"name":"a","type":"Nope"}]}`}}}
+	d := newDecoder(t, formats.Avro, r)
+	for range 3 {
+		_, err := d.Decode(context.Background(), []byte{0, 0, 0, 0, 5, 0}, nil)
+		var bad *formats.BadRecordError
+		if !errors.As(err, &bad) || bad.SchemaID != 5 || !strings.Contains(err.Error(), "schema id 5") {
+			t.Fatalf("err = %v", err)
+		}
+	}
+	if r.n != 1 {
+		t.Fatalf("a schema that does not compile was fetched %d times, want 1", r.n)
+	}
+}
+
+func TestCancelledWhileRegistryDown(t *testing.T) {
+	r := newReg(t)
+	id := r.register(t, "inventory-value", sr.Schema{Schema: invV1})
+	cl, err := registry.New(registry.Config{URLs: []string{r.URL()}, Retry: retry.Policy{Initial: time.Millisecond, Max: 2 * time.Millisecond, MaxElapsed: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDecoder(t, formats.Avro, cl)
+	r.down.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = d.Decode(ctx, avroRecord(t, invV1, id, inv{Sku: "x"}), nil)
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, formats.ErrBadRecord) {
+		t.Fatalf("a decode waiting on a down registry ended with %v, want the context's error", err)
+	}
+	r.down.Store(false)
+	if _, err := d.Decode(context.Background(), avroRecord(t, invV1, id, inv{Sku: "x"}), nil); err != nil {
+		t.Fatalf("after the outage: %v", err)
+	}
+}
+
+func TestAvroReferenceThroughTheRegistry(t *testing.T) {
+	r := newReg(t)
+	addr := `{"type":"record","name":"Address","namespace":"geo","fields":[{"name":"city","type":"string"}]}`
+	r.register(t, "geo.Address", sr.Schema{Schema: addr})
+	id := r.register(t, "users-value", sr.Schema{
+		Schema:     `{"type":"record","name":"User","fields":[{"name":"name","type":"string"},{"name":"home","type":"geo.Address"}]}`,
+		References: []sr.SchemaReference{{Name: "geo.Address", Subject: "geo.Address", Version: 1}},
+	})
+	// The producer writes with the reference inlined: the same binary.
+	full := `{"type":"record","name":"User","fields":[{"name":"name","type":"string"},{"name":"home","type":` + addr + `}]}`
+	payload := avroRecord(t, full, id, map[string]any{"name": "ann", "home": map[string]any{"city": "Oslo"}})
+	v, err := newDecoder(t, formats.Avro, r.client(t)).Decode(context.Background(), payload, nil)
+	if err != nil || string(v.JSON()) != `{"name":"ann","home":{"city":"Oslo"}}` {
+		t.Fatalf("got %v %v", v, err)
+	}
+}
+
+func TestProtobufImportThroughTheRegistry(t *testing.T) {
+	r := newReg(t)
+	r.register(t, "money.proto", sr.Schema{Type: sr.TypeProtobuf, Schema: `syntax = "proto3"; package m; message Money { int64 cents = 1; }`})
+	id := r.register(t, "orders-value", sr.Schema{Type: sr.TypeProtobuf,
+		Schema:     `syntax = "proto3"; package o; import "money.proto"; import "google/type/date.proto"; message Order { m.Money total = 1; google.type.Date day = 2; }`,
+		References: []sr.SchemaReference{{Name: "money.proto", Subject: "money.proto", Version: 1}},
+	})
+	// Order{total: {cents: 5}, day: {year: 2024}}
+	body := []byte{0x0a, 0x02, 0x08, 0x05, 0x12, 0x03, 0x08, 0xe8, 0x0f}
+	v, err := newDecoder(t, formats.Protobuf, r.client(t)).Decode(context.Background(), append([]byte{0, 0, 0, 0, byte(id), 0}, body...), nil)
+	if err != nil || string(v.JSON()) != `{"total":{"cents":"5"},"day":{"year":2024,"month":0,"day":0}}` {
+		t.Fatalf("got %v %v", v, err)
+	}
+}

@@ -1,0 +1,429 @@
+package registry
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/signalbox/signalbox/retry"
+)
+
+// Defaults of Config.
+const (
+	DefaultNotFoundTTL = time.Minute
+	DefaultTimeout     = 5 * time.Second
+)
+
+// MaxReferenceDepth bounds the chain of schema references followed.
+const MaxReferenceDepth = 32
+
+// Config configures a Client.
+type Config struct {
+	// URLs are the registry's base URLs, tried in turn on failure. A URL's
+	// userinfo (user:pass@) is used as basic auth when Username is empty.
+	URLs []string
+	// Username and Password, when Username is set, are sent as basic auth.
+	Username, Password string
+	// BearerToken, when set, is sent as an Authorization: Bearer header.
+	// It excludes Username.
+	BearerToken string
+	// TLS configures https connections (nil: Go's defaults).
+	TLS *tls.Config
+	// Timeout bounds one HTTP request. Default DefaultTimeout.
+	Timeout time.Duration
+	// Retry governs retries while the registry is unavailable; the zero
+	// value is retry's defaults. When it gives up the call returns an
+	// *UnavailableError.
+	Retry retry.Policy
+	// NotFoundTTL is how long a 404 is remembered. Default
+	// DefaultNotFoundTTL.
+	NotFoundTTL time.Duration
+	// Now is the clock for NotFoundTTL (default time.Now).
+	Now func() time.Time
+}
+
+// String describes c with its credentials redacted.
+func (c Config) String() string {
+	var b strings.Builder
+	b.WriteString("registry.Config{URLs: [")
+	for i, u := range c.URLs {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		b.WriteString(redactURL(u))
+	}
+	b.WriteString("]")
+	if c.Username != "" {
+		b.WriteString(", Username: " + c.Username + ", Password: [redacted]")
+	}
+	if c.BearerToken != "" {
+		b.WriteString(", BearerToken: [redacted]")
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// GoString is String, so %#v does not print credentials either.
+func (c Config) GoString() string { return c.String() }
+
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "[unparsable URL]"
+	}
+	if u.User != nil {
+		u.User = url.User("redacted")
+	}
+	return u.String()
+}
+
+// Schema is a schema with its references resolved.
+type Schema struct {
+	ID   int
+	GUID string
+	Type sr.SchemaType
+	Text string
+	// References are every schema this one needs, transitively,
+	// dependencies first, each once.
+	References []Reference
+}
+
+// Reference is one referenced schema: for Avro, Name is the full name of
+// the type it defines; for Protobuf, the import path; for JSON Schema, the
+// $ref URL.
+type Reference struct {
+	Name    string
+	Subject string
+	Version int
+	Type    sr.SchemaType
+	Text    string
+}
+
+// ErrNotFound is matched (errors.Is) by a *NotFoundError.
+var ErrNotFound = errors.New("schema not found in the registry")
+
+// ErrUnavailable is matched (errors.Is) by an *UnavailableError.
+var ErrUnavailable = errors.New("schema registry unavailable")
+
+// NotFoundError reports a schema id, GUID or reference the registry does not
+// know: the record that names it cannot be decoded.
+type NotFoundError struct {
+	What   string // "schema id 42", "schema guid …", "reference …"
+	Reason string
+}
+
+func (e *NotFoundError) Error() string {
+	return ErrNotFound.Error() + ": " + e.What + ": " + e.Reason
+}
+
+// Is makes errors.Is(err, ErrNotFound) true.
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// UnavailableError reports that the registry could not answer: the record
+// is fine, it must wait.
+type UnavailableError struct {
+	What string
+	Err  error
+}
+
+func (e *UnavailableError) Error() string {
+	return ErrUnavailable.Error() + " fetching " + e.What + ": " + e.Err.Error()
+}
+
+// Is makes errors.Is(err, ErrUnavailable) true.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Client fetches and caches schemas.
+type Client struct {
+	cfg     Config
+	clients []*sr.Client // one per URL, so a failing URL is left for the next
+	next    atomic.Uint32
+	secrets []string
+
+	mu    sync.Mutex
+	byID  map[string]*entry // "id:42" / "guid:…"
+	byRef map[string]*entry // "subject\x00version"
+}
+
+type entry struct {
+	done    chan struct{} // closed once schema/err are set
+	schema  *Schema
+	ref     *sr.SubjectSchema
+	err     error     // a *NotFoundError, cached until expires
+	expires time.Time // for err
+}
+
+// New checks cfg and returns a Client.
+func New(cfg Config) (*Client, error) {
+	if len(cfg.URLs) == 0 {
+		return nil, errors.New("registry: url: at least one URL is required")
+	}
+	if cfg.BearerToken != "" && cfg.Username != "" {
+		return nil, errors.New("registry: bearer token and username are exclusive: set one")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.NotFoundTTL <= 0 {
+		cfg.NotFoundTTL = DefaultNotFoundTTL
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	c := &Client{cfg: cfg, byID: map[string]*entry{}, byRef: map[string]*entry{}}
+	for i, raw := range cfg.URLs {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("registry: url %d (%s): not an http(s) URL with a host", i+1, redactURL(raw))
+		}
+		user, pass := cfg.Username, cfg.Password
+		if u.User != nil {
+			if user == "" && cfg.BearerToken == "" {
+				user = u.User.Username()
+				pass, _ = u.User.Password()
+			}
+			u.User = nil
+		}
+		opts := []sr.ClientOpt{
+			sr.URLs(u.String()),
+			sr.HTTPClient(&http.Client{Timeout: cfg.Timeout}),
+			sr.UserAgent("signalbox"),
+		}
+		if cfg.TLS != nil {
+			opts = append(opts, sr.DialTLSConfig(cfg.TLS))
+		}
+		if user != "" {
+			opts = append(opts, sr.BasicAuth(user, pass))
+			c.secrets = append(c.secrets, pass)
+		}
+		if cfg.BearerToken != "" {
+			opts = append(opts, sr.BearerToken(cfg.BearerToken))
+			c.secrets = append(c.secrets, cfg.BearerToken)
+		}
+		cl, err := sr.NewClient(opts...)
+		if err != nil {
+			return nil, fmt.Errorf("registry: url %d (%s): %v", i+1, redactURL(raw), err)
+		}
+		c.clients = append(c.clients, cl)
+	}
+	return c, nil
+}
+
+// String describes the client with its credentials redacted.
+func (c *Client) String() string { return c.cfg.String() }
+
+// ByID returns the schema with registry id id.
+func (c *Client) ByID(ctx context.Context, id int) (*Schema, error) {
+	return c.cached(ctx, c.byID, "id:"+strconv.Itoa(id), func(ctx context.Context) (*Schema, *sr.SubjectSchema, error) {
+		var s sr.Schema
+		err := c.call(ctx, "schema id "+strconv.Itoa(id), func(ctx context.Context, cl *sr.Client) (err error) {
+			s, err = cl.SchemaByID(ctx, id)
+			return err
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		out, err := c.resolve(ctx, s)
+		if out != nil {
+			out.ID = id
+		}
+		return out, nil, err
+	})
+}
+
+// ByGUID returns the schema with GUID guid (the header framing's id).
+func (c *Client) ByGUID(ctx context.Context, guid string) (*Schema, error) {
+	return c.cached(ctx, c.byID, "guid:"+guid, func(ctx context.Context) (*Schema, *sr.SubjectSchema, error) {
+		var s sr.SubjectSchema
+		err := c.call(ctx, "schema guid "+guid, func(ctx context.Context, cl *sr.Client) (err error) {
+			s, err = cl.SchemaByGUID(ctx, guid)
+			return err
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		out, err := c.resolve(ctx, s.Schema)
+		if out != nil {
+			out.ID, out.GUID = s.ID, guid
+		}
+		return out, nil, err
+	})
+}
+
+// cached returns the cached result for key, or runs fetch once for all
+// concurrent callers and caches what it returns (unless unavailable).
+func (c *Client) cached(ctx context.Context, m map[string]*entry, key string, fetch func(context.Context) (*Schema, *sr.SubjectSchema, error)) (*Schema, error) {
+	e, err := c.cachedEntry(ctx, m, key, fetch)
+	if err != nil {
+		return nil, err
+	}
+	return e.schema, nil
+}
+
+func (c *Client) cachedEntry(ctx context.Context, m map[string]*entry, key string, fetch func(context.Context) (*Schema, *sr.SubjectSchema, error)) (*entry, error) {
+	for {
+		c.mu.Lock()
+		e, ok := m[key]
+		if ok {
+			c.mu.Unlock()
+			select {
+			case <-e.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if e.err == nil {
+				return e, nil
+			}
+			if errors.Is(e.err, ErrNotFound) && c.cfg.Now().Before(e.expires) {
+				return nil, e.err
+			}
+			// Expired or unavailable: drop it (if still there) and fetch anew.
+			c.mu.Lock()
+			if m[key] == e {
+				delete(m, key)
+			}
+			c.mu.Unlock()
+			continue
+		}
+		e = &entry{done: make(chan struct{})}
+		m[key] = e
+		c.mu.Unlock()
+
+		e.schema, e.ref, e.err = fetch(ctx)
+		if e.err != nil {
+			e.expires = c.cfg.Now().Add(c.cfg.NotFoundTTL)
+			if !errors.Is(e.err, ErrNotFound) {
+				c.mu.Lock()
+				delete(m, key) // never cache unavailability
+				c.mu.Unlock()
+			}
+		}
+		close(e.done)
+		if e.err != nil {
+			return nil, e.err
+		}
+		return e, nil
+	}
+}
+
+// call runs fn against the registry under the retry policy, classifying
+// its errors (invariants 3 and 4).
+func (c *Client) call(ctx context.Context, what string, fn func(context.Context, *sr.Client) error) error {
+	var notFound error
+	err := c.cfg.Retry.Do(ctx, func(ctx context.Context) error {
+		i := c.next.Load()
+		err := fn(ctx, c.clients[int(i)%len(c.clients)])
+		if err == nil {
+			return nil
+		}
+		var re *sr.ResponseError
+		if errors.As(err, &re) && re.StatusCode == http.StatusNotFound {
+			notFound = &NotFoundError{What: what, Reason: c.scrub(fmt.Sprintf("404 (code %d): %s", re.ErrorCode, re.Error()))}
+			return notFound
+		}
+		c.next.CompareAndSwap(i, i+1) // leave a failing URL for the next one
+		return retry.Retryable(err)
+	})
+	switch {
+	case err == nil:
+		return nil
+	case notFound != nil && errors.Is(err, ErrNotFound):
+		return notFound
+	case ctx.Err() != nil:
+		return ctx.Err() // the caller gave up: neither the record's fault nor an outage to report
+	}
+	return &UnavailableError{What: what, Err: retry.Retryable(errors.New(c.scrub(err.Error())))}
+}
+
+// scrub removes the credentials from an error text.
+func (c *Client) scrub(s string) string {
+	for _, secret := range c.secrets {
+		if secret != "" {
+			s = strings.ReplaceAll(s, secret, "[redacted]")
+		}
+	}
+	return s
+}
+
+// builtinImport reports a Protobuf import the decoder ships itself.
+func builtinImport(name string) bool {
+	return strings.HasPrefix(name, "google/protobuf/") || strings.HasPrefix(name, "google/type/") || strings.HasPrefix(name, "confluent/")
+}
+
+// resolve fetches s's references, transitively (invariant 6).
+func (c *Client) resolve(ctx context.Context, s sr.Schema) (*Schema, error) {
+	out := &Schema{Type: s.Type, Text: s.Schema}
+	seen := map[string]bool{}
+	var walk func(refs []sr.SchemaReference, typ sr.SchemaType, depth int, path []string) error
+	walk = func(refs []sr.SchemaReference, typ sr.SchemaType, depth int, path []string) error {
+		for _, r := range refs {
+			if typ == sr.TypeProtobuf && builtinImport(r.Name) {
+				continue
+			}
+			key := r.Subject + "\x00" + strconv.Itoa(r.Version)
+			if seen[key] {
+				continue
+			}
+			for _, p := range path {
+				if p == key {
+					return &NotFoundError{What: "reference " + r.Name, Reason: "reference cycle through subject " + r.Subject}
+				}
+			}
+			if depth >= MaxReferenceDepth {
+				return &NotFoundError{What: "reference " + r.Name, Reason: fmt.Sprintf("references nest deeper than %d", MaxReferenceDepth)}
+			}
+			ref, err := c.reference(ctx, r)
+			if err != nil {
+				return err
+			}
+			if err := walk(ref.References, ref.Type, depth+1, append(path, key)); err != nil {
+				return err
+			}
+			seen[key] = true
+			out.References = append(out.References, Reference{Name: r.Name, Subject: r.Subject, Version: ref.Version, Type: ref.Type, Text: ref.Schema.Schema})
+		}
+		return nil
+	}
+	if err := walk(s.References, s.Type, 0, nil); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// reference fetches one subject version, cached (a subject version is
+// immutable) unless it names "latest".
+func (c *Client) reference(ctx context.Context, r sr.SchemaReference) (*sr.SubjectSchema, error) {
+	what := fmt.Sprintf("reference %s (subject %s version %d)", r.Name, r.Subject, r.Version)
+	fetch := func(ctx context.Context) (*Schema, *sr.SubjectSchema, error) {
+		var ss sr.SubjectSchema
+		err := c.call(ctx, what, func(ctx context.Context, cl *sr.Client) (err error) {
+			ss, err = cl.SchemaByVersion(ctx, r.Subject, r.Version)
+			return err
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, &ss, nil
+	}
+	if r.Version <= 0 {
+		_, ss, err := fetch(ctx)
+		return ss, err
+	}
+	e, err := c.cachedEntry(ctx, c.byRef, r.Subject+"\x00"+strconv.Itoa(r.Version), fetch)
+	if err != nil {
+		return nil, err
+	}
+	return e.ref, nil
+}
