@@ -123,16 +123,37 @@ func TestFlatness(t *testing.T) {
 
 func TestReplot(t *testing.T) {
 	dir := t.TempDir()
-	r := results{Config: config{Duration: time.Minute, Sample: 10 * time.Second, Rate: 10},
-		Samples: []sample{{T: 0.1, Member: "a", RSS: 50 << 20}, {T: 0.2, Member: "a", RSS: 60 << 20}, {T: 0.5, Member: "b", Run: 1, RSS: 40 << 20}},
+	r := results{Config: config{Duration: time.Hour, Sample: 10 * time.Second, Rate: 10},
+		Samples: []sample{{T: 1, Member: "a", RSS: 50 << 20}, {T: 1.1, Member: "a", RSS: 60 << 20}, {T: 1.3, Member: "b", Run: 1, RSS: 40 << 20}},
 		Events:  []event{{T: 0.3, Kind: "drop", Detail: "closed 2"}}}
 	b, _ := json.Marshal(r)
 	path := filepath.Join(dir, "soak.json")
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, err := run([]string{"-replot", path, "-out", dir}, io.Discard); code != 0 || err != nil {
+	doc := filepath.Join(dir, "docs", "bench.md")
+	if err := os.MkdirAll(filepath.Dir(doc), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(doc, []byte("# Benchmarks\n\nkept\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := run([]string{"-replot", path, "-out", dir, "-doc", doc}, io.Discard); code != 0 || err != nil {
 		t.Fatalf("exit %d: %v", code, err)
+	}
+	md, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"kept\n", beginMark, "| 0–10 | 55 MiB (60 MiB) |", "1 broker connection drops", "**Verdict: pass.**", endMark} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("bench.md lacks %q:\n%s", want, md)
+		}
+	}
+	for _, f := range []string{"soak.json", "soak.svg"} {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(doc), f)); err != nil {
+			t.Error(err)
+		}
 	}
 	svg, err := os.ReadFile(filepath.Join(dir, "soak.svg"))
 	if err != nil {

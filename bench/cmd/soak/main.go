@@ -60,6 +60,7 @@ type config struct {
 	DSN          string        `json:"-"`
 	Flat         float64       `json:"flat_tolerance"`
 	Replot       string        `json:"-"`
+	Doc          string        `json:"-"`
 }
 
 func parseFlags(args []string) (config, error) {
@@ -84,7 +85,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.Out, "out", "soak-out", "directory of soak.json, soak.svg, the job file and the members' logs")
 	fs.StringVar(&c.Bin, "signalbox", "", "signalbox binary (default: go build ./cmd/signalbox into -out)")
 	fs.BoolVar(&c.KeepTable, "keep-table", false, "keep the PostgreSQL table after the run")
-	fs.StringVar(&c.Replot, "replot", "", "only redraw the chart of this soak.json into -out/soak.svg")
+	fs.StringVar(&c.Replot, "replot", "", "only redraw the chart and figures of this soak.json (into -out, and -doc)")
+	fs.StringVar(&c.Doc, "doc", "", "also splice the figures into this Markdown file between its soak markers, and write soak.json and soak.svg beside it (e.g. docs/bench.md)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -192,7 +194,7 @@ func run(args []string, stdout io.Writer) (int, error) {
 		return 2, err
 	}
 	if c.Replot != "" {
-		return replot(c.Replot, c.Out)
+		return replot(c.Replot, c.Out, c.Doc)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -346,7 +348,7 @@ func run(args []string, stdout io.Writer) (int, error) {
 			res.Failures = append(res.Failures, fmt.Sprintf("member a's %s not flat: %s", f.Metric, f))
 		}
 	}
-	if err := writeResults(c.Out, res); err != nil {
+	if err := writeResults(c.Out, c.Doc, res); err != nil {
 		return 1, err
 	}
 	fmt.Fprint(stdout, summary(res))
@@ -470,7 +472,9 @@ func countDeadLetters(dir string) (int64, error) {
 	return n, nil
 }
 
-func writeResults(dir string, r results) error {
+// writeResults writes soak.json, soak.svg and soak.md into dir and, with
+// doc set, splices the figures into doc (writeDoc).
+func writeResults(dir, doc string, r results) error {
 	b, err := json.MarshalIndent(r, "", " ")
 	if err != nil {
 		return err
@@ -478,11 +482,21 @@ func writeResults(dir string, r results) error {
 	if err := os.WriteFile(filepath.Join(dir, "soak.json"), b, 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "soak.svg"), chartOf(r), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "soak.md"), []byte(markdown(r)), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "soak.svg"), chartOf(r), 0o644); err != nil {
+		return err
+	}
+	if doc != "" {
+		return writeDoc(doc, b, r)
+	}
+	return nil
 }
 
-// replot redraws the chart of a results file into dir.
-func replot(path, dir string) (int, error) {
+// replot redraws the chart and the figures of a results file into dir (and
+// doc).
+func replot(path, dir, doc string) (int, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return 1, err
@@ -494,5 +508,14 @@ func replot(path, dir string) (int, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 1, err
 	}
-	return 0, os.WriteFile(filepath.Join(dir, "soak.svg"), chartOf(r), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "soak.svg"), chartOf(r), 0o644); err != nil {
+		return 1, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "soak.md"), []byte(markdown(r)), 0o644); err != nil {
+		return 1, err
+	}
+	if doc != "" {
+		return 0, writeDoc(doc, b, r)
+	}
+	return 0, nil
 }
