@@ -73,14 +73,7 @@ func markdown(r results) string {
 	b.WriteString("\n**Flat** (last sixth against the second, ±10 %): ")
 	var vs []string
 	for _, f := range r.Flat {
-		v := "flat"
-		switch {
-		case !f.Checked:
-			v = "reported only"
-		case !f.Flat:
-			v = "NOT FLAT"
-		}
-		vs = append(vs, fmt.Sprintf("%s %+.1f %% (%s)", f.Metric, 100*f.Change, v))
+		vs = append(vs, fmt.Sprintf("%s %+.1f %% (%s)", f.Metric, 100*f.Change, f.verdict()))
 	}
 	b.WriteString(strings.Join(vs, ", ") + ".\n\n")
 	if len(r.Failures) == 0 {

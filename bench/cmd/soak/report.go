@@ -83,6 +83,17 @@ type flatness struct {
 	To       [2]float64
 }
 
+// verdict is "flat", "NOT FLAT", or "reported only" for an unjudged metric.
+func (f flatness) verdict() string {
+	switch {
+	case !f.Checked:
+		return "reported only"
+	case !f.Flat:
+		return "NOT FLAT"
+	}
+	return "flat"
+}
+
 func (f flatness) String() string {
 	return fmt.Sprintf("mean %.4g over minutes %.1f–%.1f, %.4g over minutes %.1f–%.1f (%+.1f%%); peaks %.4g, %.4g",
 		f.Ref, f.From[0], f.From[1], f.Last, f.To[0], f.To[1], 100*f.Change, f.RefPeak, f.LastPeak)
@@ -210,14 +221,7 @@ func summary(r results) string {
 		}
 	}
 	for _, f := range r.Flat {
-		verdict := "flat"
-		switch {
-		case !f.Checked:
-			verdict = "reported"
-		case !f.Flat:
-			verdict = "NOT FLAT"
-		}
-		fmt.Fprintf(&b, "member a %-10s %-8s %s\n", f.Metric, verdict, f)
+		fmt.Fprintf(&b, "member a %-10s %-13s %s\n", f.Metric, f.verdict(), f)
 	}
 	if len(r.Failures) == 0 {
 		b.WriteString("PASS\n")
