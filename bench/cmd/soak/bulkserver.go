@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // bulkServer is an Elasticsearch `_bulk` endpoint that indexes every
@@ -16,9 +17,13 @@ type bulkServer struct {
 	outage   int
 	requests int64
 	refused  int64 // requests answered with an outage status
+	start    time.Time
+	dupsAt   map[int]int64 // re-deliveries per minute since start
 }
 
-func newBulkServer() *bulkServer { return &bulkServer{check: newChecker()} }
+func newBulkServer(start time.Time) *bulkServer {
+	return &bulkServer{check: newChecker(), start: start, dupsAt: map[int]int64{}}
+}
 
 // setOutage makes every request fail with status (0: serve again).
 func (s *bulkServer) setOutage(status int) {
@@ -93,7 +98,9 @@ func (s *bulkServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, e := range docs { // indexed only once the whole request is read
-		s.check.add(e.delivery())
+		if s.check.add(e.delivery()) {
+			s.dupsAt[int(time.Since(s.start).Minutes())]++
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"took": 1, "errors": false, "items": items})

@@ -57,8 +57,9 @@ func (c *checker) note(format string, args ...any) {
 	}
 }
 
-// add takes the next delivery in the sink's order.
-func (c *checker) add(d delivery) {
+// add takes the next delivery in the sink's order and says whether it is a
+// re-delivery.
+func (c *checker) add(d delivery) (dup bool) {
 	c.received++
 	if d.Late {
 		c.late++
@@ -68,7 +69,7 @@ func (c *checker) add(d delivery) {
 	s := c.seen[tp]
 	if d.Offset < 0 {
 		c.note("negative offset: %s/%d@%d", d.Topic, d.Partition, d.Offset)
-		return
+		return false
 	}
 	for int64(len(s)) <= d.Offset {
 		s = append(s, make([]uint8, max(len(s), 1024))...)
@@ -79,11 +80,11 @@ func (c *checker) add(d delivery) {
 		if s[d.Offset] < 255 {
 			s[d.Offset]++
 		}
-		return
+		return true
 	}
 	s[d.Offset] = 1
 	if d.Late {
-		return // emitted out of turn by design; counted above
+		return false // emitted out of turn by design; counted above
 	}
 	p := pos{d.EventMs, d.Topic, d.Partition, d.Offset}
 	if prev, ok := c.last[d.Key]; ok && prev.compare(p) >= 0 {
@@ -91,6 +92,7 @@ func (c *checker) add(d delivery) {
 		c.note("key %s: %s/%d@%d (event time %d) after %s/%d@%d (event time %d)", d.Key, d.Topic, d.Partition, d.Offset, d.EventMs, prev.topic, prev.part, prev.off, prev.ts)
 	}
 	c.last[d.Key] = p
+	return false
 }
 
 // sinkCheck is the verdict on one sink.

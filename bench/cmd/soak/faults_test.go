@@ -65,7 +65,7 @@ func TestCutClosesOnlyOtherProcesses(t *testing.T) {
 }
 
 func TestBulkServerIndexesAndRefuses(t *testing.T) {
-	b := newBulkServer()
+	b := newBulkServer(time.Now())
 	srv := httptest.NewServer(b)
 	defer srv.Close()
 	body := `{"index":{"_index":"soak","_id":"t/0/0"}}
@@ -91,7 +91,7 @@ func TestBulkServerIndexesAndRefuses(t *testing.T) {
 	b.setOutage(0)
 	post()
 	r := b.check.result("bulk", map[topicPart]int64{{"t", 0}: 2})
-	if r.Received != 4 || r.Distinct != 2 || r.Duplicates != 2 || r.Late != 2 || b.refused != 1 {
+	if r.Received != 4 || r.Distinct != 2 || r.Duplicates != 2 || r.Late != 2 || b.refused != 1 || b.dupsAt[0] != 2 {
 		t.Fatalf("%+v, refused %d", r, b.refused)
 	}
 }

@@ -171,21 +171,22 @@ func (l *eventLog) all() []event {
 
 // results is soak.json.
 type results struct {
-	Command         string      `json:"command"`
-	Started         time.Time   `json:"started"`
-	Cores           int         `json:"cores"`
-	Config          config      `json:"config"`
-	Table           string      `json:"table"`
-	Produced        int64       `json:"produced"` // event records in Kafka at the end
-	Samples         []sample    `json:"samples"`
-	Events          []event     `json:"events"`
-	Checks          []sinkCheck `json:"checks"`
-	DeadLetters     int64       `json:"dead_letters"`
-	UnexpectedExits int         `json:"unexpected_exits"`
-	BulkRequests    int64       `json:"bulk_requests"`
-	BulkRefused     int64       `json:"bulk_refused"`
-	Flat            []flatness  `json:"flatness"`
-	Failures        []string    `json:"failures"`
+	Command         string        `json:"command"`
+	Started         time.Time     `json:"started"`
+	Cores           int           `json:"cores"`
+	Config          config        `json:"config"`
+	Table           string        `json:"table"`
+	Produced        int64         `json:"produced"` // event records in Kafka at the end
+	Samples         []sample      `json:"samples"`
+	Events          []event       `json:"events"`
+	Checks          []sinkCheck   `json:"checks"`
+	DeadLetters     int64         `json:"dead_letters"`
+	UnexpectedExits int           `json:"unexpected_exits"`
+	BulkRequests    int64         `json:"bulk_requests"`
+	BulkRefused     int64         `json:"bulk_refused"`
+	BulkDupsAt      map[int]int64 `json:"bulk_duplicates_by_minute"` // re-deliveries by minute of arrival
+	Flat            []flatness    `json:"flatness"`
+	Failures        []string      `json:"failures"`
 }
 
 func run(args []string, stdout io.Writer) (int, error) {
@@ -229,7 +230,7 @@ func run(args []string, stdout io.Writer) (int, error) {
 	}
 
 	// The sinks' servers.
-	bulk := newBulkServer()
+	bulk := newBulkServer(start)
 	srv := httptest.NewServer(bulk)
 	defer srv.Close()
 	pg, err := pgx.Connect(ctx, c.DSN)
@@ -332,7 +333,7 @@ func run(args []string, stdout io.Writer) (int, error) {
 	res.Checks = append(res.Checks, pgCheck.result("postgres", ends))
 	bulk.mu.Lock()
 	res.Checks = append(res.Checks, bulk.check.result("bulk", ends))
-	res.BulkRequests, res.BulkRefused = bulk.requests, bulk.refused
+	res.BulkRequests, res.BulkRefused, res.BulkDupsAt = bulk.requests, bulk.refused, bulk.dupsAt
 	bulk.mu.Unlock()
 	res.Failures = append(res.Failures, res.Checks[0].failures(true)...)
 	res.Failures = append(res.Failures, res.Checks[1].failures(false)...)

@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/signalbox/signalbox/bench/report"
@@ -46,7 +48,15 @@ func markdown(r results) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %d | %d |\n", c.Sink, g, c.Received, c.Distinct, c.Missing, c.Duplicates, c.Late, c.OutOfOrder)
 	}
-	fmt.Fprintf(&b, "\nDead letters: %d.\n\n", r.DeadLetters)
+	fmt.Fprintf(&b, "\nDead letters: %d.", r.DeadLetters)
+	if len(r.BulkDupsAt) > 0 {
+		b.WriteString(" Bulk re-deliveries by minute of arrival:")
+		for _, m := range slices.Sorted(maps.Keys(r.BulkDupsAt)) {
+			fmt.Fprintf(&b, " %d: %d;", m, r.BulkDupsAt[m])
+		}
+		b.WriteString(" (compare with the events in soak.json)")
+	}
+	b.WriteString("\n\n")
 	d := r.Config.Duration.Minutes()
 	b.WriteString("**Member a** (mean, and peak in brackets, per sixth of the run):\n\n")
 	b.WriteString("| minutes | RSS | Go heap in use | goroutines | open files |\n|---|---:|---:|---:|---:|\n")
