@@ -184,7 +184,7 @@ type results struct {
 	UnexpectedExits int           `json:"unexpected_exits"`
 	BulkRequests    int64         `json:"bulk_requests"`
 	BulkRefused     int64         `json:"bulk_refused"`
-	BulkDupsAt      map[int]int64 `json:"bulk_duplicates_by_minute"` // re-deliveries by minute of arrival
+	BulkDupsAt      map[int]int64 `json:"bulk_duplicates_by_10s"` // re-deliveries by the second since the start of their 10 s of arrival
 	Flat            []flatness    `json:"flatness"`
 	Failures        []string      `json:"failures"`
 }

@@ -50,9 +50,9 @@ func markdown(r results) string {
 	}
 	fmt.Fprintf(&b, "\nDead letters: %d.", r.DeadLetters)
 	if len(r.BulkDupsAt) > 0 {
-		b.WriteString(" Bulk re-deliveries by minute of arrival:")
-		for _, m := range slices.Sorted(maps.Keys(r.BulkDupsAt)) {
-			fmt.Fprintf(&b, " %d: %d;", m, r.BulkDupsAt[m])
+		b.WriteString(" Bulk re-deliveries by time of arrival (minute of the run: count, per 10 s):")
+		for _, sec := range slices.Sorted(maps.Keys(r.BulkDupsAt)) {
+			fmt.Fprintf(&b, " %.2f: %d;", float64(sec)/60, r.BulkDupsAt[sec])
 		}
 		b.WriteString(" (compare with the events in soak.json)")
 	}
