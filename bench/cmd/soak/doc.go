@@ -58,7 +58,11 @@
 //     within 10% of the mean over its second sixth (for 1h: minutes 50–60
 //     against 10–20).
 //
-// It writes -out/soak.json (every sample, event and check) and
-// -out/soak.svg (RSS, Go heap, goroutines and open files over time, faults
-// marked), prints a summary, and exits 1 when a check fails.
+// It writes -out/soak.json (every sample, event and check), -out/soak.svg
+// (RSS, Go heap, goroutines and open files over time, faults marked; drawn
+// from the JSON by bench/chart) and -out/soak.md (the figures), prints a
+// summary, and exits 1 when a check fails. -doc splices the figures into a
+// Markdown file (docs/bench.md) between the soak markers and writes
+// soak.json and soak.svg beside it; -replot redraws all of it from a
+// soak.json without running anything.
 package main
