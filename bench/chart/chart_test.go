@@ -2,8 +2,6 @@ package chart
 
 import (
 	"bytes"
-	"encoding/xml"
-	"io"
 	"strings"
 	"testing"
 
@@ -18,14 +16,7 @@ func TestReportIsWellFormedAndLabelled(t *testing.T) {
 			{Result: demo.Result{Strategy: "a<b", OutOfOrderPct: 5.5, LiveLatency: harness.Latency{MeanMs: 20, P99Ms: 90}}, Throughput: harness.Throughput{PerSecond: 700}},
 		}}
 	svg := Report(r)
-	d := xml.NewDecoder(bytes.NewReader(svg))
-	for {
-		if _, err := d.Token(); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("not well-formed XML: %v\n%s", err, svg)
-		}
-	}
+	wellFormed(t, svg)
 	for _, want := range []string{"5.50%", "90.0 ms", "800/s", "raw-sarama", "a&lt;b"} {
 		if !strings.Contains(string(svg), want) {
 			t.Errorf("chart lacks %q", want)

@@ -380,6 +380,11 @@ func (c *Config) sarama() (*sarama.Config, error) {
 	if c.RebalanceTimeout > 0 {
 		sc.Consumer.Group.Rebalance.Timeout = c.RebalanceTimeout
 	}
+	// A JoinGroup may wait the whole rebalance timeout for the other
+	// members; a shorter read deadline abandons it and rejoins, which can
+	// loop forever (IBM/sarama#2820). Kafka's Java client waits the
+	// rebalance timeout + 5s.
+	sc.Net.ReadTimeout = max(sc.Net.ReadTimeout, sc.Consumer.Group.Rebalance.Timeout+5*time.Second)
 	if c.DiscoveryInterval > 0 && c.Group != "" {
 		// The group leader's own check for grown topics (sarama) runs
 		// at the discovery interval too.
