@@ -126,7 +126,8 @@ type run struct {
 	outs   chan *out
 	// spare returns record batches of more than 256 records' capacity from
 	// the sink goroutine once every sink has written them, cleared, for the
-	// engine to fill again.
+	// engine to fill again; at most maxSpareBatches wait there, the rest of
+	// a drained backlog is left to the collector.
 	spare    chan []record.Record
 	errs     chan error
 	stats    Stats
@@ -205,7 +206,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		wm:         watermark.MinTime,
 		cpWM:       watermark.MinTime,
 		outs:       make(chan *out, cfg.maxInflight),
-		spare:      make(chan []record.Record, cfg.maxInflight+1),
+		spare:      make(chan []record.Record, min(cfg.maxInflight+1, maxSpareBatches)),
 		errs:       make(chan error, 2),
 		acks:       make(chan Event, cfg.maxInflight+2),
 		started:    cfg.clock(),

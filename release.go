@@ -159,6 +159,13 @@ func (r *run) flushAll() error {
 	return nil
 }
 
+// maxSpareBatches bounds the spare batches kept for reuse. A busy stream
+// needs one or two (the engine takes one as the sink returns another); after
+// a sink stall drains, keeping every batch that was in flight would hold up
+// to WithMaxInflightBatches+1 full, empty batches (about 1 MiB each at 4096
+// records) for the rest of the run.
+const maxSpareBatches = 4
+
 // batchFor returns an empty record batch for the next out: a spare the sink
 // goroutine returned, if there is one (it returns only large ones, which
 // exist while the stream is busy: a replay's step ends with a short batch

@@ -25,7 +25,8 @@ import (
 )
 
 func newRunCmd() *cobra.Command {
-	var file, adminAddr, cpuProfile, allocProfile string
+	var file, adminAddr, cpuProfile, allocProfile, heapProfile string
+	var heapEvery time.Duration
 	var reset bool
 	cmd := &cobra.Command{
 		Use:   "run -c job.yaml",
@@ -101,6 +102,17 @@ func newRunCmd() *cobra.Command {
 					}
 				}()
 			}
+			if heapProfile != "" {
+				stopHeap, err := startHeapProfiles(heapProfile, heapEvery)
+				if err != nil {
+					return usageError(err)
+				}
+				defer func() {
+					if err := stopHeap(); err != nil {
+						log.Warn("heap profile not written", zap.Error(err))
+					}
+				}()
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			context.AfterFunc(ctx, stop) // a second signal kills at once
@@ -144,6 +156,10 @@ func newRunCmd() *cobra.Command {
 	f.MarkHidden("cpuprofile") //nolint:errcheck // the flag exists
 	f.StringVar(&allocProfile, "allocprofile", "", "write the run's allocation profile to this file when it ends (for benchmarks)")
 	f.MarkHidden("allocprofile") //nolint:errcheck // the flag exists
+	f.StringVar(&heapProfile, "heapprofile", "", "write heap profiles to PREFIX-NNNN.pb.gz at the start, every --heapprofile-every and at the end (for soaks)")
+	f.MarkHidden("heapprofile") //nolint:errcheck // the flag exists
+	f.DurationVar(&heapEvery, "heapprofile-every", time.Minute, "interval between --heapprofile snapshots")
+	f.MarkHidden("heapprofile-every") //nolint:errcheck // the flag exists
 	cmd.MarkFlagRequired("config")
 	return cmd
 }

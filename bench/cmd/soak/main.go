@@ -61,6 +61,7 @@ type config struct {
 	Flat         float64       `json:"flat_tolerance"`
 	Replot       string        `json:"-"`
 	Doc          string        `json:"-"`
+	HeapProfile  time.Duration `json:"-"`
 }
 
 func parseFlags(args []string) (config, error) {
@@ -68,6 +69,7 @@ func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
 	fs.DurationVar(&c.Duration, "duration", time.Hour, "how long live records are produced and faults injected")
 	fs.IntVar(&c.Rate, "rate", 1000, "live records per second, over all partitions")
+	fs.DurationVar(&c.HeapProfile, "heapprofile", 0, "when > 0, members write heap profiles this often to -out/heap-<member>-<run>-NNNN.pb.gz (signalbox run --heapprofile)")
 	fs.IntVar(&c.History, "history", 1000, "history records per partition produced before the members start")
 	fs.DurationVar(&c.Delay, "delay", 2*time.Second, "the job's delay bound (the producer's disorder is 100ms)")
 	fs.DurationVar(&c.Sample, "sample", 5*time.Second, "how often each member's resources are sampled")
@@ -254,6 +256,7 @@ func run(args []string, stdout io.Writer) (int, error) {
 		jobs[name] = job
 	}
 	ms := newMembers(c.Bin, jobs, c.Out, start, ev)
+	ms.heapEvery = c.HeapProfile
 	if err := ms.up("a"); err != nil {
 		return 1, err
 	}

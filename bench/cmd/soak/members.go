@@ -36,6 +36,8 @@ type members struct {
 	jobs     map[string]string // job file per member name
 	start    time.Time
 	events   *eventLog
+	// heapEvery > 0 passes --heapprofile to every member run.
+	heapEvery time.Duration
 
 	mu       sync.Mutex
 	live     map[string]*member
@@ -64,6 +66,10 @@ func (ms *members) up(name string) error {
 		return err
 	}
 	m.cmd = exec.Command(ms.bin, "run", "-c", ms.jobs[name], "--log-format", "json", "--admin-addr", "127.0.0.1:0")
+	if ms.heapEvery > 0 {
+		m.cmd.Args = append(m.cmd.Args, "--heapprofile", filepath.Join(ms.dir, fmt.Sprintf("heap-%s-%02d", name, run)),
+			"--heapprofile-every", ms.heapEvery.String())
+	}
 	m.cmd.Stdout = logf
 	stderr, err := m.cmd.StderrPipe()
 	if err != nil {

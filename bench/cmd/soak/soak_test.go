@@ -13,8 +13,9 @@ import (
 // TestShortSoak runs the command for 20 s with every fault once or more
 // (two connection drops, a table lock, a 429 outage, member b joining,
 // SIGKILLed, restarted and leaving) and checks the guarantees the soak
-// verifies: complete, exactly once in PostgreSQL, in order, nothing late.
-// Unexpected member exits are the soak's findings: logged, not asserted.
+// verifies: complete, exactly once in PostgreSQL, in order, nothing late,
+// and that members write heap profiles (-heapprofile). Unexpected member
+// exits are the soak's findings: logged, not asserted.
 func TestShortSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 20 s soak with child processes")
@@ -24,7 +25,7 @@ func TestShortSoak(t *testing.T) {
 	var stdout strings.Builder
 	code, err := run([]string{"-duration", "20s", "-rate", "300", "-history", "200", "-sample", "1s",
 		"-drop-every", "8s", "-pg-lock-every", "15s", "-pg-lock-for", "3s", "-bulk-every", "15s", "-bulk-for", "3s",
-		"-member-period", "16s", "-drain", "40s", "-out", out}, &stdout)
+		"-member-period", "16s", "-drain", "40s", "-heapprofile", "5s", "-out", out}, &stdout)
 	t.Log(stdout.String())
 	if err != nil {
 		t.Fatal(err)
@@ -61,5 +62,10 @@ func TestShortSoak(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "soak.svg")); err != nil {
 		t.Error(err)
+	}
+	// -heapprofile: member a's first run wrote one at start, one every 5 s
+	// of a run of 20 s or more, and one when it stopped.
+	if heaps, _ := filepath.Glob(filepath.Join(out, "heap-a-00-*.pb.gz")); len(heaps) < 4 {
+		t.Errorf("member a's heap profiles: %q, want 4 or more", heaps)
 	}
 }

@@ -1,0 +1,151 @@
+package signalbox_test
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/record"
+)
+
+// bulkSource delivers bulkParts partitions round robin in fetches of
+// bulkFetch records each, event times rising equally in every partition, so
+// that each fetch releases whole batches; then empty fetches.
+type bulkSource struct {
+	assigned bool
+	next     [bulkParts]int64
+	turn     int
+	fetched  atomic.Int64
+}
+
+const (
+	bulkParts = 4
+	bulkFetch = 8192
+	bulkPer   = 16 * bulkFetch
+)
+
+func (b *bulkSource) Open(context.Context) error { return nil }
+func (b *bulkSource) Poll(ctx context.Context) (record.Fetch, error) {
+	if err := ctx.Err(); err != nil {
+		return record.Fetch{}, err
+	}
+	var f record.Fetch
+	if !b.assigned {
+		b.assigned = true
+		for p := range int32(bulkParts) {
+			f.Assigned = append(f.Assigned, record.PartitionInfo{TopicPartition: tp("in", p), End: bulkPer})
+		}
+		return f, nil
+	}
+	p := b.turn
+	b.turn = (b.turn + 1) % bulkParts
+	pf := record.PartitionFetch{TopicPartition: tp("in", int32(p)), End: bulkPer}
+	for off := b.next[p]; off < min(b.next[p]+bulkFetch, bulkPer); off++ {
+		pf.Records = append(pf.Records, record.Record{Topic: "in", Partition: int32(p), Offset: off,
+			Value: []byte("v"), Timestamp: bpBase.Add(time.Duration(off) * time.Millisecond)})
+	}
+	b.next[p] += int64(len(pf.Records))
+	pf.Position = b.next[p]
+	f.Partitions = append(f.Partitions, pf)
+	b.fetched.Add(int64(len(pf.Records)))
+	if len(pf.Records) == 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return f, nil
+}
+func (b *bulkSource) Commit(context.Context, map[record.TopicPartition]int64) error { return nil }
+func (b *bulkSource) Close() error                                                  { return nil }
+
+// countSink counts what it accepts and keeps nothing; its third Write
+// blocks until resume is closed.
+type countSink struct {
+	written *atomic.Int64
+	writes  int
+	resume  chan struct{}
+}
+
+func (s *countSink) Open(context.Context) error { return nil }
+func (s *countSink) Write(_ context.Context, b []record.Record) error {
+	if s.writes++; s.writes == 3 {
+		<-s.resume
+	}
+	s.written.Add(int64(len(b)))
+	return nil
+}
+func (s *countSink) Flush(context.Context) error { return nil }
+func (s *countSink) Close() error                { return nil }
+
+// TestDrainedBacklogFreesBatches: a sink stalls while a backlog fills every
+// in-flight batch; once it has drained, the live job does not keep those
+// full-size batches (empty) for reuse. The live heap it holds afterwards
+// with 16 batches in flight is within a few batches of what it holds with 1
+// (parked records and the fetches they come from are the same in both).
+func TestDrainedBacklogFreesBatches(t *testing.T) {
+	const batch = 4096
+	batchBytes := int64(batch * unsafe.Sizeof(record.Record{}))
+	one, many := heldAfterDrain(t, batch, 1), heldAfterDrain(t, batch, 16)
+	t.Logf("live heap held after the drain: %d KiB with 1 batch in flight, %d KiB with 16; a full batch is %d KiB",
+		one>>10, many>>10, batchBytes>>10)
+	if many-one > 4*batchBytes {
+		t.Errorf("16 batches in flight left %d KiB more live heap after the drain than 1 did: more than 4 batches of %d KiB",
+			(many-one)>>10, batchBytes>>10)
+	}
+}
+
+// heldAfterDrain runs a live job from a bulkSource into a sink that stalls
+// in its third Write until the engine stops reading, and returns the live
+// heap above the start once everything read has been written or parked.
+func heldAfterDrain(t *testing.T, batch, inflight int) int64 {
+	s := &countSink{written: new(atomic.Int64), resume: make(chan struct{})}
+	src := &bulkSource{}
+	p, err := signalbox.New(src, signalbox.WithSink(s), signalbox.WithClock(frozen), signalbox.WithMaxFuture(0),
+		signalbox.WithBatchSize(batch), signalbox.WithMaxInflightBatches(inflight))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := func() int64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	base := live()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil && ctx.Err() == nil {
+			t.Error(err)
+		}
+	}()
+	// Stalled until the engine holds what the bound lets it and stops reading.
+	for stalled := int64(-1); ; {
+		time.Sleep(200 * time.Millisecond)
+		n := src.fetched.Load()
+		if n > 0 && n == stalled {
+			break
+		}
+		stalled = n
+	}
+	close(s.resume)
+	// Drained: everything fetched, and the sink has accepted nothing new for
+	// a while (the newest records stay parked below the watermark).
+	for last := int64(-1); ; {
+		time.Sleep(200 * time.Millisecond)
+		n := s.written.Load()
+		if src.fetched.Load() == bulkParts*bulkPer && n == last {
+			break
+		}
+		last = n
+	}
+	return live() - base
+}
