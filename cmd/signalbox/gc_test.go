@@ -40,6 +40,23 @@ func TestTuneRuntime(t *testing.T) {
 		t.Errorf("after the pacing stopped: memory limit %d, want %d", got, want)
 	}
 
+	// Without a state.dir, state.memory bounds the memory limit only: the
+	// fetch sizes keep the source's defaults (docs/config.md, state.memory).
+	var defaults config.Plan
+	defaults.Kafka.EnsureDefaults()
+	plan = &config.Plan{StateMemory: 16 << 20}
+	tuneRuntime(plan, nil, zap.New(core))()
+	if plan.Kafka.FetchMaxBytes != defaults.Kafka.FetchMaxBytes || plan.Kafka.PartitionMaxBytes != defaults.Kafka.PartitionMaxBytes {
+		t.Errorf("no state.dir, state.memory 16MiB: fetch %d / partition %d bytes, want the defaults %d / %d",
+			plan.Kafka.FetchMaxBytes, plan.Kafka.PartitionMaxBytes, defaults.Kafka.FetchMaxBytes, defaults.Kafka.PartitionMaxBytes)
+	}
+	if got, want := debug.SetGCPercent(100), GCPercent; got != want {
+		t.Errorf("no state.dir, state.memory 16MiB: GC percent %d, want %d whatever the budget", got, want)
+	}
+	if got, want := debug.SetMemoryLimit(-1), 2*plan.StateMemory+4*int64(plan.Kafka.FetchMaxBytes)+64<<20; got != want {
+		t.Errorf("no state.dir, state.memory 16MiB: memory limit %d, want %d", got, want)
+	}
+
 	opts := durable.StoreOptions{MemoryBudget: 16 << 20}
 	opts.EnsureDefaults()
 	plan = &config.Plan{StateDir: t.TempDir(), StateMemory: opts.MemoryBudget}
@@ -68,8 +85,8 @@ func TestTuneRuntime(t *testing.T) {
 	for _, e := range logs.FilterMessage("go runtime bounded").All() {
 		paced = append(paced, e.ContextMap()["limit_follows_live_heap"] == true)
 	}
-	if want := []bool{true, true, false}; !slices.Equal(paced, want) {
-		t.Errorf("limit_follows_live_heap logged %v (in-memory, state.dir, environment), want %v", paced, want)
+	if want := []bool{true, true, true, false}; !slices.Equal(paced, want) {
+		t.Errorf("limit_follows_live_heap logged %v (in-memory, in-memory 16MiB, state.dir, environment), want %v", paced, want)
 	}
 
 	md, err := os.ReadFile("../../docs/operations.md")
@@ -78,5 +95,13 @@ func TestTuneRuntime(t *testing.T) {
 	}
 	if doc := "`GOGC=" + strconv.Itoa(GCPercent) + "`"; !strings.Contains(string(md), doc) {
 		t.Errorf("docs/operations.md does not state %s", doc)
+	}
+	cfg, err := os.ReadFile("../../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc := "without `state.dir` the percentage is " + strconv.Itoa(GCPercent) + " and the fetch sizes keep the Kafka source's defaults (" +
+		strconv.Itoa(int(defaults.Kafka.FetchMaxBytes>>20)) + " MiB a fetch, " + strconv.Itoa(int(defaults.Kafka.PartitionMaxBytes>>20)) + " MiB a partition)"; !strings.Contains(string(cfg), doc) {
+		t.Errorf("docs/config.md does not state %q", doc)
 	}
 }
