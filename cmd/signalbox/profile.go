@@ -37,13 +37,17 @@ func startAllocProfile(path string) (write func() error, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("--allocprofile: %w", err)
 	}
-	return func() error {
-		err := pprof.Lookup("allocs").WriteTo(f, 0)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		return err
-	}, nil
+	return func() error { return writeProfile(f, "allocs") }, nil
+}
+
+// writeProfile writes the named runtime profile into f and closes it,
+// returning the first error.
+func writeProfile(f *os.File, name string) error {
+	err := pprof.Lookup(name).WriteTo(f, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // startHeapProfiles writes the live heap (`pprof.Lookup("heap")`, after a
@@ -63,11 +67,7 @@ func startHeapProfiles(prefix string, every time.Duration) (stop func() error, e
 			return fmt.Errorf("--heapprofile: %w", err)
 		}
 		runtime.GC() // the profile shows the heap as of the last collection
-		err = pprof.Lookup("heap").WriteTo(f, 0)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		return err
+		return writeProfile(f, "heap")
 	}
 	if err := write(); err != nil {
 		return nil, err
