@@ -29,17 +29,7 @@ func TestHeapProfiles(t *testing.T) {
 		t.Fatalf("files %q, want %q", got, want)
 	}
 	for _, path := range got {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		if raw, err := io.ReadAll(zr); err != nil || len(raw) == 0 {
-			t.Errorf("%s: %d bytes of profile, %v", path, len(raw), err)
-		}
+		checkProfile(t, path)
 	}
 
 	if _, err := startHeapProfiles(filepath.Join(t.TempDir(), "no", "dir", "heap"), time.Minute); err == nil || !strings.Contains(err.Error(), "--heapprofile") {
@@ -66,5 +56,43 @@ func TestHeapProfilesTick(t *testing.T) {
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkProfile fails unless path holds a gzipped, non-empty profile.
+func checkProfile(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if raw, err := io.ReadAll(zr); err != nil || len(raw) == 0 {
+		t.Errorf("%s: %d bytes of profile, %v", path, len(raw), err)
+	}
+}
+
+// TestAllocProfile checks that --allocprofile creates its file at once (a
+// bad path fails before the run, naming the flag) and writes a gzipped
+// profile into it at the end.
+func TestAllocProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "allocs.pb.gz")
+	write, err := startAllocProfile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("not created at start: %v", err)
+	}
+	if err := write(); err != nil {
+		t.Fatal(err)
+	}
+	checkProfile(t, path)
+
+	if _, err := startAllocProfile(filepath.Join(t.TempDir(), "no", "dir", "allocs")); err == nil || !strings.Contains(err.Error(), "--allocprofile") {
+		t.Errorf("missing directory: %v, want an error naming --allocprofile", err)
 	}
 }
