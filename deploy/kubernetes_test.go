@@ -318,3 +318,22 @@ func mountOf(t *testing.T, c corev1.Container, vols []corev1.Volume, file string
 func labelSet(m map[string]string) k8slabels.Set { return k8slabels.Set(m) }
 
 func itoa(n int32) string { return strconv.Itoa(int(n)) }
+
+// TestImageIsTheOneTheDocsBuild holds the StatefulSet's image to the tag
+// that README.md's install section and the Dockerfile's header build, so
+// that `kubectl apply` after following them does not pull another image.
+func TestImageIsTheOneTheDocsBuild(t *testing.T) {
+	image := loadManifests(t).statefulSets[0].Spec.Template.Spec.Containers[0].Image
+	if image == "" {
+		t.Fatal("the StatefulSet's container names no image")
+	}
+	for _, f := range []string{"../README.md", "../Dockerfile"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), "docker build ") || !strings.Contains(string(b), " -t "+image+" .") {
+			t.Errorf("%s: no `docker build ... -t %s .`, the image deploy/kubernetes/statefulset.yaml runs", f, image)
+		}
+	}
+}
