@@ -258,23 +258,24 @@ type ev struct {
 	kind            string
 }
 
-// event is one event record, its value in event topic ti's format; its
-// Kafka timestamp is its event time, so that `time: timestamp` and `time:
-// field` (TimeField) read the same times.
-func (w *Workload) event(e ev) (*kgo.Record, error) {
+// event is one event record, its value in event topic ti's format, and the
+// padding of its JSON value (for its twin); its Kafka timestamp is its
+// event time, so that `time: timestamp` and `time: field` (TimeField) read
+// the same times.
+func (w *Workload) event(e ev) (*kgo.Record, string, error) {
 	v, pad := value(e.item, e.ts, e.kind, w.opts.ValueBytes)
 	r := &kgo.Record{Topic: Topic(e.ti), Partition: int32(e.p), Key: []byte(e.item), Timestamp: time.UnixMilli(e.ts), Value: v}
 	if w.isAvro(e.ti) {
 		var err error
 		r.Value, err = w.avroEvent(r.Topic, e, pad)
-		return r, err
+		return r, pad, err
 	}
-	return r, nil
+	return r, pad, nil
 }
 
-// twin is event e's record in its Avro twin topic.
-func (w *Workload) twin(e ev) (*kgo.Record, error) {
-	_, pad := value(e.item, e.ts, e.kind, w.opts.ValueBytes)
+// twin is event e's record in its Avro twin topic; pad is the padding of
+// its JSON value (event).
+func (w *Workload) twin(e ev, pad string) (*kgo.Record, error) {
 	t := AvroTopic(e.ti)
 	v, err := w.avroEvent(t, e, pad)
 	return &kgo.Record{Topic: t, Partition: int32(e.p), Key: []byte(e.item), Timestamp: time.UnixMilli(e.ts), Value: v}, err
@@ -382,13 +383,13 @@ func (w *Workload) ProduceHistory(ctx context.Context, b Broker) (History, error
 			ts := partitionTimes(rng, o.RecordsPerPartition, w.end.UnixMilli(), o.HistorySpan.Milliseconds(), o.Disorder.Milliseconds())
 			for n, t := range ts {
 				e := ev{ti: ti, p: p, n: n, total: len(ts), item: item(w.itemIn(rng, p)), ts: t, kind: w.kinds[rng.IntN(len(w.kinds))]}
-				r, err := w.event(e)
+				r, pad, err := w.event(e)
 				if err != nil {
 					return h, fmt.Errorf("workload: encoding %s: %w", r.Topic, err)
 				}
 				s.send(ctx, r)
 				if o.AvroTwins {
-					if r, err = w.twin(e); err != nil {
+					if r, err = w.twin(e, pad); err != nil {
 						return h, fmt.Errorf("workload: encoding %s: %w", r.Topic, err)
 					}
 					s.send(ctx, r)
@@ -535,7 +536,7 @@ func (w *Workload) ProduceLive(ctx context.Context, b Broker) (Live, error) {
 				et = now - o.ProducerDelayBy.Milliseconds()
 				delayedSent++
 			}
-			r, err := w.event(ev{ti: ti, p: p, n: int(sent), item: item(w.itemIn(rng, p)), ts: et, kind: w.kinds[rng.IntN(len(w.kinds))]})
+			r, _, err := w.event(ev{ti: ti, p: p, n: int(sent), item: item(w.itemIn(rng, p)), ts: et, kind: w.kinds[rng.IntN(len(w.kinds))]})
 			if err != nil {
 				s.wg.Wait()
 				return live, fmt.Errorf("workload: encoding %s: %w", r.Topic, err)
