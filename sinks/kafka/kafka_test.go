@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -429,6 +430,56 @@ func TestStaleGenerationIsFenced(t *testing.T) {
 		if seen[i] != 1 {
 			t.Fatalf("seq %d seen %d times under read_committed, want once", i, seen[i])
 		}
+	}
+}
+
+// TestFencedFinalTransactionThenClose (invariant 9, the close path): the
+// last checkpoint before Close is fenced. Its transaction is aborted with
+// its records, a Write after it is dropped, and Close succeeds without
+// producing or committing anything more.
+func TestFencedFinalTransactionThenClose(t *testing.T) {
+	brokers := cluster(t, "out", "in")
+	const group = "fenced-close"
+	in := record.TopicPartition{Topic: "in", Partition: 0}
+	cpAt := func(low int64) record.Checkpoint {
+		return record.Checkpoint{Watermark: 1, Partitions: []record.PartitionCheckpoint{{TopicPartition: in, Low: low, Position: low, Watermark: 1}}}
+	}
+	m1 := joined(t, brokers, group, "in")
+	gen1 := membership(t, m1, group, 0)
+	s := kafka.New(kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "fenced-close", GroupID: group})
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Claim(ctx, gen1, []record.TopicPartition{in}); err != nil {
+		t.Fatal(err)
+	}
+	recs := sinktest.Records(0, 25, 1)
+	_ = s.Write(ctx, recs[:10])
+	if err := s.FlushCheckpoint(ctx, cpAt(10)); err != nil {
+		t.Fatal(err)
+	}
+	joined(t, brokers, group, "in")
+	membership(t, m1, group, gen1.Generation)
+	_ = s.Write(ctx, recs[10:20])
+	if fe := retry.AsFenced(s.FlushCheckpoint(ctx, cpAt(20))); fe == nil {
+		t.Fatal("the final checkpoint under an old generation was not fenced")
+	}
+	_ = s.Write(ctx, recs[20:25])
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close after a fenced final checkpoint: %v", err)
+	}
+	if got := committedOffset(t, brokers, group, in); got != 10 {
+		t.Fatalf("committed offset %d after the fence and Close, want 10", got)
+	}
+	var seqs []int
+	for _, m := range read(t, brokers, "out", sarama.ReadCommitted) {
+		var p sinktest.Payload
+		_ = json.Unmarshal(m.Value, &p)
+		seqs = append(seqs, p.Seq)
+	}
+	slices.Sort(seqs)
+	if !slices.Equal(seqs, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}) {
+		t.Fatalf("read_committed sees seqs %v, want 0..9 only", seqs)
 	}
 }
 
