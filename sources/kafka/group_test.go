@@ -42,9 +42,8 @@ func TestGroupRestartAndDeleteRecords(t *testing.T) {
 	}
 
 	// Restart: the committed offset is the start position.
-	second := openSource(t, cfg)
-	col2 := newCollector(t, second)
-	col2.until("assignment", func() bool { return len(col2.assigned) == 1 })
+	col2 := openAssigned(t, 1, cfg)
+	second := col2.src
 	if a := col2.assigned[tp]; a.Start != 4 || a.End != 10 {
 		t.Fatalf("restart assigned %+v, want Start 4 (committed) End 10", a)
 	}
