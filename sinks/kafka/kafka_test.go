@@ -368,27 +368,40 @@ func membership(t *testing.T, cl *kgo.Client, group string, after int32) *record
 	return nil
 }
 
+// in is the input partition of the fencing tests, and cpAt a checkpoint
+// of it at low.
+var in = record.TopicPartition{Topic: "in", Partition: 0}
+
+func cpAt(low int64) record.Checkpoint {
+	return record.Checkpoint{Watermark: 1, Partitions: []record.PartitionCheckpoint{{TopicPartition: in, Low: low, Position: low, Watermark: 1}}}
+}
+
+// claimedSink starts a cluster (topics out and in), a member m1 of group
+// reading in, and a transactional sink (its id: group) that claimed in
+// under m1's generation gen1. The caller closes the sink.
+func claimedSink(t *testing.T, group string) (brokers []string, s *kafka.Sink, m1 *kgo.Client, gen1 *record.GroupMember) {
+	t.Helper()
+	brokers = cluster(t, "out", "in")
+	m1 = joined(t, brokers, group, "in")
+	gen1 = membership(t, m1, group, 0)
+	s = kafka.New(kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: group, GroupID: group})
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Claim(ctx, gen1, []record.TopicPartition{in}); err != nil {
+		t.Fatal(err)
+	}
+	return brokers, s, m1, gen1
+}
+
 // TestStaleGenerationIsFenced (invariant 9): offsets sent under a
 // generation that is over are refused by the coordinator; the transaction
 // is aborted with its records, later writes are dropped, and a Claim under
 // the new generation commits again.
 func TestStaleGenerationIsFenced(t *testing.T) {
-	brokers := cluster(t, "out", "in")
 	const group = "fenced-group"
-	in := record.TopicPartition{Topic: "in", Partition: 0}
-	cpAt := func(low int64) record.Checkpoint {
-		return record.Checkpoint{Watermark: 1, Partitions: []record.PartitionCheckpoint{{TopicPartition: in, Low: low, Position: low, Watermark: 1}}}
-	}
-	m1 := joined(t, brokers, group, "in")
-	gen1 := membership(t, m1, group, 0)
-	s := kafka.New(kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "fenced", GroupID: group})
-	if err := s.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
+	brokers, s, m1, gen1 := claimedSink(t, group)
 	defer s.Close()
-	if err := s.Claim(ctx, gen1, []record.TopicPartition{in}); err != nil {
-		t.Fatal(err)
-	}
 	recs := sinktest.Records(0, 30, 1)
 	_ = s.Write(ctx, recs[:10])
 	if err := s.FlushCheckpoint(ctx, cpAt(10)); err != nil {
@@ -438,21 +451,8 @@ func TestStaleGenerationIsFenced(t *testing.T) {
 // its records, a Write after it is dropped, and Close succeeds without
 // producing or committing anything more.
 func TestFencedFinalTransactionThenClose(t *testing.T) {
-	brokers := cluster(t, "out", "in")
 	const group = "fenced-close"
-	in := record.TopicPartition{Topic: "in", Partition: 0}
-	cpAt := func(low int64) record.Checkpoint {
-		return record.Checkpoint{Watermark: 1, Partitions: []record.PartitionCheckpoint{{TopicPartition: in, Low: low, Position: low, Watermark: 1}}}
-	}
-	m1 := joined(t, brokers, group, "in")
-	gen1 := membership(t, m1, group, 0)
-	s := kafka.New(kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "fenced-close", GroupID: group})
-	if err := s.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Claim(ctx, gen1, []record.TopicPartition{in}); err != nil {
-		t.Fatal(err)
-	}
+	brokers, s, m1, gen1 := claimedSink(t, group)
 	recs := sinktest.Records(0, 25, 1)
 	_ = s.Write(ctx, recs[:10])
 	if err := s.FlushCheckpoint(ctx, cpAt(10)); err != nil {
