@@ -148,7 +148,7 @@ func KeyID(r *record.Record) string {
 	case r.OrderKey != "":
 		return envelope.ID(r.OrderKey)
 	case len(r.Key) > 0:
-		return envelope.ID(string(r.Key))
+		return envelope.IDBytes(r.Key)
 	}
 	return OffsetID(r)
 }

@@ -1,7 +1,6 @@
 package bulk_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/signalbox/signalbox/sinks/bulk/bulktest"
 )
 
 // fakeES is an in-memory index behind a `_bulk` endpoint: external
@@ -84,48 +85,28 @@ func (f *fakeES) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Request Entity Too Large", http.StatusRequestEntityTooLarge)
 		return
 	}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(nil, 16<<20)
-	type op struct {
-		Index       string `json:"_index"`
-		ID          string `json:"_id"`
-		Version     *int64 `json:"version"`
-		VersionType string `json:"version_type"`
-		body        []byte
+	ops, err := bulktest.Read(bytes.NewReader(body), 16<<20)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
 	}
-	var ops []op
-	for sc.Scan() {
-		var action map[string]op
-		if err := json.Unmarshal(sc.Bytes(), &action); err != nil {
-			http.Error(w, "bad action line: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		a, ok := action["index"]
-		if !ok || !sc.Scan() {
-			http.Error(w, "expected index action and document", http.StatusBadRequest)
-			return
-		}
-		a.body = bytes.Clone(sc.Bytes())
+	for _, a := range ops {
 		// As Elasticsearch: a too-long id fails the whole request.
 		if len(a.ID) > 512 {
 			http.Error(w, fmt.Sprintf(`{"error":{"type":"action_request_validation_exception","reason":"Validation Failed: 1: id [%s] is too long, must be no longer than 512 bytes but was: %d;"},"status":400}`, a.ID, len(a.ID)), http.StatusBadRequest)
 			return
 		}
-		ops = append(ops, a)
 	}
-	var items []map[string]any
-	anyErr := false
+	results := make([]bulktest.Result, 0, len(ops))
 	for _, a := range ops {
-		status, errType := f.apply(a.ID, a.Version, a.VersionType, a.body)
-		res := map[string]any{"_index": a.Index, "_id": a.ID, "status": status}
+		status, errType := f.apply(a.ID, a.Version, a.VersionType, a.Doc)
+		res := bulktest.Result{Index: a.Index, ID: a.ID, Status: status}
 		if errType != "" {
-			anyErr = true
-			res["error"] = map[string]string{"type": errType, "reason": errType + " for " + a.ID}
+			res.ErrorType, res.Reason = errType, errType+" for "+a.ID
 		}
-		items = append(items, map[string]any{"index": res})
+		results = append(results, res)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"took": 1, "errors": anyErr, "items": items})
+	bulktest.Answer(w, results)
 }
 
 func (f *fakeES) apply(id string, version *int64, versionType string, body []byte) (int, string) {

@@ -288,6 +288,9 @@ func FuzzID(f *testing.F) {
 	f.Add([]byte("~b64:fn5iNjQ6"), []byte("~b64:"))
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		ida, idb := envelope.ID(string(a)), envelope.ID(string(b))
+		if got := envelope.IDBytes(a); got != ida {
+			t.Fatalf("IDBytes(%q) = %q, ID gives %q", a, got, ida)
+		}
 		if !bytes.Equal(a, b) && ida == idb {
 			t.Fatalf("keys %q and %q share the id %q", a, b, ida)
 		}
@@ -306,6 +309,19 @@ func FuzzID(f *testing.F) {
 			t.Fatalf("ParseID(%q) = %q, whose id is %q", b, k, envelope.ID(string(k)))
 		}
 	})
+}
+
+// idSink keeps the ids of TestIDBytesAllocatesOnce, as a caller would.
+var idSink string
+
+// TestIDBytesAllocatesOnce: the bulk sink's id of a record's key costs
+// one allocation, the id itself, for a text and a binary key alike.
+func TestIDBytesAllocatesOnce(t *testing.T) {
+	for _, key := range [][]byte{[]byte("sku-1"), {0, 0, 0, 0xc8}, []byte("~b64:AAAAgA")} {
+		if n := testing.AllocsPerRun(100, func() { idSink = envelope.IDBytes(key) }); n > 1 {
+			t.Errorf("IDBytes(%q): %v allocations, want 1", key, n)
+		}
+	}
 }
 
 // TestIntegerKeysDistinct: the keys Kafka's IntegerSerializer writes

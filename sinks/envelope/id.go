@@ -1,12 +1,14 @@
 package envelope
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // IDPrefix starts every id that ID encodes in base64url.
@@ -22,7 +24,25 @@ func ID(key string) string {
 	if utf8.ValidString(key) && !strings.HasPrefix(key, IDPrefix) {
 		return key
 	}
-	return IDPrefix + base64.RawURLEncoding.EncodeToString([]byte(key))
+	return encodeID(unsafe.Slice(unsafe.StringData(key), len(key)))
+}
+
+// IDBytes is ID of a key held as bytes (record.Record.Key), in one
+// allocation whatever the key.
+func IDBytes(key []byte) string {
+	if utf8.Valid(key) && !bytes.HasPrefix(key, idPrefix) {
+		return string(key)
+	}
+	return encodeID(key)
+}
+
+var idPrefix = []byte(IDPrefix)
+
+// encodeID returns IDPrefix and key in unpadded base64url; key is only read.
+func encodeID(key []byte) string {
+	b := make([]byte, 0, len(IDPrefix)+base64.RawURLEncoding.EncodedLen(len(key)))
+	b = base64.RawURLEncoding.AppendEncode(append(b, IDPrefix...), key)
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // ParseID returns the key whose ID is id.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -367,27 +368,40 @@ func membership(t *testing.T, cl *kgo.Client, group string, after int32) *record
 	return nil
 }
 
+// in is the input partition of the fencing tests, and cpAt a checkpoint
+// of it at low.
+var in = record.TopicPartition{Topic: "in", Partition: 0}
+
+func cpAt(low int64) record.Checkpoint {
+	return record.Checkpoint{Watermark: 1, Partitions: []record.PartitionCheckpoint{{TopicPartition: in, Low: low, Position: low, Watermark: 1}}}
+}
+
+// claimedSink starts a cluster (topics out and in), a member m1 of group
+// reading in, and a transactional sink (its id: group) that claimed in
+// under m1's generation gen1. The caller closes the sink.
+func claimedSink(t *testing.T, group string) (brokers []string, s *kafka.Sink, m1 *kgo.Client, gen1 *record.GroupMember) {
+	t.Helper()
+	brokers = cluster(t, "out", "in")
+	m1 = joined(t, brokers, group, "in")
+	gen1 = membership(t, m1, group, 0)
+	s = kafka.New(kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: group, GroupID: group})
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Claim(ctx, gen1, []record.TopicPartition{in}); err != nil {
+		t.Fatal(err)
+	}
+	return brokers, s, m1, gen1
+}
+
 // TestStaleGenerationIsFenced (invariant 9): offsets sent under a
 // generation that is over are refused by the coordinator; the transaction
 // is aborted with its records, later writes are dropped, and a Claim under
 // the new generation commits again.
 func TestStaleGenerationIsFenced(t *testing.T) {
-	brokers := cluster(t, "out", "in")
 	const group = "fenced-group"
-	in := record.TopicPartition{Topic: "in", Partition: 0}
-	cpAt := func(low int64) record.Checkpoint {
-		return record.Checkpoint{Watermark: 1, Partitions: []record.PartitionCheckpoint{{TopicPartition: in, Low: low, Position: low, Watermark: 1}}}
-	}
-	m1 := joined(t, brokers, group, "in")
-	gen1 := membership(t, m1, group, 0)
-	s := kafka.New(kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "fenced", GroupID: group})
-	if err := s.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
+	brokers, s, m1, gen1 := claimedSink(t, group)
 	defer s.Close()
-	if err := s.Claim(ctx, gen1, []record.TopicPartition{in}); err != nil {
-		t.Fatal(err)
-	}
 	recs := sinktest.Records(0, 30, 1)
 	_ = s.Write(ctx, recs[:10])
 	if err := s.FlushCheckpoint(ctx, cpAt(10)); err != nil {
@@ -429,6 +443,43 @@ func TestStaleGenerationIsFenced(t *testing.T) {
 		if seen[i] != 1 {
 			t.Fatalf("seq %d seen %d times under read_committed, want once", i, seen[i])
 		}
+	}
+}
+
+// TestFencedFinalTransactionThenClose (invariant 9, the close path): the
+// last checkpoint before Close is fenced. Its transaction is aborted with
+// its records, a Write after it is dropped, and Close succeeds without
+// producing or committing anything more.
+func TestFencedFinalTransactionThenClose(t *testing.T) {
+	const group = "fenced-close"
+	brokers, s, m1, gen1 := claimedSink(t, group)
+	recs := sinktest.Records(0, 25, 1)
+	_ = s.Write(ctx, recs[:10])
+	if err := s.FlushCheckpoint(ctx, cpAt(10)); err != nil {
+		t.Fatal(err)
+	}
+	joined(t, brokers, group, "in")
+	membership(t, m1, group, gen1.Generation)
+	_ = s.Write(ctx, recs[10:20])
+	if fe := retry.AsFenced(s.FlushCheckpoint(ctx, cpAt(20))); fe == nil {
+		t.Fatal("the final checkpoint under an old generation was not fenced")
+	}
+	_ = s.Write(ctx, recs[20:25])
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close after a fenced final checkpoint: %v", err)
+	}
+	if got := committedOffset(t, brokers, group, in); got != 10 {
+		t.Fatalf("committed offset %d after the fence and Close, want 10", got)
+	}
+	var seqs []int
+	for _, m := range read(t, brokers, "out", sarama.ReadCommitted) {
+		var p sinktest.Payload
+		_ = json.Unmarshal(m.Value, &p)
+		seqs = append(seqs, p.Seq)
+	}
+	slices.Sort(seqs)
+	if !slices.Equal(seqs, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}) {
+		t.Fatalf("read_committed sees seqs %v, want 0..9 only", seqs)
 	}
 }
 

@@ -197,21 +197,31 @@ CREATE TABLE IF NOT EXISTS %[6]s (
 // waits for every lock on the table, and a member joining while another's
 // transaction holds the data table must not wait for it.
 func (s *Sink) addColumns(ctx context.Context, c *pgx.Conn) error {
-	for _, m := range []struct{ table, column, def string }{
+	cols := []struct{ table, column, def string }{
 		{s.data, "key_bytes", "bytea"},
 		{s.data, "value_bytes", "bytea"},
 		{s.data, "schema_id", "integer"},
 		{s.cp, "watermark", fmt.Sprintf("bigint NOT NULL DEFAULT %d", int64(math.MinInt64))},
-	} {
-		var n int
-		if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped`,
-			m.table, m.column).Scan(&n); err != nil {
+	}
+	tables, names := make([]string, len(cols)), make([]string, len(cols))
+	for i, m := range cols {
+		tables[i], names[i] = m.table, m.column
+	}
+	// One round trip finds the missing columns, by their index in cols.
+	rows, err := c.Query(ctx, `SELECT m.i - 1 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(t, c, i)
+		WHERE NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(m.t) AND attname = m.c AND NOT attisdropped)
+		ORDER BY m.i`, tables, names)
+	if err != nil {
+		return err
+	}
+	missing, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return err
+	}
+	for _, i := range missing {
+		m := cols[i]
+		if _, err := c.Exec(ctx, fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s", m.table, m.column, m.def)); err != nil {
 			return err
-		}
-		if n == 0 {
-			if _, err := c.Exec(ctx, fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s", m.table, m.column, m.def)); err != nil {
-				return err
-			}
 		}
 	}
 	return nil

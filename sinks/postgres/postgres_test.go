@@ -621,3 +621,38 @@ func TestStaleWriterHeldByALockIsFenced(t *testing.T) {
 		t.Fatalf("the new owner failed on the old owner's rows: %v", err)
 	}
 }
+
+// TestFencedFinalCheckpointThenClose (invariant 10, the close path): the
+// last checkpoint before Close is fenced for one partition. Close then
+// succeeds (a fence is not a sink failure), the partition a still owns
+// keeps its rows and checkpoint, and the fenced one keeps its new owner's:
+// a restart restores both, nothing of a's refused rows stored.
+func TestFencedFinalCheckpointThenClose(t *testing.T) {
+	f := newFixture(t)
+	a, b := f.sink(), f.sink()
+	openSinks(t, b)
+	if err := a.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	claim(t, a, tp(0), tp(1))
+	claim(t, b, tp(1))
+	bcp := record.Checkpoint{Watermark: 1_000, Partitions: []record.PartitionCheckpoint{{TopicPartition: tp(1), Low: 3, Position: 3, End: 9, Watermark: 1_000}}}
+	_ = b.Write(ctx, recordsOf(1, 0, 3))
+	if err := b.FlushCheckpoint(ctx, bcp); err != nil {
+		t.Fatal(err)
+	}
+	_ = a.Write(ctx, append(recordsOf(0, 0, 5), recordsOf(1, 0, 5)...))
+	acp := cpOf(0, 1)
+	wantFenced(t, a.FlushCheckpoint(ctx, acp), tp(1))
+	if err := a.Close(); err != nil {
+		t.Fatalf("Close after a fenced final checkpoint: %v", err)
+	}
+	f.wantRows(t, 0, 5, "partition 0 (a's)")
+	f.wantRows(t, 1, 3, "partition 1 (b's rows only)")
+	s := f.sink()
+	openSinks(t, s)
+	want := record.Checkpoint{Watermark: 1_000, Partitions: []record.PartitionCheckpoint{acp.Partitions[0], bcp.Partitions[0]}}
+	if cp, err := s.Restore(ctx); err != nil || cp == nil || !reflect.DeepEqual(*cp, want) {
+		t.Fatalf("Restore = %+v, %v; want %+v", cp, err, want)
+	}
+}

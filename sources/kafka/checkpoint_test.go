@@ -24,10 +24,8 @@ func TestGroupKeepsCheckpointInCommitMetadata(t *testing.T) {
 	}}
 	assigned := func(setup ...func(*Source)) (map[record.TopicPartition]record.PartitionInfo, *Source) {
 		t.Helper()
-		src := openSource(t, cfg, setup...)
-		col := newCollector(t, src)
-		col.until("assignment", func() bool { return len(col.assigned) == 2 })
-		return col.assigned, src
+		col := openAssigned(t, 2, cfg, setup...)
+		return col.assigned, col.src
 	}
 
 	_, first := assigned()

@@ -247,7 +247,7 @@ func (s *Source) staticRound(counts map[string]int) bool {
 		return true
 	}
 	tps := partitionsOf(pick(counts, grown), known)
-	infos, err := s.snapshotNew(tps, nil)
+	infos, err := s.snapshotNew(tps, nil, nil)
 	if err != nil {
 		s.log.Warn("snapshot of discovered partitions failed; retrying next round", zap.Error(err))
 		return false
@@ -285,7 +285,7 @@ func pick(counts map[string]int, topics []string) map[string]int {
 
 // snapshotNew snapshots tps; a partition created after Open without a
 // committed offset starts at its log start (invariant 7).
-func (s *Source) snapshotNew(tps []record.TopicPartition, committed map[record.TopicPartition]int64) ([]record.PartitionInfo, error) {
+func (s *Source) snapshotNew(tps []record.TopicPartition, committed map[record.TopicPartition]int64, cps map[record.TopicPartition]record.PartitionCheckpoint) ([]record.PartitionInfo, error) {
 	var fresh []record.TopicPartition
 	for _, tp := range tps {
 		if c, ok := committed[tp]; (!ok || c < 0) && s.isNew(tp) {
@@ -303,7 +303,7 @@ func (s *Source) snapshotNew(tps []record.TopicPartition, committed map[record.T
 		}
 		maps.Copy(committed, starts)
 	}
-	return s.snapshot(tps, committed)
+	return s.snapshot(tps, committed, cps)
 }
 
 // revokeStatic stops fetching tps, then reports them as Revoked.

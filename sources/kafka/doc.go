@@ -76,7 +76,8 @@
 //     rebalance excepted up to RebalanceTimeout: when a broker does not
 //     answer by then, Open (static) or the first Poll (group) returns
 //     ErrStartupTimeout naming the request and the broker, and Close
-//     returns at once. After start-up a lost broker is waited for: failed
+//     returns at once. An Open whose context ends during a step returns
+//     the context's error as promptly. After start-up a lost broker is waited for: failed
 //     fetches hold their partitions (invariant 3), a failed group session
 //     is rejoined with backoff.
 //  11. Commits in group mode go to the current session's generation, for

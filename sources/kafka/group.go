@@ -213,11 +213,11 @@ func (g *groupState) Setup(sess sarama.ConsumerGroupSession) error {
 		g.set(sess, nil, nil, nil, nil)
 		return nil
 	}
-	committed, err := g.s.committed(tps)
+	committed, cps, err := g.s.committed(tps)
 	if err != nil {
 		return err
 	}
-	infos, err := g.s.snapshotNew(tps, committed)
+	infos, err := g.s.snapshotNew(tps, committed, cps)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -42,9 +44,8 @@ func TestGroupRestartAndDeleteRecords(t *testing.T) {
 	}
 
 	// Restart: the committed offset is the start position.
-	second := openSource(t, cfg)
-	col2 := newCollector(t, second)
-	col2.until("assignment", func() bool { return len(col2.assigned) == 1 })
+	col2 := openAssigned(t, 1, cfg)
+	second := col2.src
 	if a := col2.assigned[tp]; a.Start != 4 || a.End != 10 {
 		t.Fatalf("restart assigned %+v, want Start 4 (committed) End 10", a)
 	}
@@ -299,5 +300,48 @@ func TestJoinGroupOutwaitsRebalance(t *testing.T) {
 		if sc.Net.ReadTimeout <= sc.Consumer.Group.Rebalance.Timeout {
 			t.Errorf("rebalance timeout %v: read timeout %v does not exceed it", sc.Consumer.Group.Rebalance.Timeout, sc.Net.ReadTimeout)
 		}
+	}
+}
+
+// TestCloseReleasesACommitWaitingForASession: a commit made while no
+// session has started waits for one (up to RevokeTimeout); Close ends that
+// wait at once, and the commit reports every partition skipped, committing
+// nothing.
+func TestCloseReleasesACommitWaitingForASession(t *testing.T) {
+	c := startCluster(t, embedded.WithTopic("w", 1))
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	kf := c.Kfake()
+	kf.ControlKey(int16(kmsg.JoinGroup), func(kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		kf.SleepControl(func() { <-release }) // no session starts
+		return nil, nil, false
+	})
+	src := openSource(t, Config{Brokers: c.Addrs(), Topics: []string{"w"}, Group: "waiting", RevokeTimeout: hangGuard})
+	tp := record.TopicPartition{Topic: "w", Partition: 0}
+	committed := make(chan error, 1)
+	go func() { committed <- src.Commit(bg, map[record.TopicPartition]int64{tp: 1}) }()
+	select {
+	case err := <-committed:
+		t.Fatalf("Commit returned %v before any session started", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- src.Close() }()
+	select {
+	case err := <-committed:
+		var skip *record.CommitSkippedError
+		if !errors.As(err, &skip) || !slices.Equal(skip.Partitions, []record.TopicPartition{tp}) {
+			t.Fatalf("Commit after Close = %v, want %v reported skipped", err, tp)
+		}
+	case <-time.After(hangGuard / 3):
+		t.Fatal("Close did not end the commit's wait for a session")
+	}
+	free()
+	<-closed
+	if held := committedOffsets(t, c, "waiting"); len(held) != 0 {
+		t.Fatalf("a skipped commit reached Kafka: %v", held)
 	}
 }

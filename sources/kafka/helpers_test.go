@@ -67,6 +67,15 @@ type collector struct {
 	received []time.Time // when each of fetches arrived
 }
 
+// openAssigned opens a source of cfg and polls it until n partitions are
+// assigned; the collector holds the source (src) and what it polled.
+func openAssigned(t testing.TB, n int, cfg Config, setup ...func(*Source)) *collector {
+	t.Helper()
+	col := newCollector(t, openSource(t, cfg, setup...))
+	col.until("assignment", func() bool { return len(col.assigned) == n })
+	return col
+}
+
 func newCollector(t testing.TB, src *Source) *collector {
 	return &collector{
 		t: t, src: src,

@@ -81,12 +81,12 @@ func (s *Source) refreshMetadata() {
 }
 
 // committed returns the group's committed offsets for tps (-1: none), and
-// keeps the checkpoints their metadata holds for the snapshot that follows.
-func (s *Source) committed(tps []record.TopicPartition) (map[record.TopicPartition]int64, error) {
+// the checkpoints their metadata holds, for snapshot.
+func (s *Source) committed(tps []record.TopicPartition) (map[record.TopicPartition]int64, map[record.TopicPartition]record.PartitionCheckpoint, error) {
 	s.waitFor("FindCoordinator for group %s from brokers %s", s.cfg.Group, s.brokerList())
 	coord, err := s.client.Coordinator(s.cfg.Group)
 	if err != nil {
-		return nil, fmt.Errorf("kafka: coordinator of group %s: %w", s.cfg.Group, err)
+		return nil, nil, fmt.Errorf("kafka: coordinator of group %s: %w", s.cfg.Group, err)
 	}
 	s.waitFor("OffsetFetch for group %s from its coordinator, broker %d at %s", s.cfg.Group, coord.ID(), coord.Addr())
 	req := &sarama.OffsetFetchRequest{Version: 5, ConsumerGroup: s.cfg.Group}
@@ -95,10 +95,10 @@ func (s *Source) committed(tps []record.TopicPartition) (map[record.TopicPartiti
 	}
 	resp, err := coord.FetchOffset(req)
 	if err != nil {
-		return nil, fmt.Errorf("kafka: offset fetch for group %s: %w", s.cfg.Group, err)
+		return nil, nil, fmt.Errorf("kafka: offset fetch for group %s: %w", s.cfg.Group, err)
 	}
 	if !errors.Is(resp.Err, sarama.ErrNoError) {
-		return nil, fmt.Errorf("kafka: offset fetch for group %s: %w", s.cfg.Group, resp.Err)
+		return nil, nil, fmt.Errorf("kafka: offset fetch for group %s: %w", s.cfg.Group, resp.Err)
 	}
 	out := make(map[record.TopicPartition]int64, len(tps))
 	cps := make(map[record.TopicPartition]record.PartitionCheckpoint)
@@ -111,14 +111,13 @@ func (s *Source) committed(tps []record.TopicPartition) (map[record.TopicPartiti
 			}
 		}
 	}
-	s.checkpoints = cps
-	return out, nil
+	return out, cps, nil
 }
 
 // snapshot takes the end offsets of tps and resolves their start positions
-// (StartAt offsets win, then committed offsets, then Start). It reads no
-// record.
-func (s *Source) snapshot(tps []record.TopicPartition, committed map[record.TopicPartition]int64) ([]record.PartitionInfo, error) {
+// (StartAt offsets win, then committed offsets, then Start). A committed
+// offset's checkpoint in cps goes with it. It reads no record.
+func (s *Source) snapshot(tps []record.TopicPartition, committed map[record.TopicPartition]int64, cps map[record.TopicPartition]record.PartitionCheckpoint) ([]record.PartitionInfo, error) {
 	ends, err := s.listOffsets(tps, listLatest)
 	if err != nil {
 		return nil, err
@@ -141,7 +140,7 @@ func (s *Source) snapshot(tps []record.TopicPartition, committed map[record.Topi
 		}
 		if c, ok := committed[tp]; ok && c >= 0 {
 			info.Start = c
-			if pc, ok := s.checkpoints[tp]; ok && pc.Low == c {
+			if pc, ok := cps[tp]; ok && pc.Low == c {
 				info.Checkpoint = &pc
 			}
 		}

@@ -59,11 +59,6 @@ type Source struct {
 	startTime int64
 	timed     bool
 
-	// checkpoints are the checkpoints in the commit metadata that the last
-	// committed call read (group mode: Setup's goroutine only); snapshot
-	// hands each back with the offset it was committed with.
-	checkpoints map[record.TopicPartition]record.PartitionCheckpoint
-
 	// wanted is the engine's evidence demand (WantEvidence), in Unix
 	// nanoseconds; 0 when nothing waits for evidence.
 	wanted atomic.Int64
@@ -200,7 +195,7 @@ func (s *Source) Open(ctx context.Context) error {
 		if counts, err = s.openTopics(); err != nil {
 			return err
 		}
-		infos, err = s.snapshot(partitionsOf(counts, nil), nil)
+		infos, err = s.snapshot(partitionsOf(counts, nil), nil, nil)
 		return err
 	})
 	if err != nil {

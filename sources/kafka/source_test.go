@@ -35,8 +35,7 @@ func TestTransactionalEndIsCommitMarker(t *testing.T) {
 	if offs.HighWater != 9 || offs.LastStable != 9 {
 		t.Fatalf("offsets %+v, want HWM = LSO = 9", offs)
 	}
-	col := newCollector(t, openSource(t, Config{Brokers: c.Addrs(), Topics: []string{"tx"}}))
-	col.until("assignment", func() bool { return len(col.assigned) == 1 })
+	col := openAssigned(t, 1, Config{Brokers: c.Addrs(), Topics: []string{"tx"}})
 	tp := record.TopicPartition{Topic: "tx", Partition: 0}
 	if a := col.assigned[tp]; a.Start != 0 || a.End != 9 {
 		t.Fatalf("assigned %+v, want Start 0 End 9", a)
@@ -64,8 +63,7 @@ func TestOpenTransactionSnapshotIsLSO(t *testing.T) {
 	if offs.LastStable != 3 || offs.HighWater != 5 {
 		t.Fatalf("offsets %+v, want LSO 3 < HWM 5", offs)
 	}
-	col := newCollector(t, openSource(t, Config{Brokers: c.Addrs(), Topics: []string{"open"}}))
-	col.until("assignment", func() bool { return len(col.assigned) == 1 })
+	col := openAssigned(t, 1, Config{Brokers: c.Addrs(), Topics: []string{"open"}})
 	tp := record.TopicPartition{Topic: "open", Partition: 0}
 	if a := col.assigned[tp]; a.End != 3 {
 		t.Fatalf("snapshot End %d, want the LSO 3 (HWM is 5)", a.End)
@@ -84,8 +82,7 @@ func TestOpenTransactionSnapshotIsLSO(t *testing.T) {
 // Empty partitions are assigned with End == Start and deliver nothing.
 func TestEmptyPartitions(t *testing.T) {
 	c := startCluster(t, embedded.WithTopic("empty", 3))
-	col := newCollector(t, openSource(t, Config{Brokers: c.Addrs(), Topics: []string{"empty"}}))
-	col.until("assignment", func() bool { return len(col.assigned) == 3 })
+	col := openAssigned(t, 3, Config{Brokers: c.Addrs(), Topics: []string{"empty"}})
 	for tp, a := range col.assigned {
 		if a.Start != 0 || a.End != 0 {
 			t.Errorf("%v assigned %+v, want Start = End = 0", tp, a)
@@ -106,8 +103,7 @@ func TestEmptyPartitions(t *testing.T) {
 func TestStartLatest(t *testing.T) {
 	c := startCluster(t, embedded.WithTopic("late", 1))
 	mustProduce(t, c, recs("late", 0, 4, "old")...)
-	col := newCollector(t, openSource(t, Config{Brokers: c.Addrs(), Topics: []string{"late"}, Start: StartLatest}))
-	col.until("assignment", func() bool { return len(col.assigned) == 1 })
+	col := openAssigned(t, 1, Config{Brokers: c.Addrs(), Topics: []string{"late"}, Start: StartLatest})
 	tp := record.TopicPartition{Topic: "late", Partition: 0}
 	if a := col.assigned[tp]; a.Start != 4 || a.End != 4 {
 		t.Fatalf("assigned %+v, want Start = End = 4", a)

@@ -117,9 +117,8 @@ func TestStartTimeLosesToCommittedAndStartAt(t *testing.T) {
 	start := base.Add(6 * time.Minute).Format(time.RFC3339)
 	cfg := Config{Brokers: c.Addrs(), Topics: []string{"p"}, Group: "pg", Start: start}
 
-	first := openSource(t, cfg)
-	col := newCollector(t, first)
-	col.until("assignment", func() bool { return len(col.assigned) == 1 })
+	col := openAssigned(t, 1, cfg)
+	first := col.src
 	if a := col.assigned[tp]; a.Start != 6 {
 		t.Fatalf("no commit: assigned %+v, want Start 6", a)
 	}
@@ -131,17 +130,14 @@ func TestStartTimeLosesToCommittedAndStartAt(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	second := openSource(t, cfg)
-	col2 := newCollector(t, second)
-	col2.until("assignment", func() bool { return len(col2.assigned) == 1 })
+	col2 := openAssigned(t, 1, cfg)
+	second := col2.src
 	if a := col2.assigned[tp]; a.Start != 8 {
 		t.Errorf("committed 8: assigned %+v, want Start 8 (the commit outranks start)", a)
 	}
 	_ = second.Close()
 
-	third := openSource(t, cfg, func(s *Source) { s.StartAt(map[record.TopicPartition]int64{tp: 2}) })
-	col3 := newCollector(t, third)
-	col3.until("assignment", func() bool { return len(col3.assigned) == 1 })
+	col3 := openAssigned(t, 1, cfg, func(s *Source) { s.StartAt(map[record.TopicPartition]int64{tp: 2}) })
 	if a := col3.assigned[tp]; a.Start != 2 {
 		t.Errorf("StartAt 2: assigned %+v, want Start 2 (a sink's checkpoint outranks both)", a)
 	}

@@ -116,14 +116,17 @@ func (s *Source) startupErr() error {
 }
 
 // bounded runs a blocking start-up step within the start-up deadline. When
-// the deadline passes first, the start-up has failed and the step is left
-// to end at sarama's read timeout; the caller closes the client in the
-// background.
+// the deadline passes or ctx ends first, the start-up has failed and the
+// step is left to end at sarama's read timeout; the caller closes the
+// client in the background.
 func (s *Source) bounded(ctx context.Context, step func() error) error {
 	err := startup.Run(ctx, s.boot.deadline, step)
-	if errors.Is(err, startup.ErrTimeout) {
+	switch {
+	case errors.Is(err, startup.ErrTimeout):
 		s.finishStartup(startFailed)
 		return s.startupErr()
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()): // abandoned too
+		s.finishStartup(startFailed)
 	}
 	return err
 }

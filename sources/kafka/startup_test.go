@@ -220,3 +220,35 @@ func TestStartupJoinWaitsForRebalance(t *testing.T) {
 	}
 	t.Logf("B assigned %d partitions after %v (StartupTimeout %v)", len(f.Assigned), took.Round(time.Millisecond), startupBound)
 }
+
+// TestCanceledStartupReturnsPromptly: Open's context, ended while a
+// start-up step waits on a broker that stopped answering, ends Open within
+// the slack: the abandoned step's client is closed in the background, not
+// after the read timeout that still holds its request.
+func TestCanceledStartupReturnsPromptly(t *testing.T) {
+	for _, group := range []string{"", "g"} {
+		t.Run("group="+group, func(t *testing.T) {
+			c := startCluster(t, embedded.WithTopic("t", 1))
+			key := kmsg.ListOffsets
+			if group != "" {
+				key = kmsg.DescribeGroups
+			}
+			stall(t, c, key, 0)
+			src, err := New(Config{Brokers: c.Addrs(), Topics: []string{"t"}, Group: group, StartupTimeout: hangGuard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), startupBound)
+			defer cancel()
+			start := time.Now()
+			err = src.Open(ctx)
+			took := time.Since(start)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Open: %v, want the context's error", err)
+			}
+			if took > startupSlack {
+				t.Errorf("Open returned %v after its context ended at %v", took, startupBound)
+			}
+		})
+	}
+}

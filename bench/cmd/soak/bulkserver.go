@@ -1,11 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/signalbox/signalbox/sinks/bulk/bulktest"
 )
 
 // bulkServer is an Elasticsearch `_bulk` endpoint that indexes every
@@ -64,46 +65,26 @@ func (s *bulkServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, http.StatusText(s.outage), s.outage)
 		return
 	}
-	sc := bufio.NewScanner(r.Body)
-	sc.Buffer(nil, 64<<20)
-	var docs []envelope
-	type item struct {
-		Index  string `json:"_index"`
-		ID     string `json:"_id"`
-		Status int    `json:"status"`
+	actions, err := bulktest.Read(r.Body, 64<<20)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
 	}
-	var items []map[string]item
-	for sc.Scan() {
-		var action map[string]item
-		if err := json.Unmarshal(sc.Bytes(), &action); err != nil {
-			http.Error(w, "bad action line: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		a, ok := action["index"]
-		if !ok || !sc.Scan() {
-			http.Error(w, "expected an index action and a document", http.StatusBadRequest)
-			return
-		}
-		var e envelope
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+	docs := make([]envelope, len(actions))
+	results := make([]bulktest.Result, len(actions))
+	for i, a := range actions {
+		if err := json.Unmarshal(a.Doc, &docs[i]); err != nil {
 			http.Error(w, "bad document: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		docs = append(docs, e)
-		a.Status = http.StatusCreated
-		items = append(items, map[string]item{"index": a})
-	}
-	if err := sc.Err(); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
+		results[i] = bulktest.Result{Index: a.Index, ID: a.ID, Status: http.StatusCreated}
 	}
 	for _, e := range docs { // indexed only once the whole request is read
 		if s.check.add(e.delivery()) {
 			s.dupsAt[int(time.Since(s.start)/(10*time.Second))*10]++
 		}
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"took": 1, "errors": false, "items": items})
+	bulktest.Answer(w, results)
 }
 
 // received is how many documents were indexed so far, re-deliveries
