@@ -108,6 +108,8 @@ func TestConversionTable(t *testing.T) {
 		{"duration", `{"type":"fixed","name":"Dur","size":12,"logicalType":"duration"}`, `{"type":"fixed","name":"Dur","size":12}`,
 			[12]byte{1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0}, `{"months":1,"days":2,"milliseconds":3}`},
 		{"unknown logical type is its base type", `{"type":"long","logicalType":"x-custom"}`, "", int64(4), `4`},
+		{"uuid on a fixed not of 16 is its base type", `{"type":"fixed","name":"U4","size":4,"logicalType":"uuid"}`, `{"type":"fixed","name":"U4","size":4}`, [4]byte{1, 2, 3, 4}, `"AQIDBA=="`},
+		{"duration on a fixed not of 12 is its base type", `{"type":"fixed","name":"D4","size":4,"logicalType":"duration"}`, `{"type":"fixed","name":"D4","size":4}`, [4]byte{1, 2, 3, 4}, `"AQIDBA=="`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

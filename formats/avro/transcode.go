@@ -76,6 +76,31 @@ type tnode struct {
 	node     *avro.SchemaNode
 }
 
+// primitiveKinds maps the types with no children to their kind.
+var primitiveKinds = map[string]kind{
+	"null": kNull, "boolean": kBool, "int": kInt, "long": kLong, "float": kFloat,
+	"double": kDouble, "string": kString, "bytes": kBytes, "fixed": kFixed,
+}
+
+// logicalKinds maps a type and its logical type to the kind that renders
+// it; a pair not listed renders as the underlying type.
+var logicalKinds = map[[2]string]kind{
+	{"int", "date"}:                    kDate,
+	{"int", "time-millis"}:             kTimeMillis,
+	{"long", "time-micros"}:            kTimeMicros,
+	{"long", "timestamp-millis"}:       kTsMillis,
+	{"long", "local-timestamp-millis"}: kTsMillis,
+	{"long", "timestamp-micros"}:       kTsMicros,
+	{"long", "local-timestamp-micros"}: kTsMicros,
+	{"long", "timestamp-nanos"}:        kTsNanos,
+	{"long", "local-timestamp-nanos"}:  kTsNanos,
+	{"bytes", "decimal"}:               kDecimalBytes,
+	{"bytes", "big-decimal"}:           kBigDecimal,
+	{"fixed", "decimal"}:               kDecimalFixed,
+	{"fixed", "uuid"}:                  kUUIDFixed, // when 16 bytes
+	{"fixed", "duration"}:              kDuration,  // when 12 bytes
+}
+
 // compileT builds the transcoder's tree; named types are built once, so
 // recursive schemas make cycles.
 func (c *Codec) compileT(n *avro.SchemaNode, named map[string]*tnode) *tnode {
@@ -86,55 +111,17 @@ func (c *Codec) compileT(n *avro.SchemaNode, named map[string]*tnode) *tnode {
 			return t
 		}
 	}
-	t := &tnode{node: n}
+	t := &tnode{node: n, kind: primitiveKinds[n.Type]}
+	if k, ok := logicalKinds[[2]string{n.Type, n.LogicalType}]; ok {
+		t.kind = k
+	}
 	switch n.Type {
-	case "null":
-		t.kind = kNull
-	case "boolean":
-		t.kind = kBool
-	case "int":
-		t.kind = kInt
-		switch n.LogicalType {
-		case "date":
-			t.kind = kDate
-		case "time-millis":
-			t.kind = kTimeMillis
-		}
-	case "long":
-		t.kind = kLong
-		switch n.LogicalType {
-		case "time-micros":
-			t.kind = kTimeMicros
-		case "timestamp-millis", "local-timestamp-millis":
-			t.kind = kTsMillis
-		case "timestamp-micros", "local-timestamp-micros":
-			t.kind = kTsMicros
-		case "timestamp-nanos", "local-timestamp-nanos":
-			t.kind = kTsNanos
-		}
-	case "float":
-		t.kind = kFloat
-	case "double":
-		t.kind = kDouble
-	case "string":
-		t.kind = kString
 	case "bytes":
-		t.kind = kBytes
-		switch n.LogicalType {
-		case "decimal":
-			t.kind, t.scale = kDecimalBytes, n.Scale
-		case "big-decimal":
-			t.kind = kBigDecimal
-		}
+		t.scale = n.Scale // decimal
 	case "fixed":
-		t.kind, t.size = kFixed, n.Size
-		switch {
-		case n.LogicalType == "decimal":
-			t.kind, t.scale = kDecimalFixed, n.Scale
-		case n.LogicalType == "uuid" && n.Size == 16:
-			t.kind = kUUIDFixed
-		case n.LogicalType == "duration" && n.Size == 12:
-			t.kind = kDuration
+		t.size, t.scale = n.Size, n.Scale
+		if (t.kind == kUUIDFixed && n.Size != 16) || (t.kind == kDuration && n.Size != 12) {
+			t.kind = kFixed
 		}
 		named[fullName(n)] = t
 	case "enum":
