@@ -235,13 +235,7 @@ func (c *Codec) render(b []byte, n *avro.SchemaNode, v any) ([]byte, error) {
 		}
 		return value.AppendTimeOfDay(b, x, 3), nil
 	case avro.Duration:
-		b = append(b, `{"months":`...)
-		b = strconv.AppendUint(b, uint64(x.Months), 10)
-		b = append(b, `,"days":`...)
-		b = strconv.AppendUint(b, uint64(x.Days), 10)
-		b = append(b, `,"milliseconds":`...)
-		b = strconv.AppendUint(b, uint64(x.Milliseconds), 10)
-		return append(b, '}'), nil
+		return appendDuration(b, x.Months, x.Days, x.Milliseconds), nil
 	case []any:
 		if n.Type != "array" {
 			return nil, shape(n, v)
@@ -335,14 +329,10 @@ func decimalText(r *big.Rat, n *avro.SchemaNode) string {
 
 // lookupReference is Lookup on the library's generic value.
 func (c *Codec) lookupReference(tree any, path []string) (value.Field, bool) {
-	v := &struct {
-		c    *Codec
-		tree any
-	}{c, tree}
-	n, x := v.c.root, v.tree
+	n, x := c.root, tree
 	for _, name := range path {
 		var ok bool
-		if n, x, ok = v.c.step(n, x); !ok {
+		if n, x, ok = c.step(n, x); !ok {
 			return value.Field{}, false
 		}
 		m, isMap := x.(map[string]any)
@@ -370,7 +360,7 @@ func (c *Codec) lookupReference(tree any, path []string) (value.Field, bool) {
 			return value.Field{}, false
 		}
 	}
-	n, x, ok := v.c.step(n, x)
+	n, x, ok := c.step(n, x)
 	if !ok {
 		return value.Field{}, false
 	}
@@ -392,7 +382,7 @@ func (c *Codec) lookupReference(tree any, path []string) (value.Field, bool) {
 	case bool:
 		return value.Field{Kind: value.KindBool, Text: strconv.FormatBool(t)}, true
 	}
-	js, err := v.c.render(nil, n, x)
+	js, err := c.render(nil, n, x)
 	if err != nil {
 		return value.Field{}, false
 	}

@@ -202,7 +202,17 @@ type tErr string
 
 func (e tErr) Error() string { return "avro: " + string(e) }
 
-var errShort = tErr("body ends inside a value")
+var (
+	errShort      = tErr("body ends inside a value")
+	errTimeMillis = tErr("time-millis outside a day")
+	errTimeMicros = tErr("time-micros outside a day")
+)
+
+// The ranges of time-millis and time-micros: one day.
+const (
+	millisPerDay = int32(24 * time.Hour / time.Millisecond)
+	microsPerDay = int64(24 * time.Hour / time.Microsecond)
+)
 
 func readLong(src []byte) (int64, []byte, error) {
 	u, n := binary.Uvarint(src)
@@ -292,13 +302,8 @@ func transcode(b, src []byte, t *tnode, depth int) ([]byte, []byte, error) {
 		if len(src) < 12 {
 			return nil, nil, errShort
 		}
-		b = append(b, `{"months":`...)
-		b = strconv.AppendUint(b, uint64(binary.LittleEndian.Uint32(src)), 10)
-		b = append(b, `,"days":`...)
-		b = strconv.AppendUint(b, uint64(binary.LittleEndian.Uint32(src[4:])), 10)
-		b = append(b, `,"milliseconds":`...)
-		b = strconv.AppendUint(b, uint64(binary.LittleEndian.Uint32(src[8:])), 10)
-		return append(b, '}'), src[12:], nil
+		le := binary.LittleEndian
+		return appendDuration(b, le.Uint32(src), le.Uint32(src[4:]), le.Uint32(src[8:])), src[12:], nil
 	case kEnum:
 		i, rest, err := readInt(src)
 		if err != nil {
@@ -319,8 +324,8 @@ func transcode(b, src []byte, t *tnode, depth int) ([]byte, []byte, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if v < 0 || v >= int32(24*time.Hour/time.Millisecond) {
-			return nil, nil, tErr("time-millis outside a day")
+		if v < 0 || v >= millisPerDay {
+			return nil, nil, errTimeMillis
 		}
 		return value.AppendTimeOfDay(b, time.Duration(v)*time.Millisecond, 3), rest, nil
 	case kTimeMicros:
@@ -328,8 +333,8 @@ func transcode(b, src []byte, t *tnode, depth int) ([]byte, []byte, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if v < 0 || v >= int64(24*time.Hour/time.Microsecond) {
-			return nil, nil, tErr("time-micros outside a day")
+		if v < 0 || v >= microsPerDay {
+			return nil, nil, errTimeMicros
 		}
 		return value.AppendTimeOfDay(b, time.Duration(v)*time.Microsecond, 6), rest, nil
 	case kTsMillis, kTsMicros, kTsNanos:
@@ -340,20 +345,9 @@ func transcode(b, src []byte, t *tnode, depth int) ([]byte, []byte, error) {
 		tm, digits := tsTime(t.kind, v)
 		return value.AppendTime(b, tm, digits), rest, nil
 	case kDecimalBytes, kDecimalFixed:
-		var raw, rest []byte
-		if t.kind == kDecimalFixed {
-			if len(src) < t.size {
-				return nil, nil, errShort
-			}
-			raw, rest = src[:t.size], src[t.size:]
-		} else {
-			var err error
-			if raw, rest, err = readBytes(src); err != nil {
-				return nil, nil, err
-			}
-		}
-		if len(raw) > maxDecimalUnscaled {
-			return nil, nil, tErr("decimal longer than 32 KiB")
+		raw, rest, err := decimalRaw(src, t)
+		if err != nil {
+			return nil, nil, err
 		}
 		b = append(b, '"')
 		b = appendDecimal(b, raw, t.scale)
@@ -402,6 +396,17 @@ func transcode(b, src []byte, t *tnode, depth int) ([]byte, []byte, error) {
 		return transcodeMap(b, src, t, depth)
 	}
 	return nil, nil, tErr("unknown schema kind")
+}
+
+// appendDuration appends a duration as an object of its three counts.
+func appendDuration(b []byte, months, days, millis uint32) []byte {
+	b = append(b, `{"months":`...)
+	b = strconv.AppendUint(b, uint64(months), 10)
+	b = append(b, `,"days":`...)
+	b = strconv.AppendUint(b, uint64(days), 10)
+	b = append(b, `,"milliseconds":`...)
+	b = strconv.AppendUint(b, uint64(millis), 10)
+	return append(b, '}')
 }
 
 func tsTime(k kind, v int64) (time.Time, int) {
@@ -478,6 +483,12 @@ func transcodeArray(b, src []byte, t *tnode, depth int) ([]byte, []byte, error) 
 	}
 }
 
+// minEntry is the fewest bytes a map entry takes: its key's length, then
+// its value.
+func (t *tnode) minEntry() int {
+	return 1 + max(t.items.minBytes, 0)
+}
+
 type span struct {
 	key        string
 	start, end int
@@ -489,15 +500,11 @@ func transcodeMap(b, src []byte, t *tnode, depth int) ([]byte, []byte, error) {
 	if depth >= maxDepth {
 		return nil, nil, tErr(tooDeep)
 	}
-	minEntry := 1
-	if t.items.minBytes > 0 {
-		minEntry += t.items.minBytes
-	}
 	start := len(b)
 	var spans []span
 	var total int64
 	for {
-		n, rest, err := blockCount(src, minEntry, &total)
+		n, rest, err := blockCount(src, t.minEntry(), &total)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -557,6 +564,22 @@ func transcodeMap(b, src []byte, t *tnode, depth int) ([]byte, []byte, error) {
 		b = append(b, entries[s.start-start:s.end-start]...)
 	}
 	return append(b, '}'), src, nil
+}
+
+// decimalRaw reads the unscaled bytes of a decimal.
+func decimalRaw(src []byte, t *tnode) (raw, rest []byte, err error) {
+	if t.kind == kDecimalFixed {
+		if len(src) < t.size {
+			return nil, nil, errShort
+		}
+		raw, rest = src[:t.size], src[t.size:]
+	} else if raw, rest, err = readBytes(src); err != nil {
+		return nil, nil, err
+	}
+	if len(raw) > maxDecimalUnscaled {
+		return nil, nil, tErr("decimal longer than 32 KiB")
+	}
+	return raw, rest, nil
 }
 
 // appendDecimal appends the two's-complement big-endian unscaled value raw
@@ -671,8 +694,8 @@ func skip(src []byte, t *tnode, depth int) ([]byte, error) {
 			return nil, err
 		case t.kind == kEnum && (v < 0 || int(v) >= len(t.symbols)):
 			return nil, tErr("enum index out of range")
-		case t.kind == kTimeMillis && (v < 0 || v >= int32(24*time.Hour/time.Millisecond)):
-			return nil, tErr("time-millis outside a day")
+		case t.kind == kTimeMillis && (v < 0 || v >= millisPerDay):
+			return nil, errTimeMillis
 		}
 		return rest, nil
 	case kLong, kTsMillis, kTsMicros, kTsNanos, kTimeMicros:
@@ -680,8 +703,8 @@ func skip(src []byte, t *tnode, depth int) ([]byte, error) {
 		switch {
 		case err != nil:
 			return nil, err
-		case t.kind == kTimeMicros && (v < 0 || v >= int64(24*time.Hour/time.Microsecond)):
-			return nil, tErr("time-micros outside a day")
+		case t.kind == kTimeMicros && (v < 0 || v >= microsPerDay):
+			return nil, errTimeMicros
 		}
 		return rest, nil
 	case kFloat, kDouble, kFixed, kUUIDFixed, kDuration:
@@ -704,22 +727,8 @@ func skip(src []byte, t *tnode, depth int) ([]byte, error) {
 		_, rest, err := readBytes(src)
 		return rest, err
 	case kDecimalBytes, kDecimalFixed:
-		var raw, rest []byte
-		if t.kind == kDecimalFixed {
-			if len(src) < t.size {
-				return nil, errShort
-			}
-			raw, rest = src[:t.size], src[t.size:]
-		} else {
-			var err error
-			if raw, rest, err = readBytes(src); err != nil {
-				return nil, err
-			}
-		}
-		if len(raw) > maxDecimalUnscaled {
-			return nil, tErr("decimal longer than 32 KiB")
-		}
-		return rest, nil
+		_, rest, err := decimalRaw(src, t)
+		return rest, err
 	case kBigDecimal:
 		payload, rest, err := readBytes(src)
 		if err != nil {
@@ -758,10 +767,7 @@ func skip(src []byte, t *tnode, depth int) ([]byte, error) {
 		}
 		minItem := t.items.minBytes
 		if t.kind == kMap {
-			minItem = 1
-			if t.items.minBytes > 0 {
-				minItem += t.items.minBytes
-			}
+			minItem = t.minEntry()
 		}
 		var total int64
 		for {
