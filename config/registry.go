@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"os"
 	"slices"
 	"time"
 
@@ -115,21 +114,14 @@ func (s *SchemaRegistry) validate(v *validator) {
 func (s *SchemaRegistry) client(lines map[string]int, policy retry.Policy) (*registry.Client, error) {
 	const p = "schema_registry"
 	cfg := registry.Config{URLs: s.urls(), Username: s.Username, Retry: policy}
-	secret := func(path, name string) (string, error) {
-		val := os.Getenv(name)
-		if val == "" {
-			return "", Errors{{Path: path, Line: lines[path], Msg: fmt.Sprintf("environment variable %s is unset or empty", name)}}
-		}
-		return val, nil
-	}
 	var err error
 	if s.PasswordEnv != "" {
-		if cfg.Password, err = secret(p+".password_env", s.PasswordEnv); err != nil {
+		if cfg.Password, err = envField(lines, p+".password_env", s.PasswordEnv); err != nil {
 			return nil, err
 		}
 	}
 	if s.BearerTokenEnv != "" {
-		if cfg.BearerToken, err = secret(p+".bearer_token_env", s.BearerTokenEnv); err != nil {
+		if cfg.BearerToken, err = envField(lines, p+".bearer_token_env", s.BearerTokenEnv); err != nil {
 			return nil, err
 		}
 	}
