@@ -179,8 +179,7 @@ func (j *Job) CheckRegistry(ctx context.Context) error {
 	if j.SchemaRegistry == nil {
 		return nil
 	}
-	// one try per URL, then the error
-	c, err := j.SchemaRegistry.client(j.lines, retry.Policy{Initial: time.Millisecond, MaxElapsed: time.Second})
+	c, err := j.SchemaRegistry.client(j.lines, registryAttempt) // Ping tries each URL once
 	if err != nil {
 		return err
 	}

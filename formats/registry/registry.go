@@ -428,11 +428,18 @@ func (c *Client) reference(ctx context.Context, r sr.SchemaReference) (*sr.Subje
 	return e.ref, nil
 }
 
-// Ping asks the registry for its subjects, once per URL at most: nil when
-// one answers, else the error (an *UnavailableError, credentials removed).
+// Ping asks the registry for its subjects, once per URL at most and without
+// Config.Retry: nil when one answers, else the last URL's error (an
+// *UnavailableError, credentials removed) or ctx's.
 func (c *Client) Ping(ctx context.Context) error {
-	return c.call(ctx, "subjects", func(ctx context.Context, cl *sr.Client) error {
-		_, err := cl.Subjects(ctx)
-		return err
-	})
+	var err error
+	for _, cl := range c.clients {
+		if _, err = cl.Subjects(ctx); err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return &UnavailableError{What: "subjects", Err: retry.Retryable(errors.New(c.scrub(err.Error())))}
 }

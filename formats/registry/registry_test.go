@@ -366,3 +366,28 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("untrusted server: %v", err)
 	}
 }
+
+// TestPingTriesEachURLOnce: Ping asks each URL once, whatever the retry
+// policy, and succeeds when a later one answers; when none does it returns
+// an *UnavailableError.
+func TestPingTriesEachURLOnce(t *testing.T) {
+	first, second := newCounted(t), newCounted(t)
+	first.down.Store(true)
+	slow := retry.Policy{Initial: time.Millisecond, NoJitter: true, MaxElapsed: time.Minute}
+	cl := newClient(t, registry.Config{URLs: []string{first.reg.URL(), second.reg.URL()}, Retry: slow})
+	if err := cl.Ping(context.Background()); err != nil {
+		t.Fatalf("Ping with the second URL up: %v", err)
+	}
+	if f, s := first.hits.Load(), second.hits.Load(); f != 1 || s != 1 {
+		t.Fatalf("requests: first URL %d, second %d, want 1 each", f, s)
+	}
+	second.down.Store(true)
+	err := cl.Ping(context.Background())
+	var ue *registry.UnavailableError
+	if !errors.As(err, &ue) || !errors.Is(err, registry.ErrUnavailable) {
+		t.Fatalf("Ping with both URLs down: %v", err)
+	}
+	if f, s := first.hits.Load(), second.hits.Load(); f != 2 || s != 2 {
+		t.Fatalf("requests: first URL %d, second %d, want 2 each", f, s)
+	}
+}
