@@ -155,7 +155,13 @@ type Client struct {
 	mu    sync.Mutex
 	byID  map[string]*entry // "id:42" / "guid:…"
 	byRef map[string]*entry // "subject\x00version"
+	// Expired 404s are swept once notFounds reaches sweepAt, so that a
+	// topic of ever new unknown ids does not grow the maps without bound.
+	notFounds, sweepAt int
 }
+
+// minSweep is the fewest 404s cached between two sweeps.
+const minSweep = 64
 
 type entry struct {
 	done    chan struct{} // closed once schema/err are set
@@ -302,13 +308,18 @@ func (c *Client) cachedEntry(ctx context.Context, m map[string]*entry, key strin
 		c.mu.Unlock()
 
 		e.schema, e.ref, e.err = fetch(ctx)
-		if e.err != nil {
+		switch {
+		case errors.Is(e.err, ErrNotFound):
 			e.expires = c.cfg.Now().Add(c.cfg.NotFoundTTL)
-			if !errors.Is(e.err, ErrNotFound) {
-				c.mu.Lock()
-				delete(m, key) // never cache unavailability
-				c.mu.Unlock()
+			c.mu.Lock()
+			if c.notFounds++; c.notFounds >= c.sweepAt {
+				c.sweep(e)
 			}
+			c.mu.Unlock()
+		case e.err != nil:
+			c.mu.Lock()
+			delete(m, key) // never cache unavailability
+			c.mu.Unlock()
 		}
 		close(e.done)
 		if e.err != nil {
@@ -316,6 +327,28 @@ func (c *Client) cachedEntry(ctx context.Context, m map[string]*entry, key strin
 		}
 		return e, nil
 	}
+}
+
+// sweep drops the expired 404s of both maps (fresh is one being stored) and
+// sets the next sweep after as many more 404s as entries remain, at least
+// minSweep: amortized O(1) per 404. c.mu is held.
+func (c *Client) sweep(fresh *entry) {
+	now := c.cfg.Now()
+	for _, m := range []map[string]*entry{c.byID, c.byRef} {
+		for key, e := range m {
+			if e == fresh {
+				continue
+			}
+			select {
+			case <-e.done: // e.err and e.expires are set
+				if e.err != nil && !now.Before(e.expires) {
+					delete(m, key)
+				}
+			default: // being fetched
+			}
+		}
+	}
+	c.notFounds, c.sweepAt = 0, max(minSweep, len(c.byID)+len(c.byRef))
 }
 
 // call runs fn against the registry under the retry policy, classifying
