@@ -81,8 +81,8 @@ func (s *SchemaRegistry) validate(v *validator) {
 		v.bad(p+".url", "required (or urls): the registry's base URL, such as http://localhost:8081")
 	}
 	check := func(path, raw string) {
-		if u, err := url.Parse(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			v.bad(path, "not an http(s) URL with a host")
+		if u, err := registry.ParseURL(raw); err != nil {
+			v.bad(path, "%v", err)
 		} else if _, set := u.User.Password(); set {
 			v.bad(path, "must not hold a password: use username and password_env")
 		}

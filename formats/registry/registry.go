@@ -190,9 +190,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	c := &Client{cfg: cfg, byID: map[string]*entry{}, byRef: map[string]*entry{}}
 	for i, raw := range cfg.URLs {
-		u, err := url.Parse(raw)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("registry: url %d (%s): not an http(s) URL with a host", i+1, redactURL(raw))
+		u, err := ParseURL(raw)
+		if err != nil {
+			return nil, fmt.Errorf("registry: url %d (%s): %v", i+1, redactURL(raw), err)
 		}
 		user, pass := cfg.Username, cfg.Password
 		if u.User != nil {
@@ -225,6 +225,15 @@ func New(cfg Config) (*Client, error) {
 		c.clients = append(c.clients, cl)
 	}
 	return c, nil
+}
+
+// ParseURL parses raw as New takes a URL: http(s), with a host.
+func ParseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("not an http(s) URL with a host")
+	}
+	return u, nil
 }
 
 // String describes the client with its credentials redacted.
