@@ -3,6 +3,7 @@ package avro
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"slices"
 	"strconv"
@@ -312,19 +313,20 @@ func decimalText(r *big.Rat, n *avro.SchemaNode) string {
 		return r.FloatString(0)
 	}
 	// A big-decimal's denominator is 2^a·5^b: max(a, b) digits are exact.
-	den := new(big.Int).Set(r.Denom())
-	var twos, fives int
-	two, five, rem := big.NewInt(2), big.NewInt(5), new(big.Int)
-	for den.Cmp(two) >= 0 {
-		if q, m := new(big.Int).QuoRem(den, two, rem); m.Sign() == 0 {
-			den, twos = q, twos+1
-		} else if q, m := new(big.Int).QuoRem(den, five, rem); m.Sign() == 0 {
-			den, fives = q, fives+1
-		} else {
-			break
+	// a and b are found from bit lengths, not by dividing b times: a scale
+	// of 65536 would take seconds.
+	twos := r.Denom().TrailingZeroBits()
+	d := new(big.Int).Rsh(r.Denom(), twos) // 5^b
+	fives := 0
+	if d.BitLen() > 1 {
+		// 5^b has floor(b·log2 5)+1 bits: this is b or b-1.
+		fives = int(float64(d.BitLen()-1) / math.Log2(5))
+		five := big.NewInt(5)
+		for p := new(big.Int).Exp(five, big.NewInt(int64(fives)), nil); p.Cmp(d) < 0; p.Mul(p, five) {
+			fives++
 		}
 	}
-	return r.FloatString(max(twos, fives))
+	return r.FloatString(max(int(twos), fives))
 }
 
 // lookupReference is Lookup on the library's generic value.

@@ -263,3 +263,26 @@ func TestMapOrderAndRepeats(t *testing.T) {
 		t.Fatalf("negative block: %v %v", v, err)
 	}
 }
+
+// TestBigDecimalOfLargestScaleIsCheap: a 6-byte big-decimal of the largest
+// scale renders its 65536 digits with a few allocations, not one per factor
+// of 2 and 5 of its denominator (a hostile record costing seconds).
+func TestBigDecimalOfLargestScaleIsCheap(t *testing.T) {
+	c := compile(t, `{"type":"bytes","logicalType":"big-decimal"}`)
+	p := bigDecimal([]byte{1}, 1<<16)
+	body := append(binary.AppendVarint(nil, int64(len(p))), p...)
+	var js []byte
+	allocs := testing.AllocsPerRun(1, func() {
+		v, err := c.Decode(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		js = v.JSON()
+	})
+	if want := `{"f":"0.` + strings.Repeat("0", 1<<16-1) + `1"}`; string(js) != want {
+		t.Fatalf("got %d bytes of JSON %.40q…, want 1e-65536", len(js), js)
+	}
+	if allocs > 1000 {
+		t.Fatalf("%.0f allocations to decode a 6-byte big-decimal", allocs)
+	}
+}
