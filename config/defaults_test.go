@@ -273,3 +273,23 @@ func TestDocumentedNotFoundTTLMatchesCode(t *testing.T) {
 		t.Errorf("docs/config.md: an unknown id is remembered for %v, the code for %v", doc, registry.DefaultNotFoundTTL)
 	}
 }
+
+// TestDocumentedDocumentBoundsMatchCode holds docs/config.md's bounds on a
+// job file as a document to MaxJobSize, MaxNodes and MaxDepth.
+func TestDocumentedDocumentBoundsMatchCode(t *testing.T) {
+	md, err := os.ReadFile("../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`at most (\d+) MiB, and at most\s+([\d,]+) YAML nodes nested at most (\d+) levels deep`).FindStringSubmatch(string(md))
+	if m == nil {
+		t.Fatal("docs/config.md no longer states a job file's bounds as a document")
+	}
+	mib, _ := strconv.Atoi(m[1])
+	nodes, _ := strconv.Atoi(strings.ReplaceAll(m[2], ",", ""))
+	depth, _ := strconv.Atoi(m[3])
+	if mib<<20 != MaxJobSize || nodes != MaxNodes || depth != MaxDepth {
+		t.Errorf("docs/config.md: %d MiB, %d nodes, %d levels; the code: %d bytes, %d nodes, %d levels",
+			mib, nodes, depth, MaxJobSize, MaxNodes, MaxDepth)
+	}
+}
