@@ -286,3 +286,28 @@ func TestBigDecimalOfLargestScaleIsCheap(t *testing.T) {
 		t.Fatalf("%.0f allocations to decode a 6-byte big-decimal", allocs)
 	}
 }
+
+// TestTimeOfDayOutsideADay: a time-millis or time-micros outside [0, 24h)
+// is refused, by Decode and by Check alike, naming the logical type.
+func TestTimeOfDayOutsideADay(t *testing.T) {
+	for _, tc := range []struct {
+		logical, writer string
+		v               any
+	}{
+		{"time-millis", `"int"`, int32(24 * 3600 * 1000)},
+		{"time-millis", `"int"`, int32(-1)},
+		{"time-micros", `"long"`, int64(24 * 3600 * 1000 * 1000)},
+		{"time-micros", `"long"`, int64(-1)},
+	} {
+		base := strings.Trim(tc.writer, `"`)
+		c := compile(t, `{"type":"`+base+`","logicalType":"`+tc.logical+`"}`)
+		body := encode(t, tc.writer, tc.v)
+		want := tc.logical + " outside a day"
+		if _, err := c.Decode(body); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Decode %s %v: %v, want %q", tc.logical, tc.v, err, want)
+		}
+		if _, err := c.Check(body); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Check %s %v: %v, want %q", tc.logical, tc.v, err, want)
+		}
+	}
+}

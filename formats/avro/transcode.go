@@ -202,17 +202,7 @@ type tErr string
 
 func (e tErr) Error() string { return "avro: " + string(e) }
 
-var (
-	errShort      = tErr("body ends inside a value")
-	errTimeMillis = tErr("time-millis outside a day")
-	errTimeMicros = tErr("time-micros outside a day")
-)
-
-// The ranges of time-millis and time-micros: one day.
-const (
-	millisPerDay = int32(24 * time.Hour / time.Millisecond)
-	microsPerDay = int64(24 * time.Hour / time.Microsecond)
-)
+var errShort = tErr("body ends inside a value")
 
 func readLong(src []byte) (int64, []byte, error) {
 	u, n := binary.Uvarint(src)
@@ -234,6 +224,29 @@ func readInt(src []byte) (int32, []byte, error) {
 		return 0, nil, tErr("int out of range")
 	}
 	return int32(v), rest, nil
+}
+
+// readTimeOfDay reads a time-millis (k kTimeMillis) or time-micros, which
+// must lie within a day, and the digits of its fraction.
+func readTimeOfDay(src []byte, k kind) (time.Duration, int, []byte, error) {
+	if k == kTimeMillis {
+		v, rest, err := readInt(src)
+		switch {
+		case err != nil:
+			return 0, 0, nil, err
+		case v < 0 || v >= int32(24*time.Hour/time.Millisecond):
+			return 0, 0, nil, tErr("time-millis outside a day")
+		}
+		return time.Duration(v) * time.Millisecond, 3, rest, nil
+	}
+	v, rest, err := readLong(src)
+	switch {
+	case err != nil:
+		return 0, 0, nil, err
+	case v < 0 || v >= int64(24*time.Hour/time.Microsecond):
+		return 0, 0, nil, tErr("time-micros outside a day")
+	}
+	return time.Duration(v) * time.Microsecond, 6, rest, nil
 }
 
 func readBytes(src []byte) ([]byte, []byte, error) {
@@ -319,24 +332,12 @@ func transcode(b, src []byte, t *tnode, depth int) ([]byte, []byte, error) {
 			return nil, nil, err
 		}
 		return value.AppendDate(b, time.Unix(int64(v)*86400, 0)), rest, nil
-	case kTimeMillis:
-		v, rest, err := readInt(src)
+	case kTimeMillis, kTimeMicros:
+		d, digits, rest, err := readTimeOfDay(src, t.kind)
 		if err != nil {
 			return nil, nil, err
 		}
-		if v < 0 || v >= millisPerDay {
-			return nil, nil, errTimeMillis
-		}
-		return value.AppendTimeOfDay(b, time.Duration(v)*time.Millisecond, 3), rest, nil
-	case kTimeMicros:
-		v, rest, err := readLong(src)
-		if err != nil {
-			return nil, nil, err
-		}
-		if v < 0 || v >= microsPerDay {
-			return nil, nil, errTimeMicros
-		}
-		return value.AppendTimeOfDay(b, time.Duration(v)*time.Microsecond, 6), rest, nil
+		return value.AppendTimeOfDay(b, d, digits), rest, nil
 	case kTsMillis, kTsMicros, kTsNanos:
 		v, rest, err := readLong(src)
 		if err != nil {
@@ -687,26 +688,21 @@ func skip(src []byte, t *tnode, depth int) ([]byte, error) {
 			return nil, errShort
 		}
 		return src[1:], nil
-	case kInt, kDate, kEnum, kTimeMillis:
+	case kInt, kDate, kEnum:
 		v, rest, err := readInt(src)
 		switch {
 		case err != nil:
 			return nil, err
 		case t.kind == kEnum && (v < 0 || int(v) >= len(t.symbols)):
 			return nil, tErr("enum index out of range")
-		case t.kind == kTimeMillis && (v < 0 || v >= millisPerDay):
-			return nil, errTimeMillis
 		}
 		return rest, nil
-	case kLong, kTsMillis, kTsMicros, kTsNanos, kTimeMicros:
-		v, rest, err := readLong(src)
-		switch {
-		case err != nil:
-			return nil, err
-		case t.kind == kTimeMicros && (v < 0 || v >= microsPerDay):
-			return nil, errTimeMicros
-		}
-		return rest, nil
+	case kLong, kTsMillis, kTsMicros, kTsNanos:
+		_, rest, err := readLong(src)
+		return rest, err
+	case kTimeMillis, kTimeMicros:
+		_, _, rest, err := readTimeOfDay(src, t.kind)
+		return rest, err
 	case kFloat, kDouble, kFixed, kUUIDFixed, kDuration:
 		n := t.size
 		switch t.kind {
