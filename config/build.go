@@ -65,20 +65,28 @@ func (j *Job) kafkaConfig() kafka.Config {
 // environment variables.
 func (j *Job) connection() (kafka.Config, error) {
 	k := j.kafkaConfig()
+	var err error
 	if name := j.GroupInstanceIDEnv; name != "" {
-		if k.GroupInstanceID = os.Getenv(name); k.GroupInstanceID == "" {
-			return k, Errors{{Path: "group_instance_id_env", Line: j.lines["group_instance_id_env"],
-				Msg: fmt.Sprintf("environment variable %s is unset or empty", name)}}
+		if k.GroupInstanceID, err = envField(j.lines, "group_instance_id_env", name); err != nil {
+			return k, err
 		}
 	}
 	if name := j.SASL.PasswordEnv; name != "" {
-		k.SASL.Password = os.Getenv(name)
-		if k.SASL.Password == "" {
-			return k, Errors{{Path: "sasl.password_env", Line: j.lines["sasl.password_env"],
-				Msg: fmt.Sprintf("environment variable %s is unset or empty", name)}}
+		if k.SASL.Password, err = envField(j.lines, "sasl.password_env", name); err != nil {
+			return k, err
 		}
 	}
 	return k, nil
+}
+
+// envField reads the environment variable name, which the field at path
+// names; unset or empty is an error at that field and its line.
+func envField(lines map[string]int, path, name string) (string, error) {
+	val := os.Getenv(name)
+	if val == "" {
+		return "", Errors{{Path: path, Line: lines[path], Msg: fmt.Sprintf("environment variable %s is unset or empty", name)}}
+	}
+	return val, nil
 }
 
 // Build validates j and turns it into a Plan. Beyond Validate it can fail

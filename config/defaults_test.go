@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/formats/registry"
 	"github.com/signalbox/signalbox/internal/admin"
 	"github.com/signalbox/signalbox/sinks/bulk"
 	"github.com/signalbox/signalbox/sinks/jsonl"
@@ -250,4 +251,45 @@ func step(t *testing.T, v string, dir int) string {
 		t.Fatalf("%q is neither a duration nor a size", v)
 	}
 	return strconv.FormatInt(n+int64(dir), 10)
+}
+
+// TestDocumentedNotFoundTTLMatchesCode holds docs/config.md's "an unknown
+// id is remembered for …" to registry.DefaultNotFoundTTL.
+func TestDocumentedNotFoundTTLMatchesCode(t *testing.T) {
+	md, err := os.ReadFile("../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`unknown id\s+is remembered for (a|\d+) (second|minute|hour)s?\b`).FindStringSubmatch(string(md))
+	if m == nil {
+		t.Fatal(`docs/config.md no longer says how long "an unknown id is remembered for"`)
+	}
+	n := 1
+	if m[1] != "a" {
+		n, _ = strconv.Atoi(m[1])
+	}
+	unit := map[string]time.Duration{"second": time.Second, "minute": time.Minute, "hour": time.Hour}[m[2]]
+	if doc := time.Duration(n) * unit; doc != registry.DefaultNotFoundTTL {
+		t.Errorf("docs/config.md: an unknown id is remembered for %v, the code for %v", doc, registry.DefaultNotFoundTTL)
+	}
+}
+
+// TestDocumentedDocumentBoundsMatchCode holds docs/config.md's bounds on a
+// job file as a document to MaxJobSize, MaxNodes and MaxDepth.
+func TestDocumentedDocumentBoundsMatchCode(t *testing.T) {
+	md, err := os.ReadFile("../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`at most (\d+) MiB, and at most\s+([\d,]+) YAML nodes nested at most (\d+) levels deep`).FindStringSubmatch(string(md))
+	if m == nil {
+		t.Fatal("docs/config.md no longer states a job file's bounds as a document")
+	}
+	mib, _ := strconv.Atoi(m[1])
+	nodes, _ := strconv.Atoi(strings.ReplaceAll(m[2], ",", ""))
+	depth, _ := strconv.Atoi(m[3])
+	if mib<<20 != MaxJobSize || nodes != MaxNodes || depth != MaxDepth {
+		t.Errorf("docs/config.md: %d MiB, %d nodes, %d levels; the code: %d bytes, %d nodes, %d levels",
+			mib, nodes, depth, MaxJobSize, MaxNodes, MaxDepth)
+	}
 }

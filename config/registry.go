@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"os"
 	"slices"
 	"time"
 
@@ -82,8 +81,8 @@ func (s *SchemaRegistry) validate(v *validator) {
 		v.bad(p+".url", "required (or urls): the registry's base URL, such as http://localhost:8081")
 	}
 	check := func(path, raw string) {
-		if u, err := url.Parse(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			v.bad(path, "not an http(s) URL with a host")
+		if u, err := registry.ParseURL(raw); err != nil {
+			v.bad(path, "%v", err)
 		} else if _, set := u.User.Password(); set {
 			v.bad(path, "must not hold a password: use username and password_env")
 		}
@@ -115,21 +114,14 @@ func (s *SchemaRegistry) validate(v *validator) {
 func (s *SchemaRegistry) client(lines map[string]int, policy retry.Policy) (*registry.Client, error) {
 	const p = "schema_registry"
 	cfg := registry.Config{URLs: s.urls(), Username: s.Username, Retry: policy}
-	secret := func(path, name string) (string, error) {
-		val := os.Getenv(name)
-		if val == "" {
-			return "", Errors{{Path: path, Line: lines[path], Msg: fmt.Sprintf("environment variable %s is unset or empty", name)}}
-		}
-		return val, nil
-	}
 	var err error
 	if s.PasswordEnv != "" {
-		if cfg.Password, err = secret(p+".password_env", s.PasswordEnv); err != nil {
+		if cfg.Password, err = envField(lines, p+".password_env", s.PasswordEnv); err != nil {
 			return nil, err
 		}
 	}
 	if s.BearerTokenEnv != "" {
-		if cfg.BearerToken, err = secret(p+".bearer_token_env", s.BearerTokenEnv); err != nil {
+		if cfg.BearerToken, err = envField(lines, p+".bearer_token_env", s.BearerTokenEnv); err != nil {
 			return nil, err
 		}
 	}
@@ -187,8 +179,7 @@ func (j *Job) CheckRegistry(ctx context.Context) error {
 	if j.SchemaRegistry == nil {
 		return nil
 	}
-	// one try per URL, then the error
-	c, err := j.SchemaRegistry.client(j.lines, retry.Policy{Initial: time.Millisecond, MaxElapsed: time.Second})
+	c, err := j.SchemaRegistry.client(j.lines, registryAttempt) // Ping tries each URL once
 	if err != nil {
 		return err
 	}

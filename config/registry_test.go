@@ -121,3 +121,38 @@ func TestCheckRegistry(t *testing.T) {
 		t.Fatalf("a registry answering 503: %v", err)
 	}
 }
+
+// TestCheckRegistryBearerToken: the token is read from bearer_token_env
+// (unset: an error naming that field), sent to the registry, and kept out
+// of the error even when the registry echoes it back.
+func TestCheckRegistryBearerToken(t *testing.T) {
+	const token = "tok-s3cret-42"
+	reg := srfake.New(srfake.WithAuth("Bearer " + token))
+	defer reg.Close()
+	doc := "schema_registry: {url: '" + reg.URL() + "', bearer_token_env: SR_TEST_TOKEN}\n" + minimal
+	j, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SR_TEST_TOKEN", "")
+	if err := j.CheckRegistry(context.Background()); err == nil ||
+		!strings.Contains(err.Error(), "schema_registry.bearer_token_env: environment variable SR_TEST_TOKEN is unset or empty") {
+		t.Fatalf("CheckRegistry without the token: %v", err)
+	}
+	t.Setenv("SR_TEST_TOKEN", token)
+	if err := j.CheckRegistry(context.Background()); err != nil {
+		t.Fatalf("a registry that answers: %v", err)
+	}
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error_code":50301,"message":"down; you sent `+r.Header.Get("Authorization")+`"}`, http.StatusServiceUnavailable)
+	}))
+	defer echo.Close()
+	j.SchemaRegistry.URL = echo.URL
+	err = j.CheckRegistry(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "schema_registry: cannot reach the registry") || strings.Contains(err.Error(), token) {
+		t.Fatalf("a registry answering 503 with the token: %v", err)
+	}
+	if !strings.Contains(err.Error(), "[redacted]") {
+		t.Fatalf("the echoed token is not marked redacted: %v", err)
+	}
+}

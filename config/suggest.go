@@ -16,6 +16,9 @@ func didYouMean(key string, known []string) string {
 	k := normalKey(key)
 	best, bestD := "", 3
 	for _, c := range known {
+		if len(k) > len(c)+2 || len(c) > len(k)+2 {
+			continue // more than 2 edits apart: skip the O(len(k)·len(c)) table
+		}
 		if d := editDistance(k, c); d < bestD && d*3 <= max(len(k), 3) {
 			best, bestD = c, d
 		}

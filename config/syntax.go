@@ -42,8 +42,8 @@ func syntaxError(data []byte, read int, err error) *FieldError {
 	}
 	ok, bad := 0, len(lines) // !fails(ok) and fails(bad)
 	if !fails(bad) {
-		lines, bad = bytes.SplitAfter(data, []byte("\n")), len(bytes.SplitAfter(data, []byte("\n")))
-		if !fails(bad) { // not the error data has
+		lines = bytes.SplitAfter(data, []byte("\n"))
+		if bad = len(lines); !fails(bad) { // not the error data has
 			return keep
 		}
 	}

@@ -218,9 +218,17 @@ func (j *Job) validateConnection(v *validator) {
 	if j.SASL.PasswordEnv != "" {
 		k.SASL.Password = "(read by Build)" // stands in for the secret
 	}
+	idFromEnv := j.GroupInstanceIDEnv != "" && j.GroupInstanceID == ""
+	if idFromEnv {
+		k.GroupInstanceID = "(read by Build)" // stands in for the variable's value
+	}
 	k.EnsureDefaults()
 	for _, fe := range fielderr.All(k.Validate()) {
-		if !strings.HasPrefix(fe.Field, "topics") && !strings.HasPrefix(fe.Field, "topic_patterns") {
+		switch {
+		case strings.HasPrefix(fe.Field, "topics"), strings.HasPrefix(fe.Field, "topic_patterns"):
+		case fe.Field == "group_instance_id" && idFromEnv:
+			v.bad("group_instance_id_env", "%s", fe.Msg)
+		default:
 			v.bad(fe.Field, "%s", fe.Msg)
 		}
 	}
@@ -228,15 +236,10 @@ func (j *Job) validateConnection(v *validator) {
 		v.bad("sasl.password_env", "required with mechanism %s: the name of the environment variable holding the password", s.Mechanism)
 	}
 	v.envName("sasl.password_env", j.SASL.PasswordEnv)
-	switch name := j.GroupInstanceIDEnv; {
-	case name == "":
-	case j.GroupInstanceID != "":
+	if j.GroupInstanceIDEnv != "" && j.GroupInstanceID != "" {
 		v.bad("group_instance_id_env", "set group_instance_id or group_instance_id_env, not both")
-	case j.Group == "":
-		v.bad("group_instance_id_env", "requires a group")
-	default:
-		v.envName("group_instance_id_env", name)
 	}
+	v.envName("group_instance_id_env", j.GroupInstanceIDEnv)
 }
 
 // validate maps the library's verdict on the input (signalbox.Input.Validate,

@@ -197,7 +197,7 @@ func (d *Decoder) decode(ctx context.Context, payload []byte, headers []record.H
 		}
 		av, err := decode(fr.Body)
 		if err != nil {
-			return nil, &BadRecordError{SchemaID: c.id, Err: fmt.Errorf("schema id %d: %w", c.id, err)}
+			return nil, badRecord(c.id, err)
 		}
 		if v.body = av; !check {
 			v.json = av.JSON()
@@ -205,21 +205,27 @@ func (d *Decoder) decode(ctx context.Context, payload []byte, headers []record.H
 	case c.proto != nil:
 		pv, err := c.proto.Decode(fr.Indexes, fr.Body)
 		if err != nil {
-			return nil, &BadRecordError{SchemaID: c.id, Err: fmt.Errorf("schema id %d: %w", c.id, err)}
+			return nil, badRecord(c.id, err)
 		}
 		v.json, v.body = pv.JSON(), pv
 	default:
 		if !utf8.Valid(fr.Body) {
-			return nil, &BadRecordError{SchemaID: c.id, Err: fmt.Errorf("schema id %d: json: body is not valid UTF-8", c.id)}
+			return nil, badRecord(c.id, errors.New("json: body is not valid UTF-8"))
 		}
 		var out bytes.Buffer
 		out.Grow(len(fr.Body))
 		if err := json.Compact(&out, fr.Body); err != nil {
-			return nil, &BadRecordError{SchemaID: c.id, Err: fmt.Errorf("schema id %d: json: %w", c.id, err)}
+			return nil, badRecord(c.id, fmt.Errorf("json: %w", err))
 		}
 		v.json, v.isJSON = out.Bytes(), true
 	}
 	return v, nil
+}
+
+// badRecord is err, a fault of a record written with schema id, as its
+// BadRecordError.
+func badRecord(id int, err error) *BadRecordError {
+	return &BadRecordError{SchemaID: id, Err: fmt.Errorf("schema id %d: %w", id, err)}
 }
 
 // DecodeValue is Decode returning the value.Decoded interface, the form an
@@ -277,7 +283,7 @@ func (d *Decoder) codec(ctx context.Context, fr wire.Frame) (*compiled, error) {
 func (d *Decoder) compile(ctx context.Context, s *registry.Schema) *compiled {
 	c := &compiled{id: s.ID}
 	bad := func(err error) *compiled {
-		c.err = &BadRecordError{SchemaID: s.ID, Err: fmt.Errorf("schema id %d: %w", s.ID, err)}
+		c.err = badRecord(s.ID, err)
 		return c
 	}
 	want := map[Format]sr.SchemaType{Avro: sr.TypeAvro, Protobuf: sr.TypeProtobuf, JSONSchema: sr.TypeJSON}[d.cfg.Format]

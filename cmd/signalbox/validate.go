@@ -44,16 +44,10 @@ func checkConnect(ctx context.Context, job *config.Job, file string, w io.Writer
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	err := job.CheckRegistry(ctx)
-	var es config.Errors
-	switch {
-	case errors.As(err, &es):
-		for _, e := range es {
-			fmt.Fprintf(w, "%s: %s\n", file, e)
+	if err := job.CheckRegistry(ctx); err != nil {
+		if !printProblems(w, file, err) {
+			fmt.Fprintf(w, "%s: %v\n", file, err)
 		}
-		return &exitError{code: exitRuntime}
-	case err != nil:
-		fmt.Fprintf(w, "%s: %v\n", file, err)
 		return &exitError{code: exitRuntime}
 	}
 	return nil
@@ -64,15 +58,24 @@ func checkConnect(ctx context.Context, job *config.Job, file string, w io.Writer
 // "invalid" with 1; for run an invalid job is a configuration error, 2).
 func loadJob(file string, w io.Writer, code int) (*config.Job, error) {
 	job, err := config.LoadChecked(file)
-	var es config.Errors
 	switch {
-	case errors.As(err, &es):
-		for _, e := range es {
-			fmt.Fprintf(w, "%s: %s\n", file, e)
-		}
+	case printProblems(w, file, err):
 		return nil, &exitError{code: code}
 	case err != nil:
 		return nil, usageError(err)
 	}
 	return job, nil
+}
+
+// printProblems prints each problem of err, when it is a config.Errors, one
+// per line to w, and reports whether it was.
+func printProblems(w io.Writer, file string, err error) bool {
+	var es config.Errors
+	if !errors.As(err, &es) {
+		return false
+	}
+	for _, e := range es {
+		fmt.Fprintf(w, "%s: %s\n", file, e)
+	}
+	return true
 }

@@ -3,6 +3,7 @@ package avro
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"slices"
 	"strconv"
@@ -235,13 +236,7 @@ func (c *Codec) render(b []byte, n *avro.SchemaNode, v any) ([]byte, error) {
 		}
 		return value.AppendTimeOfDay(b, x, 3), nil
 	case avro.Duration:
-		b = append(b, `{"months":`...)
-		b = strconv.AppendUint(b, uint64(x.Months), 10)
-		b = append(b, `,"days":`...)
-		b = strconv.AppendUint(b, uint64(x.Days), 10)
-		b = append(b, `,"milliseconds":`...)
-		b = strconv.AppendUint(b, uint64(x.Milliseconds), 10)
-		return append(b, '}'), nil
+		return appendDuration(b, x.Months, x.Days, x.Milliseconds), nil
 	case []any:
 		if n.Type != "array" {
 			return nil, shape(n, v)
@@ -318,31 +313,28 @@ func decimalText(r *big.Rat, n *avro.SchemaNode) string {
 		return r.FloatString(0)
 	}
 	// A big-decimal's denominator is 2^a·5^b: max(a, b) digits are exact.
-	den := new(big.Int).Set(r.Denom())
-	var twos, fives int
-	two, five, rem := big.NewInt(2), big.NewInt(5), new(big.Int)
-	for den.Cmp(two) >= 0 {
-		if q, m := new(big.Int).QuoRem(den, two, rem); m.Sign() == 0 {
-			den, twos = q, twos+1
-		} else if q, m := new(big.Int).QuoRem(den, five, rem); m.Sign() == 0 {
-			den, fives = q, fives+1
-		} else {
-			break
+	// a and b are found from bit lengths, not by dividing b times: a scale
+	// of 65536 would take seconds.
+	twos := r.Denom().TrailingZeroBits()
+	d := new(big.Int).Rsh(r.Denom(), twos) // 5^b
+	fives := 0
+	if d.BitLen() > 1 {
+		// 5^b has floor(b·log2 5)+1 bits: this is b or b-1.
+		fives = int(float64(d.BitLen()-1) / math.Log2(5))
+		five := big.NewInt(5)
+		for p := new(big.Int).Exp(five, big.NewInt(int64(fives)), nil); p.Cmp(d) < 0; p.Mul(p, five) {
+			fives++
 		}
 	}
-	return r.FloatString(max(twos, fives))
+	return r.FloatString(max(int(twos), fives))
 }
 
 // lookupReference is Lookup on the library's generic value.
 func (c *Codec) lookupReference(tree any, path []string) (value.Field, bool) {
-	v := &struct {
-		c    *Codec
-		tree any
-	}{c, tree}
-	n, x := v.c.root, v.tree
+	n, x := c.root, tree
 	for _, name := range path {
 		var ok bool
-		if n, x, ok = v.c.step(n, x); !ok {
+		if n, x, ok = c.step(n, x); !ok {
 			return value.Field{}, false
 		}
 		m, isMap := x.(map[string]any)
@@ -370,7 +362,7 @@ func (c *Codec) lookupReference(tree any, path []string) (value.Field, bool) {
 			return value.Field{}, false
 		}
 	}
-	n, x, ok := v.c.step(n, x)
+	n, x, ok := c.step(n, x)
 	if !ok {
 		return value.Field{}, false
 	}
@@ -392,7 +384,7 @@ func (c *Codec) lookupReference(tree any, path []string) (value.Field, bool) {
 	case bool:
 		return value.Field{Kind: value.KindBool, Text: strconv.FormatBool(t)}, true
 	}
-	js, err := v.c.render(nil, n, x)
+	js, err := c.render(nil, n, x)
 	if err != nil {
 		return value.Field{}, false
 	}

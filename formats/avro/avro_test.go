@@ -108,6 +108,8 @@ func TestConversionTable(t *testing.T) {
 		{"duration", `{"type":"fixed","name":"Dur","size":12,"logicalType":"duration"}`, `{"type":"fixed","name":"Dur","size":12}`,
 			[12]byte{1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0}, `{"months":1,"days":2,"milliseconds":3}`},
 		{"unknown logical type is its base type", `{"type":"long","logicalType":"x-custom"}`, "", int64(4), `4`},
+		{"uuid on a fixed not of 16 is its base type", `{"type":"fixed","name":"U4","size":4,"logicalType":"uuid"}`, `{"type":"fixed","name":"U4","size":4}`, [4]byte{1, 2, 3, 4}, `"AQIDBA=="`},
+		{"duration on a fixed not of 12 is its base type", `{"type":"fixed","name":"D4","size":4,"logicalType":"duration"}`, `{"type":"fixed","name":"D4","size":4}`, [4]byte{1, 2, 3, 4}, `"AQIDBA=="`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -259,5 +261,53 @@ func TestMapOrderAndRepeats(t *testing.T) {
 	body = []byte{2, 2, 'z', 2, 1, 4, 2, 'y', 4, 0}
 	if v, err := c.Decode(body); err != nil || string(v.JSON()) != `{"f":{"y":2,"z":1}}` {
 		t.Fatalf("negative block: %v %v", v, err)
+	}
+}
+
+// TestBigDecimalOfLargestScaleIsCheap: a 6-byte big-decimal of the largest
+// scale renders its 65536 digits with a few allocations, not one per factor
+// of 2 and 5 of its denominator (a hostile record costing seconds).
+func TestBigDecimalOfLargestScaleIsCheap(t *testing.T) {
+	c := compile(t, `{"type":"bytes","logicalType":"big-decimal"}`)
+	p := bigDecimal([]byte{1}, 1<<16)
+	body := append(binary.AppendVarint(nil, int64(len(p))), p...)
+	var js []byte
+	allocs := testing.AllocsPerRun(1, func() {
+		v, err := c.Decode(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		js = v.JSON()
+	})
+	if want := `{"f":"0.` + strings.Repeat("0", 1<<16-1) + `1"}`; string(js) != want {
+		t.Fatalf("got %d bytes of JSON %.40q…, want 1e-65536", len(js), js)
+	}
+	if allocs > 1000 {
+		t.Fatalf("%.0f allocations to decode a 6-byte big-decimal", allocs)
+	}
+}
+
+// TestTimeOfDayOutsideADay: a time-millis or time-micros outside [0, 24h)
+// is refused, by Decode and by Check alike, naming the logical type.
+func TestTimeOfDayOutsideADay(t *testing.T) {
+	for _, tc := range []struct {
+		logical, writer string
+		v               any
+	}{
+		{"time-millis", `"int"`, int32(24 * 3600 * 1000)},
+		{"time-millis", `"int"`, int32(-1)},
+		{"time-micros", `"long"`, int64(24 * 3600 * 1000 * 1000)},
+		{"time-micros", `"long"`, int64(-1)},
+	} {
+		base := strings.Trim(tc.writer, `"`)
+		c := compile(t, `{"type":"`+base+`","logicalType":"`+tc.logical+`"}`)
+		body := encode(t, tc.writer, tc.v)
+		want := tc.logical + " outside a day"
+		if _, err := c.Decode(body); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Decode %s %v: %v, want %q", tc.logical, tc.v, err, want)
+		}
+		if _, err := c.Check(body); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Check %s %v: %v, want %q", tc.logical, tc.v, err, want)
+		}
 	}
 }

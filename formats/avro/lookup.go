@@ -34,7 +34,7 @@ func (v *Value) Lookup(path []string) (value.Field, bool) {
 			var found []byte // of repeated keys the last wins, as in the JSON
 			var total int64
 			for {
-				n, rest, err := blockCount(src, 1, &total)
+				n, rest, err := blockCount(src, t.minEntry(), &total)
 				if err != nil {
 					return value.Field{}, false
 				}

@@ -76,6 +76,31 @@ type tnode struct {
 	node     *avro.SchemaNode
 }
 
+// primitiveKinds maps the types with no children to their kind.
+var primitiveKinds = map[string]kind{
+	"null": kNull, "boolean": kBool, "int": kInt, "long": kLong, "float": kFloat,
+	"double": kDouble, "string": kString, "bytes": kBytes, "fixed": kFixed,
+}
+
+// logicalKinds maps a type and its logical type to the kind that renders
+// it; a pair not listed renders as the underlying type.
+var logicalKinds = map[[2]string]kind{
+	{"int", "date"}:                    kDate,
+	{"int", "time-millis"}:             kTimeMillis,
+	{"long", "time-micros"}:            kTimeMicros,
+	{"long", "timestamp-millis"}:       kTsMillis,
+	{"long", "local-timestamp-millis"}: kTsMillis,
+	{"long", "timestamp-micros"}:       kTsMicros,
+	{"long", "local-timestamp-micros"}: kTsMicros,
+	{"long", "timestamp-nanos"}:        kTsNanos,
+	{"long", "local-timestamp-nanos"}:  kTsNanos,
+	{"bytes", "decimal"}:               kDecimalBytes,
+	{"bytes", "big-decimal"}:           kBigDecimal,
+	{"fixed", "decimal"}:               kDecimalFixed,
+	{"fixed", "uuid"}:                  kUUIDFixed, // when 16 bytes
+	{"fixed", "duration"}:              kDuration,  // when 12 bytes
+}
+
 // compileT builds the transcoder's tree; named types are built once, so
 // recursive schemas make cycles.
 func (c *Codec) compileT(n *avro.SchemaNode, named map[string]*tnode) *tnode {
@@ -86,55 +111,17 @@ func (c *Codec) compileT(n *avro.SchemaNode, named map[string]*tnode) *tnode {
 			return t
 		}
 	}
-	t := &tnode{node: n}
+	t := &tnode{node: n, kind: primitiveKinds[n.Type]}
+	if k, ok := logicalKinds[[2]string{n.Type, n.LogicalType}]; ok {
+		t.kind = k
+	}
 	switch n.Type {
-	case "null":
-		t.kind = kNull
-	case "boolean":
-		t.kind = kBool
-	case "int":
-		t.kind = kInt
-		switch n.LogicalType {
-		case "date":
-			t.kind = kDate
-		case "time-millis":
-			t.kind = kTimeMillis
-		}
-	case "long":
-		t.kind = kLong
-		switch n.LogicalType {
-		case "time-micros":
-			t.kind = kTimeMicros
-		case "timestamp-millis", "local-timestamp-millis":
-			t.kind = kTsMillis
-		case "timestamp-micros", "local-timestamp-micros":
-			t.kind = kTsMicros
-		case "timestamp-nanos", "local-timestamp-nanos":
-			t.kind = kTsNanos
-		}
-	case "float":
-		t.kind = kFloat
-	case "double":
-		t.kind = kDouble
-	case "string":
-		t.kind = kString
 	case "bytes":
-		t.kind = kBytes
-		switch n.LogicalType {
-		case "decimal":
-			t.kind, t.scale = kDecimalBytes, n.Scale
-		case "big-decimal":
-			t.kind = kBigDecimal
-		}
+		t.scale = n.Scale // decimal
 	case "fixed":
-		t.kind, t.size = kFixed, n.Size
-		switch {
-		case n.LogicalType == "decimal":
-			t.kind, t.scale = kDecimalFixed, n.Scale
-		case n.LogicalType == "uuid" && n.Size == 16:
-			t.kind = kUUIDFixed
-		case n.LogicalType == "duration" && n.Size == 12:
-			t.kind = kDuration
+		t.size, t.scale = n.Size, n.Scale
+		if (t.kind == kUUIDFixed && n.Size != 16) || (t.kind == kDuration && n.Size != 12) {
+			t.kind = kFixed
 		}
 		named[fullName(n)] = t
 	case "enum":
@@ -239,6 +226,29 @@ func readInt(src []byte) (int32, []byte, error) {
 	return int32(v), rest, nil
 }
 
+// readTimeOfDay reads a time-millis (k kTimeMillis) or time-micros, which
+// must lie within a day, and the digits of its fraction.
+func readTimeOfDay(src []byte, k kind) (time.Duration, int, []byte, error) {
+	if k == kTimeMillis {
+		v, rest, err := readInt(src)
+		switch {
+		case err != nil:
+			return 0, 0, nil, err
+		case v < 0 || v >= int32(24*time.Hour/time.Millisecond):
+			return 0, 0, nil, tErr("time-millis outside a day")
+		}
+		return time.Duration(v) * time.Millisecond, 3, rest, nil
+	}
+	v, rest, err := readLong(src)
+	switch {
+	case err != nil:
+		return 0, 0, nil, err
+	case v < 0 || v >= int64(24*time.Hour/time.Microsecond):
+		return 0, 0, nil, tErr("time-micros outside a day")
+	}
+	return time.Duration(v) * time.Microsecond, 6, rest, nil
+}
+
 func readBytes(src []byte) ([]byte, []byte, error) {
 	n, src, err := readLong(src)
 	if err != nil {
@@ -305,13 +315,8 @@ func transcode(b, src []byte, t *tnode, depth int) ([]byte, []byte, error) {
 		if len(src) < 12 {
 			return nil, nil, errShort
 		}
-		b = append(b, `{"months":`...)
-		b = strconv.AppendUint(b, uint64(binary.LittleEndian.Uint32(src)), 10)
-		b = append(b, `,"days":`...)
-		b = strconv.AppendUint(b, uint64(binary.LittleEndian.Uint32(src[4:])), 10)
-		b = append(b, `,"milliseconds":`...)
-		b = strconv.AppendUint(b, uint64(binary.LittleEndian.Uint32(src[8:])), 10)
-		return append(b, '}'), src[12:], nil
+		le := binary.LittleEndian
+		return appendDuration(b, le.Uint32(src), le.Uint32(src[4:]), le.Uint32(src[8:])), src[12:], nil
 	case kEnum:
 		i, rest, err := readInt(src)
 		if err != nil {
@@ -327,24 +332,12 @@ func transcode(b, src []byte, t *tnode, depth int) ([]byte, []byte, error) {
 			return nil, nil, err
 		}
 		return value.AppendDate(b, time.Unix(int64(v)*86400, 0)), rest, nil
-	case kTimeMillis:
-		v, rest, err := readInt(src)
+	case kTimeMillis, kTimeMicros:
+		d, digits, rest, err := readTimeOfDay(src, t.kind)
 		if err != nil {
 			return nil, nil, err
 		}
-		if v < 0 || v >= int32(24*time.Hour/time.Millisecond) {
-			return nil, nil, tErr("time-millis outside a day")
-		}
-		return value.AppendTimeOfDay(b, time.Duration(v)*time.Millisecond, 3), rest, nil
-	case kTimeMicros:
-		v, rest, err := readLong(src)
-		if err != nil {
-			return nil, nil, err
-		}
-		if v < 0 || v >= int64(24*time.Hour/time.Microsecond) {
-			return nil, nil, tErr("time-micros outside a day")
-		}
-		return value.AppendTimeOfDay(b, time.Duration(v)*time.Microsecond, 6), rest, nil
+		return value.AppendTimeOfDay(b, d, digits), rest, nil
 	case kTsMillis, kTsMicros, kTsNanos:
 		v, rest, err := readLong(src)
 		if err != nil {
@@ -353,20 +346,9 @@ func transcode(b, src []byte, t *tnode, depth int) ([]byte, []byte, error) {
 		tm, digits := tsTime(t.kind, v)
 		return value.AppendTime(b, tm, digits), rest, nil
 	case kDecimalBytes, kDecimalFixed:
-		var raw, rest []byte
-		if t.kind == kDecimalFixed {
-			if len(src) < t.size {
-				return nil, nil, errShort
-			}
-			raw, rest = src[:t.size], src[t.size:]
-		} else {
-			var err error
-			if raw, rest, err = readBytes(src); err != nil {
-				return nil, nil, err
-			}
-		}
-		if len(raw) > maxDecimalUnscaled {
-			return nil, nil, tErr("decimal longer than 32 KiB")
+		raw, rest, err := decimalRaw(src, t)
+		if err != nil {
+			return nil, nil, err
 		}
 		b = append(b, '"')
 		b = appendDecimal(b, raw, t.scale)
@@ -415,6 +397,17 @@ func transcode(b, src []byte, t *tnode, depth int) ([]byte, []byte, error) {
 		return transcodeMap(b, src, t, depth)
 	}
 	return nil, nil, tErr("unknown schema kind")
+}
+
+// appendDuration appends a duration as an object of its three counts.
+func appendDuration(b []byte, months, days, millis uint32) []byte {
+	b = append(b, `{"months":`...)
+	b = strconv.AppendUint(b, uint64(months), 10)
+	b = append(b, `,"days":`...)
+	b = strconv.AppendUint(b, uint64(days), 10)
+	b = append(b, `,"milliseconds":`...)
+	b = strconv.AppendUint(b, uint64(millis), 10)
+	return append(b, '}')
 }
 
 func tsTime(k kind, v int64) (time.Time, int) {
@@ -491,6 +484,12 @@ func transcodeArray(b, src []byte, t *tnode, depth int) ([]byte, []byte, error) 
 	}
 }
 
+// minEntry is the fewest bytes a map entry takes: its key's length, then
+// its value.
+func (t *tnode) minEntry() int {
+	return 1 + max(t.items.minBytes, 0)
+}
+
 type span struct {
 	key        string
 	start, end int
@@ -502,15 +501,11 @@ func transcodeMap(b, src []byte, t *tnode, depth int) ([]byte, []byte, error) {
 	if depth >= maxDepth {
 		return nil, nil, tErr(tooDeep)
 	}
-	minEntry := 1
-	if t.items.minBytes > 0 {
-		minEntry += t.items.minBytes
-	}
 	start := len(b)
 	var spans []span
 	var total int64
 	for {
-		n, rest, err := blockCount(src, minEntry, &total)
+		n, rest, err := blockCount(src, t.minEntry(), &total)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -570,6 +565,22 @@ func transcodeMap(b, src []byte, t *tnode, depth int) ([]byte, []byte, error) {
 		b = append(b, entries[s.start-start:s.end-start]...)
 	}
 	return append(b, '}'), src, nil
+}
+
+// decimalRaw reads the unscaled bytes of a decimal.
+func decimalRaw(src []byte, t *tnode) (raw, rest []byte, err error) {
+	if t.kind == kDecimalFixed {
+		if len(src) < t.size {
+			return nil, nil, errShort
+		}
+		raw, rest = src[:t.size], src[t.size:]
+	} else if raw, rest, err = readBytes(src); err != nil {
+		return nil, nil, err
+	}
+	if len(raw) > maxDecimalUnscaled {
+		return nil, nil, tErr("decimal longer than 32 KiB")
+	}
+	return raw, rest, nil
 }
 
 // appendDecimal appends the two's-complement big-endian unscaled value raw
@@ -677,26 +688,21 @@ func skip(src []byte, t *tnode, depth int) ([]byte, error) {
 			return nil, errShort
 		}
 		return src[1:], nil
-	case kInt, kDate, kEnum, kTimeMillis:
+	case kInt, kDate, kEnum:
 		v, rest, err := readInt(src)
 		switch {
 		case err != nil:
 			return nil, err
 		case t.kind == kEnum && (v < 0 || int(v) >= len(t.symbols)):
 			return nil, tErr("enum index out of range")
-		case t.kind == kTimeMillis && (v < 0 || v >= int32(24*time.Hour/time.Millisecond)):
-			return nil, tErr("time-millis outside a day")
 		}
 		return rest, nil
-	case kLong, kTsMillis, kTsMicros, kTsNanos, kTimeMicros:
-		v, rest, err := readLong(src)
-		switch {
-		case err != nil:
-			return nil, err
-		case t.kind == kTimeMicros && (v < 0 || v >= int64(24*time.Hour/time.Microsecond)):
-			return nil, tErr("time-micros outside a day")
-		}
-		return rest, nil
+	case kLong, kTsMillis, kTsMicros, kTsNanos:
+		_, rest, err := readLong(src)
+		return rest, err
+	case kTimeMillis, kTimeMicros:
+		_, _, rest, err := readTimeOfDay(src, t.kind)
+		return rest, err
 	case kFloat, kDouble, kFixed, kUUIDFixed, kDuration:
 		n := t.size
 		switch t.kind {
@@ -717,22 +723,8 @@ func skip(src []byte, t *tnode, depth int) ([]byte, error) {
 		_, rest, err := readBytes(src)
 		return rest, err
 	case kDecimalBytes, kDecimalFixed:
-		var raw, rest []byte
-		if t.kind == kDecimalFixed {
-			if len(src) < t.size {
-				return nil, errShort
-			}
-			raw, rest = src[:t.size], src[t.size:]
-		} else {
-			var err error
-			if raw, rest, err = readBytes(src); err != nil {
-				return nil, err
-			}
-		}
-		if len(raw) > maxDecimalUnscaled {
-			return nil, tErr("decimal longer than 32 KiB")
-		}
-		return rest, nil
+		_, rest, err := decimalRaw(src, t)
+		return rest, err
 	case kBigDecimal:
 		payload, rest, err := readBytes(src)
 		if err != nil {
@@ -771,10 +763,7 @@ func skip(src []byte, t *tnode, depth int) ([]byte, error) {
 		}
 		minItem := t.items.minBytes
 		if t.kind == kMap {
-			minItem = 1
-			if t.items.minBytes > 0 {
-				minItem += t.items.minBytes
-			}
+			minItem = t.minEntry()
 		}
 		var total int64
 		for {

@@ -17,7 +17,8 @@
 //  3. A 404 (unknown id, or a reference to a missing subject version) is the
 //     record's fault: it returns a *NotFoundError (errors.Is ErrNotFound)
 //     and is cached negatively for Config.NotFoundTTL, so a topic of unknown
-//     ids does not hammer the registry.
+//     ids does not hammer the registry. Expired 404s are swept (amortized
+//     O(1) each), so ever new unknown ids keep about one TTL's worth cached.
 //  4. Anything else that goes wrong talking to the registry (unreachable,
 //     5xx, 429, 401/403, a malformed answer) is retried under
 //     Config.Retry, rotating through the URLs; when the policy gives up it

@@ -155,7 +155,13 @@ type Client struct {
 	mu    sync.Mutex
 	byID  map[string]*entry // "id:42" / "guid:…"
 	byRef map[string]*entry // "subject\x00version"
+	// Expired 404s are swept once notFounds reaches sweepAt, so that a
+	// topic of ever new unknown ids does not grow the maps without bound.
+	notFounds, sweepAt int
 }
+
+// minSweep is the fewest 404s cached between two sweeps.
+const minSweep = 64
 
 type entry struct {
 	done    chan struct{} // closed once schema/err are set
@@ -184,9 +190,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	c := &Client{cfg: cfg, byID: map[string]*entry{}, byRef: map[string]*entry{}}
 	for i, raw := range cfg.URLs {
-		u, err := url.Parse(raw)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("registry: url %d (%s): not an http(s) URL with a host", i+1, redactURL(raw))
+		u, err := ParseURL(raw)
+		if err != nil {
+			return nil, fmt.Errorf("registry: url %d (%s): %v", i+1, redactURL(raw), err)
 		}
 		user, pass := cfg.Username, cfg.Password
 		if u.User != nil {
@@ -219,6 +225,15 @@ func New(cfg Config) (*Client, error) {
 		c.clients = append(c.clients, cl)
 	}
 	return c, nil
+}
+
+// ParseURL parses raw as New takes a URL: http(s), with a host.
+func ParseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("not an http(s) URL with a host")
+	}
+	return u, nil
 }
 
 // String describes the client with its credentials redacted.
@@ -302,13 +317,18 @@ func (c *Client) cachedEntry(ctx context.Context, m map[string]*entry, key strin
 		c.mu.Unlock()
 
 		e.schema, e.ref, e.err = fetch(ctx)
-		if e.err != nil {
+		switch {
+		case errors.Is(e.err, ErrNotFound):
 			e.expires = c.cfg.Now().Add(c.cfg.NotFoundTTL)
-			if !errors.Is(e.err, ErrNotFound) {
-				c.mu.Lock()
-				delete(m, key) // never cache unavailability
-				c.mu.Unlock()
+			c.mu.Lock()
+			if c.notFounds++; c.notFounds >= c.sweepAt {
+				c.sweep(e)
 			}
+			c.mu.Unlock()
+		case e.err != nil:
+			c.mu.Lock()
+			delete(m, key) // never cache unavailability
+			c.mu.Unlock()
 		}
 		close(e.done)
 		if e.err != nil {
@@ -316,6 +336,28 @@ func (c *Client) cachedEntry(ctx context.Context, m map[string]*entry, key strin
 		}
 		return e, nil
 	}
+}
+
+// sweep drops the expired 404s of both maps (fresh is one being stored) and
+// sets the next sweep after as many more 404s as entries remain, at least
+// minSweep: amortized O(1) per 404. c.mu is held.
+func (c *Client) sweep(fresh *entry) {
+	now := c.cfg.Now()
+	for _, m := range []map[string]*entry{c.byID, c.byRef} {
+		for key, e := range m {
+			if e == fresh {
+				continue
+			}
+			select {
+			case <-e.done: // e.err and e.expires are set
+				if e.err != nil && !now.Before(e.expires) {
+					delete(m, key)
+				}
+			default: // being fetched
+			}
+		}
+	}
+	c.notFounds, c.sweepAt = 0, max(minSweep, len(c.byID)+len(c.byRef))
 }
 
 // call runs fn against the registry under the retry policy, classifying
@@ -428,11 +470,18 @@ func (c *Client) reference(ctx context.Context, r sr.SchemaReference) (*sr.Subje
 	return e.ref, nil
 }
 
-// Ping asks the registry for its subjects, once per URL at most: nil when
-// one answers, else the error (an *UnavailableError, credentials removed).
+// Ping asks the registry for its subjects, once per URL at most and without
+// Config.Retry: nil when one answers, else the last URL's error (an
+// *UnavailableError, credentials removed) or ctx's.
 func (c *Client) Ping(ctx context.Context) error {
-	return c.call(ctx, "subjects", func(ctx context.Context, cl *sr.Client) error {
-		_, err := cl.Subjects(ctx)
-		return err
-	})
+	var err error
+	for _, cl := range c.clients {
+		if _, err = cl.Subjects(ctx); err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return &UnavailableError{What: "subjects", Err: retry.Retryable(errors.New(c.scrub(err.Error())))}
 }

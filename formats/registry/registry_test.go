@@ -366,3 +366,63 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("untrusted server: %v", err)
 	}
 }
+
+// TestPingTriesEachURLOnce: Ping asks each URL once, whatever the retry
+// policy, and succeeds when a later one answers; when none does it returns
+// an *UnavailableError.
+func TestPingTriesEachURLOnce(t *testing.T) {
+	first, second := newCounted(t), newCounted(t)
+	first.down.Store(true)
+	slow := retry.Policy{Initial: time.Millisecond, NoJitter: true, MaxElapsed: time.Minute}
+	cl := newClient(t, registry.Config{URLs: []string{first.reg.URL(), second.reg.URL()}, Retry: slow})
+	if err := cl.Ping(context.Background()); err != nil {
+		t.Fatalf("Ping with the second URL up: %v", err)
+	}
+	if f, s := first.hits.Load(), second.hits.Load(); f != 1 || s != 1 {
+		t.Fatalf("requests: first URL %d, second %d, want 1 each", f, s)
+	}
+	second.down.Store(true)
+	err := cl.Ping(context.Background())
+	var ue *registry.UnavailableError
+	if !errors.As(err, &ue) || !errors.Is(err, registry.ErrUnavailable) {
+		t.Fatalf("Ping with both URLs down: %v", err)
+	}
+	if f, s := first.hits.Load(), second.hits.Load(); f != 2 || s != 2 {
+		t.Fatalf("requests: first URL %d, second %d, want 2 each", f, s)
+	}
+}
+
+// TestExpiredNotFoundsAreSwept: a stream of ever new unknown ids does not
+// grow the cache without bound: once their TTL has passed, 404s are
+// dropped, while those within it stay cached.
+func TestExpiredNotFoundsAreSwept(t *testing.T) {
+	c := newCounted(t)
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	cl := newClient(t, registry.Config{URLs: []string{c.reg.URL()}, NotFoundTTL: time.Minute, Now: clock})
+	const perMinute = 300
+	for minute := range 10 {
+		for i := range perMinute {
+			if _, err := cl.ByID(context.Background(), 1_000_000+minute*perMinute+i); !errors.Is(err, registry.ErrNotFound) {
+				t.Fatalf("unknown id: %v", err)
+			}
+		}
+		mu.Lock()
+		now = now.Add(time.Minute)
+		mu.Unlock()
+	}
+	// At most the last minute's 404s, those of the minute before that are
+	// not swept yet, and one sweep's slack.
+	if n := cl.CachedEntries(); n > 3*perMinute {
+		t.Fatalf("%d entries cached after 10 minutes of %d new unknown ids each, want at most %d", n, perMinute, 3*perMinute)
+	}
+	// A 404 within its TTL is still served from the cache.
+	hits := c.hits.Load()
+	mu.Lock()
+	now = now.Add(-30 * time.Second)
+	mu.Unlock()
+	if _, err := cl.ByID(context.Background(), 1_000_000+9*perMinute); !errors.Is(err, registry.ErrNotFound) || c.hits.Load() != hits {
+		t.Fatalf("a 404 within its TTL: %v, %d new requests", err, c.hits.Load()-hits)
+	}
+}

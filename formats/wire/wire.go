@@ -59,24 +59,11 @@ type Frame struct {
 // ValueHeader (or KeyHeader) record header and hasHeader whether the record
 // carries one; protobuf says whether a message-index array follows the id.
 func Parse(payload, header []byte, hasHeader, protobuf bool) (Frame, error) {
+	src, where := payload, "payload"
 	if hasHeader {
-		f, rest, err := parseID(header, "schema id header", true)
-		if err != nil {
-			return Frame{}, err
-		}
-		if protobuf {
-			if f.Indexes, rest, err = parseIndexes(rest); err != nil {
-				return Frame{}, err
-			}
-		}
-		if len(rest) != 0 {
-			return Frame{}, bad("schema id header has %d trailing bytes", len(rest))
-		}
-		f.FromHeader = true
-		f.Body = payload
-		return f, nil
+		src, where = header, "schema id header"
 	}
-	f, rest, err := parseID(payload, "payload", false)
+	f, rest, err := parseID(src, where, hasHeader)
 	if err != nil {
 		return Frame{}, err
 	}
@@ -85,7 +72,15 @@ func Parse(payload, header []byte, hasHeader, protobuf bool) (Frame, error) {
 			return Frame{}, err
 		}
 	}
-	f.Body = rest
+	if !hasHeader {
+		f.Body = rest
+		return f, nil
+	}
+	if len(rest) != 0 {
+		return Frame{}, bad("schema id header has %d trailing bytes", len(rest))
+	}
+	f.FromHeader = true
+	f.Body = payload
 	return f, nil
 }
 
