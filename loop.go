@@ -269,9 +269,6 @@ func (r *run) handle(ctx context.Context, p polled) error {
 	m := r.newMark(f.Assigned)
 	for _, a := range f.Assigned {
 		r.assign(a, m, now)
-		if ps := r.parts[a.TopicPartition]; ps != nil && ps.restoring {
-			r.restoringN++
-		}
 	}
 	for i := range f.Partitions {
 		pf := &f.Partitions[i]

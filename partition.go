@@ -162,6 +162,9 @@ func (r *run) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 	if cp, ok := r.restored[a.TopicPartition]; ok {
 		wm := max(cp.Watermark, r.cpWM)
 		ps.restoring, ps.restorePos, ps.restoreWM = a.Start < cp.Position, cp.Position, wm
+		if ps.restoring {
+			r.restoringN++
+		}
 		if ps.othersHold() {
 			// Raising the task's mark would make the checkpoint claim
 			// records its other partitions still hold (R8): the
