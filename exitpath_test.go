@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -406,6 +407,27 @@ func serveBulk(w http.ResponseWriter, r *http.Request, item func(id string, doc 
 		items = append(items, item(action.Index.ID, sc.Bytes()))
 	}
 	fmt.Fprintf(w, `{"errors":true,"items":[%s]}`, strings.Join(items, ","))
+}
+
+// bulkServer is an httptest server speaking _bulk that accepts every
+// document; docs returns a copy of the documents it holds, by _id.
+func bulkServer(t *testing.T) (url string, docs func() map[string][]byte) {
+	var mu sync.Mutex
+	held := map[string][]byte{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		serveBulk(w, r, func(id string, doc []byte) string {
+			held[id] = bytes.Clone(doc)
+			return `{"index":{"status":201}}`
+		})
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() map[string][]byte {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(held)
+	}
 }
 
 // TestDeadLetterSinkRejectionIsLogged: a malformed record that the
