@@ -215,9 +215,9 @@ func bytesOnly(sinks []Sink) bool {
 // decoder's cache; only one restored from a durable store after a restart
 // may need the registry, and while the registry cannot answer the engine
 // waits here, with backoff (holding, never skipping). ok is false when the
-// record went to the dead-letter sink instead.
-func (r *run) renderOut(rec *record.Record) (ok bool, err error) {
-	dec := r.p.decoderFor(rec.Topic)
+// record went to the dead-letter sink instead. dec is rec's input's
+// decoder (partState.dec).
+func (r *run) renderOut(dec *decoder, rec *record.Record) (ok bool, err error) {
 	if !dec.schemad() {
 		return true, nil
 	}
