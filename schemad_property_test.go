@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/sr"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/formats"
@@ -287,11 +290,12 @@ func TestSchemadRenderAtRelease(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dec := &scriptedDecoder{answers: tc.answers}
 			out, dl := &bytesSink{}, &bytesSink{}
+			core, logs := observer.New(zapcore.WarnLevel)
 			p, err := signalbox.New(script.New(1, 1, script.Partition{TopicPartition: tp("in", 0),
 				Records: []record.Record{{Topic: "in", Value: []byte(`{"ts":1700000000000}`)}}}),
 				signalbox.WithInputs(signalbox.Input{Topic: "in", Time: signalbox.TimeFromField, TimeField: "ts", Decoder: dec}),
 				signalbox.WithClock(frozen), signalbox.WithMaxFuture(0), signalbox.WithUntil(signalbox.UntilEndOffsets),
-				signalbox.WithSink(out), signalbox.WithDeadLetter(dl))
+				signalbox.WithSink(out), signalbox.WithDeadLetter(dl), signalbox.WithLogger(zap.New(core)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -311,6 +315,9 @@ func TestSchemadRenderAtRelease(t *testing.T) {
 				t.Fatalf("released %q schema %d", r.DecodedValue, r.ValueSchemaID)
 			case tc.dead && (r.DecodedValue != nil || string(r.Value) != `{"ts":1700000000000}` || !hasReason(r, "schema id 5: gone")):
 				t.Fatalf("dead letter %+v", r)
+			}
+			if waited := logs.FilterMessageSnippet("release waits").Len() > 0; waited == tc.dead {
+				t.Fatalf("logged a wait at release: %v, want %v (the engine waits on the decoder only while it cannot answer): %v", waited, !tc.dead, logs.All())
 			}
 		})
 	}
