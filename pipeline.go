@@ -151,9 +151,11 @@ type run struct {
 	storeSizeAt time.Time
 	sinkDead    atomic.Int64 // records the sinks rejected, dead-lettered by the sink goroutine (writer.go)
 	// flow control (align.go): the source's Pauser, if it has one, and
-	// whether the parked limit is exceeded.
-	pauser    Pauser
-	overLimit bool
+	// whether the parked limit is exceeded. holdPauser is the schema holds'
+	// (hold.go): both go through one pauseGate.
+	pauser     Pauser
+	holdPauser Pauser
+	overLimit  bool
 	// future is the poison guard's bound for the Fetch being handled: event
 	// times above it do not move time (WithMaxFuture).
 	future int64
@@ -296,7 +298,8 @@ func newRun(ctx context.Context, p *Pipeline) *run {
 	r.cur = &out{}
 	r.durable, _ = cfg.store.(DurableStore)
 	cfg.sinks, cfg.deadLetter, p.meters = instrument(cfg.sinks, cfg.deadLetter, cfg.delay, &p.live)
-	r.pauser, _ = p.src.(Pauser)
+	gate := newPauseGate(p.src)
+	r.pauser, r.holdPauser = gate.pauserFor(pausedByEngine), gate.pauserFor(pausedByHold)
 	r.demander, _ = p.src.(EvidenceDemander)
 	switch cfg.store.(type) {
 	case *memStore:
