@@ -1,6 +1,7 @@
 package signalbox_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,18 +40,21 @@ const (
 	bpTotal    = bpParts * bpPerPart
 )
 
-// backlog is a source with bpPerPart records in each partition, all
-// available at once, like a Kafka topic with a large backlog. It counts
-// what it hands out and, at each Poll (the only moment the engine's holding
-// grows), the peak number of records held.
+// backlog is a source with perPart records in each partition, all
+// available at once, like a Kafka topic with a large backlog, fetched
+// perFetch records at a time (0: bpPerPart, bpPerFetch). It counts what it
+// hands out and, at each Poll (the only moment the engine's holding grows),
+// the peak number of records held.
 type backlog struct {
-	assigned bool
-	next     [bpParts]int64
-	turn     int
-	polls    atomic.Int64
-	fetched  atomic.Int64
-	written  *atomic.Int64 // records accepted by the sink
-	peak     atomic.Int64
+	perPart, perFetch int64
+	bare              bool // records without a key, with a one-byte value
+	assigned          bool
+	next              [bpParts]int64
+	turn              int
+	polls             atomic.Int64
+	fetched           atomic.Int64
+	written           *atomic.Int64 // records accepted by the sink (nil: no peak)
+	peak              atomic.Int64
 }
 
 var bpBase = time.UnixMilli(1_700_000_000_000)
@@ -62,27 +66,35 @@ func (b *backlog) Poll(ctx context.Context) (record.Fetch, error) {
 		return record.Fetch{}, err
 	}
 	b.polls.Add(1)
+	perPart, perFetch := cmp.Or(b.perPart, bpPerPart), cmp.Or(b.perFetch, bpPerFetch)
 	var f record.Fetch
 	if !b.assigned {
 		b.assigned = true
 		for p := range int32(bpParts) {
-			f.Assigned = append(f.Assigned, record.PartitionInfo{TopicPartition: tp("in", p), End: bpPerPart})
+			f.Assigned = append(f.Assigned, record.PartitionInfo{TopicPartition: tp("in", p), End: perPart})
 		}
 		return f, nil
 	}
 	p := b.turn
 	b.turn = (b.turn + 1) % bpParts
-	pf := record.PartitionFetch{TopicPartition: tp("in", int32(p)), End: bpPerPart}
-	for off := b.next[p]; off < min(b.next[p]+bpPerFetch, bpPerPart); off++ {
-		pf.Records = append(pf.Records, record.Record{Topic: "in", Partition: int32(p), Offset: off,
-			Key: []byte(fmt.Sprint("k", off%5)), Value: make([]byte, 64), Timestamp: bpBase.Add(time.Duration(off) * time.Millisecond)})
+	pf := record.PartitionFetch{TopicPartition: tp("in", int32(p)), End: perPart}
+	for off := b.next[p]; off < min(b.next[p]+perFetch, perPart); off++ {
+		rec := record.Record{Topic: "in", Partition: int32(p), Offset: off, Timestamp: bpBase.Add(time.Duration(off) * time.Millisecond)}
+		if b.bare {
+			rec.Value = []byte("v")
+		} else {
+			rec.Key, rec.Value = []byte(fmt.Sprint("k", off%5)), make([]byte, 64)
+		}
+		pf.Records = append(pf.Records, rec)
 	}
 	b.next[p] += int64(len(pf.Records))
 	pf.Position = b.next[p]
 	f.Partitions = append(f.Partitions, pf)
-	held := b.fetched.Add(int64(len(pf.Records))) - b.written.Load()
-	if held > b.peak.Load() {
-		b.peak.Store(held)
+	fetched := b.fetched.Add(int64(len(pf.Records)))
+	if b.written != nil {
+		if held := fetched - b.written.Load(); held > b.peak.Load() {
+			b.peak.Store(held)
+		}
 	}
 	if len(pf.Records) == 0 {
 		select { // everything delivered: fresh evidence now and then

@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -38,21 +35,11 @@ func TestIntegerSerializerKeysEndToEnd(t *testing.T) {
 	if err := c.Produce(context.Background(), recs...); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	docs := map[string][]byte{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		serveBulk(w, r, func(id string, doc []byte) string {
-			docs[id] = bytes.Clone(doc)
-			return `{"index":{"status":201}}`
-		})
-	}))
-	defer srv.Close()
+	bulkURL, bulkDocs := bulkServer(t)
 	dir := t.TempDir()
 	out, dl := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "dead.jsonl")
 	sinks := fmt.Sprintf("  - {type: jsonl, path: %q}\n  - {type: bulk, url: %q, index: out}\n  - {type: postgres, dsn_env: EXITPATH_PG_DSN, table: %s}\n",
-		out, srv.URL, table)
+		out, bulkURL, table)
 	if err := runExitJob(t, exitJob(c, sinks, fmt.Sprintf("{type: jsonl, path: %q}", dl)), zap.NewNop()); err != nil {
 		t.Fatal(err)
 	}
@@ -84,9 +71,8 @@ func TestIntegerSerializerKeysEndToEnd(t *testing.T) {
 		jsonKeys[string(d.Key)] = true
 	}
 	check("jsonl", jsonKeys)
-	mu.Lock()
 	bulkKeys := map[string]bool{}
-	for id, body := range docs {
+	for id, body := range bulkDocs() {
 		k, err := envelope.ParseID(id)
 		d, derr := envelope.Decode(body)
 		if err != nil || derr != nil || !bytes.Equal(k, d.Key) {
@@ -94,7 +80,6 @@ func TestIntegerSerializerKeysEndToEnd(t *testing.T) {
 		}
 		bulkKeys[string(k)] = true
 	}
-	mu.Unlock()
 	check("bulk", bulkKeys)
 	rows, err := conn.Query(context.Background(), "SELECT coalesce(key_bytes, convert_to(key, 'UTF8')) FROM "+table)
 	if err != nil {

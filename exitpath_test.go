@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +28,7 @@ import (
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/config"
 	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/record"
 )
 
 // These tests run job files as an operator would, against real components
@@ -406,6 +409,27 @@ func serveBulk(w http.ResponseWriter, r *http.Request, item func(id string, doc 
 	fmt.Fprintf(w, `{"errors":true,"items":[%s]}`, strings.Join(items, ","))
 }
 
+// bulkServer is an httptest server speaking _bulk that accepts every
+// document; docs returns a copy of the documents it holds, by _id.
+func bulkServer(t *testing.T) (url string, docs func() map[string][]byte) {
+	var mu sync.Mutex
+	held := map[string][]byte{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		serveBulk(w, r, func(id string, doc []byte) string {
+			held[id] = bytes.Clone(doc)
+			return `{"index":{"status":201}}`
+		})
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() map[string][]byte {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(held)
+	}
+}
+
 // TestDeadLetterSinkRejectionIsLogged: a malformed record that the
 // dead-letter sink (PostgreSQL, jsonb) refuses in turn has nowhere left to
 // go. The job must not stop on it (every rerun would stop again): the
@@ -450,5 +474,40 @@ func TestDeadLetterSinkRejectionIsLogged(t *testing.T) {
 	if f["offset"] != int64(100/3) || f["partition"] != int32(100%3) || !strings.Contains(fmt.Sprint(f["reason"]), `event time field "ts"`) ||
 		!strings.Contains(fmt.Sprint(f["dead_letter_reason"]), "postgres: 22003") {
 		t.Fatalf("error line fields %v", f)
+	}
+}
+
+// A run that stops at UntilTime keeps the guarantees when the sink fails
+// fatally on the last records before the stop: Run returns the sink's
+// error, and no commit passes a record the sink did not store.
+func TestUntilTimeWithFatalSinkError(t *testing.T) {
+	a := tp("a", 0)
+	var recs []record.Record
+	for off := range int64(5) {
+		recs = append(recs, tsRecord("a", 0, off, fmt.Sprint("k", off), 1000*(off+1)))
+	}
+	src := &transcriptSource{committed: map[record.TopicPartition]int64{}, cps: map[record.TopicPartition]record.PartitionCheckpoint{}}
+	src.fetches = []record.Fetch{{Assigned: []record.PartitionInfo{{TopicPartition: a, End: 10}}}, fetched(a, 5, 10, recs...)}
+	sink := &failingSink{failAfter: 2}
+	p, err := signalbox.New(src, tsInputs("a"), signalbox.WithDelay(0), signalbox.WithClock(frozen), signalbox.WithMaxFuture(0),
+		signalbox.WithSink(sink), signalbox.WithUntil(signalbox.UntilTime(time.UnixMilli(3000))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // hang guard
+	defer cancel()
+	if err := p.Run(ctx); !errors.Is(err, errSinkDown) {
+		t.Fatalf("Run = %v, want the sink's error %v", err, errSinkDown)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the run did not end by itself at the until time")
+	}
+	if got, want := sink.lines(), []string{"a/0@0 t=1000", "a/0@1 t=2000"}; !slices.Equal(got, want) {
+		t.Fatalf("the sink stored %q, want the 2 that fit %q", got, want)
+	}
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if off, ok := src.committed[a]; ok && off > 2 {
+		t.Errorf("committed a/0 at %d, past offset 2, which the sink did not store", off)
 	}
 }

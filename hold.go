@@ -78,7 +78,7 @@ func (h *holds) forget(f *record.Fetch) {
 			return
 		}
 		delete(h.parts, tp)
-		if p, ok := h.r.p.src.(Pauser); ok {
+		if p := h.r.holdPauser; p != nil {
 			p.Resume(tp)
 		}
 	}
@@ -116,7 +116,7 @@ func (h *holds) start(pf *record.PartitionFetch, j int, err error, now time.Time
 	h.parts[pf.TopicPartition] = hp
 	pf.Records = pf.Records[:j]
 	pf.Position = hp.recs[0].Offset
-	if p, ok := h.r.p.src.(Pauser); ok {
+	if p := h.r.holdPauser; p != nil {
 		p.Pause(pf.TopicPartition)
 	}
 	h.r.cfg.logger.Warn("schema'd record cannot be decoded yet: partition held, retrying",
@@ -232,7 +232,7 @@ func (h *holds) again(tp record.TopicPartition, hp *held, err error, now time.Ti
 // resume ends the hold of a partition whose held records all decoded.
 func (h *holds) resume(tp record.TopicPartition, hp *held, now time.Time) {
 	delete(h.parts, tp)
-	if p, ok := h.r.p.src.(Pauser); ok {
+	if p := h.r.holdPauser; p != nil {
 		p.Resume(tp)
 	}
 	h.r.cfg.logger.Info("schema'd records decode again: partition resumed",

@@ -91,7 +91,7 @@ func (r *run) ingest(ps *partState, rec *record.Record, mark error, now time.Tim
 	}
 	if rec.Timeless {
 		r.stats.Timeless++
-		return r.output(rec)
+		return r.output(ps, rec)
 	}
 	if rec.EventTime > r.future {
 		r.stats.Future++
@@ -124,14 +124,14 @@ func (r *run) late(ps *partState, rec *record.Record) error {
 		return r.dead(rec, "late by "+strconv.FormatInt(lateBy, 10)+"ms")
 	}
 	rec.Late, rec.LateBy = true, lateBy
-	return r.output(rec)
+	return r.output(ps, rec)
 }
 
-// output puts rec in the current out batch, with its key and value decoded
-// for the sinks when its input has a ValueDecoder (renderOut).
-func (r *run) output(rec *record.Record) error {
+// output puts rec, of ps, in the current out batch, with its key and value
+// decoded for the sinks when its input has a ValueDecoder (renderOut).
+func (r *run) output(ps *partState, rec *record.Record) error {
 	if r.p.schemad {
-		if ok, err := r.renderOut(rec); !ok || err != nil {
+		if ok, err := r.renderOut(ps.dec, rec); !ok || err != nil {
 			return err
 		}
 	}

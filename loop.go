@@ -269,56 +269,61 @@ func (r *run) handle(ctx context.Context, p polled) error {
 	m := r.newMark(f.Assigned)
 	for _, a := range f.Assigned {
 		r.assign(a, m, now)
-		if ps := r.parts[a.TopicPartition]; ps != nil && ps.restoring {
-			r.restoringN++
-		}
 	}
 	for i := range f.Partitions {
-		pf := &f.Partitions[i]
-		ps := r.parts[pf.TopicPartition]
-		if ps == nil {
-			r.cfg.logger.Warn("fetch for an unassigned partition", zap.String("topic", pf.Topic), zap.Int32("partition", pf.Partition))
-			continue
+		if err := r.take(&f.Partitions[i], p.marks, now); err != nil {
+			return err
 		}
-		if pf.Err != nil {
-			if t, ok := r.catch.Fail(ps.cid, now); ok {
-				r.phase(t)
-			}
-			r.cfg.logger.Warn("fetch failed: partition holds the watermark", zap.String("topic", pf.Topic), zap.Int32("partition", pf.Partition), zap.Error(pf.Err))
-			continue
-		}
-		before := ps.maxET
-		ps.fetchMax = watermark.MinTime
-		parked := r.store.Len() // nothing is released while a fetch is ingested
-		for j := range pf.Records {
-			rec := &pf.Records[j]
-			var mark error
-			if p.marks != nil {
-				mark = p.marks[rec]
-			}
-			if err := r.ingest(ps, rec, mark, now); err != nil {
-				return err
-			}
-		}
-		r.retire(ps, pf.Records, r.store.Len()-parked)
-		if ps.fetchMax != watermark.MinTime {
-			// The strategy keeps a partition's newest event time: one
-			// Observe per answer, with its newest, is the same as one per
-			// record (nothing advances the watermark within a Fetch).
-			ps.task.strat.Observe(ps.wid, ps.fetchMax, now)
-		}
-		if ps.maxET > before {
-			ps.span = ps.maxET - max(before, ps.firstET)
-		}
-		ps.offs.Advance(pf.Position)
-		if ps.restoring && pf.Position >= ps.restorePos {
-			ps.restoring = false
-		}
-		if t, ok := r.catch.Observe(ps.cid, pf.Position, pf.End, now); ok {
+	}
+	return nil
+}
+
+// take ingests one partition's part of a Fetch: its records (marks are
+// prepare's), then its position and end-offset evidence.
+func (r *run) take(pf *record.PartitionFetch, marks map[*record.Record]error, now time.Time) error {
+	ps := r.parts[pf.TopicPartition]
+	if ps == nil {
+		r.cfg.logger.Warn("fetch for an unassigned partition", zap.String("topic", pf.Topic), zap.Int32("partition", pf.Partition))
+		return nil
+	}
+	if pf.Err != nil {
+		if t, ok := r.catch.Fail(ps.cid, now); ok {
 			r.phase(t)
-		} else if st, _ := r.catch.Status(ps.cid); st.Phase != catchup.CaughtUp {
-			ps.task.strat.SetPhase(ps.wid, st.Phase, st.Behind, now)
 		}
+		r.cfg.logger.Warn("fetch failed: partition holds the watermark", zap.String("topic", pf.Topic), zap.Int32("partition", pf.Partition), zap.Error(pf.Err))
+		return nil
+	}
+	before := ps.maxET
+	ps.fetchMax = watermark.MinTime
+	parked := r.store.Len() // nothing is released while a fetch is ingested
+	for j := range pf.Records {
+		rec := &pf.Records[j]
+		var mark error
+		if marks != nil {
+			mark = marks[rec]
+		}
+		if err := r.ingest(ps, rec, mark, now); err != nil {
+			return err
+		}
+	}
+	r.retire(ps, pf.Records, r.store.Len()-parked)
+	if ps.fetchMax != watermark.MinTime {
+		// The strategy keeps a partition's newest event time: one
+		// Observe per answer, with its newest, is the same as one per
+		// record (nothing advances the watermark within a Fetch).
+		ps.task.strat.Observe(ps.wid, ps.fetchMax, now)
+	}
+	if ps.maxET > before {
+		ps.span = ps.maxET - max(before, ps.firstET)
+	}
+	ps.offs.Advance(pf.Position)
+	if ps.restoring && pf.Position >= ps.restorePos {
+		ps.restoring = false
+	}
+	if t, ok := r.catch.Observe(ps.cid, pf.Position, pf.End, now); ok {
+		r.phase(t)
+	} else if st, _ := r.catch.Status(ps.cid); st.Phase != catchup.CaughtUp {
+		ps.task.strat.SetPhase(ps.wid, st.Phase, st.Behind, now)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package signalbox
 
 import (
+	"slices"
 	"time"
 
 	"github.com/signalbox/signalbox/catchup"
@@ -61,10 +62,10 @@ type partState struct {
 // invariants W7 and G7 state.
 type task struct {
 	strat Strategy
-	rel   int64 // highest G applied while owned: records at or below it are late
-	wm    int64 // the task's own watermark at the last release
-	parts int
-	timed int
+	rel   int64        // highest G applied while owned: records at or below it are late
+	wm    int64        // the task's own watermark at the last release
+	parts []*partState // its assigned partitions
+	timed int          // how many of parts are timed
 }
 
 // low is the offset to commit: nothing below it is parked or unacknowledged.
@@ -153,7 +154,7 @@ func (r *run) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 	if r.isNew(a) {
 		ps.lateAt = m.at
 	}
-	ps.task.parts++
+	ps.task.parts = append(ps.task.parts, ps)
 	if !dec.timeless {
 		ps.task.timed++
 	}
@@ -161,7 +162,10 @@ func (r *run) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 	if cp, ok := r.restored[a.TopicPartition]; ok {
 		wm := max(cp.Watermark, r.cpWM)
 		ps.restoring, ps.restorePos, ps.restoreWM = a.Start < cp.Position, cp.Position, wm
-		if r.holdsRecords(ps.task) {
+		if ps.restoring {
+			r.restoringN++
+		}
+		if ps.othersHold() {
 			// Raising the task's mark would make the checkpoint claim
 			// records its other partitions still hold (R8): the
 			// partition alone starts at its restored watermark.
@@ -185,14 +189,11 @@ func (r *run) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 	r.notify(Event{Kind: EventAssigned, Partition: a.TopicPartition, To: ph})
 }
 
-// holdsRecords reports whether a partition of t holds records not yet
-// acknowledged (parked, in flight, or restored by a DurableStore).
-func (r *run) holdsRecords(t *task) bool {
-	if t.parts == 0 {
-		return false
-	}
-	for _, ps := range r.parts {
-		if ps.task == t && (ps.offs.Outstanding() > 0 || ps.floorCount > 0) {
+// othersHold reports whether another partition of ps's task holds records
+// not yet acknowledged (parked, in flight, or restored by a DurableStore).
+func (ps *partState) othersHold() bool {
+	for _, o := range ps.task.parts {
+		if o != ps && (o.offs.Outstanding() > 0 || o.floorCount > 0) {
 			return true
 		}
 	}
@@ -221,11 +222,11 @@ func (r *run) revoke(tp record.TopicPartition) {
 	r.unpause(ps)
 	r.catch.Revoke(ps.cid)
 	ps.task.strat.Remove(ps.wid)
-	ps.task.parts--
+	ps.task.parts = slices.DeleteFunc(ps.task.parts, func(o *partState) bool { return o == ps })
 	if !ps.dec.timeless {
 		ps.task.timed--
 	}
-	if ps.task.parts == 0 {
+	if len(ps.task.parts) == 0 {
 		delete(r.tasks, tp.Partition)
 	}
 	r.notify(Event{Kind: EventRevoked, Partition: tp})

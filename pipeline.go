@@ -151,9 +151,11 @@ type run struct {
 	storeSizeAt time.Time
 	sinkDead    atomic.Int64 // records the sinks rejected, dead-lettered by the sink goroutine (writer.go)
 	// flow control (align.go): the source's Pauser, if it has one, and
-	// whether the parked limit is exceeded.
-	pauser    Pauser
-	overLimit bool
+	// whether the parked limit is exceeded. holdPauser is the schema holds'
+	// (hold.go): both go through one pauseGate.
+	pauser     Pauser
+	holdPauser Pauser
+	overLimit  bool
 	// future is the poison guard's bound for the Fetch being handled: event
 	// times above it do not move time (WithMaxFuture).
 	future int64
@@ -197,35 +199,7 @@ type run struct {
 // Run may be called once.
 func (p *Pipeline) Run(ctx context.Context) (err error) {
 	cfg := &p.cfg
-	r := &run{
-		p: p, cfg: cfg, ctx: ctx,
-		parts:      map[record.TopicPartition]*partState{},
-		catch:      catchup.New(catchup.Options{StaleAfter: cfg.staleAfter}),
-		tasks:      map[int32]*task{},
-		store:      cfg.store,
-		wm:         watermark.MinTime,
-		cpWM:       watermark.MinTime,
-		outs:       make(chan *out, cfg.maxInflight),
-		spare:      make(chan []record.Record, min(cfg.maxInflight+1, maxSpareBatches)),
-		errs:       make(chan error, 2),
-		acks:       make(chan Event, cfg.maxInflight+2),
-		started:    cfg.clock(),
-		restored:   map[record.TopicPartition]record.PartitionCheckpoint{},
-		fenced:     map[record.TopicPartition]bool{},
-		lateCounts: map[record.TopicPartition]*LateCounter{},
-	}
-	r.cur = &out{}
-	r.durable, _ = cfg.store.(DurableStore)
-	cfg.sinks, cfg.deadLetter, p.meters = instrument(cfg.sinks, cfg.deadLetter, cfg.delay, &p.live)
-	r.pauser, _ = p.src.(Pauser)
-	r.demander, _ = p.src.(EvidenceDemander)
-	switch cfg.store.(type) {
-	case *memStore:
-		r.recycler, _ = p.src.(Recycler)
-		r.parkRefs = true
-	case *durable.Store: // Park copies: "the caller keeps r"
-		r.recycler, _ = p.src.(Recycler)
-	}
+	r := newRun(ctx, p)
 	sinks := cfg.sinks
 	if cfg.deadLetter != nil {
 		sinks = append(sinks[:len(sinks):len(sinks)], cfg.deadLetter)
@@ -299,6 +273,42 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	}
 	r.publish()
 	return err
+}
+
+// newRun returns the state of one Run of p, with its sinks instrumented.
+func newRun(ctx context.Context, p *Pipeline) *run {
+	cfg := &p.cfg
+	r := &run{
+		p: p, cfg: cfg, ctx: ctx,
+		parts:      map[record.TopicPartition]*partState{},
+		catch:      catchup.New(catchup.Options{StaleAfter: cfg.staleAfter}),
+		tasks:      map[int32]*task{},
+		store:      cfg.store,
+		wm:         watermark.MinTime,
+		cpWM:       watermark.MinTime,
+		outs:       make(chan *out, cfg.maxInflight),
+		spare:      make(chan []record.Record, min(cfg.maxInflight+1, maxSpareBatches)),
+		errs:       make(chan error, 2),
+		acks:       make(chan Event, cfg.maxInflight+2),
+		started:    cfg.clock(),
+		restored:   map[record.TopicPartition]record.PartitionCheckpoint{},
+		fenced:     map[record.TopicPartition]bool{},
+		lateCounts: map[record.TopicPartition]*LateCounter{},
+	}
+	r.cur = &out{}
+	r.durable, _ = cfg.store.(DurableStore)
+	cfg.sinks, cfg.deadLetter, p.meters = instrument(cfg.sinks, cfg.deadLetter, cfg.delay, &p.live)
+	gate := newPauseGate(p.src)
+	r.pauser, r.holdPauser = gate.pauserFor(pausedByEngine), gate.pauserFor(pausedByHold)
+	r.demander, _ = p.src.(EvidenceDemander)
+	switch cfg.store.(type) {
+	case *memStore:
+		r.recycler, _ = p.src.(Recycler)
+		r.parkRefs = true
+	case *durable.Store: // Park copies: "the caller keeps r"
+		r.recycler, _ = p.src.(Recycler)
+	}
+	return r
 }
 
 // cancelled reports whether err is ctx's cancellation: a stop, not a

@@ -101,7 +101,7 @@ func (r *run) emit(ps *partState, rec *record.Record) error {
 		r.stats.Skipped++ // emitted before the restart, per the sink's checkpoint
 		return nil
 	}
-	if err := r.output(rec); err != nil {
+	if err := r.output(ps, rec); err != nil {
 		return err
 	}
 	if len(r.cur.records) >= r.cfg.batchSize || r.cur.bytes >= r.cfg.batchBytes {

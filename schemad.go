@@ -7,7 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 	"unsafe"
+
+	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox/formats/value"
 	"github.com/signalbox/signalbox/record"
@@ -215,16 +218,25 @@ func bytesOnly(sinks []Sink) bool {
 // decoder's cache; only one restored from a durable store after a restart
 // may need the registry, and while the registry cannot answer the engine
 // waits here, with backoff (holding, never skipping). ok is false when the
-// record went to the dead-letter sink instead.
-func (r *run) renderOut(rec *record.Record) (ok bool, err error) {
-	dec := r.p.decoderFor(rec.Topic)
+// record went to the dead-letter sink instead. dec is rec's input's
+// decoder (partState.dec).
+func (r *run) renderOut(dec *decoder, rec *record.Record) (ok bool, err error) {
 	if !dec.schemad() {
 		return true, nil
 	}
 	ctx := r.ctx
 	var h *holdError
 	if err = dec.render(ctx, rec); errors.As(err, &h) { // the retry policy only once the first try is held
-		err = retry.Policy{MaxElapsed: -1}.Do(ctx, func(ctx context.Context) error {
+		var logged time.Time
+		logWait := func(attempt int, err error, _ time.Duration) { // the engine waits: say so, at most every holdLogEvery
+			if now := time.Now(); now.Sub(logged) >= holdLogEvery {
+				logged = now
+				r.cfg.logger.Warn("schema'd record cannot be decoded for the sinks yet: release waits, retrying",
+					zap.String("topic", rec.Topic), zap.Int32("partition", rec.Partition), zap.Int64("offset", rec.Offset),
+					zap.Int("attempt", attempt), zap.Error(err))
+			}
+		}
+		err = retry.Policy{MaxElapsed: -1, OnRetry: logWait}.Do(ctx, func(ctx context.Context) error {
 			if err := dec.render(ctx, rec); errors.As(err, &h) {
 				return retry.Retryable(err)
 			} else {

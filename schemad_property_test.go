@@ -3,14 +3,19 @@ package signalbox_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/sr"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/formats"
@@ -285,11 +290,12 @@ func TestSchemadRenderAtRelease(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dec := &scriptedDecoder{answers: tc.answers}
 			out, dl := &bytesSink{}, &bytesSink{}
+			core, logs := observer.New(zapcore.WarnLevel)
 			p, err := signalbox.New(script.New(1, 1, script.Partition{TopicPartition: tp("in", 0),
 				Records: []record.Record{{Topic: "in", Value: []byte(`{"ts":1700000000000}`)}}}),
 				signalbox.WithInputs(signalbox.Input{Topic: "in", Time: signalbox.TimeFromField, TimeField: "ts", Decoder: dec}),
 				signalbox.WithClock(frozen), signalbox.WithMaxFuture(0), signalbox.WithUntil(signalbox.UntilEndOffsets),
-				signalbox.WithSink(out), signalbox.WithDeadLetter(dl))
+				signalbox.WithSink(out), signalbox.WithDeadLetter(dl), signalbox.WithLogger(zap.New(core)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -310,6 +316,9 @@ func TestSchemadRenderAtRelease(t *testing.T) {
 			case tc.dead && (r.DecodedValue != nil || string(r.Value) != `{"ts":1700000000000}` || !hasReason(r, "schema id 5: gone")):
 				t.Fatalf("dead letter %+v", r)
 			}
+			if waited := logs.FilterMessageSnippet("release waits").Len() > 0; waited == tc.dead {
+				t.Fatalf("logged a wait at release: %v, want %v (the engine waits on the decoder only while it cannot answer): %v", waited, !tc.dead, logs.All())
+			}
 		})
 	}
 }
@@ -321,4 +330,77 @@ func hasReason(r record.Record, reason string) bool {
 		}
 	}
 	return false
+}
+
+// downDecoder decodes {"ts":N} payloads, and says it cannot answer (a
+// registry down) for the payloads that contain "held" while down is set.
+type downDecoder struct{ down atomic.Bool }
+
+type tsDecoded struct{ json []byte }
+
+func (d tsDecoded) JSON() []byte  { return d.json }
+func (d tsDecoded) SchemaID() int { return 5 }
+func (d tsDecoded) Lookup(path []string) (value.Field, bool) {
+	var v struct{ Ts json.Number }
+	if len(path) != 1 || path[0] != "ts" || json.Unmarshal(d.json, &v) != nil || v.Ts == "" {
+		return value.Field{}, false
+	}
+	return value.Field{Kind: value.KindNumber, Text: v.Ts.String()}, true
+}
+
+func (d *downDecoder) DecodeValue(_ context.Context, payload []byte, _ []record.Header) (value.Decoded, error) {
+	if d.down.Load() && bytes.Contains(payload, []byte("held")) {
+		return nil, retry.Retryable(errors.New("registry down"))
+	}
+	return tsDecoded{payload}, nil
+}
+
+// TestSchemadRevokeWhileHeld: a partition revoked while its records are
+// held commits no offset past the held record, and the partition assigned
+// again delivers the held records and the rest once each, in order, none
+// late or dead-lettered.
+func TestSchemadRevokeWhileHeld(t *testing.T) {
+	a := tp("in", 0)
+	rec := func(off, ts int64, extra string) record.Record {
+		return record.Record{Topic: "in", Offset: off, Key: []byte("k"), Value: fmt.Appendf(nil, `{"ts":%d%s}`, ts, extra)}
+	}
+	dec := &downDecoder{}
+	dec.down.Store(true)
+	src := &transcriptSource{committed: map[record.TopicPartition]int64{}, cps: map[record.TopicPartition]record.PartitionCheckpoint{}}
+	src.fetches = []record.Fetch{
+		{Assigned: []record.PartitionInfo{{TopicPartition: a, End: 10}}},
+		fetched(a, 4, 10, rec(0, 1000, ""), rec(1, 2000, ""), rec(2, 3000, `,"held":1`), rec(3, 4000, "")),
+		{Revoked: []record.TopicPartition{a}, Assigned: []record.PartitionInfo{{TopicPartition: a, Start: 2, End: 4}}},
+		fetched(a, 4, 4, rec(2, 3000, `,"held":1`), rec(3, 4000, "")),
+	}
+	var atRevoke int64 = -1
+	out, dl := &collect{}, &collect{}
+	p, err := signalbox.New(src,
+		signalbox.WithInputs(signalbox.Input{Topic: "in", Time: signalbox.TimeFromField, TimeField: "ts", Decoder: dec}),
+		signalbox.WithDelay(0), signalbox.WithClock(frozen), signalbox.WithMaxFuture(0), signalbox.WithUntil(signalbox.UntilEndOffsets),
+		signalbox.WithSink(out), signalbox.WithDeadLetter(dl), signalbox.WithObserver(func(e signalbox.Event) {
+			if e.Kind == signalbox.EventRevoked {
+				src.mu.Lock()
+				if off, ok := src.committed[a]; ok {
+					atRevoke = off
+				}
+				src.mu.Unlock()
+				dec.down.Store(false) // the registry is back for the next owner
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runBounded(t, p); err != nil {
+		t.Fatal(err)
+	}
+	if atRevoke != 2 {
+		t.Errorf("committed %d at the revoke, want 2: the held record's offset (not past it, and past what was emitted)", atRevoke)
+	}
+	if got, want := out.lines(), []string{"in/0@0 t=1000", "in/0@1 t=2000", "in/0@2 t=3000", "in/0@3 t=4000"}; !slices.Equal(got, want) {
+		t.Errorf("out %q, want %q: each record once, in order, none late", got, want)
+	}
+	if got := dl.lines(); len(got) != 0 {
+		t.Errorf("dead-lettered %q, want none", got)
+	}
 }

@@ -6,13 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -374,20 +372,10 @@ func TestSchemadLaneSinks(t *testing.T) {
 	r := formatstest.NewRegistry(t)
 	l := produceLane(t, c, r, 500)
 	conn, table := pgTable(t)
-	var mu sync.Mutex
-	docs := map[string][]byte{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		serveBulk(w, req, func(id string, doc []byte) string {
-			docs[id] = bytes.Clone(doc)
-			return `{"index":{"status":201}}`
-		})
-	}))
-	defer srv.Close()
+	bulkURL, bulkDocs := bulkServer(t)
 	dir := t.TempDir()
 	out, dead := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "dead.jsonl")
-	extra := fmt.Sprintf("  - {type: postgres, dsn_env: EXITPATH_PG_DSN, table: %s}\n  - {type: bulk, url: %q, index: out, doc_id: offset}\n  - {type: kafka, topic: out}\n", table, srv.URL)
+	extra := fmt.Sprintf("  - {type: postgres, dsn_env: EXITPATH_PG_DSN, table: %s}\n  - {type: bulk, url: %q, index: out, doc_id: offset}\n  - {type: kafka, topic: out}\n", table, bulkURL)
 	_, done := startLane(t, laneJob(c, r, out, dead, extra))
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -430,7 +418,7 @@ func TestSchemadLaneSinks(t *testing.T) {
 		t.Fatalf("postgres: %d rows (%v), want %d", got, rows.Err(), l.n)
 	}
 
-	mu.Lock()
+	docs := bulkDocs()
 	if len(docs) != l.n {
 		t.Fatalf("bulk: %d documents, want %d", len(docs), l.n)
 	}
@@ -446,7 +434,6 @@ func TestSchemadLaneSinks(t *testing.T) {
 			t.Fatalf("bulk document %s: %s", id, body)
 		}
 	}
-	mu.Unlock()
 
 	vals, err := c.ReadUpTo(context.Background(), "out", kgo.ReadCommitted())
 	if err != nil {

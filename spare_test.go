@@ -12,56 +12,14 @@ import (
 	"github.com/signalbox/signalbox/record"
 )
 
-// bulkSource delivers bulkParts partitions round robin in fetches of
-// bulkFetch records each, event times rising equally in every partition, so
-// that each fetch releases whole batches; then empty fetches.
-type bulkSource struct {
-	assigned bool
-	next     [bulkParts]int64
-	turn     int
-	fetched  atomic.Int64
-}
-
+// The backlog source (backpressure_test.go) with bulkParts partitions of
+// bulkPer records, fetched bulkFetch at a time, event times rising equally
+// in every partition, so that each fetch releases whole batches.
 const (
-	bulkParts = 4
+	bulkParts = bpParts
 	bulkFetch = 8192
 	bulkPer   = 16 * bulkFetch
 )
-
-func (b *bulkSource) Open(context.Context) error { return nil }
-func (b *bulkSource) Poll(ctx context.Context) (record.Fetch, error) {
-	if err := ctx.Err(); err != nil {
-		return record.Fetch{}, err
-	}
-	var f record.Fetch
-	if !b.assigned {
-		b.assigned = true
-		for p := range int32(bulkParts) {
-			f.Assigned = append(f.Assigned, record.PartitionInfo{TopicPartition: tp("in", p), End: bulkPer})
-		}
-		return f, nil
-	}
-	p := b.turn
-	b.turn = (b.turn + 1) % bulkParts
-	pf := record.PartitionFetch{TopicPartition: tp("in", int32(p)), End: bulkPer}
-	for off := b.next[p]; off < min(b.next[p]+bulkFetch, bulkPer); off++ {
-		pf.Records = append(pf.Records, record.Record{Topic: "in", Partition: int32(p), Offset: off,
-			Value: []byte("v"), Timestamp: bpBase.Add(time.Duration(off) * time.Millisecond)})
-	}
-	b.next[p] += int64(len(pf.Records))
-	pf.Position = b.next[p]
-	f.Partitions = append(f.Partitions, pf)
-	b.fetched.Add(int64(len(pf.Records)))
-	if len(pf.Records) == 0 {
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Millisecond):
-		}
-	}
-	return f, nil
-}
-func (b *bulkSource) Commit(context.Context, map[record.TopicPartition]int64) error { return nil }
-func (b *bulkSource) Close() error                                                  { return nil }
 
 // countSink counts what it accepts and keeps nothing; its third Write
 // blocks until resume is closed.
@@ -99,12 +57,12 @@ func TestDrainedBacklogFreesBatches(t *testing.T) {
 	}
 }
 
-// heldAfterDrain runs a live job from a bulkSource into a sink that stalls
+// heldAfterDrain runs a live job from a backlog source into a sink that stalls
 // in its third Write until the engine stops reading, and returns the live
 // heap above the start once everything read has been written or parked.
 func heldAfterDrain(t *testing.T, batch, inflight int) int64 {
 	s := &countSink{written: new(atomic.Int64), resume: make(chan struct{})}
-	src := &bulkSource{}
+	src := &backlog{perPart: bulkPer, perFetch: bulkFetch, bare: true}
 	p, err := signalbox.New(src, signalbox.WithSink(s), signalbox.WithClock(frozen), signalbox.WithMaxFuture(0),
 		signalbox.WithBatchSize(batch), signalbox.WithMaxInflightBatches(inflight))
 	if err != nil {
