@@ -75,7 +75,7 @@ func (r *run) takeCheckpoint(ctx context.Context, final, barrier bool) error {
 	if r.durable == nil {
 		return nil // the sink goroutine committed
 	}
-	if err := r.durable.Checkpoint(cp, r.blobs()); err != nil {
+	if err := r.durable.Checkpoint(storable(cp, o.fenced), r.blobs()); err != nil {
 		return fmt.Errorf("signalbox: storing checkpoint: %w", err)
 	}
 	if err := r.commit(ctx, &cp, final, o.fenced); err != nil {
@@ -84,6 +84,26 @@ func (r *run) takeCheckpoint(ctx context.Context, final, barrier bool) error {
 	r.countCheckpoint(start)
 	r.notify(Event{Kind: EventCheckpoint, Watermark: cp.Watermark})
 	return nil
+}
+
+// storable is cp as a DurableStore keeps it: without the partitions whose
+// checkpoint the checkpoint sink refused (design R9). The sink dropped their
+// records, so a stored position would make a restart start past them
+// (Seeker); without one, a restart starts them at the committed offset, and
+// the sink's checkpoint says what to skip. A sink keeps refusing a partition
+// until it claims it again at a new assignment.
+func storable(cp record.Checkpoint, fenced []record.TopicPartition) record.Checkpoint {
+	if len(fenced) == 0 {
+		return cp
+	}
+	out := cp
+	out.Partitions = make([]record.PartitionCheckpoint, 0, len(cp.Partitions))
+	for _, pc := range cp.Partitions {
+		if !slices.Contains(fenced, pc.TopicPartition) {
+			out.Partitions = append(out.Partitions, pc)
+		}
+	}
+	return out
 }
 
 // wait blocks until ack is closed by the sink goroutine, emitting the events
