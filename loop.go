@@ -270,6 +270,11 @@ func (r *run) handle(ctx context.Context, p polled) error {
 	for _, a := range f.Assigned {
 		r.assign(a, m, now)
 	}
+	if len(f.Assigned) > 0 {
+		// A DurableStore's restored records count in the first assignment
+		// only, as the Seeker's positions apply to it only (design R10).
+		r.floors = nil
+	}
 	for i := range f.Partitions {
 		if err := r.take(&f.Partitions[i], p.marks, now); err != nil {
 			return err

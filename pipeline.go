@@ -141,8 +141,8 @@ type run struct {
 	fetched  bool // at least one Fetch was handled
 	durable  DurableStore
 	sinkDone chan struct{}
-	// restored from a DurableStore: parked records per partition, late
-	// counters.
+	// restored from a DurableStore: parked records per partition, until
+	// the first assignment (design R10); late counters.
 	floors map[record.TopicPartition]durable.Parked
 	// late holds every partition's late counters, restored ones included;
 	// they outlive a revoke, so a partition that comes back keeps counting.

@@ -98,8 +98,17 @@ type Recycler interface {
 }
 
 // Seeker is implemented by sources that can start partitions at given
-// offsets. signalbox calls StartAt before Open when a sink's checkpoint, not
-// the consumer group, holds the offsets to resume from (exactly-once sinks).
+// offsets. signalbox calls StartAt before Open when a restored checkpoint
+// (a DurableStore's or a CheckpointSink's), not the consumer group, holds
+// the offsets to resume from.
+//
+// The offsets apply to the first Fetch that assigns partitions after Open
+// only: a partition revoked and assigned again, or first assigned in a later
+// Fetch, starts where the source starts it without StartAt (the group's
+// committed offset). The offsets are as of the start: by a later assignment
+// the records a DurableStore restored below them may have been dropped
+// (their partition was not owned when the watermark passed them), and
+// another member may have committed past them (design R10).
 type Seeker interface {
 	StartAt(offsets map[record.TopicPartition]int64)
 }

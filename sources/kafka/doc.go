@@ -57,7 +57,11 @@
 //     a partition created after Open starts at its log start whatever
 //     Start says. A committed offset whose metadata is a checkpoint that
 //     CommitCheckpoint wrote for that offset comes with it in
-//     PartitionInfo.Checkpoint; a StartAt offset comes with none.
+//     PartitionInfo.Checkpoint; a StartAt offset comes with none, and
+//     applies to the first assignment after Open only (static mode: the
+//     partitions found at Open; group mode: the first generation that
+//     assigns the member a partition), never to a partition assigned again
+//     or first assigned later (design R10).
 //  8. Memory is bounded: at most one undelivered response per fetcher is
 //     buffered; fetchers block while Poll is not called.
 //  9. Discovery (design G7): every DiscoveryInterval the source lists its

@@ -229,6 +229,10 @@ func (g *groupState) Setup(sess sarama.ConsumerGroupSession) error {
 	case <-sess.Context().Done():
 		return sess.Context().Err()
 	}
+	// StartAt positions are for the first assignment only: a partition
+	// assigned again, or first assigned later, starts at the group's
+	// committed offset, newer than the positions restored at start.
+	g.s.startAt = nil
 	ctx, stop := context.WithCancel(g.s.ctx)
 	wg := new(sync.WaitGroup)
 	g.set(sess, stop, wg, g.s.startFetchers(ctx, infos, wg), tps)

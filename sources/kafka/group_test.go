@@ -345,3 +345,57 @@ func TestCloseReleasesACommitWaitingForASession(t *testing.T) {
 		t.Fatalf("a skipped commit reached Kafka: %v", held)
 	}
 }
+
+// StartAt positions apply to the first assignment after Open only: a
+// partition assigned again starts at the group's committed offset, whether
+// this member committed it below the StartAt position or another member
+// committed past it (design R10).
+func TestStartAtAppliesToTheFirstAssignmentOnly(t *testing.T) {
+	c := startCluster(t, embedded.WithTopic("s", 2))
+	p0, p1 := record.TopicPartition{Topic: "s", Partition: 0}, record.TopicPartition{Topic: "s", Partition: 1}
+	mustProduce(t, c, append(recs("s", 0, 10, "v"), recs("s", 1, 10, "v")...)...)
+	cfg := func(id string) Config {
+		return Config{Brokers: c.Addrs(), Topics: []string{"s"}, Group: "startat", ClientID: id, HeartbeatInterval: 100 * time.Millisecond}
+	}
+	colA := openAssigned(t, 2, cfg("a"), func(s *Source) { s.StartAt(map[record.TopicPartition]int64{p0: 8, p1: 8}) })
+	for _, a := range colA.assigns {
+		if a.Start != 8 {
+			t.Fatalf("first assignment %+v, want Start 8 (StartAt)", a)
+		}
+	}
+	if err := colA.src.Commit(bg, map[record.TopicPartition]int64{p0: 3, p1: 3}); err != nil {
+		t.Fatal(err)
+	}
+
+	// B joins: each member gets one partition.
+	colB := newCollector(t, openSource(t, cfg("b")))
+	var stopB atomic.Bool
+	waitB := background(colB, stopB.Load)
+	colA.until("A's share after B joined", func() bool { return len(colA.revoked) == 2 && len(colA.assigned) == 1 })
+	var ofB record.TopicPartition
+	for _, tp := range []record.TopicPartition{p0, p1} {
+		if _, ok := colA.assigned[tp]; !ok {
+			ofB = tp
+		}
+	}
+	// B commits past the StartAt position, then leaves: A gets both back.
+	if err := colB.src.Commit(bg, map[record.TopicPartition]int64{ofB: 9}); err != nil {
+		t.Fatal(err)
+	}
+	stopB.Store(true)
+	waitB()
+	if err := colB.src.Close(); err != nil {
+		t.Fatal(err)
+	}
+	colA.until("A holding both again", func() bool { return len(colA.revoked) == 3 && len(colA.assigned) == 2 })
+	for _, a := range colA.assigns[2:] {
+		want := int64(3)
+		if a.TopicPartition == ofB {
+			want = 9
+		}
+		if a.Start != want {
+			t.Errorf("%v assigned again at %d, want the committed %d (not the StartAt 8)", a.TopicPartition, a.Start, want)
+		}
+	}
+	t.Logf("assignments of A: %+v", colA.assigns)
+}

@@ -59,6 +59,7 @@ type collector struct {
 	t        testing.TB
 	src      *Source
 	assigned map[record.TopicPartition]record.PartitionInfo
+	assigns  []record.PartitionInfo // every assignment, in order
 	revoked  []record.TopicPartition
 	pos      map[record.TopicPartition]int64
 	end      map[record.TopicPartition]int64
@@ -100,6 +101,7 @@ func (c *collector) poll(ctx context.Context) error {
 			c.t.Errorf("%v assigned again without a Revoked in between", a.TopicPartition)
 		}
 		c.assigned[a.TopicPartition] = a
+		c.assigns = append(c.assigns, a)
 		c.pos[a.TopicPartition] = a.Start
 		c.end[a.TopicPartition] = a.End
 	}

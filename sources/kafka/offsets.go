@@ -115,8 +115,9 @@ func (s *Source) committed(tps []record.TopicPartition) (map[record.TopicPartiti
 }
 
 // snapshot takes the end offsets of tps and resolves their start positions
-// (StartAt offsets win, then committed offsets, then Start). A committed
-// offset's checkpoint in cps goes with it. It reads no record.
+// (StartAt offsets win until the first assignment is made, then committed
+// offsets, then Start). A committed offset's checkpoint in cps goes with it.
+// It reads no record.
 func (s *Source) snapshot(tps []record.TopicPartition, committed map[record.TopicPartition]int64, cps map[record.TopicPartition]record.PartitionCheckpoint) ([]record.PartitionInfo, error) {
 	ends, err := s.listOffsets(tps, listLatest)
 	if err != nil {

@@ -52,7 +52,8 @@ type Source struct {
 	group *groupState // nil without Config.Group
 	disc  discovery
 
-	// startAt overrides start positions (Seeker); set before Open.
+	// startAt overrides start positions (Seeker) at the first assignment
+	// after Open; set before Open, cleared once that assignment is made.
 	startAt map[record.TopicPartition]int64
 	// startTime is Config.Start resolved at Open when it names a time
 	// (timed), in Unix milliseconds: a Kafka timestamp.
@@ -118,8 +119,10 @@ func (s *Source) fetchWait(now time.Time, paused bool) time.Duration {
 }
 
 // StartAt makes the given partitions start at the given offsets instead of
-// the group's committed offsets. It implements the root package's Seeker,
-// used when an exactly-once sink holds the checkpoint. Call it before Open.
+// the group's committed offsets, in the first assignment after Open only
+// (static mode: the partitions found at Open; group mode: the first
+// generation that assigns this member any partition). It implements the
+// root package's Seeker. Call it before Open.
 func (s *Source) StartAt(offsets map[record.TopicPartition]int64) {
 	s.startAt = maps.Clone(offsets)
 }
@@ -204,6 +207,7 @@ func (s *Source) Open(ctx context.Context) error {
 	}
 	s.finishStartup(started)
 	s.disc.known, s.static = counts, infos
+	s.startAt = nil // the first assignment is made: a partition discovered later starts as Start says
 	s.markDiscovered(start)
 	return nil
 }
