@@ -64,7 +64,10 @@ type BytesSink interface {
 // transaction as its data, which makes delivery exactly-once.
 //
 //   - Restore is called after Open, before the first Write. It returns the
-//     last committed checkpoint, or nil when there is none.
+//     last committed checkpoint, or nil when there is none. Its Watermark
+//     must be no higher than any of its partitions' own watermarks (the
+//     lowest, when the sink keeps one per partition): a partition whose
+//     checkpoint was fenced may carry an older claim (design R9).
 //   - FlushCheckpoint replaces Flush: it makes everything written so far and
 //     cp durable atomically. It is the only call that may make records
 //     visible to a reader that trusts the checkpoint (a read_committed Kafka
