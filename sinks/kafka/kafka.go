@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,7 +155,8 @@ func (s *Sink) Open(ctx context.Context) error {
 		return errors.New("kafka: Brokers and Topic are required")
 	}
 	s.deadline, _ = startup.Deadline(ctx, cmp.Or(s.cfg.StartupTimeout, DefaultStartupTimeout))
-	cl, err := kgo.NewClient(s.clientOpts()...)
+	var auth authWatch
+	cl, err := kgo.NewClient(append(s.clientOpts(), kgo.WithHooks(&auth))...)
 	if err != nil {
 		return fmt.Errorf("kafka: %w", err)
 	}
@@ -164,10 +166,28 @@ func (s *Sink) Open(ctx context.Context) error {
 	if err != nil {
 		cancel()
 		go cl.Close() // the step ends with octx
+		if aerr := auth.err.Load(); aerr != nil {
+			return fmt.Errorf("kafka: authenticating to %s failed (SASL: check the mechanism, user and password): %w", aerr.broker, err)
+		}
 		return err
 	}
 	s.cl = cl
 	return nil
+}
+
+// authWatch records the first failed SASL exchange, so that Open names
+// the cause when a broker refuses the credentials by closing the
+// connection.
+type authWatch struct{ err atomic.Pointer[authErr] }
+
+type authErr struct{ broker string }
+
+func (a *authWatch) OnBrokerRead(meta kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	var timeout net.Error
+	if err != nil && (key == int16(kmsg.SASLAuthenticate) || key == int16(kmsg.SASLHandshake)) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !(errors.As(err, &timeout) && timeout.Timeout()) {
+		a.err.CompareAndSwap(nil, &authErr{net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port)))})
+	}
 }
 
 // bounded runs a blocking start-up step (what) within the start-up

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -46,7 +48,14 @@ type msg struct {
 // visible once every transaction before it is decided.
 func read(t *testing.T, brokers []string, topic string, iso kgo.IsolationLevel) []msg {
 	t.Helper()
-	producer, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	return readWith(t, []kgo.Opt{kgo.SeedBrokers(brokers...)}, topic, iso)
+}
+
+// readWith is read with the connection options conn.
+func readWith(t *testing.T, conn []kgo.Opt, topic string, iso kgo.IsolationLevel) []msg {
+	t.Helper()
+	conn = conn[:len(conn):len(conn)]
+	producer, err := kgo.NewClient(append(conn, kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +70,8 @@ func read(t *testing.T, brokers []string, topic string, iso kgo.IsolationLevel) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		consumer, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.FetchIsolationLevel(iso),
-			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().AtStart()}}))
+		consumer, err := kgo.NewClient(append(conn, kgo.FetchIsolationLevel(iso),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().AtStart()}}))...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -474,6 +483,9 @@ func committedOffset(t *testing.T, brokers []string, group string, tp record.Top
 	}
 	defer cl.Close()
 	resp, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return -1
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,166 @@
+package kafka_test
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/retry"
+	"github.com/signalbox/signalbox/sinks/kafka"
+	"github.com/signalbox/signalbox/sinks/sinktest"
+	source "github.com/signalbox/signalbox/sources/kafka"
+)
+
+// TestOffsetsOnlyTransaction: a checkpoint with no record written since
+// the last one commits its offsets, before, between and after transactions
+// that carry records, and the transactions with records still commit.
+func TestOffsetsOnlyTransaction(t *testing.T) {
+	brokers := cluster(t, "out", "in")
+	cfg := kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "offsets-only", GroupID: "offsets-only"}
+	s := kafka.New(cfg)
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	recs := sinktest.Records(0, 20, 4)
+	steps := []struct {
+		write []record.Record
+		low   int64
+	}{{nil, 3}, {recs[:10], 13}, {nil, 14}, {nil, 15}, {recs[10:], 25}, {nil, 26}}
+	for i, st := range steps {
+		if st.write != nil {
+			if err := s.Write(ctx, st.write); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.FlushCheckpoint(ctx, cpAt(st.low)); err != nil {
+			t.Fatalf("step %d: FlushCheckpoint(%d): %v", i, st.low, err)
+		}
+		if got := committedOffset(t, brokers, cfg.GroupID, in); got != st.low {
+			t.Fatalf("step %d: committed offset %d, want %d", i, got, st.low)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int
+	for _, m := range read(t, brokers, "out", kgo.ReadCommitted()) {
+		var p sinktest.Payload
+		_ = json.Unmarshal(m.Value, &p)
+		seqs = append(seqs, p.Seq)
+	}
+	if len(seqs) != 20 {
+		t.Fatalf("read_committed sees %d records, want 20: %v", len(seqs), seqs)
+	}
+	s2 := kafka.New(cfg)
+	if err := s2.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if cp, err := s2.Restore(ctx); err != nil || cp == nil || !reflect.DeepEqual(*cp, cpAt(26)) {
+		t.Fatalf("Restore = %+v, %v; want %+v", cp, err, cpAt(26))
+	}
+}
+
+// TestStaleGenerationFencedWithoutRecords (invariant 9): a checkpoint with
+// no records, sent under a generation that is over, is refused and commits
+// nothing; the sink commits again after a Claim under the new generation.
+func TestStaleGenerationFencedWithoutRecords(t *testing.T) {
+	const group = "fenced-empty"
+	brokers, s, m1, gen1 := claimedSink(t, group)
+	defer s.Close()
+	if err := s.FlushCheckpoint(ctx, cpAt(5)); err != nil {
+		t.Fatalf("FlushCheckpoint under the current generation: %v", err)
+	}
+	joined(t, brokers, group, "in")
+	gen2 := membership(t, m1, group, gen1.Generation)
+	fe := retry.AsFenced(s.FlushCheckpoint(ctx, cpAt(9)))
+	if fe == nil || !reflect.DeepEqual(fe.Partitions, []record.TopicPartition{in}) {
+		t.Fatalf("FlushCheckpoint under an old generation: %v, want fenced [%v]", fe, in)
+	}
+	if got := committedOffset(t, brokers, group, in); got != 5 {
+		t.Fatalf("committed offset %d after the fence, want 5", got)
+	}
+	if err := s.Claim(ctx, gen2, []record.TopicPartition{in}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FlushCheckpoint(ctx, cpAt(9)); err != nil {
+		t.Fatalf("FlushCheckpoint after the new Claim: %v", err)
+	}
+	if got := committedOffset(t, brokers, group, in); got != 9 {
+		t.Fatalf("committed offset %d, want 9", got)
+	}
+}
+
+// TestSCRAMSHA256: the sink authenticates with the source's connection
+// options (SASL/SCRAM-SHA-256), in both modes; a wrong password fails Open
+// at once, naming the cause.
+func TestSCRAMSHA256(t *testing.T) {
+	c, err := embedded.Start(embedded.WithTopic("out", 3), embedded.WithTopic("in", 1),
+		embedded.WithUser(embedded.MechanismScramSHA256, "signalbox", "s3cret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	conn := func(password string) []kgo.Opt {
+		opts, err := source.Config{Brokers: c.Addrs(), Topics: []string{"in"},
+			SASL: source.SASL{Mechanism: source.SASLScramSHA256, User: "signalbox", Password: password}}.ConnOpts()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return opts
+	}
+	recs := sinktest.Records(0, 30, 3)
+	for _, txn := range []string{"", "scram-txn"} {
+		t.Run("transactional_id="+txn, func(t *testing.T) {
+			s := kafka.New(kafka.Config{Brokers: c.Addrs(), Topic: "out", TransactionalID: txn, GroupID: "scram", Conn: conn("s3cret")})
+			if err := s.Open(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Write(ctx, recs[:15]); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.FlushCheckpoint(ctx, cpAt(15)); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Write(ctx, recs[15:]); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	seen := map[int]int{}
+	for _, m := range readWith(t, c.ClientOptions(), "out", kgo.ReadCommitted()) {
+		var p sinktest.Payload
+		_ = json.Unmarshal(m.Value, &p)
+		seen[p.Seq]++
+	}
+	for i := range 30 {
+		if seen[i] != 2 {
+			t.Fatalf("seq %d seen %d times, want twice (once per mode)", i, seen[i])
+		}
+	}
+
+	s := kafka.New(kafka.Config{Brokers: c.Addrs(), Topic: "out", Conn: conn("wrong"), StartupTimeout: time.Minute})
+	start := time.Now()
+	err = s.Open(ctx)
+	if err == nil {
+		_ = s.Close()
+		t.Fatal("Open with a wrong password succeeded")
+	}
+	t.Logf("Open failed after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	if errors.Is(err, kafka.ErrStartupTimeout) || !strings.Contains(strings.ToLower(err.Error()), "sasl") {
+		t.Fatalf("Open with a wrong password: %v, want the SASL refusal", err)
+	}
+}
