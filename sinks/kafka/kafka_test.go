@@ -425,12 +425,7 @@ func TestStaleGenerationIsFenced(t *testing.T) {
 	if got := committedOffset(t, brokers, group, in); got != 30 {
 		t.Fatalf("committed offset %d, want 30", got)
 	}
-	seen := map[int]int{}
-	for _, m := range read(t, brokers, "out", kgo.ReadCommitted()) {
-		var p sinktest.Payload
-		_ = json.Unmarshal(m.Value, &p)
-		seen[p.Seq]++
-	}
+	seen := seqCounts(read(t, brokers, "out", kgo.ReadCommitted()))
 	for i := range 30 {
 		if seen[i] != 1 {
 			t.Fatalf("seq %d seen %d times under read_committed, want once", i, seen[i])
@@ -493,4 +488,15 @@ func committedOffset(t *testing.T, brokers []string, group string, tp record.Top
 		return o.At
 	}
 	return -1
+}
+
+// seqCounts counts the records of each sinktest payload sequence number.
+func seqCounts(ms []msg) map[int]int {
+	seen := map[int]int{}
+	for _, m := range ms {
+		var p sinktest.Payload
+		_ = json.Unmarshal(m.Value, &p)
+		seen[p.Seq]++
+	}
+	return seen
 }

@@ -3,12 +3,17 @@ package kafka_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/signalbox/signalbox/embedded"
 	"github.com/signalbox/signalbox/record"
@@ -49,14 +54,11 @@ func TestOffsetsOnlyTransaction(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var seqs []int
-	for _, m := range read(t, brokers, "out", kgo.ReadCommitted()) {
-		var p sinktest.Payload
-		_ = json.Unmarshal(m.Value, &p)
-		seqs = append(seqs, p.Seq)
-	}
-	if len(seqs) != 20 {
-		t.Fatalf("read_committed sees %d records, want 20: %v", len(seqs), seqs)
+	seen := seqCounts(read(t, brokers, "out", kgo.ReadCommitted()))
+	for i := range 20 {
+		if seen[i] != 1 {
+			t.Fatalf("seq %d seen %d times under read_committed, want once", i, seen[i])
+		}
 	}
 	s2 := kafka.New(cfg)
 	if err := s2.Open(ctx); err != nil {
@@ -140,12 +142,7 @@ func TestSCRAMSHA256(t *testing.T) {
 			}
 		})
 	}
-	seen := map[int]int{}
-	for _, m := range readWith(t, c.ClientOptions(), "out", kgo.ReadCommitted()) {
-		var p sinktest.Payload
-		_ = json.Unmarshal(m.Value, &p)
-		seen[p.Seq]++
-	}
+	seen := seqCounts(readWith(t, c.ClientOptions(), "out", kgo.ReadCommitted()))
 	for i := range 30 {
 		if seen[i] != 2 {
 			t.Fatalf("seq %d seen %d times, want twice (once per mode)", i, seen[i])
@@ -162,5 +159,81 @@ func TestSCRAMSHA256(t *testing.T) {
 	t.Logf("Open failed after %v: %v", time.Since(start).Round(time.Millisecond), err)
 	if errors.Is(err, kafka.ErrStartupTimeout) || !strings.Contains(strings.ToLower(err.Error()), "sasl") {
 		t.Fatalf("Open with a wrong password: %v, want the SASL refusal", err)
+	}
+}
+
+// TestAbortableFailureReproduces (invariant 6): the coordinator refuses a
+// transaction's offsets with an error that is not a fence. The
+// transaction is aborted and FlushCheckpoint returns a retryable error; the
+// next FlushCheckpoint re-produces the aborted records, in order, and
+// commits them with the offsets, once each for read_committed readers.
+func TestAbortableFailureReproduces(t *testing.T) {
+	for _, records := range []int{0, 12} {
+		t.Run(fmt.Sprintf("records=%d", records), func(t *testing.T) {
+			c, err := kfake.NewCluster(kfake.Ports(0), kfake.SeedTopics(3, "out", "in"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(c.Close)
+			brokers := c.ListenAddrs()
+			var refused atomic.Bool
+			c.ControlKey(int16(kmsg.TxnOffsetCommit), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+				req := kr.(*kmsg.TxnOffsetCommitRequest)
+				resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+				for _, rt := range req.Topics {
+					st := kmsg.NewTxnOffsetCommitResponseTopic()
+					st.Topic = rt.Topic
+					for _, rp := range rt.Partitions {
+						sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+						sp.Partition, sp.ErrorCode = rp.Partition, kerr.UnknownServerError.Code
+						st.Partitions = append(st.Partitions, sp)
+					}
+					resp.Topics = append(resp.Topics, st)
+				}
+				refused.Store(true)
+				return resp, nil, true
+			})
+			cfg := kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "abortable", GroupID: "abortable"}
+			s := kafka.New(cfg)
+			if err := s.Open(ctx); err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			recs := sinktest.Records(0, records, 3)
+			if err := s.Write(ctx, recs); err != nil {
+				t.Fatal(err)
+			}
+			err = s.FlushCheckpoint(ctx, cpAt(7))
+			if !refused.Load() || err == nil || !retry.IsRetryable(err) {
+				t.Fatalf("FlushCheckpoint with its offsets refused: %v (refused %v), want a retryable error", err, refused.Load())
+			}
+			if got := committedOffset(t, brokers, cfg.GroupID, in); got != -1 {
+				t.Fatalf("committed offset %d after the abort, want none", got)
+			}
+			if err := s.FlushCheckpoint(ctx, cpAt(7)); err != nil {
+				t.Fatalf("FlushCheckpoint after the abort: %v", err)
+			}
+			if got := committedOffset(t, brokers, cfg.GroupID, in); got != 7 {
+				t.Fatalf("committed offset %d, want 7", got)
+			}
+			committed := read(t, brokers, "out", kgo.ReadCommitted())
+			seen, last := seqCounts(committed), map[string]int{}
+			for i := range records {
+				if seen[i] != 1 {
+					t.Fatalf("seq %d seen %d times under read_committed, want once", i, seen[i])
+				}
+			}
+			for _, m := range committed {
+				var p sinktest.Payload
+				_ = json.Unmarshal(m.Value, &p)
+				if l, ok := last[p.Key]; ok && p.Seq <= l {
+					t.Fatalf("key %s: seq %d after %d", p.Key, p.Seq, l)
+				}
+				last[p.Key] = p.Seq
+			}
+			if n := len(read(t, brokers, "out", kgo.ReadUncommitted())); n != 2*records {
+				t.Fatalf("read_uncommitted sees %d records, want %d (the aborted copies too)", n, 2*records)
+			}
+		})
 	}
 }
