@@ -237,3 +237,55 @@ func TestAbortableFailureReproduces(t *testing.T) {
 		})
 	}
 }
+
+// TestReplacedStaticMemberIsFenced (invariant 9): a static member (group
+// instance id) replaced by a new member with the same instance id has its
+// checkpoint refused (FENCED_INSTANCE_ID), and nothing is committed.
+func TestReplacedStaticMemberIsFenced(t *testing.T) {
+	const group = "static-group"
+	brokers := cluster(t, "out", "in")
+	static := func() *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics("in"),
+			kgo.InstanceID("instance-1"), kgo.HeartbeatInterval(100e6))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	m1 := static()
+	old := membership(t, m1, group, 0)
+	old.InstanceID = "instance-1"
+	s := kafka.New(kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: group, GroupID: group})
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Claim(ctx, old, []record.TopicPartition{in}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(ctx, sinktest.Records(0, 5, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FlushCheckpoint(ctx, cpAt(5)); err != nil {
+		t.Fatalf("FlushCheckpoint as the current static member: %v", err)
+	}
+	m1.CloseAllowingRebalance() // a static member leaves without a LeaveGroup
+	m2 := static()
+	t.Cleanup(m2.Close)
+	if now := membership(t, m2, group, -1); now.MemberID == old.MemberID {
+		t.Fatalf("the new member kept the old member id %s", old.MemberID)
+	}
+	if err := s.Write(ctx, sinktest.Records(5, 5, 1)); err != nil {
+		t.Fatal(err)
+	}
+	fe := retry.AsFenced(s.FlushCheckpoint(ctx, cpAt(10)))
+	if fe == nil || !errors.Is(fe, kerr.FencedInstanceID) {
+		t.Fatalf("FlushCheckpoint as the replaced static member: %v, want fenced by FENCED_INSTANCE_ID", fe)
+	}
+	if got := committedOffset(t, brokers, group, in); got != 5 {
+		t.Fatalf("committed offset %d after the fence, want 5", got)
+	}
+	if n := len(read(t, brokers, "out", kgo.ReadCommitted())); n != 5 {
+		t.Fatalf("read_committed sees %d records, want the 5 of the first transaction", n)
+	}
+}
