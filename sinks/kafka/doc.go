@@ -35,7 +35,11 @@
 //  6. Failures: in transactional mode an abortable transaction error aborts
 //     the transaction and returns a retryable error; the records of the
 //     aborted transaction are kept and re-produced, in order, by the next
-//     Flush. Any other produce error is fatal and sticky: re-sending only
+//     Flush. Abortable is every error the abort then succeeds for, except
+//     a newer instance's fence (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH), a
+//     refused transactional id or cluster authorisation, an unsupported
+//     version and a context that ended while records were in flight: those
+//     are fatal. Any other produce error is fatal and sticky: re-sending only
 //     the failed records would reorder a key.
 //  7. Close never commits a transaction: in transactional mode it aborts
 //     the open one, whatever the reason for closing (a fatal error, a close
