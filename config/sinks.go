@@ -195,11 +195,11 @@ func buildKafka(j *Job, s *Sink) (signalbox.Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc, err := conn.SaramaConfig() // the job's TLS and SASL
+	co, err := conn.ConnOpts() // the job's client id, TLS and SASL
 	if err != nil {
 		return nil, fmt.Errorf("kafka sink: %w", err)
 	}
-	cfg := kafkasink.Config{Brokers: s.Brokers, Topic: s.Topic, TransactionalID: s.TransactionalID, Sarama: sc, StartupTimeout: conn.StartupTimeout}
+	cfg := kafkasink.Config{Brokers: s.Brokers, Topic: s.Topic, TransactionalID: s.TransactionalID, Conn: co, StartupTimeout: conn.StartupTimeout}
 	if cfg.TransactionalID != "" {
 		// The transaction commits the job's consumer offsets itself
 		// (AddOffsetsToTxn), and signalbox then does not commit them

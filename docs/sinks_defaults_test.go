@@ -95,7 +95,7 @@ func TestSinkDefaultsMatchCode(t *testing.T) {
 	// Rows whose default is a description, not a value.
 	descriptive := map[string]bool{
 		"bulk.URL": true, "bulk.Retry": true, "bulk.DocID": true, "postgres.DSN": true,
-		"kafka.Brokers": true, "kafka.TransactionalID": true, "kafka.GroupID": true, "kafka.Sarama": true,
+		"kafka.Brokers": true, "kafka.TransactionalID": true, "kafka.GroupID": true, "kafka.Conn": true,
 	}
 
 	doc := sinkDefaults(t)

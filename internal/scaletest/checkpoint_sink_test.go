@@ -27,12 +27,12 @@ func TestGroupTransactionalSinkTakeover(t *testing.T) {
 	}
 	t.Cleanup(c.Close)
 	txnSink := func(id string) signalbox.Option {
-		sc, err := kafka.Config{Brokers: c.Addrs(), Topics: topics}.SaramaConfig()
+		co, err := kafka.Config{Brokers: c.Addrs(), Topics: topics}.ConnOpts()
 		if err != nil {
 			t.Fatal(err)
 		}
 		return signalbox.WithSink(kafkasink.New(kafkasink.Config{Brokers: c.Addrs(), Topic: out,
-			TransactionalID: id, GroupID: group, Sarama: sc}))
+			TransactionalID: id, GroupID: group, Conn: co}))
 	}
 	total := takeover(t, c, txnSink)
 

@@ -1,4 +1,4 @@
-// Package kafka is the Kafka topic sink (github.com/IBM/sarama).
+// Package kafka is the Kafka topic sink (franz-go: kgo, kadm, kmsg).
 //
 // Lifecycle: New → Open (connects, reads the output topic's partition count,
 // and in transactional mode initialises the producer id, fencing any earlier
@@ -7,9 +7,9 @@
 //
 // Invariants:
 //
-//  1. The producer is idempotent: acks=all, one in-flight request per
-//     broker, sarama's sequence numbers; a broker-side retry never duplicates
-//     or reorders a partition's records.
+//  1. The producer is idempotent: acks=all and kgo's sequence numbers,
+//     whatever Config.Conn says; a broker-side retry never duplicates or
+//     reorders a partition's records.
 //  2. Keys are preserved: the output record carries the input's Key, Value
 //     and Headers.
 //  3. Output partitioning keeps each key's order: the partition is
@@ -21,27 +21,37 @@
 //  5. Transactional mode (Config.TransactionalID): records are produced inside
 //     a transaction; FlushCheckpoint adds the checkpoint's Low offsets for
 //     Config.GroupID to the same transaction (AddOffsetsToTxn +
-//     TxnOffsetCommit) and commits, so output and input progress commit
+//     TxnOffsetCommit, sent by the sink under the producer's id and epoch)
+//     and commits, so output and input progress commit
 //     atomically. The rest of the checkpoint (position, end, replaying and
 //     the partition's own watermark) travels in each partition's offset
 //     commit metadata, so Restore returns the whole checkpoint, with
 //     Checkpoint.Watermark the min of the partitions' watermarks. Plain Flush commits the transaction without
-//     offsets.
+//     offsets. A transaction that holds offsets and no records commits
+//     too: kgo ends only transactions it produced into, so the sink sends
+//     that EndTxn itself. The producer speaks the transaction protocol
+//     without KIP-890 part 2 (no epoch bump at EndTxn), so the epoch the
+//     sink's requests carry is always the producer's.
 //  6. Failures: in transactional mode an abortable transaction error aborts
 //     the transaction and returns a retryable error; the records of the
 //     aborted transaction are kept and re-produced, in order, by the next
-//     Flush. Any other produce error is fatal and sticky: re-sending only
+//     Flush. Abortable is every error the abort then succeeds for, except
+//     a newer instance's fence (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH), a
+//     refused transactional id or cluster authorisation, an unsupported
+//     version and a context that ended while records were in flight: those
+//     are fatal. Any other produce error is fatal and sticky: re-sending only
 //     the failed records would reorder a key.
 //  7. Close never commits a transaction: in transactional mode it aborts
 //     the open one, whatever the reason for closing (a fatal error, a close
 //     without a final checkpoint), so read_committed readers see only what
 //     a Flush or FlushCheckpoint committed. Close without a transaction
 //     waits for the acknowledgement of everything produced (at-least-once).
-//  8. Per-record rejection: Open lowers the producer's MaxMessageBytes
-//     (sarama's Producer.MaxMessageBytes, default 1 MB) to the output
-//     topic's max.message.bytes when that is lower (read with
-//     DescribeConfigs; if the cluster does not tell, the producer's limit
-//     stands). A record that cannot fit a batch under that limit is refused
+//  8. Per-record rejection: Open lowers the producer's record batch limit
+//     (DefaultBatchBytes, 1,000,012 bytes, Kafka's default
+//     max.message.bytes) to the output topic's max.message.bytes when that
+//     is lower (read with DescribeConfigs; if the cluster does not tell,
+//     the producer's limit stands). A record that cannot fit a batch under
+//     that limit (counted as kgo does) is refused
 //     before anything of its batch is produced: Write returns it in a
 //     *retry.RejectedError and accepts nothing, and the engine dead-letters
 //     it and repeats the Write without it. Produced, such a record would
@@ -50,8 +60,8 @@
 //  9. Group fence: Claim (called by the engine, from its own goroutine, at
 //     each assignment) records the group membership the partitions were
 //     assigned under when its group is Config.GroupID. The offsets of each
-//     later transaction are sent with it (AddOffsetsToTxnWithGroupMetadata,
-//     TxnOffsetCommit v3), so the coordinator refuses them once the
+//     later transaction are sent with it (TxnOffsetCommit v3+: generation,
+//     member id, instance id; KIP-447), so the coordinator refuses them once the
 //     generation is over. Such a refusal (ILLEGAL_GENERATION,
 //     UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID) aborts the transaction and
 //     drops its records, which are never re-produced. FlushCheckpoint

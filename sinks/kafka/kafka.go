@@ -3,16 +3,19 @@ package kafka
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/signalbox/signalbox/internal/startup"
 	"github.com/signalbox/signalbox/record"
@@ -28,6 +31,11 @@ var ErrStartupTimeout = startup.ErrTimeout
 
 // DefaultStartupTimeout is Config.StartupTimeout's default.
 const DefaultStartupTimeout = 30 * time.Second
+
+// DefaultBatchBytes is the largest record batch the producer sends when the
+// output topic's max.message.bytes is not lower: Kafka's default
+// max.message.bytes.
+const DefaultBatchBytes = 1_000_012
 
 // Config configures the sink.
 type Config struct {
@@ -45,68 +53,91 @@ type Config struct {
 	// StartupTimeout bounds Open (see Open).
 	// Default DefaultStartupTimeout, 30s.
 	StartupTimeout time.Duration
-	// Sarama is the base client configuration (TLS, SASL, client id,
-	// compression...). Default sarama.NewConfig() with Version V2_8_0_0.
-	// The sink always overrides the settings invariants 1 and 5 rely on:
-	// idempotence, acks, MaxOpenRequests, the manual partitioner, returned
-	// successes and the transactional id.
-	Sarama *sarama.Config
+	// Conn are the franz-go options that reach and authenticate to the
+	// cluster (client id, TLS, SASL: sources/kafka.Config.ConnOpts). Default
+	// none: plaintext, no authentication. The sink applies them first, then
+	// its own, which win: the seed brokers (Brokers), idempotence with
+	// acks=all, the manual partitioner, the batch size limit (invariant 8),
+	// linger and, in transactional mode, the transactional id and the
+	// request versions invariant 5 relies on.
+	Conn []kgo.Opt
 }
 
 // Sink is the Kafka sink.
 type Sink struct {
 	cfg        Config
-	maxBytes   int // the producer's MaxMessageBytes
-	client     sarama.Client
-	producer   sarama.AsyncProducer
+	cl         *kgo.Client
+	batchBytes atomic.Int32 // the producer's record batch limit (invariant 8)
 	partitions int32
 	deadline   time.Time // Open's
 
 	mu      sync.Mutex
-	cond    *sync.Cond
-	pending int   // produced, not yet acknowledged
 	prodErr error // first produce error since the last Flush
-	done    chan struct{}
+	promise func(*kgo.Record, error)
 
-	inTxn  bool
-	txnBuf []record.Record // records of the open transaction, for re-production after an abort
-	resend bool
-	err    error
+	inTxn    bool
+	txnBuf   []record.Record // records of the open transaction, for re-production after an abort
+	produced int             // records produced in the open transaction
+	offsets  *txnOffsets     // set once the open transaction holds offsets
+	resend   bool
+	err      error
 
 	// member is the group membership of the last Claim, sent with the
 	// offsets so the coordinator fences a stale member (invariant 9);
 	// fenced is set when it did, until the next Claim. Claim is called
 	// from the engine goroutine: mmu guards both.
 	mmu    sync.Mutex
-	member *sarama.ConsumerGroupMetadata
+	member *record.GroupMember
 	fenced bool
 }
 
 // New returns a sink; call Open before use.
-func New(cfg Config) *Sink { return &Sink{cfg: cfg} }
+func New(cfg Config) *Sink {
+	s := &Sink{cfg: cfg}
+	s.batchBytes.Store(DefaultBatchBytes)
+	s.promise = func(_ *kgo.Record, err error) {
+		if err != nil {
+			s.mu.Lock()
+			if s.prodErr == nil {
+				s.prodErr = err
+			}
+			s.mu.Unlock()
+		}
+	}
+	return s
+}
 
-func (s *Sink) saramaConfig() *sarama.Config {
-	c := s.cfg.Sarama
-	if c == nil {
-		c = sarama.NewConfig()
-		c.Version = sarama.V2_8_0_0
-	} else {
-		cp := *c
-		c = &cp
-	}
-	c.Producer.Idempotent = true
-	c.Producer.RequiredAcks = sarama.WaitForAll
-	c.Net.MaxOpenRequests = 1
-	c.Producer.Return.Successes = true
-	c.Producer.Return.Errors = true
-	c.Producer.Partitioner = sarama.NewManualPartitioner
-	if c.Producer.Retry.Max < 1 {
-		c.Producer.Retry.Max = 10
-	}
+// clientOpts returns the producer's options: the connection's, then the
+// ones the invariants rely on.
+func (s *Sink) clientOpts() []kgo.Opt {
+	opts := append(s.cfg.Conn[:len(s.cfg.Conn):len(s.cfg.Conn)],
+		kgo.SeedBrokers(s.cfg.Brokers...),
+		kgo.RequiredAcks(kgo.AllISRAcks()), // idempotence is kgo's default, and needs all acks
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchMaxBytesFn(func(string) int32 { return s.batchBytes.Load() }),
+		kgo.ProducerLinger(0), // send at once; batches form while requests are in flight
+		kgo.RecordRetries(10),
+	)
 	if s.cfg.TransactionalID != "" {
-		c.Producer.Transaction.ID = s.cfg.TransactionalID
+		opts = append(opts, kgo.TransactionalID(s.cfg.TransactionalID), kgo.MaxVersions(classicTxnVersions()))
 	}
-	return c
+	return opts
+}
+
+// classicTxnVersions caps the requests whose newer versions change the
+// transaction protocol (KIP-890 part 2: partitions added implicitly, the
+// producer epoch bumped at each EndTxn). The sink adds its offsets to the
+// producer's transaction itself (AddOffsetsToTxn, TxnOffsetCommit with the
+// source group's membership, EndTxn when nothing was produced), which is
+// only consistent with the producer's state when no EndTxn changes the
+// epoch behind its back.
+func classicTxnVersions() *kversion.Versions {
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(int16(kmsg.Produce), 11)
+	v.SetMaxKeyVersion(int16(kmsg.AddPartitionsToTxn), 3)
+	v.SetMaxKeyVersion(int16(kmsg.TxnOffsetCommit), 4)
+	v.SetMaxKeyVersion(int16(kmsg.EndTxn), 4)
+	return v
 }
 
 // BytesOnly reports that the sink produces keys and values as their
@@ -123,35 +154,49 @@ func (s *Sink) Open(ctx context.Context) error {
 	if len(s.cfg.Brokers) == 0 || s.cfg.Topic == "" {
 		return errors.New("kafka: Brokers and Topic are required")
 	}
-	sc := s.saramaConfig()
 	s.deadline, _ = startup.Deadline(ctx, cmp.Or(s.cfg.StartupTimeout, DefaultStartupTimeout))
-	opened := make(chan *opened, 1)
-	err := s.bounded(ctx, "connecting and initialising the producer", func() error {
-		o, err := s.open(sc)
-		opened <- o
-		return err
-	})
+	var auth authWatch
+	cl, err := kgo.NewClient(append(s.clientOpts(), kgo.WithHooks(&auth))...)
 	if err != nil {
-		go func() { // an abandoned open may still succeed
-			if o := <-opened; o != nil {
-				_ = o.producer.Close()
-				_ = o.client.Close()
-			}
-		}()
+		return fmt.Errorf("kafka: %w", err)
+	}
+	octx, cancel := context.WithDeadline(ctx, s.deadline)
+	defer cancel()
+	err = s.bounded(ctx, "connecting and initialising the producer", func() error { return s.open(octx, cl) })
+	if err != nil {
+		cancel()
+		go cl.Close() // the step ends with octx
+		if aerr := auth.err.Load(); aerr != nil {
+			return fmt.Errorf("kafka: authenticating to %s failed (SASL: check the mechanism, user and password): %w", aerr.broker, err)
+		}
 		return err
 	}
-	o := <-opened
-	s.client, s.producer, s.partitions, s.maxBytes = o.client, o.producer, o.partitions, o.maxBytes
-	s.cond = sync.NewCond(&s.mu)
-	s.done = make(chan struct{})
-	go s.acks()
+	s.cl = cl
 	return nil
+}
+
+// authWatch records the first failed SASL exchange, so that Open names
+// the cause when a broker refuses the credentials by closing the
+// connection.
+type authWatch struct{ err atomic.Pointer[authErr] }
+
+type authErr struct{ broker string }
+
+func (a *authWatch) OnBrokerRead(meta kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	var timeout net.Error
+	if err != nil && (key == int16(kmsg.SASLAuthenticate) || key == int16(kmsg.SASLHandshake)) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !(errors.As(err, &timeout) && timeout.Timeout()) {
+		a.err.CompareAndSwap(nil, &authErr{net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port)))})
+	}
 }
 
 // bounded runs a blocking start-up step (what) within the start-up
 // deadline.
 func (s *Sink) bounded(ctx context.Context, what string, step func() error) error {
 	err := startup.Run(ctx, s.deadline, step)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		err = ErrStartupTimeout // the step's own deadline is the start-up deadline
+	}
 	if errors.Is(err, ErrStartupTimeout) {
 		return fmt.Errorf("kafka: %w: no answer from brokers %s within the start-up deadline (startup_timeout %v) while %s",
 			ErrStartupTimeout, strings.Join(s.cfg.Brokers, ", "), cmp.Or(s.cfg.StartupTimeout, DefaultStartupTimeout), what)
@@ -159,70 +204,57 @@ func (s *Sink) bounded(ctx context.Context, what string, step func() error) erro
 	return err
 }
 
-// opened is what open makes.
-type opened struct {
-	client     sarama.Client
-	producer   sarama.AsyncProducer
-	partitions int32
-	maxBytes   int
-}
-
-// open connects, reads the topic's partitions and limits and starts the
-// producer (idempotent: InitProducerID; transactional: its coordinator too).
-func (s *Sink) open(sc *sarama.Config) (*opened, error) {
-	client, err := sarama.NewClient(s.cfg.Brokers, sc)
+// open reads the topic's partitions and limits and initialises the
+// producer id (transactional: fencing any earlier instance).
+func (s *Sink) open(ctx context.Context, cl *kgo.Client) error {
+	adm := kadm.NewClient(cl)
+	tds, err := adm.ListTopics(ctx, s.cfg.Topic)
 	if err != nil {
-		return nil, retry.Retryable(fmt.Errorf("kafka: %w", err))
+		return retry.Retryable(fmt.Errorf("kafka: %w", err))
 	}
-	ps, err := client.Partitions(s.cfg.Topic)
-	if err != nil || len(ps) == 0 {
-		client.Close()
-		return nil, fmt.Errorf("kafka: output topic %q: %v", s.cfg.Topic, err)
+	td, ok := tds[s.cfg.Topic]
+	if !ok || td.Err != nil || len(td.Partitions) == 0 {
+		return fmt.Errorf("kafka: output topic %q: %v", s.cfg.Topic, cmp.Or(td.Err, errors.New("no partitions")))
 	}
+	s.partitions = int32(len(td.Partitions))
 	// The topic's own limit may be lower than the producer's: a batch over
-	// it would fail (and, in transactional mode, the transaction). The
-	// client shares sc, so the producer made below uses the lower limit.
-	if limit, ok := topicMaxMessageBytes(client, s.cfg.Topic); ok && limit-logOverhead < sc.Producer.MaxMessageBytes {
-		sc.Producer.MaxMessageBytes = limit - logOverhead
+	// it would fail (and, in transactional mode, the transaction).
+	if limit, ok := topicMaxMessageBytes(ctx, adm, s.cfg.Topic); ok && limit < DefaultBatchBytes {
+		s.batchBytes.Store(int32(limit))
 	}
-	producer, err := sarama.NewAsyncProducerFromClient(client)
-	if err != nil {
-		client.Close()
-		return nil, fmt.Errorf("kafka: %w", err)
+	if _, _, err := cl.ProducerID(ctx); err != nil {
+		return fmt.Errorf("kafka: initialising the producer id: %w", err)
 	}
-	return &opened{client, producer, int32(len(ps)), sc.Producer.MaxMessageBytes - batchOverhead}, nil
+	return nil
 }
 
-// acks drains the producer's result channels.
-func (s *Sink) acks() {
-	defer close(s.done)
-	succ, errs := s.producer.Successes(), s.producer.Errors()
-	for succ != nil || errs != nil {
-		select {
-		case _, ok := <-succ:
-			if !ok {
-				succ = nil
+// recordBatchOverhead is what kgo counts for a record batch beyond its
+// records (the batch header, its log overhead and the records array length):
+// a record is refused when this plus its own length exceeds the limit.
+const recordBatchOverhead = 65
+
+// topicMaxMessageBytes returns the topic's max.message.bytes, when the
+// cluster tells (DescribeConfigs may be denied; the producer's limit then
+// stands).
+func topicMaxMessageBytes(ctx context.Context, adm *kadm.Client, topic string) (int, bool) {
+	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return 0, false
+	}
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			continue
+		}
+		for _, c := range rc.Configs {
+			if c.Key != "max.message.bytes" || c.Value == nil {
 				continue
 			}
-			s.ack(nil)
-		case pe, ok := <-errs:
-			if !ok {
-				errs = nil
-				continue
+			if n, err := strconv.Atoi(*c.Value); err == nil && n > recordBatchOverhead {
+				return n, true
 			}
-			s.ack(pe.Err)
 		}
 	}
-}
-
-func (s *Sink) ack(err error) {
-	s.mu.Lock()
-	s.pending--
-	if err != nil && s.prodErr == nil {
-		s.prodErr = err
-	}
-	s.cond.Broadcast()
-	s.mu.Unlock()
+	return 0, false
 }
 
 // Partition returns the output partition of r among n partitions
@@ -279,17 +311,14 @@ func (s *Sink) Claim(_ context.Context, member *record.GroupMember, _ []record.T
 		s.member = nil
 		return nil
 	}
-	s.member = &sarama.ConsumerGroupMetadata{GroupID: member.Group, GenerationID: member.Generation, MemberID: member.MemberID}
-	if member.InstanceID != "" {
-		id := member.InstanceID
-		s.member.GroupInstanceID = &id
-	}
+	m := *member
+	s.member = &m
 	return nil
 }
 
 // membership returns the membership of the last Claim and whether the
 // coordinator fenced it.
-func (s *Sink) membership() (*sarama.ConsumerGroupMetadata, bool) {
+func (s *Sink) membership() (*record.GroupMember, bool) {
 	s.mmu.Lock()
 	defer s.mmu.Unlock()
 	return s.member, s.fenced
@@ -314,7 +343,7 @@ func (s *Sink) Write(ctx context.Context, batch []record.Record) error {
 	if s.cfg.TransactionalID != "" {
 		s.txnBuf = append(s.txnBuf, batch...)
 	}
-	s.produce(batch)
+	s.produce(ctx, batch)
 	return nil
 }
 
@@ -323,72 +352,70 @@ func (s *Sink) begin() error {
 	if s.cfg.TransactionalID == "" || s.inTxn {
 		return nil
 	}
-	if err := s.producer.BeginTxn(); err != nil {
-		return s.txnFailure(err)
+	if err := s.cl.BeginTransaction(); err != nil {
+		s.err = fmt.Errorf("kafka: %w", err)
+		return s.err
 	}
-	s.inTxn = true
+	s.inTxn, s.produced, s.offsets = true, 0, nil
 	if s.resend {
 		s.resend = false
-		s.produce(s.txnBuf)
+		s.produce(context.Background(), s.txnBuf)
 	}
 	return nil
-}
-
-// Record batch sizes (Kafka's DefaultRecordBatch): the broker compares a
-// batch with the topic's max.message.bytes including its log overhead
-// (offset and length, 12 bytes); sarama counts a batch from its 49-byte
-// header on and keeps it below Producer.MaxMessageBytes.
-const (
-	logOverhead   = 12
-	batchOverhead = 49
-)
-
-// topicMaxMessageBytes returns the topic's max.message.bytes, when the
-// cluster tells (DescribeConfigs may be denied; the producer's limit then
-// stands).
-func topicMaxMessageBytes(client sarama.Client, topic string) (int, bool) {
-	admin, err := sarama.NewClusterAdminFromClient(client)
-	if err != nil {
-		return 0, false
-	}
-	// Not admin.Close: it would close the shared client.
-	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"max.message.bytes"}})
-	if err != nil {
-		return 0, false
-	}
-	for _, e := range entries {
-		if n, err := strconv.Atoi(e.Value); e.Name == "max.message.bytes" && err == nil && n > batchOverhead+logOverhead {
-			return n, true
-		}
-	}
-	return 0, false
 }
 
 // oversized rejects, before anything of batch is produced, the records
 // the producer or the topic would refuse as too large (invariant 8):
 // produced, such a record would fail the producer, and the transaction.
 func (s *Sink) oversized(batch []record.Record) error {
+	limit := int(s.batchBytes.Load())
 	var rej []retry.Rejection
 	for i := range batch {
-		if n := message(&batch[i], s.cfg.Topic, 0).ByteSize(2); n > s.maxBytes {
+		if n := batchSize(&batch[i]); n > limit {
 			rej = append(rej, retry.Rejection{Record: batch[i],
-				Reason: fmt.Sprintf("kafka: record of %d bytes exceeds the %d bytes a batch of %s can hold (max.message.bytes, Producer.MaxMessageBytes)", n, s.maxBytes, s.cfg.Topic)})
+				Reason: fmt.Sprintf("kafka: record of %d bytes exceeds the %d bytes a batch of %s can hold (max.message.bytes)", n, limit, s.cfg.Topic)})
 		}
 	}
 	return retry.Rejected(rej...)
 }
 
-// message builds the output message of r.
-func message(r *record.Record, topic string, partition int32) *sarama.ProducerMessage {
-	msg := &sarama.ProducerMessage{Topic: topic, Partition: partition}
-	if r.Key != nil {
-		msg.Key = sarama.ByteEncoder(r.Key)
-	}
-	if r.Value != nil {
-		msg.Value = sarama.ByteEncoder(r.Value)
-	}
+// batchSize is the size kgo counts for a batch holding only r (Kafka's
+// record format v2): the batch overhead and r's length-prefixed record.
+func batchSize(r *record.Record) int {
+	tsDelta, offsetDelta := 1, 1 // varint zeroes: r is the batch's first record
+	l := 1 + tsDelta + offsetDelta + bytesLen(r.Key) + bytesLen(r.Value) + varintLen(len(r.Headers))
 	for _, h := range r.Headers {
-		msg.Headers = append(msg.Headers, sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value})
+		l += varintLen(len(h.Key)) + len(h.Key) + bytesLen(h.Value)
+	}
+	return recordBatchOverhead + varintLen(l) + l
+}
+
+// bytesLen is the encoded size of a nullable byte field.
+func bytesLen(b []byte) int {
+	if b == nil {
+		return 1 // length -1
+	}
+	return varintLen(len(b)) + len(b)
+}
+
+// varintLen is the size of n as a zig-zag varint.
+func varintLen(n int) int {
+	u := uint64(n) << 1
+	l := 1
+	for ; u >= 0x80; u >>= 7 {
+		l++
+	}
+	return l
+}
+
+// message builds the output record of r.
+func message(r *record.Record, topic string, partition int32) *kgo.Record {
+	msg := &kgo.Record{Topic: topic, Partition: partition, Key: r.Key, Value: r.Value}
+	if len(r.Headers) > 0 {
+		msg.Headers = make([]kgo.RecordHeader, len(r.Headers))
+		for i, h := range r.Headers {
+			msg.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
+		}
 	}
 	if !r.Timeless && r.EventTime > 0 {
 		msg.Timestamp = timeOf(r.EventTime)
@@ -396,14 +423,11 @@ func message(r *record.Record, topic string, partition int32) *sarama.ProducerMe
 	return msg
 }
 
-func (s *Sink) produce(batch []record.Record) {
+func (s *Sink) produce(ctx context.Context, batch []record.Record) {
 	for i := range batch {
-		msg := message(&batch[i], s.cfg.Topic, Partition(&batch[i], s.partitions))
-		s.mu.Lock()
-		s.pending++
-		s.mu.Unlock()
-		s.producer.Input() <- msg
+		s.cl.Produce(ctx, message(&batch[i], s.cfg.Topic, Partition(&batch[i], s.partitions)), s.promise)
 	}
+	s.produced += len(batch)
 }
 
 // Flush waits for every acknowledgement and, in transactional mode, commits.
@@ -446,7 +470,7 @@ func (s *Sink) flush(ctx context.Context, cp *record.Checkpoint) error {
 	}
 	if err := s.wait(ctx); err != nil {
 		if s.cfg.TransactionalID != "" {
-			return s.txnFailure(err)
+			return s.txnFailure(ctx, err)
 		}
 		s.err = fmt.Errorf("kafka: %w", err)
 		return s.err
@@ -455,66 +479,32 @@ func (s *Sink) flush(ctx context.Context, cp *record.Checkpoint) error {
 		return nil
 	}
 	if cp != nil {
-		var err error
-		if member != nil {
-			err = s.producer.AddOffsetsToTxnWithGroupMetadata(offsets(cp), member)
-		} else {
-			err = s.producer.AddOffsetsToTxn(offsets(cp), s.cfg.GroupID)
-		}
-		if err != nil {
-			return s.txnFailure(err)
+		if err := s.addOffsets(ctx, cp, member); err != nil {
+			if member != nil && groupFenced(err) {
+				return s.fence(ctx, err, cp)
+			}
+			return s.txnFailure(ctx, err)
 		}
 	}
-	if err := s.producer.CommitTxn(); err != nil {
-		if cp != nil && member != nil && groupFenced(err) {
-			return s.fence(err, cp)
-		}
-		return s.txnFailure(err)
+	if err := s.commit(ctx); err != nil {
+		return s.txnFailure(ctx, err)
 	}
-	s.inTxn = false
+	s.inTxn, s.offsets = false, nil
+	clear(s.txnBuf)
 	s.txnBuf = s.txnBuf[:0]
 	return nil
 }
 
 // wait blocks until every produced record is acknowledged.
 func (s *Sink) wait(ctx context.Context) error {
-	stop := context.AfterFunc(ctx, func() { s.mu.Lock(); s.cond.Broadcast(); s.mu.Unlock() })
-	defer stop()
+	if err := s.cl.Flush(ctx); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for s.pending > 0 && ctx.Err() == nil {
-		s.cond.Wait()
-	}
-	if s.pending > 0 {
-		return ctx.Err()
-	}
 	err := s.prodErr
 	s.prodErr = nil
 	return err
-}
-
-// groupFenced reports whether err is the group coordinator refusing the
-// transaction's offsets because the member's generation is over.
-func groupFenced(err error) bool {
-	return errors.Is(err, sarama.ErrIllegalGeneration) || errors.Is(err, sarama.ErrUnknownMemberId) ||
-		errors.Is(err, sarama.ErrFencedInstancedId)
-}
-
-// fence applies invariant 9: the transaction is aborted and its records
-// dropped, never re-produced; the sink drops what it is given until the
-// next Claim.
-func (s *Sink) fence(err error, cp *record.Checkpoint) error {
-	if aerr := s.producer.AbortTxn(); aerr != nil {
-		s.err = fmt.Errorf("kafka: aborting a fenced transaction: %w (fenced by: %v)", aerr, err)
-		return s.err
-	}
-	s.inTxn, s.resend = false, false
-	clear(s.txnBuf)
-	s.txnBuf = s.txnBuf[:0]
-	s.mmu.Lock()
-	s.fenced = true
-	s.mmu.Unlock()
-	return retry.Fenced(fmt.Errorf("kafka: transaction aborted: %w", err), partitions(cp)...)
 }
 
 func partitions(cp *record.Checkpoint) []record.TopicPartition {
@@ -523,93 +513,6 @@ func partitions(cp *record.Checkpoint) []record.TopicPartition {
 		out[i] = p.TopicPartition
 	}
 	return out
-}
-
-// txnFailure applies invariant 6.
-func (s *Sink) txnFailure(err error) error {
-	status := s.producer.TxnStatus()
-	if status&sarama.ProducerTxnFlagFatalError == 0 && status&sarama.ProducerTxnFlagAbortableError != 0 {
-		if aerr := s.producer.AbortTxn(); aerr == nil {
-			s.inTxn, s.resend = false, len(s.txnBuf) > 0
-			return retry.Retryable(fmt.Errorf("kafka: transaction aborted: %w", err))
-		}
-	}
-	s.err = fmt.Errorf("kafka: %w", err)
-	return s.err
-}
-
-// metadata is the rest of a partition's checkpoint, stored with its offset.
-// Watermark is the partition's own PartitionCheckpoint.Watermark. Builds
-// before per-partition watermarks stored Checkpoint.Watermark there, with
-// the same version: that value is never above a partition's watermark, so
-// restoring it as the partition's watermark is conservative, and an older
-// build taking the min over partitions of the new values still gets a bound
-// that holds for every partition.
-type metadata struct {
-	V         int   `json:"v"`
-	Position  int64 `json:"p"`
-	End       int64 `json:"e"`
-	Replaying bool  `json:"r,omitempty"`
-	Watermark int64 `json:"w"`
-}
-
-func offsets(cp *record.Checkpoint) map[string][]*sarama.PartitionOffsetMetadata {
-	out := map[string][]*sarama.PartitionOffsetMetadata{}
-	for _, p := range cp.Partitions {
-		b, _ := json.Marshal(metadata{V: 1, Position: p.Position, End: p.End, Replaying: p.Replaying, Watermark: p.Watermark})
-		md := string(b)
-		out[p.Topic] = append(out[p.Topic], &sarama.PartitionOffsetMetadata{Partition: p.Partition, Offset: p.Low, LeaderEpoch: -1, Metadata: &md})
-	}
-	return out
-}
-
-// Restore returns the checkpoint committed for Config.GroupID, or nil. Each
-// partition gets the watermark stored in its metadata, and
-// Checkpoint.Watermark is the min over partitions. When an offset carries no
-// signalbox metadata (committed by another client), Position is Low, End is
-// -1 and the partition's watermark is unknown (math.MinInt64), so is
-// Checkpoint.Watermark: nothing is skipped on restart, so delivery falls
-// back to at-least-once.
-func (s *Sink) Restore(ctx context.Context) (*record.Checkpoint, error) {
-	if err := s.ready(); err != nil {
-		return nil, err
-	}
-	if s.cfg.GroupID == "" {
-		return nil, nil
-	}
-	admin, err := sarama.NewClusterAdminFromClient(s.client)
-	if err != nil {
-		return nil, retry.Retryable(fmt.Errorf("kafka: %w", err))
-	}
-	// Not admin.Close: it would close the shared client.
-	resp, err := admin.ListConsumerGroupOffsets(s.cfg.GroupID, nil)
-	if errors.Is(err, sarama.ErrGroupIDNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, retry.Retryable(fmt.Errorf("kafka: fetching offsets of %s: %w", s.cfg.GroupID, err))
-	}
-	cp := &record.Checkpoint{Watermark: math.MaxInt64}
-	for topic, parts := range resp.Blocks {
-		for p, b := range parts {
-			if b.Err != sarama.ErrNoError || b.Offset < 0 {
-				continue
-			}
-			pc := record.PartitionCheckpoint{TopicPartition: record.TopicPartition{Topic: topic, Partition: p},
-				Low: b.Offset, Position: b.Offset, End: -1, Watermark: math.MinInt64}
-			var md metadata
-			if json.Unmarshal([]byte(b.Metadata), &md) == nil && md.V == 1 {
-				pc.Position, pc.End, pc.Replaying, pc.Watermark = md.Position, md.End, md.Replaying, md.Watermark
-			}
-			cp.Watermark = min(cp.Watermark, pc.Watermark)
-			cp.Partitions = append(cp.Partitions, pc)
-		}
-	}
-	if len(cp.Partitions) == 0 {
-		return nil, nil
-	}
-	sortPartitions(cp.Partitions)
-	return cp, nil
 }
 
 // Close shuts the producer. In transactional mode it never commits: an open
@@ -621,21 +524,22 @@ func (s *Sink) Close() error {
 		return ErrClosed
 	}
 	err := s.err
-	if s.producer != nil {
+	if s.cl != nil {
 		if err == nil && s.cfg.TransactionalID == "" {
 			err = s.Flush(context.Background())
 		}
 		if s.inTxn {
-			if aerr := s.producer.AbortTxn(); aerr != nil {
+			actx, cancel := context.WithTimeout(context.Background(), cmp.Or(s.cfg.StartupTimeout, DefaultStartupTimeout))
+			aerr := s.abort(actx)
+			cancel()
+			if aerr != nil {
 				// The broker aborts it at the transaction timeout, or when
 				// the next instance with this TransactionalID starts.
 				err = errors.Join(err, fmt.Errorf("kafka: aborting the open transaction: %w", aerr))
 			}
 			s.inTxn = false
 		}
-		err = errors.Join(err, s.producer.Close())
-		<-s.done
-		_ = s.client.Close()
+		s.cl.Close()
 	}
 	s.err = ErrClosed
 	return err
@@ -645,7 +549,7 @@ func (s *Sink) ready() error {
 	if s.err != nil {
 		return s.err
 	}
-	if s.producer == nil {
+	if s.cl == nil {
 		return errors.New("kafka: sink not open")
 	}
 	return nil

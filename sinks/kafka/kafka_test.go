@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -11,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -45,57 +46,59 @@ type msg struct {
 // to each partition (non-transactionally) and reads up to it; sentinels are
 // left out of the result. Under read_committed the sentinel only becomes
 // visible once every transaction before it is decided.
-func read(t *testing.T, brokers []string, topic string, iso sarama.IsolationLevel) []msg {
+func read(t *testing.T, brokers []string, topic string, iso kgo.IsolationLevel) []msg {
 	t.Helper()
-	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V2_8_0_0
-	cfg.Consumer.IsolationLevel = iso
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	client, err := sarama.NewClient(brokers, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	producer, err := sarama.NewSyncProducerFromClient(client)
+	return readWith(t, []kgo.Opt{kgo.SeedBrokers(brokers...)}, topic, iso)
+}
+
+// readWith is read with the connection options conn.
+func readWith(t *testing.T, conn []kgo.Opt, topic string, iso kgo.IsolationLevel) []msg {
+	t.Helper()
+	conn = conn[:len(conn):len(conn)]
+	producer, err := kgo.NewClient(append(conn, kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer producer.Close()
-	consumer, err := sarama.NewConsumerFromClient(client)
+	tds, err := kadm.NewClient(producer).ListTopics(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer consumer.Close()
-	ps, _ := client.Partitions(topic)
 	var out []msg
-	for _, p := range ps {
-		_, end, err := producer.SendMessage(&sarama.ProducerMessage{Topic: topic, Partition: p, Value: sarama.StringEncoder(sentinel)})
+	for _, p := range tds[topic].Partitions.Numbers() {
+		sent, err := producer.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: []byte(sentinel)}).First()
 		if err != nil {
 			t.Fatal(err)
 		}
-		pc, err := consumer.ConsumePartition(topic, p, sarama.OffsetOldest)
+		consumer, err := kgo.NewClient(append(conn, kgo.FetchIsolationLevel(iso),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().AtStart()}}))...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for m := range pc.Messages() {
-			if m.Offset == end {
-				break
+		for done := false; !done; {
+			fs := consumer.PollFetches(ctx)
+			if err := fs.Err(); err != nil {
+				t.Fatal(err)
 			}
-			if string(m.Value) != sentinel {
-				out = append(out, msg{p, m.Offset, string(m.Key), m.Value})
-			}
+			fs.EachRecord(func(m *kgo.Record) {
+				if m.Offset == sent.Offset {
+					done = true
+				}
+				if !done && string(m.Value) != sentinel {
+					out = append(out, msg{p, m.Offset, string(m.Key), m.Value})
+				}
+			})
 		}
-		pc.Close()
+		consumer.Close()
 	}
 	return out
 }
 
 const sentinel = "__sentinel__"
 
-// oversize pads r's value beyond the producer's default MaxMessageBytes.
+// oversize pads r's value beyond the producer's default batch limit.
 func oversize(r *record.Record) bool {
-	r.Value = append(r.Value[:len(r.Value):len(r.Value)], bytes.Repeat([]byte(" "), sarama.NewConfig().Producer.MaxMessageBytes)...)
+	r.Value = append(r.Value[:len(r.Value):len(r.Value)], bytes.Repeat([]byte(" "), kafka.DefaultBatchBytes)...)
 	return true
 }
 
@@ -112,7 +115,7 @@ func TestConformance(t *testing.T) {
 		brokers := cluster(t, "out")
 		return sinktest.Target{
 			Sink:   kafka.New(kafka.Config{Brokers: brokers, Topic: "out"}),
-			Read:   func(t *testing.T) [][]byte { return values(read(t, brokers, "out", sarama.ReadUncommitted)) },
+			Read:   func(t *testing.T) [][]byte { return values(read(t, brokers, "out", kgo.ReadUncommitted())) },
 			Poison: oversize,
 		}
 	})
@@ -123,7 +126,7 @@ func TestConformanceTransactional(t *testing.T) {
 		brokers := cluster(t, "out")
 		return sinktest.Target{
 			Sink:          kafka.New(kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "tx-" + t.Name(), GroupID: "g"}),
-			Read:          func(t *testing.T) [][]byte { return values(read(t, brokers, "out", sarama.ReadCommitted)) },
+			Read:          func(t *testing.T) [][]byte { return values(read(t, brokers, "out", kgo.ReadCommitted())) },
 			CloseDiscards: true,
 			Poison:        oversize,
 		}
@@ -144,7 +147,7 @@ func TestKeysAndPartitioning(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	got := read(t, brokers, "out", sarama.ReadUncommitted)
+	got := read(t, brokers, "out", kgo.ReadUncommitted())
 	if len(got) != 200 {
 		t.Fatalf("%d records", len(got))
 	}
@@ -232,7 +235,7 @@ func TestTransactionalExactlyOnce(t *testing.T) {
 	if err := s2.Close(); err != nil {
 		t.Fatal(err)
 	}
-	committed := read(t, brokers, "out", sarama.ReadCommitted)
+	committed := read(t, brokers, "out", kgo.ReadCommitted())
 	seen := map[int]int{}
 	last := map[string]int{}
 	for _, m := range committed {
@@ -249,7 +252,7 @@ func TestTransactionalExactlyOnce(t *testing.T) {
 			t.Fatalf("seq %d seen %d times under read_committed", i, seen[i])
 		}
 	}
-	if n := len(read(t, brokers, "out", sarama.ReadUncommitted)); n != 75 {
+	if n := len(read(t, brokers, "out", kgo.ReadUncommitted())); n != 75 {
 		t.Fatalf("read_uncommitted sees %d records, want 75 (15 aborted)", n)
 	}
 }
@@ -272,25 +275,14 @@ func TestRestoreWithoutMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	client, err := sarama.NewClient(brokers, testConfig())
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer client.Close()
-	om, err := sarama.NewOffsetManagerFromClient(cfg.GroupID, client)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pom, err := om.ManagePartition("in", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pom.MarkOffset(12, "")
-	om.Commit()
-	if err := pom.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := om.Close(); err != nil {
+	defer cl.Close()
+	var other kadm.Offsets
+	other.Add(kadm.Offset{Topic: "in", Partition: 1, At: 12, LeaderEpoch: -1})
+	if err := kadm.NewClient(cl).CommitAllOffsets(ctx, cfg.GroupID, other); err != nil {
 		t.Fatal(err)
 	}
 
@@ -336,7 +328,7 @@ func TestTopicMessageLimit(t *testing.T) {
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := read(t, brokers, "small", sarama.ReadCommitted); len(got) != len(rest) {
+	if got := read(t, brokers, "small", kgo.ReadCommitted()); len(got) != len(rest) {
 		t.Fatalf("read_committed sees %d records, want %d", len(got), len(rest))
 	}
 }
@@ -433,12 +425,7 @@ func TestStaleGenerationIsFenced(t *testing.T) {
 	if got := committedOffset(t, brokers, group, in); got != 30 {
 		t.Fatalf("committed offset %d, want 30", got)
 	}
-	seen := map[int]int{}
-	for _, m := range read(t, brokers, "out", sarama.ReadCommitted) {
-		var p sinktest.Payload
-		_ = json.Unmarshal(m.Value, &p)
-		seen[p.Seq]++
-	}
+	seen := seqCounts(read(t, brokers, "out", kgo.ReadCommitted()))
 	for i := range 30 {
 		if seen[i] != 1 {
 			t.Fatalf("seq %d seen %d times under read_committed, want once", i, seen[i])
@@ -472,7 +459,7 @@ func TestFencedFinalTransactionThenClose(t *testing.T) {
 		t.Fatalf("committed offset %d after the fence and Close, want 10", got)
 	}
 	var seqs []int
-	for _, m := range read(t, brokers, "out", sarama.ReadCommitted) {
+	for _, m := range read(t, brokers, "out", kgo.ReadCommitted()) {
 		var p sinktest.Payload
 		_ = json.Unmarshal(m.Value, &p)
 		seqs = append(seqs, p.Seq)
@@ -485,24 +472,31 @@ func TestFencedFinalTransactionThenClose(t *testing.T) {
 
 func committedOffset(t *testing.T, brokers []string, group string, tp record.TopicPartition) int64 {
 	t.Helper()
-	admin, err := sarama.NewClusterAdmin(brokers, testConfig())
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
-	resp, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{tp.Topic: {tp.Partition}})
+	defer cl.Close()
+	resp, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return -1
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := resp.GetBlock(tp.Topic, tp.Partition); b != nil {
-		return b.Offset
+	if o, ok := resp.Lookup(tp.Topic, tp.Partition); ok && o.Err == nil {
+		return o.At
 	}
 	return -1
 }
 
-// testConfig is the client configuration of the tests' own clients.
-func testConfig() *sarama.Config {
-	c := sarama.NewConfig()
-	c.Version = sarama.V2_8_0_0
-	return c
+// seqCounts counts the records of each sinktest payload sequence number.
+func seqCounts(ms []msg) map[int]int {
+	seen := map[int]int{}
+	for _, m := range ms {
+		var p sinktest.Payload
+		_ = json.Unmarshal(m.Value, &p)
+		seen[p.Seq]++
+	}
+	return seen
 }

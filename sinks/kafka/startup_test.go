@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +79,25 @@ func TestOpenStalledProducerInit(t *testing.T) {
 			addr := c.ListenAddrs()[0]
 			openWithin(t, ctx, kafka.Config{Brokers: []string{addr}, Topic: "out", TransactionalID: txn, StartupTimeout: startupBound}, addr)
 		})
+	}
+}
+
+// TestOpenRefusedConnection: a broker address where nothing listens fails
+// Open at once, naming the address, not at the start-up deadline.
+func TestOpenRefusedConnection(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	s := kafka.New(kafka.Config{Brokers: []string{addr}, Topic: "out", StartupTimeout: time.Hour})
+	err = s.Open(ctx)
+	if err == nil {
+		_ = s.Close()
+		t.Fatal("Open succeeded")
+	}
+	if errors.Is(err, kafka.ErrStartupTimeout) || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("Open: %v, want the refused dial to %s", err, addr)
 	}
 }
