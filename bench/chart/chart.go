@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"strings"
 
 	"github.com/signalbox/signalbox/bench/harness"
+	"github.com/signalbox/signalbox/bench/report"
 )
 
 // Series is one set of bars in a panel, one value per label.
@@ -78,9 +80,12 @@ func (p Panel) draw(b *bytes.Buffer, y int) {
 }
 
 // SVG draws panels one under the other, with a legend per panel of several
-// series.
+// series. The title's first line is the heading; further lines are a
+// smaller note under it (the command, machine, date and commit).
 func SVG(title string, panels ...Panel) []byte {
-	h := 40
+	lines := strings.Split(title, "\n")
+	top := 40 + 14*(len(lines)-1)
+	h := top
 	for _, p := range panels {
 		h += p.height() + panelGap
 		if len(p.Series) > 1 {
@@ -90,8 +95,11 @@ func SVG(title string, panels ...Panel) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif">`+"\n", width, h, width, h)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="10" y="24" font-size="16" font-weight="bold">%s</text>`+"\n", html.EscapeString(title))
-	y := 40
+	fmt.Fprintf(&b, `<text x="10" y="24" font-size="16" font-weight="bold">%s</text>`+"\n", html.EscapeString(lines[0]))
+	for i, l := range lines[1:] {
+		fmt.Fprintf(&b, `<text x="10" y="%d" font-size="11">%s</text>`+"\n", 40+14*i, html.EscapeString(l))
+	}
+	y := top
 	for _, p := range panels {
 		p.draw(&b, y)
 		y += p.height()
@@ -109,16 +117,19 @@ func SVG(title string, panels ...Panel) []byte {
 	return b.Bytes()
 }
 
-// Report draws the benchmark report's three panels.
+// Report draws the benchmark report's three panels. The raw consumer's bar
+// is called the ceiling only when no strategy replays faster than it.
 func Report(r harness.Report) []byte {
 	var labels []string
 	var ooo, mean, p99, thr []float64
+	fastest := 0.0
 	for _, x := range r.Results {
 		labels = append(labels, x.Strategy)
 		ooo = append(ooo, x.OutOfOrderPct)
 		mean = append(mean, x.LiveLatency.MeanMs)
 		p99 = append(p99, x.LiveLatency.P99Ms)
 		thr = append(thr, x.Throughput.PerSecond)
+		fastest = max(fastest, x.Throughput.PerSecond)
 	}
 	panels := []Panel{
 		{Title: "Out of order (% of timed records emitted; lower is better)", Labels: labels,
@@ -130,9 +141,13 @@ func Report(r harness.Report) []byte {
 			}},
 	}
 	if r.Ceiling.PerSecond > 0 {
-		panels = append(panels, Panel{Title: "Replay throughput (records/s; the ceiling is raw sarama, no ordering)",
-			Labels: append(labels, harness.Raw),
+		title := "Replay throughput (records/s); " + r.CeilingConsumer + ": no ordering, the ceiling"
+		if fastest > r.Ceiling.PerSecond {
+			title = "Replay throughput (records/s); " + r.CeilingConsumer + ": no ordering, NOT a ceiling (a strategy outruns it)"
+		}
+		panels = append(panels, Panel{Title: title, Labels: append(labels, r.CeilingConsumer),
 			Series: []Series{{Name: "records/s", Color: "#2ca02c", Values: append(thr, r.Ceiling.PerSecond), Format: "%.0f/s"}}})
 	}
-	return SVG(fmt.Sprintf("signalbox benchmark — seed %d, %d cores", r.Seed, r.Cores), panels...)
+	p := report.Provenance{Command: r.Command, Cores: r.Cores, CPU: r.CPU, Go: r.GoVersion, Date: r.Started.UTC().Format("2006-01-02 15:04 MST"), Commit: r.Commit}
+	return SVG(fmt.Sprintf("signalbox: ordering strategies compared — seed %d\n", r.Seed)+strings.Join(p.Caption(), "\n"), panels...)
 }

@@ -33,6 +33,7 @@ func run() error {
 	w := &o.Workload
 	child := flag.Bool("child", false, "internal: run one throughput job read as JSON from stdin")
 	out := flag.String("out", "docs/", "directory for bench.md, bench.json and bench.svg")
+	replot := flag.String("replot", "", "redraw bench.svg beside this bench.json from it, and do nothing else")
 	inproc := flag.Bool("inprocess", false, "run throughput replays in this process (no per-strategy peak RSS)")
 	*w = workload.Options{Seed: 1, Topics: 13, Partitions: 3, RecordsPerPartition: 10000, SlowTopics: 2,
 		SlowFor: 3 * time.Second, LiveFor: 5 * time.Second, LiveRate: 2000}
@@ -42,6 +43,9 @@ func run() error {
 	flag.DurationVar(&o.InputTimeout, "input-idle", time.Second, "input idle timeout of the two-layer strategy")
 	flag.DurationVar(&o.Window, "window", 2*time.Second, "fixed window")
 	flag.Parse()
+	if *replot != "" {
+		return redraw(*replot)
+	}
 	log, _ := zap.NewProduction()
 	if *child {
 		return runChild(log)
@@ -58,6 +62,8 @@ func run() error {
 		return err
 	}
 	rep.Command = "go run ./bench/cmd/benchall " + strings.Join(os.Args[1:], " ")
+	pv := report.Here(rep.Command, rep.Started)
+	rep.CPU, rep.Commit = pv.CPU, pv.Commit
 	return write(*out, rep)
 }
 
@@ -114,4 +120,27 @@ func write(dir string, rep harness.Report) error {
 		return err
 	}
 	return os.WriteFile(md, []byte(report.Splice(string(old), beginMark, endMark, section(rep))), 0o644)
+}
+
+// redraw draws the chart of the report in the bench.json at path into
+// bench.svg beside it.
+func redraw(path string) error {
+	svg, err := chartOf(path)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(filepath.Dir(path), "bench.svg"), svg, 0o644)
+}
+
+// chartOf draws the chart of the report in the bench.json at path.
+func chartOf(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var rep harness.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return chart.Report(rep), nil
 }
