@@ -83,7 +83,7 @@ func (p Panel) draw(b *bytes.Buffer, y int) {
 // series. The title's first line is the heading; further lines are a
 // smaller note under it (the command, machine, date and commit).
 func SVG(title string, panels ...Panel) []byte {
-	lines := strings.Split(title, "\n")
+	lines := titleLines(title)
 	top := 40 + 14*(len(lines)-1)
 	h := top
 	for _, p := range panels {
@@ -115,6 +115,27 @@ func SVG(title string, panels ...Panel) []byte {
 	}
 	b.WriteString("</svg>\n")
 	return b.Bytes()
+}
+
+// noteChars is about how many characters of a note line fit the width.
+const noteChars = 120
+
+// titleLines splits a title into its heading and note lines, wrapping note
+// lines longer than the chart is wide at spaces.
+func titleLines(title string) []string {
+	in := strings.Split(title, "\n")
+	out := []string{in[0]}
+	for _, l := range in[1:] {
+		for len(l) > noteChars {
+			i := strings.LastIndex(l[:noteChars], " ")
+			if i <= 0 {
+				break
+			}
+			out, l = append(out, l[:i]), "    "+l[i+1:]
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // Report draws the benchmark report's three panels. The raw consumer's bar

@@ -30,3 +30,23 @@ func TestReportIsWellFormedAndLabelled(t *testing.T) {
 		t.Errorf("a raw consumer slower than a strategy is still called the ceiling:\n%s", s)
 	}
 }
+
+// TestTitleLinesWrapNotes: a long note wraps at spaces into lines that fit,
+// each word kept once and in order; the heading is never wrapped.
+func TestTitleLinesWrapNotes(t *testing.T) {
+	note := strings.Repeat("word ", 60)
+	got := titleLines("heading " + note + "\n" + note + "\nshort")
+	if got[0] != "heading "+note {
+		t.Errorf("heading changed: %q", got[0])
+	}
+	var words []string
+	for _, l := range got[1:] {
+		if len(l) > noteChars {
+			t.Errorf("note line of %d characters: %q", len(l), l)
+		}
+		words = append(words, strings.Fields(l)...)
+	}
+	if want := append(strings.Fields(note), "short"); strings.Join(words, " ") != strings.Join(want, " ") {
+		t.Errorf("wrapped notes read %q, want %q", strings.Join(words, " "), strings.Join(want, " "))
+	}
+}

@@ -86,7 +86,7 @@ func chartOf(res results) []byte {
 	}
 	var panels []chart.Panel
 	for _, k := range sinks {
-		p := chart.Panel{Title: sinkLabels[k] + " (ms, log scale)", Log: true, LogMin: 1}
+		p := chart.Panel{Title: sinkLabels[k] + " (ms, log scale; by checkpoint interval · rate)", Log: true, LogMin: 1}
 		s := []chart.Series{
 			{Name: "release p50", Color: "#1f77b4", Format: "%.1f ms"},
 			{Name: "release p99", Color: "#aec7e8", Format: "%.1f ms"},
@@ -97,7 +97,7 @@ func chartOf(res results) []byte {
 			if r.Sink != k {
 				continue
 			}
-			p.Labels = append(p.Labels, fmt.Sprintf("checkpoint %v, %d/s", r.Checkpoint, r.Rate))
+			p.Labels = append(p.Labels, fmt.Sprintf("%v · %d/s", r.Checkpoint, r.Rate))
 			for i, v := range []float64{r.Release.P50Ms, r.Release.P99Ms, r.Visible.P50Ms, r.Visible.P99Ms} {
 				s[i].Values = append(s[i].Values, v)
 			}

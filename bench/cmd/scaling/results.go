@@ -178,8 +178,8 @@ func chartOf(res results) []byte {
 		}
 		panels = append(panels, rate, rss)
 	}
-	title := "Ordered replay against franz-go's raw consumer (" + ceilingWord(res) + "), by history size and shape\n" +
-		"each consumer its own process, median of the rounds; franz-go: PollFetches with its defaults, no decoding, no ordering\n" +
+	title := "Ordered replay against franz-go's raw consumer, by history size and shape\n" +
+		"each consumer its own process, median of the rounds; franz-go (PollFetches, its defaults, no decoding, no ordering) is " + ceilingWord(res) + "\n" +
 		strings.Join(res.Provenance.Caption(), "\n")
 	return chart.SVG(title, panels...)
 }
@@ -189,7 +189,7 @@ func chartOf(res results) []byte {
 func ceilingWord(res results) string {
 	for _, r := range res.Rows {
 		if r.Ratio > 1 {
-			return "a reference, not a ceiling: outrun where a ratio exceeds 1"
+			return "a reference, not a ceiling: a consumer outran it here"
 		}
 	}
 	return "the ceiling"

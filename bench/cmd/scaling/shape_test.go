@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"strings"
 	"testing"
@@ -158,5 +159,25 @@ func TestChartCallsFranzGoTheCeilingOnlyWhenNotOutrun(t *testing.T) {
 	res.Rows[1].Ratio = 1.2
 	if s := string(chartOf(res)); strings.Contains(s, "(the ceiling)") || !strings.Contains(s, "not a ceiling") {
 		t.Errorf("franz-go outrun, the chart still calls it the ceiling:\n%s", s)
+	}
+}
+
+// TestDocsChartIsDrawnFromItsResults: docs/scaling.svg is exactly the
+// chart of docs/scaling.json, so it can neither drift from its data nor be
+// edited by hand. Redraw it with go run ./bench/cmd/scaling -replot docs/scaling.json
+func TestDocsChartIsDrawnFromItsResults(t *testing.T) {
+	res, err := readResults("../../../docs/scaling.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("../../../docs/scaling.svg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, chartOf(res)) {
+		t.Fatal("docs/scaling.svg differs from the chart of docs/scaling.json; redraw it with go run ./bench/cmd/scaling -replot docs/scaling.json")
+	}
+	if len(res.Rows) == 0 || res.Provenance.Command == "" {
+		t.Fatalf("docs/scaling.json has %d rows and command %q", len(res.Rows), res.Provenance.Command)
 	}
 }
