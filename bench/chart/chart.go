@@ -26,6 +26,10 @@ type Panel struct {
 	Series []Series
 	Log    bool // log10 scale (values ≤ LogMin are drawn at LogMin)
 	LogMin float64
+	// Bound, when positive, is drawn as a dashed vertical line across the
+	// panel at that value, labelled BoundLabel (a target's limit).
+	Bound      float64
+	BoundLabel string
 }
 
 const (
@@ -58,7 +62,7 @@ func (p Panel) scale(v, maxV float64, plotW int) float64 {
 
 func (p Panel) draw(b *bytes.Buffer, y int) {
 	fmt.Fprintf(b, `<text x="10" y="%d" font-size="14" font-weight="bold">%s</text>`+"\n", y+18, html.EscapeString(p.Title))
-	maxV := 0.0
+	maxV := p.Bound
 	for _, s := range p.Series {
 		for _, v := range s.Values {
 			maxV = max(maxV, v)
@@ -66,6 +70,11 @@ func (p Panel) draw(b *bytes.Buffer, y int) {
 	}
 	plotW := width - labelW - valueW
 	yy := y + titleH
+	if p.Bound > 0 {
+		x := float64(labelW) + p.scale(p.Bound, maxV, plotW)
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#333" stroke-dasharray="4,3"><title>%s</title></line>`+"\n", x, yy-4, x, y+p.height()-gap, html.EscapeString(p.BoundLabel))
+		fmt.Fprintf(b, `<text x="%.1f" y="%d" font-size="10" text-anchor="end">%s</text>`+"\n", x-3, yy-4, html.EscapeString(p.BoundLabel))
+	}
 	for i, l := range p.Labels {
 		fmt.Fprintf(b, `<text x="%d" y="%d" font-size="12" text-anchor="end">%s</text>`+"\n", labelW-8, yy+barH*len(p.Series)/2+4, html.EscapeString(l))
 		for _, s := range p.Series {

@@ -34,14 +34,17 @@ func Here(command string, started time.Time) Provenance {
 // Caption is the provenance as lines for a chart: the command, then the
 // machine, date and commit, then the note.
 func (p Provenance) Caption() []string {
-	cpu, c := p.CPU, p.Commit
+	cpu, c, gov := p.CPU, p.Commit, p.Go
 	if cpu == "" {
 		cpu = "CPU model not recorded"
+	}
+	if gov == "" {
+		gov = "Go version not recorded"
 	}
 	if c == "" {
 		c = "not recorded"
 	}
-	lines := []string{p.Command, strconv.Itoa(p.Cores) + " cores, " + cpu + " · " + p.Go + " · " + p.Date + " · commit " + c}
+	lines := []string{p.Command, strconv.Itoa(p.Cores) + " cores, " + cpu + " · " + gov + " · " + p.Date + " · commit " + c}
 	if p.Note != "" {
 		lines = append(lines, p.Note)
 	}

@@ -105,9 +105,14 @@ func run() error {
 		inflight   = flag.Int("inflight", 0, "the engine's batches in flight to the sinks (signalbox.WithMaxInflightBatches; default: its default)")
 		inflightB  = flag.Int64("inflight-bytes", 0, "the engine's bound on released bytes not yet written (signalbox.WithMaxInflightBytes); 0: what signalbox run sets with a state dir (config.InflightBytes), negative: none")
 	)
+	jsonOut := flag.String("json", "", "with -store-only: append the row to this results file (created when missing) and redraw its chart next to it (same name, .svg)")
+	replot := flag.String("replot", "", "redraw the chart of this results file (written by -json) next to it, and do nothing else")
 	flag.Parse()
 	if *child {
 		return runChild()
+	}
+	if *replot != "" {
+		return replotState(*replot)
 	}
 	if *storeOnly != "" {
 		budget, err := config.ParseSize(*budgetS)
@@ -120,7 +125,7 @@ func run() error {
 		}
 		defer os.RemoveAll(dir)
 		return runStoreOnly(storeShape{shape: *storeOnly, budget: budget, factor: *factor, value: *valueSize, dir: dir,
-			heapProfile: *heapProf})
+			heapProfile: *heapProf, json: *jsonOut})
 	}
 	sizes := map[string]int64{}
 	for name, s := range map[string]string{"budget": *budgetS, "memtable": *memtableS, "cache": *cacheS, "partition-max": *partMaxS, "fetch-max": *fetchMaxS} {
