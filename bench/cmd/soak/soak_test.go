@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -67,5 +68,26 @@ func TestShortSoak(t *testing.T) {
 	// of a run of 20 s or more, and one when it stopped.
 	if heaps, _ := filepath.Glob(filepath.Join(out, "heap-a-00-*.pb.gz")); len(heaps) < 4 {
 		t.Errorf("member a's heap profiles: %q, want 4 or more", heaps)
+	}
+}
+
+// TestDocsChartIsDrawnFromItsResults: docs/soak.svg is exactly the chart
+// of docs/soak.json, so it can neither drift from its data nor be edited by
+// hand. Redraw it with go run ./bench/cmd/soak -replot docs/soak.json -doc docs/bench.md
+func TestDocsChartIsDrawnFromItsResults(t *testing.T) {
+	b, err := os.ReadFile("../../../docs/soak.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r results
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("../../../docs/soak.svg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, chartOf(r)) {
+		t.Fatal("docs/soak.svg differs from the chart of docs/soak.json; redraw it with go run ./bench/cmd/soak -replot docs/soak.json -doc docs/bench.md")
 	}
 }
