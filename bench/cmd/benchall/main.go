@@ -44,7 +44,7 @@ func run() error {
 	flag.DurationVar(&o.Window, "window", 2*time.Second, "fixed window")
 	flag.Parse()
 	if *replot != "" {
-		return redraw(*replot)
+		return report.Replot(*replot, chart.Report)
 	}
 	log, _ := zap.NewProduction()
 	if *child {
@@ -120,27 +120,4 @@ func write(dir string, rep harness.Report) error {
 		return err
 	}
 	return os.WriteFile(md, []byte(report.Splice(string(old), beginMark, endMark, section(rep))), 0o644)
-}
-
-// redraw draws the chart of the report in the bench.json at path into
-// bench.svg beside it.
-func redraw(path string) error {
-	svg, err := chartOf(path)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(filepath.Dir(path), "bench.svg"), svg, 0o644)
-}
-
-// chartOf draws the chart of the report in the bench.json at path.
-func chartOf(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var rep harness.Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return chart.Report(rep), nil
 }

@@ -59,7 +59,7 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 	if *replotPath != "" {
-		return replot(*replotPath)
+		return report.Replot(*replotPath, chartOf)
 	}
 	var errs []error
 	var rs []int
@@ -113,7 +113,7 @@ func run(args []string, stdout io.Writer) error {
 	sec := section(args, o, ms, started, *jsonOut)
 	fmt.Fprint(stdout, sec)
 	if *jsonOut != "" {
-		if err := writeResults(*jsonOut, resultsOf("go run ./bench/cmd/latency "+strings.Join(args, " "), ms, started)); err != nil {
+		if err := report.WriteResults(*jsonOut, resultsOf("go run ./bench/cmd/latency "+strings.Join(args, " "), ms, started), chartOf); err != nil {
 			return err
 		}
 	}
@@ -159,7 +159,7 @@ func section(args []string, o demo.Options, ms []measurement, started time.Time,
 	p("Reproduce with:\n\n```\ngo run ./bench/cmd/latency %s\n```\n\n", strings.Join(args, " "))
 	p("%d cores · %s · run of %s, %s.\n\n", runtime.NumCPU(), runtime.Version(), started.UTC().Format("2006-01-02 15:04 MST"), time.Since(started).Round(time.Second))
 	if jsonOut != "" {
-		p("![release and visible latency per sink, checkpoint interval and rate](%s)\n\n", filepath.Base(svgPath(jsonOut)))
+		p("![release and visible latency per sink, checkpoint interval and rate](%s)\n\n", filepath.Base(report.SVGPath(jsonOut)))
 		p("Machine-readable: [`%s`](%s).\n\n", filepath.Base(jsonOut), filepath.Base(jsonOut))
 	}
 	p("**Scenario.** The offset gate on %d topics × %d partitions (%d history records each, no slow topic) and the reference topic, delay bound %v; then %v of live traffic at each rate. Each run has its own embedded broker, in this process, with the pipeline, the producer and the reader, so at high rates they share the 2 cores.\n\n",

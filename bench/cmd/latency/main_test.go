@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/signalbox/signalbox/bench/report"
 )
 
 // TestTinyRun measures one rate with the JSONL sink and checks the
@@ -17,11 +19,11 @@ func TestTinyRun(t *testing.T) {
 	if err := run([]string{"-rates", "200", "-sinks", "jsonl", "-live", "1s", "-out", "", "-json", js}, &out); err != nil {
 		t.Fatal(err)
 	}
-	res, err := readResults(js)
+	res, err := report.ReadResults[results](js)
 	if err != nil || len(res.Rows) != 1 || res.Rows[0].Live != 200 || res.Rows[0].Sink != "jsonl" {
 		t.Fatalf("results file: %+v, %v; want one row of 200 live records to the jsonl sink", res.Rows, err)
 	}
-	if svg, err := os.ReadFile(svgPath(js)); err != nil || !bytes.Equal(svg, chartOf(res)) {
+	if svg, err := os.ReadFile(report.SVGPath(js)); err != nil || !bytes.Equal(svg, chartOf(res)) {
 		t.Errorf("the chart beside the results is not drawn from them (%v)", err)
 	}
 	if !strings.Contains(out.String(), "| 1s | 200 | "+sinkLabels["jsonl"]+" | 200 |") {
@@ -41,18 +43,7 @@ func TestBadFlags(t *testing.T) {
 // chart of docs/latency.json, so it can neither drift from its data nor be
 // edited by hand. Redraw it with go run ./bench/cmd/latency -replot docs/latency.json
 func TestDocsChartIsDrawnFromItsResults(t *testing.T) {
-	res, err := readResults("../../../docs/latency.json")
-	if err != nil {
+	if err := report.CheckChart("../../../docs/latency.json", chartOf); err != nil {
 		t.Fatal(err)
-	}
-	got, err := os.ReadFile("../../../docs/latency.svg")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, chartOf(res)) {
-		t.Fatal("docs/latency.svg differs from the chart of docs/latency.json; redraw it with go run ./bench/cmd/latency -replot docs/latency.json")
-	}
-	if len(res.Rows) == 0 || res.Provenance.Command == "" {
-		t.Fatalf("docs/latency.json has %d rows and command %q", len(res.Rows), res.Provenance.Command)
 	}
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -39,41 +37,6 @@ func resultsOf(command string, ms []measurement, started time.Time) results {
 	}
 	return res
 }
-
-// writeResults writes res to path and its chart next to it (.svg).
-func writeResults(path string, res results) error {
-	js, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, append(js, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(svgPath(path), chartOf(res), 0o644)
-}
-
-// replot redraws the chart of the results file at path.
-func replot(path string) error {
-	res, err := readResults(path)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(svgPath(path), chartOf(res), 0o644)
-}
-
-func readResults(path string) (results, error) {
-	var res results
-	b, err := os.ReadFile(path)
-	if err == nil {
-		err = json.Unmarshal(b, &res)
-	}
-	if err != nil {
-		return res, fmt.Errorf("results %s: %w", path, err)
-	}
-	return res, nil
-}
-
-func svgPath(path string) string { return strings.TrimSuffix(path, ".json") + ".svg" }
 
 // chartOf draws, for each sink, the release and visible latency's p50 and
 // p99 at every checkpoint interval and rate.

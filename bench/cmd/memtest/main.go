@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/signalbox/signalbox/bench/report"
 	"github.com/signalbox/signalbox/config"
 	"github.com/signalbox/signalbox/embedded"
 )
@@ -112,7 +113,7 @@ func run() error {
 		return runChild()
 	}
 	if *replot != "" {
-		return replotState(*replot)
+		return report.Replot(*replot, stateChart)
 	}
 	if *storeOnly != "" {
 		budget, err := config.ParseSize(*budgetS)

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -42,7 +40,7 @@ type stateRow struct {
 // appendState appends row to the results file at path (created when
 // missing) and redraws its chart beside it.
 func appendState(path string, row stateRow, started time.Time) error {
-	res, err := readState(path)
+	res, err := report.ReadResults[stateResults](path)
 	if errors.Is(err, fs.ErrNotExist) {
 		res, err = stateResults{Provenance: report.Here(stateCommand, started)}, nil
 	}
@@ -52,38 +50,8 @@ func appendState(path string, row stateRow, started time.Time) error {
 	here := report.Here(stateCommand, started)
 	row.Date, row.Commit = here.Date, here.Commit
 	res.Rows = append(res.Rows, row)
-	js, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, append(js, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(stateSVG(path), stateChart(res), 0o644)
+	return report.WriteResults(path, res, stateChart)
 }
-
-// replotState redraws the chart of the results file at path.
-func replotState(path string) error {
-	res, err := readState(path)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(stateSVG(path), stateChart(res), 0o644)
-}
-
-func readState(path string) (stateResults, error) {
-	var res stateResults
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return res, err
-	}
-	if err := json.Unmarshal(b, &res); err != nil {
-		return res, fmt.Errorf("results %s: %w", path, err)
-	}
-	return res, nil
-}
-
-func stateSVG(path string) string { return strings.TrimSuffix(path, ".json") + ".svg" }
 
 // stateChart draws, for each budget, every shape's peak RSS with the
 // target's bound, 2 × budget + the idle run's peak RSS, drawn across.

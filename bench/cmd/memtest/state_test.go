@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/signalbox/signalbox/bench/report"
 )
 
 // TestAppendState: -json creates the results file with the first row and
@@ -21,11 +23,11 @@ func TestAppendState(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res, err := readState(path)
+	res, err := report.ReadResults[stateResults](path)
 	if err != nil || len(res.Rows) != 2 || res.Rows[1].Shape != "held" || res.Provenance.Command != stateCommand || res.Rows[1].Date == "" {
 		t.Fatalf("results %+v, %v; want the idle and held rows under the command", res, err)
 	}
-	svg, err := os.ReadFile(stateSVG(path))
+	svg, err := os.ReadFile(report.SVGPath(path))
 	if err != nil || !bytes.Equal(svg, stateChart(res)) {
 		t.Fatalf("the chart beside the results is not drawn from them (%v)", err)
 	}
@@ -38,18 +40,7 @@ func TestAppendState(t *testing.T) {
 // of docs/state.json, so it can neither drift from its data nor be edited
 // by hand. Redraw it with go run ./bench/cmd/memtest -replot docs/state.json
 func TestDocsChartIsDrawnFromItsResults(t *testing.T) {
-	res, err := readState("../../../docs/state.json")
-	if err != nil {
+	if err := report.CheckChart("../../../docs/state.json", stateChart); err != nil {
 		t.Fatal(err)
-	}
-	got, err := os.ReadFile("../../../docs/state.svg")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, stateChart(res)) {
-		t.Fatal("docs/state.svg differs from the chart of docs/state.json; redraw it with go run ./bench/cmd/memtest -replot docs/state.json")
-	}
-	if len(res.Rows) == 0 {
-		t.Fatal("docs/state.json has no rows")
 	}
 }

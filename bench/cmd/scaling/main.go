@@ -283,7 +283,7 @@ func run(args []string, stdout io.Writer) error {
 		return runChild(c, stdout)
 	}
 	if c.replot != "" {
-		return replot(c.replot)
+		return report.Replot(c.replot, chartOf)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -317,7 +317,7 @@ func run(args []string, stdout io.Writer) error {
 	sec := section(c, res, runs)
 	fmt.Fprint(stdout, sec)
 	if c.jsonOut != "" {
-		if err := writeResults(c.jsonOut, res); err != nil {
+		if err := report.WriteResults(c.jsonOut, res, chartOf); err != nil {
 			return err
 		}
 	}

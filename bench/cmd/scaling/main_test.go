@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/signalbox/signalbox/bench/report"
 	"github.com/signalbox/signalbox/internal/workload"
 )
 
@@ -90,14 +91,14 @@ func TestTinyRun(t *testing.T) {
 			}
 		}
 	}
-	res, err := readResults(js)
+	res, err := report.ReadResults[results](js)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Rows) != 2*len(consumers) || len(res.Runs) != 2 || !strings.Contains(res.Provenance.Command, "-shapes 16KiB+2brokers,1MiB+sasl") {
 		t.Errorf("results file: %d rows, %d runs, command %q; want %d rows of 2 shapes", len(res.Rows), len(res.Runs), res.Provenance.Command, 2*len(consumers))
 	}
-	svg, err := os.ReadFile(svgPath(js))
+	svg, err := os.ReadFile(report.SVGPath(js))
 	if err != nil || !bytes.Equal(svg, chartOf(res)) {
 		t.Errorf("the chart beside the results is not drawn from them (%v)", err)
 	}

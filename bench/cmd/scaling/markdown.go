@@ -64,7 +64,7 @@ func section(c config, res results, runs []sizeRun) string {
 		pv.Date, res.Took.Round(time.Second), res.Rounds)
 	p("Load average (1, 5, 15 min) of the shared machine at the start: %s; at the end: %s.\n\n", c.loadStart, loadAvg())
 	if c.jsonOut != "" {
-		p("![records/s and peak RSS against history size, per consumer and shape](%s)\n\n", filepath.Base(svgPath(c.jsonOut)))
+		p("![records/s and peak RSS against history size, per consumer and shape](%s)\n\n", filepath.Base(report.SVGPath(c.jsonOut)))
 		p("Machine-readable: [`%s`](%s).\n\n", filepath.Base(c.jsonOut), filepath.Base(c.jsonOut))
 	}
 	p("**Data.** %d topics × %d partitions of ~%d-byte JSON values, event time in field `ts` and as the Kafka timestamp, a week of event time, ≤ %v disorder inside a partition, %d keys; plus the reference topic `items` (%d records, `time: none` for signalbox). signalbox's delay bound: %v; checkpoint interval: %s; GOGC: %s.\n\n",

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,42 +83,6 @@ func resultsOf(c config, args []string, runs []sizeRun, started time.Time) resul
 	}
 	return res
 }
-
-// writeResults writes res to path and its chart next to it (.svg).
-func writeResults(path string, res results) error {
-	js, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, append(js, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(svgPath(path), chartOf(res), 0o644)
-}
-
-// replot redraws the chart of the results file at path.
-func replot(path string) error {
-	res, err := readResults(path)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(svgPath(path), chartOf(res), 0o644)
-}
-
-func readResults(path string) (results, error) {
-	var res results
-	b, err := os.ReadFile(path)
-	if err == nil {
-		err = json.Unmarshal(b, &res)
-	}
-	if err != nil {
-		return res, fmt.Errorf("results %s: %w", path, err)
-	}
-	return res, nil
-}
-
-// svgPath is the chart's file beside the results file at path.
-func svgPath(path string) string { return strings.TrimSuffix(path, ".json") + ".svg" }
 
 var consumerColors = map[string]string{
 	franz: "#7f7f7f", sarama: "#c7c7c7", sbTimestamp: "#1f77b4", sbField: "#2ca02c", vsTimestamp: "#aec7e8", vsField: "#98df8a",

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"strings"
 	"testing"
@@ -166,18 +165,7 @@ func TestChartCallsFranzGoTheCeilingOnlyWhenNotOutrun(t *testing.T) {
 // chart of docs/scaling.json, so it can neither drift from its data nor be
 // edited by hand. Redraw it with go run ./bench/cmd/scaling -replot docs/scaling.json
 func TestDocsChartIsDrawnFromItsResults(t *testing.T) {
-	res, err := readResults("../../../docs/scaling.json")
-	if err != nil {
+	if err := report.CheckChart("../../../docs/scaling.json", chartOf); err != nil {
 		t.Fatal(err)
-	}
-	got, err := os.ReadFile("../../../docs/scaling.svg")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, chartOf(res)) {
-		t.Fatal("docs/scaling.svg differs from the chart of docs/scaling.json; redraw it with go run ./bench/cmd/scaling -replot docs/scaling.json")
-	}
-	if len(res.Rows) == 0 || res.Provenance.Command == "" {
-		t.Fatalf("docs/scaling.json has %d rows and command %q", len(res.Rows), res.Provenance.Command)
 	}
 }

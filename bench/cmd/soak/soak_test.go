@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/signalbox/signalbox/bench/report"
 	"github.com/signalbox/signalbox/internal/pgtest"
 )
 
@@ -75,19 +75,7 @@ func TestShortSoak(t *testing.T) {
 // of docs/soak.json, so it can neither drift from its data nor be edited by
 // hand. Redraw it with go run ./bench/cmd/soak -replot docs/soak.json -doc docs/bench.md
 func TestDocsChartIsDrawnFromItsResults(t *testing.T) {
-	b, err := os.ReadFile("../../../docs/soak.json")
-	if err != nil {
+	if err := report.CheckChart("../../../docs/soak.json", chartOf); err != nil {
 		t.Fatal(err)
-	}
-	var r results
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile("../../../docs/soak.svg")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, chartOf(r)) {
-		t.Fatal("docs/soak.svg differs from the chart of docs/soak.json; redraw it with go run ./bench/cmd/soak -replot docs/soak.json -doc docs/bench.md")
 	}
 }
