@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/signalbox/signalbox/bench/harness"
@@ -180,4 +181,16 @@ func Report(r harness.Report) []byte {
 	}
 	p := report.Provenance{Command: r.Command, Cores: r.Cores, CPU: r.CPU, Go: r.GoVersion, Date: r.Started.UTC().Format("2006-01-02 15:04 MST"), Commit: r.Commit}
 	return SVG(fmt.Sprintf("signalbox: ordering strategies compared — seed %d\n", r.Seed)+strings.Join(p.Caption(), "\n"), panels...)
+}
+
+// Distinct is key of each of rows, first appearances only, in order: the
+// panels, labels or series of a chart drawn from result rows.
+func Distinct[T any, K comparable](rows []T, key func(T) K) []K {
+	var out []K
+	for _, r := range rows {
+		if k := key(r); !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }

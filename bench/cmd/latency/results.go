@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -41,14 +40,8 @@ func resultsOf(command string, ms []measurement, started time.Time) results {
 // chartOf draws, for each sink, the release and visible latency's p50 and
 // p99 at every checkpoint interval and rate.
 func chartOf(res results) []byte {
-	var sinks []string
-	for _, r := range res.Rows {
-		if !slices.Contains(sinks, r.Sink) {
-			sinks = append(sinks, r.Sink)
-		}
-	}
 	var panels []chart.Panel
-	for _, k := range sinks {
+	for _, k := range chart.Distinct(res.Rows, func(r row) string { return r.Sink }) {
 		p := chart.Panel{Title: sinkLabels[k] + " (ms, log scale; by checkpoint interval · rate)", Log: true, LogMin: 1}
 		s := []chart.Series{
 			{Name: "release p50", Color: "#1f77b4", Format: "%.1f ms"},

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"slices"
 	"strings"
 	"time"
 
@@ -56,14 +55,8 @@ func appendState(path string, row stateRow, started time.Time) error {
 // stateChart draws, for each budget, every shape's peak RSS with the
 // target's bound, 2 × budget + the idle run's peak RSS, drawn across.
 func stateChart(res stateResults) []byte {
-	var budgets []int64
-	for _, r := range res.Rows {
-		if !slices.Contains(budgets, r.Budget) {
-			budgets = append(budgets, r.Budget)
-		}
-	}
 	var panels []chart.Panel
-	for _, b := range budgets {
+	for _, b := range chart.Distinct(res.Rows, func(r stateRow) int64 { return r.Budget }) {
 		p := chart.Panel{Title: fmt.Sprintf("state.memory %s: peak RSS, MiB", report.MiB(b))}
 		s := chart.Series{Name: "peak RSS", Color: "#1f77b4", Format: "%.1f MiB"}
 		for _, r := range res.Rows {

@@ -96,20 +96,9 @@ const sarama = "sarama"
 // chartOf draws, for each shape, records/s and peak RSS against the
 // history size, one bar per consumer.
 func chartOf(res results) []byte {
-	var shapes []shape
-	var sizes []int64
-	var names []string
-	for _, r := range res.Rows {
-		if !slices.Contains(shapes, r.Shape) {
-			shapes = append(shapes, r.Shape)
-		}
-		if !slices.Contains(sizes, r.Records) {
-			sizes = append(sizes, r.Records)
-		}
-		if !slices.Contains(names, r.Consumer) {
-			names = append(names, r.Consumer)
-		}
-	}
+	shapes := chart.Distinct(res.Rows, func(r row) shape { return r.Shape })
+	sizes := chart.Distinct(res.Rows, func(r row) int64 { return r.Records })
+	names := chart.Distinct(res.Rows, func(r row) string { return r.Consumer })
 	slices.Sort(sizes)
 	var labels []string
 	for _, n := range sizes {
