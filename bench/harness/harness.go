@@ -47,8 +47,9 @@ type Options struct {
 	Window       time.Duration    `json:"window"`        // fixed window; default 2s
 	Strategies   []string         `json:"strategies"`    // default AllStrategies
 	Throughput   bool             `json:"throughput"`    // run phase 1
-	// FetchBytes is the per-partition fetch size of every consumer, the
-	// ceiling's too. Default 64 KiB (demo.Options).
+	// FetchBytes is the per-partition fetch size of every strategy's
+	// consumer; the raw consumer keeps franz-go's defaults. Default 64 KiB
+	// (demo.Options).
 	FetchBytes int32 `json:"fetch_bytes"`
 	// ReplayTimeout bounds the wait for every lane to finish replaying.
 	// Default 3m.
