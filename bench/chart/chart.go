@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/signalbox/signalbox/bench/harness"
+	"github.com/signalbox/signalbox/bench/report"
 )
 
 // Series is one set of bars in a panel, one value per label.
@@ -24,6 +27,10 @@ type Panel struct {
 	Series []Series
 	Log    bool // log10 scale (values ≤ LogMin are drawn at LogMin)
 	LogMin float64
+	// Bound, when positive, is drawn as a dashed vertical line across the
+	// panel at that value, labelled BoundLabel (a target's limit).
+	Bound      float64
+	BoundLabel string
 }
 
 const (
@@ -56,7 +63,7 @@ func (p Panel) scale(v, maxV float64, plotW int) float64 {
 
 func (p Panel) draw(b *bytes.Buffer, y int) {
 	fmt.Fprintf(b, `<text x="10" y="%d" font-size="14" font-weight="bold">%s</text>`+"\n", y+18, html.EscapeString(p.Title))
-	maxV := 0.0
+	maxV := p.Bound
 	for _, s := range p.Series {
 		for _, v := range s.Values {
 			maxV = max(maxV, v)
@@ -64,6 +71,11 @@ func (p Panel) draw(b *bytes.Buffer, y int) {
 	}
 	plotW := width - labelW - valueW
 	yy := y + titleH
+	if p.Bound > 0 {
+		x := float64(labelW) + p.scale(p.Bound, maxV, plotW)
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#333" stroke-dasharray="4,3"><title>%s</title></line>`+"\n", x, yy-4, x, y+p.height()-gap, html.EscapeString(p.BoundLabel))
+		fmt.Fprintf(b, `<text x="%.1f" y="%d" font-size="10" text-anchor="end">%s</text>`+"\n", x-3, yy-4, html.EscapeString(p.BoundLabel))
+	}
 	for i, l := range p.Labels {
 		fmt.Fprintf(b, `<text x="%d" y="%d" font-size="12" text-anchor="end">%s</text>`+"\n", labelW-8, yy+barH*len(p.Series)/2+4, html.EscapeString(l))
 		for _, s := range p.Series {
@@ -78,9 +90,12 @@ func (p Panel) draw(b *bytes.Buffer, y int) {
 }
 
 // SVG draws panels one under the other, with a legend per panel of several
-// series.
+// series. The title's first line is the heading; further lines are a
+// smaller note under it (the command, machine, date and commit).
 func SVG(title string, panels ...Panel) []byte {
-	h := 40
+	lines := titleLines(title)
+	top := 40 + 14*(len(lines)-1)
+	h := top
 	for _, p := range panels {
 		h += p.height() + panelGap
 		if len(p.Series) > 1 {
@@ -90,8 +105,11 @@ func SVG(title string, panels ...Panel) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif">`+"\n", width, h, width, h)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="10" y="24" font-size="16" font-weight="bold">%s</text>`+"\n", html.EscapeString(title))
-	y := 40
+	fmt.Fprintf(&b, `<text x="10" y="24" font-size="16" font-weight="bold">%s</text>`+"\n", html.EscapeString(lines[0]))
+	for i, l := range lines[1:] {
+		fmt.Fprintf(&b, `<text x="10" y="%d" font-size="11">%s</text>`+"\n", 40+14*i, html.EscapeString(l))
+	}
+	y := top
 	for _, p := range panels {
 		p.draw(&b, y)
 		y += p.height()
@@ -109,16 +127,40 @@ func SVG(title string, panels ...Panel) []byte {
 	return b.Bytes()
 }
 
-// Report draws the benchmark report's three panels.
+// noteChars is about how many characters of a note line fit the width.
+const noteChars = 120
+
+// titleLines splits a title into its heading and note lines, wrapping note
+// lines longer than the chart is wide at spaces.
+func titleLines(title string) []string {
+	in := strings.Split(title, "\n")
+	out := []string{in[0]}
+	for _, l := range in[1:] {
+		for len(l) > noteChars {
+			i := strings.LastIndex(l[:noteChars], " ")
+			if i <= 0 {
+				break
+			}
+			out, l = append(out, l[:i]), "    "+l[i+1:]
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// Report draws the benchmark report's three panels. The raw consumer's bar
+// is called the ceiling only when no strategy replays faster than it.
 func Report(r harness.Report) []byte {
 	var labels []string
 	var ooo, mean, p99, thr []float64
+	fastest := 0.0
 	for _, x := range r.Results {
 		labels = append(labels, x.Strategy)
 		ooo = append(ooo, x.OutOfOrderPct)
 		mean = append(mean, x.LiveLatency.MeanMs)
 		p99 = append(p99, x.LiveLatency.P99Ms)
 		thr = append(thr, x.Throughput.PerSecond)
+		fastest = max(fastest, x.Throughput.PerSecond)
 	}
 	panels := []Panel{
 		{Title: "Out of order (% of timed records emitted; lower is better)", Labels: labels,
@@ -130,9 +172,25 @@ func Report(r harness.Report) []byte {
 			}},
 	}
 	if r.Ceiling.PerSecond > 0 {
-		panels = append(panels, Panel{Title: "Replay throughput (records/s; the ceiling is raw sarama, no ordering)",
-			Labels: append(labels, harness.Raw),
+		title := "Replay throughput (records/s); " + r.CeilingConsumer + ": no ordering, the ceiling"
+		if fastest > r.Ceiling.PerSecond {
+			title = "Replay throughput (records/s); " + r.CeilingConsumer + ": no ordering, NOT a ceiling (a strategy outruns it)"
+		}
+		panels = append(panels, Panel{Title: title, Labels: append(labels, r.CeilingConsumer),
 			Series: []Series{{Name: "records/s", Color: "#2ca02c", Values: append(thr, r.Ceiling.PerSecond), Format: "%.0f/s"}}})
 	}
-	return SVG(fmt.Sprintf("signalbox benchmark — seed %d, %d cores", r.Seed, r.Cores), panels...)
+	p := report.Provenance{Command: r.Command, Cores: r.Cores, CPU: r.CPU, Go: r.GoVersion, Date: r.Started.UTC().Format("2006-01-02 15:04 MST"), Commit: r.Commit}
+	return SVG(fmt.Sprintf("signalbox: ordering strategies compared — seed %d\n", r.Seed)+strings.Join(p.Caption(), "\n"), panels...)
+}
+
+// Distinct is key of each of rows, first appearances only, in order: the
+// panels, labels or series of a chart drawn from result rows.
+func Distinct[T any, K comparable](rows []T, key func(T) K) []K {
+	var out []K
+	for _, r := range rows {
+		if k := key(r); !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"html"
 	"math"
-	"strings"
 )
 
 // Point is one sample of a time series: X in minutes, Y in the panel's unit.
@@ -43,7 +42,7 @@ const (
 // [0, xMax] minutes, with marks drawn across each panel. The title's first
 // line is the heading; further lines are a smaller note under it.
 func TimeSeries(title string, xMax float64, marks []Mark, panels ...LinePanel) []byte {
-	lines := strings.Split(title, "\n")
+	lines := titleLines(title)
 	top := 40 + 14*(len(lines)-1)
 	h := top + len(panels)*(linePanelH+panelGap) + 20
 	var b bytes.Buffer

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox"
@@ -22,8 +23,9 @@ const (
 	OneLayer  = "timeout-1-layer"
 	TwoLayers = "timeout-2-layers"
 	Window    = "fixed-window"
-	// Raw is the ceiling: raw sarama consumption, no ordering.
-	Raw = "raw-sarama"
+	// Raw is the ceiling: franz-go's consumer with its defaults, no
+	// ordering (RawConsume).
+	Raw = "raw-franz-go"
 )
 
 // AllStrategies lists the strategies in report order.
@@ -45,8 +47,9 @@ type Options struct {
 	Window       time.Duration    `json:"window"`        // fixed window; default 2s
 	Strategies   []string         `json:"strategies"`    // default AllStrategies
 	Throughput   bool             `json:"throughput"`    // run phase 1
-	// FetchBytes is the per-partition fetch size of every consumer, the
-	// ceiling's too. Default 64 KiB (demo.Options).
+	// FetchBytes is the per-partition fetch size of every strategy's
+	// consumer; the raw consumer keeps franz-go's defaults. Default 64 KiB
+	// (demo.Options).
 	FetchBytes int32 `json:"fetch_bytes"`
 	// ReplayTimeout bounds the wait for every lane to finish replaying.
 	// Default 3m.
@@ -134,6 +137,12 @@ type Report struct {
 	SlowTopics      []string   `json:"slow_topics"`
 	Results         []Result   `json:"results"`
 	Ceiling         Throughput `json:"ceiling"`
+	// CeilingConsumer names the raw consumer measured as Ceiling (Raw).
+	CeilingConsumer string `json:"ceiling_consumer"`
+	// CPU is the machine's CPU model, Commit the source's git commit
+	// (report.Provenance).
+	CPU    string `json:"cpu"`
+	Commit string `json:"commit"`
 }
 
 // ThroughputJob is one replay of phase 1, serializable so that a Runner can
@@ -157,7 +166,7 @@ func InProcess(ctx context.Context, job ThroughputJob, log *zap.Logger) (Through
 }
 
 // RunThroughput replays the history of job's brokers once, with the job's
-// strategy in bounded mode (demo.Replay) or with raw sarama, and reports
+// strategy in bounded mode (demo.Replay) or with RawConsume, and reports
 // the rate and this process's peak RSS (VmHWM). The time runs from before
 // connecting to the last record written to the sink (raw: the last record
 // consumed).
@@ -176,7 +185,7 @@ func RunThroughput(ctx context.Context, job ThroughputJob, log *zap.Logger) (Thr
 		return Throughput{}, err
 	}
 	start := time.Now()
-	n, err := RawConsume(ctx, job.Brokers, w.Topics(), o.FetchBytes, 64<<20)
+	n, err := RawConsume(ctx, []kgo.Opt{kgo.SeedBrokers(job.Brokers...)}, w.Topics())
 	el := time.Since(start)
 	if err != nil {
 		return Throughput{}, fmt.Errorf("harness: throughput of %s: %w", job.Strategy, err)
@@ -212,7 +221,7 @@ func Run(ctx context.Context, o Options, runner Runner, log *zap.Logger) (Report
 			log.Info("throughput", zap.String("strategy", name), zap.Float64("records_per_s", t.PerSecond))
 			thr[name] = t
 		}
-		rep.Ceiling = thr[Raw]
+		rep.Ceiling, rep.CeilingConsumer = thr[Raw], Raw
 	}
 	strategies := make([]demo.Strategy, len(o.Strategies))
 	for i, name := range o.Strategies {

@@ -55,6 +55,6 @@ func TestSmokeSlowStart(t *testing.T) {
 		t.Fatalf("offset gate: %+v; want 0 out of order and 0 late", gate)
 	}
 	if rep.Ceiling.Records != want {
-		t.Fatalf("raw sarama read %d records, want %d", rep.Ceiling.Records, want)
+		t.Fatalf("raw franz-go read %d records, want %d", rep.Ceiling.Records, want)
 	}
 }

@@ -2,99 +2,54 @@ package harness
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
-	"time"
+	"fmt"
 
-	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// RawConsume is the ceiling: sarama's consumer reads every partition of
-// topics from the oldest offset up to the high-water mark taken at start,
-// counting records, with no decoding and no ordering: fetchBytes per
-// partition, maxBytes per request.
-func RawConsume(ctx context.Context, brokers, topics []string, fetchBytes, maxBytes int32) (int64, error) {
-	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V2_8_0_0
-	cfg.Consumer.Fetch.Default = fetchBytes
-	cfg.Consumer.Fetch.Max = maxBytes
-	cfg.Consumer.MaxWaitTime = 500 * time.Millisecond
-	cfg.Consumer.IsolationLevel = sarama.ReadCommitted
-	cfg.Consumer.Return.Errors = false
-	client, err := sarama.NewClient(brokers, cfg)
+// RawConsume is the ceiling: franz-go's consumer, configured as its users
+// would (the client's defaults plus opts, which name the brokers and any
+// TLS or SASL), polls every partition of topics from the start up to the
+// end offsets listed first, counting records, with no decoding and no
+// ordering.
+func RawConsume(ctx context.Context, opts []kgo.Opt, topics []string) (int64, error) {
+	cl, err := kgo.NewClient(append(opts[:len(opts):len(opts)], kgo.ConsumeTopics(topics...))...)
 	if err != nil {
 		return 0, err
 	}
-	defer client.Close()
-	consumer, err := sarama.NewConsumerFromClient(client)
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topics...)
 	if err != nil {
 		return 0, err
 	}
-	defer consumer.Close()
-	var (
-		n        atomic.Int64
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	fail := func(err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if firstErr == nil {
-			firstErr = err
-		}
-	}
-	for _, t := range topics {
-		parts, err := client.Partitions(t)
-		if err != nil {
-			return 0, err
-		}
-		for _, p := range parts {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				local, err := consumeOne(ctx, client, consumer, t, p)
-				n.Add(local)
-				if err != nil {
-					fail(err)
-				}
-			}()
-		}
-	}
-	wg.Wait()
-	return n.Load(), firstErr
-}
-
-// consumeOne reads partition p of t from the oldest offset to the
-// high-water mark taken first.
-func consumeOne(ctx context.Context, client sarama.Client, consumer sarama.Consumer, t string, p int32) (int64, error) {
-	end, err := client.GetOffset(t, p, sarama.OffsetNewest)
-	if err != nil {
+	if err := ends.Error(); err != nil {
 		return 0, err
 	}
-	oldest, err := client.GetOffset(t, p, sarama.OffsetOldest)
-	if err != nil || end <= oldest {
-		return 0, err
-	}
-	pc, err := consumer.ConsumePartition(t, p, sarama.OffsetOldest)
-	if err != nil {
-		return 0, err
-	}
-	defer func() {
-		pc.AsyncClose()
-		for range pc.Messages() { // drain until sarama closes it
-		}
-	}()
-	var n int64
-	for {
-		select {
-		case m := <-pc.Messages():
-			n++
-			if m.Offset >= end-1 {
-				return n, nil
+	left := map[string]map[int32]int64{} // partitions not read to their end
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			if left[o.Topic] == nil {
+				left[o.Topic] = map[int32]int64{}
 			}
-		case <-ctx.Done():
-			return n, ctx.Err()
+			left[o.Topic][o.Partition] = o.Offset
 		}
+	})
+	var n int64
+	for len(left) > 0 {
+		fs := cl.PollFetches(ctx)
+		if errs := fs.Errors(); len(errs) > 0 {
+			return n, fmt.Errorf("%s/%d: %w", errs[0].Topic, errs[0].Partition, errs[0].Err)
+		}
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			n += int64(len(p.Records))
+			if k := len(p.Records); k > 0 && p.Records[k-1].Offset+1 >= left[p.Topic][p.Partition] {
+				delete(left[p.Topic], p.Partition)
+				if len(left[p.Topic]) == 0 {
+					delete(left, p.Topic)
+				}
+			}
+		})
 	}
+	return n, nil
 }

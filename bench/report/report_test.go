@@ -1,6 +1,11 @@
 package report
 
-import "testing"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
 
 func TestSplice(t *testing.T) {
 	const b, e = "<!-- x:begin -->", "<!-- x:end -->"
@@ -22,5 +27,37 @@ func TestMiB(t *testing.T) {
 		if got := MiB(b); got != want {
 			t.Errorf("MiB(%d) = %q, want %q", b, got, want)
 		}
+	}
+}
+
+// TestResultsAndChart: results written are read back, their chart sits
+// beside them, and CheckChart fails once the chart or the data change.
+func TestResultsAndChart(t *testing.T) {
+	type res struct{ N int }
+	draw := func(r res) []byte { return []byte(fmt.Sprintf("<svg>%d</svg>\n", r.N)) }
+	path := filepath.Join(t.TempDir(), "x.json")
+	if err := WriteResults(path, res{N: 3}, draw); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := ReadResults[res](path); err != nil || r.N != 3 {
+		t.Fatalf("read back %+v, %v", r, err)
+	}
+	if err := CheckChart(path, draw); err != nil {
+		t.Fatalf("a chart just drawn: %v", err)
+	}
+	if err := os.WriteFile(SVGPath(path), []byte("<svg>4</svg>\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckChart(path, draw); err == nil {
+		t.Fatal("a chart edited by hand passes CheckChart")
+	}
+	if err := Replot(path, draw); err != nil || CheckChart(path, draw) != nil {
+		t.Fatalf("Replot did not redraw the chart: %v", err)
+	}
+	if err := os.WriteFile(path, []byte(`{"N": 5}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckChart(path, draw); err == nil {
+		t.Fatal("a chart whose data changed passes CheckChart")
 	}
 }

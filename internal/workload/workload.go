@@ -51,6 +51,9 @@ type Options struct {
 	// encoded as AvroTopics', into the twin topic AvroTopic(i) of event
 	// topic i: the same history in both formats. Default false.
 	AvroTwins bool
+	// BatchBytes bounds one produced record batch of the history;
+	// default BatchBytes (16 KiB).
+	BatchBytes int
 }
 
 // EnsureDefaults fills every unset field with its default.
@@ -73,6 +76,7 @@ func (o *Options) EnsureDefaults() {
 	def(&o.RecordsPerPartition, 5000)
 	def(&o.Items, 600)
 	def(&o.LiveRate, 2000)
+	def(&o.BatchBytes, BatchBytes)
 	defD(&o.HistorySpan, 7*24*time.Hour)
 	defD(&o.Disorder, 100*time.Millisecond)
 	defD(&o.SlowFor, 2*time.Second)
@@ -372,7 +376,7 @@ func (w *Workload) ProduceHistory(ctx context.Context, b Broker) (History, error
 	if err := w.registerSchemas(ctx, b); err != nil {
 		return h, err
 	}
-	s, err := newSender(b)
+	s, err := newSender(b, kgo.ProducerBatchMaxBytes(int32(o.BatchBytes)))
 	if err != nil {
 		return h, err
 	}

@@ -33,6 +33,7 @@ func run() error {
 	w := &o.Workload
 	child := flag.Bool("child", false, "internal: run one throughput job read as JSON from stdin")
 	out := flag.String("out", "docs/", "directory for bench.md, bench.json and bench.svg")
+	replot := flag.String("replot", "", "redraw bench.svg beside this bench.json from it, and do nothing else")
 	inproc := flag.Bool("inprocess", false, "run throughput replays in this process (no per-strategy peak RSS)")
 	*w = workload.Options{Seed: 1, Topics: 13, Partitions: 3, RecordsPerPartition: 10000, SlowTopics: 2,
 		SlowFor: 3 * time.Second, LiveFor: 5 * time.Second, LiveRate: 2000}
@@ -42,6 +43,9 @@ func run() error {
 	flag.DurationVar(&o.InputTimeout, "input-idle", time.Second, "input idle timeout of the two-layer strategy")
 	flag.DurationVar(&o.Window, "window", 2*time.Second, "fixed window")
 	flag.Parse()
+	if *replot != "" {
+		return report.Replot(*replot, chart.Report)
+	}
 	log, _ := zap.NewProduction()
 	if *child {
 		return runChild(log)
@@ -58,6 +62,8 @@ func run() error {
 		return err
 	}
 	rep.Command = "go run ./bench/cmd/benchall " + strings.Join(os.Args[1:], " ")
+	pv := report.Here(rep.Command, rep.Started)
+	rep.CPU, rep.Commit = pv.CPU, pv.Commit
 	return write(*out, rep)
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -52,8 +53,13 @@ func run(args []string, stdout io.Writer) error {
 	fs.DurationVar(&o.Workload.LiveFor, "live", 5*time.Second, "live traffic duration of each run")
 	fs.DurationVar(&o.Delay, "delay", 300*time.Millisecond, "delay bound")
 	checkpoints := fs.String("checkpoints", "1s", "the engine's checkpoint intervals to measure, comma-separated")
+	jsonOut := fs.String("json", "", "also write the results (rows, provenance) to this file and their chart next to it (same name, .svg); empty: none")
+	replotPath := fs.String("replot", "", "redraw the chart of this results file (written by -json) next to it, and do nothing else")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *replotPath != "" {
+		return report.Replot(*replotPath, chartOf)
 	}
 	var errs []error
 	var rs []int
@@ -104,8 +110,13 @@ func run(args []string, stdout io.Writer) error {
 			}
 		}
 	}
-	sec := section(args, o, ms, started)
+	sec := section(args, o, ms, started, *jsonOut)
 	fmt.Fprint(stdout, sec)
+	if *jsonOut != "" {
+		if err := report.WriteResults(*jsonOut, resultsOf("go run ./bench/cmd/latency "+strings.Join(args, " "), ms, started), chartOf); err != nil {
+			return err
+		}
+	}
 	if *out == "" {
 		return nil
 	}
@@ -139,7 +150,7 @@ var sinkLabels = map[string]string{
 }
 
 // section renders the measurements as Markdown.
-func section(args []string, o demo.Options, ms []measurement, started time.Time) string {
+func section(args []string, o demo.Options, ms []measurement, started time.Time, jsonOut string) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	o.EnsureDefaults()
@@ -147,6 +158,10 @@ func section(args []string, o demo.Options, ms []measurement, started time.Time)
 	p("## Live latency where users see it (issue 13)\n\n")
 	p("Reproduce with:\n\n```\ngo run ./bench/cmd/latency %s\n```\n\n", strings.Join(args, " "))
 	p("%d cores · %s · run of %s, %s.\n\n", runtime.NumCPU(), runtime.Version(), started.UTC().Format("2006-01-02 15:04 MST"), time.Since(started).Round(time.Second))
+	if jsonOut != "" {
+		p("![release and visible latency per sink, checkpoint interval and rate](%s)\n\n", filepath.Base(report.SVGPath(jsonOut)))
+		p("Machine-readable: [`%s`](%s).\n\n", filepath.Base(jsonOut), filepath.Base(jsonOut))
+	}
 	p("**Scenario.** The offset gate on %d topics × %d partitions (%d history records each, no slow topic) and the reference topic, delay bound %v; then %v of live traffic at each rate. Each run has its own embedded broker, in this process, with the pipeline, the producer and the reader, so at high rates they share the 2 cores.\n\n",
 		w.Topics, w.Partitions, w.RecordsPerPartition, o.Delay, w.LiveFor)
 	p("**How it is measured**, for live records not released late, both beyond the delay: *release* = wall time at the sinks' `Write` − (event time + delay), what the demo called live latency before; *visible* = wall time when the sink's reader sees the record − (event time + delay). The JSONL reader polls the file every %v.\n\n", time.Millisecond)

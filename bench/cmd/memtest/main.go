@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/signalbox/signalbox/bench/report"
 	"github.com/signalbox/signalbox/config"
 	"github.com/signalbox/signalbox/embedded"
 )
@@ -105,9 +106,14 @@ func run() error {
 		inflight   = flag.Int("inflight", 0, "the engine's batches in flight to the sinks (signalbox.WithMaxInflightBatches; default: its default)")
 		inflightB  = flag.Int64("inflight-bytes", 0, "the engine's bound on released bytes not yet written (signalbox.WithMaxInflightBytes); 0: what signalbox run sets with a state dir (config.InflightBytes), negative: none")
 	)
+	jsonOut := flag.String("json", "", "with -store-only: append the row to this results file (created when missing) and redraw its chart next to it (same name, .svg)")
+	replot := flag.String("replot", "", "redraw the chart of this results file (written by -json) next to it, and do nothing else")
 	flag.Parse()
 	if *child {
 		return runChild()
+	}
+	if *replot != "" {
+		return report.Replot(*replot, stateChart)
 	}
 	if *storeOnly != "" {
 		budget, err := config.ParseSize(*budgetS)
@@ -120,7 +126,7 @@ func run() error {
 		}
 		defer os.RemoveAll(dir)
 		return runStoreOnly(storeShape{shape: *storeOnly, budget: budget, factor: *factor, value: *valueSize, dir: dir,
-			heapProfile: *heapProf})
+			heapProfile: *heapProf, json: *jsonOut})
 	}
 	sizes := map[string]int64{}
 	for name, s := range map[string]string{"budget": *budgetS, "memtable": *memtableS, "cache": *cacheS, "partition-max": *partMaxS, "fetch-max": *fetchMaxS} {

@@ -25,6 +25,7 @@ type storeShape struct {
 	// heapProfile, if set, is where the heap profile goes, rewritten at
 	// every new peak of the Go heap in use.
 	heapProfile string
+	json        string // results file to append the row to; "": none
 }
 
 // storeResult is what a -store-only run reports.
@@ -141,7 +142,15 @@ func runStoreOnly(sh storeShape) error {
 		sh.shape, mib(sh.budget), factor, res.parkedPeak, mib(res.parkedPeak*size),
 		mib(res.peakRSS), mib(res.peakHeap), mib(res.peakPebble), mib(res.peakInMem), mib(res.peakDisk),
 		float64(res.peakRSS)/float64(sh.budget), res.seconds)
-	return nil
+	if sh.json == "" {
+		return nil
+	}
+	f := sh.factor
+	if sh.shape == "idle" {
+		f = 0
+	}
+	return appendState(sh.json, stateRow{Shape: sh.shape, Budget: sh.budget, Factor: f, ParkedPeak: res.parkedPeak, PeakRSS: res.peakRSS,
+		PeakHeap: res.peakHeap, Seconds: res.seconds}, start)
 }
 
 // unsafeBytes views s as bytes without copying; the store only reads them.

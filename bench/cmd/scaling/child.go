@@ -4,80 +4,71 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
-
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
+	"syscall"
 
 	"github.com/signalbox/signalbox/bench/harness"
+	"github.com/signalbox/signalbox/embedded"
 )
 
-// runChild runs one raw consumer and prints how many records it read.
+// brokerChild is the -child value that runs the broker process.
+const brokerChild = "broker"
+
+// runChild runs the raw consumer and prints how many records it read, or
+// the broker process.
 func runChild(c config, stdout io.Writer) error {
-	ctx := context.Background()
-	brokers, topics := strings.Split(c.brokers, ","), strings.Split(c.topics, ",")
-	var (
-		n   int64
-		err error
-	)
+	if len(c.shapes) != 1 {
+		return fmt.Errorf("-child: want one shape, got %d", len(c.shapes))
+	}
+	sh := c.shapes[0]
 	switch c.child {
 	case franz:
-		n, err = franzConsume(ctx, brokers, topics)
-	case sarama:
-		// sarama's ConsumePartition per partition with 1 MiB fetches (its
-		// default Consumer.Fetch.Default), 64 MiB per request as in
-		// benchall's ceiling.
-		n, err = harness.RawConsume(ctx, brokers, topics, 1<<20, 64<<20)
-	default:
-		err = fmt.Errorf("-child: %q is not %s or %s", c.child, franz, sarama)
-	}
-	if err != nil {
+		n, err := franzConsume(context.Background(), remote{addrs: strings.Split(c.brokers, ","), shape: sh}, strings.Split(c.topics, ","))
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(stdout, n)
 		return err
+	case brokerChild:
+		return serveBroker(c, sh, stdout)
 	}
-	_, err = fmt.Fprintln(stdout, n)
-	return err
+	return fmt.Errorf("-child: %q is not %s or %s", c.child, franz, brokerChild)
 }
 
-// franzConsume is the ceiling: franz-go's consumer with its defaults
-// (from the start of each partition) polls every partition of topics up to
-// the end offsets listed first, counting records; nothing is decoded.
-func franzConsume(ctx context.Context, brokers, topics []string) (int64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topics...))
-	if err != nil {
-		return 0, err
+// serveBroker runs the embedded cluster of shape sh with the topics of
+// c.topics (name:partitions) until signalled; it prints the brokers'
+// addresses on a line, then with -avro its schema registry's URL.
+func serveBroker(c config, sh shape, stdout io.Writer) error {
+	opts := []embedded.Option{embedded.WithBrokers(sh.Brokers)}
+	if sh.SASL {
+		opts = append(opts, embedded.WithUser(embedded.MechanismScramSHA256, saslUser, saslPassword))
 	}
-	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topics...)
-	if err != nil {
-		return 0, err
+	if c.avro {
+		opts = append(opts, embedded.WithSchemaRegistry("127.0.0.1:0"))
 	}
-	if err := ends.Error(); err != nil {
-		return 0, err
-	}
-	left := map[string]map[int32]int64{} // partitions not read to their end
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset > 0 {
-			if left[o.Topic] == nil {
-				left[o.Topic] = map[int32]int64{}
-			}
-			left[o.Topic][o.Partition] = o.Offset
+	for _, t := range strings.Split(c.topics, ",") {
+		name, n, ok := strings.Cut(t, ":")
+		var p int32
+		if _, err := fmt.Sscan(n, &p); !ok || err != nil || p < 1 {
+			return fmt.Errorf("-topics: %q: want name:partitions", t)
 		}
-	})
-	var n int64
-	for len(left) > 0 {
-		fs := cl.PollFetches(ctx)
-		if errs := fs.Errors(); len(errs) > 0 {
-			return n, fmt.Errorf("%s/%d: %w", errs[0].Topic, errs[0].Partition, errs[0].Err)
-		}
-		fs.EachPartition(func(p kgo.FetchTopicPartition) {
-			n += int64(len(p.Records))
-			if k := len(p.Records); k > 0 && p.Records[k-1].Offset+1 >= left[p.Topic][p.Partition] {
-				delete(left[p.Topic], p.Partition)
-				if len(left[p.Topic]) == 0 {
-					delete(left, p.Topic)
-				}
-			}
-		})
+		opts = append(opts, embedded.WithTopic(name, p))
 	}
-	return n, nil
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ready := func(cl *embedded.Cluster) {
+		fmt.Fprintln(stdout, strings.Join(cl.Addrs(), ","))
+		if u := cl.RegistryURL(); u != "" {
+			fmt.Fprintln(stdout, u)
+		}
+	}
+	return embedded.Run(ctx, "127.0.0.1:0", ready, opts...)
+}
+
+// franzConsume is the ceiling (harness.RawConsume): franz-go's consumer
+// with its defaults, authenticating to b as the shape says.
+func franzConsume(ctx context.Context, b remote, topics []string) (int64, error) {
+	return harness.RawConsume(ctx, b.ClientOptions(), topics)
 }

@@ -1,21 +1,29 @@
 // Command scaling measures ordered replay against plain consumers of the
-// same data, at several history sizes, in one command (issue 9):
+// same data, at several history sizes and data shapes, in one command
+// (issues 9, 24):
 //
-//	go run ./bench/cmd/scaling -sizes 1M,4M,12M -rounds 3
+//	go run ./bench/cmd/scaling -sizes 1M,4M,12M -rounds 3 \
+//	    -shapes 16KiB,1MiB,1MiB+sasl,1MiB+3brokers -json docs/scaling.json
 //
-// For each size it starts one broker process (`signalbox broker`, built
-// from this module unless -signalbox names a binary), produces the history
-// into it (8 topics × 3 partitions of ~100-byte JSON values, event time in
-// field ts and as the Kafka timestamp, ≤ 200 ms disorder inside a
+// A shape is the producer's batch bytes when the history is written
+// (-batch; 16 KiB is Kafka's default batch.size, 1 MiB about franz-go's
+// default ProducerBatchMaxBytes), whether the broker requires
+// SASL/SCRAM-SHA-256 (-sasl) and how many brokers it has (-broker-count);
+// -shapes lists several, each measured at every size. For each size and
+// shape it starts one broker process (this binary as `-child broker`: the
+// embedded kfake cluster, with the SCRAM user under -sasl), produces the
+// history into it (8 topics × 3 partitions of ~100-byte JSON values, event
+// time in field ts and as the Kafka timestamp, ≤ 200 ms disorder inside a
 // partition, 1000 keys, plus the reference topic), then runs each consumer
-// in its own process, rounds times, alternating (A B C D A B C D …):
+// in its own process, rounds times, alternating (A B C A B C …):
 //
 //   - franz-go: PollFetches up to the end offsets listed first, with the
-//     client's defaults, counting records (the ceiling);
-//   - sarama: ConsumePartition per partition, 1 MiB fetches
-//     (bench/harness.RawConsume);
+//     client's defaults and the shape's authentication, counting records
+//     (bench/harness.RawConsume, the reference);
 //   - `signalbox run` with `time: timestamp`, then with `time: field`, a
-//     JSONL file sink and `until: end-offsets`.
+//     JSONL file sink, `until: end-offsets` and, under -sasl, the job
+//     file's `sasl:` (SCRAM-SHA-256, the password from an environment
+//     variable).
 //
 // A consumer that reads a different number of records than the history
 // holds fails the run. Each child's peak RSS comes from its rusage
@@ -39,7 +47,11 @@
 // JSON job of the same sink (rate, peak RSS, CPU per record). Its section
 // has markers of its own, so both sections live in one bench.md.
 //
-// The command prints a Markdown section and splices it into -out
-// (docs/bench.md by default) between its markers, keeping the rest of the
+// The command prints a Markdown section, one table whose rows say their
+// history size, shape (batch, auth, brokers) and consumer, and splices it
+// into -out (docs/bench.md by default) between its markers, keeping the
+// rest of the file. -json also writes the rows, the samples and the run's
+// provenance (command, machine, date, commit) to a results file and draws
+// their chart beside it (.svg); -replot redraws a chart from its results
 // file.
 package main

@@ -13,9 +13,9 @@ import (
 // one run's output at most.
 const outTopic = "signalbox-out"
 
-// admin runs fn with an admin client of the brokers.
-func admin(ctx context.Context, brokers []string, fn func(*kadm.Client) error) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+// admin runs fn with an admin client of broker b.
+func admin(b remote, fn func(*kadm.Client) error) error {
+	cl, err := kgo.NewClient(b.ClientOptions()...)
 	if err != nil {
 		return err
 	}
@@ -24,8 +24,8 @@ func admin(ctx context.Context, brokers []string, fn func(*kadm.Client) error) e
 }
 
 // createOutTopic creates outTopic with the history's partition count.
-func createOutTopic(ctx context.Context, brokers []string) error {
-	return admin(ctx, brokers, func(adm *kadm.Client) error {
+func createOutTopic(ctx context.Context, b remote) error {
+	return admin(b, func(adm *kadm.Client) error {
 		res, err := adm.CreateTopic(ctx, partitions, 1, nil, outTopic)
 		if err == nil {
 			err = res.Err
@@ -40,9 +40,9 @@ func createOutTopic(ctx context.Context, brokers []string) error {
 // drainOutTopic returns how many records outTopic holds (the sum of its
 // partitions' end offsets: the sink is not transactional, so every offset
 // is a record) and deletes it.
-func drainOutTopic(ctx context.Context, brokers []string) (int64, error) {
+func drainOutTopic(ctx context.Context, b remote) (int64, error) {
 	var n int64
-	err := admin(ctx, brokers, func(adm *kadm.Client) error {
+	err := admin(b, func(adm *kadm.Client) error {
 		ends, err := adm.ListEndOffsets(ctx, outTopic)
 		if err == nil {
 			err = ends.Error()

@@ -38,7 +38,7 @@ type config struct {
 	rounds      int
 	delay       time.Duration
 	checkpoint  time.Duration // signalbox's checkpoint_interval; 0: its default
-	nbrokers    int           // brokers in the broker process
+	shapes      []shape       // the data's shapes, each measured at every size
 	gogc        string        // GOGC for the signalbox runs; "": what signalbox run sets
 	bin         string        // signalbox binary; "": build it
 	vs          string        // a second signalbox binary measured in the same rounds; "": none
@@ -47,10 +47,12 @@ type config struct {
 	profileSize int64         // history size whose signalbox runs are profiled; 0: none
 	profileDir  string        // where the profiles are kept; "": a temporary directory
 	avro        bool          // the schema'd round: Avro twins against the JSON history
+	jsonOut     string        // results file; the chart goes next to it (.svg); "": none
+	replot      string        // redraw the chart of this results file and stop
 	loadStart   string        // the machine's load average when the run started
-	child       string        // internal: run one raw consumer
+	child       string        // internal: run one raw consumer, or the broker process
 	brokers     string        // child: broker addresses
-	topics      string        // child: topics
+	topics      string        // child: topics (the broker: name:partitions)
 }
 
 func parseFlags(args []string) (config, error) {
@@ -58,10 +60,15 @@ func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("scaling", flag.ContinueOnError)
 	sizes := fs.String("sizes", "1M,4M,12M", "history sizes in event records (suffix K or M), comma-separated")
 	profile := fs.String("profile-size", "4M", "write a CPU profile of each signalbox mode at this size (one extra run each, not in the table); empty: none")
-	fs.StringVar(&c.profileDir, "profile-dir", "", "keep the CPU and allocation profiles (<mode>.pprof, <mode>.allocs.pprof) in this directory, for go tool pprof; empty: discard them")
+	fs.StringVar(&c.profileDir, "profile-dir", "", "keep the CPU and allocation profiles (<mode>.pprof, <mode>.allocs.pprof; with several shapes <mode>-<shape>.pprof) in this directory, for go tool pprof; empty: discard them")
 	fs.IntVar(&c.rounds, "rounds", 3, "rounds per size; each round runs every consumer once, in turn")
 	fs.DurationVar(&c.delay, "delay", time.Second, "signalbox's delay bound")
-	fs.IntVar(&c.nbrokers, "broker-count", 1, "brokers in the broker process (signalbox broker --brokers); the partitions' leaders are spread over them")
+	nbrokers := fs.Int("broker-count", 1, "brokers in the broker process; the partitions' leaders are spread over them")
+	batch := fs.String("batch", "16KiB", "producer batch bytes of the history (KiB or MiB suffix): 16KiB is Kafka's default batch.size, 1MiB franz-go's default ProducerBatchMaxBytes")
+	useSASL := fs.Bool("sasl", false, "the broker requires SASL/SCRAM-SHA-256; every consumer (franz-go and signalbox's job file `sasl:`) and the producer authenticate")
+	shapes := fs.String("shapes", "", "comma-separated shapes, each measured at every size and shown side by side in one table: batch bytes, then +sasl and +Nbrokers, e.g. 16KiB,1MiB,1MiB+sasl,1MiB+3brokers; replaces -batch, -sasl and -broker-count")
+	fs.StringVar(&c.jsonOut, "json", "", "also write the results (rows, samples, provenance) to this file and their chart next to it (same name, .svg); empty: none")
+	fs.StringVar(&c.replot, "replot", "", "redraw the chart of this results file (written by -json) next to it, and do nothing else")
 	fs.DurationVar(&c.checkpoint, "checkpoint", 0, "signalbox's checkpoint_interval (0: its default)")
 	fs.StringVar(&c.gogc, "gogc", "", "GOGC for the signalbox runs only (empty: what signalbox run sets); set, it also turns off signalbox run's pacing of the memory limit (internal/gcpace)")
 	fs.StringVar(&c.bin, "signalbox", "", "signalbox binary (default: go build ./cmd/signalbox into a temporary directory)")
@@ -69,7 +76,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.vsGogc, "vs-gogc", "", "GOGC for the -vs binary's runs (empty: as -gogc); without -vs, the first binary is run again with it (an A/B of the collector's target)")
 	fs.StringVar(&c.out, "out", "docs/bench.md", "splice the section into this file; empty: print it only")
 	fs.BoolVar(&c.avro, "avro", false, "the schema'd round instead: the history also Avro-encoded in twin topics (schemas in the broker's registry), and franz-go on each, then signalbox reading JSON or Avro into a JSONL file sink and into a Kafka sink; written into its own section")
-	fs.StringVar(&c.child, "child", "", "internal: run one raw consumer ("+franz+" or "+sarama+") and print its count")
+	fs.StringVar(&c.child, "child", "", "internal: run the raw consumer ("+franz+") and print its count, or the broker process ("+brokerChild+")")
 	fs.StringVar(&c.brokers, "brokers", "", "internal: the child's brokers")
 	fs.StringVar(&c.topics, "topics", "", "internal: the child's topics")
 	if err := fs.Parse(args); err != nil {
@@ -90,8 +97,31 @@ func parseFlags(args []string) (config, error) {
 		}
 		c.profileSize = n
 	}
-	if c.nbrokers < 1 {
-		errs = append(errs, errors.New("-broker-count: must be at least 1"))
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *shapes != "" {
+		if set["batch"] || set["sasl"] || set["broker-count"] {
+			errs = append(errs, errors.New("-shapes: not with -batch, -sasl or -broker-count (a shape names all three)"))
+		}
+		for _, x := range strings.Split(*shapes, ",") {
+			sh, err := parseShape(x)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("-shapes: %w", err))
+			}
+			c.shapes = append(c.shapes, sh)
+		}
+	} else {
+		b, err := parseBytes(*batch)
+		if err == nil {
+			err = checkBatch(b)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("-batch: %w", err))
+		}
+		if *nbrokers < 1 {
+			errs = append(errs, errors.New("-broker-count: must be at least 1"))
+		}
+		c.shapes = []shape{{Batch: b, SASL: *useSASL, Brokers: *nbrokers}}
 	}
 	if c.avro && (c.vs != "" || c.vsGogc != "") {
 		errs = append(errs, errors.New("-avro: not with -vs or -vs-gogc"))
@@ -133,15 +163,14 @@ const (
 	disorder   = 200 * time.Millisecond
 )
 
-func workloadOptions(size int64, avro bool) workload.Options {
+func workloadOptions(size int64, avro bool, batch int) workload.Options {
 	return workload.Options{Seed: 1, Topics: topics, Partitions: partitions, Items: items, ValueBytes: valueBytes,
-		Disorder: disorder, SlowTopics: -1, RecordsPerPartition: int(max(size/(topics*partitions), 1)), AvroTwins: avro}
+		Disorder: disorder, SlowTopics: -1, RecordsPerPartition: int(max(size/(topics*partitions), 1)), AvroTwins: avro, BatchBytes: batch}
 }
 
 // The consumers, in the order of a round.
 const (
 	franz        = "franz-go"
-	sarama       = "sarama"
 	sbTimestamp  = "signalbox-timestamp"
 	sbField      = "signalbox-field"
 	vsTimestamp  = "vs-timestamp" // -vs: the second binary, time: timestamp
@@ -149,7 +178,7 @@ const (
 	profileLabel = "profile"
 )
 
-var consumers = []string{franz, sarama, sbTimestamp, vsTimestamp, sbField, vsField}
+var consumers = []string{franz, sbTimestamp, vsTimestamp, sbField, vsField}
 
 // The consumers of the schema'd round (-avro): the Avro twins with their own
 // ceiling, and each format into a JSONL file sink and into a Kafka sink.
@@ -176,7 +205,7 @@ func roundOf(c config) []string {
 
 // isRaw reports whether consumer is a raw consumer child, not signalbox.
 func isRaw(consumer string) bool {
-	return consumer == franz || consumer == sarama || consumer == franzAvro
+	return consumer == franz || consumer == franzAvro
 }
 
 // ceilingOf is the raw consumer a consumer's rate is compared with: the
@@ -229,9 +258,10 @@ type sample struct {
 
 func (s sample) perSecond() float64 { return float64(s.Records) / s.Seconds }
 
-// sizeRun is every sample at one history size.
+// sizeRun is every sample at one history size and shape.
 type sizeRun struct {
 	Size     int64         `json:"size"`
+	Shape    shape         `json:"shape"`
 	Records  int64         `json:"records"` // event + reference records in the history
 	Produced time.Duration `json:"produce_took"`
 	Samples  []sample      `json:"samples"`
@@ -251,6 +281,9 @@ func run(args []string, stdout io.Writer) error {
 	}
 	if c.child != "" {
 		return runChild(c, stdout)
+	}
+	if c.replot != "" {
+		return report.Replot(c.replot, chartOf)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -272,14 +305,22 @@ func run(args []string, stdout io.Writer) error {
 	c.loadStart = loadAvg()
 	var runs []sizeRun
 	for _, size := range c.sizes {
-		r, err := measureSize(ctx, c, size, tmp, log)
-		if err != nil {
-			return fmt.Errorf("size %d: %w", size, err)
+		for _, sh := range c.shapes {
+			r, err := measureSize(ctx, c, size, sh, tmp, log)
+			if err != nil {
+				return fmt.Errorf("size %d, shape %s: %w", size, sh, err)
+			}
+			runs = append(runs, r)
 		}
-		runs = append(runs, r)
 	}
-	sec := section(c, args, runs, started)
+	res := resultsOf(c, args, runs, started)
+	sec := section(c, res, runs)
 	fmt.Fprint(stdout, sec)
+	if c.jsonOut != "" {
+		if err := report.WriteResults(c.jsonOut, res, chartOf); err != nil {
+			return err
+		}
+	}
 	if c.out == "" {
 		return nil
 	}
@@ -308,22 +349,22 @@ func build(dir string) (string, error) {
 
 // measureSize starts a broker process, produces a history of size event
 // records into it, and runs every consumer rounds times, alternating.
-func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap.Logger) (sizeRun, error) {
-	w, err := workload.New(workloadOptions(size, c.avro))
+func measureSize(ctx context.Context, c config, size int64, sh shape, tmp string, log *zap.Logger) (sizeRun, error) {
+	w, err := workload.New(workloadOptions(size, c.avro, sh.Batch))
 	if err != nil {
 		return sizeRun{}, err
 	}
-	b, brokerPID, stopBroker, err := startBroker(c.bin, c.nbrokers, w, c.avro, filepath.Join(tmp, "broker.log"))
+	b, brokerPID, stopBroker, err := startBroker(sh, w, c.avro, filepath.Join(tmp, "broker.log"))
 	if err != nil {
 		return sizeRun{}, err
 	}
 	defer stopBroker()
-	addrs := []string(b.Remote)
+	addrs := b.addrs
 	h, err := w.ProduceHistory(ctx, b)
 	if err != nil {
 		return sizeRun{}, err
 	}
-	r := sizeRun{Size: size, Records: h.Records + h.Reference, Produced: h.Took}
+	r := sizeRun{Size: size, Shape: sh, Records: h.Records + h.Reference, Produced: h.Took}
 	log.Info("history produced", zap.Int64("records", r.Records), zap.Int64("avro_twins", h.Twins), zap.Duration("took", h.Took))
 	jobs := map[string]string{}
 	for _, mode := range roundOf(c) {
@@ -353,9 +394,9 @@ func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap
 			if consumer == franzAvro {
 				child, topics = franz, append(w.AvroTwinTopics(), workload.ReferenceTopic)
 			}
-			cmd = exec.CommandContext(ctx, exe, "-child", child, "-brokers", strings.Join(addrs, ","), "-topics", strings.Join(topics, ","))
+			cmd = exec.CommandContext(ctx, exe, "-child", child, "-shapes", sh.String(), "-brokers", strings.Join(addrs, ","), "-topics", strings.Join(topics, ","))
 		case writesKafka(consumer):
-			if err := createOutTopic(ctx, addrs); err != nil {
+			if err := createOutTopic(ctx, b); err != nil {
 				return sample{}, err
 			}
 			fallthrough
@@ -373,8 +414,9 @@ func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap
 				}
 			}
 			cmd = exec.CommandContext(ctx, bin, args...)
+			cmd.Env = append(os.Environ(), passwordEnv+"="+saslPassword)
 			if gogc != "" {
-				cmd.Env = append(os.Environ(), "GOGC="+gogc)
+				cmd.Env = append(cmd.Env, "GOGC="+gogc)
 			}
 		}
 		b0, _ := procCPU(brokerPID)
@@ -385,7 +427,7 @@ func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap
 		}
 		switch {
 		case err == nil && writesKafka(consumer):
-			s.Records, err = drainOutTopic(ctx, addrs)
+			s.Records, err = drainOutTopic(ctx, b)
 		case err == nil && !isRaw(consumer):
 			s.Records, err = countLines(sink)
 			os.Remove(sink)
@@ -401,7 +443,7 @@ func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap
 			if err != nil {
 				return r, err
 			}
-			log.Info("measured", zap.Int64("size", size), zap.Int("round", round), zap.String("consumer", consumer),
+			log.Info("measured", zap.Int64("size", size), zap.Stringer("shape", sh), zap.Int("round", round), zap.String("consumer", consumer),
 				zap.Float64("records_per_s", s.perSecond()), zap.Int64("max_rss_mib", s.MaxRSS>>20))
 			r.Samples = append(r.Samples, s)
 		}
@@ -415,7 +457,11 @@ func measureSize(ctx context.Context, c config, size int64, tmp string, log *zap
 					return r, err
 				}
 			}
-			path := filepath.Join(dir, mode+".pprof")
+			name := mode
+			if len(c.shapes) > 1 {
+				name += "-" + sh.String()
+			}
+			path := filepath.Join(dir, name+".pprof")
 			if _, err := one(mode, 0, path); err != nil {
 				return r, err
 			}
@@ -467,19 +513,25 @@ func procCPU(pid int) (time.Duration, error) {
 	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }
 
-// startBroker starts `signalbox broker` with n brokers and the workload's
-// topics and returns its addresses (with registry, the schema registry's
-// URL too), its process id and a function that stops it.
-func startBroker(bin string, n int, w *workload.Workload, registry bool, logPath string) (workload.RemoteWithRegistry, int, func(), error) {
-	var b workload.RemoteWithRegistry
-	args := []string{"broker", "--addr", "127.0.0.1:0", "--brokers", strconv.Itoa(n)}
-	if !registry {
-		args = append(args, "--registry-addr", "off")
+// startBroker starts the broker process of shape sh (this binary's
+// broker child) with the workload's topics, and returns where it listens
+// (with registry, the schema registry's URL too), its process id and a
+// function that stops it.
+func startBroker(sh shape, w *workload.Workload, registry bool, logPath string) (remote, int, func(), error) {
+	b := remote{shape: sh}
+	exe, err := os.Executable()
+	if err != nil {
+		return b, 0, nil, err
 	}
+	var ts []string
 	for _, t := range w.AllTopics() {
-		args = append(args, "--topic", fmt.Sprintf("%s:%d", t, partitions))
+		ts = append(ts, fmt.Sprintf("%s:%d", t, partitions))
 	}
-	cmd := exec.Command(bin, args...)
+	args := []string{"-child", brokerChild, "-shapes", sh.String(), "-topics", strings.Join(ts, ",")}
+	if registry {
+		args = append(args, "-avro")
+	}
+	cmd := exec.Command(exe, args...)
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return b, 0, nil, err
@@ -501,15 +553,15 @@ func startBroker(bin string, n int, w *workload.Workload, registry bool, logPath
 	line, err := lines.ReadString('\n')
 	if err != nil {
 		stop()
-		return b, 0, nil, fmt.Errorf("signalbox broker printed no address (see %s): %w", logPath, err)
+		return b, 0, nil, fmt.Errorf("the broker process printed no address (see %s): %w", logPath, err)
 	}
-	b.Remote = strings.Split(strings.TrimSpace(line), ",")
+	b.addrs = strings.Split(strings.TrimSpace(line), ",")
 	if registry {
 		if line, err = lines.ReadString('\n'); err != nil {
 			stop()
-			return b, 0, nil, fmt.Errorf("signalbox broker printed no schema registry URL (see %s): %w", logPath, err)
+			return b, 0, nil, fmt.Errorf("the broker process printed no schema registry URL (see %s): %w", logPath, err)
 		}
-		b.URL = strings.TrimSpace(line)
+		b.url = strings.TrimSpace(line)
 	}
 	return b, cmd.Process.Pid, stop, nil
 }
@@ -519,12 +571,15 @@ func startBroker(bin string, n int, w *workload.Workload, registry bool, logPath
 // schema registry, time from the timestamp-millis field), the reference
 // topic `time: none`, a JSONL file sink or the Kafka sink into outTopic,
 // until the end offsets.
-func writeJob(dir, mode string, br workload.RemoteWithRegistry, w *workload.Workload, c config) (string, error) {
+func writeJob(dir, mode string, br remote, w *workload.Workload, c config) (string, error) {
 	var b strings.Builder
-	q, _ := json.Marshal(br.Remote) // a YAML flow sequence
+	q, _ := json.Marshal(br.addrs) // a YAML flow sequence
 	fmt.Fprintf(&b, "brokers: %s\nstart: earliest\n", q)
+	if br.shape.SASL {
+		fmt.Fprintf(&b, "sasl:\n  mechanism: SCRAM-SHA-256\n  user: %s\n  password_env: %s\n", saslUser, passwordEnv)
+	}
 	if readsAvro(mode) {
-		fmt.Fprintf(&b, "schema_registry:\n  url: %s\ninputs:\n", br.URL)
+		fmt.Fprintf(&b, "schema_registry:\n  url: %s\ninputs:\n", br.url)
 		for _, t := range w.AvroTwinTopics() {
 			fmt.Fprintf(&b, "  - topic: %s\n    format: avro\n    time: field\n    time_field: %s\n", t, workload.TimeField)
 		}

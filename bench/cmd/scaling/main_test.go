@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/signalbox/signalbox/bench/report"
 	"github.com/signalbox/signalbox/internal/workload"
 )
 
@@ -65,7 +67,9 @@ func TestTinyRun(t *testing.T) {
 	bin := testBinary(t)
 	var out strings.Builder
 	profiles := t.TempDir()
-	if err := run([]string{"-sizes", "2400", "-rounds", "1", "-profile-size", "2400", "-profile-dir", profiles, "-out", md, "-signalbox", bin, "-vs-gogc", "100", "-broker-count", "2"}, &out); err != nil {
+	js := filepath.Join(t.TempDir(), "scaling.json")
+	if err := run([]string{"-sizes", "2400", "-rounds", "1", "-profile-size", "2400", "-profile-dir", profiles, "-out", md, "-signalbox", bin, "-vs-gogc", "100",
+		"-shapes", "16KiB+2brokers,1MiB+sasl", "-json", js}, &out); err != nil {
 		t.Fatal(err)
 	}
 	doc, err := os.ReadFile(md)
@@ -76,22 +80,36 @@ func TestTinyRun(t *testing.T) {
 	if !strings.HasPrefix(s, "# Benchmarks\n\nhand-written notes\n") || !strings.Contains(s, beginMark) || !strings.Contains(s, out.String()) {
 		t.Fatalf("bench.md not spliced:\n%s", s)
 	}
-	if !strings.Contains(out.String(), "One broker process of 2 brokers") {
-		t.Errorf("the data note does not say the run's 2 brokers:\n%s", out.String())
-	}
+
 	if !strings.Contains(out.String(), "run with GOGC=100") {
 		t.Errorf("the A/B note does not say the -vs runs' GOGC:\n%s", out.String())
 	}
 	for _, c := range consumers {
-		if !strings.Contains(out.String(), "| 3K | "+labels[c]+" |") {
-			t.Errorf("no row for %s (3400 records):\n%s", c, out.String())
+		for _, sh := range []string{"| 16KiB | none | 2 |", "| 1MiB | SCRAM-SHA-256 | 1 |"} {
+			if !strings.Contains(out.String(), "| 3K "+sh+" "+labels[c]+" |") {
+				t.Errorf("no row for %s in shape %s (3400 records):\n%s", c, sh, out.String())
+			}
 		}
 	}
-	if n := strings.Count(out.String(), "flat  flat%"); n != 2 {
-		t.Errorf("%d CPU profiles in the section, want 2:\n%s", n, out.String())
+	res, err := report.ReadResults[results](js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 2*len(consumers) || len(res.Runs) != 2 || !strings.Contains(res.Provenance.Command, "-shapes 16KiB+2brokers,1MiB+sasl") {
+		t.Errorf("results file: %d rows, %d runs, command %q; want %d rows of 2 shapes", len(res.Rows), len(res.Runs), res.Provenance.Command, 2*len(consumers))
+	}
+	svg, err := os.ReadFile(report.SVGPath(js))
+	if err != nil || !bytes.Equal(svg, chartOf(res)) {
+		t.Errorf("the chart beside the results is not drawn from them (%v)", err)
+	}
+	if !strings.Contains(out.String(), "![records/s and peak RSS against history size, per consumer and shape](scaling.svg)") {
+		t.Errorf("the section does not show the chart:\n%s", out.String())
+	}
+	if n := strings.Count(out.String(), "flat  flat%"); n != 4 {
+		t.Errorf("%d CPU profiles in the section, want one per mode and shape (4):\n%s", n, out.String())
 	}
 	for _, mode := range []string{sbTimestamp, sbField} {
-		for _, name := range []string{mode + ".pprof", mode + ".allocs.pprof"} {
+		for _, name := range []string{mode + "-16KiB+2brokers.pprof", mode + "-1MiB+sasl.allocs.pprof"} {
 			if st, err := os.Stat(filepath.Join(profiles, name)); err != nil || st.Size() == 0 {
 				t.Errorf("profile %s not kept in -profile-dir (%v)", name, err)
 			}
@@ -142,18 +160,18 @@ func TestAvroBroker(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	o := workloadOptions(240, true)
+	o := workloadOptions(240, true, 0)
 	w, err := workload.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _, stop, err := startBroker(testBinary(t), 1, w, true, filepath.Join(t.TempDir(), "broker.log"))
+	b, _, stop, err := startBroker(defaultShape, w, true, filepath.Join(t.TempDir(), "broker.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop()
-	if !strings.HasPrefix(b.URL, "http://") {
-		t.Fatalf("registry URL %q", b.URL)
+	if !strings.HasPrefix(b.url, "http://") {
+		t.Fatalf("registry URL %q", b.url)
 	}
 	h, err := w.ProduceHistory(ctx, b)
 	if err != nil {
@@ -162,15 +180,15 @@ func TestAvroBroker(t *testing.T) {
 	if h.Twins != h.Records || h.Records != 240 {
 		t.Fatalf("history %+v: want 240 records and as many twins", h)
 	}
-	n, err := franzConsume(ctx, b.Remote, append(w.AvroTwinTopics(), workload.ReferenceTopic))
+	n, err := franzConsume(ctx, b, append(w.AvroTwinTopics(), workload.ReferenceTopic))
 	if err != nil || n != h.Twins+h.Reference {
 		t.Fatalf("franz-go read %d records of the twins and the reference topic (%v), want %d", n, err, h.Twins+h.Reference)
 	}
 	for range 2 { // a second run finds the topic gone and creates it afresh
-		if err := createOutTopic(ctx, b.Remote); err != nil {
+		if err := createOutTopic(ctx, b); err != nil {
 			t.Fatal(err)
 		}
-		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Remote...), kgo.DefaultProduceTopic(outTopic))
+		cl, err := kgo.NewClient(append(b.ClientOptions(), kgo.DefaultProduceTopic(outTopic))...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +196,7 @@ func TestAvroBroker(t *testing.T) {
 			t.Fatal(err)
 		}
 		cl.Close()
-		if n, err := drainOutTopic(ctx, b.Remote); err != nil || n != 3 {
+		if n, err := drainOutTopic(ctx, b); err != nil || n != 3 {
 			t.Fatalf("the output topic holds %d records (%v), want 3", n, err)
 		}
 	}
@@ -187,11 +205,11 @@ func TestAvroBroker(t *testing.T) {
 // TestWriteJobAvro: the Avro jobs read every twin with format avro and the
 // registry, the reference topic with time none, into the sink of their mode.
 func TestWriteJobAvro(t *testing.T) {
-	w, err := workload.New(workloadOptions(240, true))
+	w, err := workload.New(workloadOptions(240, true, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := workload.RemoteWithRegistry{Remote: workload.Remote{"127.0.0.1:9"}, URL: "http://127.0.0.1:8"}
+	b := remote{addrs: []string{"127.0.0.1:9"}, url: "http://127.0.0.1:8", shape: defaultShape}
 	dir := t.TempDir()
 	for mode, want := range map[string][]string{
 		sbAvroJSONL: {"url: http://127.0.0.1:8", "topic: avro-events-07\n    format: avro\n    time: field\n    time_field: ts\n", "type: jsonl"},
@@ -242,7 +260,7 @@ func TestTinyAvroRun(t *testing.T) {
 		t.Fatalf("bench.md not spliced between the Avro markers:\n%s", s)
 	}
 	for _, c := range avroConsumers {
-		if !strings.Contains(out.String(), "| 3K | "+label(config{avro: true}, c)+" |") {
+		if !strings.Contains(out.String(), "| 3K | 16KiB | none | 1 | "+label(config{avro: true}, c)+" |") {
 			t.Errorf("no row for %s (3400 records):\n%s", c, out.String())
 		}
 	}

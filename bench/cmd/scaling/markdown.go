@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"runtime"
-	"slices"
-	"strconv"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -38,44 +36,44 @@ func marks(c config) (string, string) {
 }
 
 var labels = map[string]string{
-	franz:       "franz-go `PollFetches` to the end offsets, no decoding, its defaults (ceiling)",
-	sarama:      "sarama `ConsumePartition` per partition, 1 MiB fetches, no decoding",
+	franz:       "franz-go `PollFetches` to the end offsets, no decoding, its defaults, same auth and brokers",
 	sbTimestamp: "`signalbox run`, `time: timestamp`, JSONL file sink, `until: end-offsets`",
 	sbField:     "`signalbox run`, `time: field` (`ts`), same",
 	vsTimestamp: "the `-vs` binary, `time: timestamp`, same",
 	vsField:     "the `-vs` binary, `time: field` (`ts`), same",
-	franzAvro:   "franz-go `PollFetches`, the Avro twins, no decoding (their ceiling)",
+	franzAvro:   "franz-go `PollFetches`, the Avro twins, no decoding, its defaults",
 	sbAvroJSONL: "`signalbox run`, Avro twins, `format: avro`, `time: field` (`ts`), JSONL file sink",
 	sbJSONKafka: "`signalbox run`, JSON, `time: field` (`ts`), Kafka sink",
 	sbAvroKafka: "`signalbox run`, Avro twins, `format: avro`, `time: field` (`ts`), Kafka sink (bytes passed through)",
 }
 
-// section renders the runs as Markdown.
-func section(c config, args []string, runs []sizeRun, started time.Time) string {
+// section renders the results as Markdown, one row per history size,
+// shape and consumer; runs holds the profiles and, with -avro, the samples
+// of the Avro-against-JSON table.
+func section(c config, res results, runs []sizeRun) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	pv := res.Provenance
 	if c.avro {
 		p("## Schema'd values: Avro replay against JSON and plain consumers (issue 23)\n\n")
 	} else {
-		p("## Scaling: ordered replay against plain consumers (issue 9)\n\n")
+		p("## Scaling: ordered replay against plain consumers, by data shape (issues 9, 24)\n\n")
 	}
-	cmd := "go run ./bench/cmd/scaling"
-	for _, a := range args {
-		if a == "" || strings.ContainsAny(a, " \"'") {
-			a = strconv.Quote(a)
-		}
-		cmd += " " + a
-	}
-	p("Reproduce with:\n\n```\n%s\n```\n\n", cmd)
-	p("%d cores · %s · run of %s, %s · rounds per size: %d.\n\n", runtime.NumCPU(), runtime.Version(),
-		started.UTC().Format("2006-01-02 15:04 MST"), time.Since(started).Round(time.Second), c.rounds)
+	p("Reproduce with:\n\n```\n%s\n```\n\n", pv.Command)
+	p("%d cores (%s) · %s · commit %s · run of %s, %s · rounds per size and shape: %d.\n\n", pv.Cores, pv.CPU, pv.Go, pv.Commit,
+		pv.Date, res.Took.Round(time.Second), res.Rounds)
 	p("Load average (1, 5, 15 min) of the shared machine at the start: %s; at the end: %s.\n\n", c.loadStart, loadAvg())
-	p("**Data.** %s; %d topics × %d partitions of ~%d-byte JSON values, event time in field `ts` and as the Kafka timestamp, a week of event time, ≤ %v disorder inside a partition, %d keys, 16 KiB producer batches; plus the reference topic `items` (%d records, `time: none` for signalbox). signalbox's delay bound: %v; checkpoint interval: %s; GOGC: %s.\n\n",
-		brokerLabel(c.nbrokers), topics, partitions, valueBytes, disorder, items, items, c.delay, checkpointLabel(c.checkpoint), gogcLabel(c.gogc))
-	if c.avro {
-		p("**Avro twins.** The same history, record by record (key, partition, Kafka timestamp, item, event time, kind, padding), Avro-encoded in the Confluent wire format into a twin topic per event topic (`avro-events-NN`): schema v1 (`item`, `ts` as `timestamp-millis`, `kind`, `pad`) for the first half of each partition and v2 (plus a nullable `site`) after, both registered in the broker process's schema registry (`signalbox broker`'s srfake). An Avro value is about 40 bytes smaller than its JSON twin (no field names). signalbox reads them with `format: avro` and the job's `schema_registry`, event time from `ts` with no time format. The Kafka-sink jobs write into a topic of the same broker process, created before and deleted after each run; their record count is the sum of its end offsets.\n\n")
+	if c.jsonOut != "" {
+		p("![records/s and peak RSS against history size, per consumer and shape](%s)\n\n", filepath.Base(report.SVGPath(c.jsonOut)))
+		p("Machine-readable: [`%s`](%s).\n\n", filepath.Base(c.jsonOut), filepath.Base(c.jsonOut))
 	}
-	p("**How it is measured.** Each consumer is its own process, started after the history is produced, and reads everything up to the end offsets; within a round the consumers run one after the other, in the order of the table, and the rounds repeat that order, so a noisy stretch of the machine hits them alike. records/s = records read (signalbox: lines in its JSONL output, or records in its Kafka sink's topic) ÷ the process's wall time, start-up and connection included; the median over the rounds, with the range. The ratio is to franz-go reading the same topics in the same round (median of the rounds' ratios). Peak RSS is the child's `ru_maxrss` (`os.ProcessState.SysUsage`), the largest over the rounds. CPU is the child's user + system time (the same rusage) per million records, the median over the rounds: on a shared machine it moves less than wall time does, and on 2 cores a consumer cannot run faster than 2 ÷ its CPU per record. Broker CPU is the broker process's user + system time while that consumer ran (from /proc), per million records: the part of the same 2 cores that serving the consumer took.\n\n")
+	p("**Data.** %d topics × %d partitions of ~%d-byte JSON values, event time in field `ts` and as the Kafka timestamp, a week of event time, ≤ %v disorder inside a partition, %d keys; plus the reference topic `items` (%d records, `time: none` for signalbox). signalbox's delay bound: %v; checkpoint interval: %s; GOGC: %s.\n\n",
+		topics, partitions, valueBytes, disorder, items, items, c.delay, checkpointLabel(c.checkpoint), gogcLabel(c.gogc))
+	p("**Shapes** (the table's batch, auth and brokers columns). *batch*: the producer's batch bytes when the history was written (`ProducerBatchMaxBytes`; 16 KiB is Kafka's default `batch.size`, 1 MiB about franz-go's default), the unit a broker answers a fetch in. *auth*: `SCRAM-SHA-256` when the broker requires SASL; then the producer, franz-go (`kgo.SASL(scram.Auth{…}.AsSha256Mechanism())`) and signalbox (the job file's `sasl:`, password from the environment) all authenticate as the same user. *brokers*: brokers in the broker process, the partitions' leaders spread over them; every consumer is given all their addresses. The broker process is this command's own (`-child broker`: the embedded kfake cluster, as `signalbox broker` runs it), one per size and shape.\n\n")
+	if c.avro {
+		p("**Avro twins.** The same history, record by record (key, partition, Kafka timestamp, item, event time, kind, padding), Avro-encoded in the Confluent wire format into a twin topic per event topic (`avro-events-NN`): schema v1 (`item`, `ts` as `timestamp-millis`, `kind`, `pad`) for the first half of each partition and v2 (plus a nullable `site`) after, both registered in the broker process's schema registry (srfake). An Avro value is about 40 bytes smaller than its JSON twin (no field names). signalbox reads them with `format: avro` and the job's `schema_registry`, event time from `ts` with no time format. The Kafka-sink jobs write into a topic of the same broker process, created before and deleted after each run; their record count is the sum of its end offsets.\n\n")
+	}
+	p("**How it is measured.** Each consumer is its own process, started after the history is produced, and reads everything up to the end offsets; within a round the consumers run one after the other, in the order of the table, and the rounds repeat that order, so a noisy stretch of the machine hits them alike. records/s = records read (signalbox: lines in its JSONL output, or records in its Kafka sink's topic) ÷ the process's wall time, start-up and connection included; the median over the rounds, with the range. The ratio is to franz-go reading the same topics of the same shape in the same round (median of the rounds' ratios). Peak RSS is the child's `ru_maxrss` (`os.ProcessState.SysUsage`), the largest over the rounds. CPU is the child's user + system time (the same rusage) per million records, the median over the rounds: on a shared machine it moves less than wall time does, and on 2 cores a consumer cannot run faster than 2 ÷ its CPU per record. Broker CPU is the broker process's user + system time while that consumer ran (from /proc), per million records: the part of the same 2 cores that serving the consumer took.\n\n")
 	if c.vs != "" {
 		p("**A/B.** `-vs %s`: in every round, each signalbox job is run again right after, by that binary, on the same data; its rows are marked \"the `-vs` binary\"", c.vs)
 		if c.vsGogc != "" {
@@ -83,35 +81,9 @@ func section(c config, args []string, runs []sizeRun, started time.Time) string 
 		}
 		p(".\n\n")
 	}
-	p("| history | consumer | records/s (median; range) | × franz-go | CPU s per 1M records | broker CPU s per 1M | peak RSS |\n|---:|---|---:|---:|---:|---:|---:|\n")
-	for _, r := range runs {
-		byConsumer := map[string][]sample{}
-		ceilingRate := map[string]map[int]float64{}
-		for _, s := range r.Samples {
-			byConsumer[s.Consumer] = append(byConsumer[s.Consumer], s)
-			if s.Consumer == franz || s.Consumer == franzAvro {
-				if ceilingRate[s.Consumer] == nil {
-					ceilingRate[s.Consumer] = map[int]float64{}
-				}
-				ceilingRate[s.Consumer][s.Round] = s.perSecond()
-			}
-		}
-		for _, name := range roundOf(c) {
-			var rates, ratios, cpu, bcpu []float64
-			var rss int64
-			for _, s := range byConsumer[name] {
-				rates = append(rates, s.perSecond())
-				cpu = append(cpu, s.CPU/float64(s.Records)*1e6)
-				bcpu = append(bcpu, s.BrokerCPU/float64(s.Records)*1e6)
-				ratios = append(ratios, s.perSecond()/ceilingRate[ceilingOf(name)][s.Round])
-				rss = max(rss, s.MaxRSS)
-			}
-			if len(rates) == 0 {
-				continue
-			}
-			p("| %s | %s | %.2fM (%.2f–%.2f) | %.2f | %.2f | %.2f | %s |\n", count(r.Records), label(c, name),
-				median(rates)/1e6, slices.Min(rates)/1e6, slices.Max(rates)/1e6, median(ratios), median(cpu), median(bcpu), report.MiB(rss))
-		}
+	p("| history | batch | auth | brokers | consumer | records/s (median; range) | × franz-go | CPU s per 1M records | broker CPU s per 1M | peak RSS |\n|---:|---:|---|---:|---|---:|---:|---:|---:|---:|\n")
+	for _, r := range res.Rows {
+		p("%s\n", rowLine(c, r))
 	}
 	p("\n")
 	if c.avro {
@@ -119,11 +91,17 @@ func section(c config, args []string, runs []sizeRun, started time.Time) string 
 	}
 	for _, r := range runs {
 		for _, pr := range r.Profiles {
-			p("**CPU profile, %s, %s records** (one extra run with `signalbox run --cpuprofile`; `go tool pprof -top`):\n\n```\n%s```\n\n",
-				label(c, pr.Consumer), count(r.Records), trimProfile(pr.Top))
+			p("**CPU profile, %s, %s records, shape %s** (one extra run with `signalbox run --cpuprofile`; `go tool pprof -top`):\n\n```\n%s```\n\n",
+				label(c, pr.Consumer), count(r.Records), r.Shape, trimProfile(pr.Top))
 		}
 	}
 	return b.String()
+}
+
+// rowLine is one row of the table.
+func rowLine(c config, r row) string {
+	return fmt.Sprintf("| %s | %s | %s | %d | %s | %.2fM (%.2f–%.2f) | %.2f | %.2f | %.2f | %s |", count(r.Records), bytesLabel(r.Shape.Batch), r.Shape.authLabel(), r.Shape.Brokers,
+		label(c, r.Consumer), r.Rate/1e6, r.RateMin/1e6, r.RateMax/1e6, r.Ratio, r.CPU, r.BrokerCP, report.MiB(r.PeakRSS))
 }
 
 // trimProfile drops pprof's header lines before the totals.
@@ -153,14 +131,6 @@ func checkpointLabel(d time.Duration) string {
 		return "the default (1s)"
 	}
 	return d.String()
-}
-
-// brokerLabel describes the broker process of a run with n brokers.
-func brokerLabel(n int) string {
-	if n == 1 {
-		return "One broker process (`signalbox broker`)"
-	}
-	return fmt.Sprintf("One broker process of %d brokers (`signalbox broker --brokers %d`), the partitions' leaders spread over them", n, n)
 }
 
 // avroSummary compares each Avro job with the JSON job of the same sink,

@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/signalbox/signalbox/bench/report"
 	"github.com/signalbox/signalbox/embedded"
 	"github.com/signalbox/signalbox/internal/crashtest"
 	"github.com/signalbox/signalbox/internal/workload"
@@ -176,6 +177,9 @@ type results struct {
 	Command         string        `json:"command"`
 	Started         time.Time     `json:"started"`
 	Cores           int           `json:"cores"`
+	GoVersion       string        `json:"go_version,omitempty"`
+	CPU             string        `json:"cpu,omitempty"`    // CPU model (report.Provenance)
+	Commit          string        `json:"commit,omitempty"` // git commit of the source
 	Config          config        `json:"config"`
 	Table           string        `json:"table"`
 	Produced        int64         `json:"produced"` // event records in Kafka at the end
@@ -211,7 +215,8 @@ func run(args []string, stdout io.Writer) (int, error) {
 	}
 	start := time.Now()
 	ev := &eventLog{start: start, w: stdout}
-	res := results{Command: "go run ./bench/cmd/soak " + strings.Join(args, " "), Started: start.UTC(), Cores: runtime.NumCPU(), Config: c,
+	here := report.Here("go run ./bench/cmd/soak "+strings.Join(args, " "), start)
+	res := results{Command: here.Command, Started: start.UTC(), Cores: runtime.NumCPU(), GoVersion: here.Go, CPU: here.CPU, Commit: here.Commit, Config: c,
 		Table: fmt.Sprintf("soak_%d", start.Unix())}
 
 	// The broker, behind the connection cutter.

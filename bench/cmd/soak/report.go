@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/signalbox/signalbox/bench/chart"
+	"github.com/signalbox/signalbox/bench/report"
 )
 
 // drain waits until PostgreSQL and the bulk server hold want distinct
@@ -192,8 +193,10 @@ func chartOf(r results) []byte {
 		}
 		return p
 	}
-	title := fmt.Sprintf("signalbox soak: %v at %d records/s, %d cores\n"+
-		"dashed: purple broker connections cut, blue PostgreSQL table locked, orange _bulk outage, grey signal to a member, red stall or exit", r.Config.Duration, r.Config.Rate, r.Cores)
+	pv := report.Provenance{Command: r.Command, Cores: r.Cores, CPU: r.CPU, Go: r.GoVersion, Date: r.Started.UTC().Format("2006-01-02 15:04 MST"), Commit: r.Commit}
+	title := fmt.Sprintf("signalbox soak: %v at %d records/s\n"+
+		"dashed: purple broker connections cut, blue PostgreSQL table locked, orange _bulk outage, grey signal to a member, red stall or exit\n", r.Config.Duration, r.Config.Rate) +
+		strings.Join(pv.Caption(), "\n")
 	return chart.TimeSeries(title, xMax, marks,
 		panel("RSS", "%.0f MiB", 1<<20, func(s sample) float64 { return float64(s.RSS) }),
 		panel("Go heap in use", "%.0f MiB", 1<<20, func(s sample) float64 { return s.HeapInuse }),

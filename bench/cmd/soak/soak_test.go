@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/signalbox/signalbox/bench/report"
 	"github.com/signalbox/signalbox/internal/pgtest"
 )
 
@@ -67,5 +68,14 @@ func TestShortSoak(t *testing.T) {
 	// of a run of 20 s or more, and one when it stopped.
 	if heaps, _ := filepath.Glob(filepath.Join(out, "heap-a-00-*.pb.gz")); len(heaps) < 4 {
 		t.Errorf("member a's heap profiles: %q, want 4 or more", heaps)
+	}
+}
+
+// TestDocsChartIsDrawnFromItsResults: docs/soak.svg is exactly the chart
+// of docs/soak.json, so it can neither drift from its data nor be edited by
+// hand. Redraw it with go run ./bench/cmd/soak -replot docs/soak.json -doc docs/bench.md
+func TestDocsChartIsDrawnFromItsResults(t *testing.T) {
+	if err := report.CheckChart("../../../docs/soak.json", chartOf); err != nil {
+		t.Fatal(err)
 	}
 }
