@@ -134,10 +134,15 @@ func TestGroupCrashedMemberTakenOver(t *testing.T) {
 			if err := a.Commit(bg, commits); err != nil {
 				t.Fatal(err)
 			}
-			_ = a.client.Close() // the crash: connections drop, no LeaveGroup
-			crashed := time.Now()
+			// The crash: A stops, and no LeaveGroup reaches the group.
+			c.Kfake().ControlKey(int16(kmsg.LeaveGroup), func(req kmsg.Request) (kmsg.Response, error, bool) {
+				c.Kfake().KeepControl()
+				return req.ResponseKind(), nil, true
+			})
 			stopA.Store(true)
-			defer waitA()
+			_ = a.Close()
+			crashed := time.Now()
+			waitA()
 			colB.until("B takes A's partitions over", func() bool {
 				return len(colB.assigned) == 4 && colB.caughtUp()
 			})
@@ -283,24 +288,6 @@ func committedOffsets(t *testing.T, c *embedded.Cluster, group string) map[recor
 		}
 	})
 	return out
-}
-
-// TestJoinGroupOutwaitsRebalance: sarama reads a JoinGroup answer under
-// Net.ReadTimeout, and the coordinator may hold it for the whole rebalance
-// timeout (waiting for a member that died); a deadline shorter than that
-// abandons every join and the member never gets partitions again.
-func TestJoinGroupOutwaitsRebalance(t *testing.T) {
-	for _, rt := range []time.Duration{0, 2 * time.Minute} {
-		c := Config{Brokers: []string{"127.0.0.1:9092"}, Group: "g", RebalanceTimeout: rt}
-		c.EnsureDefaults()
-		sc, err := c.sarama()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sc.Net.ReadTimeout <= sc.Consumer.Group.Rebalance.Timeout {
-			t.Errorf("rebalance timeout %v: read timeout %v does not exceed it", sc.Consumer.Group.Rebalance.Timeout, sc.Net.ReadTimeout)
-		}
-	}
 }
 
 // TestCloseReleasesACommitWaitingForASession: a commit made while no
