@@ -11,10 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/signalbox/signalbox/record"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/signalbox/signalbox/record"
 	"go.uber.org/zap"
 )
 

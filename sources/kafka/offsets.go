@@ -6,11 +6,11 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/sources"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/sources"
 )
 
 // Timestamps understood by ListOffsets.

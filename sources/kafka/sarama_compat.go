@@ -78,8 +78,6 @@ func (c *Config) sarama() (*sarama.Config, error) {
 	return sc, nil
 }
 
-
-
 // scramClient adapts an xdg-go/scram conversation (RFC 5802 and 7677, with
 // SASLprep of user name and password) to sarama's SCRAMClient interface;
 // sarama ships no SCRAM client of its own.

@@ -10,10 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/signalbox/signalbox/internal/startup"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sources"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
