@@ -386,3 +386,56 @@ func TestStartAtAppliesToTheFirstAssignmentOnly(t *testing.T) {
 	}
 	t.Logf("assignments of A: %+v", colA.assigns)
 }
+
+// The group client fetches nothing: every Fetch the cluster receives is
+// one of the source's fetchers' (sessionless, SessionEpoch -1; franz-go's
+// own consumer opens fetch sessions), through a rebalance, a topic a
+// pattern finds while the source runs, and a partition added later.
+func TestGroupClientNeverFetches(t *testing.T) {
+	c := startCluster(t, embedded.WithTopic("ev-a", 2))
+	var ours, theirs atomic.Int64
+	kf := c.Kfake()
+	kf.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		if req.(*kmsg.FetchRequest).SessionEpoch == -1 {
+			ours.Add(1)
+		} else {
+			theirs.Add(1)
+		}
+		return nil, nil, false // the cluster answers as usual
+	})
+	for p := range int32(2) {
+		mustProduce(t, c, recs("ev-a", p, 5, "a")...)
+	}
+	cfg := func(id string) Config {
+		return Config{Brokers: c.Addrs(), TopicPatterns: []string{"ev-.*"}, Group: "nofetch", ClientID: id,
+			DiscoveryInterval: testInterval, HeartbeatInterval: 100 * time.Millisecond}
+	}
+	colA := newCollector(t, openSource(t, cfg("a")))
+	colA.until("A read ev-a", func() bool { return len(colA.assigned) == 2 && colA.caughtUp() && len(colA.values) == 2 })
+	if err := c.CreateTopic(bg, "ev-b", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CreatePartitions(bg, "ev-a", 3); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(2) {
+		mustProduce(t, c, recs("ev-b", p, 5, "b")...)
+	}
+	mustProduce(t, c, recs("ev-a", 2, 5, "a2")...)
+	colA.until("A read ev-b and ev-a/2", func() bool { return len(colA.assigned) == 5 && colA.caughtUp() && len(colA.values) == 5 })
+	var stopA atomic.Bool
+	waitA := background(colA, stopA.Load) // as A's engine would, so the rebalance proceeds
+	colB := newCollector(t, openSource(t, cfg("b")))
+	colB.until("B assigned its share and read it", func() bool { return len(colB.assigned) > 0 && colB.caughtUp() })
+	colB.pollFor(time.Second) // time for a fetch of the group clients' to show
+	stopA.Store(true)
+	waitA()
+	if ours.Load() == 0 {
+		t.Fatal("no fetch counted: the count shows nothing")
+	}
+	if n := theirs.Load(); n > 0 {
+		t.Fatalf("%d fetches came from a group client (the source's own: %d)", n, ours.Load())
+	}
+	t.Logf("%d fetches, all the source's", ours.Load())
+}
