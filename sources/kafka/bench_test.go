@@ -71,43 +71,56 @@ func benchData(b *testing.B, auth string) *embedded.Cluster {
 //
 //	go test -run '^$' -bench 'SourcePoll|RawFranzGo' -benchmem ./sources/kafka/
 func BenchmarkSourcePoll(b *testing.B) {
-	for _, auth := range benchAuths {
-		b.Run(auth, func(b *testing.B) {
-			c := benchData(b, auth)
-			b.ReportAllocs()
-			b.ResetTimer()
-			start := time.Now()
-			total := 0
-			for range b.N {
-				s, err := New(Config{Brokers: c.Addrs(), Topics: []string{benchTopic}, SASL: benchSASL(auth)})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := s.Open(context.Background()); err != nil {
-					b.Fatal(err)
-				}
-				n := 0
-				for n < benchRecords {
-					f, err := s.Poll(context.Background())
-					if err != nil {
-						b.Fatal(err)
-					}
-					for i := range f.Partitions {
-						n += len(f.Partitions[i].Records)
-					}
-				}
-				total += n
-				_ = s.Close()
+	benchRead(b, func(b *testing.B, c *embedded.Cluster, auth string) int {
+		s, err := New(Config{Brokers: c.Addrs(), Topics: []string{benchTopic}, SASL: benchSASL(auth)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		if err := s.Open(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for n < benchRecords {
+			f, err := s.Poll(context.Background())
+			if err != nil {
+				b.Fatal(err)
 			}
-			b.ReportMetric(float64(total)/time.Since(start).Seconds(), "records/s")
-		})
-	}
+			for i := range f.Partitions {
+				n += len(f.Partitions[i].Records)
+			}
+		}
+		return n
+	})
 }
 
 // BenchmarkRawFranzGo reads the same topic with franz-go's own consumer
 // (read_committed, authenticated the same way), for the ratio against
 // BenchmarkSourcePoll.
 func BenchmarkRawFranzGo(b *testing.B) {
+	benchRead(b, func(b *testing.B, c *embedded.Cluster, auth string) int {
+		cl, err := kgo.NewClient(append(c.ClientOptions(), kgo.ConsumeTopics(benchTopic),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cl.Close()
+		n := 0
+		for n < benchRecords {
+			fs := cl.PollFetches(context.Background())
+			if err := fs.Err0(); err != nil {
+				b.Fatal(err)
+			}
+			n += fs.NumRecords()
+		}
+		return n
+	})
+}
+
+// benchRead runs read, which reads the whole topic once and returns how
+// many records it read, b.N times per authentication, and reports
+// records/s and allocations.
+func benchRead(b *testing.B, read func(b *testing.B, c *embedded.Cluster, auth string) int) {
 	for _, auth := range benchAuths {
 		b.Run(auth, func(b *testing.B) {
 			c := benchData(b, auth)
@@ -116,21 +129,7 @@ func BenchmarkRawFranzGo(b *testing.B) {
 			start := time.Now()
 			total := 0
 			for range b.N {
-				cl, err := kgo.NewClient(append(c.ClientOptions(), kgo.ConsumeTopics(benchTopic),
-					kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
-				if err != nil {
-					b.Fatal(err)
-				}
-				n := 0
-				for n < benchRecords {
-					fs := cl.PollFetches(context.Background())
-					if err := fs.Err0(); err != nil {
-						b.Fatal(err)
-					}
-					n += fs.NumRecords()
-				}
-				total += n
-				cl.Close()
+				total += read(b, c, auth)
 			}
 			b.ReportMetric(float64(total)/time.Since(start).Seconds(), "records/s")
 		})

@@ -212,3 +212,16 @@ func (l kgoLogger) Log(_ kgo.LogLevel, msg string, keyvals ...any) {
 	}
 	l.log.Debug("franz-go: "+msg, fields...)
 }
+
+// topicSlot returns the index of topic in *topics, a request's topic list,
+// appending an entry made by newTopic when it is not there yet; at maps
+// the names seen to their indexes.
+func topicSlot[T any](topics *[]T, at map[string]int, topic string, newTopic func(string) T) int {
+	i, ok := at[topic]
+	if !ok {
+		i = len(*topics)
+		at[topic] = i
+		*topics = append(*topics, newTopic(topic))
+	}
+	return i
+}

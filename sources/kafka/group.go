@@ -196,6 +196,7 @@ func (g *groupState) assigned(_ context.Context, cl *kgo.Client, assigned map[st
 	sess := &session{memberID: memberID, generation: gen}
 	g.s.log.Info("partitions assigned", zap.Int("count", len(tps)), zap.Int32("generation", gen))
 	g.mu.Lock()
+	g.cl = cl // commits made as soon as Poll returns the Assigned use it
 	if g.counts == nil {
 		if c, err := g.s.topicCounts(); err == nil {
 			g.counts = c
@@ -327,6 +328,9 @@ func (g *groupState) session(ctx context.Context) (*session, []record.TopicParti
 // 6). Then it counts the topics' partitions the next join goes with.
 func (g *groupState) revoked(context.Context, *kgo.Client, map[string][]int32) {
 	g.cleanup()
+	if g.s.ctx.Err() != nil {
+		return // closing: there is no next join
+	}
 	counts, err := g.s.topicCounts()
 	if err != nil {
 		g.s.log.Warn("listing topics before rejoining failed", zap.Error(err))
@@ -416,14 +420,11 @@ func (g *groupState) commitOwned(ctx context.Context, sess *session, owned []rec
 		if _, found := slices.BinarySearchFunc(owned, tp, compareTP); !found {
 			continue
 		}
-		i, ok := topicAt[tp.Topic]
-		if !ok {
-			i = len(req.Topics)
-			topicAt[tp.Topic] = i
+		i := topicSlot(&req.Topics, topicAt, tp.Topic, func(name string) kmsg.OffsetCommitRequestTopic {
 			t := kmsg.NewOffsetCommitRequestTopic()
-			t.Topic = tp.Topic
-			req.Topics = append(req.Topics, t)
-		}
+			t.Topic = name
+			return t
+		})
 		p := kmsg.NewOffsetCommitRequestTopicPartition()
 		p.Partition, p.Offset, p.LeaderEpoch = tp.Partition, offsets[tp], -1
 		if m, ok := meta[tp]; ok {

@@ -46,14 +46,11 @@ func (s *Source) listOffsets(tps []record.TopicPartition, ts int64) (map[record.
 		}
 		topicAt := make(map[string]int, 1)
 		for _, tp := range group {
-			i, ok := topicAt[tp.Topic]
-			if !ok {
-				i = len(req.Topics)
-				topicAt[tp.Topic] = i
+			i := topicSlot(&req.Topics, topicAt, tp.Topic, func(name string) kmsg.ListOffsetsRequestTopic {
 				t := kmsg.NewListOffsetsRequestTopic()
-				t.Topic = tp.Topic
-				req.Topics = append(req.Topics, t)
-			}
+				t.Topic = name
+				return t
+			})
 			p := kmsg.NewListOffsetsRequestTopicPartition()
 			p.Partition, p.Timestamp, p.CurrentLeaderEpoch = tp.Partition, ts, -1
 			req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)

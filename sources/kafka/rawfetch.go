@@ -73,14 +73,11 @@ func (f *fetcher) request(group []*partState) *kmsg.FetchRequest {
 	rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	topicAt := make(map[string]int, 1)
 	for _, p := range order {
-		i, ok := topicAt[p.tp.Topic]
-		if !ok {
-			i = len(req.Topics)
-			topicAt[p.tp.Topic] = i
+		i := topicSlot(&req.Topics, topicAt, p.tp.Topic, func(name string) kmsg.FetchRequestTopic {
 			t := kmsg.NewFetchRequestTopic()
-			t.Topic = p.tp.Topic
-			req.Topics = append(req.Topics, t)
-		}
+			t.Topic = name
+			return t
+		})
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = p.tp.Partition
 		rp.FetchOffset = p.pos
