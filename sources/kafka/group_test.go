@@ -135,14 +135,14 @@ func TestGroupCrashedMemberTakenOver(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The crash: A stops, and no LeaveGroup reaches the group.
+			stopA.Store(true)
+			waitA()
 			c.Kfake().ControlKey(int16(kmsg.LeaveGroup), func(req kmsg.Request) (kmsg.Response, error, bool) {
 				c.Kfake().KeepControl()
 				return req.ResponseKind(), nil, true
 			})
-			stopA.Store(true)
 			_ = a.Close()
 			crashed := time.Now()
-			waitA()
 			colB.until("B takes A's partitions over", func() bool {
 				return len(colB.assigned) == 4 && colB.caughtUp()
 			})
