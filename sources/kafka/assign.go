@@ -4,41 +4,87 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TaskBalanceStrategyName is the group protocol name of the task strategy.
-const TaskBalanceStrategyName = "signalbox-task"
+// TaskBalancerName is the group protocol name of the task balancer.
+const TaskBalancerName = "signalbox-task"
 
-// taskStrategy assigns co-partitioned tasks, not partitions: partition p of
+// taskBalancer assigns co-partitioned tasks, not partitions: partition p of
 // every topic goes to the member that owns task p. Tasks are divided among
 // the members sorted by id in contiguous ranges, with the same arithmetic
-// as sarama's range strategy (the first members get one more), so with equal partition counts both give the
-// same plan. With unequal counts (a topic that grew) range splits a task
-// across members; this strategy keeps it whole, and a task beyond a topic's
-// count simply lacks that topic. A member that does not subscribe to a
-// topic gets none of it: that partition goes to the first subscriber.
-type taskStrategy struct{}
+// as the range balancer (the first members get one more), so with equal
+// partition counts both give the same plan. With unequal counts (a topic
+// that grew) range splits a task across members; this balancer keeps it
+// whole, and a task beyond a topic's count simply lacks that topic. A
+// member that does not subscribe to a topic gets none of it: that
+// partition goes to the first subscriber. It is eager: every rebalance
+// revokes everything first.
+type taskBalancer struct{}
 
-// NewTaskBalanceStrategy returns the strategy group mode prefers (range is
-// the fallback, so members of older versions can still join).
-func NewTaskBalanceStrategy() sarama.BalanceStrategy { return taskStrategy{} }
+// NewTaskBalancer returns the balancer group mode prefers (range is the
+// fallback, so members of older versions can still join).
+func NewTaskBalancer() kgo.GroupBalancer { return taskBalancer{} }
 
-func (taskStrategy) Name() string { return TaskBalanceStrategyName }
+func (taskBalancer) ProtocolName() string { return TaskBalancerName }
 
-func (taskStrategy) Plan(members map[string]sarama.ConsumerGroupMemberMetadata, topics map[string][]int32) (sarama.BalanceStrategyPlan, error) {
-	ids := make([]string, 0, len(members))
-	for id := range members {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	seen := map[int32]bool{}
-	for _, ps := range topics {
-		for _, p := range ps {
-			seen[p] = true
+func (taskBalancer) IsCooperative() bool { return false }
+
+// JoinGroupMetadata is the standard consumer protocol's subscription: the
+// topics, nothing else.
+func (taskBalancer) JoinGroupMetadata(topics []string, _ map[string][]int32, _ int32) []byte {
+	meta := kmsg.NewConsumerMemberMetadata()
+	meta.Topics = topics
+	return meta.AppendTo(nil)
+}
+
+func (taskBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, error) {
+	return kgo.ParseConsumerSyncAssignment(assignment)
+}
+
+func (b taskBalancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {
+	cb, err := kgo.NewConsumerBalancer(b, members)
+	return cb, cb.MemberTopics(), err
+}
+
+// Balance plans the assignment of topics (partition counts) to the members.
+func (taskBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32) kgo.IntoSyncAssignment {
+	subs := make(map[string][]string) // member → topics
+	var ids []string
+	cb.EachMember(func(m *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
+		ids = append(ids, m.MemberID)
+		subs[m.MemberID] = meta.Topics
+	})
+	byID := make(map[string]*kmsg.JoinGroupResponseMember)
+	cb.EachMember(func(m *kmsg.JoinGroupResponseMember, _ *kmsg.ConsumerMemberMetadata) {
+		byID[m.MemberID] = m
+	})
+	plan := cb.NewPlan()
+	for id, ps := range planTasks(ids, subs, topics) {
+		for topic, parts := range ps {
+			for _, p := range parts {
+				plan.AddPartition(byID[id], topic, p)
+			}
 		}
 	}
-	tasks := slices.Sorted(maps.Keys(seen))
+	return plan
+}
+
+// planTasks is the task plan: member id → topic → partitions, for members
+// subscribed to subs[id] and topics with the given partition counts.
+func planTasks(ids []string, subs map[string][]string, topics map[string]int32) map[string]map[string][]int32 {
+	ids = slices.Sorted(slices.Values(ids))
+	tasks := make([]int32, 0)
+	var most int32
+	for t, n := range topics {
+		if isSubscribed(subs, t) {
+			most = max(most, n)
+		}
+	}
+	for p := range most {
+		tasks = append(tasks, p)
+	}
 	owner := make(map[int32]string, len(tasks))
 	per, extra := len(tasks)/max(len(ids), 1), len(tasks)%max(len(ids), 1)
 	for i, id := range ids {
@@ -51,28 +97,48 @@ func (taskStrategy) Plan(members map[string]sarama.ConsumerGroupMemberMetadata, 
 			owner[p] = id
 		}
 	}
-	plan := make(sarama.BalanceStrategyPlan, len(ids))
-	for topic, ps := range topics {
+	plan := make(map[string]map[string][]int32, len(ids))
+	for _, topic := range slices.Sorted(maps.Keys(topics)) {
 		var subscribed []string
 		for _, id := range ids {
-			if slices.Contains(members[id].Topics, topic) {
+			if slices.Contains(subs[id], topic) {
 				subscribed = append(subscribed, id)
 			}
 		}
 		if len(subscribed) == 0 {
 			continue
 		}
-		for _, p := range slices.Sorted(slices.Values(ps)) {
+		for p := range topics[topic] {
 			id := owner[p]
 			if !slices.Contains(subscribed, id) {
 				id = subscribed[0]
 			}
-			plan.Add(id, topic, p)
+			if plan[id] == nil {
+				plan[id] = make(map[string][]int32)
+			}
+			plan[id][topic] = append(plan[id][topic], p)
 		}
 	}
-	return plan, nil
+	return plan
 }
 
-func (taskStrategy) AssignmentData(string, map[string][]int32, int32) ([]byte, error) {
-	return nil, nil
+func isSubscribed(subs map[string][]string, topic string) bool {
+	for _, ts := range subs {
+		if slices.Contains(ts, topic) {
+			return true
+		}
+	}
+	return false
+}
+
+// rangeBalancer is franz-go's range balancer with a subscription that
+// carries no generation, as the task balancer's: a static member that
+// restarts offers the same metadata it joined with, so the coordinator
+// hands its assignment back without a rebalance (KIP-345).
+type rangeBalancer struct{ kgo.GroupBalancer }
+
+func newRangeBalancer() kgo.GroupBalancer { return rangeBalancer{kgo.RangeBalancer()} }
+
+func (rangeBalancer) JoinGroupMetadata(topics []string, current map[string][]int32, generation int32) []byte {
+	return taskBalancer{}.JoinGroupMetadata(topics, current, generation)
 }

@@ -2,32 +2,71 @@ package kafka
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
 	"testing"
 
-	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// The task strategy: every partition is assigned exactly once, partition p
+// balance runs balancer b as a group leader does: members (id → topics)
+// join with b's metadata, and the plan is parsed back from the sync
+// assignments, member → topic → partitions.
+func balance(t *testing.T, b kgo.GroupBalancer, members map[string][]string, topics map[string]int32) map[string]map[string][]int32 {
+	t.Helper()
+	var joined []kmsg.JoinGroupResponseMember
+	for _, id := range slices.Sorted(maps.Keys(members)) {
+		m := kmsg.NewJoinGroupResponseMember()
+		m.MemberID = id
+		m.ProtocolMetadata = b.JoinGroupMetadata(slices.Sorted(slices.Values(members[id])), nil, 1)
+		joined = append(joined, m)
+	}
+	mb, _, err := b.MemberBalancer(joined)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var into kgo.IntoSyncAssignment
+	if eb, ok := mb.(kgo.GroupMemberBalancerOrError); ok {
+		if into, err = eb.BalanceOrError(topics); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		into = mb.Balance(topics)
+	}
+	plan := map[string]map[string][]int32{}
+	for _, a := range into.IntoSyncAssignment() {
+		got, err := b.ParseSyncAssignment(a.MemberAssignment)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan[a.MemberID] = got
+	}
+	return plan
+}
+
+// The task balancer: every partition is assigned exactly once, partition p
 // of every topic to one member (tasks stay whole, whatever the counts),
 // only to members that subscribe to the topic, and with equal counts the
 // plan is range's.
-func TestTaskStrategy(t *testing.T) {
+func TestTaskBalancer(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 9))
 	for i := range 500 {
 		nMembers := 1 + rng.IntN(5)
-		members := map[string]sarama.ConsumerGroupMemberMetadata{}
+		members := map[string][]string{}
 		topicNames := []string{"a", "b", "c"}[:1+rng.IntN(3)]
 		equal := rng.IntN(2) == 0
 		n0 := int32(1 + rng.IntN(8))
 		topics := map[string][]int32{}
+		nums := map[string]int32{}
 		for _, tn := range topicNames {
 			n := n0
 			if !equal {
 				n = int32(1 + rng.IntN(8))
 			}
+			nums[tn] = n
 			for p := range n {
 				topics[tn] = append(topics[tn], p)
 			}
@@ -39,16 +78,13 @@ func TestTaskStrategy(t *testing.T) {
 			if partial && m == 0 && len(ts) > 1 {
 				ts = ts[1:]
 			}
-			members[fmt.Sprintf("m%d", m)] = sarama.ConsumerGroupMemberMetadata{Topics: ts}
+			members[fmt.Sprintf("m%d", m)] = ts
 		}
-		plan, err := taskStrategy{}.Plan(members, topics)
-		if err != nil {
-			t.Fatal(err)
-		}
+		plan := balance(t, NewTaskBalancer(), members, nums)
 		owner := map[string]map[int32]string{}
 		for m, a := range plan {
 			for tn, ps := range a {
-				if !slices.Contains(members[m].Topics, tn) {
+				if !slices.Contains(members[m], tn) {
 					t.Fatalf("case %d: %s got %s without subscribing", i, m, tn)
 				}
 				for _, p := range ps {
@@ -65,7 +101,7 @@ func TestTaskStrategy(t *testing.T) {
 		for tn, ps := range topics {
 			subscribed := false
 			for _, md := range members {
-				subscribed = subscribed || slices.Contains(md.Topics, tn)
+				subscribed = subscribed || slices.Contains(md, tn)
 			}
 			if subscribed && len(owner[tn]) != len(ps) {
 				t.Fatalf("case %d: %s: %d of %d partitions assigned", i, tn, len(owner[tn]), len(ps))
@@ -85,11 +121,7 @@ func TestTaskStrategy(t *testing.T) {
 			}
 		}
 		if equal && !partial {
-			sorted := map[string][]int32{} // as sarama's client lists them
-			for tn, ps := range topics {
-				sorted[tn] = slices.Sorted(slices.Values(ps))
-			}
-			want, _ := sarama.NewBalanceStrategyRange().Plan(members, sorted)
+			want := balance(t, kgo.RangeBalancer(), members, nums)
 			if !reflect.DeepEqual(normalize(plan), normalize(want)) {
 				t.Fatalf("case %d: equal counts, plan %v differs from range's %v", i, plan, want)
 			}
@@ -105,7 +137,7 @@ func counts(topics map[string][]int32) map[string]int {
 	return out
 }
 
-func normalize(p sarama.BalanceStrategyPlan) map[string]map[string][]int32 {
+func normalize(p map[string]map[string][]int32) map[string]map[string][]int32 {
 	out := map[string]map[string][]int32{}
 	for m, a := range p {
 		for tn, ps := range a {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/signalbox/signalbox/embedded"
 	"github.com/signalbox/signalbox/internal/kbatch"
 	"github.com/signalbox/signalbox/record"
@@ -20,46 +19,64 @@ const (
 	benchRecords    = 300_000
 )
 
+// benchAuths are the authentications the read benchmarks run with: none,
+// and SASL/SCRAM-SHA-256 (the one fetch path serves both).
+var benchAuths = []string{"plaintext", SASLScramSHA256}
+
 var (
-	benchOnce    sync.Once
-	benchCluster *embedded.Cluster
-	benchErr     error
+	benchMu       sync.Mutex
+	benchClusters = map[string]*embedded.Cluster{}
 )
 
-// benchData starts one cluster for all benchmarks and fills benchTopic with
-// benchRecords records of 100-byte values.
-func benchData(b *testing.B) *embedded.Cluster {
-	benchOnce.Do(func() {
-		benchCluster, benchErr = embedded.Start(embedded.WithTopic(benchTopic, benchPartitions))
-		if benchErr != nil {
-			return
-		}
-		value := make([]byte, 100)
-		rs := make([]*kgo.Record, benchRecords)
-		for i := range rs {
-			rs[i] = &kgo.Record{Topic: benchTopic, Partition: int32(i % benchPartitions),
-				Key: fmt.Appendf(nil, "item-%d", i%1000), Value: value}
-		}
-		benchErr = benchCluster.Produce(context.Background(), rs...)
-	})
-	if benchErr != nil {
-		b.Fatal(benchErr)
+// benchSASL is the source's SASL configuration for auth.
+func benchSASL(auth string) SASL {
+	if auth == "plaintext" {
+		return SASL{}
 	}
-	return benchCluster
+	return SASL{Mechanism: auth, User: "bench", Password: "bench-secret"}
+}
+
+// benchData starts one cluster per authentication for all benchmarks and
+// fills benchTopic with benchRecords records of 100-byte values.
+func benchData(b *testing.B, auth string) *embedded.Cluster {
+	benchMu.Lock()
+	defer benchMu.Unlock()
+	if c := benchClusters[auth]; c != nil {
+		return c
+	}
+	opts := []embedded.Option{embedded.WithTopic(benchTopic, benchPartitions)}
+	if sasl := benchSASL(auth); sasl.Mechanism != "" {
+		opts = append(opts, embedded.WithUser(sasl.Mechanism, sasl.User, sasl.Password))
+	}
+	c, err := embedded.Start(opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	value := make([]byte, 100)
+	rs := make([]*kgo.Record, benchRecords)
+	for i := range rs {
+		rs[i] = &kgo.Record{Topic: benchTopic, Partition: int32(i % benchPartitions),
+			Key: fmt.Appendf(nil, "item-%d", i%1000), Value: value}
+	}
+	if err := c.Produce(context.Background(), rs...); err != nil {
+		b.Fatal(err)
+	}
+	benchClusters[auth] = c
+	return c
 }
 
 // BenchmarkSourcePoll reads the whole topic through the Source per
-// iteration and reports records/s.
+// iteration, without authentication and with SCRAM-SHA-256, and reports
+// records/s and allocations:
+//
+//	go test -run '^$' -bench 'SourcePoll|RawFranzGo' -benchmem ./sources/kafka/
 func BenchmarkSourcePoll(b *testing.B) {
-	c := benchData(b)
-	b.ResetTimer()
-	start := time.Now()
-	total := 0
-	for range b.N {
-		s, err := New(Config{Brokers: c.Addrs(), Topics: []string{benchTopic}})
+	benchRead(b, func(b *testing.B, c *embedded.Cluster, auth string) int {
+		s, err := New(Config{Brokers: c.Addrs(), Topics: []string{benchTopic}, SASL: benchSASL(auth)})
 		if err != nil {
 			b.Fatal(err)
 		}
+		defer s.Close()
 		if err := s.Open(context.Background()); err != nil {
 			b.Fatal(err)
 		}
@@ -73,59 +90,50 @@ func BenchmarkSourcePoll(b *testing.B) {
 				n += len(f.Partitions[i].Records)
 			}
 		}
-		total += n
-		_ = s.Close()
-	}
-	b.ReportMetric(float64(total)/time.Since(start).Seconds(), "records/s")
+		return n
+	})
 }
 
-// BenchmarkRawSarama reads the same topic with sarama's own high-level
-// consumer (read_committed, one PartitionConsumer per partition), for the
-// ratio against BenchmarkSourcePoll.
-func BenchmarkRawSarama(b *testing.B) {
-	c := benchData(b)
-	b.ResetTimer()
-	start := time.Now()
-	total := 0
-	for range b.N {
-		sc := sarama.NewConfig()
-		sc.Version = sarama.V2_8_0_0
-		sc.Consumer.IsolationLevel = sarama.ReadCommitted
-		sc.Consumer.Fetch.Default = 8 << 20
-		sc.Consumer.MaxWaitTime = 500 * time.Millisecond
-		consumer, err := sarama.NewConsumer(c.Addrs(), sc)
+// BenchmarkRawFranzGo reads the same topic with franz-go's own consumer
+// (read_committed, authenticated the same way), for the ratio against
+// BenchmarkSourcePoll.
+func BenchmarkRawFranzGo(b *testing.B) {
+	benchRead(b, func(b *testing.B, c *embedded.Cluster, auth string) int {
+		cl, err := kgo.NewClient(append(c.ClientOptions(), kgo.ConsumeTopics(benchTopic),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
 		if err != nil {
 			b.Fatal(err)
 		}
-		var (
-			wg sync.WaitGroup
-			mu sync.Mutex
-		)
-		for p := range int32(benchPartitions) {
-			pc, err := consumer.ConsumePartition(benchTopic, p, sarama.OffsetOldest)
-			if err != nil {
+		defer cl.Close()
+		n := 0
+		for n < benchRecords {
+			fs := cl.PollFetches(context.Background())
+			if err := fs.Err0(); err != nil {
 				b.Fatal(err)
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				want := benchRecords / benchPartitions
-				n := 0
-				for range pc.Messages() {
-					if n++; n == want {
-						break
-					}
-				}
-				mu.Lock()
-				total += n
-				mu.Unlock()
-				_ = pc.Close()
-			}()
+			n += fs.NumRecords()
 		}
-		wg.Wait()
-		_ = consumer.Close()
+		return n
+	})
+}
+
+// benchRead runs read, which reads the whole topic once and returns how
+// many records it read, b.N times per authentication, and reports
+// records/s and allocations.
+func benchRead(b *testing.B, read func(b *testing.B, c *embedded.Cluster, auth string) int) {
+	for _, auth := range benchAuths {
+		b.Run(auth, func(b *testing.B) {
+			c := benchData(b, auth)
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			total := 0
+			for range b.N {
+				total += read(b, c, auth)
+			}
+			b.ReportMetric(float64(total)/time.Since(start).Seconds(), "records/s")
+		})
 	}
-	b.ReportMetric(float64(total)/time.Since(start).Seconds(), "records/s")
 }
 
 // BenchmarkAppendBatch is the conversion of one decoded batch of 1000

@@ -5,24 +5,19 @@ import (
 	"slices"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/signalbox/signalbox/internal/kbatch"
 	"github.com/signalbox/signalbox/record"
 )
 
-// fetchBlock is one partition's answer to a fetch, whichever transport
-// fetched it: the raw transport leaves the record batches as bytes (raw),
-// decoded by the fetcher's kbatch.Decoder when parsed; the sarama
-// transport hands over sarama's decoded batches converted to kbatch's
-// shape (batches, partial). Either way one parse/records serves both.
+// fetchBlock is one partition's answer to a fetch: its record batches as
+// the raw bytes of the response, decoded by the fetcher's kbatch.Decoder
+// when parsed.
 type fetchBlock struct {
-	err     sarama.KError
+	err     error // nil, or the partition's kerr error
 	hwm     int64
 	lso     int64
 	aborted []abortedTxn
-	raw     []byte         // raw transport
-	batches []kbatch.Batch // sarama transport
-	partial bool           // sarama transport: a truncated trailing batch
+	raw     []byte
 }
 
 // abortedTxn is one entry of a fetch answer's aborted transactions.
@@ -31,59 +26,7 @@ type abortedTxn struct {
 	firstOffset int64
 }
 
-// saramaBlock converts a sarama response block. A sarama batch marked
-// PartialTrailingRecord ends the answer as partial, as kbatch reports a
-// cut trailing batch; legacy message sets are skipped.
-func saramaBlock(blk *sarama.FetchResponseBlock) *fetchBlock {
-	if blk == nil {
-		return nil
-	}
-	fb := &fetchBlock{err: blk.Err, hwm: blk.HighWaterMarkOffset, lso: blk.LastStableOffset, partial: blk.Partial}
-	for _, a := range blk.AbortedTransactions {
-		fb.aborted = append(fb.aborted, abortedTxn{a.ProducerID, a.FirstOffset})
-	}
-	for _, rs := range blk.RecordsSet {
-		b := rs.RecordBatch
-		if b == nil { // legacy message sets: not produced by any supported client
-			continue
-		}
-		if b.PartialTrailingRecord {
-			fb.partial = true
-			break
-		}
-		kb := kbatch.Batch{
-			FirstOffset: b.FirstOffset, LastOffsetDelta: b.LastOffsetDelta,
-			FirstTimestamp: saramaMillis(b.FirstTimestamp), MaxTimestamp: saramaMillis(b.MaxTimestamp),
-			ProducerID: b.ProducerID, ProducerEpoch: b.ProducerEpoch, Codec: int8(b.Codec),
-			LogAppendTime: b.LogAppendTime, Transactional: b.IsTransactional, Control: b.Control,
-			Records: make([]kbatch.Record, len(b.Records)),
-		}
-		for i, r := range b.Records {
-			kr := kbatch.Record{OffsetDelta: int32(r.OffsetDelta), TimestampDelta: int64(r.TimestampDelta / time.Millisecond), Key: r.Key, Value: r.Value}
-			if len(r.Headers) > 0 {
-				kr.Headers = make([]record.Header, len(r.Headers))
-				for j, h := range r.Headers {
-					kr.Headers[j] = record.Header{Key: string(h.Key), Value: h.Value}
-				}
-			}
-			kb.Records[i] = kr
-		}
-		fb.batches = append(fb.batches, kb)
-	}
-	return fb
-}
-
-// saramaMillis undoes sarama's timestamp decoding: it decodes a negative
-// timestamp (none) as the zero time.
-func saramaMillis(t time.Time) int64 {
-	if t.IsZero() {
-		return -1
-	}
-	return t.UnixMilli()
-}
-
-// millisTime is a batch timestamp as sarama decodes it: a negative one
-// (none) is the zero time.
+// millisTime is a batch timestamp: a negative one (none) is the zero time.
 func millisTime(ms int64) time.Time {
 	if ms < 0 {
 		return time.Time{}

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/IBM/sarama"
-	"github.com/xdg-go/scram"
 	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox/internal/fielderr"
@@ -148,14 +146,13 @@ type Config struct {
 	// (internal/startup) is kept when it is earlier. Default 30s.
 	StartupTimeout time.Duration
 	// SessionTimeout, HeartbeatInterval and RebalanceTimeout are the
-	// consumer-group timings (group mode). Defaults: sarama's, 10s, 3s and
-	// 60s. A member that dies is replaced after SessionTimeout, which
+	// consumer-group timings (group mode). Defaults: 10s, 3s and 60s
+	// (DefaultSessionTimeout and the rest). A member that dies is replaced
+	// after SessionTimeout, which
 	// brokers bound by group.min.session.timeout.ms (6s by default).
 	SessionTimeout    time.Duration
 	HeartbeatInterval time.Duration
 	RebalanceTimeout  time.Duration
-	// Version is the Kafka protocol version assumed. Default 2.8.0.
-	Version sarama.KafkaVersion
 	// Logger receives the source's logs. Default: a no-op logger.
 	Logger *zap.Logger
 }
@@ -188,6 +185,14 @@ const DefaultDiscoveryInterval = time.Second
 // connection or a rejected authentication fails at once; this bounds a
 // cluster that accepts connections and does not answer.
 const DefaultStartupTimeout = 30 * time.Second
+
+// The consumer-group timings' defaults (Config.SessionTimeout,
+// HeartbeatInterval, RebalanceTimeout).
+const (
+	DefaultSessionTimeout    = 10 * time.Second
+	DefaultHeartbeatInterval = 3 * time.Second
+	DefaultRebalanceTimeout  = 60 * time.Second
+)
 
 // EnsureDefaults fills every unset field with its default.
 func (c *Config) EnsureDefaults() {
@@ -227,8 +232,14 @@ func (c *Config) EnsureDefaults() {
 	if c.StartupTimeout == 0 {
 		c.StartupTimeout = DefaultStartupTimeout
 	}
-	if c.Version == (sarama.KafkaVersion{}) {
-		c.Version = sarama.V2_8_0_0
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = DefaultSessionTimeout
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if c.RebalanceTimeout == 0 {
+		c.RebalanceTimeout = DefaultRebalanceTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
@@ -338,80 +349,6 @@ func CheckBroker(addr string) error {
 }
 
 func (c *Config) readCommitted() bool { return c.Isolation == ReadCommitted }
-
-// SaramaConfig returns the sarama client configuration the source uses —
-// client id, version, TLS and SASL included — after applying the defaults to
-// a copy of c. Sinks that write to the same cluster start from it.
-func (c Config) SaramaConfig() (*sarama.Config, error) {
-	c.EnsureDefaults()
-	return c.sarama()
-}
-
-// sarama builds the sarama configuration.
-func (c *Config) sarama() (*sarama.Config, error) {
-	sc := sarama.NewConfig()
-	sc.ClientID = c.ClientID
-	sc.Version = c.Version
-	sc.Net.ReadTimeout = 30*time.Second + c.FetchMaxWait
-	sc.Metadata.Full = false
-	sc.Metadata.Timeout = c.StartupTimeout
-	// A deleted topic must not be re-created by asking for it.
-	sc.Metadata.AllowAutoTopicCreation = false
-	sc.Consumer.Return.Errors = true
-	sc.Consumer.Offsets.AutoCommit.Enable = false
-	sc.Consumer.Offsets.Initial = sarama.OffsetOldest
-	if c.Start == StartLatest {
-		sc.Consumer.Offsets.Initial = sarama.OffsetNewest
-	}
-	if c.readCommitted() {
-		sc.Consumer.IsolationLevel = sarama.ReadCommitted
-	}
-	// The task strategy gives partition p of every topic to the same
-	// member, whatever the partition counts: the co-partitioned tasks
-	// signalbox orders within. Range (the same plan when the counts are
-	// equal) is the fallback for members of older versions.
-	sc.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{NewTaskBalanceStrategy(), sarama.NewBalanceStrategyRange()}
-	if c.SessionTimeout > 0 {
-		sc.Consumer.Group.Session.Timeout = c.SessionTimeout
-	}
-	if c.HeartbeatInterval > 0 {
-		sc.Consumer.Group.Heartbeat.Interval = c.HeartbeatInterval
-	}
-	if c.RebalanceTimeout > 0 {
-		sc.Consumer.Group.Rebalance.Timeout = c.RebalanceTimeout
-	}
-	// A JoinGroup may wait the whole rebalance timeout for the other
-	// members; a shorter read deadline abandons it and rejoins, which can
-	// loop forever (IBM/sarama#2820). Kafka's Java client waits the
-	// rebalance timeout + 5s.
-	sc.Net.ReadTimeout = max(sc.Net.ReadTimeout, sc.Consumer.Group.Rebalance.Timeout+5*time.Second)
-	if c.DiscoveryInterval > 0 && c.Group != "" {
-		// The group leader's own check for grown topics (sarama) runs
-		// at the discovery interval too.
-		sc.Metadata.RefreshFrequency = c.DiscoveryInterval
-	}
-	sc.Consumer.Group.InstanceId = c.GroupInstanceID
-	if c.TLS.Enable {
-		tc, err := c.TLS.config()
-		if err != nil {
-			return nil, err
-		}
-		sc.Net.TLS.Enable, sc.Net.TLS.Config = true, tc
-	}
-	if c.SASL.Mechanism != "" {
-		sc.Net.SASL.Enable = true
-		sc.Net.SASL.Handshake = true
-		sc.Net.SASL.User, sc.Net.SASL.Password = c.SASL.User, c.SASL.Password
-		sc.Net.SASL.Mechanism = sarama.SASLMechanism(c.SASL.Mechanism)
-		switch c.SASL.Mechanism {
-		case SASLScramSHA256:
-			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: scram.SHA256} }
-		case SASLScramSHA512:
-			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: scram.SHA512} }
-		}
-	}
-	return sc, nil
-}
 
 // Config is the *tls.Config t describes, certificates read from their files.
 func (t *TLS) Config() (*tls.Config, error) { return t.config() }

@@ -3,7 +3,6 @@ package kafka
 import (
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"regexp"
 	"slices"
@@ -11,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/signalbox/signalbox/internal/topicpattern"
 	"github.com/signalbox/signalbox/record"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
 )
 
@@ -100,52 +99,34 @@ func (s *Source) topicCounts() (map[string]int, error) {
 	if len(s.disc.patterns) == 0 {
 		names = s.cfg.Topics
 	}
-	req := sarama.NewMetadataRequest(s.cfg.Version, names)
-	req.AllowAutoTopicCreation = false
-	brokers := s.client.Brokers()
-	if b := s.client.LeastLoadedBroker(); b != nil {
-		brokers = append([]*sarama.Broker{b}, brokers...)
+	resp, err := s.metadata(s.ctx, names)
+	if err != nil {
+		return nil, err
 	}
-	var errs []error
-	for _, b := range brokers {
-		_ = b.Open(s.client.Config()) // no-op when connected
-		resp, err := b.GetMetadata(req)
-		if err != nil {
-			_ = b.Close()
-			errs = append(errs, fmt.Errorf("broker %s: %w", b.Addr(), err))
+	out := make(map[string]int, len(resp.Topics))
+	for _, t := range resp.Topics {
+		if t.Topic == nil {
 			continue
 		}
-		out := make(map[string]int, len(resp.Topics))
-		for _, t := range resp.Topics {
-			switch {
-			case !s.matches(t.Name) || t.IsInternal || errors.Is(t.Err, sarama.ErrUnknownTopicOrPartition):
-			case !errors.Is(t.Err, sarama.ErrNoError) && len(t.Partitions) == 0:
-				return nil, fmt.Errorf("kafka: metadata of %s: %w", t.Name, t.Err)
-			default:
-				out[t.Name] = len(t.Partitions)
-			}
+		name, terr := *t.Topic, kerr.ErrorForCode(t.ErrorCode)
+		switch {
+		case !s.matches(name) || t.IsInternal || errors.Is(terr, kerr.UnknownTopicOrPartition):
+		case terr != nil && len(t.Partitions) == 0:
+			return nil, fmt.Errorf("kafka: metadata of %s: %w", name, terr)
+		default:
+			out[name] = len(t.Partitions)
 		}
-		return out, nil
 	}
-	if len(errs) == 0 {
-		errs = append(errs, errors.New("no broker known"))
-	}
-	return nil, fmt.Errorf("kafka: metadata: %w", errors.Join(errs...))
+	return out, nil
 }
 
 // openTopics resolves the topics at Open and records them as the initial
 // set. A configured topic that does not exist fails Open; a pattern that
 // matches nothing yet is logged.
 func (s *Source) openTopics() (map[string]int, error) {
-	// sarama's refresh first: it reports why a broker refused us.
 	s.waitFor("a metadata request from brokers %s", s.brokerList())
-	if err := s.client.RefreshMetadata(s.cfg.Topics...); err != nil {
-		if s.cfg.SASL.Mechanism != "" && errors.Is(err, io.EOF) {
-			// Brokers close the connection on failed authentication.
-			return nil, fmt.Errorf("kafka: metadata: the broker closed the connection, which with SASL %s means it most likely rejected user %q or its password: %w",
-				s.cfg.SASL.Mechanism, s.cfg.SASL.User, err)
-		}
-		return nil, fmt.Errorf("kafka: metadata: %w", err)
+	if err := s.probe(s.ctx); err != nil {
+		return nil, err
 	}
 	counts, err := s.topicCounts()
 	if err != nil {
@@ -153,7 +134,7 @@ func (s *Source) openTopics() (map[string]int, error) {
 	}
 	for _, t := range s.cfg.Topics {
 		if _, ok := counts[t]; !ok {
-			return nil, fmt.Errorf("kafka: topic %s: %w", t, sarama.ErrUnknownTopicOrPartition)
+			return nil, fmt.Errorf("kafka: topic %s: %w", t, kerr.UnknownTopicOrPartition)
 		}
 	}
 	if len(s.disc.patterns) > 0 {

@@ -1,21 +1,29 @@
-// Package kafka is signalbox's Kafka source, built on github.com/IBM/sarama.
-// It implements the root package's Source, Pauser, EvidenceDemander and
-// Recycler interfaces structurally.
+// Package kafka is signalbox's Kafka source, built on franz-go (kgo, kadm,
+// kmsg). It implements the root package's Source, Pauser, EvidenceDemander
+// and Recycler interfaces structurally.
 //
-// It runs its own fetch loop on sarama's low-level Broker.Fetch, because
-// sarama's PartitionConsumer does not expose the consumer position, and the
-// whole ordering argument rests on that position.
+// One kgo client (ConnOpts: seeds, client id, TLS, SASL) carries metadata,
+// ListOffsets, OffsetFetch, FindCoordinator and the fetches. In group mode
+// a second kgo client is the group member: kgo.ConsumerGroup with the
+// signalbox-task balancer (range the fallback), static membership
+// (kgo.InstanceID), auto-commit off, and OnPartitionsAssigned,
+// OnPartitionsRevoked and OnPartitionsLost driving the assignment changes
+// (group.go). That client fetches nothing: it pauses every topic it is
+// assigned in OnPartitionsAssigned, which kgo runs before it would consume
+// them. Commits are OffsetCommitRequests through it, to the generation of
+// the session they are for, with the checkpoint as metadata (kgo's
+// CommitOffsets carries none).
 //
-// Fetch transports: without SASL each fetcher keeps its own connection per
-// leader broker (TLS as configured) and speaks FetchRequest v11 itself
-// (kmsg), leaving the answer's record batches as raw bytes that
-// internal/kbatch decodes without a heap object per record; with SASL it
-// fetches through sarama's Broker.Fetch (authenticating the raw connection
-// is not implemented). Both transports hand their answers to the same
-// parse/records code (block.go), so invariants 2–4 hold alike; a connection
-// error fails the partitions it carried (invariant 3) and the next fetch
-// redials; the connections close when the fetcher stops or the source
-// closes.
+// The source runs its own fetch loop, because kgo's consumer does not
+// expose the consumer position after trailing control batches, aborted
+// batches and compacted-away offsets, and the whole ordering argument rests
+// on that position. Each fetcher builds FetchRequest v11 itself (kmsg) and
+// sends it through the client's own connection to the leader
+// (kgo.Broker.Request), so plaintext, TLS and SASL take one path; the
+// answer's record batches stay raw bytes that internal/kbatch decodes
+// without a heap object per record (block.go). A connection error fails
+// the partitions it carried (invariant 3) and the client reconnects on the
+// next fetch.
 //
 // Lifecycle: New → Open (connect, resolve partitions; reads no record) →
 // Poll repeatedly from one goroutine → Close. Commit, CommitCheckpoint, Pause
@@ -25,8 +33,9 @@
 //
 //  1. Snapshot before read. The End reported in Assigned for a partition is
 //     taken by ListOffsets before any record of that partition is fetched:
-//     under read_committed it is the last stable offset (an OffsetRequest
-//     with IsolationLevel ReadCommitted, sent to the partition leader),
+//     under read_committed it is the last stable offset (a ListOffsets
+//     request with IsolationLevel ReadCommitted, sent to the partition
+//     leader),
 //     otherwise the high-water mark.
 //  2. Position, not last offset. PartitionFetch.Position is the next offset
 //     to fetch: the last record batch's FirstOffset+LastOffsetDelta+1,

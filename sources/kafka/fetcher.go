@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/signalbox/signalbox/internal/kbatch"
 	"github.com/signalbox/signalbox/record"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
 )
 
@@ -45,13 +45,8 @@ type fetcher struct {
 	lastAt    time.Time     // the last certification handed to Poll
 	dropMu    sync.Mutex
 	drops     []dropReq // partitions to stop fetching (deleted topics)
-	// The raw transport's state (rawfetch.go), fetcher goroutine only:
-	// a connection per broker id, and the batch decoder.
-	conns map[int32]*rawConn
-	dec   kbatch.Decoder
-	// aliased: a record delivered from the raw response being parsed
-	// aliases its buffer (an uncompressed batch), which then is not reused.
-	aliased bool
+	// dec decodes the answers' record batches (fetcher goroutine only).
+	dec kbatch.Decoder
 	// hasPaused: some of the partitions are paused, so the fetch being
 	// sent waits at most pausedWait (Source.fetchWait).
 	hasPaused bool
@@ -141,7 +136,6 @@ func (f *fetcher) poke() {
 
 // run fetches until ctx is done.
 func (f *fetcher) run(ctx context.Context, out chan<- item) {
-	defer f.closeConns()
 	for ctx.Err() == nil && f.applyDrops() {
 		now := time.Now()
 		var active, paused []*partState
@@ -212,45 +206,37 @@ func (f *fetcher) evidence(paused []*partState) []record.PartitionFetch {
 	return pfs
 }
 
-// fetch sends one fetch per current leader of active and parses the answers,
-// over the raw transport (rawfetch.go) or, with SASL, sarama's.
+// fetch sends one fetch per current leader of active and parses the
+// answers (rawfetch.go).
 //
 // Each request names the partitions in a random order (no partition is
-// systematically last, KIP-74: sarama encodes them from a map, the raw
-// transport shuffles them); each partition's byte limit is sized to about
-// PartitionMaxRecords records (partitionBytes), so one answer cannot hand
-// one partition much more than the others.
+// systematically last, KIP-74); each partition's byte limit is sized to
+// about PartitionMaxRecords records (partitionBytes), so one answer cannot
+// hand one partition much more than the others.
 func (f *fetcher) fetch(ctx context.Context, active []*partState) []record.PartitionFetch {
 	var pfs []record.PartitionFetch
-	byLeader := make(map[*sarama.Broker][]*partState, 1)
-	var order []*sarama.Broker
+	byLeader := make(map[int32][]*partState, 1)
+	var order []int32
 	for _, p := range active {
-		b, err := f.s.leader(p.tp)
+		id, err := f.s.leader(p.tp)
 		if err != nil {
 			pfs = append(pfs, f.failed(p, err))
 			continue
 		}
-		if _, ok := byLeader[b]; !ok {
-			order = append(order, b)
+		if _, ok := byLeader[id]; !ok {
+			order = append(order, id)
 		}
-		byLeader[b] = append(byLeader[b], p)
+		byLeader[id] = append(byLeader[id], p)
 	}
-	for _, b := range order {
-		group := byLeader[b]
-		var blocks map[record.TopicPartition]*fetchBlock
-		var err error
-		f.aliased = false
-		if f.s.useRaw() {
-			blocks, err = f.fetchRaw(ctx, b, group)
-		} else {
-			blocks, err = f.fetchSarama(b, group)
-		}
+	for _, id := range order {
+		group := byLeader[id]
+		blocks, err := f.fetchFrom(ctx, id, group)
 		answered := time.Now()
 		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			return pfs // stopping: the raw connection was closed under the fetch
+			return pfs // stopping: the fetch was canceled
 		}
 		if err != nil {
-			f.s.log.Warn("fetch failed", zap.Int32("broker", b.ID()), zap.Error(err))
+			f.s.log.Warn("fetch failed", zap.Int32("broker", id), zap.Error(err))
 			f.s.refreshMetadata()
 			for _, p := range group {
 				pfs = append(pfs, f.failed(p, err))
@@ -262,43 +248,8 @@ func (f *fetcher) fetch(ctx context.Context, active []*partState) []record.Parti
 				pfs = append(pfs, pf)
 			}
 		}
-		if c := f.conns[b.ID()]; c != nil {
-			c.done(f.aliased)
-		}
 	}
 	return pfs
-}
-
-// fetchSarama sends group's fetch to b through sarama.
-func (f *fetcher) fetchSarama(b *sarama.Broker, group []*partState) (map[record.TopicPartition]*fetchBlock, error) {
-	req := &sarama.FetchRequest{
-		Version:      fetchVersion,
-		MaxWaitTime:  int32(f.s.fetchWait(time.Now(), f.hasPaused) / time.Millisecond),
-		MinBytes:     1,
-		MaxBytes:     f.s.cfg.FetchMaxBytes,
-		SessionEpoch: -1, // sessionless: every request names every partition
-	}
-	if f.s.cfg.readCommitted() {
-		req.Isolation = sarama.ReadCommitted
-	}
-	for _, p := range group {
-		req.AddBlock(p.tp.Topic, p.tp.Partition, p.pos, p.maxBytes, -1)
-	}
-	resp, err := b.Fetch(req)
-	if err == nil && !errors.Is(sarama.KError(resp.ErrorCode), sarama.ErrNoError) {
-		err = sarama.KError(resp.ErrorCode)
-	}
-	if err != nil {
-		_ = b.Close() // the client reopens it on next use
-		return nil, err
-	}
-	blocks := make(map[record.TopicPartition]*fetchBlock, len(group))
-	for _, p := range group {
-		if blk := saramaBlock(resp.GetBlock(p.tp.Topic, p.tp.Partition)); blk != nil {
-			blocks[p.tp] = blk
-		}
-	}
-	return blocks, nil
 }
 
 // failed backs p off and reports err with no evidence (invariant 3).
@@ -323,28 +274,24 @@ func (f *fetcher) parse(p *partState, blk *fetchBlock, answered time.Time) (reco
 		return record.PartitionFetch{}, false
 	}
 	switch {
-	case errors.Is(blk.err, sarama.ErrNoError):
-	case errors.Is(blk.err, sarama.ErrOffsetOutOfRange):
+	case blk.err == nil:
+	case errors.Is(blk.err, kerr.OffsetOutOfRange):
 		return f.outOfRange(p)
-	case errors.Is(blk.err, sarama.ErrNotLeaderForPartition), errors.Is(blk.err, sarama.ErrLeaderNotAvailable),
-		errors.Is(blk.err, sarama.ErrUnknownTopicOrPartition), errors.Is(blk.err, sarama.ErrFencedLeaderEpoch),
-		errors.Is(blk.err, sarama.ErrUnknownLeaderEpoch):
+	case errors.Is(blk.err, kerr.NotLeaderForPartition), errors.Is(blk.err, kerr.LeaderNotAvailable),
+		errors.Is(blk.err, kerr.UnknownTopicOrPartition), errors.Is(blk.err, kerr.FencedLeaderEpoch),
+		errors.Is(blk.err, kerr.UnknownLeaderEpoch):
 		f.s.refreshMetadata()
 		return f.failed(p, blk.err), true
 	default:
 		return f.failed(p, blk.err), true
 	}
-	batches, partial := blk.batches, blk.partial
-	if blk.raw != nil {
-		// Valid until Release, once records has copied them out; the
-		// fetcher's long-lived decoder must not keep the response's bytes
-		// reachable after that.
-		var err error
-		batches, partial, err = f.dec.Decode(blk.raw)
-		defer f.dec.Release()
-		if err != nil {
-			return f.failed(p, err), true
-		}
+	// Valid until Release, once records has copied them out; the
+	// fetcher's long-lived decoder must not keep the response's bytes
+	// reachable after that.
+	batches, partial, err := f.dec.Decode(blk.raw)
+	defer f.dec.Release()
+	if err != nil {
+		return f.failed(p, err), true
 	}
 	p.backoff, p.retryAt, p.certAt = 0, time.Time{}, answered
 
@@ -354,14 +301,6 @@ func (f *fetcher) parse(p *partState, blk *fetchBlock, answered time.Time) (reco
 	}
 	before := p.pos
 	recs := f.records(p, blk, batches)
-	if blk.raw != nil && !f.aliased {
-		for i := range batches {
-			if batches[i].Codec == kbatch.CodecNone && len(batches[i].Records) > 0 {
-				f.aliased = true // records (or a control record's key, read above) alias the response
-				break
-			}
-		}
-	}
 	switch {
 	case p.pos == before && partial:
 		// A batch larger than we asked for: ask for more next time.

@@ -5,46 +5,54 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/signalbox/signalbox/record"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 )
 
-// groupState runs group mode: sarama.ConsumerGroup does membership and
-// assignment; the source's own fetchers read the claimed partitions.
-// sarama's partition consumers are paused as soon as they start, so they
-// fetch at most one small batch that nobody reads.
+// groupState runs group mode: a franz-go group client (kgo.ConsumerGroup)
+// does membership and assignment, with the task balancer; the source's own
+// fetchers read the assigned partitions. The group client fetches nothing:
+// every topic it is assigned is paused in OnPartitionsAssigned, which
+// franz-go runs before it starts consuming a partition.
 type groupState struct {
-	s    *Source
-	cg   sarama.ConsumerGroup
-	done chan struct{}
+	s  *Source
+	cl *kgo.Client // the group member; commits go through it
 
 	mu       sync.Mutex
-	sess     sarama.ConsumerGroupSession
+	sess     *session
 	stop     context.CancelFunc // the session's fetchers
 	wg       *sync.WaitGroup
 	fetchers []*fetcher
 	owned    []record.TopicPartition
-	// counts are the partition counts the current subscription was joined
-	// with; a discovery round that finds others makes the member rejoin.
-	counts     map[string]int
-	rejoinCh   chan struct{} // closed to end the session; nil between sessions
-	wantRejoin bool          // a change seen before the session's Setup
+	// counts are the partition counts the member last joined with, taken
+	// before the join (at Open, then at each revoke); a discovery round
+	// that finds others makes the member rejoin. nil: unknown, taken at
+	// the next assignment instead.
+	counts map[string]int
 	// unsent are revoked partitions whose Revoked Poll did not take within
-	// RevokeTimeout; the next Setup delivers it before its Assigned.
+	// RevokeTimeout; the next assignment delivers it before its Assigned.
 	unsent []record.TopicPartition
 	// ready is closed while a session is recorded (sess != nil): a commit
 	// made between two sessions waits on it.
 	ready chan struct{}
 }
 
-func (s *Source) openGroup(ctx context.Context, sc *sarama.Config) error {
-	sc.Consumer.Fetch.Default = 1 << 10 // sarama's own consumers are paused; keep what they read small
+// session is one generation of this member's membership.
+type session struct {
+	memberID   string
+	generation int32
+}
+
+func (s *Source) openGroup(ctx context.Context) error {
 	// Reach the cluster, authenticate and find the coordinator before
 	// joining: a wrong address or password fails Open with its cause
 	// instead of a session that rejoins forever.
@@ -53,22 +61,57 @@ func (s *Source) openGroup(ctx context.Context, sc *sarama.Config) error {
 	if err != nil {
 		return err
 	}
-	cg, err := sarama.NewConsumerGroupFromClient(s.cfg.Group, s.client)
+	g := &groupState{s: s, counts: counts, ready: make(chan struct{})}
+	topics := slices.Sorted(maps.Keys(counts))
+	consume := []kgo.Opt{kgo.ConsumeTopics(topics...)}
+	if len(s.disc.patterns) > 0 {
+		// The configured topics and the patterns, as anchored regular
+		// expressions: franz-go finds new matching topics itself.
+		var res []string
+		for _, t := range s.cfg.Topics {
+			res = append(res, "^"+regexp.QuoteMeta(t)+"$")
+		}
+		for _, re := range s.disc.patterns {
+			res = append(res, re.String())
+		}
+		consume = []kgo.Opt{kgo.ConsumeTopics(res...), kgo.ConsumeRegex()}
+	}
+	opts, err := s.clientOpts(append(consume,
+		kgo.ConsumerGroup(s.cfg.Group),
+		// The task balancer gives partition p of every topic to the same
+		// member, whatever the partition counts: the co-partitioned tasks
+		// signalbox orders within. Range (the same plan when the counts
+		// are equal) is the fallback for members of older versions.
+		kgo.Balancers(NewTaskBalancer(), newRangeBalancer()),
+		kgo.SessionTimeout(s.cfg.SessionTimeout),
+		kgo.HeartbeatInterval(s.cfg.HeartbeatInterval),
+		kgo.RebalanceTimeout(s.cfg.RebalanceTimeout),
+		kgo.DisableAutoCommit(),
+		kgo.OnPartitionsAssigned(g.assigned),
+		kgo.OnPartitionsRevoked(g.revoked),
+		kgo.OnPartitionsLost(g.revoked),
+		// The group leader's own check for grown topics runs at the
+		// discovery interval too.
+		kgo.MetadataMaxAge(max(s.cfg.DiscoveryInterval, MinDiscoveryInterval)),
+		kgo.MetadataMinAge(min(max(s.cfg.DiscoveryInterval, MinDiscoveryInterval), 5*time.Second)),
+	)...)
+	if err != nil {
+		return err
+	}
+	if s.cfg.GroupInstanceID != "" {
+		opts = append(opts, kgo.InstanceID(s.cfg.GroupInstanceID))
+	}
+	s.group = g
+	s.markDiscovered(start)
+	s.watchStartup(s.cfg.RebalanceTimeout)
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("kafka: group %s: %w", s.cfg.Group, err)
 	}
-	g := &groupState{s: s, cg: cg, done: make(chan struct{}), counts: counts, ready: make(chan struct{})}
-	s.group = g
-	s.markDiscovered(start)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for err := range cg.Errors() {
-			s.log.Debug("consumer group", zap.Error(err))
-		}
-	}()
-	s.watchStartup(sc.Consumer.Group.Rebalance.Timeout)
-	go g.loop()
+	cl.PauseFetchTopics(topics...)
+	g.mu.Lock()
+	g.cl = cl
+	g.mu.Unlock()
 	if s.discoveryEnabled() {
 		s.wg.Add(1)
 		go func() {
@@ -77,6 +120,13 @@ func (s *Source) openGroup(ctx context.Context, sc *sarama.Config) error {
 		}()
 	}
 	return nil
+}
+
+// client is the group client; nil until openGroup made it.
+func (g *groupState) client() *kgo.Client {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cl
 }
 
 // warnUnequalPartitions logs when the topics have different partition
@@ -97,98 +147,62 @@ func (s *Source) warnUnequalPartitions(counts map[string]int) {
 	}
 }
 
-// loop keeps the member in the group until the source closes. Each
-// session subscribes to the topics that exist, as last counted.
-func (g *groupState) loop() {
-	defer close(g.done)
-	backoff := g.s.cfg.RetryBackoff
-	counts := g.joinCounts()
-	for g.s.ctx.Err() == nil {
-		var err error
-		if len(counts) == 0 {
-			err = errors.New("no topic to read yet")
-		} else {
-			g.s.warnUnequalPartitions(counts)
-			err = g.cg.Consume(g.s.ctx, slices.Sorted(maps.Keys(counts)), g)
-		}
-		switch {
-		case errors.Is(err, sarama.ErrClosedConsumerGroup) || g.s.ctx.Err() != nil:
-			return
-		case err != nil:
-			g.s.log.Warn("consumer group session failed; rejoining", zap.Error(err))
-			select {
-			case <-time.After(backoff):
-			case <-g.s.ctx.Done():
-				return
-			}
-			backoff = min(2*backoff, 20*g.s.cfg.RetryBackoff)
-		default:
-			backoff = g.s.cfg.RetryBackoff
-		}
-		c, err := g.s.topicCounts()
-		if err != nil {
-			g.s.log.Warn("listing topics before rejoining failed", zap.Error(err))
-			select {
-			case <-time.After(backoff):
-			case <-g.s.ctx.Done():
-				return
-			}
-			continue
-		}
-		counts = c
-		g.mu.Lock()
-		g.counts, g.wantRejoin = c, false
-		g.mu.Unlock()
-	}
-}
-
-func (g *groupState) joinCounts() map[string]int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.counts
-}
-
 // round is a discovery round in group mode: when the topics read or their
-// partition counts changed, the member rejoins, so that the group assigns
-// the new partitions; the evidence clock stays capped until then.
+// partition counts changed since the member joined, the member has the
+// group rebalance (franz-go's leader, which checks its metadata at the
+// discovery interval too, assigns the new partitions); the evidence clock
+// stays capped until then.
 func (g *groupState) round(counts map[string]int) bool {
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if maps.Equal(counts, g.counts) {
+	known, cl := g.counts, g.cl
+	g.mu.Unlock()
+	if known != nil && maps.Equal(counts, known) {
 		return true
 	}
-	grown, gone := diff(g.counts, counts)
-	if len(gone) > 0 {
-		g.s.log.Warn("topics deleted: their partitions are revoked", zap.Strings("topics", gone))
-	}
-	if !g.wantRejoin {
+	if known != nil {
+		grown, gone := diff(known, counts)
+		if len(gone) > 0 {
+			g.s.log.Warn("topics deleted: their partitions are revoked", zap.Strings("topics", gone))
+		}
 		g.s.log.Info("partitions discovered: rejoining the group", zap.Strings("topics", grown))
 	}
-	g.wantRejoin = true
-	if g.rejoinCh != nil {
-		close(g.rejoinCh)
-		g.rejoinCh = nil
+	if cl != nil {
+		cl.ForceMetadataRefresh()
+		cl.ForceRebalance()
 	}
 	return false
 }
 
-// Setup snapshots the claimed partitions, reports them as Assigned, then
-// starts fetching them (invariants 1, 5, 7).
-func (g *groupState) Setup(sess sarama.ConsumerGroupSession) error {
+// assigned (franz-go's OnPartitionsAssigned) records the session,
+// snapshots the assigned partitions, reports them as Assigned, then starts
+// fetching them (invariants 1, 5, 7, 11). franz-go calls it once per
+// session, before it would consume any of them: it pauses them all first.
+func (g *groupState) assigned(_ context.Context, cl *kgo.Client, assigned map[string][]int32) {
 	var tps []record.TopicPartition
-	for t, ps := range sess.Claims() {
+	var topics []string
+	for t, ps := range assigned {
+		topics = append(topics, t)
+		if !g.s.matches(t) {
+			continue // an internal topic a pattern matched
+		}
 		for _, p := range ps {
 			tps = append(tps, record.TopicPartition{Topic: t, Partition: p})
 		}
 	}
+	cl.PauseFetchTopics(topics...) // before franz-go fetches any of them
 	slices.SortFunc(tps, compareTP)
 	g.s.joinedAtStartup()
-	g.s.log.Info("partitions assigned", zap.Int("count", len(tps)), zap.Int32("generation", sess.GenerationID()))
+	memberID, gen := cl.GroupMetadata()
+	sess := &session{memberID: memberID, generation: gen}
+	g.s.log.Info("partitions assigned", zap.Int("count", len(tps)), zap.Int32("generation", gen))
 	g.mu.Lock()
-	g.rejoinCh = make(chan struct{})
-	if g.wantRejoin {
-		close(g.rejoinCh) // the topics changed while joining
+	g.cl = cl // commits made as soon as Poll returns the Assigned use it
+	if g.counts == nil {
+		if c, err := g.s.topicCounts(); err == nil {
+			g.counts = c
+		}
 	}
+	counts := g.counts
 	unsent := g.unsent
 	g.unsent = nil
 	// The session is this member's from now on: commits made meanwhile
@@ -196,38 +210,29 @@ func (g *groupState) Setup(sess sarama.ConsumerGroupSession) error {
 	// it, for the partitions it owns in it.
 	g.record(sess, tps)
 	g.mu.Unlock()
+	g.s.warnUnequalPartitions(counts)
 	if len(unsent) > 0 { // invariant 5: the caller learns of the revoke first
 		select {
 		case g.s.out <- item{fetch: record.Fetch{Revoked: unsent}}:
-		case <-sess.Context().Done():
-			g.mu.Lock()
-			g.unsent = append(unsent, g.unsent...)
-			g.mu.Unlock()
-			return sess.Context().Err()
+		case <-g.s.ctx.Done():
+			return
 		}
 	}
 	if len(tps) == 0 {
-		if !g.s.assignedAtStartup() {
-			return ErrStartupTimeout
+		if g.s.assignedAtStartup() {
+			g.set(sess, nil, nil, nil, nil)
 		}
-		g.set(sess, nil, nil, nil, nil)
-		return nil
+		return
 	}
-	committed, cps, err := g.s.committed(tps)
-	if err != nil {
-		return err
-	}
-	infos, err := g.s.snapshotNew(tps, committed, cps)
-	if err != nil {
-		return err
-	}
-	if !g.s.assignedAtStartup() {
-		return ErrStartupTimeout
+	infos, ok := g.snapshot(cl, sess, tps)
+	if !ok || !g.s.assignedAtStartup() {
+		g.set(sess, nil, nil, nil, nil) // nothing delivered: nothing to revoke
+		return
 	}
 	select {
 	case g.s.out <- item{fetch: record.Fetch{Assigned: infos, Member: member(g.s.cfg, sess)}}:
-	case <-sess.Context().Done():
-		return sess.Context().Err()
+	case <-g.s.ctx.Done():
+		return
 	}
 	// StartAt positions are for the first assignment only: a partition
 	// assigned again, or first assigned later, starts at the group's
@@ -236,15 +241,43 @@ func (g *groupState) Setup(sess sarama.ConsumerGroupSession) error {
 	ctx, stop := context.WithCancel(g.s.ctx)
 	wg := new(sync.WaitGroup)
 	g.set(sess, stop, wg, g.s.startFetchers(ctx, infos, wg), tps)
-	return nil
+}
+
+// snapshot takes the committed offsets and end snapshot of tps, retrying
+// with backoff while they fail, until they succeed, the session is
+// replaced or the source closes (false then).
+func (g *groupState) snapshot(cl *kgo.Client, sess *session, tps []record.TopicPartition) ([]record.PartitionInfo, bool) {
+	backoff := g.s.cfg.RetryBackoff
+	for {
+		committed, cps, err := g.s.committed(tps)
+		if err == nil {
+			var infos []record.PartitionInfo
+			if infos, err = g.s.snapshotNew(tps, committed, cps); err == nil {
+				return infos, true
+			}
+		}
+		if g.s.boot.state.Load() != started {
+			return nil, false // the start-up's watcher reports the failure
+		}
+		g.s.log.Warn("snapshot of assigned partitions failed; retrying", zap.Error(err))
+		select {
+		case <-time.After(backoff):
+		case <-g.s.ctx.Done():
+			return nil, false
+		}
+		backoff = min(2*backoff, 20*g.s.cfg.RetryBackoff)
+		if _, gen := cl.GroupMetadata(); gen != sess.generation {
+			return nil, false
+		}
+	}
 }
 
 // member is the membership of sess, sent with its Assigned partitions.
-func member(cfg Config, sess sarama.ConsumerGroupSession) *record.GroupMember {
-	return &record.GroupMember{Group: cfg.Group, Generation: sess.GenerationID(), MemberID: sess.MemberID(), InstanceID: cfg.GroupInstanceID}
+func member(cfg Config, sess *session) *record.GroupMember {
+	return &record.GroupMember{Group: cfg.Group, Generation: sess.generation, MemberID: sess.memberID, InstanceID: cfg.GroupInstanceID}
 }
 
-func (g *groupState) set(sess sarama.ConsumerGroupSession, stop context.CancelFunc, wg *sync.WaitGroup, fs []*fetcher, tps []record.TopicPartition) {
+func (g *groupState) set(sess *session, stop context.CancelFunc, wg *sync.WaitGroup, fs []*fetcher, tps []record.TopicPartition) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.record(sess, tps)
@@ -253,7 +286,7 @@ func (g *groupState) set(sess sarama.ConsumerGroupSession, stop context.CancelFu
 
 // record sets the session and the partitions it assigned, opening or
 // closing ready. g.mu is held.
-func (g *groupState) record(sess sarama.ConsumerGroupSession, tps []record.TopicPartition) {
+func (g *groupState) record(sess *session, tps []record.TopicPartition) {
 	switch {
 	case sess != nil && g.sess == nil:
 		close(g.ready)
@@ -267,7 +300,7 @@ func (g *groupState) record(sess sarama.ConsumerGroupSession, tps []record.Topic
 // sessions it waits for the next one, up to RevokeTimeout: Setup records
 // the session before it waits for the caller, so this never waits on a
 // commit's own caller. It returns a nil session when none started in time.
-func (g *groupState) session(ctx context.Context) (sarama.ConsumerGroupSession, []record.TopicPartition) {
+func (g *groupState) session(ctx context.Context) (*session, []record.TopicPartition) {
 	g.mu.Lock()
 	sess, owned, ready := g.sess, g.owned, g.ready
 	g.mu.Unlock()
@@ -287,35 +320,34 @@ func (g *groupState) session(ctx context.Context) (sarama.ConsumerGroupSession, 
 	return g.sess, g.owned
 }
 
-// ConsumeClaim pauses sarama's consumer of the claim and holds the claim
-// until the session ends; the source's fetchers do the reading.
-// A claim that returns ends the session: that is how a discovery round
-// makes the member rejoin.
-func (g *groupState) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
-	g.cg.Pause(map[string][]int32{claim.Topic(): {claim.Partition()}})
+// revoked (franz-go's OnPartitionsRevoked and OnPartitionsLost; every
+// session of the eager task balancer ends in one, before the next join)
+// stops the session's fetchers, reports the partitions as Revoked and
+// waits (up to RevokeTimeout) for the caller to take that Fetch and come
+// back, so that its commits land before the partitions move (invariant
+// 6). Then it counts the topics' partitions the next join goes with.
+func (g *groupState) revoked(context.Context, *kgo.Client, map[string][]int32) {
+	g.cleanup()
+	if g.s.ctx.Err() != nil {
+		return // closing: there is no next join
+	}
+	counts, err := g.s.topicCounts()
+	if err != nil {
+		g.s.log.Warn("listing topics before rejoining failed", zap.Error(err))
+		counts = nil // taken at the next assignment
+	}
 	g.mu.Lock()
-	rejoin := g.rejoinCh
+	g.counts = counts
 	g.mu.Unlock()
-	if rejoin == nil {
-		return nil // the topics changed before the claim started
-	}
-	select {
-	case <-sess.Context().Done():
-	case <-rejoin:
-	}
-	return nil
 }
 
-// Cleanup stops the session's fetchers, reports the partitions as Revoked
-// and waits (up to RevokeTimeout) for the caller to take that Fetch and come
-// back, so that its commits land before the partitions move (invariant 6).
-func (g *groupState) Cleanup(sarama.ConsumerGroupSession) error {
+func (g *groupState) cleanup() {
 	g.mu.Lock()
 	stop, wg, fs, tps := g.stop, g.wg, g.fetchers, g.owned
 	g.mu.Unlock()
 	defer g.set(nil, nil, nil, nil, nil)
 	if stop == nil {
-		return nil
+		return
 	}
 	stop()
 	wg.Wait()
@@ -327,13 +359,13 @@ func (g *groupState) Cleanup(sarama.ConsumerGroupSession) error {
 	select {
 	case g.s.out <- item{fetch: record.Fetch{Revoked: tps}, ack: ack}:
 	case <-g.s.ctx.Done():
-		return nil
+		return
 	case <-timeout.C:
 		g.s.log.Warn("revoke not taken by Poll in time; it is delivered before the next assignment")
 		g.mu.Lock()
 		g.unsent = append(g.unsent, tps...)
 		g.mu.Unlock()
-		return nil
+		return
 	}
 	select {
 	case <-ack:
@@ -341,7 +373,7 @@ func (g *groupState) Cleanup(sarama.ConsumerGroupSession) error {
 	case <-timeout.C:
 		g.s.log.Warn("revoke not acknowledged in time; commits may be late")
 	}
-	return nil
+	return
 }
 
 // commit commits offsets of partitions this member owns in the current
@@ -362,49 +394,60 @@ func (g *groupState) commit(ctx context.Context, offsets map[record.TopicPartiti
 	if sess == nil {
 		return &record.CommitSkippedError{Partitions: skipped, Reason: "no group session started within RevokeTimeout"}
 	}
-	if err := g.commitOwned(sess, owned, offsets, meta); err != nil {
+	if err := g.commitOwned(ctx, sess, owned, offsets, meta); err != nil {
 		return err
 	}
 	if len(skipped) > 0 {
-		return &record.CommitSkippedError{Partitions: skipped, Reason: "the partitions are not assigned to this member in generation " + strconv.Itoa(int(sess.GenerationID()))}
+		return &record.CommitSkippedError{Partitions: skipped, Reason: "the partitions are not assigned to this member in generation " + strconv.Itoa(int(sess.generation))}
 	}
 	return nil
 }
 
 // commitOwned commits the offsets of the partitions in owned to sess's
-// generation, with their metadata in meta.
-func (g *groupState) commitOwned(sess sarama.ConsumerGroupSession, owned []record.TopicPartition, offsets map[record.TopicPartition]int64, meta map[record.TopicPartition]string) error {
-	coord, err := g.s.client.Coordinator(g.s.cfg.Group)
-	if err != nil {
-		return fmt.Errorf("kafka: commit: coordinator: %w", err)
+// generation, with their metadata in meta, by an OffsetCommitRequest
+// through the group client (franz-go's CommitOffsets carries no metadata).
+func (g *groupState) commitOwned(ctx context.Context, sess *session, owned []record.TopicPartition, offsets map[record.TopicPartition]int64, meta map[record.TopicPartition]string) error {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group = g.s.cfg.Group
+	req.Generation = sess.generation
+	req.MemberID = sess.memberID
+	if g.s.cfg.GroupInstanceID != "" {
+		req.InstanceID = kmsg.StringPtr(g.s.cfg.GroupInstanceID)
 	}
-	req := &sarama.OffsetCommitRequest{
-		Version:                 2,
-		ConsumerGroup:           g.s.cfg.Group,
-		ConsumerGroupGeneration: sess.GenerationID(),
-		ConsumerID:              sess.MemberID(),
-		RetentionTime:           -1,
-	}
-	n := 0
-	for tp, off := range offsets {
-		if _, found := slices.BinarySearchFunc(owned, tp, compareTP); found {
-			req.AddBlock(tp.Topic, tp.Partition, off, 0, meta[tp])
-			n++
+	req.RetentionTimeMillis = -1
+	topicAt := make(map[string]int)
+	for _, tp := range slices.SortedFunc(maps.Keys(offsets), compareTP) {
+		if _, found := slices.BinarySearchFunc(owned, tp, compareTP); !found {
+			continue
 		}
+		i := topicSlot(&req.Topics, topicAt, tp.Topic, func(name string) kmsg.OffsetCommitRequestTopic {
+			t := kmsg.NewOffsetCommitRequestTopic()
+			t.Topic = name
+			return t
+		})
+		p := kmsg.NewOffsetCommitRequestTopicPartition()
+		p.Partition, p.Offset, p.LeaderEpoch = tp.Partition, offsets[tp], -1
+		if m, ok := meta[tp]; ok {
+			p.Metadata = kmsg.StringPtr(m)
+		}
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
 	}
-	if n == 0 {
+	if len(req.Topics) == 0 {
 		return nil
 	}
-	resp, err := coord.CommitOffset(req)
+	cl := g.client()
+	if cl == nil {
+		return errors.New("kafka: commit: the group client is not open")
+	}
+	kresp, err := cl.Request(ctx, req)
 	if err != nil {
-		_ = g.s.client.RefreshCoordinator(g.s.cfg.Group)
 		return fmt.Errorf("kafka: commit: %w", err)
 	}
 	var errs []error
-	for t, ps := range resp.Errors {
-		for p, kerr := range ps {
-			if !errors.Is(kerr, sarama.ErrNoError) {
-				errs = append(errs, fmt.Errorf("kafka: commit %s/%d: %w", t, p, kerr))
+	for _, t := range kresp.(*kmsg.OffsetCommitResponse).Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				errs = append(errs, fmt.Errorf("kafka: commit %s/%d: %w", t.Topic, p.Partition, err))
 			}
 		}
 	}
@@ -412,9 +455,10 @@ func (g *groupState) commitOwned(sess sarama.ConsumerGroupSession, owned []recor
 }
 
 func (g *groupState) close() error {
-	err := g.cg.Close()
-	<-g.done
-	return err
+	if cl := g.client(); cl != nil {
+		cl.Close()
+	}
+	return nil
 }
 
 func compareTP(a, b record.TopicPartition) int {

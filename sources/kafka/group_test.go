@@ -134,10 +134,15 @@ func TestGroupCrashedMemberTakenOver(t *testing.T) {
 			if err := a.Commit(bg, commits); err != nil {
 				t.Fatal(err)
 			}
-			_ = a.client.Close() // the crash: connections drop, no LeaveGroup
-			crashed := time.Now()
+			// The crash: A stops, and no LeaveGroup reaches the group.
 			stopA.Store(true)
-			defer waitA()
+			waitA()
+			c.Kfake().ControlKey(int16(kmsg.LeaveGroup), func(req kmsg.Request) (kmsg.Response, error, bool) {
+				c.Kfake().KeepControl()
+				return req.ResponseKind(), nil, true
+			})
+			_ = a.Close()
+			crashed := time.Now()
 			colB.until("B takes A's partitions over", func() bool {
 				return len(colB.assigned) == 4 && colB.caughtUp()
 			})
@@ -285,24 +290,6 @@ func committedOffsets(t *testing.T, c *embedded.Cluster, group string) map[recor
 	return out
 }
 
-// TestJoinGroupOutwaitsRebalance: sarama reads a JoinGroup answer under
-// Net.ReadTimeout, and the coordinator may hold it for the whole rebalance
-// timeout (waiting for a member that died); a deadline shorter than that
-// abandons every join and the member never gets partitions again.
-func TestJoinGroupOutwaitsRebalance(t *testing.T) {
-	for _, rt := range []time.Duration{0, 2 * time.Minute} {
-		c := Config{Brokers: []string{"127.0.0.1:9092"}, Group: "g", RebalanceTimeout: rt}
-		c.EnsureDefaults()
-		sc, err := c.sarama()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sc.Net.ReadTimeout <= sc.Consumer.Group.Rebalance.Timeout {
-			t.Errorf("rebalance timeout %v: read timeout %v does not exceed it", sc.Consumer.Group.Rebalance.Timeout, sc.Net.ReadTimeout)
-		}
-	}
-}
-
 // TestCloseReleasesACommitWaitingForASession: a commit made while no
 // session has started waits for one (up to RevokeTimeout); Close ends that
 // wait at once, and the commit reports every partition skipped, committing
@@ -398,4 +385,57 @@ func TestStartAtAppliesToTheFirstAssignmentOnly(t *testing.T) {
 		}
 	}
 	t.Logf("assignments of A: %+v", colA.assigns)
+}
+
+// The group client fetches nothing: every Fetch the cluster receives is
+// one of the source's fetchers' (sessionless, SessionEpoch -1; franz-go's
+// own consumer opens fetch sessions), through a rebalance, a topic a
+// pattern finds while the source runs, and a partition added later.
+func TestGroupClientNeverFetches(t *testing.T) {
+	c := startCluster(t, embedded.WithTopic("ev-a", 2))
+	var ours, theirs atomic.Int64
+	kf := c.Kfake()
+	kf.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		if req.(*kmsg.FetchRequest).SessionEpoch == -1 {
+			ours.Add(1)
+		} else {
+			theirs.Add(1)
+		}
+		return nil, nil, false // the cluster answers as usual
+	})
+	for p := range int32(2) {
+		mustProduce(t, c, recs("ev-a", p, 5, "a")...)
+	}
+	cfg := func(id string) Config {
+		return Config{Brokers: c.Addrs(), TopicPatterns: []string{"ev-.*"}, Group: "nofetch", ClientID: id,
+			DiscoveryInterval: testInterval, HeartbeatInterval: 100 * time.Millisecond}
+	}
+	colA := newCollector(t, openSource(t, cfg("a")))
+	colA.until("A read ev-a", func() bool { return len(colA.assigned) == 2 && colA.caughtUp() && len(colA.values) == 2 })
+	if err := c.CreateTopic(bg, "ev-b", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CreatePartitions(bg, "ev-a", 3); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(2) {
+		mustProduce(t, c, recs("ev-b", p, 5, "b")...)
+	}
+	mustProduce(t, c, recs("ev-a", 2, 5, "a2")...)
+	colA.until("A read ev-b and ev-a/2", func() bool { return len(colA.assigned) == 5 && colA.caughtUp() && len(colA.values) == 5 })
+	var stopA atomic.Bool
+	waitA := background(colA, stopA.Load) // as A's engine would, so the rebalance proceeds
+	colB := newCollector(t, openSource(t, cfg("b")))
+	colB.until("B assigned its share and read it", func() bool { return len(colB.assigned) > 0 && colB.caughtUp() })
+	colB.pollFor(time.Second) // time for a fetch of the group clients' to show
+	stopA.Store(true)
+	waitA()
+	if ours.Load() == 0 {
+		t.Fatal("no fetch counted: the count shows nothing")
+	}
+	if n := theirs.Load(); n > 0 {
+		t.Fatalf("%d fetches came from a group client (the source's own: %d)", n, ours.Load())
+	}
+	t.Logf("%d fetches, all the source's", ours.Load())
 }

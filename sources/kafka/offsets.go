@@ -3,10 +3,14 @@ package kafka
 import (
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 
-	"github.com/IBM/sarama"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sources"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Timestamps understood by ListOffsets.
@@ -16,102 +20,115 @@ const (
 )
 
 // listOffsets asks each partition leader for the offset at ts, under the
-// source's isolation level (sarama's Client.GetOffset ignores isolation, so
-// the OffsetRequest is built here). Partitions are grouped per leader: one
-// request per broker.
+// source's isolation level (ListOffsets v2+ carries it; some clients'
+// helpers leave it out). Partitions are grouped per leader: one request
+// per broker, through the client's connection to it.
 func (s *Source) listOffsets(tps []record.TopicPartition, ts int64) (map[record.TopicPartition]int64, error) {
-	byLeader := make(map[*sarama.Broker][]record.TopicPartition)
+	byLeader := make(map[int32][]record.TopicPartition)
+	var ids []int32
 	for _, tp := range tps {
-		b, err := s.leader(tp)
+		id, err := s.leader(tp)
 		if err != nil {
 			return nil, err
 		}
-		byLeader[b] = append(byLeader[b], tp)
+		if _, ok := byLeader[id]; !ok {
+			ids = append(ids, id)
+		}
+		byLeader[id] = append(byLeader[id], tp)
 	}
 	out := make(map[record.TopicPartition]int64, len(tps))
-	for b, group := range byLeader {
-		req := &sarama.OffsetRequest{Version: 5}
+	for _, id := range ids {
+		group := byLeader[id]
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID = -1
 		if s.cfg.readCommitted() {
-			req.IsolationLevel = sarama.ReadCommitted
+			req.IsolationLevel = 1
 		}
+		topicAt := make(map[string]int, 1)
 		for _, tp := range group {
-			req.AddBlock(tp.Topic, tp.Partition, ts, 1)
+			i := topicSlot(&req.Topics, topicAt, tp.Topic, func(name string) kmsg.ListOffsetsRequestTopic {
+				t := kmsg.NewListOffsetsRequestTopic()
+				t.Topic = name
+				return t
+			})
+			p := kmsg.NewListOffsetsRequestTopicPartition()
+			p.Partition, p.Timestamp, p.CurrentLeaderEpoch = tp.Partition, ts, -1
+			req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
 		}
-		s.waitFor("ListOffsets from broker %d at %s", b.ID(), b.Addr())
-		resp, err := b.GetAvailableOffsets(req)
+		s.waitFor("ListOffsets from broker %d at %s", id, s.brokerAddr(id))
+		kresp, err := s.cl.Broker(int(id)).Request(s.ctx, req)
 		if err != nil {
 			s.refreshMetadata()
-			return nil, fmt.Errorf("kafka: list offsets from broker %d: %w", b.ID(), err)
+			return nil, fmt.Errorf("kafka: list offsets from broker %d: %w", id, err)
+		}
+		resp := kresp.(*kmsg.ListOffsetsResponse)
+		got := make(map[record.TopicPartition]int64, len(group))
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				tp := record.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					s.refreshMetadata()
+					return nil, fmt.Errorf("kafka: list offsets %s/%d: %w", tp.Topic, tp.Partition, err)
+				}
+				got[tp] = p.Offset
+			}
 		}
 		for _, tp := range group {
-			blk := resp.GetBlock(tp.Topic, tp.Partition)
-			if blk == nil {
+			o, ok := got[tp]
+			if !ok {
 				return nil, fmt.Errorf("kafka: list offsets %s/%d: no answer", tp.Topic, tp.Partition)
 			}
-			if !errors.Is(blk.Err, sarama.ErrNoError) {
-				s.refreshMetadata()
-				return nil, fmt.Errorf("kafka: list offsets %s/%d: %w", tp.Topic, tp.Partition, blk.Err)
-			}
-			out[tp] = blk.Offset
+			out[tp] = o
 		}
 	}
 	return out, nil
 }
 
-// leader returns the partition's current leader, refreshing metadata once
-// when sarama does not know it.
-func (s *Source) leader(tp record.TopicPartition) (*sarama.Broker, error) {
-	b, err := s.client.Leader(tp.Topic, tp.Partition)
-	if err != nil {
-		if rerr := s.client.RefreshMetadata(tp.Topic); rerr != nil {
-			return nil, fmt.Errorf("kafka: leader of %s/%d: %w", tp.Topic, tp.Partition, err)
-		}
-		b, err = s.client.Leader(tp.Topic, tp.Partition)
-		if err != nil {
-			return nil, fmt.Errorf("kafka: leader of %s/%d: %w", tp.Topic, tp.Partition, err)
-		}
-	}
-	return b, nil
-}
-
-func (s *Source) refreshMetadata() {
-	if err := s.client.RefreshMetadata(s.cfg.Topics...); err != nil {
-		s.log.Warn("metadata refresh failed")
-	}
-}
-
 // committed returns the group's committed offsets for tps (-1: none), and
 // the checkpoints their metadata holds, for snapshot.
 func (s *Source) committed(tps []record.TopicPartition) (map[record.TopicPartition]int64, map[record.TopicPartition]record.PartitionCheckpoint, error) {
-	s.waitFor("FindCoordinator for group %s from brokers %s", s.cfg.Group, s.brokerList())
-	coord, err := s.client.Coordinator(s.cfg.Group)
+	coord, err := s.coordinator()
 	if err != nil {
-		return nil, nil, fmt.Errorf("kafka: coordinator of group %s: %w", s.cfg.Group, err)
+		return nil, nil, err
 	}
-	s.waitFor("OffsetFetch for group %s from its coordinator, broker %d at %s", s.cfg.Group, coord.ID(), coord.Addr())
-	req := &sarama.OffsetFetchRequest{Version: 5, ConsumerGroup: s.cfg.Group}
-	for _, tp := range tps {
-		req.AddPartition(tp.Topic, tp.Partition)
+	s.waitFor("OffsetFetch for group %s from its coordinator, broker %d at %s", s.cfg.Group, coord.NodeID, coordAddr(coord))
+	resp, err := kadm.NewClient(s.cl).FetchOffsets(s.ctx, s.cfg.Group)
+	if err == nil {
+		err = resp.Error()
 	}
-	resp, err := coord.FetchOffset(req)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kafka: offset fetch for group %s: %w", s.cfg.Group, err)
-	}
-	if !errors.Is(resp.Err, sarama.ErrNoError) {
-		return nil, nil, fmt.Errorf("kafka: offset fetch for group %s: %w", s.cfg.Group, resp.Err)
 	}
 	out := make(map[record.TopicPartition]int64, len(tps))
 	cps := make(map[record.TopicPartition]record.PartitionCheckpoint)
 	for _, tp := range tps {
 		out[tp] = -1
-		if blk := resp.GetBlock(tp.Topic, tp.Partition); blk != nil && errors.Is(blk.Err, sarama.ErrNoError) {
-			out[tp] = blk.Offset
-			if pc, ok := sources.DecodeCheckpoint(tp, blk.Offset, blk.Metadata); ok {
+		if o, ok := resp.Lookup(tp.Topic, tp.Partition); ok && o.Err == nil && o.At >= 0 {
+			out[tp] = o.At
+			if pc, ok := sources.DecodeCheckpoint(tp, o.At, o.Metadata); ok {
 				cps[tp] = pc
 			}
 		}
 	}
 	return out, cps, nil
+}
+
+// coordinator finds the group's coordinator.
+func (s *Source) coordinator() (kadm.FindCoordinatorResponse, error) {
+	s.waitFor("FindCoordinator for group %s from brokers %s", s.cfg.Group, s.brokerList())
+	c, ok := kadm.NewClient(s.cl).FindGroupCoordinators(s.ctx, s.cfg.Group)[s.cfg.Group]
+	err := c.Err
+	if !ok {
+		err = errors.New("no answer")
+	}
+	if err != nil {
+		return c, fmt.Errorf("kafka: coordinator of group %s: %w", s.cfg.Group, err)
+	}
+	return c, nil
+}
+
+func coordAddr(c kadm.FindCoordinatorResponse) string {
+	return net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port)))
 }
 
 // snapshot takes the end offsets of tps and resolves their start positions

@@ -10,10 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/signalbox/signalbox/internal/startup"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sources"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -21,12 +21,13 @@ import (
 // ErrClosed is returned by Poll after Close.
 var ErrClosed = errors.New("kafka: source closed")
 
-// Source reads Kafka topics through sarama. See the package documentation
-// for its invariants and lifecycle.
+// Source reads Kafka topics through franz-go. See the package
+// documentation for its invariants and lifecycle.
 type Source struct {
-	cfg    Config
-	log    *zap.Logger
-	client sarama.Client
+	cfg  Config
+	log  *zap.Logger
+	cl   *kgo.Client // metadata, offsets and fetches
+	meta brokers     // leaders and broker addresses, from metadata answers
 
 	out   chan item  // fetchers and the group handler → Poll
 	fatal chan error // background failures that end the pipeline
@@ -63,10 +64,6 @@ type Source struct {
 	// wanted is the engine's evidence demand (WantEvidence), in Unix
 	// nanoseconds; 0 when nothing waits for evidence.
 	wanted atomic.Int64
-
-	// saramaFetch makes the fetchers use sarama's transport even without
-	// SASL (tests compare the two transports); set before Open.
-	saramaFetch bool
 
 	// pool holds the record arrays the engine gave back (Recycle).
 	pool recordPool
@@ -150,7 +147,7 @@ func New(cfg Config) (*Source, error) {
 // assignments arrive through Poll. The whole start-up, to the first
 // assignment in group mode, shares one deadline (Config.StartupTimeout).
 func (s *Source) Open(ctx context.Context) error {
-	sc, err := s.cfg.sarama()
+	opts, err := s.clientOpts()
 	if err != nil {
 		return err
 	}
@@ -168,24 +165,12 @@ func (s *Source) Open(ctx context.Context) error {
 	s.boot.left = time.Until(s.boot.deadline)
 	s.boot.done, s.boot.joined = make(chan struct{}), make(chan struct{})
 	s.waitFor("a connection to brokers %s", s.brokerList())
-	connected := make(chan sarama.Client, 1)
-	err = s.bounded(ctx, func() error {
-		c, err := sarama.NewClient(s.cfg.Brokers, sc)
-		connected <- c
-		return err
-	})
-	if err != nil {
-		go func() { // an abandoned connect may still succeed
-			if c := <-connected; c != nil {
-				_ = c.Close()
-			}
-		}()
+	if s.cl, err = kgo.NewClient(opts...); err != nil {
 		return fmt.Errorf("kafka: connect: %w", err)
 	}
-	s.client = <-connected
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if s.cfg.Group != "" {
-		if err := s.openGroup(ctx, sc); err != nil {
+		if err := s.openGroup(ctx); err != nil {
 			s.closeClient()
 			return err
 		}
@@ -216,11 +201,10 @@ func (s *Source) closeClient() {
 	if s.cancel != nil {
 		s.cancel()
 	}
-	if s.boot.state.Load() == startFailed {
-		go s.client.Close() // an abandoned request holds it until its read timeout
-		return
+	if s.group != nil {
+		_ = s.group.close()
 	}
-	_ = s.client.Close()
+	s.cl.Close()
 }
 
 // startFetchers starts one fetcher per current leader of infos, on ctx,
@@ -229,9 +213,9 @@ func (s *Source) startFetchers(ctx context.Context, infos []record.PartitionInfo
 	byLeader := make(map[int32][]record.PartitionInfo)
 	var ids []int32
 	for _, in := range infos {
-		id := int32(-1)
-		if b, err := s.leader(in.TopicPartition); err == nil {
-			id = b.ID()
+		id, err := s.leader(in.TopicPartition)
+		if err != nil {
+			id = -1
 		}
 		if _, ok := byLeader[id]; !ok {
 			ids = append(ids, id)
@@ -441,9 +425,9 @@ func (s *Source) Close() error {
 	s.releaseAck()
 	s.cancel()
 	if s.boot.state.Load() == startFailed {
-		// A sarama request holds its connection until its read
-		// timeout; a start-up that timed out may still wait on one,
-		// so the rest is closed in the background.
+		// A start-up that timed out may still wait on a broker (a
+		// LeaveGroup to a coordinator that does not answer, say), so
+		// the rest is closed in the background.
 		go s.closeAll()
 		return nil // Poll reported the failure
 	}
@@ -457,5 +441,6 @@ func (s *Source) closeAll() error {
 		err = s.group.close()
 	}
 	s.wg.Wait()
-	return errors.Join(err, s.client.Close())
+	s.cl.Close()
+	return err
 }

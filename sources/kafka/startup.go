@@ -9,7 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/signalbox/signalbox/internal/startup"
@@ -117,8 +118,7 @@ func (s *Source) startupErr() error {
 
 // bounded runs a blocking start-up step within the start-up deadline. When
 // the deadline passes or ctx ends first, the start-up has failed and the
-// step is left to end at sarama's read timeout; the caller closes the
-// client in the background.
+// step is left to end when the source closes the client.
 func (s *Source) bounded(ctx context.Context, step func() error) error {
 	err := startup.Run(ctx, s.boot.deadline, step)
 	switch {
@@ -188,18 +188,29 @@ func (s *Source) openGroupTopics(ctx context.Context) (map[string]int, error) {
 		if counts, err = s.openTopics(); err != nil {
 			return err
 		}
-		s.waitFor("FindCoordinator for group %s from brokers %s", s.cfg.Group, s.brokerList())
-		coord, err := s.client.Coordinator(s.cfg.Group)
+		coord, err := s.coordinator()
 		if err != nil {
-			return fmt.Errorf("kafka: coordinator of group %s: %w", s.cfg.Group, err)
+			return err
 		}
 		// The coordinator itself must answer before the join, whose
 		// JoinGroup it may hold for a whole rebalance.
-		s.waitFor("DescribeGroups for group %s from its coordinator, broker %d at %s", s.cfg.Group, coord.ID(), coord.Addr())
-		if _, err := coord.DescribeGroups(&sarama.DescribeGroupsRequest{Groups: []string{s.cfg.Group}}); err != nil {
-			return fmt.Errorf("kafka: coordinator of group %s, broker %d at %s: %w", s.cfg.Group, coord.ID(), coord.Addr(), err)
+		addr := coordAddr(coord)
+		s.waitFor("DescribeGroups for group %s from its coordinator, broker %d at %s", s.cfg.Group, coord.NodeID, addr)
+		req := kmsg.NewPtrDescribeGroupsRequest()
+		req.Groups = []string{s.cfg.Group}
+		kresp, err := s.cl.Broker(int(coord.NodeID)).Request(s.ctx, req)
+		if err == nil {
+			for _, gr := range kresp.(*kmsg.DescribeGroupsResponse).Groups {
+				// A group that does not exist yet is an answer too.
+				if gerr := kerr.ErrorForCode(gr.ErrorCode); err == nil && !errors.Is(gerr, kerr.GroupIDNotFound) {
+					err = gerr
+				}
+			}
 		}
-		s.waitFor("the join of group %s (JoinGroup, SyncGroup, OffsetFetch) from its coordinator, broker %d at %s", s.cfg.Group, coord.ID(), coord.Addr())
+		if err != nil {
+			return fmt.Errorf("kafka: coordinator of group %s, broker %d at %s: %w", s.cfg.Group, coord.NodeID, addr, err)
+		}
+		s.waitFor("the join of group %s (JoinGroup, SyncGroup) from its coordinator, broker %d at %s", s.cfg.Group, coord.NodeID, addr)
 		return nil
 	})
 	if err != nil {
