@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/embedded"
@@ -113,7 +115,7 @@ func parseLines(t testing.TB, b []byte) []line {
 // client to read the group's committed offsets.
 type harness struct {
 	t     testing.TB
-	admin sarama.ClusterAdmin
+	admin *kadm.Client
 
 	mu        sync.Mutex
 	owner     map[record.TopicPartition]string
@@ -145,15 +147,13 @@ func (h *harness) topicsOf(p int32) int {
 
 // newHarness returns a harness on c; its log is printed if the test fails.
 func newHarness(t *testing.T, c *embedded.Cluster) *harness {
-	ac := sarama.NewConfig()
-	ac.Version = sarama.V2_8_0_0
-	admin, err := sarama.NewClusterAdmin(c.Addrs(), ac)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, admin: admin, owner: map[record.TopicPartition]string{}}
+	h := &harness{t: t, admin: kadm.NewClient(cl), owner: map[record.TopicPartition]string{}}
 	t.Cleanup(func() {
-		_ = admin.Close()
+		cl.Close()
 		if t.Failed() {
 			h.mu.Lock()
 			for _, l := range h.log {
@@ -172,13 +172,12 @@ func (h *harness) logf(format string, args ...any) {
 }
 
 func (h *harness) committed(tps []record.TopicPartition) map[record.TopicPartition]int64 {
-	req := map[string][]int32{}
-	for _, tp := range tps {
-		req[tp.Topic] = append(req[tp.Topic], tp.Partition)
-	}
-	resp, err := h.admin.ListConsumerGroupOffsets(group, req)
-	if errors.Is(err, sarama.ErrGroupIDNotFound) {
+	resp, err := h.admin.FetchOffsets(context.Background(), group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
 		return nil // no group: nothing committed
+	}
+	if err == nil {
+		err = resp.Error()
 	}
 	if err != nil {
 		h.t.Errorf("listing committed offsets: %v", err)
@@ -186,8 +185,8 @@ func (h *harness) committed(tps []record.TopicPartition) map[record.TopicPartiti
 	}
 	out := map[record.TopicPartition]int64{}
 	for _, tp := range tps {
-		if b := resp.GetBlock(tp.Topic, tp.Partition); b != nil && b.Err == sarama.ErrNoError {
-			out[tp] = b.Offset
+		if o, ok := resp.Lookup(tp.Topic, tp.Partition); ok && o.Err == nil && o.At >= 0 {
+			out[tp] = o.At
 		}
 	}
 	return out
@@ -677,31 +676,35 @@ func TestScaleRebalance(t *testing.T) {
 	})
 }
 
-// TestRangeAssignorCoPartitions pins what signalbox relies on: sarama's
-// default strategy (range) gives partition p of every topic to the same
-// member when the topics have equal partition counts, and does not when
-// they differ.
+// TestRangeAssignorCoPartitions pins what signalbox relies on in its range
+// fallback (franz-go's range balancer, for members that do not speak
+// signalbox-task): it gives partition p of every topic to the same member
+// when the topics have equal partition counts, and does not when they
+// differ.
 func TestRangeAssignorCoPartitions(t *testing.T) {
-	if got := sarama.NewConfig().Consumer.Group.Rebalance.GroupStrategies; len(got) != 1 || got[0].Name() != sarama.RangeBalanceStrategyName {
-		t.Fatalf("sarama's default group strategies changed: %v", got)
-	}
-	members := map[string]sarama.ConsumerGroupMemberMetadata{}
-	for _, m := range []string{"m-b", "m-a", "m-c"} {
-		members[m] = sarama.ConsumerGroupMemberMetadata{Topics: []string{"x", "y"}}
+	b := kgo.RangeBalancer()
+	var members []kmsg.JoinGroupResponseMember
+	for _, id := range []string{"m-a", "m-b", "m-c"} {
+		m := kmsg.NewJoinGroupResponseMember()
+		m.MemberID, m.ProtocolMetadata = id, b.JoinGroupMetadata([]string{"x", "y"}, nil, 1)
+		members = append(members, m)
 	}
 	coPartitioned := func(counts map[string]int32) bool {
-		ts := map[string][]int32{}
-		for topic, n := range counts {
-			for p := range n {
-				ts[topic] = append(ts[topic], p)
-			}
+		mb, _, err := b.MemberBalancer(members)
+		if err != nil {
+			t.Fatal(err)
 		}
-		plan, err := sarama.NewBalanceStrategyRange().Plan(members, ts)
+		into, err := mb.(kgo.GroupMemberBalancerOrError).BalanceOrError(counts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		owner := map[string]map[int32]string{}
-		for m, a := range plan {
+		for _, sa := range into.IntoSyncAssignment() {
+			a, err := b.ParseSyncAssignment(sa.MemberAssignment)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := sa.MemberID
 			for topic, ps := range a {
 				if owner[topic] == nil {
 					owner[topic] = map[int32]string{}
