@@ -18,7 +18,7 @@ import (
 //
 // Fetches that use an incremental fetch session (KIP-227, e.g. franz-go's
 // consumer) are delayed as a whole instead, since a session must see every
-// partition; sessionless fetches (sarama, signalbox's source) are filtered.
+// partition; sessionless fetches (signalbox's source) are filtered.
 func (c *Cluster) DelayFetches(topic string, d time.Duration) (stop func()) {
 	var deadline atomic.Int64
 	deadline.Store(time.Now().Add(d).UnixNano())

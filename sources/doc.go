@@ -1,7 +1,7 @@
 // Package sources groups signalbox's sources. Each subpackage implements the
 // root package's Source contract without importing it:
 //
-//   - sources/kafka: Kafka through github.com/IBM/sarama, with the start-up
+//   - sources/kafka: Kafka through franz-go, with the start-up
 //     end-offset snapshot and fresh evidence on every fetch;
 //   - sources/file: JSONL files, one partition per file, for local runs;
 //   - sources/script: a deterministic, scripted source for tests, examples

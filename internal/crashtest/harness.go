@@ -148,7 +148,7 @@ func (b *Broker) Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 
 // EvictGroup removes every member of group from the broker's group
 // coordinator. After a SIGKILL the dead member would otherwise hold its
-// partitions until its session times out (sarama: 10 s), once per kill;
+// partitions until its session times out (10 s by default), once per kill;
 // evicting it is what an operator's `--delete-members` does, and it is no
 // part of what the crash test checks.
 func EvictGroup(ctx context.Context, cl *kgo.Client, group string) error {

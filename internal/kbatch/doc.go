@@ -25,7 +25,7 @@
 //     length or undecodable records are an error, and Decode returns the
 //     batches before the bad one together with the error.
 //  5. Batches of magic 0 and 1 (legacy message sets) are skipped whole, as
-//     the sarama-based fetcher skips them; they are not returned.
+//     Kafka clients skip them; they are not returned.
 //  6. Decode never panics, whatever the input (FuzzDecode), and agrees with
 //     kmsg's allocating decode on every record's offset delta, timestamp
 //     delta, key, value and headers.

@@ -393,7 +393,7 @@ const final = "final"
 var memberNames = []string{"a", "b", final}
 
 // finish runs the final member to the end offsets, for at most c.Drain
-// plus sarama's rebalance timeout: what it delivers was stalled, not lost.
+// plus the group's rebalance timeout: what it delivers was stalled, not lost.
 // Killed members are evicted from the group first, as an operator would,
 // so that its join does not wait for their sessions to time out.
 func finish(ctx context.Context, c config, b remote, group, job string, ev *eventLog) {
