@@ -12,7 +12,6 @@ import (
 	"github.com/signalbox/signalbox/catchup"
 	"github.com/signalbox/signalbox/internal/topicpattern"
 	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/timers/durable"
 	"github.com/signalbox/signalbox/watermark"
 )
 
@@ -143,7 +142,7 @@ type run struct {
 	sinkDone chan struct{}
 	// restored from a DurableStore: parked records per partition, until
 	// the first assignment (design R10); late counters.
-	floors map[record.TopicPartition]durable.Parked
+	floors map[record.TopicPartition]record.Parked
 	// late holds every partition's late counters, restored ones included;
 	// they outlive a revoke, so a partition that comes back keeps counting.
 	lateCounts map[record.TopicPartition]*LateCounter
@@ -169,7 +168,7 @@ type run struct {
 	// recycler takes back the source's record arrays (recycle.go); nil
 	// when the source is no Recycler or the store is one whose use of a
 	// parked record is not known. parkRefs: the store refers to parked
-	// records (the in-memory queue) rather than copying them (durable.Store).
+	// records (the in-memory queue) rather than copying them (ParkCopier).
 	recycler Recycler
 	parkRefs bool
 	// restoringN is at least the number of partitions still re-reading
@@ -301,12 +300,14 @@ func newRun(ctx context.Context, p *Pipeline) *run {
 	gate := newPauseGate(p.src)
 	r.pauser, r.holdPauser = gate.pauserFor(pausedByEngine), gate.pauserFor(pausedByHold)
 	r.demander, _ = p.src.(EvidenceDemander)
-	switch cfg.store.(type) {
+	switch s := cfg.store.(type) {
 	case *memStore:
 		r.recycler, _ = p.src.(Recycler)
 		r.parkRefs = true
-	case *durable.Store: // Park copies: "the caller keeps r"
-		r.recycler, _ = p.src.(Recycler)
+	case ParkCopier:
+		if s.ParkCopies() {
+			r.recycler, _ = p.src.(Recycler)
+		}
 	}
 	return r
 }
