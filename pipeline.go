@@ -42,11 +42,7 @@ type Pipeline struct {
 
 // New builds a pipeline. It validates the options and reports every problem.
 func New(src Source, opts ...Option) (*Pipeline, error) {
-	p := &Pipeline{src: src, decoders: map[string]*decoder{}}
-	for _, o := range opts {
-		o(&p.cfg)
-	}
-	p.cfg.ensureDefaults()
+	p := &Pipeline{src: src, decoders: map[string]*decoder{}, cfg: configOf(opts)}
 	if src == nil {
 		return nil, errors.New("signalbox: source: must not be nil")
 	}
