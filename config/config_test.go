@@ -82,7 +82,7 @@ func TestValidationErrors(t *testing.T) {
 		{"sasl secret inline", minimal + "sasl: {mechanism: PLAIN, user: u, password_env: 'hunter 2'}", "sasl.password_env: must be the NAME of an environment variable"},
 		{"sasl password as name", minimal + "sasl: {mechanism: PLAIN, user: u, password_env: Tr0ub4dor}", "sasl.password_env: must be the NAME of an environment variable"},
 		{"sasl no mechanism", minimal + "sasl: {user: u}", "sasl.mechanism: required when user or password is set"},
-		{"no inputs", "brokers: [h:1]\nsinks: [{type: jsonl}]", "inputs: at least one input is required"},
+		{"no inputs", "brokers: [h:1]\nsinks: [{type: jsonl}]", "inputs: at least one topic or topic pattern is required"},
 		{"input topic", minimal + "  - time: none", "inputs[1].topic: required"},
 		{"duplicate topic", minimal + "  - topic: a", `inputs[1].topic: "a" is already declared by inputs[0]`},
 		{"time", minimal + "  - {topic: b, time: clock}", `inputs[1].time: "clock" is not one of timestamp, field, header, none`},

@@ -71,17 +71,16 @@ func (v *validator) oneOf(path, val string, allowed []string) {
 }
 
 // durationRule is what a duration field refuses besides bad syntax; the
-// ranges are the library's (see validateRanges).
+// ranges are the library's (see validateLibrary). The last two are for the
+// configuration structs of the Kafka source and the sinks, which take 0 for
+// their default and a negative value for "off", where a job file leaves the
+// field out and writes 0.
 type durationRule int
 
 const (
 	libraryRange durationRule = iota // the library checks the value
-	// notNegative: the library takes a negative value for "off", which a
-	// job file writes as 0.
-	notNegative
-	// notZero: the library takes 0 for its default, which a job file
-	// writes by leaving the field out.
-	notZero
+	notNegative                      // a negative value would be "off" there
+	notZero                          // 0 would be the default there
 )
 
 // duration checks the syntax of a Go duration field and rule; "" is
@@ -138,9 +137,6 @@ func (v *validator) envName(path, name string) {
 func (j *Job) Validate() error {
 	v := &validator{lines: j.lines}
 	j.validateConnection(v)
-	if len(j.Inputs) == 0 {
-		v.bad("inputs", "at least one input is required")
-	}
 	for i, in := range j.Inputs {
 		in.validateFormats(v, fmt.Sprintf("inputs[%d]", i), j.SchemaRegistry)
 	}
@@ -238,7 +234,8 @@ func optionPath(field string) (path, near string) {
 // (kafka.Config.Validate, the one copy of those rules) onto the job's YAML
 // paths, and checks what only the job file has: password_env and
 // group_instance_id_env. The topics and topic patterns are the inputs',
-// checked there (Input.Validate).
+// checked there (Input.Validate); that there is at least one is the
+// source's rule, reported at inputs.
 func (j *Job) validateConnection(v *validator) {
 	k := j.kafkaConfig()
 	if j.SASL.PasswordEnv != "" {
@@ -251,6 +248,8 @@ func (j *Job) validateConnection(v *validator) {
 	k.EnsureDefaults()
 	for _, fe := range fielderr.All(k.Validate()) {
 		switch {
+		case fe.Field == "topics": // none: the job has no input
+			v.bad("inputs", "%s", fe.Msg)
 		case strings.HasPrefix(fe.Field, "topics"), strings.HasPrefix(fe.Field, "topic_patterns"):
 		case fe.Field == "group_instance_id" && idFromEnv:
 			v.bad("group_instance_id_env", "%s", fe.Msg)
