@@ -18,7 +18,9 @@
 //     variable, read only by Build, and no error or log repeats its value.
 //  5. Parse, Validate and Build never panic, whatever the input bytes
 //     (FuzzParse).
-//  6. Zero values mean the documented default; defaults are those of the
+//  6. A field left out takes the documented default; one that is set is
+//     taken as written (0 is "off" where there is one, else refused, as for
+//     the library's options, signalbox.Option). Defaults are those of the
 //     library (package signalbox and sources/kafka), never a second copy
 //     that could drift (TestDocumentedDefaultsMatchCode holds
 //     docs/config.md to them).
