@@ -119,8 +119,8 @@ type Transform func(r *record.Record) error
 //     An option that cannot be off (WithBatchSize, WithMaxInflightBatches,
 //     WithCheckpointInterval, WithTick) refuses 0. No option takes a
 //     negative value, and none takes "" (WithLatePolicy, WithUntil) or nil
-//     (WithClock) for its default; a nil filter, transform, observer or
-//     logger is off.
+//     (WithClock, WithStrategy, WithParkedStore) for its default; a nil
+//     filter, transform, observer or logger is off.
 type Option func(*config)
 
 type config struct {
@@ -153,6 +153,9 @@ type config struct {
 	limitSet    bool // the default depends on the store (WithParkedLimit)
 	maxFuture   time.Duration
 	flushLinger time.Duration
+	// nilGiven names the options given nil where nil is no value
+	// (WithClock, WithStrategy, WithParkedStore), for validate.
+	nilGiven []string
 }
 
 // DefaultFlushLinger is the default idle-flush linger (WithFlushLinger).
@@ -194,7 +197,14 @@ func WithLatePolicy(p LatePolicy) Option { return func(c *config) { c.late = p }
 func WithUntil(u Until) Option { return func(c *config) { c.until = u } }
 
 // WithClock injects the processing-time clock. Default time.Now.
-func WithClock(clk Clock) Option { return func(c *config) { c.clock = clk } }
+func WithClock(clk Clock) Option {
+	return func(c *config) {
+		if clk == nil {
+			c.nilGiven = append(c.nilGiven, "clock")
+		}
+		c.clock = clk
+	}
+}
 
 // WithLogger sets the logger. Default: no logging.
 func WithLogger(l *zap.Logger) Option { return func(c *config) { c.logger = l } }
@@ -251,12 +261,24 @@ func WithTick(d time.Duration) Option { return func(c *config) { c.tick = d } }
 // exists for the benchmark baselines (timeout idleness, fixed windows); the
 // offset gate is the product.
 func WithStrategy(newStrategy func() Strategy) Option {
-	return func(c *config) { c.strategy = newStrategy }
+	return func(c *config) {
+		if newStrategy == nil {
+			c.nilGiven = append(c.nilGiven, "strategy")
+		}
+		c.strategy = newStrategy
+	}
 }
 
 // WithParkedStore replaces the in-memory timer queue, e.g. with the
 // pebble-backed store of package timers/durable.
-func WithParkedStore(s ParkedStore) Option { return func(c *config) { c.store = s } }
+func WithParkedStore(s ParkedStore) Option {
+	return func(c *config) {
+		if s == nil {
+			c.nilGiven = append(c.nilGiven, "parked_store")
+		}
+		c.store = s
+	}
+}
 
 // WithAlignment sets the alignment window of event-time-aligned fetching
 // (Flink's watermark alignment, Kafka Streams' lowest-timestamp choice). A
@@ -413,8 +435,8 @@ func (c *config) validate() error {
 	if err := c.until.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.clock == nil {
-		bad("clock", "must not be nil (leave WithClock out for time.Now)")
+	for _, field := range c.nilGiven {
+		bad(field, "must not be nil (leave the option out for its default)")
 	}
 	declared := map[string]int{} // Input.name → the index of the input declaring it
 	for i, in := range c.inputs {
@@ -458,7 +480,8 @@ const (
 // field (sinks, sinks[i], dead_letter, late, until, inputs[i].<field>,
 // delay, batch_size, checkpoint_interval, align, max_future, flush_linger,
 // parked_limit, max_inflight_batches, max_inflight_bytes, tick,
-// stale_after), joined in one error. It never calls the sinks: a caller
+// stale_after; clock, strategy, parked_store when given nil), joined in one
+// error. It never calls the sinks: a caller
 // may pass stand-ins that only have the right types (CheckpointSink or
 // not).
 func ValidateOptions(opts ...Option) error {

@@ -76,6 +76,8 @@ func TestGivenOptionIsNeverReplaced(t *testing.T) {
 		"late":                 signalbox.WithLatePolicy(""),
 		"until":                signalbox.WithUntil(""),
 		"clock":                signalbox.WithClock(nil),
+		"strategy":             signalbox.WithStrategy(nil),
+		"parked_store":         signalbox.WithParkedStore(nil),
 		"parked_limit":         signalbox.WithParkedLimit(-1),
 		"stale_after":          signalbox.WithStaleAfter(-1),
 	} {
