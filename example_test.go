@@ -70,5 +70,5 @@ func ExampleNew_invalid() {
 	//   delay: -1s is out of range: must be ≥ 0 and at most 720h (30 days)
 	//   max_inflight_bytes: -1 is out of range: must be ≥ 0 and at most 1 TiB
 	//   late: "ignore" is not one of emit, dead-letter, drop
-	//   inputs[t].time_field: required when time is field
+	//   inputs[0].time_field: required when time is field
 }

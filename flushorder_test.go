@@ -76,7 +76,7 @@ func TestCheckpointSinkFlushedLast(t *testing.T) {
 // pipeline with two is refused.
 func TestOneCheckpointSink(t *testing.T) {
 	_, err := signalbox.New(script.New(1, 1), signalbox.WithSink(&cpSink{}), signalbox.WithSink(&cpSink{}))
-	if err == nil || !strings.Contains(err.Error(), "at most one can hold the checkpoint") {
+	if err == nil || !strings.Contains(err.Error(), "sinks[1]: only one exactly-once sink") {
 		t.Fatalf("New with two checkpoint sinks: %v", err)
 	}
 }

@@ -29,10 +29,11 @@ const (
 )
 
 // Validate reports, as an error about the field late, a p that is not one
-// of the late policies ("" is the default, LateEmit).
+// of the late policies. "" is none of them: leave WithLatePolicy out for the
+// default, LateEmit.
 func (p LatePolicy) Validate() error {
 	switch p {
-	case "", LateEmit, LateDeadLetter, LateDrop:
+	case LateEmit, LateDeadLetter, LateDrop:
 		return nil
 	}
 	return fielderr.New("late", "%q is not one of emit, dead-letter, drop", p)
@@ -68,10 +69,11 @@ func (u Until) Time() (time.Time, bool) {
 }
 
 // Validate reports, as an error about the field until, a u that is not one
-// of the run modes ("" is the default, UntilLive) nor an event time.
+// of the run modes nor an event time. "" is none of them: leave WithUntil
+// out for the default, UntilLive.
 func (u Until) Validate() error {
 	switch u {
-	case "", UntilLive, UntilEndOffsets:
+	case UntilLive, UntilEndOffsets:
 		return nil
 	}
 	if _, ok := u.Time(); ok {
@@ -105,6 +107,20 @@ type Filter func(r *record.Record) bool
 type Transform func(r *record.Record) error
 
 // Option configures a Pipeline.
+//
+// Defaults and "off" follow one convention for every option:
+//   - Default: leave the option out. An option that is given is never
+//     replaced by its default: New (and ValidateOptions) checks the value
+//     given against the option's range and refuses it, naming the option
+//     as a job file names it, when it is outside.
+//   - Off: 0 turns off what can be turned off (WithAlignment,
+//     WithParkedLimit, WithMaxFuture, WithStaleAfter, WithMaxInflightBytes;
+//     0 for WithDelay and WithFlushLinger means no delay and no linger).
+//     An option that cannot be off (WithBatchSize, WithMaxInflightBatches,
+//     WithCheckpointInterval, WithTick) refuses 0. No option takes a
+//     negative value, and none takes "" (WithLatePolicy, WithUntil) or nil
+//     (WithClock, WithStrategy, WithParkedStore) for its default; a nil
+//     filter, transform, observer or logger is off.
 type Option func(*config)
 
 type config struct {
@@ -133,13 +149,13 @@ type config struct {
 	observer        func(Event)
 	// flow control and guards (align.go, ingest.go)
 	align       time.Duration
-	alignSet    bool
 	parkedLimit int64
-	limitSet    bool
+	limitSet    bool // the default depends on the store (WithParkedLimit)
 	maxFuture   time.Duration
-	futureSet   bool
 	flushLinger time.Duration
-	lingerSet   bool
+	// nilGiven names the options given nil where nil is no value
+	// (WithClock, WithStrategy, WithParkedStore), for validate.
+	nilGiven []string
 }
 
 // DefaultFlushLinger is the default idle-flush linger (WithFlushLinger).
@@ -181,7 +197,14 @@ func WithLatePolicy(p LatePolicy) Option { return func(c *config) { c.late = p }
 func WithUntil(u Until) Option { return func(c *config) { c.until = u } }
 
 // WithClock injects the processing-time clock. Default time.Now.
-func WithClock(clk Clock) Option { return func(c *config) { c.clock = clk } }
+func WithClock(clk Clock) Option {
+	return func(c *config) {
+		if clk == nil {
+			c.nilGiven = append(c.nilGiven, "clock")
+		}
+		c.clock = clk
+	}
+}
 
 // WithLogger sets the logger. Default: no logging.
 func WithLogger(l *zap.Logger) Option { return func(c *config) { c.logger = l } }
@@ -238,12 +261,24 @@ func WithTick(d time.Duration) Option { return func(c *config) { c.tick = d } }
 // exists for the benchmark baselines (timeout idleness, fixed windows); the
 // offset gate is the product.
 func WithStrategy(newStrategy func() Strategy) Option {
-	return func(c *config) { c.strategy = newStrategy }
+	return func(c *config) {
+		if newStrategy == nil {
+			c.nilGiven = append(c.nilGiven, "strategy")
+		}
+		c.strategy = newStrategy
+	}
 }
 
 // WithParkedStore replaces the in-memory timer queue, e.g. with the
 // pebble-backed store of package timers/durable.
-func WithParkedStore(s ParkedStore) Option { return func(c *config) { c.store = s } }
+func WithParkedStore(s ParkedStore) Option {
+	return func(c *config) {
+		if s == nil {
+			c.nilGiven = append(c.nilGiven, "parked_store")
+		}
+		c.store = s
+	}
+}
 
 // WithAlignment sets the alignment window of event-time-aligned fetching
 // (Flink's watermark alignment, Kafka Streams' lowest-timestamp choice). A
@@ -259,7 +294,7 @@ func WithParkedStore(s ParkedStore) Option { return func(c *config) { c.store = 
 // DefaultAlignment (10s); 0 disables alignment. Sources that do not
 // implement Pauser are never paused.
 func WithAlignment(window time.Duration) Option {
-	return func(c *config) { c.align, c.alignSet = window, true }
+	return func(c *config) { c.align = window }
 }
 
 // WithParkedLimit bounds the accounted bytes of parked records. Past it,
@@ -282,7 +317,7 @@ func WithParkedLimit(bytes int64) Option {
 // watermark is more than d ahead of the clock is refused. Default
 // DefaultMaxFuture (1h); 0 disables the guard.
 func WithMaxFuture(d time.Duration) Option {
-	return func(c *config) { c.maxFuture, c.futureSet = d, true }
+	return func(c *config) { c.maxFuture = d }
 }
 
 // WithFlushLinger sets how soon released records become visible in the
@@ -296,15 +331,15 @@ func WithMaxFuture(d time.Duration) Option {
 // DefaultFlushLinger (5ms); 0 flushes as soon as the engine has handed over
 // what it released.
 func WithFlushLinger(d time.Duration) Option {
-	return func(c *config) { c.flushLinger, c.lingerSet = d, true }
+	return func(c *config) { c.flushLinger = d }
 }
 
 // WithObserver receives pipeline events (phase changes, checkpoints, late
 // records) synchronously from the engine goroutine; it must not block.
 func WithObserver(f func(Event)) Option { return func(c *config) { c.observer = f } }
 
-// The defaults of the options, which ensureDefaults applies and
-// docs/config.md documents (a test holds the two together).
+// The defaults of the options, which newConfig holds and docs/config.md
+// documents (a test holds the two together).
 const (
 	DefaultLatePolicy         = LateEmit
 	DefaultUntil              = UntilLive
@@ -314,46 +349,41 @@ const (
 	DefaultTick               = 50 * time.Millisecond
 )
 
-func (c *config) ensureDefaults() {
-	if c.late == "" {
-		c.late = DefaultLatePolicy
+// newConfig returns every option at its default; the options given replace
+// them, and derive completes the result.
+func newConfig() config {
+	return config{
+		late: DefaultLatePolicy, until: DefaultUntil, clock: time.Now,
+		batchSize: DefaultBatchSize, maxInflight: DefaultMaxInflightBatches,
+		checkpointEvery: DefaultCheckpointInterval, tick: DefaultTick,
+		align: DefaultAlignment, maxFuture: DefaultMaxFuture, flushLinger: DefaultFlushLinger,
 	}
-	if c.until == "" {
-		c.until = DefaultUntil
+}
+
+// configOf returns the configuration opts make: newConfig with opts
+// applied, derived.
+func configOf(opts []Option) config {
+	c := newConfig()
+	for _, o := range opts {
+		o(&c)
 	}
+	c.derive()
+	return c
+}
+
+// derive sets what follows from the options given: the stop time, the
+// batch byte bound, the parked limit's store-dependent default, and the
+// no-op logger for a nil one.
+func (c *config) derive() {
 	if t, ok := c.until.Time(); ok {
 		c.stopAt, c.stopSet = t.UnixMilli(), true
-	}
-	if c.clock == nil {
-		c.clock = time.Now
 	}
 	if c.logger == nil {
 		c.logger = zap.NewNop()
 	}
-	if c.batchSize == 0 {
-		c.batchSize = DefaultBatchSize
-	}
-	if c.maxInflight == 0 {
-		c.maxInflight = DefaultMaxInflightBatches
-	}
 	c.batchBytes = math.MaxInt
 	if c.inflightBytes > 0 {
 		c.batchBytes = int(max(c.inflightBytes/int64(max(c.maxInflight, 1)+2), 1))
-	}
-	if c.checkpointEvery == 0 {
-		c.checkpointEvery = DefaultCheckpointInterval
-	}
-	if c.tick == 0 {
-		c.tick = DefaultTick
-	}
-	if !c.alignSet {
-		c.align = DefaultAlignment
-	}
-	if !c.futureSet {
-		c.maxFuture = DefaultMaxFuture
-	}
-	if !c.lingerSet {
-		c.flushLinger = DefaultFlushLinger
 	}
 	if !c.limitSet {
 		c.parkedLimit = DefaultParkedLimit
@@ -374,38 +404,54 @@ func (c *config) checkpointSink() CheckpointSink {
 	return nil
 }
 
+// validate checks every rule of the options, each reported as a field
+// error named as a job file names the field (sinks[1], inputs[0].topic,
+// dead_letter, batch_size...). It never calls a sink.
 func (c *config) validate() error {
 	var errs []error
+	bad := func(field, format string, args ...any) { errs = append(errs, fielderr.New(field, format, args...)) }
 	if len(c.sinks) == 0 {
-		errs = append(errs, errors.New("sinks: at least one sink is required"))
+		bad("sinks", "at least one sink is required")
+	}
+	first := -1
+	for i, s := range c.sinks {
+		if _, ok := s.(CheckpointSink); !ok {
+			continue
+		}
+		if first >= 0 {
+			bad(fmt.Sprintf("sinks[%d]", i), "only one exactly-once sink (one that stores the checkpoint) per job, and sinks[%d] is one: "+
+				"a restart resumes from one sink's checkpoint, so a second would lose what its last transaction did not commit", first)
+			continue
+		}
+		first = i
 	}
 	errs = append(errs, c.validateRanges()...)
 	if err := c.late.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	n := 0
-	for _, s := range c.sinks {
-		if _, ok := s.(CheckpointSink); ok {
-			n++
-		}
-	}
-	if n > 1 {
-		errs = append(errs, fmt.Errorf("sinks: %d exactly-once (checkpoint) sinks; at most one can hold the checkpoint", n))
-	}
 	if c.late == LateDeadLetter && c.deadLetter == nil {
-		errs = append(errs, errors.New("late: dead-letter needs a dead-letter sink"))
+		bad("dead_letter", "required when late is dead-letter")
 	}
 	if err := c.until.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	seen := map[string]bool{}
-	for _, in := range c.inputs {
-		if seen[in.name()] {
-			errs = append(errs, fmt.Errorf("inputs: topic %q is declared twice", in.name()))
+	for _, field := range c.nilGiven {
+		bad(field, "must not be nil (leave the option out for its default)")
+	}
+	declared := map[string]int{} // Input.name → the index of the input declaring it
+	for i, in := range c.inputs {
+		prefix := fmt.Sprintf("inputs[%d].", i)
+		if prev, dup := declared[in.name()]; dup {
+			field, val := "topic", in.Topic
+			if in.TopicPattern != "" {
+				field, val = "topic_pattern", in.TopicPattern
+			}
+			bad(prefix+field, "%q is already declared by inputs[%d]", val, prev)
+		} else if in.Topic != "" || in.TopicPattern != "" {
+			declared[in.name()] = i
 		}
-		seen[in.name()] = true
 		for _, fe := range fielderr.All(in.Validate()) {
-			errs = append(errs, fmt.Errorf("inputs[%s].%w", in.name(), fe))
+			bad(prefix+fe.Field, "%s", fe.Msg)
 		}
 	}
 	return errors.Join(errs...)
@@ -429,23 +475,21 @@ const (
 	MaxFlushLinger        = time.Hour            // WithFlushLinger: 0 to 1h
 )
 
-// ValidateOptions reports every size and interval among opts that is out of
-// its range, each as a field error named as the job file names it (delay,
-// batch_size, checkpoint_interval, align, max_future, flush_linger,
+// ValidateOptions returns New's verdict on opts: every rule New checks but
+// the source's, each problem a field error named as the job file names the
+// field (sinks, sinks[i], dead_letter, late, until, inputs[i].<field>,
+// delay, batch_size, checkpoint_interval, align, max_future, flush_linger,
 // parked_limit, max_inflight_batches, max_inflight_bytes, tick,
-// stale_after), joined in one error. New makes the same checks, so a
-// caller that validates its options here gets New's verdict on them.
+// stale_after; clock, strategy, parked_store when given nil), joined in one
+// error. It never calls the sinks: a caller
+// may pass stand-ins that only have the right types (CheckpointSink or
+// not).
 func ValidateOptions(opts ...Option) error {
-	var c config
-	for _, o := range opts {
-		o(&c)
-	}
-	c.ensureDefaults()
-	return errors.Join(c.validateRanges()...)
+	c := configOf(opts)
+	return c.validate()
 }
 
-// validateRanges checks every size and interval against its range; c has
-// its defaults applied.
+// validateRanges checks every size and interval against its range.
 func (c *config) validateRanges() []error {
 	var errs []error
 	check := func(field string, ok bool, val any, want string) {

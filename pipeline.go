@@ -12,7 +12,6 @@ import (
 	"github.com/signalbox/signalbox/catchup"
 	"github.com/signalbox/signalbox/internal/topicpattern"
 	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/timers/durable"
 	"github.com/signalbox/signalbox/watermark"
 )
 
@@ -43,11 +42,7 @@ type Pipeline struct {
 
 // New builds a pipeline. It validates the options and reports every problem.
 func New(src Source, opts ...Option) (*Pipeline, error) {
-	p := &Pipeline{src: src, decoders: map[string]*decoder{}}
-	for _, o := range opts {
-		o(&p.cfg)
-	}
-	p.cfg.ensureDefaults()
+	p := &Pipeline{src: src, decoders: map[string]*decoder{}, cfg: configOf(opts)}
 	if src == nil {
 		return nil, errors.New("signalbox: source: must not be nil")
 	}
@@ -143,7 +138,7 @@ type run struct {
 	sinkDone chan struct{}
 	// restored from a DurableStore: parked records per partition, until
 	// the first assignment (design R10); late counters.
-	floors map[record.TopicPartition]durable.Parked
+	floors map[record.TopicPartition]record.Parked
 	// late holds every partition's late counters, restored ones included;
 	// they outlive a revoke, so a partition that comes back keeps counting.
 	lateCounts map[record.TopicPartition]*LateCounter
@@ -169,7 +164,7 @@ type run struct {
 	// recycler takes back the source's record arrays (recycle.go); nil
 	// when the source is no Recycler or the store is one whose use of a
 	// parked record is not known. parkRefs: the store refers to parked
-	// records (the in-memory queue) rather than copying them (durable.Store).
+	// records (the in-memory queue) rather than copying them (ParkCopier).
 	recycler Recycler
 	parkRefs bool
 	// restoringN is at least the number of partitions still re-reading
@@ -301,12 +296,14 @@ func newRun(ctx context.Context, p *Pipeline) *run {
 	gate := newPauseGate(p.src)
 	r.pauser, r.holdPauser = gate.pauserFor(pausedByEngine), gate.pauserFor(pausedByHold)
 	r.demander, _ = p.src.(EvidenceDemander)
-	switch cfg.store.(type) {
+	switch s := cfg.store.(type) {
 	case *memStore:
 		r.recycler, _ = p.src.(Recycler)
 		r.parkRefs = true
-	case *durable.Store: // Park copies: "the caller keeps r"
-		r.recycler, _ = p.src.(Recycler)
+	case ParkCopier:
+		if s.ParkCopies() {
+			r.recycler, _ = p.src.(Recycler)
+		}
 	}
 	return r
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/signalbox/signalbox/catchup"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/timers"
-	"github.com/signalbox/signalbox/timers/durable"
 	"github.com/signalbox/signalbox/watermark"
 )
 
@@ -47,7 +46,8 @@ func (g offsetGate) Restore(wm int64)            { g.t.Restore(wm) }
 func (g offsetGate) Holders() []watermark.Hold   { return g.t.Holders() }
 
 // ParkedStore holds parked records in timer order. The default keeps them in
-// memory (timers.Queue); durable.Store spills to pebble beyond a budget.
+// memory (timers.Queue); durable.Store (package timers/durable) spills to
+// pebble beyond a budget.
 //
 // Lifecycle: Park and Release from the engine goroutine only; the engine
 // never closes a store it did not create.
@@ -63,6 +63,20 @@ type ParkedStore interface {
 	Bytes() int64
 }
 
+// ParkCopier is a ParkedStore that may say its Park copies the record it is
+// given (durable.Store does): the engine then gives the record's memory back
+// to the source (Recycler) as soon as Park returns, instead of leaving it to
+// the garbage collector. A store that is neither the default one nor a
+// ParkCopier answering true never gets a source's memory back early.
+//
+// Lifecycle: the engine calls ParkCopies once, when Run starts, and relies on
+// the answer for the whole run; from then on, after Park(p, r) returns, the
+// store must not refer to r or to the memory r's slices point into.
+type ParkCopier interface {
+	ParkedStore
+	ParkCopies() bool
+}
+
 // DurableStore is a ParkedStore that survives restarts (durable.Store). With
 // one, signalbox checkpoints the parked set itself: at each checkpoint it
 // waits until the sinks have acknowledged everything released so far, then
@@ -70,14 +84,14 @@ type ParkedStore interface {
 // the parked set and resumes every partition from its saved position, so
 // re-reads stay short however much was parked.
 //
-// Lifecycle: the caller opens and closes the store; Run calls Restore once
-// before opening the source, then Park, Release, Min and Checkpoint from the
-// engine goroutine.
+// Lifecycle: the caller opens and closes the store; Run calls Restore and
+// then ParkedByPartition once each before opening the source, then Park,
+// Release, Min and Checkpoint from the engine goroutine.
 type DurableStore interface {
 	ParkedStore
 	Restore() (*record.Checkpoint, map[string][]byte, error)
 	Checkpoint(cp record.Checkpoint, blobs map[string][]byte) error
-	ParkedByPartition() map[record.TopicPartition]durable.Parked
+	ParkedByPartition() map[record.TopicPartition]record.Parked
 }
 
 type memStore struct {

@@ -111,19 +111,11 @@ func (j *Job) build(log *zap.Logger) (*Plan, error) {
 		return nil, err
 	}
 	p.Kafka.Logger = log
-	inputs := make([]signalbox.Input, len(j.Inputs))
-	for i, in := range j.Inputs {
-		inputs[i] = in.library()
-	}
+	inputs := j.libraryInputs()
 	if err := j.decoders(inputs); err != nil {
 		return nil, err
 	}
-	p.Options = append(j.options(),
-		signalbox.WithInputs(inputs...),
-		signalbox.WithLatePolicy(signalbox.LatePolicy(j.Late)),
-		signalbox.WithUntil(signalbox.Until(j.Until)),
-		signalbox.WithLogger(log),
-	)
+	p.Options = append(j.options(), signalbox.WithInputs(inputs...), signalbox.WithLogger(log))
 	for i := range j.Sinks {
 		s, err := j.buildSink(&j.Sinks[i])
 		if err != nil {
@@ -146,16 +138,27 @@ func (j *Job) build(log *zap.Logger) (*Plan, error) {
 	return p, nil
 }
 
-// options are the pipeline options of the job's sizes and intervals, those
-// whose ranges signalbox.ValidateOptions checks. A field that does not
-// parse takes its default: Validate reports it.
+// options are the pipeline options of the job's settings, but its inputs,
+// sinks and logger. A field left out gives no option, so the library's
+// default applies; a field that is set gives its option whatever its
+// value, for the library to judge (signalbox.Option). A field that does not
+// parse gives none either: Validate reports it.
 func (j *Job) options() []signalbox.Option {
-	delay, _ := time.ParseDuration(orZero(j.Delay))
-	checkpoint, _ := time.ParseDuration(orZero(j.CheckpointInterval))
-	opts := []signalbox.Option{
-		signalbox.WithDelay(delay),
-		signalbox.WithCheckpointInterval(checkpoint),
-		signalbox.WithBatchSize(j.BatchSize),
+	var opts []signalbox.Option
+	if j.Late != "" {
+		opts = append(opts, signalbox.WithLatePolicy(signalbox.LatePolicy(j.Late)))
+	}
+	if j.Until != "" {
+		opts = append(opts, signalbox.WithUntil(signalbox.Until(j.Until)))
+	}
+	if _, set := j.lines["batch_size"]; set || j.BatchSize != 0 {
+		opts = append(opts, signalbox.WithBatchSize(j.BatchSize))
+	}
+	if d, err := time.ParseDuration(j.Delay); err == nil {
+		opts = append(opts, signalbox.WithDelay(d))
+	}
+	if d, err := time.ParseDuration(j.CheckpointInterval); err == nil {
+		opts = append(opts, signalbox.WithCheckpointInterval(d))
 	}
 	if d, err := time.ParseDuration(j.Align); err == nil {
 		opts = append(opts, signalbox.WithAlignment(d))
@@ -175,13 +178,6 @@ func (j *Job) options() []signalbox.Option {
 }
 
 func (j *Job) buildSink(s *Sink) (signalbox.Sink, error) { return sinkKinds[s.Type].build(j, s) }
-
-func orZero(d string) string {
-	if d == "" {
-		return "0"
-	}
-	return d
-}
 
 // Pipeline opens nothing: it makes the Kafka source and the pipeline from
 // the plan, with extra options appended (e.g. an observer).

@@ -18,20 +18,28 @@
 //     variable, read only by Build, and no error or log repeats its value.
 //  5. Parse, Validate and Build never panic, whatever the input bytes
 //     (FuzzParse).
-//  6. Zero values mean the documented default; defaults are those of the
+//  6. A field left out takes the documented default; one that is set is
+//     taken as written (0 is "off" where there is one, else refused, as for
+//     the library's options, signalbox.Option). Defaults are those of the
 //     library (package signalbox and sources/kafka), never a second copy
 //     that could drift (TestDocumentedDefaultsMatchCode holds
 //     docs/config.md to them).
-//  7. The rules of the inputs, the late policy, the run mode, the Kafka
-//     connection, and the ranges of every size and interval are the
-//     library's (signalbox.Input.Validate, LatePolicy.Validate,
-//     Until.Validate, signalbox.ValidateOptions, kafka.Config.Validate,
-//     kafka.CheckBroker, the sinks' Validate, durable.StoreOptions.Validate):
-//     Validate maps their field errors onto YAML paths and lines, so that
-//     validate refuses what run's path (Build, New, Open) would
-//     (TestValidateAgreesWithRun). Only what the job file alone has
-//     (durations and sizes as text, 0 for "off" where the library takes a
-//     negative, *_env names, which sinks may go together) is checked here.
+//  7. The rules of the pipeline (its inputs and their duplicates, the late
+//     policy and its dead-letter sink, the run mode, how many sinks and how
+//     many exactly-once ones, the range of every size and interval) are the
+//     library's, checked by signalbox.ValidateOptions on the options the job
+//     makes (with stand-ins for its sinks); those of the Kafka connection and
+//     of each sink are kafka.Config.Validate, kafka.CheckBroker, the sinks'
+//     Validate and durable.StoreOptions.Validate. Validate maps their field
+//     errors onto YAML paths and lines, so that validate refuses what run's
+//     path (Build, New, Open) would (TestValidateAgreesWithRun,
+//     cmd/signalbox's TestValidateAgreesWithRunBinary). A field left out
+//     gives no option (the library's default); a field set gives its
+//     option as written, for the library to judge. Only what the job file
+//     alone has is checked here: durations and sizes as text, 0 for "off"
+//     where the Kafka source's configuration takes a negative, state.memory
+//     above 0, *_env names, sink fields that belong to another type, files
+//     written twice, and sink settings that involve the job's group.
 //  8. Parse walks one yaml.Node tree (decode.go); it never reads the text
 //     of yaml.v3's error messages, and it refuses a file beyond MaxJobSize.
 //  9. Parse measures the document with every alias and merge key expanded,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/internal/fielderr"
+	"github.com/signalbox/signalbox/internal/rulecases"
 	"github.com/signalbox/signalbox/timers/durable"
 )
 
@@ -124,6 +125,42 @@ func TestValidateAgreesWithRun(t *testing.T) {
 			t.Errorf("%s: validate refuses it (%v), run's path accepts it", name, verr)
 		case c.field != "" && run[0].Msg != es[0].Msg:
 			t.Errorf("%s: validate says %q, run's path %q: want the library's one message", name, es[0].Msg, run[0].Msg)
+		}
+	}
+}
+
+// TestValidateAgreesWithLibrary: every cross-check case (internal/rulecases)
+// gets one verdict from the job file's validate, from run's path (Build,
+// then New and Open) and from the library given the same settings as
+// options: the same field and the library's one message.
+func TestValidateAgreesWithLibrary(t *testing.T) {
+	t.Setenv(rulecases.DSNEnv, "postgres://u@127.0.0.1:1/db")
+	dir := t.TempDir()
+	for _, c := range rulecases.Cases {
+		j, err := Parse([]byte(c.Job(dir)))
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		verr := j.Validate()
+		var es Errors
+		errors.As(verr, &es)
+		run := runVerdict(t, j)
+		lib := fielderr.All(signalbox.ValidateOptions(c.LibraryOptions(func(exactlyOnce bool) signalbox.Sink {
+			if exactlyOnce {
+				return checkpointStandIn{}
+			}
+			return standIn{}
+		})...))
+		switch {
+		case c.Field == "" && (verr != nil || len(run) != 0 || len(lib) != 0):
+			t.Errorf("%s: want valid; validate: %v; run: %v; library: %v", c.Name, verr, run, lib)
+		case c.Field == "":
+		case len(es) != 1 || es[0].Path != c.Field:
+			t.Errorf("%s: validate: %v; want one error about %s", c.Name, verr, c.Field)
+		case len(run) != 1 || run[0].Msg != es[0].Msg:
+			t.Errorf("%s: validate says %q, run's path %v: want the library's one message", c.Name, es[0].Msg, run)
+		case len(lib) != 1 || lib[0].Msg != es[0].Msg:
+			t.Errorf("%s: validate says %q, the library %v", c.Name, es[0].Msg, lib)
 		}
 	}
 }

@@ -153,23 +153,15 @@ func (s *Sink) exactlyOnce() bool {
 	return s.Type == "postgres" || s.Type == "kafka" && s.TransactionalID != ""
 }
 
-// validateSinkSet checks what involves several sinks or the rest of the job.
+// validateSinkSet checks what involves a sink and the rest of the job; how
+// many sinks may store the checkpoint is the library's rule
+// (validateLibrary).
 func (j *Job) validateSinkSet(v *validator) {
-	first := -1
 	for i := range j.Sinks {
 		s, p := &j.Sinks[i], fmt.Sprintf("sinks[%d]", i)
 		if s.Type == "kafka" && s.TransactionalID != "" && s.Group == "" && j.Group == "" {
 			v.bad(p+".group", "required with transactional_id when the job has no group: the consumer group whose offsets the output transaction commits")
 		}
-		if !s.exactlyOnce() {
-			continue
-		}
-		if first >= 0 {
-			v.bad(p+".type", "only one exactly-once sink (postgres, or kafka with transactional_id) per job, and sinks[%d] is one: "+
-				"a restart resumes from one sink's checkpoint, so a second would lose what its last transaction did not commit", first)
-			continue
-		}
-		first = i
 	}
 	if dl := j.DeadLetter; dl != nil && dl.Type == "kafka" {
 		if dl.Group != "" {

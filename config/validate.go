@@ -3,6 +3,7 @@ package config
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -70,17 +71,16 @@ func (v *validator) oneOf(path, val string, allowed []string) {
 }
 
 // durationRule is what a duration field refuses besides bad syntax; the
-// ranges are the library's (see validateRanges).
+// ranges are the library's (see validateLibrary). The last two are for the
+// configuration structs of the Kafka source and the sinks, which take 0 for
+// their default and a negative value for "off", where a job file leaves the
+// field out and writes 0.
 type durationRule int
 
 const (
 	libraryRange durationRule = iota // the library checks the value
-	// notNegative: the library takes a negative value for "off", which a
-	// job file writes as 0.
-	notNegative
-	// notZero: the library takes 0 for its default, which a job file
-	// writes by leaving the field out.
-	notZero
+	notNegative                      // a negative value would be "off" there
+	notZero                          // 0 would be the default there
 )
 
 // duration checks the syntax of a Go duration field and rule; "" is
@@ -137,19 +137,8 @@ func (v *validator) envName(path, name string) {
 func (j *Job) Validate() error {
 	v := &validator{lines: j.lines}
 	j.validateConnection(v)
-	if len(j.Inputs) == 0 {
-		v.bad("inputs", "at least one input is required")
-	}
-	topics := map[string]int{}
 	for i, in := range j.Inputs {
-		p := fmt.Sprintf("inputs[%d]", i)
-		if first, dup := topics[in.Topic]; dup && in.Topic != "" {
-			v.bad(p+".topic", "%q is already declared by inputs[%d]", in.Topic, first)
-		} else if in.Topic != "" {
-			topics[in.Topic] = i
-		}
-		in.validate(v, p)
-		in.validateFormats(v, p, j.SchemaRegistry)
+		in.validateFormats(v, fmt.Sprintf("inputs[%d]", i), j.SchemaRegistry)
 	}
 	if j.SchemaRegistry != nil {
 		j.SchemaRegistry.validate(v)
@@ -158,15 +147,7 @@ func (j *Job) Validate() error {
 	v.duration("align", j.Align, libraryRange)
 	v.duration("max_future", j.MaxFuture, libraryRange)
 	v.duration("flush_linger", j.FlushLinger, libraryRange)
-	v.fields("", signalbox.LatePolicy(j.Late).Validate())
-	if j.Late == "dead-letter" && j.DeadLetter == nil {
-		v.badNear("dead_letter", "late", "required when late is dead-letter")
-	}
-	v.fields("", signalbox.Until(j.Until).Validate())
 	j.validateTimeRange(v)
-	if len(j.Sinks) == 0 {
-		v.bad("sinks", "at least one sink is required")
-	}
 	for i := range j.Sinks {
 		j.Sinks[i].validate(v, fmt.Sprintf("sinks[%d]", i))
 	}
@@ -176,8 +157,8 @@ func (j *Job) Validate() error {
 	j.validateSinkSet(v)
 	j.validateOutputs(v)
 	v.size("state.memory", j.State.Memory)
-	v.duration("checkpoint_interval", j.CheckpointInterval, notZero)
-	j.validateRanges(v)
+	v.duration("checkpoint_interval", j.CheckpointInterval, libraryRange)
+	j.validateLibrary(v)
 	if a := j.Admin.Addr; a != "" && a != admin.Off {
 		if _, err := admin.ListenAddr(a); err != nil {
 			v.bad("admin.addr", "%v", err)
@@ -185,16 +166,39 @@ func (j *Job) Validate() error {
 	}
 	v.duration("discovery_interval", j.DiscoveryInterval, notNegative)
 	v.duration("startup_timeout", j.StartupTimeout, notZero)
+	// In the file's order: the library's verdict comes in its own.
+	slices.SortStableFunc(v.errs, func(a, b *FieldError) int { return cmp.Compare(lineOrLast(a.Line), lineOrLast(b.Line)) })
 	return v.errs.err()
 }
 
-// validateRanges maps the library's verdict on the pipeline's sizes and
-// intervals (signalbox.ValidateOptions) and on the parked-state budget
-// (durable.StoreOptions.Validate) onto the job's YAML paths: the ranges are
+// lineOrLast sorts a problem of unknown line (0) after the others.
+func lineOrLast(line int) int {
+	if line == 0 {
+		return math.MaxInt
+	}
+	return line
+}
+
+// validateLibrary maps the library's verdict on the pipeline the job makes
+// (signalbox.ValidateOptions: the inputs, the late policy, the run mode, the
+// set of sinks, every size and interval) and on the parked-state budget
+// (durable.StoreOptions.Validate) onto the job's YAML paths: the rules are
 // the library's, so that validate refuses what New would.
-func (j *Job) validateRanges(v *validator) {
-	for _, fe := range fielderr.All(signalbox.ValidateOptions(j.options()...)) {
-		v.bad(cmp.Or(optionPaths[fe.Field], fe.Field), "%s", fe.Msg)
+func (j *Job) validateLibrary(v *validator) {
+	opts := append(j.options(), signalbox.WithInputs(j.libraryInputs()...))
+	for i := range j.Sinks {
+		var s signalbox.Sink = standIn{}
+		if j.Sinks[i].exactlyOnce() {
+			s = checkpointStandIn{}
+		}
+		opts = append(opts, signalbox.WithSink(s))
+	}
+	if j.DeadLetter != nil {
+		opts = append(opts, signalbox.WithDeadLetter(standIn{}))
+	}
+	for _, fe := range fielderr.All(signalbox.ValidateOptions(opts...)) {
+		path, near := optionPath(fe.Field)
+		v.badNear(path, near, "%s", fe.Msg)
 	}
 	if j.State.Dir != "" {
 		opts := durable.StoreOptions{MemoryBudget: sizeOrZero(j.State.Memory)}
@@ -204,15 +208,34 @@ func (j *Job) validateRanges(v *validator) {
 	}
 }
 
-// optionPaths are the YAML paths of the library's option fields whose
-// names differ.
-var optionPaths = map[string]string{"parked_limit": "state.memory"}
+// standIn and checkpointStandIn are sinks of the types the job's sinks
+// build to (a CheckpointSink for an exactly-once one), for the library's
+// verdict, which never calls them.
+type (
+	standIn           struct{ signalbox.Sink }
+	checkpointStandIn struct{ signalbox.CheckpointSink }
+)
+
+// optionPath is the YAML path of the library's field, and the field whose
+// line locates it when it is absent from the file.
+func optionPath(field string) (path, near string) {
+	switch {
+	case field == "parked_limit":
+		return "state.memory", "state.memory"
+	case field == "dead_letter": // required by late
+		return field, "late"
+	case strings.HasPrefix(field, "sinks[") && strings.HasSuffix(field, "]"): // the second exactly-once sink
+		return field + ".type", field + ".type"
+	}
+	return field, field
+}
 
 // validateConnection maps the Kafka source's verdict on the connection
 // (kafka.Config.Validate, the one copy of those rules) onto the job's YAML
 // paths, and checks what only the job file has: password_env and
 // group_instance_id_env. The topics and topic patterns are the inputs',
-// checked there (Input.Validate).
+// checked there (Input.Validate); that there is at least one is the
+// source's rule, reported at inputs.
 func (j *Job) validateConnection(v *validator) {
 	k := j.kafkaConfig()
 	if j.SASL.PasswordEnv != "" {
@@ -225,6 +248,8 @@ func (j *Job) validateConnection(v *validator) {
 	k.EnsureDefaults()
 	for _, fe := range fielderr.All(k.Validate()) {
 		switch {
+		case fe.Field == "topics": // none: the job has no input
+			v.bad("inputs", "%s", fe.Msg)
 		case strings.HasPrefix(fe.Field, "topics"), strings.HasPrefix(fe.Field, "topic_patterns"):
 		case fe.Field == "group_instance_id" && idFromEnv:
 			v.bad("group_instance_id_env", "%s", fe.Msg)
@@ -240,12 +265,6 @@ func (j *Job) validateConnection(v *validator) {
 		v.bad("group_instance_id_env", "set group_instance_id or group_instance_id_env, not both")
 	}
 	v.envName("group_instance_id_env", j.GroupInstanceIDEnv)
-}
-
-// validate maps the library's verdict on the input (signalbox.Input.Validate,
-// the one copy of the rules) onto the input's YAML paths.
-func (in Input) validate(v *validator, p string) {
-	v.fields(p, in.library().Validate())
 }
 
 // library is the signalbox.Input the job's input builds.
@@ -268,4 +287,14 @@ func (s *Sink) validate(v *validator, p string) {
 		s.checkFields(kind, v, p)
 		kind.validate(s, v, p)
 	}
+}
+
+// libraryInputs are the signalbox.Inputs the job's inputs build, without
+// their decoders (Build adds them).
+func (j *Job) libraryInputs() []signalbox.Input {
+	inputs := make([]signalbox.Input, len(j.Inputs))
+	for i, in := range j.Inputs {
+		inputs[i] = in.library()
+	}
+	return inputs
 }

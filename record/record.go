@@ -148,3 +148,10 @@ type Checkpoint struct {
 // ReasonHeader is the header under which records sent to a dead-letter sink
 // carry the reason they were rejected.
 const ReasonHeader = "signalbox.reason"
+
+// Parked summarises the records a store holds parked for one partition: how
+// many, and the lowest offset among them.
+type Parked struct {
+	Count     int
+	MinOffset int64
+}

@@ -232,6 +232,10 @@ func (s *Store) Restore() (*record.Checkpoint, map[string][]byte, error) {
 	return &cp, cloneBlobs(s.blobs), nil
 }
 
+// ParkCopies reports true: Park never keeps r or the memory its slices
+// point into (signalbox.ParkCopier).
+func (s *Store) ParkCopies() bool { return true }
+
 // Park adds r at p. A record kept in memory is copied (key, value and
 // headers), so that a record parked for long never pins the fetch buffer its
 // slices point into; one that goes to pebble is serialized at once. The
@@ -947,12 +951,6 @@ func (s *Store) firstOnDisk() (timers.Pos, bool) {
 	return p, err == nil
 }
 
-// Parked summarises the parked records of one partition.
-type Parked struct {
-	Count     int
-	MinOffset int64
-}
-
 // ParkedByPartition returns, per partition, how many records are parked and
 // the lowest offset among them. A restart uses it to keep commits below
 // records restored from the last checkpoint. It walks the in-memory part and
@@ -960,8 +958,8 @@ type Parked struct {
 // whole parked set. A read error makes the store failed (invariant 7): the
 // map may then be incomplete, and the next call of any other method returns
 // the error.
-func (s *Store) ParkedByPartition() map[record.TopicPartition]Parked {
-	out := map[record.TopicPartition]Parked{}
+func (s *Store) ParkedByPartition() map[record.TopicPartition]record.Parked {
+	out := map[record.TopicPartition]record.Parked{}
 	add := func(p timers.Pos) {
 		tp := record.TopicPartition{Topic: p.Input, Partition: p.Partition}
 		c, ok := out[tp]

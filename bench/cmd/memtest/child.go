@@ -298,7 +298,7 @@ func (d durableMeter) Checkpoint(cp record.Checkpoint, blobs map[string][]byte) 
 	return d.d.Checkpoint(cp, blobs)
 }
 
-func (d durableMeter) ParkedByPartition() map[record.TopicPartition]durable.Parked {
+func (d durableMeter) ParkedByPartition() map[record.TopicPartition]record.Parked {
 	return d.d.ParkedByPartition()
 }
 
