@@ -29,6 +29,7 @@ type Pipeline struct {
 	patterns []topicPattern // TopicPattern inputs, in order
 	fallback *decoder
 	schemad  bool // some input has a ValueDecoder and a sink wants JSON: output renders (schemad.go)
+	markJSON bool // a sink trusts record.Record.ValueJSON and no transform clears it: prepare marks values
 
 	mu    sync.Mutex
 	stats Stats
@@ -69,6 +70,7 @@ func New(src Source, opts ...Option) (*Pipeline, error) {
 	}
 	p.fallback, _ = compileInput(Input{Topic: "*"})
 	p.schemad = p.schemad && !bytesOnly(p.cfg.sinks)
+	p.markJSON = p.cfg.transform == nil && embedsValueJSON(p.cfg.sinks)
 	if p.cfg.strategy == nil {
 		delay := p.cfg.delay
 		p.cfg.strategy = func() Strategy { return NewOffsetGate(delay) }
