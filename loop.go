@@ -171,6 +171,9 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 			lastPub = now
 			r.publish()
 		}
+		if len(r.spare) > idleSpareBatches && time.Since(r.handedAt) >= cfg.tick {
+			r.trimSpares()
+		}
 		resetTimer(tick, r.nextWake(now))
 	}
 }

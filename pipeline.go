@@ -128,8 +128,7 @@ type run struct {
 	outs   chan *out
 	// spare returns record batches of more than 256 records' capacity from
 	// the sink goroutine once every sink has written them, cleared, for the
-	// engine to fill again; at most maxSpareBatches wait there, the rest of
-	// a drained backlog is left to the collector.
+	// engine to fill again; an idle engine trims them (trimSpares).
 	spare    chan []record.Record
 	errs     chan error
 	stats    Stats
@@ -168,6 +167,9 @@ type run struct {
 	// unflushed is when records were first handed to the sinks since their
 	// last flush (zero: none); they are flushed WithFlushLinger after it.
 	unflushed time.Time
+	// handedAt is the wall time a batch was last handed to the sinks
+	// (trimSpares).
+	handedAt time.Time
 	// recycler takes back the source's record arrays (recycle.go); nil
 	// when the source is no Recycler or the store is one whose use of a
 	// parked record is not known. parkRefs: the store refers to parked
@@ -289,7 +291,7 @@ func newRun(ctx context.Context, p *Pipeline) *run {
 		wm:         watermark.MinTime,
 		cpWM:       watermark.MinTime,
 		outs:       make(chan *out, cfg.maxInflight),
-		spare:      make(chan []record.Record, min(cfg.maxInflight+1, maxSpareBatches)),
+		spare:      make(chan []record.Record, cfg.maxInflight+1),
 		errs:       make(chan error, 2),
 		acks:       make(chan Event, cfg.maxInflight+2),
 		started:    cfg.clock(),

@@ -159,12 +159,28 @@ func (r *run) flushAll() error {
 	return nil
 }
 
-// maxSpareBatches bounds the spare batches kept for reuse. A busy stream
-// needs one or two (the engine takes one as the sink returns another); after
-// a sink stall drains, keeping every batch that was in flight would hold up
-// to WithMaxInflightBatches+1 full, empty batches (about 1 MiB each at 4096
-// records) for the rest of the run.
-const maxSpareBatches = 4
+// Spare batches. The sink goroutine gives back every batch it has written
+// (run.spare holds as many as can be in flight, WithMaxInflightBatches+1),
+// so that a busy stream reuses its batches: the engine fills them in bursts
+// (a fetch's worth) while the sink writes steadily, and a spare channel
+// smaller than the backlog would drop the batches of every drained burst,
+// to allocate them again at the next one. An idle engine (a tick, by the
+// wall clock, without handing over a batch) keeps idleSpareBatches of
+// them: after a sink stall drains, a quiet stream does not hold every batch
+// that was in flight (about 1 MiB each at 4096 records) for the rest of
+// the run.
+const idleSpareBatches = 2
+
+// trimSpares drops spare batches beyond idleSpareBatches.
+func (r *run) trimSpares() {
+	for len(r.spare) > idleSpareBatches {
+		select {
+		case <-r.spare:
+		default:
+			return
+		}
+	}
+}
 
 // batchFor returns an empty record batch for the next out: a spare the sink
 // goroutine returned, if there is one (it returns only large ones, which
@@ -207,6 +223,7 @@ func (r *run) send(ctx context.Context, sinkDone <-chan struct{}) error {
 			r.unflushed = r.cfg.clock()
 		}
 		r.cur = &out{records: r.batchFor(len(o.records))}
+		r.handedAt = time.Now()
 		return nil
 	}
 	select {
