@@ -10,20 +10,12 @@ import (
 
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sinks/envelope"
-	"github.com/signalbox/signalbox/sources/script"
 )
 
 // jsonSink is a Sink that trusts record.Record.ValueJSON.
-type jsonSink struct{ discardSink }
+type jsonSink struct{ nopSink }
 
 func (jsonSink) EmbedsValueJSON() bool { return true }
-
-type discardSink struct{}
-
-func (discardSink) Open(context.Context) error                   { return nil }
-func (discardSink) Write(context.Context, []record.Record) error { return nil }
-func (discardSink) Flush(context.Context) error                  { return nil }
-func (discardSink) Close() error                                 { return nil }
 
 // FuzzPrepareMarksValueJSON: for a sink that trusts the mark, prepare marks
 // a time: timestamp record's value exactly when it is one line of valid
@@ -33,7 +25,7 @@ func FuzzPrepareMarksValueJSON(f *testing.F) {
 	for _, s := range []string{`{"a":1}`, `[1,2]`, `"x"`, `1e5`, "{\n\"a\":1}", `{"a":1,}`, "\xff", `not json`, ``, ` 7 `, `{"s":"\u2028"}`} {
 		f.Add([]byte(s))
 	}
-	p, err := New(script.New(1, 1), WithInputs(Input{Topic: "t"}), WithSink(jsonSink{}))
+	p, err := New(nopSource{}, WithInputs(Input{Topic: "t"}), WithSink(jsonSink{}))
 	if err != nil {
 		f.Fatal(err)
 	}
