@@ -171,8 +171,8 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 			lastPub = now
 			r.publish()
 		}
-		if len(r.spare) > idleSpareBatches && time.Since(r.handedAt) >= cfg.tick {
-			r.trimSpares()
+		if wall := time.Now(); wall.Sub(r.spareWindow) >= cfg.tick {
+			r.trimSpares(wall)
 		}
 		resetTimer(tick, r.nextWake(now))
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -167,9 +168,11 @@ type run struct {
 	// unflushed is when records were first handed to the sinks since their
 	// last flush (zero: none); they are flushed WithFlushLinger after it.
 	unflushed time.Time
-	// handedAt is the wall time a batch was last handed to the sinks
+	// spareLow is the fewest spare batches that waited whenever the engine
+	// took one since spareWindow, the wall time the window began
 	// (trimSpares).
-	handedAt time.Time
+	spareLow    int
+	spareWindow time.Time
 	// recycler takes back the source's record arrays (recycle.go); nil
 	// when the source is no Recycler or the store is one whose use of a
 	// parked record is not known. parkRefs: the store refers to parked
@@ -284,20 +287,22 @@ func newRun(ctx context.Context, p *Pipeline) *run {
 	cfg := &p.cfg
 	r := &run{
 		p: p, cfg: cfg, ctx: ctx,
-		parts:      map[record.TopicPartition]*partState{},
-		catch:      catchup.New(catchup.Options{StaleAfter: cfg.staleAfter}),
-		tasks:      map[int32]*task{},
-		store:      cfg.store,
-		wm:         watermark.MinTime,
-		cpWM:       watermark.MinTime,
-		outs:       make(chan *out, cfg.maxInflight),
-		spare:      make(chan []record.Record, cfg.maxInflight+1),
-		errs:       make(chan error, 2),
-		acks:       make(chan Event, cfg.maxInflight+2),
-		started:    cfg.clock(),
-		restored:   map[record.TopicPartition]record.PartitionCheckpoint{},
-		fenced:     map[record.TopicPartition]bool{},
-		lateCounts: map[record.TopicPartition]*LateCounter{},
+		parts:       map[record.TopicPartition]*partState{},
+		catch:       catchup.New(catchup.Options{StaleAfter: cfg.staleAfter}),
+		tasks:       map[int32]*task{},
+		store:       cfg.store,
+		wm:          watermark.MinTime,
+		cpWM:        watermark.MinTime,
+		outs:        make(chan *out, cfg.maxInflight),
+		spare:       make(chan []record.Record, cfg.maxInflight+1),
+		spareLow:    math.MaxInt,
+		spareWindow: time.Now(),
+		errs:        make(chan error, 2),
+		acks:        make(chan Event, cfg.maxInflight+2),
+		started:     cfg.clock(),
+		restored:    map[record.TopicPartition]record.PartitionCheckpoint{},
+		fenced:      map[record.TopicPartition]bool{},
+		lateCounts:  map[record.TopicPartition]*LateCounter{},
 	}
 	r.cur = &out{}
 	r.durable, _ = cfg.store.(DurableStore)

@@ -6,6 +6,7 @@ package signalbox
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 	"unsafe"
 
@@ -164,22 +165,26 @@ func (r *run) flushAll() error {
 // so that a busy stream reuses its batches: the engine fills them in bursts
 // (a fetch's worth) while the sink writes steadily, and a spare channel
 // smaller than the backlog would drop the batches of every drained burst,
-// to allocate them again at the next one. An idle engine (a tick, by the
-// wall clock, without handing over a batch) keeps idleSpareBatches of
-// them: after a sink stall drains, a quiet stream does not hold every batch
-// that was in flight (about 1 MiB each at 4096 records) for the rest of
-// the run.
+// to allocate them again at the next one. Every tick (by the wall clock)
+// the engine drops the spares that were not needed in it: the fewest that
+// waited whenever it took one (all of them when it took none), keeping
+// idleSpareBatches. So after a sink stall drains, neither a quiet stream
+// nor a steady trickle, which takes one spare as the sink returns another,
+// holds every batch that was in flight (about 1 MiB each at 4096 records)
+// for the rest of the run.
 const idleSpareBatches = 2
 
-// trimSpares drops spare batches beyond idleSpareBatches.
-func (r *run) trimSpares() {
-	for len(r.spare) > idleSpareBatches {
+// trimSpares ends a spare window: it drops the spares that waited unused
+// through it, down to idleSpareBatches, and starts the next window.
+func (r *run) trimSpares(now time.Time) {
+	for drop := min(r.spareLow, len(r.spare)) - idleSpareBatches; drop > 0; drop-- {
 		select {
 		case <-r.spare:
 		default:
-			return
+			drop = 0
 		}
 	}
+	r.spareLow, r.spareWindow = math.MaxInt, now
 }
 
 // batchFor returns an empty record batch for the next out: a spare the sink
@@ -191,6 +196,7 @@ func (r *run) trimSpares() {
 // records, or under WithMaxInflightBytes a quarter more than n, since the
 // byte bound rather than the count ends those batches.
 func (r *run) batchFor(n int) []record.Record {
+	r.spareLow = min(r.spareLow, len(r.spare))
 	select {
 	case b := <-r.spare:
 		return b
@@ -223,7 +229,6 @@ func (r *run) send(ctx context.Context, sinkDone <-chan struct{}) error {
 			r.unflushed = r.cfg.clock()
 		}
 		r.cur = &out{records: r.batchFor(len(o.records))}
-		r.handedAt = time.Now()
 		return nil
 	}
 	select {
