@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/signalbox/signalbox/internal/jsonfield"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/watermark"
 )
@@ -55,11 +56,20 @@ func (p *Pipeline) prepare(ctx context.Context, f *record.Fetch, h *holds) (map[
 }
 
 // prepareRecord is prepare for one record: errFiltered, or decode's error.
+// A decoded record's value is marked record.Record.ValueJSON here when a
+// sink trusts the mark and decoding did not validate the value already.
 func (p *Pipeline) prepareRecord(ctx context.Context, dec *decoder, rec *record.Record) error {
 	if mf := p.cfg.metaFilter; mf != nil && !mf(rec) {
 		return errFiltered
 	}
-	return dec.decode(ctx, rec)
+	if err := dec.decode(ctx, rec); err != nil {
+		return err
+	}
+	if p.markJSON && !dec.needsJSON && !dec.schemad() && rec.Value != nil {
+		d := jsonfield.Scan(rec.Value, nil)
+		rec.ValueJSON = d.Valid && !d.Multiline
+	}
+	return nil
 }
 
 // ingest takes one record from a fetch, already decoded by prepare (mark

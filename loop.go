@@ -171,6 +171,9 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 			lastPub = now
 			r.publish()
 		}
+		if wall := time.Now(); wall.Sub(r.spareWindow) >= cfg.tick {
+			r.trimSpares(wall)
+		}
 		resetTimer(tick, r.nextWake(now))
 	}
 }

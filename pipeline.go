@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,7 @@ type Pipeline struct {
 	patterns []topicPattern // TopicPattern inputs, in order
 	fallback *decoder
 	schemad  bool // some input has a ValueDecoder and a sink wants JSON: output renders (schemad.go)
+	markJSON bool // a sink trusts record.Record.ValueJSON and no transform clears it: prepare marks values
 
 	mu    sync.Mutex
 	stats Stats
@@ -64,6 +66,7 @@ func New(src Source, opts ...Option) (*Pipeline, error) {
 	}
 	p.fallback, _ = compileInput(Input{Topic: "*"})
 	p.schemad = p.schemad && !bytesOnly(p.cfg.sinks)
+	p.markJSON = p.cfg.transform == nil && embedsValueJSON(p.cfg.sinks)
 	if p.cfg.strategy == nil {
 		delay := p.cfg.delay
 		p.cfg.strategy = func() Strategy { return NewOffsetGate(delay) }
@@ -121,8 +124,7 @@ type run struct {
 	outs   chan *out
 	// spare returns record batches of more than 256 records' capacity from
 	// the sink goroutine once every sink has written them, cleared, for the
-	// engine to fill again; at most maxSpareBatches wait there, the rest of
-	// a drained backlog is left to the collector.
+	// engine to fill again; an idle engine trims them (trimSpares).
 	spare    chan []record.Record
 	errs     chan error
 	stats    Stats
@@ -161,6 +163,11 @@ type run struct {
 	// unflushed is when records were first handed to the sinks since their
 	// last flush (zero: none); they are flushed WithFlushLinger after it.
 	unflushed time.Time
+	// spareLow is the fewest spare batches that waited whenever the engine
+	// took one since spareWindow, the wall time the window began
+	// (trimSpares).
+	spareLow    int
+	spareWindow time.Time
 	// recycler takes back the source's record arrays (recycle.go); nil
 	// when the source is no Recycler or the store is one whose use of a
 	// parked record is not known. parkRefs: the store refers to parked
@@ -275,20 +282,22 @@ func newRun(ctx context.Context, p *Pipeline) *run {
 	cfg := &p.cfg
 	r := &run{
 		p: p, cfg: cfg, ctx: ctx,
-		parts:      map[record.TopicPartition]*partState{},
-		catch:      catchup.New(catchup.Options{StaleAfter: cfg.staleAfter}),
-		tasks:      map[int32]*task{},
-		store:      cfg.store,
-		wm:         watermark.MinTime,
-		cpWM:       watermark.MinTime,
-		outs:       make(chan *out, cfg.maxInflight),
-		spare:      make(chan []record.Record, min(cfg.maxInflight+1, maxSpareBatches)),
-		errs:       make(chan error, 2),
-		acks:       make(chan Event, cfg.maxInflight+2),
-		started:    cfg.clock(),
-		restored:   map[record.TopicPartition]record.PartitionCheckpoint{},
-		fenced:     map[record.TopicPartition]bool{},
-		lateCounts: map[record.TopicPartition]*LateCounter{},
+		parts:       map[record.TopicPartition]*partState{},
+		catch:       catchup.New(catchup.Options{StaleAfter: cfg.staleAfter}),
+		tasks:       map[int32]*task{},
+		store:       cfg.store,
+		wm:          watermark.MinTime,
+		cpWM:        watermark.MinTime,
+		outs:        make(chan *out, cfg.maxInflight),
+		spare:       make(chan []record.Record, cfg.maxInflight+1),
+		spareLow:    math.MaxInt,
+		spareWindow: time.Now(),
+		errs:        make(chan error, 2),
+		acks:        make(chan Event, cfg.maxInflight+2),
+		started:     cfg.clock(),
+		restored:    map[record.TopicPartition]record.PartitionCheckpoint{},
+		fenced:      map[record.TopicPartition]bool{},
+		lateCounts:  map[record.TopicPartition]*LateCounter{},
 	}
 	r.cur = &out{}
 	r.durable, _ = cfg.store.(DurableStore)

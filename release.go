@@ -6,6 +6,7 @@ package signalbox
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 	"unsafe"
 
@@ -159,12 +160,32 @@ func (r *run) flushAll() error {
 	return nil
 }
 
-// maxSpareBatches bounds the spare batches kept for reuse. A busy stream
-// needs one or two (the engine takes one as the sink returns another); after
-// a sink stall drains, keeping every batch that was in flight would hold up
-// to WithMaxInflightBatches+1 full, empty batches (about 1 MiB each at 4096
-// records) for the rest of the run.
-const maxSpareBatches = 4
+// Spare batches. The sink goroutine gives back every batch it has written
+// (run.spare holds as many as can be in flight, WithMaxInflightBatches+1),
+// so that a busy stream reuses its batches: the engine fills them in bursts
+// (a fetch's worth) while the sink writes steadily, and a spare channel
+// smaller than the backlog would drop the batches of every drained burst,
+// to allocate them again at the next one. Every tick (by the wall clock)
+// the engine drops the spares that were not needed in it: the fewest that
+// waited whenever it took one (all of them when it took none), keeping
+// idleSpareBatches. So after a sink stall drains, neither a quiet stream
+// nor a steady trickle, which takes one spare as the sink returns another,
+// holds every batch that was in flight (about 1 MiB each at 4096 records)
+// for the rest of the run.
+const idleSpareBatches = 2
+
+// trimSpares ends a spare window: it drops the spares that waited unused
+// through it, down to idleSpareBatches, and starts the next window.
+func (r *run) trimSpares(now time.Time) {
+	for drop := min(r.spareLow, len(r.spare)) - idleSpareBatches; drop > 0; drop-- {
+		select {
+		case <-r.spare:
+		default:
+			drop = 0
+		}
+	}
+	r.spareLow, r.spareWindow = math.MaxInt, now
+}
 
 // batchFor returns an empty record batch for the next out: a spare the sink
 // goroutine returned, if there is one (it returns only large ones, which
@@ -175,6 +196,7 @@ const maxSpareBatches = 4
 // records, or under WithMaxInflightBytes a quarter more than n, since the
 // byte bound rather than the count ends those batches.
 func (r *run) batchFor(n int) []record.Record {
+	r.spareLow = min(r.spareLow, len(r.spare))
 	select {
 	case b := <-r.spare:
 		return b

@@ -202,6 +202,17 @@ func (d *decoder) render(ctx context.Context, r *record.Record) error {
 	return nil
 }
 
+// embedsValueJSON reports whether some sink trusts record.Record.ValueJSON
+// (JSONValueSink).
+func embedsValueJSON(sinks []Sink) bool {
+	for _, s := range sinks {
+		if j, ok := s.(JSONValueSink); ok && j.EmbedsValueJSON() {
+			return true
+		}
+	}
+	return false
+}
+
 // bytesOnly reports whether every sink writes only original bytes
 // (BytesSink), so that none needs a record's decoded JSON.
 func bytesOnly(sinks []Sink) bool {

@@ -60,6 +60,17 @@ type BytesSink interface {
 	BytesOnly() bool
 }
 
+// JSONValueSink is implemented by a Sink that embeds values in JSON and
+// copies a value marked record.Record.ValueJSON without validating it (the
+// JSONL sink, through sinks/envelope). When one reports true, the engine
+// validates on its poller goroutine the values that decoding did not (the
+// time and key do not come from JSON fields), while their bytes are fresh
+// from the source, and marks the valid ones: the sink goroutine, through
+// which every record passes one at a time, then only copies them.
+type JSONValueSink interface {
+	EmbedsValueJSON() bool
+}
+
 // CheckpointSink is a Sink that stores signalbox's checkpoint in the same
 // transaction as its data, which makes delivery exactly-once.
 //

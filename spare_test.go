@@ -107,3 +107,54 @@ func heldAfterDrain(t *testing.T, batch, inflight int) int64 {
 	}
 	return live() - base
 }
+
+// arraySink notes the arrays of the batches of more than 256 records'
+// capacity it is handed (and keeps them reachable, so that no new batch can
+// reuse a dropped one's memory), and stalls in every eighth Write, so that
+// the engine fills every in-flight batch in a burst while it waits.
+type arraySink struct {
+	arrays map[*record.Record]bool
+	writes int
+}
+
+func (s *arraySink) Open(context.Context) error { return nil }
+func (s *arraySink) Write(_ context.Context, b []record.Record) error {
+	if cap(b) > 256 {
+		s.arrays[unsafe.SliceData(b)] = true
+	}
+	if s.writes++; s.writes%8 == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
+}
+func (s *arraySink) Flush(context.Context) error { return nil }
+func (s *arraySink) Close() error                { return nil }
+
+// TestBurstsReuseBatches: a replay whose sink drains the in-flight batches
+// in bursts reuses them. Every batch the sink has written comes back to the
+// engine, so the engine makes a new one only when every other is in flight,
+// being written or filling: at most WithMaxInflightBatches+3 arrays in all,
+// however many bursts. (The tick is a minute, so that a machine too busy to
+// run the engine for two ticks does not make it trim its spares as idle.)
+func TestBurstsReuseBatches(t *testing.T) {
+	const inflight = 16
+	s := &arraySink{arrays: map[*record.Record]bool{}}
+	src := &backlog{perPart: bulkPer, perFetch: bulkFetch, bare: true}
+	p, err := signalbox.New(src, signalbox.WithSink(s), signalbox.WithClock(frozen), signalbox.WithMaxFuture(0),
+		signalbox.WithBatchSize(512), signalbox.WithMaxInflightBatches(inflight), signalbox.WithTick(time.Minute),
+		signalbox.WithUntil(signalbox.UntilEndOffsets))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runBounded(t, p); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Stats().Out; got != bulkParts*bulkPer {
+		t.Fatalf("%d records out, want %d", got, bulkParts*bulkPer)
+	}
+	t.Logf("%d writes, %d batch arrays", s.writes, len(s.arrays))
+	if len(s.arrays) > inflight+3 {
+		t.Errorf("the sink was handed %d distinct batch arrays in %d writes: more than %d, so written batches were dropped and made again",
+			len(s.arrays), s.writes, inflight+3)
+	}
+}

@@ -35,9 +35,10 @@ type Record struct {
 	Timeless bool // from a `time: none` input: never parked, never late
 	// ValueJSON reports that Value is known to be valid JSON (and UTF-8)
 	// on one line: the engine's decoder sets it when finding a JSON field
-	// (time: field, key: field) validated the whole value on the way, so
-	// that a sink embedding values in JSON (sinks/envelope) does not
-	// validate it again. False means unknown, not invalid. Whoever changes
+	// (time: field, key: field) validated the whole value on the way, and
+	// the engine validates the other values for a sink that trusts the
+	// mark (signalbox.JSONValueSink), so that a sink embedding values in
+	// JSON (sinks/envelope) does not validate it again. False means unknown, not invalid. Whoever changes
 	// Value clears it (the engine does before a Transform); the durable
 	// store does not keep it.
 	ValueJSON bool

@@ -29,7 +29,7 @@
 //     valid UTF-8 and contains no raw newline, whatever the key, value,
 //     topic or header bytes (fuzzed by FuzzAppend), provided a record
 //     marked record.Record.ValueJSON holds what the mark says (the
-//     engine's decoder sets it only after validating the value) and
+//     engine sets it only after validating the value) and
 //     record.Record.DecodedKey and DecodedValue are single-line JSON (the
 //     formats package's output is).
 //  2. A payload that is valid JSON and valid UTF-8 is embedded byte for byte,

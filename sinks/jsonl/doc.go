@@ -3,8 +3,9 @@
 // os.Stdout.
 //
 // Lifecycle: New or Create → Open → (Write | Flush)* → Close. All calls come
-// from one goroutine. It implements signalbox.Sink (structurally; this
-// package does not import the root package).
+// from one goroutine. It implements signalbox.Sink and
+// signalbox.JSONValueSink (structurally; this package does not import the
+// root package).
 //
 // Invariants:
 //

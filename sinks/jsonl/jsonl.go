@@ -248,6 +248,11 @@ func (s *Sink) Write(ctx context.Context, batch []record.Record) error {
 	return nil
 }
 
+// EmbedsValueJSON reports true: the sink copies a value marked
+// record.Record.ValueJSON as it is (sinks/envelope), so the engine validates
+// values for it before they reach the sink goroutine.
+func (s *Sink) EmbedsValueJSON() bool { return true }
+
 // Flush writes out the buffer and, with Options.Sync on a file, fsyncs it.
 func (s *Sink) Flush(ctx context.Context) error {
 	if err := s.ready(); err != nil {
