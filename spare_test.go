@@ -133,9 +133,11 @@ func (s *arraySink) Close() error                { return nil }
 // TestBurstsReuseBatches: a replay whose sink drains the in-flight batches
 // in bursts reuses them. Every batch the sink has written comes back to the
 // engine, so the engine makes a new one only when every other is in flight,
-// being written or filling: at most WithMaxInflightBatches+3 arrays in all,
-// however many bursts. (The tick is a minute, so that a machine too busy to
-// run the engine for two ticks does not make it trim its spares as idle.)
+// being written or filling (WithMaxInflightBatches+3 arrays), or when a
+// step the scheduler cut short leaves a small batch that grows again by
+// doubling: a few more on a busy machine, against hundreds when written
+// batches are dropped (about one per two writes). (The tick is a minute, so
+// that the spares are never trimmed during the run.)
 func TestBurstsReuseBatches(t *testing.T) {
 	const inflight = 16
 	s := &arraySink{arrays: map[*record.Record]bool{}}
@@ -153,8 +155,8 @@ func TestBurstsReuseBatches(t *testing.T) {
 		t.Fatalf("%d records out, want %d", got, bulkParts*bulkPer)
 	}
 	t.Logf("%d writes, %d batch arrays", s.writes, len(s.arrays))
-	if len(s.arrays) > inflight+3 {
+	if len(s.arrays) > 2*inflight+3 {
 		t.Errorf("the sink was handed %d distinct batch arrays in %d writes: more than %d, so written batches were dropped and made again",
-			len(s.arrays), s.writes, inflight+3)
+			len(s.arrays), s.writes, 2*inflight+3)
 	}
 }
