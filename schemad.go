@@ -128,7 +128,7 @@ func (d *decoder) fromDecoded(r *record.Record, val value.Decoded) error {
 	}
 	switch f.Kind {
 	case value.KindString, value.KindNumber, value.KindBool, value.KindTime:
-		r.OrderKey = f.Text
+		r.OrderKey = f.String()
 		return nil
 	}
 	return fmt.Errorf("key field %q: not a string, number or boolean", d.in.KeyField)
@@ -172,7 +172,7 @@ func keyText(k value.Decoded) string {
 	if f, ok := k.Lookup(nil); ok {
 		switch f.Kind {
 		case value.KindString, value.KindNumber, value.KindBool, value.KindTime:
-			return f.Text
+			return f.String()
 		}
 	}
 	return string(k.JSON())

@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/avro"
@@ -83,7 +84,8 @@ func (c *Codec) deref(n *avro.SchemaNode) *avro.SchemaNode {
 	return n
 }
 
-// Value is one decoded body.
+// Value is one decoded body. The zero Value is none; a Value is used by
+// pointer (its JSON may render on first use).
 type Value struct {
 	c    *Codec
 	body []byte
@@ -94,7 +96,7 @@ type Value struct {
 // first call; it is not safe for concurrent use until then.
 func (v *Value) JSON() []byte {
 	if v.json == nil {
-		out, _, err := transcode(make([]byte, 0, 2*len(v.body)+16), v.body, v.c.t, 0)
+		out, err := v.c.render1(v.body)
 		if err != nil { // unreachable: Check accepted the body, and skip fails where transcode does
 			return []byte("null")
 		}
@@ -106,27 +108,57 @@ func (v *Value) JSON() []byte {
 // Check checks body as Decode does, with the same errors, without
 // rendering it: the Value's Lookup reads the fields asked for, and its
 // JSON renders on demand.
-func (c *Codec) Check(body []byte) (*Value, error) {
+func (c *Codec) Check(body []byte) (Value, error) {
 	rest, err := skip(body, c.t, 0)
 	if err != nil {
-		return nil, err
+		return Value{}, err
 	}
 	if len(rest) != 0 {
-		return nil, fmt.Errorf("avro: %d bytes left after the value", len(rest))
+		return Value{}, fmt.Errorf("avro: %d bytes left after the value", len(rest))
 	}
-	return &Value{c: c, body: body}, nil
+	return Value{c: c, body: body}, nil
 }
 
 // Decode decodes body and renders it, in one pass (transcode).
-func (c *Codec) Decode(body []byte) (*Value, error) {
-	out, rest, err := transcode(make([]byte, 0, 2*len(body)+16), body, c.t, 0)
+func (c *Codec) Decode(body []byte) (Value, error) {
+	out, err := c.render1(body)
 	if err != nil {
-		return nil, err
+		return Value{}, err
+	}
+	return Value{c: c, body: body, json: out}, nil
+}
+
+// AppendJSON appends the JSON of body to dst, in one pass; on error dst
+// is returned as it was.
+func (c *Codec) AppendJSON(dst, body []byte) ([]byte, error) {
+	out, rest, err := transcode(dst, body, c.t, 0)
+	if err != nil {
+		return dst, err
 	}
 	if len(rest) != 0 {
-		return nil, fmt.Errorf("avro: %d bytes left after the value", len(rest))
+		return dst, fmt.Errorf("avro: %d bytes left after the value", len(rest))
 	}
-	return &Value{c: c, body: body, json: out}, nil
+	return out, nil
+}
+
+// scratch holds transcode buffers: a value renders into one and is then
+// copied out at its exact size, so that a record kept with its JSON (parked
+// until release) holds no slack.
+var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// render1 is body's JSON in a slice of its own, exactly sized.
+func (c *Codec) render1(body []byte) ([]byte, error) {
+	bp := scratch.Get().(*[]byte)
+	out, err := c.AppendJSON((*bp)[:0], body)
+	var js []byte
+	if err == nil {
+		js = append(make([]byte, 0, len(out)), out...)
+	}
+	if cap(out) <= 64<<10 { // a huge value's buffer is not kept
+		*bp = out[:0]
+		scratch.Put(bp)
+	}
+	return js, err
 }
 
 // decodeReference decodes body through the library into a generic value
@@ -372,10 +404,10 @@ func (c *Codec) lookupReference(tree any, path []string) (value.Field, bool) {
 	case time.Time:
 		switch n.LogicalType {
 		case "date":
-			return value.Field{Kind: value.KindTime, Time: t.UTC(), Text: t.UTC().Format(time.DateOnly)}, true
+			return value.Field{Kind: value.KindTime, Time: t.UTC(), Digits: value.DigitsDate}, true
 		case "time-millis", "time-micros":
 		default:
-			return value.Field{Kind: value.KindTime, Time: t.UTC(), Text: value.TimeText(t, timeDigits(n.LogicalType))}, true
+			return value.Field{Kind: value.KindTime, Time: t.UTC(), Digits: timeDigits(n.LogicalType)}, true
 		}
 	case string:
 		return value.Field{Kind: value.KindString, Text: t}, true

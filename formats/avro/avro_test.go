@@ -200,7 +200,7 @@ func TestLookup(t *testing.T) {
 	} {
 		p, _ := value.SplitPath(c.path)
 		got, ok := v.Lookup(p)
-		if !ok || got.Kind != c.want.Kind || !got.Time.Equal(c.want.Time) || got.Text != c.want.Text {
+		if !ok || got.Kind != c.want.Kind || !got.Time.Equal(c.want.Time) || got.String() != c.want.Text {
 			t.Errorf("%s: got %+v %v, want %+v", c.path, got, ok, c.want)
 		}
 		if ref, ok := codec.LookupReference(body, p); !ok || ref != got {

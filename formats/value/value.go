@@ -45,8 +45,30 @@ type Field struct {
 	Kind Kind
 	// Time is the instant of a logical timestamp or date (KindTime), in UTC.
 	Time time.Time
-	// Text is the field's text (see Kind); for KindTime, its RFC 3339 form.
+	// Text is the field's text (see Kind). For KindTime it may be empty,
+	// so that reading an event time formats nothing: String then renders
+	// Time with Digits.
 	Text string
+	// Digits is how String renders an empty KindTime Text: RFC 3339 with
+	// 0, 3, 6 or 9 fractional digits, or DigitsDate for a date.
+	Digits int
+}
+
+// DigitsDate makes a KindTime Field's String its date ("2006-01-02").
+const DigitsDate = -1
+
+// String is the field's text: Text, or for a KindTime field with no Text
+// its RFC 3339 form.
+func (f Field) String() string {
+	if f.Kind != KindTime || f.Text != "" {
+		return f.Text
+	}
+	if f.Digits == DigitsDate {
+		var buf [24]byte
+		b := AppendDate(buf[:0], f.Time)
+		return string(b[1 : len(b)-1])
+	}
+	return TimeText(f.Time, f.Digits)
 }
 
 // SplitPath splits a dotted path ("meta.ts") into its names; it reports

@@ -141,3 +141,26 @@ func checkTime(t *testing.T, tm time.Time, digits int) {
 		t.Fatalf("AppendTimeOfDay(%v, %d): %s, time.Format %s", d, digits, got, want)
 	}
 }
+
+// TestFieldString: a KindTime field without Text renders its RFC 3339 form
+// (or its date) only when asked; any other field is its Text.
+func TestFieldString(t *testing.T) {
+	at := time.Date(2024, 1, 15, 10, 30, 0, 123456789, time.UTC)
+	for _, c := range []struct {
+		f    value.Field
+		want string
+	}{
+		{value.Field{Kind: value.KindTime, Time: at, Digits: 3}, "2024-01-15T10:30:00.123Z"},
+		{value.Field{Kind: value.KindTime, Time: at, Digits: 6}, "2024-01-15T10:30:00.123456Z"},
+		{value.Field{Kind: value.KindTime, Time: at, Digits: 9}, "2024-01-15T10:30:00.123456789Z"},
+		{value.Field{Kind: value.KindTime, Time: at, Digits: value.DigitsDate}, "2024-01-15"},
+		{value.Field{Kind: value.KindTime, Time: time.Date(12000, 3, 1, 0, 0, 0, 0, time.UTC), Digits: value.DigitsDate}, "12000-03-01"},
+		{value.Field{Kind: value.KindTime, Time: at, Text: "as given"}, "as given"},
+		{value.Field{Kind: value.KindString, Text: "x"}, "x"},
+		{value.Field{Kind: value.KindNumber}, ""},
+	} {
+		if got := c.f.String(); got != c.want {
+			t.Errorf("%+v: String %q, want %q", c.f, got, c.want)
+		}
+	}
+}
