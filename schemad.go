@@ -40,9 +40,11 @@ type ValueDecoder interface {
 }
 
 // ValueChecker is implemented by a ValueDecoder that can check a payload
-// and read its fields without rendering it (*formats.Decoder): at ingest,
-// where only the event time and key fields are read, the engine calls
-// CheckValue instead of DecodeValue. CheckValue must fail exactly where
+// and read its fields without rendering it (*formats.Decoder): at ingest
+// of a record whose JSON is not wanted there (every sink writes original
+// bytes, or a Transform runs; see ValueDecoder), where only the event time
+// and key fields are read, the engine calls CheckValue instead of
+// DecodeValue. CheckValue must fail exactly where
 // DecodeValue fails, with the same error, and its value must look up and
 // render as DecodeValue's.
 type ValueChecker interface {
