@@ -164,3 +164,32 @@ func TestFieldString(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendStringPlainScan: the eight-bytes-at-a-time scan for strings
+// that need no escaping misses no byte that does, at any position of a
+// string of any length up to 24.
+func TestAppendStringPlainScan(t *testing.T) {
+	for n := 1; n <= 24; n++ {
+		for at := range n {
+			for _, c := range []byte{0x00, 0x01, 0x1f, 0x20, '!', '"', '#', '[', '\\', ']', 0x7e, 0x7f, 0x80, 0xc3, 0xe2, 0xff} {
+				s := []byte(strings.Repeat("a~ ", n)[:n])
+				s[at] = c
+				if got, want := value.AppendString(nil, string(s)), envelope.AppendString(nil, string(s)); !bytes.Equal(got, want) {
+					t.Fatalf("%q: %s, the envelope writes %s", s, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestAppendTimeSameDay: instants that share their day (the cached date)
+// and their neighbours across midnight render as time.Format writes them.
+func TestAppendTimeSameDay(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 20_000 {
+		day := rng.Int64N(3_000_000) - 800_000 // years about -220 to 6200
+		for _, s := range []int64{day*86400 + rng.Int64N(86400), day*86400 + rng.Int64N(86400), day*86400 - 1, (day+1)*86400 - 1, day * 86400} {
+			checkTime(t, time.Unix(s, rng.Int64N(1_000_000_000)), 3)
+		}
+	}
+}
