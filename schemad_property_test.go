@@ -26,6 +26,7 @@ import (
 	"github.com/signalbox/signalbox/retry"
 	"github.com/signalbox/signalbox/sinks/jsonl"
 	"github.com/signalbox/signalbox/sources/script"
+	"github.com/signalbox/signalbox/timers/durable"
 )
 
 // flakyRegistry answers like the registry it wraps, except that its first
@@ -432,5 +433,56 @@ func TestSchemadRevokeWhileHeld(t *testing.T) {
 	}
 	if got := dl.lines(); len(got) != 0 {
 		t.Errorf("dead-lettered %q, want none", got)
+	}
+}
+
+// TestSchemadSpilledRecordsRenderAtRelease: records rendered at ingest
+// lose their JSON when the durable store spills them (it keeps the wire
+// bytes only); they are rendered again at release, so the output is the
+// same as with everything in memory.
+func TestSchemadSpilledRecordsRenderAtRelease(t *testing.T) {
+	r := formatstest.NewRegistry(t)
+	v1 := r.Register(t, "inv-value", sr.Schema{Schema: invV1})
+	v2 := r.Register(t, "inv-value", sr.Schema{Schema: invV2})
+	cl, err := registry.New(registry.Config{URLs: []string{r.URL()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dataSeed := range uint64(3) {
+		parts, all := avroSet(t, dataSeed, v1, v2)
+		expected := want(t, all)
+		counted := &countingDecoder{Decoder: func() *formats.Decoder {
+			d, err := formats.New(formats.Config{Format: formats.Avro, Registry: cl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}()}
+		store, err := durable.OpenStore(t.TempDir(), durable.StoreOptions{MemoryBudget: 2 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in []signalbox.Input
+		for _, topic := range []string{"inv", "stock"} {
+			in = append(in, signalbox.Input{Topic: topic, Time: signalbox.TimeFromField, TimeField: "meta.ts", Decoder: counted})
+		}
+		var buf bytes.Buffer
+		p, err := signalbox.New(script.New(dataSeed, 64, parts...), signalbox.WithInputs(in...),
+			signalbox.WithDelay(disorder*time.Millisecond), signalbox.WithClock(frozen), signalbox.WithMaxFuture(0),
+			signalbox.WithParkedStore(store), signalbox.WithSink(jsonl.New(&buf, jsonl.Options{})),
+			signalbox.WithUntil(signalbox.UntilEndOffsets))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := runBounded(t, p); err != nil {
+			t.Fatal(err)
+		}
+		store.Close()
+		if !bytes.Equal(buf.Bytes(), expected) {
+			t.Fatalf("data %d: output differs from the decoded records sorted by the total order\n%s", dataSeed, firstDiff(buf.Bytes(), expected))
+		}
+		if counted.checks.Load() != 0 || counted.decodes.Load() <= int64(len(all)) {
+			t.Fatalf("data %d: %d records, %s: want each decoded at ingest and the spilled ones again at release", dataSeed, len(all), s0(counted))
+		}
 	}
 }
