@@ -51,6 +51,20 @@ type ValueChecker interface {
 	CheckValue(ctx context.Context, payload []byte, headers []record.Header) (value.Decoded, error)
 }
 
+// ValueReleaser is implemented by a ValueDecoder that reuses the values it
+// returns (*formats.Decoder): the engine hands each back with ReleaseValue
+// once it has read its fields and taken its JSON, and uses it no more.
+type ValueReleaser interface {
+	ReleaseValue(v value.Decoded)
+}
+
+// release hands v back to vd when vd reuses its values.
+func release(vd ValueDecoder, v value.Decoded) {
+	if r, ok := vd.(ValueReleaser); ok && v != nil {
+		r.ReleaseValue(v)
+	}
+}
+
 // check is vd's CheckValue when it has one, else its DecodeValue.
 func check(ctx context.Context, vd ValueDecoder, payload []byte, headers []record.Header) (value.Decoded, error) {
 	if c, ok := vd.(ValueChecker); ok {
@@ -89,6 +103,7 @@ func (d *decoder) decodeSchemad(ctx context.Context, r *record.Record) error {
 	var val, key value.Decoded
 	var err error
 	if d.in.KeyDecoder != nil {
+		defer func() { release(d.in.KeyDecoder, key) }()
 		if key, err = d.read(ctx, d.in.KeyDecoder, r.Key, r.Headers); err != nil {
 			r.Timeless, r.EventTime = true, 0
 			return classify(ctx, err, "key")
@@ -99,6 +114,7 @@ func (d *decoder) decodeSchemad(ctx context.Context, r *record.Record) error {
 			return err
 		}
 	} else {
+		defer func() { release(d.in.Decoder, val) }()
 		if val, err = d.read(ctx, d.in.Decoder, r.Value, r.Headers); err != nil {
 			r.Timeless, r.EventTime = true, 0
 			return classify(ctx, err, "")
@@ -216,6 +232,7 @@ func (d *decoder) render(ctx context.Context, r *record.Record) error {
 			return classify(ctx, err, "key")
 		}
 		r.DecodedKey, r.KeySchemaID = k.JSON(), k.SchemaID()
+		release(d.in.KeyDecoder, k)
 	}
 	if d.in.Decoder != nil {
 		v, err := d.in.Decoder.DecodeValue(ctx, r.Value, r.Headers)
@@ -223,6 +240,7 @@ func (d *decoder) render(ctx context.Context, r *record.Record) error {
 			return classify(ctx, err, "")
 		}
 		r.DecodedValue, r.ValueSchemaID = v.JSON(), v.SchemaID()
+		release(d.in.Decoder, v)
 	}
 	return nil
 }

@@ -233,7 +233,7 @@ func TestSchemadBytesOnlySinks(t *testing.T) {
 				t.Fatalf("sinks %+v: sink %d got %d records, decoded %q; want the original bytes, decoded %v", tc.sinks, i, len(s.got), s.got[0].DecodedValue, tc.decoded)
 			}
 		}
-		if got := s0(counted); counted.checks.Load() != tc.checks || counted.decodes.Load() != tc.decodes {
+		if got := s0(counted); counted.checks.Load() != tc.checks || counted.decodes.Load() != tc.decodes || counted.releases.Load() != tc.checks+tc.decodes {
 			t.Fatalf("sinks %+v, transform %v: %s, want %d checks and %d decodes", tc.sinks, tc.transform, got, tc.checks, tc.decodes)
 		}
 		if tc.decoded && string(tc.sinks[len(tc.sinks)-1].got[0].DecodedValue) != `{"sku":"a","meta":{"ts":"2023-11-14T22:13:20.000Z"},"seq":0}` {
@@ -243,14 +243,19 @@ func TestSchemadBytesOnlySinks(t *testing.T) {
 }
 
 func s0(c *countingDecoder) string {
-	return fmt.Sprintf("%d checks and %d decodes", c.checks.Load(), c.decodes.Load())
+	return fmt.Sprintf("%d checks and %d decodes, %d values handed back", c.checks.Load(), c.decodes.Load(), c.releases.Load())
 }
 
-// countingDecoder counts the calls to its decoder's CheckValue and
-// DecodeValue.
+// countingDecoder counts the calls to its decoder's CheckValue,
+// DecodeValue and ReleaseValue.
 type countingDecoder struct {
 	*formats.Decoder
-	checks, decodes atomic.Int64
+	checks, decodes, releases atomic.Int64
+}
+
+func (c *countingDecoder) ReleaseValue(v value.Decoded) {
+	c.releases.Add(1)
+	c.Decoder.ReleaseValue(v)
 }
 
 var _ signalbox.ValueChecker = (*formats.Decoder)(nil)

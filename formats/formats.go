@@ -217,7 +217,7 @@ func (d *Decoder) decode(ctx context.Context, payload []byte, headers []record.H
 	if err != nil {
 		return nil, err
 	}
-	v := &Value{id: c.id, guid: fr.GUID}
+	v := &Value{id: c.id, guid: fr.GUID} // does not escape: copied into a pooled Value at the end
 	switch {
 	case c.avro != nil:
 		decode := c.avro.Decode
@@ -247,7 +247,25 @@ func (d *Decoder) decode(ctx context.Context, payload []byte, headers []record.H
 		}
 		v.json, v.kind = out.Bytes(), valueJSON
 	}
-	return v, nil
+	pv := values.Get().(*Value)
+	*pv = *v
+	return pv, nil
+}
+
+// values holds Values handed back (ReleaseValue) for the next decode: the
+// engine decodes every record and keeps only its JSON, so a Value per
+// record would be garbage at once.
+var values = sync.Pool{New: func() any { return new(Value) }}
+
+// ReleaseValue hands back v, a value this Decoder returned (DecodeValue,
+// CheckValue, Decode or Check), for reuse: the caller does not use v
+// afterwards. The bytes of its JSON and the Fields its Lookup returned stay
+// valid. It implements the engine's ValueReleaser.
+func (d *Decoder) ReleaseValue(v value.Decoded) {
+	if fv, ok := v.(*Value); ok && fv != nil {
+		*fv = Value{}
+		values.Put(fv)
+	}
 }
 
 // badRecord is err, a fault of a record written with schema id, as its
