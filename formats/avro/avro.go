@@ -141,24 +141,48 @@ func (c *Codec) AppendJSON(dst, body []byte) ([]byte, error) {
 	return out, nil
 }
 
-// scratch holds transcode buffers: a value renders into one and is then
-// copied out at its exact size, so that a record kept with its JSON (parked
-// until release) holds no slack.
-var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+// slabs hold the JSON of many values back to back: a value renders at the
+// end of a slab and keeps that piece, exactly sized and capped (appending to
+// it never writes into the slab), so that rendering allocates once per
+// slab, not once per value. Pieces rendered one after the other belong to
+// records read one after the other, which the engine releases at about the
+// same time; a slab stays reachable while any of its pieces does.
+var slabs = sync.Pool{New: func() any { return new([]byte) }}
 
-// render1 is body's JSON in a slice of its own, exactly sized.
+// The slab size, and the largest body rendered into one (a larger one gets
+// a slice of its own).
+const (
+	slabSize    = 16 << 10
+	slabMaxBody = 1 << 10
+)
+
+// render1 is body's JSON in a slice of its own (capped at its length).
 func (c *Codec) render1(body []byte) ([]byte, error) {
-	bp := scratch.Get().(*[]byte)
-	out, err := c.AppendJSON((*bp)[:0], body)
-	var js []byte
-	if err == nil {
-		js = append(make([]byte, 0, len(out)), out...)
+	if len(body) > slabMaxBody {
+		out, err := c.AppendJSON(make([]byte, 0, 2*len(body)+16), body)
+		if err != nil {
+			return nil, err
+		}
+		return out[:len(out):len(out)], nil
 	}
-	if cap(out) <= 64<<10 { // a huge value's buffer is not kept
-		*bp = out[:0]
-		scratch.Put(bp)
+	sp := slabs.Get().(*[]byte)
+	defer slabs.Put(sp)
+	slab := *sp
+	if cap(slab)-len(slab) < 4*len(body)+64 { // a value rarely renders larger: start a new slab
+		slab = make([]byte, 0, slabSize)
 	}
-	return js, err
+	start := len(slab)
+	out, err := c.AppendJSON(slab, body)
+	switch {
+	case err != nil:
+		*sp = slab
+		return nil, err
+	case cap(out) != cap(slab): // it did not fit: out is a new array; the slab stays as it was
+		*sp = slab
+		return append(make([]byte, 0, len(out)-start), out[start:]...), nil
+	}
+	*sp = out
+	return out[start:len(out):len(out)], nil
 }
 
 // decodeReference decodes body through the library into a generic value

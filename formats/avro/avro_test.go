@@ -311,3 +311,53 @@ func TestTimeOfDayOutsideADay(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderedValuesShareNoBytes: values rendered one after the other (the
+// JSON of each carved from a shared slab), from several goroutines and of
+// every size, keep their own JSON: appending to one never changes another,
+// and each is what rendering it alone gives.
+func TestRenderedValuesShareNoBytes(t *testing.T) {
+	c := compile(t, `{"type":"record","name":"R","fields":[{"name":"s","type":"string"},{"name":"b","type":"bytes"}]}`)
+	body := func(n int, ch byte) []byte {
+		s := strings.Repeat(string(rune(ch)), n)
+		b := binary.AppendVarint(nil, int64(len(s)))
+		b = append(b, s...)
+		b = binary.AppendVarint(b, int64(n%7))
+		return append(b, make([]byte, n%7)...)
+	}
+	done := make(chan []string, 4)
+	for g := range 4 {
+		go func() {
+			var got [][]byte
+			var want []string
+			for i := range 3000 {
+				n := (i * 37 * (g + 1)) % 1500 // up to past slabMaxBody
+				ch := byte('a' + i%26)
+				if i%50 == 0 {
+					ch = 0x01 // renders as \u0001: six bytes for one
+				}
+				v, err := c.Decode(body(n, ch))
+				if err != nil {
+					t.Error(err)
+					break
+				}
+				js := v.JSON()
+				want = append(want, string(js))
+				got = append(got, js)
+				_ = append(js, "garbage"...) // capped: must not write into the next value
+			}
+			var bad []string
+			for i := range got {
+				if string(got[i]) != want[i] || !json.Valid(got[i]) {
+					bad = append(bad, string(got[i]))
+				}
+			}
+			done <- bad
+		}()
+	}
+	for range 4 {
+		if bad := <-done; len(bad) > 0 {
+			t.Fatalf("%d values changed after later renders, the first: %.80s", len(bad), bad[0])
+		}
+	}
+}
