@@ -130,6 +130,7 @@ type Value struct {
 	guid  string
 	avro  avro.Value // an Avro body (avro.c set)
 	proto body       // a Protobuf body; nil otherwise
+	raw   []byte     // a JSON body as it came, checked, until JSON compacts it
 	kind  uint8      // valueAvro, valueProto, valueJSON; 0: a tombstone
 }
 
@@ -149,8 +150,12 @@ type body interface {
 // JSON is the decoded value as JSON, for text sinks. A Value from Check
 // renders on the first call; it is not safe for concurrent use until then.
 func (v *Value) JSON() []byte {
-	if v.json == nil && v.kind == valueAvro {
+	switch {
+	case v.json != nil:
+	case v.kind == valueAvro:
 		v.json = v.avro.JSON()
+	case v.kind == valueJSON:
+		v.json, _ = compactJSON(v.raw) // cannot fail: Check accepted it
 	}
 	return v.json
 }
@@ -172,6 +177,9 @@ func (v *Value) Lookup(path []string) (Field, bool) {
 	case valueProto:
 		return v.proto.Lookup(path)
 	case valueJSON:
+		if v.json == nil {
+			return jsonLookup(v.raw, path)
+		}
 		return jsonLookup(v.json, path)
 	}
 	return Field{}, false
@@ -187,9 +195,10 @@ func (d *Decoder) Decode(ctx context.Context, payload []byte, headers []record.H
 }
 
 // Check is Decode, with the same errors, except that an Avro body is
-// checked without being rendered: the Value's Lookup reads only the fields
-// asked for, and its JSON renders on the first call. (Protobuf and JSON
-// bodies are decoded as by Decode.)
+// checked without being rendered (the Value's Lookup reads only the fields
+// asked for) and a JSON body is validated without being compacted: the
+// JSON renders on the first call. (A Protobuf body is decoded as by
+// Decode.)
 func (d *Decoder) Check(ctx context.Context, payload []byte, headers []record.Header) (*Value, error) {
 	return d.decode(ctx, payload, headers, true)
 }
@@ -240,12 +249,14 @@ func (d *Decoder) decode(ctx context.Context, payload []byte, headers []record.H
 		if !utf8.Valid(fr.Body) {
 			return nil, badRecord(c.id, errors.New("json: body is not valid UTF-8"))
 		}
-		var out bytes.Buffer
-		out.Grow(len(fr.Body))
-		if err := json.Compact(&out, fr.Body); err != nil {
+		v.kind = valueJSON
+		if check && json.Valid(fr.Body) { // compacted only if JSON is asked for
+			v.raw = fr.Body
+			break
+		}
+		if v.json, err = compactJSON(fr.Body); err != nil { // the error Check gives too
 			return nil, badRecord(c.id, fmt.Errorf("json: %w", err))
 		}
-		v.json, v.kind = out.Bytes(), valueJSON
 	}
 	pv := values.Get().(*Value)
 	*pv = *v
@@ -359,7 +370,18 @@ func (d *Decoder) compile(ctx context.Context, s *registry.Schema) *compiled {
 	return c
 }
 
-// jsonLookup resolves a path in a JSON document.
+// compactJSON is doc without insignificant space.
+func compactJSON(doc []byte) ([]byte, error) {
+	var out bytes.Buffer
+	out.Grow(len(doc))
+	if err := json.Compact(&out, doc); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// jsonLookup resolves a path in a JSON document (compacted or not: an
+// object or array found is compacted).
 func jsonLookup(doc []byte, path []string) (value.Field, bool) {
 	p := make(jsonfield.Path, len(path))
 	for i, s := range path {
@@ -383,5 +405,9 @@ func jsonLookup(doc []byte, path []string) (value.Field, bool) {
 	case jsonfield.Null:
 		return value.Field{Kind: value.KindNull, Text: "null"}, true
 	}
-	return value.Field{Kind: value.KindOther, Text: string(v.Raw)}, true
+	js, err := compactJSON(v.Raw)
+	if err != nil {
+		return value.Field{}, false
+	}
+	return value.Field{Kind: value.KindOther, Text: string(js)}, true
 }

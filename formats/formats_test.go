@@ -1,6 +1,7 @@
 package formats_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -396,5 +397,39 @@ func TestReleasedValuesAreReused(t *testing.T) {
 	})
 	if allocs > 1.5 { // the JSON; the race detector's pool drops a quarter of what it is given
 		t.Errorf("%.2f allocations per decode and release, want 1 (the JSON)", allocs)
+	}
+}
+
+// TestJSONSchemaCheck: Check validates a JSON body without compacting it,
+// fails where Decode fails with the same error, and its value looks up and
+// renders as Decode's (an object found compacted alike).
+func TestJSONSchemaCheck(t *testing.T) {
+	r := formatstest.NewRegistry(t)
+	id := r.Register(t, "ev-value", sr.Schema{Schema: `{"type":"object"}`, Type: sr.TypeJSON})
+	d := newDecoder(t, formats.JSONSchema, client(t, r))
+	for _, body := range []string{
+		"{\n  \"ts\": 1700000000000,\n  \"k\": \"a\\u00e9\",\n  \"o\": { \"x\" : [1, 2,\t3] },\n  \"n\": null, \"b\": true\n}",
+		`{"ts":1,"ts":2}`, `[1, {"k": 2}]`, `"s"`, "{not json", "{\"a\":\"\xff\"}", `{"a":1} x`, ``,
+	} {
+		payload, _ := sr.Encode(nil, new(sr.ConfluentHeader), id, nil, func(any) ([]byte, error) { return []byte(body), nil })
+		v, err := d.Decode(context.Background(), payload, nil)
+		cv, cerr := d.Check(context.Background(), payload, nil)
+		if fmt.Sprint(err) != fmt.Sprint(cerr) {
+			t.Fatalf("%q: Decode %v, Check %v", body, err, cerr)
+		}
+		if err != nil {
+			continue
+		}
+		for _, path := range []string{"ts", "k", "o", "o.x", "n", "b", "missing"} {
+			p, _ := value.SplitPath(path)
+			got, ok := cv.Lookup(p)
+			want, wok := v.Lookup(p)
+			if got != want || ok != wok {
+				t.Fatalf("%q: Lookup(%s): Check %+v %v, Decode %+v %v", body, path, got, ok, want, wok)
+			}
+		}
+		if !bytes.Equal(cv.JSON(), v.JSON()) {
+			t.Fatalf("%q: Check renders %s, Decode %s", body, cv.JSON(), v.JSON())
+		}
 	}
 }
