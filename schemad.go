@@ -44,9 +44,8 @@ type ValueDecoder interface {
 // of a record whose JSON is not wanted there (every sink writes original
 // bytes, or a Transform runs; see ValueDecoder), where only the event time
 // and key fields are read, the engine calls CheckValue instead of
-// DecodeValue. CheckValue must fail exactly where
-// DecodeValue fails, with the same error, and its value must look up and
-// render as DecodeValue's.
+// DecodeValue. CheckValue must fail exactly where DecodeValue fails, with
+// the same error, and its value must look up and render as DecodeValue's.
 type ValueChecker interface {
 	CheckValue(ctx context.Context, payload []byte, headers []record.Header) (value.Decoded, error)
 }
@@ -268,9 +267,8 @@ func bytesOnly(sinks []Sink) bool {
 // checked at ingest decodes again from the decoder's cache; only one
 // restored from a durable store after a restart may need the registry, and
 // while the registry cannot answer the engine waits here, with backoff
-// (holding, never skipping). ok is false when the
-// record went to the dead-letter sink instead. dec is rec's input's
-// decoder (partState.dec).
+// (holding, never skipping). ok is false when the record went to the
+// dead-letter sink instead. dec is rec's input's decoder (partState.dec).
 func (r *run) renderOut(dec *decoder, rec *record.Record) (ok bool, err error) {
 	if !dec.schemad() || dec.rendered(rec) {
 		return true, nil
