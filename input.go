@@ -92,6 +92,9 @@ type decoder struct {
 	needsJSON bool
 	// the paths split for ValueDecoder lookups (Input.Decoder set)
 	timeNames, keyNames []string
+	// renderIngest: decode schema'd keys and values into their JSON at
+	// ingest, once (decodeSchemad); set by NewPipeline.
+	renderIngest bool
 }
 
 // The defaults of an Input's fields.

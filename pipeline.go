@@ -67,6 +67,7 @@ func New(src Source, opts ...Option) (*Pipeline, error) {
 	p.fallback, _ = compileInput(Input{Topic: "*"})
 	p.schemad = p.schemad && !bytesOnly(p.cfg.sinks)
 	p.markJSON = p.cfg.transform == nil && embedsValueJSON(p.cfg.sinks)
+	p.setRenderIngest()
 	if p.cfg.strategy == nil {
 		delay := p.cfg.delay
 		p.cfg.strategy = func() Strategy { return NewOffsetGate(delay) }

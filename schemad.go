@@ -20,11 +20,13 @@ import (
 // ValueDecoder decodes the key or value of a record in a schema'd format
 // (Input.Decoder, Input.KeyDecoder). *formats.Decoder implements it.
 //
-// DecodeValue is called from the poller goroutine at ingest (CheckValue
-// instead when the decoder is a ValueChecker), and again from the engine
-// goroutine when the record is handed to the sinks (the decoded JSON is not
-// kept while the record is parked); it must be safe for concurrent use, and
-// decode the same bytes to the same result every time.
+// DecodeValue is called from the poller goroutine at ingest, where the
+// record's JSON is kept with it for the sinks when some sink wants JSON and
+// no Transform may change the record; otherwise ingest calls CheckValue
+// (when the decoder is a ValueChecker), and DecodeValue runs again on the
+// engine goroutine when the record is handed to a sink that wants JSON, as
+// it does for a record restored from a durable store. It must be safe for
+// concurrent use, and decode the same bytes to the same result every time.
 // Its error is one of:
 //   - retry.IsRetryable: the decoder could not answer (a schema registry
 //     down): the record is held, with the records after it in its
@@ -38,13 +40,28 @@ type ValueDecoder interface {
 }
 
 // ValueChecker is implemented by a ValueDecoder that can check a payload
-// and read its fields without rendering it (*formats.Decoder): at ingest,
-// where only the event time and key fields are read, the engine calls
-// CheckValue instead of DecodeValue. CheckValue must fail exactly where
-// DecodeValue fails, with the same error, and its value must look up and
-// render as DecodeValue's.
+// and read its fields without rendering it (*formats.Decoder): at ingest
+// of a record whose JSON is not wanted there (every sink writes original
+// bytes, or a Transform runs; see ValueDecoder), where only the event time
+// and key fields are read, the engine calls CheckValue instead of
+// DecodeValue. CheckValue must fail exactly where DecodeValue fails, with
+// the same error, and its value must look up and render as DecodeValue's.
 type ValueChecker interface {
 	CheckValue(ctx context.Context, payload []byte, headers []record.Header) (value.Decoded, error)
+}
+
+// ValueReleaser is implemented by a ValueDecoder that reuses the values it
+// returns (*formats.Decoder): the engine hands each back with ReleaseValue
+// once it has read its fields and taken its JSON, and uses it no more.
+type ValueReleaser interface {
+	ReleaseValue(v value.Decoded)
+}
+
+// release hands v back to vd when vd reuses its values.
+func release(vd ValueDecoder, v value.Decoded) {
+	if r, ok := vd.(ValueReleaser); ok && v != nil {
+		r.ReleaseValue(v)
+	}
 }
 
 // check is vd's CheckValue when it has one, else its DecodeValue.
@@ -77,11 +94,16 @@ func classify(ctx context.Context, err error, what string) error {
 }
 
 // decodeSchemad is decode for an input with a Decoder or a KeyDecoder.
+// With d.renderIngest the key and value are decoded and rendered here, in
+// one pass each, and their JSON travels with the record (renderOut then has
+// nothing to do); otherwise they are only checked (ValueChecker), and
+// rendered at release if a sink wants JSON.
 func (d *decoder) decodeSchemad(ctx context.Context, r *record.Record) error {
 	var val, key value.Decoded
 	var err error
 	if d.in.KeyDecoder != nil {
-		if key, err = check(ctx, d.in.KeyDecoder, r.Key, r.Headers); err != nil {
+		defer func() { release(d.in.KeyDecoder, key) }()
+		if key, err = d.read(ctx, d.in.KeyDecoder, r.Key, r.Headers); err != nil {
 			r.Timeless, r.EventTime = true, 0
 			return classify(ctx, err, "key")
 		}
@@ -91,7 +113,8 @@ func (d *decoder) decodeSchemad(ctx context.Context, r *record.Record) error {
 			return err
 		}
 	} else {
-		if val, err = check(ctx, d.in.Decoder, r.Value, r.Headers); err != nil {
+		defer func() { release(d.in.Decoder, val) }()
+		if val, err = d.read(ctx, d.in.Decoder, r.Value, r.Headers); err != nil {
 			r.Timeless, r.EventTime = true, 0
 			return classify(ctx, err, "")
 		}
@@ -102,7 +125,24 @@ func (d *decoder) decodeSchemad(ctx context.Context, r *record.Record) error {
 	if key != nil && d.in.Key == KeyFromKafka {
 		r.OrderKey = keyText(key)
 	}
+	if d.renderIngest {
+		if key != nil {
+			r.DecodedKey, r.KeySchemaID = key.JSON(), key.SchemaID()
+		}
+		if val != nil {
+			r.DecodedValue, r.ValueSchemaID = val.JSON(), val.SchemaID()
+		}
+	}
 	return nil
+}
+
+// read is how decodeSchemad reads a payload: DecodeValue when it renders at
+// ingest, else check.
+func (d *decoder) read(ctx context.Context, vd ValueDecoder, payload []byte, headers []record.Header) (value.Decoded, error) {
+	if d.renderIngest {
+		return vd.DecodeValue(ctx, payload, headers)
+	}
+	return check(ctx, vd, payload, headers)
 }
 
 // fromDecoded fills r's event time and ordering key from its decoded value.
@@ -128,7 +168,7 @@ func (d *decoder) fromDecoded(r *record.Record, val value.Decoded) error {
 	}
 	switch f.Kind {
 	case value.KindString, value.KindNumber, value.KindBool, value.KindTime:
-		r.OrderKey = f.Text
+		r.OrderKey = f.String()
 		return nil
 	}
 	return fmt.Errorf("key field %q: not a string, number or boolean", d.in.KeyField)
@@ -172,7 +212,7 @@ func keyText(k value.Decoded) string {
 	if f, ok := k.Lookup(nil); ok {
 		switch f.Kind {
 		case value.KindString, value.KindNumber, value.KindBool, value.KindTime:
-			return f.Text
+			return f.String()
 		}
 	}
 	return string(k.JSON())
@@ -191,6 +231,7 @@ func (d *decoder) render(ctx context.Context, r *record.Record) error {
 			return classify(ctx, err, "key")
 		}
 		r.DecodedKey, r.KeySchemaID = k.JSON(), k.SchemaID()
+		release(d.in.KeyDecoder, k)
 	}
 	if d.in.Decoder != nil {
 		v, err := d.in.Decoder.DecodeValue(ctx, r.Value, r.Headers)
@@ -198,6 +239,7 @@ func (d *decoder) render(ctx context.Context, r *record.Record) error {
 			return classify(ctx, err, "")
 		}
 		r.DecodedValue, r.ValueSchemaID = v.JSON(), v.SchemaID()
+		release(d.in.Decoder, v)
 	}
 	return nil
 }
@@ -213,6 +255,13 @@ func embedsValueJSON(sinks []Sink) bool {
 	return false
 }
 
+// rendered reports whether rec's key and value were rendered at ingest
+// (renderIngest): a record restored from a durable store was not (the store
+// keeps the original bytes only), and is rendered at release.
+func (d *decoder) rendered(rec *record.Record) bool {
+	return d.renderIngest && (d.in.KeyDecoder == nil || rec.DecodedKey != nil) && (d.in.Decoder == nil || rec.DecodedValue != nil)
+}
+
 // bytesOnly reports whether every sink writes only original bytes
 // (BytesSink), so that none needs a record's decoded JSON.
 func bytesOnly(sinks []Sink) bool {
@@ -225,14 +274,14 @@ func bytesOnly(sinks []Sink) bool {
 }
 
 // renderOut is render for a record on its way to the sinks, on the engine
-// goroutine. A record that decoded at ingest decodes again from the
-// decoder's cache; only one restored from a durable store after a restart
-// may need the registry, and while the registry cannot answer the engine
-// waits here, with backoff (holding, never skipping). ok is false when the
-// record went to the dead-letter sink instead. dec is rec's input's
-// decoder (partState.dec).
+// goroutine, unless it was rendered at ingest (rendered). A record that was
+// checked at ingest decodes again from the decoder's cache; only one
+// restored from a durable store after a restart may need the registry, and
+// while the registry cannot answer the engine waits here, with backoff
+// (holding, never skipping). ok is false when the record went to the
+// dead-letter sink instead. dec is rec's input's decoder (partState.dec).
 func (r *run) renderOut(dec *decoder, rec *record.Record) (ok bool, err error) {
-	if !dec.schemad() {
+	if !dec.schemad() || dec.rendered(rec) {
 		return true, nil
 	}
 	ctx := r.ctx
@@ -262,4 +311,18 @@ func (r *run) renderOut(dec *decoder, rec *record.Record) (ok bool, err error) {
 		return false, ctx.Err()
 	}
 	return false, r.dead(rec, err.Error())
+}
+
+// setRenderIngest makes every schema'd input render its keys and values at
+// ingest when a sink wants their JSON and no Transform can change a record
+// after that (it runs on the engine goroutine, after ingest): the one pass
+// that checks a value then also renders it, off the engine goroutine.
+func (p *Pipeline) setRenderIngest() {
+	on := p.schemad && p.cfg.transform == nil
+	for _, d := range p.decoders {
+		d.renderIngest = on && d.schemad()
+	}
+	for _, tp := range p.patterns {
+		tp.dec.renderIngest = on && tp.dec.schemad()
+	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/signalbox/signalbox/retry"
 	"github.com/signalbox/signalbox/sinks/jsonl"
 	"github.com/signalbox/signalbox/sources/script"
+	"github.com/signalbox/signalbox/timers/durable"
 )
 
 // flakyRegistry answers like the registry it wraps, except that its first
@@ -180,10 +181,12 @@ func (s *bytesSink) Flush(context.Context) error { return nil }
 func (s *bytesSink) Close() error                { return nil }
 func (s *bytesSink) BytesOnly() bool             { return s.bytesOnly }
 
-// TestSchemadBytesOnlySinks: a schema'd record is checked at ingest
-// (ValueChecker), not rendered; when every sink writes original bytes only
-// (signalbox.BytesSink, as the Kafka sink) it is not decoded again for
-// them; one sink that wants JSON gets it for all.
+// TestSchemadBytesOnlySinks: a schema'd record is decoded once. When every
+// sink writes original bytes only (signalbox.BytesSink, as the Kafka sink)
+// it is only checked at ingest (ValueChecker), never rendered; when one
+// sink wants JSON, it is decoded and rendered at ingest, once, and every
+// sink gets that JSON; with a Transform (which may change the value after
+// ingest) it is checked at ingest and rendered at release.
 func TestSchemadBytesOnlySinks(t *testing.T) {
 	r := formatstest.NewRegistry(t)
 	v1 := r.Register(t, "inv-value", sr.Schema{Schema: invV1})
@@ -194,13 +197,18 @@ func TestSchemadBytesOnlySinks(t *testing.T) {
 	dec, _ := formats.New(formats.Config{Format: formats.Avro, Registry: cl})
 	val := formatstest.AvroRecord(t, invV1, v1, invRec1{Sku: "a", Meta: invMeta{time.UnixMilli(1_700_000_000_000)}})
 	for _, tc := range []struct {
-		sinks   []*bytesSink
-		decoded bool
+		sinks     []*bytesSink
+		transform bool
+		decoded   bool
+		checks    int64 // CheckValue calls (at ingest)
+		decodes   int64 // DecodeValue calls (at ingest, or at release after a check)
 	}{
-		{[]*bytesSink{{bytesOnly: true}}, false},
-		{[]*bytesSink{{bytesOnly: true}, {bytesOnly: true}}, false},
-		{[]*bytesSink{{bytesOnly: true}, {}}, true},
-		{[]*bytesSink{{}}, true},
+		{[]*bytesSink{{bytesOnly: true}}, false, false, 1, 0},
+		{[]*bytesSink{{bytesOnly: true}, {bytesOnly: true}}, false, false, 1, 0},
+		{[]*bytesSink{{bytesOnly: true}}, true, false, 1, 0},
+		{[]*bytesSink{{bytesOnly: true}, {}}, false, true, 0, 1},
+		{[]*bytesSink{{}}, false, true, 0, 1},
+		{[]*bytesSink{{}}, true, true, 1, 1},
 	} {
 		counted := &countingDecoder{Decoder: dec}
 		opts := []signalbox.Option{
@@ -208,6 +216,9 @@ func TestSchemadBytesOnlySinks(t *testing.T) {
 			signalbox.WithClock(frozen), signalbox.WithMaxFuture(0), signalbox.WithUntil(signalbox.UntilEndOffsets)}
 		for _, s := range tc.sinks {
 			opts = append(opts, signalbox.WithSink(s))
+		}
+		if tc.transform {
+			opts = append(opts, signalbox.WithTransform(func(*record.Record) error { return nil }))
 		}
 		p, err := signalbox.New(script.New(1, 1, script.Partition{TopicPartition: tp("inv", 0),
 			Records: []record.Record{{Topic: "inv", Value: val}}}), opts...)
@@ -222,17 +233,29 @@ func TestSchemadBytesOnlySinks(t *testing.T) {
 				t.Fatalf("sinks %+v: sink %d got %d records, decoded %q; want the original bytes, decoded %v", tc.sinks, i, len(s.got), s.got[0].DecodedValue, tc.decoded)
 			}
 		}
-		if want := map[bool]int64{false: 0, true: 1}[tc.decoded]; counted.checks.Load() != 1 || counted.decodes.Load() != want {
-			t.Fatalf("sinks %+v: %d checks (at ingest) and %d decodes (for the sinks), want 1 and %d", tc.sinks, counted.checks.Load(), counted.decodes.Load(), want)
+		if got := s0(counted); counted.checks.Load() != tc.checks || counted.decodes.Load() != tc.decodes || counted.releases.Load() != tc.checks+tc.decodes {
+			t.Fatalf("sinks %+v, transform %v: %s, want %d checks and %d decodes", tc.sinks, tc.transform, got, tc.checks, tc.decodes)
+		}
+		if tc.decoded && string(tc.sinks[len(tc.sinks)-1].got[0].DecodedValue) != `{"sku":"a","meta":{"ts":"2023-11-14T22:13:20.000Z"},"seq":0}` {
+			t.Fatalf("sinks %+v, transform %v: rendered %s", tc.sinks, tc.transform, tc.sinks[len(tc.sinks)-1].got[0].DecodedValue)
 		}
 	}
 }
 
-// countingDecoder counts the calls to its decoder's CheckValue and
-// DecodeValue.
+func s0(c *countingDecoder) string {
+	return fmt.Sprintf("%d checks and %d decodes, %d values handed back", c.checks.Load(), c.decodes.Load(), c.releases.Load())
+}
+
+// countingDecoder counts the calls to its decoder's CheckValue,
+// DecodeValue and ReleaseValue.
 type countingDecoder struct {
 	*formats.Decoder
-	checks, decodes atomic.Int64
+	checks, decodes, releases atomic.Int64
+}
+
+func (c *countingDecoder) ReleaseValue(v value.Decoded) {
+	c.releases.Add(1)
+	c.Decoder.ReleaseValue(v)
 }
 
 var _ signalbox.ValueChecker = (*formats.Decoder)(nil)
@@ -273,29 +296,39 @@ func (d *scriptedDecoder) DecodeValue(_ context.Context, payload []byte, _ []rec
 	return jsonDecoded{payload}, nil
 }
 
-// TestSchemadRenderAtRelease: the decode for the sinks (at release) waits
-// out a decoder that cannot answer, with backoff, and then delivers the
-// record decoded; a record that no longer decodes there is dead-lettered
-// with the reason, its original bytes kept.
+// TestSchemadRenderAtRelease: with a Transform, which may change the value
+// after ingest, the decode for the sinks happens at release; it waits out
+// a decoder that cannot answer, with backoff, and then delivers the record
+// decoded; a record that no longer decodes there is dead-lettered with the
+// reason, its original bytes kept. Without a Transform the record's JSON is
+// the one decoded at ingest: the decoder is called once, and a failure it
+// would give later changes nothing.
 func TestSchemadRenderAtRelease(t *testing.T) {
 	unavailable := retry.Retryable(errors.New("registry down"))
 	for _, tc := range []struct {
-		name    string
-		answers map[int64]error
-		dead    bool
+		name      string
+		answers   map[int64]error
+		transform bool
+		dead      bool
+		calls     int64
 	}{
-		{"unavailable twice at release", map[int64]error{2: unavailable, 3: unavailable}, false},
-		{"bad at release", map[int64]error{2: errors.New("schema id 5: gone")}, true},
+		{"unavailable twice at release", map[int64]error{2: unavailable, 3: unavailable}, true, false, 4},
+		{"bad at release", map[int64]error{2: errors.New("schema id 5: gone")}, true, true, 2},
+		{"rendered at ingest", map[int64]error{2: errors.New("schema id 5: gone")}, false, false, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dec := &scriptedDecoder{answers: tc.answers}
 			out, dl := &bytesSink{}, &bytesSink{}
 			core, logs := observer.New(zapcore.WarnLevel)
-			p, err := signalbox.New(script.New(1, 1, script.Partition{TopicPartition: tp("in", 0),
-				Records: []record.Record{{Topic: "in", Value: []byte(`{"ts":1700000000000}`)}}}),
+			opts := []signalbox.Option{
 				signalbox.WithInputs(signalbox.Input{Topic: "in", Time: signalbox.TimeFromField, TimeField: "ts", Decoder: dec}),
 				signalbox.WithClock(frozen), signalbox.WithMaxFuture(0), signalbox.WithUntil(signalbox.UntilEndOffsets),
-				signalbox.WithSink(out), signalbox.WithDeadLetter(dl), signalbox.WithLogger(zap.New(core)))
+				signalbox.WithSink(out), signalbox.WithDeadLetter(dl), signalbox.WithLogger(zap.New(core))}
+			if tc.transform {
+				opts = append(opts, signalbox.WithTransform(func(*record.Record) error { return nil }))
+			}
+			p, err := signalbox.New(script.New(1, 1, script.Partition{TopicPartition: tp("in", 0),
+				Records: []record.Record{{Topic: "in", Value: []byte(`{"ts":1700000000000}`)}}}), opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -316,8 +349,11 @@ func TestSchemadRenderAtRelease(t *testing.T) {
 			case tc.dead && (r.DecodedValue != nil || string(r.Value) != `{"ts":1700000000000}` || !hasReason(r, "schema id 5: gone")):
 				t.Fatalf("dead letter %+v", r)
 			}
-			if waited := logs.FilterMessageSnippet("release waits").Len() > 0; waited == tc.dead {
-				t.Fatalf("logged a wait at release: %v, want %v (the engine waits on the decoder only while it cannot answer): %v", waited, !tc.dead, logs.All())
+			if waited, want := logs.FilterMessageSnippet("release waits").Len() > 0, tc.transform && !tc.dead; waited != want {
+				t.Fatalf("logged a wait at release: %v, want %v (the engine waits on the decoder only while it cannot answer): %v", waited, want, logs.All())
+			}
+			if n := dec.calls.Load(); n != tc.calls {
+				t.Fatalf("decoder called %d times, want %d", n, tc.calls)
 			}
 		})
 	}
@@ -402,5 +438,56 @@ func TestSchemadRevokeWhileHeld(t *testing.T) {
 	}
 	if got := dl.lines(); len(got) != 0 {
 		t.Errorf("dead-lettered %q, want none", got)
+	}
+}
+
+// TestSchemadSpilledRecordsRenderAtRelease: records rendered at ingest
+// lose their JSON when the durable store spills them (it keeps the wire
+// bytes only); they are rendered again at release, so the output is the
+// same as with everything in memory.
+func TestSchemadSpilledRecordsRenderAtRelease(t *testing.T) {
+	r := formatstest.NewRegistry(t)
+	v1 := r.Register(t, "inv-value", sr.Schema{Schema: invV1})
+	v2 := r.Register(t, "inv-value", sr.Schema{Schema: invV2})
+	cl, err := registry.New(registry.Config{URLs: []string{r.URL()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dataSeed := range uint64(3) {
+		parts, all := avroSet(t, dataSeed, v1, v2)
+		expected := want(t, all)
+		counted := &countingDecoder{Decoder: func() *formats.Decoder {
+			d, err := formats.New(formats.Config{Format: formats.Avro, Registry: cl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}()}
+		store, err := durable.OpenStore(t.TempDir(), durable.StoreOptions{MemoryBudget: 2 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in []signalbox.Input
+		for _, topic := range []string{"inv", "stock"} {
+			in = append(in, signalbox.Input{Topic: topic, Time: signalbox.TimeFromField, TimeField: "meta.ts", Decoder: counted})
+		}
+		var buf bytes.Buffer
+		p, err := signalbox.New(script.New(dataSeed, 64, parts...), signalbox.WithInputs(in...),
+			signalbox.WithDelay(disorder*time.Millisecond), signalbox.WithClock(frozen), signalbox.WithMaxFuture(0),
+			signalbox.WithParkedStore(store), signalbox.WithSink(jsonl.New(&buf, jsonl.Options{})),
+			signalbox.WithUntil(signalbox.UntilEndOffsets))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := runBounded(t, p); err != nil {
+			t.Fatal(err)
+		}
+		store.Close()
+		if !bytes.Equal(buf.Bytes(), expected) {
+			t.Fatalf("data %d: output differs from the decoded records sorted by the total order\n%s", dataSeed, firstDiff(buf.Bytes(), expected))
+		}
+		if counted.checks.Load() != 0 || counted.decodes.Load() <= int64(len(all)) {
+			t.Fatalf("data %d: %d records, %s: want each decoded at ingest and the spilled ones again at release", dataSeed, len(all), s0(counted))
+		}
 	}
 }

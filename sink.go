@@ -54,8 +54,9 @@ type Sink interface {
 
 // BytesSink is implemented by a Sink that writes keys and values as their
 // original bytes only (the Kafka sink): when every sink of a pipeline
-// reports true, the engine does not decode a schema'd record again for the
-// sinks (record.Record.DecodedKey and DecodedValue stay nil).
+// reports true, the engine only checks a schema'd record at ingest and
+// never renders it as JSON (record.Record.DecodedKey and DecodedValue stay
+// nil).
 type BytesSink interface {
 	BytesOnly() bool
 }

@@ -10,7 +10,9 @@
 //
 // Lifecycle: New returns a Decoder for one format; Decode may be called
 // from any number of goroutines. Codecs are compiled on the first record of
-// each schema id and kept for the Decoder's life.
+// each schema id and kept for the Decoder's life. A caller done with a
+// Value may hand it back (ReleaseValue) for a later decode to reuse; the
+// JSON bytes it took from it stay its own.
 //
 // Invariants:
 //

@@ -6,8 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
+	"maps"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/sr"
@@ -77,8 +78,24 @@ type Decoder struct {
 	cfg    Config
 	header string
 
-	mu     sync.Mutex
-	codecs map[string]*compiled // "id:42", "guid:…"
+	mu     sync.Mutex                 // serialises adding to codecs
+	codecs atomic.Pointer[codecTable] // read without a lock: copied on each addition
+}
+
+// codecTable is the compiled schemas by id and by GUID.
+type codecTable struct {
+	ids   map[int]*compiled
+	guids map[string]*compiled
+}
+
+// get returns the compiled schema of a frame, if there is one.
+func (t *codecTable) get(fr wire.Frame) (*compiled, bool) {
+	if fr.GUID != "" {
+		c, ok := t.guids[fr.GUID]
+		return c, ok
+	}
+	c, ok := t.ids[fr.ID]
+	return c, ok
 }
 
 type compiled struct {
@@ -98,7 +115,8 @@ func New(cfg Config) (*Decoder, error) {
 	if cfg.Registry == nil {
 		return nil, errors.New("formats: a schema registry is required for format " + string(cfg.Format))
 	}
-	d := &Decoder{cfg: cfg, header: wire.ValueHeader, codecs: map[string]*compiled{}}
+	d := &Decoder{cfg: cfg, header: wire.ValueHeader}
+	d.codecs.Store(&codecTable{ids: map[int]*compiled{}, guids: map[string]*compiled{}})
 	if cfg.Key {
 		d.header = wire.KeyHeader
 	}
@@ -107,14 +125,23 @@ func New(cfg Config) (*Decoder, error) {
 
 // Value is one decoded key or value (a value.Decoded).
 type Value struct {
-	json   []byte
-	id     int
-	guid   string
-	body   body // the Avro or Protobuf value; nil for JSON and a tombstone
-	isJSON bool
+	json  []byte
+	id    int
+	guid  string
+	avro  avro.Value // an Avro body (avro.c set)
+	proto body       // a Protobuf body; nil otherwise
+	raw   []byte     // a JSON body as it came, checked, until JSON compacts it
+	kind  uint8      // valueAvro, valueProto, valueJSON; 0: a tombstone
 }
 
-// body is a decoded Avro or Protobuf body.
+// The bodies a Value holds.
+const (
+	valueAvro = 1 + iota
+	valueProto
+	valueJSON
+)
+
+// body is a decoded Protobuf body.
 type body interface {
 	JSON() []byte
 	Lookup(path []string) (value.Field, bool)
@@ -123,8 +150,12 @@ type body interface {
 // JSON is the decoded value as JSON, for text sinks. A Value from Check
 // renders on the first call; it is not safe for concurrent use until then.
 func (v *Value) JSON() []byte {
-	if v.json == nil && v.body != nil {
-		v.json = v.body.JSON()
+	switch {
+	case v.json != nil:
+	case v.kind == valueAvro:
+		v.json = v.avro.JSON()
+	case v.kind == valueJSON:
+		v.json, _ = compactJSON(v.raw) // cannot fail: Check accepted it
 	}
 	return v.json
 }
@@ -137,12 +168,18 @@ func (v *Value) SchemaID() int { return v.id }
 func (v *Value) SchemaGUID() string { return v.guid }
 
 // Lookup returns the field at a split dotted path (value.SplitPath), and
-// false when the value has none. A logical timestamp or date is KindTime.
+// false when the value has none. A logical timestamp or date is KindTime
+// (its Text left for Field.String to render).
 func (v *Value) Lookup(path []string) (Field, bool) {
-	switch {
-	case v.body != nil:
-		return v.body.Lookup(path)
-	case v.isJSON:
+	switch v.kind {
+	case valueAvro:
+		return v.avro.Lookup(path)
+	case valueProto:
+		return v.proto.Lookup(path)
+	case valueJSON:
+		if v.json == nil {
+			return jsonLookup(v.raw, path)
+		}
 		return jsonLookup(v.json, path)
 	}
 	return Field{}, false
@@ -158,9 +195,10 @@ func (d *Decoder) Decode(ctx context.Context, payload []byte, headers []record.H
 }
 
 // Check is Decode, with the same errors, except that an Avro body is
-// checked without being rendered: the Value's Lookup reads only the fields
-// asked for, and its JSON renders on the first call. (Protobuf and JSON
-// bodies are decoded as by Decode.)
+// checked without being rendered (the Value's Lookup reads only the fields
+// asked for) and a JSON body is validated without being compacted: the
+// JSON renders on the first call. (A Protobuf body is decoded as by
+// Decode.)
 func (d *Decoder) Check(ctx context.Context, payload []byte, headers []record.Header) (*Value, error) {
 	return d.decode(ctx, payload, headers, true)
 }
@@ -188,38 +226,57 @@ func (d *Decoder) decode(ctx context.Context, payload []byte, headers []record.H
 	if err != nil {
 		return nil, err
 	}
-	v := &Value{id: c.id, guid: fr.GUID}
+	v := &Value{id: c.id, guid: fr.GUID} // does not escape: copied into a pooled Value at the end
 	switch {
 	case c.avro != nil:
 		decode := c.avro.Decode
 		if check {
 			decode = c.avro.Check
 		}
-		av, err := decode(fr.Body)
-		if err != nil {
+		if v.avro, err = decode(fr.Body); err != nil {
 			return nil, badRecord(c.id, err)
 		}
-		if v.body = av; !check {
-			v.json = av.JSON()
+		if v.kind = valueAvro; !check {
+			v.json = v.avro.JSON() // rendered by Decode; after Check, on demand
 		}
 	case c.proto != nil:
 		pv, err := c.proto.Decode(fr.Indexes, fr.Body)
 		if err != nil {
 			return nil, badRecord(c.id, err)
 		}
-		v.json, v.body = pv.JSON(), pv
+		v.json, v.proto, v.kind = pv.JSON(), pv, valueProto
 	default:
 		if !utf8.Valid(fr.Body) {
 			return nil, badRecord(c.id, errors.New("json: body is not valid UTF-8"))
 		}
-		var out bytes.Buffer
-		out.Grow(len(fr.Body))
-		if err := json.Compact(&out, fr.Body); err != nil {
+		v.kind = valueJSON
+		if check && json.Valid(fr.Body) { // compacted only if JSON is asked for
+			v.raw = fr.Body
+			break
+		}
+		if v.json, err = compactJSON(fr.Body); err != nil { // the error Check gives too
 			return nil, badRecord(c.id, fmt.Errorf("json: %w", err))
 		}
-		v.json, v.isJSON = out.Bytes(), true
 	}
-	return v, nil
+	pv := values.Get().(*Value)
+	*pv = *v
+	return pv, nil
+}
+
+// values holds Values handed back (ReleaseValue) for the next decode: the
+// engine decodes every record and keeps only its JSON, so a Value per
+// record would be garbage at once.
+var values = sync.Pool{New: func() any { return new(Value) }}
+
+// ReleaseValue hands back v, a value this Decoder returned (DecodeValue,
+// CheckValue, Decode or Check), for reuse: the caller does not use v
+// afterwards. The bytes of its JSON and the Fields its Lookup returned stay
+// valid. It implements the engine's ValueReleaser.
+func (d *Decoder) ReleaseValue(v value.Decoded) {
+	if fv, ok := v.(*Value); ok && fv != nil {
+		*fv = Value{}
+		values.Put(fv)
+	}
 }
 
 // badRecord is err, a fault of a record written with schema id, as its
@@ -241,15 +298,7 @@ func (d *Decoder) DecodeValue(ctx context.Context, payload []byte, headers []rec
 // codec returns the compiled schema of a frame, fetching and compiling it
 // on first sight.
 func (d *Decoder) codec(ctx context.Context, fr wire.Frame) (*compiled, error) {
-	var kb [32]byte // the key built without allocating for the cache hit
-	key := strconv.AppendInt(append(kb[:0], "id:"...), int64(fr.ID), 10)
-	if fr.GUID != "" {
-		key = append(append(kb[:0], "guid:"...), fr.GUID...)
-	}
-	d.mu.Lock()
-	c, ok := d.codecs[string(key)]
-	d.mu.Unlock()
-	if ok {
+	if c, ok := d.codecs.Load().get(fr); ok {
 		return c, c.err
 	}
 	var s *registry.Schema
@@ -266,17 +315,23 @@ func (d *Decoder) codec(ctx context.Context, fr wire.Frame) (*compiled, error) {
 	default:
 		return nil, err // unavailable, or the context's error: not cached
 	}
-	c = d.compile(ctx, s)
+	c := d.compile(ctx, s)
 	if c.err != nil && !errors.Is(c.err, ErrBadRecord) {
 		return nil, c.err // the context ended mid-compile: not cached
 	}
 	d.mu.Lock()
-	if prev, ok := d.codecs[string(key)]; ok {
-		c = prev
-	} else {
-		d.codecs[string(key)] = c
+	defer d.mu.Unlock()
+	t := d.codecs.Load()
+	if prev, ok := t.get(fr); ok {
+		return prev, prev.err
 	}
-	d.mu.Unlock()
+	n := &codecTable{ids: maps.Clone(t.ids), guids: maps.Clone(t.guids)}
+	if fr.GUID != "" {
+		n.guids[fr.GUID] = c
+	} else {
+		n.ids[fr.ID] = c
+	}
+	d.codecs.Store(n)
 	return c, c.err
 }
 
@@ -315,7 +370,18 @@ func (d *Decoder) compile(ctx context.Context, s *registry.Schema) *compiled {
 	return c
 }
 
-// jsonLookup resolves a path in a JSON document.
+// compactJSON is doc without insignificant space.
+func compactJSON(doc []byte) ([]byte, error) {
+	var out bytes.Buffer
+	out.Grow(len(doc))
+	if err := json.Compact(&out, doc); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// jsonLookup resolves a path in a JSON document (compacted or not: an
+// object or array found is compacted).
 func jsonLookup(doc []byte, path []string) (value.Field, bool) {
 	p := make(jsonfield.Path, len(path))
 	for i, s := range path {
@@ -339,5 +405,9 @@ func jsonLookup(doc []byte, path []string) (value.Field, bool) {
 	case jsonfield.Null:
 		return value.Field{Kind: value.KindNull, Text: "null"}, true
 	}
-	return value.Field{Kind: value.KindOther, Text: string(v.Raw)}, true
+	js, err := compactJSON(v.Raw)
+	if err != nil {
+		return value.Field{}, false
+	}
+	return value.Field{Kind: value.KindOther, Text: string(js)}, true
 }

@@ -1,10 +1,12 @@
 package formats_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -337,5 +339,97 @@ func TestProtobufImportThroughTheRegistry(t *testing.T) {
 	v, err := newDecoder(t, formats.Protobuf, client(t, r)).Decode(context.Background(), append([]byte{0, 0, 0, 0, byte(id), 0}, body...), nil)
 	if err != nil || string(v.JSON()) != `{"total":{"cents":"5"},"day":{"year":2024,"month":0,"day":0}}` {
 		t.Fatalf("got %v %v", v, err)
+	}
+}
+
+// TestReleasedValuesAreReused: values handed back (ReleaseValue) are
+// reused by later decodes, from many goroutines, and the JSON and Fields
+// taken from a value before it was handed back stay as they were.
+func TestReleasedValuesAreReused(t *testing.T) {
+	r := formatstest.NewRegistry(t)
+	id := r.Register(t, "inventory-value", sr.Schema{Schema: invV1})
+	d := newDecoder(t, formats.Avro, client(t, r))
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			type kept struct {
+				json, sku string
+				js        []byte
+			}
+			var all []kept
+			for i := range 200 {
+				sku := fmt.Sprintf("sku-%d-%d", g, i)
+				payload := formatstest.AvroRecord(t, invV1, id, inv{Sku: sku, Meta: meta{Ts: time.Unix(int64(i), 0)}, Seq: int64(i)})
+				decode := d.DecodeValue
+				if i%2 == 1 {
+					decode = d.CheckValue
+				}
+				v, err := decode(context.Background(), payload, nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				f, ok := v.Lookup([]string{"sku"})
+				js := v.JSON()
+				if !ok || f.Text != sku {
+					t.Errorf("sku %+v, want %s", f, sku)
+				}
+				all = append(all, kept{string(js), f.Text, js})
+				d.ReleaseValue(v)
+			}
+			for _, k := range all {
+				if string(k.js) != k.json || !strings.Contains(k.json, `"sku":"`+k.sku+`"`) {
+					t.Errorf("JSON %s changed to %s after its value was handed back (sku %s)", k.json, k.js, k.sku)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	payload := formatstest.AvroRecord(t, invV1, id, inv{Sku: "x", Meta: meta{Ts: time.Unix(1, 0)}, Seq: 1})
+	allocs := testing.AllocsPerRun(200, func() {
+		v, err := d.DecodeValue(context.Background(), payload, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.ReleaseValue(v)
+	})
+	if allocs > 1.5 { // the JSON; the race detector's pool drops a quarter of what it is given
+		t.Errorf("%.2f allocations per decode and release, want 1 (the JSON)", allocs)
+	}
+}
+
+// TestJSONSchemaCheck: Check validates a JSON body without compacting it,
+// fails where Decode fails with the same error, and its value looks up and
+// renders as Decode's (an object found compacted alike).
+func TestJSONSchemaCheck(t *testing.T) {
+	r := formatstest.NewRegistry(t)
+	id := r.Register(t, "ev-value", sr.Schema{Schema: `{"type":"object"}`, Type: sr.TypeJSON})
+	d := newDecoder(t, formats.JSONSchema, client(t, r))
+	for _, body := range []string{
+		"{\n  \"ts\": 1700000000000,\n  \"k\": \"a\\u00e9\",\n  \"o\": { \"x\" : [1, 2,\t3] },\n  \"n\": null, \"b\": true\n}",
+		`{"ts":1,"ts":2}`, `[1, {"k": 2}]`, `"s"`, "{not json", "{\"a\":\"\xff\"}", `{"a":1} x`, ``,
+	} {
+		payload, _ := sr.Encode(nil, new(sr.ConfluentHeader), id, nil, func(any) ([]byte, error) { return []byte(body), nil })
+		v, err := d.Decode(context.Background(), payload, nil)
+		cv, cerr := d.Check(context.Background(), payload, nil)
+		if fmt.Sprint(err) != fmt.Sprint(cerr) {
+			t.Fatalf("%q: Decode %v, Check %v", body, err, cerr)
+		}
+		if err != nil {
+			continue
+		}
+		for _, path := range []string{"ts", "k", "o", "o.x", "n", "b", "missing"} {
+			p, _ := value.SplitPath(path)
+			got, ok := cv.Lookup(p)
+			want, wok := v.Lookup(p)
+			if got != want || ok != wok {
+				t.Fatalf("%q: Lookup(%s): Check %+v %v, Decode %+v %v", body, path, got, ok, want, wok)
+			}
+		}
+		if !bytes.Equal(cv.JSON(), v.JSON()) {
+			t.Fatalf("%q: Check renders %s, Decode %s", body, cv.JSON(), v.JSON())
+		}
 	}
 }

@@ -45,8 +45,10 @@ type Record struct {
 
 	// Schema'd keys and values (an input with a decoder): Key and Value keep
 	// the original bytes, which the Kafka and dead-letter sinks write; the
-	// engine sets these when it hands the record to the sinks, for sinks
-	// that write JSON. Nil and 0 when the input has no such decoder.
+	// engine sets these for sinks that write JSON, at ingest (or at
+	// release, when a Transform runs or the durable store kept only the
+	// bytes). Nil and 0 when the input has no such decoder, or when every
+	// sink writes original bytes.
 	DecodedKey    []byte // the key as JSON
 	DecodedValue  []byte // the value as JSON
 	KeySchemaID   int    // the key's writer schema id, 0 when none

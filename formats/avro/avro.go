@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/avro"
@@ -83,7 +84,8 @@ func (c *Codec) deref(n *avro.SchemaNode) *avro.SchemaNode {
 	return n
 }
 
-// Value is one decoded body.
+// Value is one decoded body. The zero Value is none; a Value is used by
+// pointer (its JSON may render on first use).
 type Value struct {
 	c    *Codec
 	body []byte
@@ -94,7 +96,7 @@ type Value struct {
 // first call; it is not safe for concurrent use until then.
 func (v *Value) JSON() []byte {
 	if v.json == nil {
-		out, _, err := transcode(make([]byte, 0, 2*len(v.body)+16), v.body, v.c.t, 0)
+		out, err := v.c.render1(v.body)
 		if err != nil { // unreachable: Check accepted the body, and skip fails where transcode does
 			return []byte("null")
 		}
@@ -106,27 +108,81 @@ func (v *Value) JSON() []byte {
 // Check checks body as Decode does, with the same errors, without
 // rendering it: the Value's Lookup reads the fields asked for, and its
 // JSON renders on demand.
-func (c *Codec) Check(body []byte) (*Value, error) {
+func (c *Codec) Check(body []byte) (Value, error) {
 	rest, err := skip(body, c.t, 0)
 	if err != nil {
-		return nil, err
+		return Value{}, err
 	}
 	if len(rest) != 0 {
-		return nil, fmt.Errorf("avro: %d bytes left after the value", len(rest))
+		return Value{}, fmt.Errorf("avro: %d bytes left after the value", len(rest))
 	}
-	return &Value{c: c, body: body}, nil
+	return Value{c: c, body: body}, nil
 }
 
 // Decode decodes body and renders it, in one pass (transcode).
-func (c *Codec) Decode(body []byte) (*Value, error) {
-	out, rest, err := transcode(make([]byte, 0, 2*len(body)+16), body, c.t, 0)
+func (c *Codec) Decode(body []byte) (Value, error) {
+	out, err := c.render1(body)
 	if err != nil {
-		return nil, err
+		return Value{}, err
+	}
+	return Value{c: c, body: body, json: out}, nil
+}
+
+// AppendJSON appends the JSON of body to dst, in one pass; on error dst
+// is returned as it was.
+func (c *Codec) AppendJSON(dst, body []byte) ([]byte, error) {
+	out, rest, err := transcode(dst, body, c.t, 0)
+	if err != nil {
+		return dst, err
 	}
 	if len(rest) != 0 {
-		return nil, fmt.Errorf("avro: %d bytes left after the value", len(rest))
+		return dst, fmt.Errorf("avro: %d bytes left after the value", len(rest))
 	}
-	return &Value{c: c, body: body, json: out}, nil
+	return out, nil
+}
+
+// slabs hold the JSON of many values back to back: a value renders at the
+// end of a slab and keeps that piece, exactly sized and capped (appending to
+// it never writes into the slab), so that rendering allocates once per
+// slab, not once per value. Pieces rendered one after the other belong to
+// records read one after the other, which the engine releases at about the
+// same time; a slab stays reachable while any of its pieces does.
+var slabs = sync.Pool{New: func() any { return new([]byte) }}
+
+// The slab size, and the largest body rendered into one (a larger one gets
+// a slice of its own).
+const (
+	slabSize    = 16 << 10
+	slabMaxBody = 1 << 10
+)
+
+// render1 is body's JSON in a slice of its own (capped at its length).
+func (c *Codec) render1(body []byte) ([]byte, error) {
+	if len(body) > slabMaxBody {
+		out, err := c.AppendJSON(make([]byte, 0, 2*len(body)+16), body)
+		if err != nil {
+			return nil, err
+		}
+		return out[:len(out):len(out)], nil
+	}
+	sp := slabs.Get().(*[]byte)
+	defer slabs.Put(sp)
+	slab := *sp
+	if cap(slab)-len(slab) < 4*len(body)+64 { // a value rarely renders larger: start a new slab
+		slab = make([]byte, 0, slabSize)
+	}
+	start := len(slab)
+	out, err := c.AppendJSON(slab, body)
+	switch {
+	case err != nil:
+		*sp = slab
+		return nil, err
+	case cap(out) != cap(slab): // it did not fit: out is a new array; the slab stays as it was
+		*sp = slab
+		return append(make([]byte, 0, len(out)-start), out[start:]...), nil
+	}
+	*sp = out
+	return out[start:len(out):len(out)], nil
 }
 
 // decodeReference decodes body through the library into a generic value
@@ -372,10 +428,10 @@ func (c *Codec) lookupReference(tree any, path []string) (value.Field, bool) {
 	case time.Time:
 		switch n.LogicalType {
 		case "date":
-			return value.Field{Kind: value.KindTime, Time: t.UTC(), Text: t.UTC().Format(time.DateOnly)}, true
+			return value.Field{Kind: value.KindTime, Time: t.UTC(), Digits: value.DigitsDate}, true
 		case "time-millis", "time-micros":
 		default:
-			return value.Field{Kind: value.KindTime, Time: t.UTC(), Text: value.TimeText(t, timeDigits(n.LogicalType))}, true
+			return value.Field{Kind: value.KindTime, Time: t.UTC(), Digits: timeDigits(n.LogicalType)}, true
 		}
 	case string:
 		return value.Field{Kind: value.KindString, Text: t}, true

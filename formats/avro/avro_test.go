@@ -200,7 +200,7 @@ func TestLookup(t *testing.T) {
 	} {
 		p, _ := value.SplitPath(c.path)
 		got, ok := v.Lookup(p)
-		if !ok || got.Kind != c.want.Kind || !got.Time.Equal(c.want.Time) || got.Text != c.want.Text {
+		if !ok || got.Kind != c.want.Kind || !got.Time.Equal(c.want.Time) || got.String() != c.want.Text {
 			t.Errorf("%s: got %+v %v, want %+v", c.path, got, ok, c.want)
 		}
 		if ref, ok := codec.LookupReference(body, p); !ok || ref != got {
@@ -308,6 +308,56 @@ func TestTimeOfDayOutsideADay(t *testing.T) {
 		}
 		if _, err := c.Check(body); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Check %s %v: %v, want %q", tc.logical, tc.v, err, want)
+		}
+	}
+}
+
+// TestRenderedValuesShareNoBytes: values rendered one after the other (the
+// JSON of each carved from a shared slab), from several goroutines and of
+// every size, keep their own JSON: appending to one never changes another,
+// and each is what rendering it alone gives.
+func TestRenderedValuesShareNoBytes(t *testing.T) {
+	c := compile(t, `{"type":"record","name":"R","fields":[{"name":"s","type":"string"},{"name":"b","type":"bytes"}]}`)
+	body := func(n int, ch byte) []byte {
+		s := strings.Repeat(string(rune(ch)), n)
+		b := binary.AppendVarint(nil, int64(len(s)))
+		b = append(b, s...)
+		b = binary.AppendVarint(b, int64(n%7))
+		return append(b, make([]byte, n%7)...)
+	}
+	done := make(chan []string, 4)
+	for g := range 4 {
+		go func() {
+			var got [][]byte
+			var want []string
+			for i := range 3000 {
+				n := (i * 37 * (g + 1)) % 1500 // up to past slabMaxBody
+				ch := byte('a' + i%26)
+				if i%50 == 0 {
+					ch = 0x01 // renders as \u0001: six bytes for one
+				}
+				v, err := c.Decode(body(n, ch))
+				if err != nil {
+					t.Error(err)
+					break
+				}
+				js := v.JSON()
+				want = append(want, string(js))
+				got = append(got, js)
+				_ = append(js, "garbage"...) // capped: must not write into the next value
+			}
+			var bad []string
+			for i := range got {
+				if string(got[i]) != want[i] || !json.Valid(got[i]) {
+					bad = append(bad, string(got[i]))
+				}
+			}
+			done <- bad
+		}()
+	}
+	for range 4 {
+		if bad := <-done; len(bad) > 0 {
+			t.Fatalf("%d values changed after later renders, the first: %.80s", len(bad), bad[0])
 		}
 	}
 }

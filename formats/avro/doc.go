@@ -30,4 +30,7 @@
 //  4. Check (a skipping walk, nothing rendered) refuses exactly the bodies
 //     Decode refuses, with the same error, and its Value looks up and
 //     renders as Decode's (FuzzTranscode).
+//  5. A Value's JSON is its own: values render back to back into shared
+//     slabs (one allocation per slab), each keeps its exact piece, capped
+//     at its length, so appending to it never writes into another's.
 package avro

@@ -9,7 +9,8 @@ import (
 
 // Lookup returns the field at path (record fields and map keys, through
 // unions), and false when there is none. It walks the body again, skipping
-// what precedes the field unrendered.
+// what precedes the field unrendered. A timestamp or date's Text is left
+// empty (Field.String renders it): reading an event time formats nothing.
 func (v *Value) Lookup(path []string) (value.Field, bool) {
 	t, src := v.c.t, v.body
 	var ok bool
@@ -90,15 +91,14 @@ func (v *Value) Lookup(path []string) (value.Field, bool) {
 		if err != nil {
 			return value.Field{}, false
 		}
-		tm := time.Unix(int64(d)*86400, 0).UTC()
-		return value.Field{Kind: value.KindTime, Time: tm, Text: tm.Format(time.DateOnly)}, true
+		return value.Field{Kind: value.KindTime, Time: time.Unix(int64(d)*86400, 0).UTC(), Digits: value.DigitsDate}, true
 	case kTsMillis, kTsMicros, kTsNanos:
 		n, _, err := readLong(src)
 		if err != nil {
 			return value.Field{}, false
 		}
 		tm, digits := tsTime(t.kind, n)
-		return value.Field{Kind: value.KindTime, Time: tm.UTC(), Text: value.TimeText(tm, digits)}, true
+		return value.Field{Kind: value.KindTime, Time: tm.UTC(), Digits: digits}, true
 	}
 	js, _, err := transcode(nil, src, t, 1)
 	if err != nil {

@@ -18,10 +18,12 @@ package value
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/signalbox/signalbox/internal/jsonstr"
@@ -45,8 +47,30 @@ type Field struct {
 	Kind Kind
 	// Time is the instant of a logical timestamp or date (KindTime), in UTC.
 	Time time.Time
-	// Text is the field's text (see Kind); for KindTime, its RFC 3339 form.
+	// Text is the field's text (see Kind). For KindTime it may be empty,
+	// so that reading an event time formats nothing: String then renders
+	// Time with Digits.
 	Text string
+	// Digits is how String renders an empty KindTime Text: RFC 3339 with
+	// 0, 3, 6 or 9 fractional digits, or DigitsDate for a date.
+	Digits int
+}
+
+// DigitsDate makes a KindTime Field's String its date ("2006-01-02").
+const DigitsDate = -1
+
+// String is the field's text: Text, or for a KindTime field with no Text
+// its RFC 3339 form.
+func (f Field) String() string {
+	if f.Kind != KindTime || f.Text != "" {
+		return f.Text
+	}
+	if f.Digits == DigitsDate {
+		var buf [24]byte
+		b := AppendDate(buf[:0], f.Time)
+		return string(b[1 : len(b)-1])
+	}
+	return TimeText(f.Time, f.Digits)
 }
 
 // SplitPath splits a dotted path ("meta.ts") into its names; it reports
@@ -65,10 +89,38 @@ func SplitPath(p string) ([]string, bool) {
 }
 
 // AppendString appends s as a JSON string, escaped as the envelope escapes
-// it (package jsonstr).
+// it (package jsonstr). A string of printable ASCII with no quote or
+// backslash, the common case, is copied whole.
 func AppendString(b []byte, s string) []byte {
+	if plain(s) {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	b, _ = jsonstr.Append(b, s)
 	return b
+}
+
+// plain reports whether every byte of s is ASCII from 0x20 up, neither '"'
+// nor '\\': nothing in it needs escaping. It tests eight bytes at a time.
+func plain(s string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := binary.LittleEndian.Uint64([]byte(s[i : i+8]))
+		q, bs := x^(ones*'"'), x^(ones*'\\')
+		// a byte >= 0x80; a byte < 0x20; a zero byte in q or bs
+		// (haszero: (v - 0x01…) & ^v & 0x80…, exact for whether one exists).
+		if (x|((x-ones*0x20)&^x)|((q-ones)&^q)|((bs-ones)&^bs))&highs != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // AppendBytes appends raw as a JSON string of its standard base64 (with
@@ -115,7 +167,7 @@ func AppendTime(b []byte, t time.Time, digits int) []byte {
 
 func appendTimeText(b []byte, t time.Time, digits int) []byte {
 	days, sec := floorDiv(t.Unix(), 86400)
-	y, m, d := civil(days)
+	y, m, d := civilCached(days)
 	if y < 0 || y > 9999 {
 		return t.UTC().AppendFormat(b, "2006-01-02T"+clockLayout(digits)+"Z07:00")
 	}
@@ -155,6 +207,29 @@ func civil(days int64) (y, m, d int64) {
 	return y, m, d
 }
 
+// lastDay caches civil's answer for the last day it was asked about, packed:
+// the day + dayBias (23 bits), then year (14 bits), month (4) and day (5),
+// and a set bit. Records of a stream mostly share their day.
+var lastDay atomic.Uint64
+
+const dayBias = 1 << 22 // days of years 0 to 9999 lie within ±dayBias
+
+// civilCached is civil, from lastDay when it is the same day.
+func civilCached(days int64) (y, m, d int64) {
+	if days <= -dayBias || days >= dayBias {
+		return civil(days)
+	}
+	key := uint64(days+dayBias) << 24
+	if c := lastDay.Load(); c&^(1<<24-1) == key|1<<47 {
+		return int64(c >> 9 & (1<<14 - 1)), int64(c >> 5 & 15), int64(c & 31)
+	}
+	y, m, d = civil(days)
+	if y >= 0 && y <= 9999 {
+		lastDay.Store(1<<47 | key | uint64(y)<<9 | uint64(m)<<5 | uint64(d))
+	}
+	return y, m, d
+}
+
 // appendYMD appends "YYYY-MM-DD" for a year in [0, 9999].
 func appendYMD(b []byte, y, m, d int64) []byte {
 	b = append(b, byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-')
@@ -162,25 +237,31 @@ func appendYMD(b []byte, y, m, d int64) []byte {
 	return append(b, byte('0'+d/10), byte('0'+d%10))
 }
 
+// twoDigits holds "00" to "99".
+const twoDigits = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
+
 // appendClock appends "HH:MM:SS" for sec seconds into a day, then a point
 // and the first digits (0, 3, 6 or 9) of the nanoseconds ns, truncated as
 // time.Format does.
 func appendClock(b []byte, sec, ns int64, digits int) []byte {
 	h, mi, s := sec/3600, sec/60%60, sec%60
-	b = append(b, byte('0'+h/10), byte('0'+h%10), ':', byte('0'+mi/10), byte('0'+mi%10), ':', byte('0'+s/10), byte('0'+s%10))
+	b = append(b, twoDigits[2*h], twoDigits[2*h+1], ':', twoDigits[2*mi], twoDigits[2*mi+1], ':', twoDigits[2*s], twoDigits[2*s+1])
 	if digits != 3 && digits != 6 && digits != 9 {
 		return b
 	}
-	b = append(b, '.')
-	for range 9 - digits {
-		ns /= 10
+	switch digits { // constant divisors: the compiler multiplies
+	case 3:
+		ns /= 1_000_000
+	case 6:
+		ns /= 1_000
 	}
-	var frac [9]byte
-	for i := digits - 1; i >= 0; i-- {
+	var frac [10]byte
+	frac[0] = '.'
+	for i := digits; i > 0; i-- {
 		frac[i] = byte('0' + ns%10)
 		ns /= 10
 	}
-	return append(b, frac[:digits]...)
+	return append(b, frac[:digits+1]...)
 }
 
 // clockLayout is the time layout of a clock with digits fraction digits.

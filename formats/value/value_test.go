@@ -141,3 +141,55 @@ func checkTime(t *testing.T, tm time.Time, digits int) {
 		t.Fatalf("AppendTimeOfDay(%v, %d): %s, time.Format %s", d, digits, got, want)
 	}
 }
+
+// TestFieldString: a KindTime field without Text renders its RFC 3339 form
+// (or its date) only when asked; any other field is its Text.
+func TestFieldString(t *testing.T) {
+	at := time.Date(2024, 1, 15, 10, 30, 0, 123456789, time.UTC)
+	for _, c := range []struct {
+		f    value.Field
+		want string
+	}{
+		{value.Field{Kind: value.KindTime, Time: at, Digits: 3}, "2024-01-15T10:30:00.123Z"},
+		{value.Field{Kind: value.KindTime, Time: at, Digits: 6}, "2024-01-15T10:30:00.123456Z"},
+		{value.Field{Kind: value.KindTime, Time: at, Digits: 9}, "2024-01-15T10:30:00.123456789Z"},
+		{value.Field{Kind: value.KindTime, Time: at, Digits: value.DigitsDate}, "2024-01-15"},
+		{value.Field{Kind: value.KindTime, Time: time.Date(12000, 3, 1, 0, 0, 0, 0, time.UTC), Digits: value.DigitsDate}, "12000-03-01"},
+		{value.Field{Kind: value.KindTime, Time: at, Text: "as given"}, "as given"},
+		{value.Field{Kind: value.KindString, Text: "x"}, "x"},
+		{value.Field{Kind: value.KindNumber}, ""},
+	} {
+		if got := c.f.String(); got != c.want {
+			t.Errorf("%+v: String %q, want %q", c.f, got, c.want)
+		}
+	}
+}
+
+// TestAppendStringPlainScan: the eight-bytes-at-a-time scan for strings
+// that need no escaping misses no byte that does, at any position of a
+// string of any length up to 24.
+func TestAppendStringPlainScan(t *testing.T) {
+	for n := 1; n <= 24; n++ {
+		for at := range n {
+			for _, c := range []byte{0x00, 0x01, 0x1f, 0x20, '!', '"', '#', '[', '\\', ']', 0x7e, 0x7f, 0x80, 0xc3, 0xe2, 0xff} {
+				s := []byte(strings.Repeat("a~ ", n)[:n])
+				s[at] = c
+				if got, want := value.AppendString(nil, string(s)), envelope.AppendString(nil, string(s)); !bytes.Equal(got, want) {
+					t.Fatalf("%q: %s, the envelope writes %s", s, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestAppendTimeSameDay: instants that share their day (the cached date)
+// and their neighbours across midnight render as time.Format writes them.
+func TestAppendTimeSameDay(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 20_000 {
+		day := rng.Int64N(3_000_000) - 800_000 // years about -220 to 6200
+		for _, s := range []int64{day*86400 + rng.Int64N(86400), day*86400 + rng.Int64N(86400), day*86400 - 1, (day+1)*86400 - 1, day * 86400} {
+			checkTime(t, time.Unix(s, rng.Int64N(1_000_000_000)), 3)
+		}
+	}
+}
