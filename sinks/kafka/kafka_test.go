@@ -14,8 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/retry"
@@ -26,12 +26,7 @@ import (
 var ctx = context.Background()
 
 func cluster(t *testing.T, topics ...string) []string {
-	c, err := kfake.NewCluster(kfake.Ports(0), kfake.SeedTopics(3, topics...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c.ListenAddrs()
+	return newCluster(t, topics...).ListenAddrs()
 }
 
 type msg struct {
@@ -110,25 +105,52 @@ func values(ms []msg) [][]byte {
 	return vs
 }
 
+// TestConformance: the idempotent producer. Its faults are the broker
+// refusing produce requests; it has no retryable case: kgo retries
+// transient produce errors itself (RecordRetries), and any error that
+// reaches the sink is fatal.
 func TestConformance(t *testing.T) {
 	sinktest.Run(t, func(t *testing.T) sinktest.Target {
-		brokers := cluster(t, "out")
+		c := newCluster(t, "out")
+		brokers := c.ListenAddrs()
 		return sinktest.Target{
 			Sink:   kafka.New(kafka.Config{Brokers: brokers, Topic: "out"}),
 			Read:   func(t *testing.T) [][]byte { return values(read(t, brokers, "out", kgo.ReadUncommitted())) },
 			Poison: oversize,
+			Fail: func(t *testing.T, retryable bool) (func(), bool) {
+				if retryable {
+					return nil, false
+				}
+				return refuse(c, kmsg.Produce, produceError(kerr.InvalidRecord)), true
+			},
 		}
 	})
 }
 
+// TestConformanceTransactional: the transactional sink, a CheckpointSink.
+// A produce error aborts the transaction (retryable), a newer instance's
+// epoch is fatal, and a refused TxnOffsetCommit fails the checkpoint part
+// of FlushCheckpoint.
 func TestConformanceTransactional(t *testing.T) {
 	sinktest.Run(t, func(t *testing.T) sinktest.Target {
-		brokers := cluster(t, "out")
+		c := newCluster(t, "out", "in")
+		brokers := c.ListenAddrs()
+		cfg := kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "tx-" + t.Name(), GroupID: "g"}
 		return sinktest.Target{
-			Sink:          kafka.New(kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "tx-" + t.Name(), GroupID: "g"}),
+			Sink:          kafka.New(cfg),
+			Restart:       func() sinktest.Sink { return kafka.New(cfg) },
 			Read:          func(t *testing.T) [][]byte { return values(read(t, brokers, "out", kgo.ReadCommitted())) },
 			CloseDiscards: true,
 			Poison:        oversize,
+			Fail: func(t *testing.T, retryable bool) (func(), bool) {
+				if retryable {
+					return refuse(c, kmsg.Produce, produceError(kerr.InvalidRecord)), true
+				}
+				return refuse(c, kmsg.Produce, produceError(kerr.InvalidProducerEpoch)), true
+			},
+			FailCheckpoint: func(t *testing.T) func() {
+				return refuse(c, kmsg.TxnOffsetCommit, offsetCommitError(kerr.UnknownServerError))
+			},
 		}
 	})
 }
