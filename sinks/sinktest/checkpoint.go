@@ -90,39 +90,56 @@ func show(wm int64, ps []record.PartitionCheckpoint) string {
 	return s
 }
 
+// startCheckpoint opens the target's sink on its empty destination, where
+// Restore must find nothing, and stores records 0..head-1 of n with
+// Checkpoint(head).
+func startCheckpoint(t *testing.T, tg Target, n, keys, head int) (CheckpointSink, []record.Record, record.Checkpoint) {
+	t.Helper()
+	s := openCheckpoint(t, tg.Sink)
+	restored(t, "on an empty destination", s, nil)
+	all := Records(0, n, keys)
+	return s, all, commitAt(t, s, all[:head], head)
+}
+
+// commitAt writes recs and stores them with Checkpoint(n, parts...).
+func commitAt(t *testing.T, s CheckpointSink, recs []record.Record, n int, parts ...int32) record.Checkpoint {
+	t.Helper()
+	must(t, "Write", s.Write(ctx, recs))
+	cp := Checkpoint(n, parts...)
+	must(t, fmt.Sprintf("FlushCheckpoint(%d, partitions %v)", n, parts), s.FlushCheckpoint(ctx, cp))
+	return cp
+}
+
+// restart opens a restarted sink and checks that Restore returns want.
+func restart(t *testing.T, tg Target, when string, want *record.Checkpoint) CheckpointSink {
+	t.Helper()
+	s := openCheckpoint(t, tg.Restart())
+	restored(t, when, s, want)
+	return s
+}
+
 // testCheckpointRoundTrip: Restore finds nothing on an empty destination;
 // each FlushCheckpoint makes its records and checkpoint durable, as a
 // restarted sink reads them; a checkpoint of some partitions keeps the
 // others', and the restored watermark is then the lowest partition's, not
 // the last checkpoint's.
 func testCheckpointRoundTrip(t *testing.T, tg Target) {
-	s := openCheckpoint(t, tg.Sink)
-	restored(t, "on an empty destination", s, nil)
-	all := Records(0, 70, 5)
-	must(t, "Write", s.Write(ctx, all[:30]))
-	cp1 := Checkpoint(30)
-	must(t, "FlushCheckpoint", s.FlushCheckpoint(ctx, cp1))
+	s, all, cp1 := startCheckpoint(t, tg, 70, 5, 30)
 	must(t, "Close", s.Close())
 
-	s = openCheckpoint(t, tg.Restart())
-	restored(t, "after a restart", s, &cp1)
+	s = restart(t, tg, "after a restart", &cp1)
 	check(t, tg, all[:30], true)
-	must(t, "Write", s.Write(ctx, all[30:60]))
-	cp2 := Checkpoint(60)
-	must(t, "FlushCheckpoint", s.FlushCheckpoint(ctx, cp2))
-	must(t, "Write", s.Write(ctx, all[60:]))
+	cp2 := commitAt(t, s, all[30:60], 60)
 	// Partition 2 only: the lowest of cp2, now the highest; partition 1's
 	// watermark becomes the lowest.
-	cp3 := Checkpoint(70, 2)
-	must(t, "FlushCheckpoint(partition 2)", s.FlushCheckpoint(ctx, cp3))
+	cp3 := commitAt(t, s, all[60:], 70, 2)
 	must(t, "Close", s.Close())
 
 	want := record.Checkpoint{Partitions: slices.Clone(cp2.Partitions)}
 	want.Partitions[2] = cp3.Partitions[0]
 	want.Watermark = min(want.Partitions[0].Watermark, want.Partitions[1].Watermark, want.Partitions[2].Watermark)
-	s = openCheckpoint(t, tg.Restart())
+	s = restart(t, tg, "after a checkpoint of partition 2 only", &want)
 	defer s.Close()
-	restored(t, "after a checkpoint of partition 2 only", s, &want)
 	check(t, tg, all, true)
 }
 
@@ -135,12 +152,7 @@ func testCheckpointAtomic(t *testing.T, tg Target) {
 	if tg.FailCheckpoint == nil {
 		t.Skip("target cannot make the destination refuse a checkpoint")
 	}
-	s := openCheckpoint(t, tg.Sink)
-	restored(t, "on an empty destination", s, nil)
-	all := Records(0, 60, 4)
-	must(t, "Write", s.Write(ctx, all[:20]))
-	cp1 := Checkpoint(20)
-	must(t, "FlushCheckpoint", s.FlushCheckpoint(ctx, cp1))
+	s, all, cp1 := startCheckpoint(t, tg, 60, 4, 20)
 	must(t, "Write", s.Write(ctx, all[20:40]))
 	heal := tg.FailCheckpoint(t)
 	err := s.FlushCheckpoint(ctx, Checkpoint(40))
@@ -154,16 +166,11 @@ func testCheckpointAtomic(t *testing.T, tg Target) {
 	_ = s.Close() // after a failure Close may report it
 	checkAtLeast(t, tg, all[:20], all[20:40])
 
-	s = openCheckpoint(t, tg.Restart())
-	restored(t, "after a failed FlushCheckpoint", s, &cp1)
-	must(t, "Write", s.Write(ctx, all[20:40])) // re-delivered from cp1
-	must(t, "Write", s.Write(ctx, all[40:]))
-	cp2 := Checkpoint(60)
-	must(t, "FlushCheckpoint", s.FlushCheckpoint(ctx, cp2))
+	s = restart(t, tg, "after a failed FlushCheckpoint", &cp1)
+	cp2 := commitAt(t, s, all[20:], 60) // re-delivered from cp1
 	must(t, "Close", s.Close())
-	s = openCheckpoint(t, tg.Restart())
+	s = restart(t, tg, "after re-delivery", &cp2)
 	defer s.Close()
-	restored(t, "after re-delivery", s, &cp2)
 	check(t, tg, all, true)
 }
 
@@ -171,18 +178,11 @@ func testCheckpointAtomic(t *testing.T, tg Target) {
 // FlushCheckpoint are not stored (beyond what Target.StoresOnWrite allows)
 // and a restart restores the last checkpoint.
 func testCheckpointClose(t *testing.T, tg Target) {
-	s := openCheckpoint(t, tg.Sink)
-	restored(t, "on an empty destination", s, nil)
-	all := Records(0, 45, 3)
-	must(t, "Write", s.Write(ctx, all[:20]))
-	cp1 := Checkpoint(20)
-	must(t, "FlushCheckpoint", s.FlushCheckpoint(ctx, cp1))
+	s, all, cp1 := startCheckpoint(t, tg, 45, 3, 20)
 	must(t, "Write", s.Write(ctx, all[20:]))
 	must(t, "Close", s.Close())
 	checkAtLeast(t, tg, all[:20], all[20:])
-	s = openCheckpoint(t, tg.Restart())
-	defer s.Close()
-	restored(t, "after Close", s, &cp1)
+	restart(t, tg, "after Close", &cp1).Close()
 }
 
 // checkAtLeast checks that the destination holds want exactly once each
