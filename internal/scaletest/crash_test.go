@@ -189,7 +189,7 @@ func TestCrashedMemberTakenOver(t *testing.T) {
 					return len(b.owned) < 2*nParts
 				})
 			}
-			time.Sleep(500 * time.Millisecond)
+			waitGrowth(t, "live records after the takeover", 100, lineCount(t, outs...))
 			stopLive()
 			all := func() [][]line {
 				var out [][]line

@@ -143,12 +143,18 @@ func TestDiscoveryLive(t *testing.T) {
 			for _, in := range ins {
 				waitFor(t, in.name+" to catch up", in.replayed.Load)
 			}
-			time.Sleep(300 * time.Millisecond)
+			outs := make([]func() []line, len(ins))
+			for i, in := range ins {
+				outs[i] = in.out(t)
+			}
+			waitGrowth(t, "live records before the new partition", 20, lineCount(t, outs...))
 			if err := c.CreatePartitions(context.Background(), topicA, 3); err != nil {
 				t.Fatal(err)
 			}
 			counts[topicA].Store(3)
-			time.Sleep(max(1500*time.Millisecond, tc.interval+time.Second))
+			waitFor(t, "records of the new partition to be emitted", func() bool {
+				return len(emitted(t, ins...)[record.TopicPartition{Topic: topicA, Partition: 2}]) > 0
+			})
 			stopLive()
 			end := highWater(t, c, h.parts)
 			if end[record.TopicPartition{Topic: topicA, Partition: 2}] == 0 {

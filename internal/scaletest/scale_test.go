@@ -77,7 +77,7 @@ type sinkBuf struct {
 
 func (w *sinkBuf) Write(p []byte) (int, error) {
 	if d := time.Duration(w.throttle.Load()); d > 0 {
-		time.Sleep(d * time.Duration(len(p)) / 1024)
+		time.Sleep(d * time.Duration(len(p)) / 1024) // the slow writer is the scenario, not a wait
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -209,6 +209,7 @@ type instance struct {
 	skip     map[record.TopicPartition]map[int64]bool
 	cps      map[record.TopicPartition]*record.PartitionCheckpoint
 	owned    []record.TopicPartition
+	p        *signalbox.Pipeline     // set by start
 	revoking []record.TopicPartition // delivered in a Revoked, not yet handled
 	assigned int                     // Assigned fetches seen
 	replayed atomic.Bool
@@ -425,6 +426,7 @@ func (i *instance) start(t testing.TB, extra ...signalbox.Option) (stop func() e
 	if err != nil {
 		t.Fatal(err)
 	}
+	i.p = p
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
@@ -455,6 +457,30 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// waitGrowth waits until count has grown by n from its value now.
+func waitGrowth(t testing.TB, what string, n int, count func() int) {
+	t.Helper()
+	from := count()
+	waitFor(t, what, func() bool { return count() >= from+n })
+}
+
+// lineCount counts the lines of outs.
+func lineCount(t testing.TB, outs ...func() []line) func() int {
+	return func() int {
+		n := 0
+		for _, o := range outs {
+			n += len(o())
+		}
+		return n
+	}
+}
+
+// checkpoints counts in's flushed checkpoints.
+func (i *instance) checkpoints() int { return int(i.p.Stats().Checkpoints) }
+
+// out returns in's sink lines, for lineCount.
+func (i *instance) out(t testing.TB) func() []line { return func() []line { return i.sink.lines(t) } }
 
 // TestScaleRebalance runs two pipelines in one consumer group over two
 // co-partitioned topics: A alone through part of its history, then B joins
@@ -529,7 +555,7 @@ func TestScaleRebalance(t *testing.T) {
 		defer b.mu.Unlock()
 		return len(b.owned) == len(topics)*nParts
 	})
-	time.Sleep(300 * time.Millisecond) // some live traffic at B alone
+	waitGrowth(t, "live records at B alone", 100, lineCount(t, b.out(t)))
 	stopLive()
 	end := map[record.TopicPartition]int64{}
 	for tp := range histEnd {
@@ -556,7 +582,7 @@ func TestScaleRebalance(t *testing.T) {
 		}
 		return true
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(hangGuard) // then the subtests say what is missing
 	for !covered() && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
