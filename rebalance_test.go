@@ -39,6 +39,10 @@ func (s *revoking) Poll(ctx context.Context) (record.Fetch, error) {
 	if s.next < len(s.fetches) && len(s.fetches[s.next].Revoked) > 0 {
 		s.atRevoke = len(s.commits)
 	}
+	if s.next < len(s.fetches) { // answers at once: next moves under mu
+		defer s.mu.Unlock()
+		return s.timeline.Poll(ctx)
+	}
 	s.mu.Unlock()
 	return s.timeline.Poll(ctx)
 }
