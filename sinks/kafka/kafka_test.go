@@ -367,18 +367,29 @@ func joined(t *testing.T, brokers []string, group, topic string) *kgo.Client {
 	return cl
 }
 
-// membership polls cl until its generation is above after, and returns it.
-func membership(t *testing.T, cl *kgo.Client, group string, after int32) *record.GroupMember {
+// membership polls cl and the other members until cl's generation is
+// above after and every other member has joined that same generation (the
+// rebalance that admitted them is over), and returns cl's membership.
+func membership(t *testing.T, cl *kgo.Client, group string, after int32, others ...*kgo.Client) *record.GroupMember {
 	t.Helper()
 	for range 500 {
-		pctx, cancel := context.WithTimeout(ctx, 20e6)
-		cl.PollFetches(pctx)
-		cancel()
-		if id, gen := cl.GroupMetadata(); id != "" && gen > after {
+		for _, c := range append([]*kgo.Client{cl}, others...) {
+			pctx, cancel := context.WithTimeout(ctx, 20e6)
+			c.PollFetches(pctx)
+			cancel()
+		}
+		id, gen := cl.GroupMetadata()
+		settled := id != "" && gen > after
+		for _, c := range others {
+			if oid, ogen := c.GroupMetadata(); oid == "" || ogen != gen {
+				settled = false
+			}
+		}
+		if settled {
 			return &record.GroupMember{Group: group, Generation: gen, MemberID: id}
 		}
 	}
-	t.Fatalf("no generation above %d", after)
+	t.Fatalf("no generation above %d that every member joined", after)
 	return nil
 }
 
@@ -422,8 +433,8 @@ func TestStaleGenerationIsFenced(t *testing.T) {
 		t.Fatalf("FlushCheckpoint under the current generation: %v", err)
 	}
 
-	joined(t, brokers, group, "in") // a second member: the group moves on
-	gen2 := membership(t, m1, group, gen1.Generation)
+	m2 := joined(t, brokers, group, "in") // a second member: the group moves on
+	gen2 := membership(t, m1, group, gen1.Generation, m2)
 	_ = s.Write(ctx, recs[10:20])
 	fe := retry.AsFenced(s.FlushCheckpoint(ctx, cpAt(20)))
 	if fe == nil || !reflect.DeepEqual(fe.Partitions, []record.TopicPartition{in}) {
@@ -467,8 +478,7 @@ func TestFencedFinalTransactionThenClose(t *testing.T) {
 	if err := s.FlushCheckpoint(ctx, cpAt(10)); err != nil {
 		t.Fatal(err)
 	}
-	joined(t, brokers, group, "in")
-	membership(t, m1, group, gen1.Generation)
+	membership(t, m1, group, gen1.Generation, joined(t, brokers, group, "in"))
 	_ = s.Write(ctx, recs[10:20])
 	if fe := retry.AsFenced(s.FlushCheckpoint(ctx, cpAt(20))); fe == nil {
 		t.Fatal("the final checkpoint under an old generation was not fenced")

@@ -79,8 +79,7 @@ func TestStaleGenerationFencedWithoutRecords(t *testing.T) {
 	if err := s.FlushCheckpoint(ctx, cpAt(5)); err != nil {
 		t.Fatalf("FlushCheckpoint under the current generation: %v", err)
 	}
-	joined(t, brokers, group, "in")
-	gen2 := membership(t, m1, group, gen1.Generation)
+	gen2 := membership(t, m1, group, gen1.Generation, joined(t, brokers, group, "in"))
 	fe := retry.AsFenced(s.FlushCheckpoint(ctx, cpAt(9)))
 	if fe == nil || !reflect.DeepEqual(fe.Partitions, []record.TopicPartition{in}) {
 		t.Fatalf("FlushCheckpoint under an old generation: %v, want fenced [%v]", fe, in)
