@@ -71,7 +71,7 @@ func TestGroupTransactionalSinkTakeover(t *testing.T) {
 func takeover(t *testing.T, c *embedded.Cluster, sinkFor func(id string) signalbox.Option) int64 {
 	h := newHarness(t, c)
 	h.noLetGo = true
-	stopLive := liveProducer(t, c, fixedCounts(nParts))
+	stopLive, _ := liveProducer(t, c, fixedCounts(nParts))
 	a := newInstance(t, h, "A", c)
 	stopA := a.start(t, sinkFor("txn-a"))
 	waitFor(t, "A to catch up", a.replayed.Load)

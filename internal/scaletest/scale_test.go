@@ -535,7 +535,7 @@ func TestScaleRebalance(t *testing.T) {
 	waitFor(t, "A to emit part of its history", func() bool { return len(a.sink.lines(t)) >= 300 })
 
 	// Live producer: event time = now minus a disorder below the delay.
-	stopLive := liveProducer(t, c, fixedCounts(nParts))
+	stopLive, _ := liveProducer(t, c, fixedCounts(nParts))
 
 	stopB := b.start(t)
 	waitFor(t, "the rebalance: B assigned, A re-assigned", func() bool {
