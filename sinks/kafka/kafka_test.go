@@ -358,8 +358,10 @@ func TestTopicMessageLimit(t *testing.T) {
 // joined is a kgo group member of group reading topic, once it has joined.
 func joined(t *testing.T, brokers []string, group, topic string) *kgo.Client {
 	t.Helper()
+	// An eager balancer: one rebalance per join (a cooperative one takes
+	// two, the second after the members report the first generation).
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.HeartbeatInterval(100e6))
+		kgo.HeartbeatInterval(100e6), kgo.Balancers(kgo.RangeBalancer()))
 	if err != nil {
 		t.Fatal(err)
 	}
