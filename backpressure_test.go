@@ -214,7 +214,7 @@ func stallFor(d time.Duration) *slowSink {
 	s := &slowSink{stallAt: 3, stalled: make(chan struct{}), resume: make(chan struct{})}
 	go func() {
 		<-s.stalled
-		time.Sleep(d)
+		time.Sleep(d) // the stall's length is the scenario, not a wait
 		close(s.resume)
 	}()
 	return s

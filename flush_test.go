@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,26 +39,26 @@ func (b *lockedBuffer) lines() int {
 // sinks are flushed a linger after records are handed to them. With the
 // linger set to an hour, the same records stay in the sink's buffer.
 func TestIdleFlushMakesRecordsVisible(t *testing.T) {
-	seen := func(linger time.Duration, wait time.Duration) (int, int64) {
+	// seen runs the job until cond holds of what a reader sees and what
+	// the sink was handed, and returns the lines seen and the checkpoints.
+	seen := func(linger time.Duration, what string, cond func(lines, handed int64) bool) (int, int64) {
 		now := time.Now().Add(-time.Second).UnixMilli()
 		part := script.Partition{TopicPartition: tp("a", 0)}
 		for i := range int64(10) {
 			part.Records = append(part.Records, tsRecord("a", 0, i, "k", now+i))
 		}
 		w := &lockedBuffer{}
+		sink := &handed{Sink: jsonl.New(w, jsonl.Options{})}
 		p, err := signalbox.New(script.New(1, 3, part), tsInputs("a"),
 			signalbox.WithDelay(10*time.Millisecond), signalbox.WithCheckpointInterval(time.Hour),
-			signalbox.WithFlushLinger(linger), signalbox.WithSink(jsonl.New(w, jsonl.Options{})))
+			signalbox.WithFlushLinger(linger), signalbox.WithSink(sink))
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- p.Run(ctx) }()
-		deadline := time.Now().Add(wait)
-		for w.lines() < 10 && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
+		waitFor(t, what, func() bool { return cond(int64(w.lines()), sink.n.Load()) })
 		n, cps := w.lines(), p.Stats().Checkpoints
 		cancel()
 		if err := <-done; err != nil {
@@ -65,12 +66,28 @@ func TestIdleFlushMakesRecordsVisible(t *testing.T) {
 		}
 		return n, cps
 	}
-	if n, cps := seen(signalbox.DefaultFlushLinger, 30*time.Second); n != 10 || cps != 0 {
+	if n, cps := seen(signalbox.DefaultFlushLinger, "a reader to see 10 records",
+		func(lines, _ int64) bool { return lines == 10 }); n != 10 || cps != 0 {
 		t.Fatalf("with the default linger a reader saw %d of 10 records after %d checkpoints, want 10 after 0", n, cps)
 	}
-	if n, _ := seen(time.Hour, 500*time.Millisecond); n != 0 {
+	if n, _ := seen(time.Hour, "the sink to be handed 10 records",
+		func(_, handed int64) bool { return handed == 10 }); n != 0 {
 		t.Fatalf("with an hour's linger a reader saw %d records before any checkpoint: the test does not exercise the idle flush", n)
 	}
+}
+
+// handed counts the records its Sink accepted in Write.
+type handed struct {
+	signalbox.Sink
+	n atomic.Int64
+}
+
+func (h *handed) Write(ctx context.Context, b []record.Record) error {
+	err := h.Sink.Write(ctx, b)
+	if err == nil {
+		h.n.Add(int64(len(b)))
+	}
+	return err
 }
 
 // demandingSource stamps every Fetch with the wall clock as its evidence
@@ -109,11 +126,11 @@ func TestEvidenceIsDemandedWhenARecordIsDue(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for p.Stats().Out < 1 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond)
+	waitFor(t, "the record's release, then no more demand", func() bool {
+		src.mu.Lock()
+		defer src.mu.Unlock()
+		return p.Stats().Out == 1 && len(src.demands) >= 2 && src.demands[len(src.demands)-1].IsZero()
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -39,6 +39,10 @@ func (s *revoking) Poll(ctx context.Context) (record.Fetch, error) {
 	if s.next < len(s.fetches) && len(s.fetches[s.next].Revoked) > 0 {
 		s.atRevoke = len(s.commits)
 	}
+	if s.next < len(s.fetches) { // answers at once: next moves under mu
+		defer s.mu.Unlock()
+		return s.timeline.Poll(ctx)
+	}
 	s.mu.Unlock()
 	return s.timeline.Poll(ctx)
 }
@@ -70,16 +74,11 @@ func TestRevokeCommitsBeforeLettingGo(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	waitFor(t, "a poll after the last fetch", func() bool {
 		src.mu.Lock()
-		polled := src.next == len(src.fetches) && src.afterPoll > 0
-		src.mu.Unlock()
-		if polled || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer src.mu.Unlock()
+		return src.next == len(src.fetches) && src.afterPoll > 0
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

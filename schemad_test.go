@@ -484,13 +484,7 @@ func TestSchemadStopWhileHeld(t *testing.T) {
 	out1, out2, dead := filepath.Join(dir, "out1.jsonl"), filepath.Join(dir, "out2.jsonl"), filepath.Join(dir, "dead.jsonl")
 	group := "group: stop-while-held\n"
 	p, done, cancel := startLaneCancel(t, group+strings.Replace(laneJob(c, r, out1, dead, ""), "until: end-offsets\n", "", 1))
-	deadline := time.Now().Add(time.Minute)
-	for len(p.Stats().SchemaHolds) < 3 { // every inv partition reaches v2
-		if time.Now().After(deadline) {
-			t.Fatalf("holds %+v after a minute", p.Stats().SchemaHolds)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, "every inv partition to reach v2 and hold", func() bool { return len(p.Stats().SchemaHolds) >= 3 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("stopping while held: %v", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,12 +22,14 @@ func TestStopDuringStartupIsClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
+	var accepted atomic.Int64
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
+			accepted.Add(1)
 			defer c.Close()
 		}
 	}()
@@ -42,8 +45,9 @@ func TestStopDuringStartupIsClean(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
+		before := accepted.Load()
 		go func() { done <- p.Run(ctx) }()
-		time.Sleep(100 * time.Millisecond) // let Open reach the silent broker
+		waitFor(t, "Open to reach the silent broker", func() bool { return accepted.Load() > before })
 		cancel()
 		select {
 		case err := <-done:

@@ -113,7 +113,7 @@ func (s *stopper) Write(_ context.Context, b []record.Record) error {
 	if s.n.Add(-int64(len(b))) <= 0 {
 		s.cancel()
 	}
-	time.Sleep(time.Millisecond)
+	time.Sleep(time.Millisecond) // the slow reader is the scenario, not a wait
 	return nil
 }
 func (s *stopper) Flush(context.Context) error { return nil }

@@ -484,7 +484,7 @@ func TestRunSinkAndSourceShareOneStartupDeadline(t *testing.T) {
 			for _, key := range []kmsg.Key{kmsg.InitProducerID, kmsg.ListOffsets} {
 				kf.ControlKey(int16(key), func(kmsg.Request) (kmsg.Response, error, bool) {
 					kf.KeepControl()
-					kf.SleepControl(func() { time.Sleep(step) })
+					kf.SleepControl(func() { time.Sleep(step) }) // a slow broker is the scenario, not a wait
 					return nil, nil, false
 				})
 			}

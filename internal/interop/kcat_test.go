@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"sort"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/internal/ci"
 	"github.com/signalbox/signalbox/sinks/jsonl"
 	"github.com/signalbox/signalbox/sources/kafka"
 	"github.com/signalbox/signalbox/timers"
@@ -23,10 +23,7 @@ import (
 func kcatPath(t *testing.T) string {
 	p, err := exec.LookPath("kcat")
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("kcat not installed (scripts/test.sh installs it)")
-		}
-		t.Skip("kcat not installed; run scripts/test.sh")
+		ci.Missing(t, "kcat not installed (scripts/test.sh installs it)")
 	}
 	return p
 }

@@ -71,11 +71,12 @@ func TestGroupTransactionalSinkTakeover(t *testing.T) {
 func takeover(t *testing.T, c *embedded.Cluster, sinkFor func(id string) signalbox.Option) int64 {
 	h := newHarness(t, c)
 	h.noLetGo = true
-	stopLive := liveProducer(t, c, fixedCounts(nParts))
+	stopLive, _ := liveProducer(t, c, fixedCounts(nParts))
 	a := newInstance(t, h, "A", c)
 	stopA := a.start(t, sinkFor("txn-a"))
 	waitFor(t, "A to catch up", a.replayed.Load)
-	time.Sleep(1500 * time.Millisecond) // A checkpoints live records
+	waitGrowth(t, "A to emit live records", 100, lineCount(t, a.out(t)))
+	waitGrowth(t, "A to checkpoint them", 1, a.checkpoints)
 	b := newInstance(t, h, "B", c)
 	stopB := b.start(t, sinkFor("txn-b"))
 	waitFor(t, "B to own some tasks", func() bool {
@@ -83,8 +84,7 @@ func takeover(t *testing.T, c *embedded.Cluster, sinkFor func(id string) signalb
 		defer b.mu.Unlock()
 		return len(b.owned) > 0
 	})
-	n := len(a.sink.lines(t))
-	waitFor(t, "A to emit more of its tasks", func() bool { return len(a.sink.lines(t)) > n+100 })
+	waitGrowth(t, "A to emit more of its tasks", 101, lineCount(t, a.out(t)))
 	if err := stopA(); err != nil {
 		t.Fatalf("A: %v", err)
 	}
@@ -93,7 +93,7 @@ func takeover(t *testing.T, c *embedded.Cluster, sinkFor func(id string) signalb
 		defer b.mu.Unlock()
 		return len(b.owned) == 2*nParts
 	})
-	time.Sleep(500 * time.Millisecond)
+	waitGrowth(t, "live records at B alone", 100, lineCount(t, b.out(t)))
 	stopLive()
 	end := highWater(t, c, map[string]int32{topicA: nParts, topicB: nParts})
 	total := int64(0)
@@ -104,7 +104,7 @@ func takeover(t *testing.T, c *embedded.Cluster, sinkFor func(id string) signalb
 	for !coveredBy([][]line{a.sink.lines(t), b.sink.lines(t)}, end) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(300 * time.Millisecond) // a checkpoint commits the last transaction
+	waitGrowth(t, "a checkpoint to commit the last transaction", 1, b.checkpoints)
 	if err := stopB(); err != nil {
 		t.Fatalf("B: %v", err)
 	}

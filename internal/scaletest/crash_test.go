@@ -160,7 +160,7 @@ func TestCrashedMemberTakenOver(t *testing.T) {
 			}
 			a := startChild(t, c, filepath.Join(dir, "a1.jsonl"), state)
 			waitFor(t, "A to emit", func() bool { return len(a.lines(t)) >= 100 })
-			stopLive := liveProducer(t, c, fixedCounts(nParts))
+			stopLive, slow := liveProducer(t, c, fixedCounts(nParts))
 			b := newInstance(t, h, "B", c, memberConfig)
 			stopB := b.start(t)
 			waitFor(t, "B to own some tasks and catch up", func() bool {
@@ -189,7 +189,7 @@ func TestCrashedMemberTakenOver(t *testing.T) {
 					return len(b.owned) < 2*nParts
 				})
 			}
-			time.Sleep(500 * time.Millisecond)
+			waitGrowth(t, "live records after the takeover", 100, lineCount(t, outs...))
 			stopLive()
 			all := func() [][]line {
 				var out [][]line
@@ -212,7 +212,10 @@ func TestCrashedMemberTakenOver(t *testing.T) {
 				for k := range ls {
 					l := &ls[k]
 					if l.Late {
-						t.Errorf("output %d: %+v late: no producer is late", i, *l)
+						if !slow.lateByProducer(*l) {
+							t.Errorf("output %d: %+v late: no producer is late", i, *l)
+						}
+						continue // emitted out of turn, flagged
 					}
 					if seen[l.tp()][l.Offset] {
 						continue // a re-read in the same output (at-least-once)

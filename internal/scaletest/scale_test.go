@@ -79,7 +79,7 @@ type sinkBuf struct {
 
 func (w *sinkBuf) Write(p []byte) (int, error) {
 	if d := time.Duration(w.throttle.Load()); d > 0 {
-		time.Sleep(d * time.Duration(len(p)) / 1024)
+		time.Sleep(d * time.Duration(len(p)) / 1024) // the slow writer is the scenario, not a wait
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -208,6 +208,7 @@ type instance struct {
 	skip     map[record.TopicPartition]map[int64]bool
 	cps      map[record.TopicPartition]*record.PartitionCheckpoint
 	owned    []record.TopicPartition
+	p        *signalbox.Pipeline     // set by start
 	revoking []record.TopicPartition // delivered in a Revoked, not yet handled
 	assigned int                     // Assigned fetches seen
 	replayed atomic.Bool
@@ -424,6 +425,7 @@ func (i *instance) start(t testing.TB, extra ...signalbox.Option) (stop func() e
 	if err != nil {
 		t.Fatal(err)
 	}
+	i.p = p
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
@@ -454,6 +456,30 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// waitGrowth waits until count has grown by n from its value now.
+func waitGrowth(t testing.TB, what string, n int, count func() int) {
+	t.Helper()
+	from := count()
+	waitFor(t, what, func() bool { return count() >= from+n })
+}
+
+// lineCount counts the lines of outs.
+func lineCount(t testing.TB, outs ...func() []line) func() int {
+	return func() int {
+		n := 0
+		for _, o := range outs {
+			n += len(o())
+		}
+		return n
+	}
+}
+
+// checkpoints counts in's flushed checkpoints.
+func (i *instance) checkpoints() int { return int(i.p.Stats().Checkpoints) }
+
+// out returns in's sink lines, for lineCount.
+func (i *instance) out(t testing.TB) func() []line { return func() []line { return i.sink.lines(t) } }
 
 // TestScaleRebalance runs two pipelines in one consumer group over two
 // co-partitioned topics: A alone through part of its history, then B joins
@@ -508,7 +534,7 @@ func TestScaleRebalance(t *testing.T) {
 	waitFor(t, "A to emit part of its history", func() bool { return len(a.sink.lines(t)) >= 300 })
 
 	// Live producer: event time = now minus a disorder below the delay.
-	stopLive := liveProducer(t, c, fixedCounts(nParts))
+	stopLive, _ := liveProducer(t, c, fixedCounts(nParts))
 
 	stopB := b.start(t)
 	waitFor(t, "the rebalance: B assigned, A re-assigned", func() bool {
@@ -528,7 +554,7 @@ func TestScaleRebalance(t *testing.T) {
 		defer b.mu.Unlock()
 		return len(b.owned) == len(topics)*nParts
 	})
-	time.Sleep(300 * time.Millisecond) // some live traffic at B alone
+	waitGrowth(t, "live records at B alone", 100, lineCount(t, b.out(t)))
 	stopLive()
 	end := map[record.TopicPartition]int64{}
 	for tp := range histEnd {
@@ -555,7 +581,7 @@ func TestScaleRebalance(t *testing.T) {
 		}
 		return true
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(hangGuard) // then the subtests say what is missing
 	for !covered() && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}

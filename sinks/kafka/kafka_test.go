@@ -14,8 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/retry"
@@ -26,12 +26,7 @@ import (
 var ctx = context.Background()
 
 func cluster(t *testing.T, topics ...string) []string {
-	c, err := kfake.NewCluster(kfake.Ports(0), kfake.SeedTopics(3, topics...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c.ListenAddrs()
+	return newCluster(t, topics...).ListenAddrs()
 }
 
 type msg struct {
@@ -110,25 +105,52 @@ func values(ms []msg) [][]byte {
 	return vs
 }
 
+// TestConformance: the idempotent producer. Its faults are the broker
+// refusing produce requests; it has no retryable case: kgo retries
+// transient produce errors itself (RecordRetries), and any error that
+// reaches the sink is fatal.
 func TestConformance(t *testing.T) {
 	sinktest.Run(t, func(t *testing.T) sinktest.Target {
-		brokers := cluster(t, "out")
+		c := newCluster(t, "out")
+		brokers := c.ListenAddrs()
 		return sinktest.Target{
 			Sink:   kafka.New(kafka.Config{Brokers: brokers, Topic: "out"}),
 			Read:   func(t *testing.T) [][]byte { return values(read(t, brokers, "out", kgo.ReadUncommitted())) },
 			Poison: oversize,
+			Fail: func(t *testing.T, retryable bool) (func(), bool) {
+				if retryable {
+					return nil, false
+				}
+				return refuse(c, kmsg.Produce, produceError(kerr.InvalidRecord)), true
+			},
 		}
 	})
 }
 
+// TestConformanceTransactional: the transactional sink, a CheckpointSink.
+// A produce error aborts the transaction (retryable), a newer instance's
+// epoch is fatal, and a refused TxnOffsetCommit fails the checkpoint part
+// of FlushCheckpoint.
 func TestConformanceTransactional(t *testing.T) {
 	sinktest.Run(t, func(t *testing.T) sinktest.Target {
-		brokers := cluster(t, "out")
+		c := newCluster(t, "out", "in")
+		brokers := c.ListenAddrs()
+		cfg := kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "tx-" + t.Name(), GroupID: "g"}
 		return sinktest.Target{
-			Sink:          kafka.New(kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "tx-" + t.Name(), GroupID: "g"}),
+			Sink:          kafka.New(cfg),
+			Restart:       func() sinktest.Sink { return kafka.New(cfg) },
 			Read:          func(t *testing.T) [][]byte { return values(read(t, brokers, "out", kgo.ReadCommitted())) },
 			CloseDiscards: true,
 			Poison:        oversize,
+			Fail: func(t *testing.T, retryable bool) (func(), bool) {
+				if retryable {
+					return refuse(c, kmsg.Produce, produceError(kerr.InvalidRecord)), true
+				}
+				return refuse(c, kmsg.Produce, produceError(kerr.InvalidProducerEpoch)), true
+			},
+			FailCheckpoint: func(t *testing.T) func() {
+				return refuse(c, kmsg.TxnOffsetCommit, offsetCommitError(kerr.UnknownServerError))
+			},
 		}
 	})
 }
@@ -336,8 +358,10 @@ func TestTopicMessageLimit(t *testing.T) {
 // joined is a kgo group member of group reading topic, once it has joined.
 func joined(t *testing.T, brokers []string, group, topic string) *kgo.Client {
 	t.Helper()
+	// An eager balancer: one rebalance per join (a cooperative one takes
+	// two, the second after the members report the first generation).
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.HeartbeatInterval(100e6))
+		kgo.HeartbeatInterval(100e6), kgo.Balancers(kgo.RangeBalancer()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,18 +369,29 @@ func joined(t *testing.T, brokers []string, group, topic string) *kgo.Client {
 	return cl
 }
 
-// membership polls cl until its generation is above after, and returns it.
-func membership(t *testing.T, cl *kgo.Client, group string, after int32) *record.GroupMember {
+// membership polls cl and the other members until cl's generation is
+// above after and every other member has joined that same generation (the
+// rebalance that admitted them is over), and returns cl's membership.
+func membership(t *testing.T, cl *kgo.Client, group string, after int32, others ...*kgo.Client) *record.GroupMember {
 	t.Helper()
 	for range 500 {
-		pctx, cancel := context.WithTimeout(ctx, 20e6)
-		cl.PollFetches(pctx)
-		cancel()
-		if id, gen := cl.GroupMetadata(); id != "" && gen > after {
+		for _, c := range append([]*kgo.Client{cl}, others...) {
+			pctx, cancel := context.WithTimeout(ctx, 20e6)
+			c.PollFetches(pctx)
+			cancel()
+		}
+		id, gen := cl.GroupMetadata()
+		settled := id != "" && gen > after
+		for _, c := range others {
+			if oid, ogen := c.GroupMetadata(); oid == "" || ogen != gen {
+				settled = false
+			}
+		}
+		if settled {
 			return &record.GroupMember{Group: group, Generation: gen, MemberID: id}
 		}
 	}
-	t.Fatalf("no generation above %d", after)
+	t.Fatalf("no generation above %d that every member joined", after)
 	return nil
 }
 
@@ -400,8 +435,8 @@ func TestStaleGenerationIsFenced(t *testing.T) {
 		t.Fatalf("FlushCheckpoint under the current generation: %v", err)
 	}
 
-	joined(t, brokers, group, "in") // a second member: the group moves on
-	gen2 := membership(t, m1, group, gen1.Generation)
+	m2 := joined(t, brokers, group, "in") // a second member: the group moves on
+	gen2 := membership(t, m1, group, gen1.Generation, m2)
 	_ = s.Write(ctx, recs[10:20])
 	fe := retry.AsFenced(s.FlushCheckpoint(ctx, cpAt(20)))
 	if fe == nil || !reflect.DeepEqual(fe.Partitions, []record.TopicPartition{in}) {
@@ -445,8 +480,7 @@ func TestFencedFinalTransactionThenClose(t *testing.T) {
 	if err := s.FlushCheckpoint(ctx, cpAt(10)); err != nil {
 		t.Fatal(err)
 	}
-	joined(t, brokers, group, "in")
-	membership(t, m1, group, gen1.Generation)
+	membership(t, m1, group, gen1.Generation, joined(t, brokers, group, "in"))
 	_ = s.Write(ctx, recs[10:20])
 	if fe := retry.AsFenced(s.FlushCheckpoint(ctx, cpAt(20))); fe == nil {
 		t.Fatal("the final checkpoint under an old generation was not fenced")

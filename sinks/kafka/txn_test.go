@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -80,8 +79,7 @@ func TestStaleGenerationFencedWithoutRecords(t *testing.T) {
 	if err := s.FlushCheckpoint(ctx, cpAt(5)); err != nil {
 		t.Fatalf("FlushCheckpoint under the current generation: %v", err)
 	}
-	joined(t, brokers, group, "in")
-	gen2 := membership(t, m1, group, gen1.Generation)
+	gen2 := membership(t, m1, group, gen1.Generation, joined(t, brokers, group, "in"))
 	fe := retry.AsFenced(s.FlushCheckpoint(ctx, cpAt(9)))
 	if fe == nil || !reflect.DeepEqual(fe.Partitions, []record.TopicPartition{in}) {
 		t.Fatalf("FlushCheckpoint under an old generation: %v, want fenced [%v]", fe, in)
@@ -170,28 +168,13 @@ func TestSCRAMSHA256(t *testing.T) {
 func TestAbortableFailureReproduces(t *testing.T) {
 	for _, records := range []int{0, 12} {
 		t.Run(fmt.Sprintf("records=%d", records), func(t *testing.T) {
-			c, err := kfake.NewCluster(kfake.Ports(0), kfake.SeedTopics(3, "out", "in"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(c.Close)
+			c := newCluster(t, "out", "in")
 			brokers := c.ListenAddrs()
 			var refused atomic.Bool
+			answer := offsetCommitError(kerr.UnknownServerError)
 			c.ControlKey(int16(kmsg.TxnOffsetCommit), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-				req := kr.(*kmsg.TxnOffsetCommitRequest)
-				resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-				for _, rt := range req.Topics {
-					st := kmsg.NewTxnOffsetCommitResponseTopic()
-					st.Topic = rt.Topic
-					for _, rp := range rt.Partitions {
-						sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-						sp.Partition, sp.ErrorCode = rp.Partition, kerr.UnknownServerError.Code
-						st.Partitions = append(st.Partitions, sp)
-					}
-					resp.Topics = append(resp.Topics, st)
-				}
 				refused.Store(true)
-				return resp, nil, true
+				return answer(kr), nil, true
 			})
 			cfg := kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "abortable", GroupID: "abortable"}
 			s := kafka.New(cfg)
@@ -203,7 +186,7 @@ func TestAbortableFailureReproduces(t *testing.T) {
 			if err := s.Write(ctx, recs); err != nil {
 				t.Fatal(err)
 			}
-			err = s.FlushCheckpoint(ctx, cpAt(7))
+			err := s.FlushCheckpoint(ctx, cpAt(7))
 			if !refused.Load() || err == nil || !retry.IsRetryable(err) {
 				t.Fatalf("FlushCheckpoint with its offsets refused: %v (refused %v), want a retryable error", err, refused.Load())
 			}

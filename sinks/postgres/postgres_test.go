@@ -119,6 +119,18 @@ func (f *fixture) stored(t *testing.T) []sinktest.Stored {
 	return out
 }
 
+// lock holds an exclusive lock on table until the returned func is called.
+func (f *fixture) lock(t *testing.T, table string) func() {
+	tx, err := f.admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "LOCK TABLE "+table+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	return func() { _ = tx.Rollback(ctx) }
+}
+
 // poison gives r a value that is valid JSON but that jsonb refuses: a
 // number out of numeric's range (22003) or a lone surrogate escape
 // (22P02 "invalid input syntax for type json"), alternately.
@@ -144,16 +156,19 @@ func conformance(t *testing.T, maxBatch int, valueType string) {
 	sinktest.Run(t, func(t *testing.T) sinktest.Target {
 		f := newFixture(t)
 		// A short lock_timeout turns a held table lock into a transient error.
-		s := f.sink(func(c *postgres.Config) {
-			c.DSN += "&lock_timeout=100"
-			c.MaxBatch, c.ValueType = maxBatch, valueType
-		})
+		sink := func() sinktest.Sink {
+			return f.sink(func(c *postgres.Config) {
+				c.DSN = pgtest.WithParam(t, c.DSN, "lock_timeout", "100")
+				c.MaxBatch, c.ValueType = maxBatch, valueType
+			})
+		}
 		poison := poison
 		if valueType == "text" {
 			poison = nil // text stores any value
 		}
 		return sinktest.Target{
-			Sink:          s,
+			Sink:          sink(),
+			Restart:       sink,
 			Read:          f.values,
 			ReadRecords:   f.stored,
 			TotalOrder:    true,
@@ -168,15 +183,11 @@ func conformance(t *testing.T, maxBatch int, valueType string) {
 						_, _ = f.admin.Exec(ctx, "ALTER TABLE "+f.table+"_broken RENAME TO "+f.table)
 					}, true
 				}
-				tx, err := f.admin.Begin(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := tx.Exec(ctx, "LOCK TABLE "+f.table+" IN ACCESS EXCLUSIVE MODE"); err != nil {
-					t.Fatal(err)
-				}
-				return func() { _ = tx.Rollback(ctx) }, true
+				return f.lock(t, f.table), true
 			},
+			// The checkpoint table is locked: the checkpoint part times out.
+			FailCheckpoint: func(t *testing.T) func() { return f.lock(t, f.table+"_checkpoint") },
+			StoresOnWrite:  maxBatch < 100, // Write commits once MaxBatch rows wait; the cases buffer fewer
 		}
 	})
 }

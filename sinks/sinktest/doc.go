@@ -36,6 +36,22 @@
 //     tombstone) are stored once each and read back byte for byte, nil
 //     staying nil and empty staying empty. Values here are not JSON, whose
 //     bytes a jsonb destination may reformat.
+//  9. Checkpoint round trip (CheckpointSink, Target.Restart): Restore,
+//     called after Open and before the first Write, returns nil on an empty
+//     destination; after FlushCheckpoint returns nil, a restarted sink's
+//     Restore returns that checkpoint field for field and the destination
+//     holds its records exactly once. A checkpoint of some partitions
+//     keeps the others', and Restore's watermark is the lowest partition's,
+//     never above any partition's own.
+//  10. Checkpoint atomicity (Target.FailCheckpoint): when the destination
+//     refuses the checkpoint part, FlushCheckpoint fails, not as a
+//     rejection, and stores neither the checkpoint nor the records written
+//     since the last one (a Target.StoresOnWrite destination may hold some
+//     of those, once each); a restart restores the previous checkpoint and
+//     re-delivering from it stores every record exactly once.
+//  11. Checkpoint Close: Close never commits; records written after the
+//     last FlushCheckpoint are not stored (Target.StoresOnWrite aside) and
+//     a restart restores the last checkpoint.
 //
 // Records carry their identity in the value ({"seq":n,"key":"k"}), so the
 // suite reads destinations that re-encode JSON (jsonb, Kafka) the same way.

@@ -49,6 +49,22 @@ type Target struct {
 	// back to bytes as a reader of that destination would (for the JSON
 	// envelope, envelope.Decode). Without it the Bytes case is skipped.
 	ReadRecords func(t *testing.T) []Stored
+
+	// Restart, set for a CheckpointSink, returns a new, unopened sink on
+	// the same destination and checkpoint identity, as a restarted job
+	// builds it. The Checkpoint cases run only when it is set.
+	Restart func() Sink
+	// FailCheckpoint, if set, makes the destination refuse the checkpoint
+	// part of FlushCheckpoint, not the records, until heal is called.
+	// Without it the Checkpoint/Atomic case is skipped.
+	FailCheckpoint func(t *testing.T) (heal func())
+	// StoresOnWrite is true for a CheckpointSink whose Write may already
+	// store records, where the destination stores each record once however
+	// often it is written (PostgreSQL's unique offsets): records written
+	// after the last checkpoint may then be stored by a failed
+	// FlushCheckpoint or before Close. False: only FlushCheckpoint (or
+	// Flush) stores them.
+	StoresOnWrite bool
 }
 
 // Stored is one record read back from a destination.
@@ -92,6 +108,18 @@ func Run(t *testing.T, f Factory) {
 	t.Run("RetryableError", func(t *testing.T) { testRetryable(t, f(t)) })
 	t.Run("Rejection", func(t *testing.T) { testRejection(t, f(t)) })
 	t.Run("Bytes", func(t *testing.T) { testBytes(t, f(t)) })
+	checkpoint := func(name string, test func(*testing.T, Target)) {
+		t.Run(name, func(t *testing.T) {
+			tg := f(t)
+			if tg.Restart == nil {
+				t.Skip("not a CheckpointSink target (Target.Restart unset)")
+			}
+			test(t, tg)
+		})
+	}
+	checkpoint("Checkpoint/RoundTrip", testCheckpointRoundTrip)
+	checkpoint("Checkpoint/Atomic", testCheckpointAtomic)
+	checkpoint("Checkpoint/Close", testCheckpointClose)
 }
 
 // BinaryRecords returns the records of the Bytes case, numbered from
@@ -281,22 +309,18 @@ func check(t *testing.T, tg Target, want []record.Record, exact bool) {
 	seen := map[int]int{}
 	var firsts []Payload
 	for _, v := range got {
-		var p Payload
-		if err := json.Unmarshal(v, &p); err != nil {
-			t.Fatalf("stored value %q: %v", v, err)
-		}
+		p := payloadOf(t, v)
 		if seen[p.Seq]++; seen[p.Seq] == 1 {
 			firsts = append(firsts, p)
 		}
 	}
 	for _, r := range want {
-		var p Payload
-		_ = json.Unmarshal(r.Value, &p)
-		switch n := seen[p.Seq]; {
+		seq := seqOf(r)
+		switch n := seen[seq]; {
 		case n == 0:
-			t.Fatalf("record seq %d missing (destination holds %d values)", p.Seq, len(got))
+			t.Fatalf("record seq %d missing (destination holds %d values)", seq, len(got))
 		case n > 1 && exact:
-			t.Fatalf("record seq %d stored %d times", p.Seq, n)
+			t.Fatalf("record seq %d stored %d times", seq, n)
 		}
 	}
 	if len(seen) != len(want) {
@@ -314,6 +338,23 @@ func check(t *testing.T, tg Target, want []record.Record, exact bool) {
 		}
 		prev = p.Seq
 	}
+}
+
+// payloadOf decodes a stored value's identity.
+func payloadOf(t *testing.T, v []byte) Payload {
+	t.Helper()
+	var p Payload
+	if err := json.Unmarshal(v, &p); err != nil {
+		t.Fatalf("stored value %q: %v", v, err)
+	}
+	return p
+}
+
+// seqOf is the sequence number a generated record carries.
+func seqOf(r record.Record) int {
+	var p Payload
+	_ = json.Unmarshal(r.Value, &p)
+	return p.Seq
 }
 
 // testRejection poisons a few records and drives the sink as the engine
