@@ -216,19 +216,27 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 			}
 		}
 	}()
+	// A stop during start-up is a clean stop: nothing was read, nothing is
+	// to commit.
 	for _, s := range sinks {
 		if err := s.Open(ctx); err != nil {
+			if cancelled(ctx, err) {
+				return nil
+			}
 			return fmt.Errorf("signalbox: opening sink: %w", err)
 		}
 		opened++
 	}
 	p.sinksOpen.Store(true)
 	if err := r.restore(ctx); err != nil {
+		if cancelled(ctx, err) {
+			return nil
+		}
 		return err
 	}
 	if err := p.src.Open(ctx); err != nil {
 		if cancelled(ctx, err) {
-			return nil // stopped during start-up: nothing was read, nothing to commit
+			return nil
 		}
 		return fmt.Errorf("signalbox: opening source: %w", err)
 	}

@@ -2,6 +2,7 @@ package signalbox_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"sync/atomic"
@@ -9,8 +10,10 @@ import (
 	"time"
 
 	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sinks/jsonl"
 	kafkasrc "github.com/signalbox/signalbox/sources/kafka"
+	"github.com/signalbox/signalbox/sources/script"
 )
 
 // TestStopDuringStartupIsClean: a stop (ctx cancelled, as SIGINT does)
@@ -56,6 +59,55 @@ func TestStopDuringStartupIsClean(t *testing.T) {
 			}
 		case <-time.After(20 * time.Second):
 			t.Fatalf("group %q: Run did not return after its context was cancelled", group)
+		}
+	}
+}
+
+// startupBlocker is a checkpoint sink whose Open (or Restore) waits for its
+// context, then fails with the context's error wrapped, as a sink that
+// dials a silent server does.
+type startupBlocker struct {
+	collect
+	inRestore bool
+	reached   chan struct{}
+}
+
+func (s *startupBlocker) wait(ctx context.Context) error {
+	close(s.reached)
+	<-ctx.Done()
+	return fmt.Errorf("dialing the store: %w", ctx.Err())
+}
+
+func (s *startupBlocker) Open(ctx context.Context) error {
+	if !s.inRestore {
+		return s.wait(ctx)
+	}
+	return nil
+}
+
+func (s *startupBlocker) Restore(ctx context.Context) (*record.Checkpoint, error) {
+	return nil, s.wait(ctx)
+}
+
+func (s *startupBlocker) FlushCheckpoint(context.Context, record.Checkpoint) error { return nil }
+
+// TestStopDuringSinkStartupIsClean: a stop while a sink is still opening,
+// or while the engine reads its checkpoint, is a clean stop too.
+func TestStopDuringSinkStartupIsClean(t *testing.T) {
+	for _, inRestore := range []bool{false, true} {
+		s := &startupBlocker{inRestore: inRestore, reached: make(chan struct{})}
+		p, err := signalbox.New(script.New(1, 1, script.Partition{TopicPartition: tp("t", 0)}),
+			signalbox.WithInputs(signalbox.Input{Topic: "t"}), signalbox.WithSink(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- p.Run(ctx) }()
+		<-s.reached
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("stopped in Restore %v: Run = %v, want nil", inRestore, err)
 		}
 	}
 }
