@@ -107,6 +107,42 @@ func (r *run) align(lowest *partState) {
 	}
 }
 
+// HandledNotifier is implemented by sources that fetch ahead of the
+// engine: between a source and flow control sit a few Fetches (the
+// poller's, the engine's queue), and a pause reaches a partition only after
+// they are delivered. The engine calls Handled with no partition before
+// its first Poll, then, after each pass of flow control (align), with the
+// partitions whose records it handled since the last call; the Kafka source
+// then fetches a partition left behind its end offset again only once its
+// previous records are reported handled, so that a pause takes effect
+// before the partition's next answer however large answers are.
+type HandledNotifier interface {
+	Handled(tps ...record.TopicPartition)
+}
+
+// noteHandled remembers the partitions whose records f delivered, for
+// ackHandled.
+func (r *run) noteHandled(f *record.Fetch) {
+	if r.handledTo == nil {
+		return
+	}
+	for i := range f.Partitions {
+		if len(f.Partitions[i].Records) > 0 {
+			r.handledTPs = append(r.handledTPs, f.Partitions[i].TopicPartition)
+		}
+	}
+}
+
+// ackHandled reports the partitions noteHandled remembered as handled; it
+// is called after align, so their pauses are in place.
+func (r *run) ackHandled() {
+	if r.handledTo == nil || len(r.handledTPs) == 0 {
+		return
+	}
+	r.handledTo.Handled(r.handledTPs...)
+	r.handledTPs = r.handledTPs[:0]
+}
+
 func lessTP(a, b record.TopicPartition) bool {
 	return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
 }
