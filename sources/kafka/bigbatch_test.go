@@ -142,3 +142,33 @@ func TestHandledGate(t *testing.T) {
 		t.Fatal("a partition at its end offset is held")
 	}
 }
+
+// TestRecordPoolBoundsRecords: the pool keeps at most poolRecords records
+// of room in all, however few arrays that is: with big producer batches an
+// answer's array holds thousands of records, and poolArrays of them idle
+// would take more memory than the parked records.
+func TestRecordPoolBoundsRecords(t *testing.T) {
+	var p recordPool
+	const big = 8750 // one 1 MiB batch of small records, a quarter to spare
+	for range poolArrays {
+		p.put(make([]record.Record, 0, big))
+	}
+	room := 0
+	for _, a := range p.free {
+		room += cap(a)
+	}
+	if room > poolRecords || room != p.room {
+		t.Fatalf("the pool keeps room for %d records (counted %d), want at most %d", room, p.room, poolRecords)
+	}
+	if len(p.free) == 0 {
+		t.Fatal("the pool kept nothing")
+	}
+	b := p.get(big * 4 / 5)
+	if cap(b) != big || p.room != room-big {
+		t.Fatalf("get: capacity %d and room %d left, want a pooled array of %d and %d left", cap(b), p.room, big, room-big)
+	}
+	p.put(make([]record.Record, 0, poolRecords+1)) // larger than the whole pool
+	if p.room != room-big {
+		t.Fatalf("an array larger than the pool was kept: room %d", p.room)
+	}
+}
