@@ -111,15 +111,17 @@ func TestLargestBatch(t *testing.T) {
 }
 
 // TestHandledGate: once the caller reports handled records (Handled), a
-// partition that an answer left behind its end is not fetched again until
-// that answer is reported handled, so that a pause the caller makes on
-// handling it comes before the partition's next answer.
+// partition that an answer of whole batches, far more records than
+// PartitionMaxRecords, left behind its end is not fetched again until that
+// answer is reported handled, so that a pause the caller makes on handling
+// it comes before the partition's next answer. Answers of the usual size
+// are not held (TestHandledGateSparesUsualAnswers).
 func TestHandledGate(t *testing.T) {
 	const batches, n = 4, 1000 // one batch per answer (about 90 KB each)
 	c := startCluster(t, embedded.WithTopic("gate", 1))
 	produceBatches(t, c, "gate", 1, batches, n)
 	tp := record.TopicPartition{Topic: "gate", Partition: 0}
-	col := openAssigned(t, 1, Config{Brokers: c.Addrs(), Topics: []string{"gate"}, PartitionMaxRecords: n},
+	col := openAssigned(t, 1, Config{Brokers: c.Addrs(), Topics: []string{"gate"}, PartitionMaxRecords: n / 10},
 		func(s *Source) { s.handled.wait = hangGuard; s.Handled() })
 	records := func() int {
 		k := 0
@@ -171,4 +173,21 @@ func TestRecordPoolBoundsRecords(t *testing.T) {
 	if p.room != room-big {
 		t.Fatalf("an array larger than the pool was kept: room %d", p.room)
 	}
+}
+
+// TestHandledGateSparesUsualAnswers: answers of about PartitionMaxRecords
+// records keep flowing without Handled, as a replay of small batches needs.
+func TestHandledGateSparesUsualAnswers(t *testing.T) {
+	const batches, n = 4, 1000
+	c := startCluster(t, embedded.WithTopic("usual", 1))
+	produceBatches(t, c, "usual", 1, batches, n)
+	col := openAssigned(t, 1, Config{Brokers: c.Addrs(), Topics: []string{"usual"}, PartitionMaxRecords: n},
+		func(s *Source) { s.handled.wait = hangGuard; s.Handled() })
+	col.until("every record, none reported handled", func() bool {
+		k := 0
+		for _, pf := range col.fetches {
+			k += len(pf.Records)
+		}
+		return k == batches*n
+	})
 }

@@ -329,8 +329,8 @@ func (f *fetcher) parse(p *partState, blk *fetchBlock, answered time.Time) (reco
 		return record.PartitionFetch{}, false // no news
 	}
 	p.lastEnd, p.failed = end, false
-	if len(recs) > 0 && p.pos < end {
-		f.s.handled.delivering(p.tp, answered)
+	if len(recs) > 2*f.s.cfg.PartitionMaxRecords && p.pos < end {
+		f.s.handled.delivering(p.tp, answered) // whole batches made it larger than asked for
 	}
 	return record.PartitionFetch{TopicPartition: p.tp, Records: recs, Position: p.pos, End: end}, true
 }

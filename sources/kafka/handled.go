@@ -18,9 +18,12 @@ import (
 // most one of those answers, so a pause bounds it to the next answer.
 //
 // It applies once the caller has called Handled (the engine does before
-// its first Poll), to partitions whose answer left them behind their end
-// offset (a replay or a backlog: more is there to fetch right away); a
-// partition at its end is never held, so live answers are not delayed.
+// its first Poll), to an answer of more than twice PartitionMaxRecords
+// records (sized by records, answers are about that: only whole batches
+// make them larger) that left its partition behind its end offset (a
+// replay or a backlog). Answers of the usual size keep several on their
+// way, which a replay of small batches needs to keep the engine busy, and
+// a partition at its end is never held, so live answers are not delayed.
 // An answer that is not reported handled within handledWait no longer
 // holds its partition: the gate only ever delays fetching.
 type handledGate struct {
@@ -95,5 +98,6 @@ func (g *handledGate) forget(tps []record.TopicPartition) {
 // handled the records of tps it was given, and applied its flow control
 // (Pause) to them. From the first call on, a partition left behind its end
 // offset by an answer is fetched again only once that answer is reported
-// handled (or handledWait later).
+// handled (or handledWait later), when that answer was larger than twice
+// PartitionMaxRecords records.
 func (s *Source) Handled(tps ...record.TopicPartition) { s.handled.handled(tps) }
