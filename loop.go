@@ -321,7 +321,7 @@ func (r *run) take(pf *record.PartitionFetch, marks map[*record.Record]error, no
 		ps.task.strat.Observe(ps.wid, ps.fetchMax, now)
 	}
 	if ps.maxET > before {
-		ps.span = ps.maxET - max(before, ps.firstET)
+		ps.span, ps.spanRecs = ps.maxET-max(before, ps.firstET), len(pf.Records)
 	}
 	ps.offs.Advance(pf.Position)
 	if ps.restoring && pf.Position >= ps.restorePos {
