@@ -1,6 +1,10 @@
 package signalbox
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/signalbox/signalbox/sources/kafka"
+)
 
 // TestAlignmentAheadCountsRecords: alignment lets a partition run ahead by
 // its last answer's span, counted for at most aheadRecords of the answer's
@@ -25,3 +29,6 @@ func TestAlignmentAheadCountsRecords(t *testing.T) {
 		}
 	}
 }
+
+// The Kafka source reports handled answers (sources/kafka handledGate).
+var _ HandledNotifier = (*kafka.Source)(nil)
