@@ -17,9 +17,10 @@ import (
 //
 //   - Alignment (WithAlignment). A partition's contribution is its newest
 //     event time − delay. It is paused while its contribution is more than
-//     the window, plus the event time its last answer spanned, ahead of its
-//     base: the released watermark, or its own first contribution while the
-//     watermark is still below it (−∞ at start).
+//     the window, plus the event time its last answer spanned (counted for
+//     at most aheadRecords of its records), ahead of its base: the released
+//     watermark, or its own first contribution while the watermark is still
+//     below it (−∞ at start).
 //   - Parked limit (WithParkedLimit). Past the limit, every timed partition
 //     is paused but the lowest holder, until parked bytes fall below three
 //     quarters of the limit.
@@ -81,7 +82,7 @@ func (r *run) align(lowest *partState) {
 			c := ps.contribution(r.cfg.delay)
 			if window > 0 && ps.maxET != watermark.MinTime {
 				base := max(r.wm, ps.firstET-r.cfg.delay.Milliseconds())
-				if c-base > window+ps.span {
+				if c-base > window+ps.ahead() {
 					reason = "align"
 				}
 			}
@@ -105,6 +106,42 @@ func (r *run) align(lowest *partState) {
 		r.pauser.Resume(resume...)
 		r.cfg.logger.Debug("resumed partitions", zap.Int("count", len(resume)))
 	}
+}
+
+// HandledNotifier is implemented by sources that fetch ahead of the
+// engine: between a source and flow control sit a few Fetches (the
+// poller's, the engine's queue), and a pause reaches a partition only after
+// they are delivered. The engine calls Handled with no partition before
+// its first Poll, then, after each pass of flow control (align), with the
+// partitions whose records it handled since the last call; the Kafka source
+// then fetches a partition left behind its end offset again only once its
+// previous records are reported handled, so that a pause takes effect
+// before the partition's next answer however large answers are.
+type HandledNotifier interface {
+	Handled(tps ...record.TopicPartition)
+}
+
+// noteHandled remembers the partitions whose records f delivered, for
+// ackHandled.
+func (r *run) noteHandled(f *record.Fetch) {
+	if r.handledTo == nil {
+		return
+	}
+	for i := range f.Partitions {
+		if len(f.Partitions[i].Records) > 0 {
+			r.handledTPs = append(r.handledTPs, f.Partitions[i].TopicPartition)
+		}
+	}
+}
+
+// ackHandled reports the partitions noteHandled remembered as handled; it
+// is called after align, so their pauses are in place.
+func (r *run) ackHandled() {
+	if r.handledTo == nil || len(r.handledTPs) == 0 {
+		return
+	}
+	r.handledTo.Handled(r.handledTPs...)
+	r.handledTPs = r.handledTPs[:0]
 }
 
 func lessTP(a, b record.TopicPartition) bool {
@@ -142,4 +179,24 @@ func (r *run) pausedList() []record.TopicPartition {
 		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 	return out
+}
+
+// aheadRecords is how many of its last answer's records a partition may
+// run ahead of its base on top of the window (the answer's span counts
+// for at most this many of its records): one answer of the usual size.
+// Sources size answers to fewer (sources/kafka: about 768 records); only
+// whole producer batches make them larger, and a 1 MiB batch of small
+// records is thousands, hours of event time in a long history: with its
+// full span a partition fetched a second such batch while the first was
+// all parked.
+const aheadRecords = 1024
+
+// ahead is the event time a partition may run ahead of its base on top of
+// the window: the event time its last answer spanned, counted for at most
+// aheadRecords of the answer's records.
+func (ps *partState) ahead() int64 {
+	if ps.spanRecs <= aheadRecords {
+		return ps.span
+	}
+	return ps.span * aheadRecords / int64(ps.spanRecs)
 }

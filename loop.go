@@ -119,6 +119,7 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 			return err
 		case p := <-fetches:
 			err := r.handle(ctx, p)
+			r.noteHandled(&p.f)
 			if p.handled != nil {
 				close(p.handled)
 			}
@@ -142,6 +143,7 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 		}
 		lowest := r.lowestHolder()
 		r.align(lowest)
+		r.ackHandled()
 		r.demandEvidence(lowest != nil)
 		if !r.replayed && r.fetched && r.catch.ReplayDone() {
 			r.replayed = true
@@ -322,7 +324,7 @@ func (r *run) take(pf *record.PartitionFetch, marks map[*record.Record]error, no
 		ps.task.strat.Observe(ps.wid, ps.fetchMax, now)
 	}
 	if ps.maxET > before {
-		ps.span = ps.maxET - max(before, ps.firstET)
+		ps.span, ps.spanRecs = ps.maxET-max(before, ps.firstET), len(pf.Records)
 	}
 	ps.offs.Advance(pf.Position)
 	if ps.restoring && pf.Position >= ps.restorePos {

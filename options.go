@@ -286,7 +286,9 @@ func WithParkedStore(s ParkedStore) Option {
 // the delay) runs more than window ahead of the released watermark — or,
 // while the watermark is still −∞, of its own first record — is paused at
 // the source (Pauser), on top of the event time its last fetch answer
-// spanned, so that one answer's worth of data is never refused; it resumes
+// spanned (counted for at most 1,024 of its records: only whole big
+// producer batches make answers larger), so that one answer's worth of
+// data is never refused; it resumes
 // when the watermark catches up. Pausing only holds: a paused partition
 // still gets fresh end-offset evidence and holds the watermark exactly as
 // before. Memory then stays bounded by about one answer per partition plus

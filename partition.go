@@ -35,10 +35,11 @@ type partState struct {
 	floorCount int
 	floorMin   int64
 	// Flow control (align.go): the newest and the first event time
-	// observed, the event time the last answer spanned, and why the
-	// partition is paused ("" when it is not).
+	// observed, the event time the last answer spanned and its records,
+	// and why the partition is paused ("" when it is not).
 	maxET, firstET int64
 	span           int64
+	spanRecs       int
 	paused         string
 	holds          bool  // its catch-up phase holds the watermark
 	fetchMax       int64 // newest event time of the answer being handled

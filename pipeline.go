@@ -153,6 +153,10 @@ type run struct {
 	// (hold.go): both go through one pauseGate.
 	pauser     Pauser
 	holdPauser Pauser
+	// handledTo is the source's HandledNotifier, if it has one, and
+	// handledTPs the partitions handled since it was last told.
+	handledTo  HandledNotifier
+	handledTPs []record.TopicPartition
 	overLimit  bool
 	// future is the poison guard's bound for the Fetch being handled: event
 	// times above it do not move time (WithMaxFuture).
@@ -314,6 +318,9 @@ func newRun(ctx context.Context, p *Pipeline) *run {
 	gate := newPauseGate(p.src)
 	r.pauser, r.holdPauser = gate.pauserFor(pausedByEngine), gate.pauserFor(pausedByHold)
 	r.demander, _ = p.src.(EvidenceDemander)
+	if r.handledTo, _ = p.src.(HandledNotifier); r.handledTo != nil {
+		r.handledTo.Handled() // before the first Poll: the source holds partitions back from here on
+	}
 	switch s := cfg.store.(type) {
 	case *memStore:
 		r.recycler, _ = p.src.(Recycler)

@@ -2,6 +2,8 @@ package kafka
 
 import (
 	"cmp"
+	"encoding/binary"
+	"math"
 	"slices"
 	"time"
 
@@ -115,4 +117,22 @@ func appendBatch(recs []record.Record, p *partState, batch *kbatch.Batch) []reco
 		})
 	}
 	return recs
+}
+
+// largestBatch is the size in bytes of raw's largest record batch, read
+// from the batches' headers (base offset, then length): a trailing batch
+// cut short counts at the length its header gives, when that much of it
+// arrived. A broker answers whole batches only, so a partition's byte limit
+// below this cannot carry its next batch.
+func largestBatch(raw []byte) int32 {
+	var largest int64
+	for len(raw) >= 12 {
+		n := 12 + int64(binary.BigEndian.Uint32(raw[8:]))
+		largest = max(largest, n)
+		if n > int64(len(raw)) {
+			break
+		}
+		raw = raw[n:]
+	}
+	return int32(min(largest, math.MaxInt32))
 }

@@ -1,6 +1,6 @@
 // Package kafka is signalbox's Kafka source, built on franz-go (kgo, kadm,
-// kmsg). It implements the root package's Source, Pauser, EvidenceDemander
-// and Recycler interfaces structurally.
+// kmsg). It implements the root package's Source, Pauser, EvidenceDemander,
+// Recycler and HandledNotifier interfaces structurally.
 //
 // One kgo client (ConnOpts: seeds, client id, TLS, SASL) carries metadata,
 // ListOffsets, OffsetFetch, FindCoordinator and the fetches. In group mode

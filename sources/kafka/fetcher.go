@@ -47,7 +47,8 @@ type fetcher struct {
 	drops     []dropReq // partitions to stop fetching (deleted topics)
 	// dec decodes the answers' record batches (fetcher goroutine only).
 	dec kbatch.Decoder
-	// hasPaused: some of the partitions are paused, so the fetch being
+	// hasPaused: some of the partitions are paused, or held until their
+	// records are handled (handledGate), so the fetch being
 	// sent waits at most pausedWait (Source.fetchWait).
 	hasPaused bool
 }
@@ -119,6 +120,11 @@ func (s *Source) partitionBytes(asked int32, n int) int32 {
 func newFetcher(s *Source, infos []record.PartitionInfo) *fetcher {
 	now := time.Now()
 	f := &fetcher{s: s, wake: make(chan struct{}, 1), delivered: now}
+	tps := make([]record.TopicPartition, len(infos))
+	for i, in := range infos {
+		tps[i] = in.TopicPartition
+	}
+	s.handled.forget(tps) // assigned afresh: nothing of them is on its way
 	for _, in := range infos {
 		f.parts = append(f.parts, &partState{
 			tp: in.TopicPartition, pos: in.Start, maxBytes: min(firstPartitionBytes, s.cfg.PartitionMaxBytes), lastEnd: in.End, certAt: now,
@@ -139,13 +145,17 @@ func (f *fetcher) run(ctx context.Context, out chan<- item) {
 	for ctx.Err() == nil && f.applyDrops() {
 		now := time.Now()
 		var active, paused []*partState
+		held := false
 		wait := f.s.cfg.FetchMaxWait + time.Second
 		for _, p := range f.parts {
-			switch {
+			switch until, h := f.s.handled.holds(p.tp, now); {
 			case f.s.isPaused(p.tp):
 				paused = append(paused, p)
 			case now.Before(p.retryAt):
 				wait = min(wait, p.retryAt.Sub(now))
+			case h:
+				held = true
+				wait = min(wait, until.Sub(now))
 			default:
 				active = append(active, p)
 			}
@@ -159,7 +169,7 @@ func (f *fetcher) run(ctx context.Context, out chan<- item) {
 			wait = min(wait, evi)
 		}
 		if len(active) > 0 {
-			f.hasPaused = len(paused) > 0
+			f.hasPaused = len(paused) > 0 || held
 			pfs = append(pfs, f.fetch(ctx, active)...)
 		}
 		at := f.certified()
@@ -288,7 +298,7 @@ func (f *fetcher) parse(p *partState, blk *fetchBlock, answered time.Time) (reco
 	// Valid until Release, once records has copied them out; the
 	// fetcher's long-lived decoder must not keep the response's bytes
 	// reachable after that.
-	batches, partial, err := f.dec.Decode(blk.raw)
+	batches, _, err := f.dec.Decode(blk.raw)
 	defer f.dec.Release()
 	if err != nil {
 		return f.failed(p, err), true
@@ -301,19 +311,27 @@ func (f *fetcher) parse(p *partState, blk *fetchBlock, answered time.Time) (reco
 	}
 	before := p.pos
 	recs := f.records(p, blk, batches)
+	batch := min(largestBatch(blk.raw), max(f.s.cfg.FetchMaxBytes, p.maxBytes))
 	switch {
-	case p.pos == before && partial:
-		// A batch larger than we asked for: ask for more next time.
-		p.maxBytes = min(max(p.maxBytes, 1<<16)*2, max(f.s.cfg.FetchMaxBytes, p.maxBytes))
+	case p.pos == before && p.pos < end:
+		// Nothing fitted although the log goes on: the next batch is
+		// larger than we asked for (a broker cuts such a batch, or leaves
+		// it out when the partition is not the answer's first). Ask for
+		// more next time: the batch's length when the cut showed it.
+		p.maxBytes = max(min(max(p.maxBytes, 1<<16)*2, max(f.s.cfg.FetchMaxBytes, p.maxBytes)), batch)
 	case len(recs) > 0 && p.pos < end:
 		// The answer stopped short of the end: size the next one from
-		// the bytes per record this one showed.
-		p.maxBytes = f.s.partitionBytes(p.maxBytes, len(recs))
+		// the bytes per record this one showed, and never below its
+		// largest batch, which a broker only ever answers whole.
+		p.maxBytes = max(f.s.partitionBytes(p.maxBytes, len(recs)), batch)
 	}
 	if len(recs) == 0 && p.pos == before && end == p.lastEnd && !p.failed {
 		return record.PartitionFetch{}, false // no news
 	}
 	p.lastEnd, p.failed = end, false
+	if len(recs) > 2*f.s.cfg.PartitionMaxRecords && p.pos < end {
+		f.s.handled.delivering(p.tp, answered) // whole batches made it larger than asked for
+	}
 	return record.PartitionFetch{TopicPartition: p.tp, Records: recs, Position: p.pos, End: end}, true
 }
 

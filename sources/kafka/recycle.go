@@ -15,15 +15,25 @@ import (
 // alias fetch responses and decompressed batches that are never reused
 // (signalbox.Source). An array is cleared when given back, so a pooled
 // array keeps nothing else reachable; the pool holds at most poolArrays
-// arrays, each about PartitionMaxRecords records (a quarter more when new).
+// arrays and room for poolRecords records in all. An array is usually
+// about PartitionMaxRecords records (a quarter more when new), but a
+// broker answers at least one whole producer batch: with 1 MiB batches of
+// small records an array holds thousands, and poolArrays of them would
+// keep more memory idle than the parked records take.
 type recordPool struct {
 	mu   sync.Mutex
 	free [][]record.Record
+	room int // the pooled arrays' capacity, in records
 }
 
 // poolArrays is how many arrays the pool keeps: more than one answer's
 // worth for a fetcher with a few dozen partitions.
 const poolArrays = 64
+
+// poolRecords bounds the pooled arrays' capacity in all: poolArrays
+// arrays of DefaultPartitionMaxRecords records with a quarter to spare
+// (about 10 MiB).
+const poolRecords = poolArrays * DefaultPartitionMaxRecords * 5 / 4
 
 // minPooled is the least answer size (in records) that gets a pooled array.
 const minPooled = 64
@@ -33,13 +43,19 @@ const minPooled = 64
 // the fetcher's estimate of bytes per record), and arrays that no longer fit
 // must not keep the pool full for good.
 func (p *recordPool) put(recs []record.Record) {
+	if cap(recs) > poolRecords {
+		return
+	}
 	clear(recs) // what the records point to is not kept reachable
 	p.mu.Lock()
-	if len(p.free) == poolArrays {
+	for len(p.free) == poolArrays || p.room+cap(recs) > poolRecords {
+		p.room -= cap(p.free[0])
 		copy(p.free, p.free[1:])
-		p.free = p.free[:poolArrays-1]
+		p.free[len(p.free)-1] = nil
+		p.free = p.free[:len(p.free)-1]
 	}
 	p.free = append(p.free, recs[:0])
+	p.room += cap(recs)
 	p.mu.Unlock()
 }
 
@@ -60,6 +76,7 @@ func (p *recordPool) get(n int) []record.Record {
 			p.free[i] = p.free[last]
 			p.free[last] = nil
 			p.free = p.free[:last]
+			p.room -= cap(recs)
 			p.mu.Unlock()
 			return recs
 		}

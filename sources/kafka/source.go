@@ -67,6 +67,8 @@ type Source struct {
 
 	// pool holds the record arrays the engine gave back (Recycle).
 	pool recordPool
+	// handled holds partitions back until their records are handled.
+	handled handledGate
 
 	boot startupState
 	gate *logGate // closed when the start-up fails: abandoned steps log nothing
@@ -131,7 +133,7 @@ func New(cfg Config) (*Source, error) {
 		return nil, err
 	}
 	gate := new(logGate)
-	return &Source{
+	s := &Source{
 		gate:   gate,
 		cfg:    cfg,
 		log:    cfg.Logger.Named("kafka").WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return gatedCore{c, gate} })),
@@ -139,7 +141,9 @@ func New(cfg Config) (*Source, error) {
 		fatal:  make(chan error, 1),
 		paused: make(map[record.TopicPartition]struct{}),
 		disc:   discovery{patterns: compilePatterns(cfg.TopicPatterns)},
-	}, nil
+	}
+	s.handled.wakeUp = s.pokeFetchers
+	return s, nil
 }
 
 // Open connects and, in static mode, snapshots every partition's end offset
@@ -403,6 +407,13 @@ func (s *Source) Resume(tps ...record.TopicPartition) {
 	for _, tp := range tps {
 		delete(s.paused, tp)
 	}
+	s.mu.Unlock()
+	s.pokeFetchers()
+}
+
+// pokeFetchers wakes the fetchers that wait for something to fetch.
+func (s *Source) pokeFetchers() {
+	s.mu.Lock()
 	fs := slices.Clone(s.fetchers)
 	s.mu.Unlock()
 	for _, f := range fs {

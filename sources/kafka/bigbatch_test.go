@@ -1,0 +1,193 @@
+package kafka
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/record"
+)
+
+// produceBatches writes batches batches of n records to each partition of
+// topic, one producer batch per call and partition (a linger long enough
+// to collect each call's records), uncompressed: each record is about 90
+// bytes in the log.
+func produceBatches(t *testing.T, c *embedded.Cluster, topic string, partitions int32, batches, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(append(c.ClientOptions(), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(200*time.Millisecond), kgo.ProducerBatchMaxBytes(4<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for b := range batches {
+		var rs []*kgo.Record
+		for p := range partitions {
+			for i := range n {
+				rs = append(rs, &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf(`{"b":%d,"i":%d,"pad":%q}`, b, i, strings.Repeat("x", 60)))})
+			}
+		}
+		if err := cl.ProduceSync(bg, rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestFetchSizedToWholeBatches: when one producer batch holds many more
+// records than PartitionMaxRecords, a partition's byte limit is never sized
+// below its batches: a broker answers whole batches only, and leaves a
+// batch larger than the limit out of the answer (kfake) or cuts it
+// (Kafka) unless its partition comes first. So every fetch, once the
+// first answers have shown the batches' size, carries a batch of every
+// partition, instead of one partition's in turn.
+func TestFetchSizedToWholeBatches(t *testing.T) {
+	const parts, batches, n = 3, 6, 1000 // a batch of about 90 KB: more than a first fetch's 64 KiB
+	c := startCluster(t, embedded.WithTopic("big", parts))
+	produceBatches(t, c, "big", parts, batches, n)
+	src := openSource(t, Config{Brokers: c.Addrs(), Topics: []string{"big"}, PartitionMaxRecords: 20})
+	var infos []record.PartitionInfo
+	for p := range int32(parts) {
+		infos = append(infos, record.PartitionInfo{TopicPartition: record.TopicPartition{Topic: "big", Partition: p}, End: batches * n})
+	}
+	f := newFetcher(src, infos)
+	var rounds []int // partitions with records, per fetch
+	for done := 0; done < parts && len(rounds) < 10*batches; {
+		got := 0
+		for _, pf := range f.fetch(bg, f.parts) {
+			if pf.Err != nil {
+				t.Fatal(pf.Err)
+			}
+			if len(pf.Records) > 0 {
+				got++
+				if len(pf.Records) > n {
+					t.Fatalf("%v: %d records in one answer, want one batch (%d)", pf.TopicPartition, len(pf.Records), n)
+				}
+			}
+		}
+		done = 0
+		for _, p := range f.parts {
+			if p.pos == batches*n {
+				done++
+			}
+		}
+		rounds = append(rounds, got)
+	}
+	// The first fetches may find the limits too small (the batches' size is
+	// unknown yet); after them, every partition advances in every fetch.
+	if len(rounds) > batches+2 {
+		t.Fatalf("%d fetches to read %d batches per partition (partitions with records per fetch: %v); want at most %d",
+			len(rounds), batches, rounds, batches+2)
+	}
+	for _, p := range f.parts {
+		if p.maxBytes < 80<<10 {
+			t.Errorf("%v: byte limit %d, below one batch of %d records", p.tp, p.maxBytes, n)
+		}
+	}
+}
+
+// TestLargestBatch reads batch lengths from the headers, a cut batch's
+// included.
+func TestLargestBatch(t *testing.T) {
+	batch := func(n int) []byte {
+		b := make([]byte, 12+n)
+		b[8], b[9], b[10], b[11] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
+		return b
+	}
+	raw := append(append(batch(100), batch(300)...), batch(200)...)
+	if got := largestBatch(raw); got != 312 {
+		t.Errorf("largest of 112, 312, 212: %d", got)
+	}
+	cut := append(batch(100), batch(5000)[:40]...)
+	if got := largestBatch(cut); got != 5012 {
+		t.Errorf("a cut batch of 5012 bytes after one of 112: %d", got)
+	}
+	if got := largestBatch(batch(10)[:8]); got != 0 {
+		t.Errorf("less than a header: %d, want 0", got)
+	}
+}
+
+// TestHandledGate: once the caller reports handled records (Handled), a
+// partition that an answer of whole batches, far more records than
+// PartitionMaxRecords, left behind its end is not fetched again until that
+// answer is reported handled, so that a pause the caller makes on handling
+// it comes before the partition's next answer. Answers of the usual size
+// are not held (TestHandledGateSparesUsualAnswers).
+func TestHandledGate(t *testing.T) {
+	const batches, n = 4, 1000 // one batch per answer (about 90 KB each)
+	c := startCluster(t, embedded.WithTopic("gate", 1))
+	produceBatches(t, c, "gate", 1, batches, n)
+	tp := record.TopicPartition{Topic: "gate", Partition: 0}
+	col := openAssigned(t, 1, Config{Brokers: c.Addrs(), Topics: []string{"gate"}, PartitionMaxRecords: n / 10},
+		func(s *Source) { s.handled.wait = hangGuard; s.Handled() })
+	records := func() int {
+		k := 0
+		for _, pf := range col.fetches {
+			k += len(pf.Records)
+		}
+		return k
+	}
+	col.until("first records", func() bool { return records() > 0 })
+	for got := records(); got < batches*n; got = records() {
+		col.pollFor(300 * time.Millisecond)
+		if now := records(); now != got {
+			t.Fatalf("%d records before Handled, %d after polling on: the partition was fetched again before its records were handled", got, now)
+		}
+		col.src.Handled(tp)
+		col.until("the next records", func() bool { return records() > got })
+	}
+	// At its end a partition is not held: a live answer is not delayed.
+	if _, held := col.src.handled.holds(tp, time.Now()); held {
+		t.Fatal("a partition at its end offset is held")
+	}
+}
+
+// TestRecordPoolBoundsRecords: the pool keeps at most poolRecords records
+// of room in all, however few arrays that is: with big producer batches an
+// answer's array holds thousands of records, and poolArrays of them idle
+// would take more memory than the parked records.
+func TestRecordPoolBoundsRecords(t *testing.T) {
+	var p recordPool
+	const big = 8750 // one 1 MiB batch of small records, a quarter to spare
+	for range poolArrays {
+		p.put(make([]record.Record, 0, big))
+	}
+	room := 0
+	for _, a := range p.free {
+		room += cap(a)
+	}
+	if room > poolRecords || room != p.room {
+		t.Fatalf("the pool keeps room for %d records (counted %d), want at most %d", room, p.room, poolRecords)
+	}
+	if len(p.free) == 0 {
+		t.Fatal("the pool kept nothing")
+	}
+	b := p.get(big * 4 / 5)
+	if cap(b) != big || p.room != room-big {
+		t.Fatalf("get: capacity %d and room %d left, want a pooled array of %d and %d left", cap(b), p.room, big, room-big)
+	}
+	p.put(make([]record.Record, 0, poolRecords+1)) // larger than the whole pool
+	if p.room != room-big {
+		t.Fatalf("an array larger than the pool was kept: room %d", p.room)
+	}
+}
+
+// TestHandledGateSparesUsualAnswers: answers of about PartitionMaxRecords
+// records keep flowing without Handled, as a replay of small batches needs.
+func TestHandledGateSparesUsualAnswers(t *testing.T) {
+	const batches, n = 4, 1000
+	c := startCluster(t, embedded.WithTopic("usual", 1))
+	produceBatches(t, c, "usual", 1, batches, n)
+	col := openAssigned(t, 1, Config{Brokers: c.Addrs(), Topics: []string{"usual"}, PartitionMaxRecords: n},
+		func(s *Source) { s.handled.wait = hangGuard; s.Handled() })
+	col.until("every record, none reported handled", func() bool {
+		k := 0
+		for _, pf := range col.fetches {
+			k += len(pf.Records)
+		}
+		return k == batches*n
+	})
+}
