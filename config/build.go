@@ -177,7 +177,7 @@ func (j *Job) options() []signalbox.Option {
 	return opts
 }
 
-func (j *Job) buildSink(s *Sink) (signalbox.Sink, error) { return sinkKinds[s.Type].build(j, s) }
+func (j *Job) buildSink(s *Sink) (signalbox.Sink, error) { return s.settings().build(j) }
 
 // Pipeline opens nothing: it makes the Kafka source and the pipeline from
 // the plan, with extra options appended (e.g. an observer).

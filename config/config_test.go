@@ -387,8 +387,10 @@ sinks: [{type: kafka, topic: o, brokers: *b}]
 	if in := j.Inputs[1]; in.Topic != "b" || in.TimeField != "meta.ts" {
 		t.Errorf("inputs[1] = %+v: the mapping's own key must override the merged one", in)
 	}
-	if len(j.Sinks) != 1 || strings.Join(j.Sinks[0].Brokers, ",") != "h:1" {
+	if len(j.Sinks) != 1 {
 		t.Errorf("sinks = %+v", j.Sinks)
+	} else if k, ok := j.Sinks[0].Settings.(*KafkaSink); !ok || strings.Join(k.Brokers, ",") != "h:1" {
+		t.Errorf("sinks[0] = %+v", j.Sinks[0])
 	}
 	if j.lines["inputs[1].time_field"] != 6 {
 		t.Errorf("line of inputs[1].time_field = %d, want 6", j.lines["inputs[1].time_field"])

@@ -131,6 +131,12 @@ func (d *nodeDecoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			d.bad(n, path, "want a mapping of keys to values, got %s", describe(n))
 			return
 		}
+		if s, ok := v.Addr().Interface().(*Sink); ok {
+			u := reflect.New(sinkUnion).Elem()
+			d.mapping(n, u, path, map[string]bool{})
+			s.take(u)
+			return
+		}
 		d.mapping(n, v, path, map[string]bool{})
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {

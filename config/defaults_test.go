@@ -148,8 +148,8 @@ func TestDocumentedDefaultsMatchCode(t *testing.T) {
 	}
 	// Defaults that name another field rather than a value.
 	references := map[string]bool{
-		"kafka.brokers": true, // the job's brokers (buildKafka)
-		"kafka.group":   true, // the job's group (buildKafka)
+		"kafka.brokers": true, // the job's brokers (KafkaSink.build)
+		"kafka.group":   true, // the job's group (KafkaSink.build)
 	}
 
 	doc := docDefaults(t)

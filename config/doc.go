@@ -50,4 +50,11 @@
 //  10. A key set twice in one mapping is an error naming both lines. Merge
 //     keys follow YAML 1.1: a mapping's own keys override merged ones, an
 //     earlier merged mapping's keys a later one's, each key taken whole.
+//  11. Each sink type's settings are one struct (sink_<type>.go) whose yaml
+//     tags are its keys and whose methods validate and build it: a sink's
+//     mapping is decoded by the generic walker into the union of every
+//     type's keys (sinkUnion), then its type takes its own keys; a key of
+//     another type set to other than its zero value is refused by Validate
+//     naming the type and its keys (TestSinkKeysAreDocumented holds each
+//     struct to its table in docs/config.md).
 package config

@@ -77,37 +77,6 @@ type Input struct {
 	KeyFormat string `yaml:"key_format"`
 }
 
-// Sink is one entry of `sinks`, or `dead_letter`. Type selects the sink;
-// the other fields belong to one type each (see docs/config.md).
-type Sink struct {
-	Type string `yaml:"type"`
-	// jsonl
-	Path       string `yaml:"path"`
-	Sync       bool   `yaml:"sync"`
-	BufferSize string `yaml:"buffer_size"`
-	// bulk
-	URL        string `yaml:"url"`
-	Index      string `yaml:"index"`
-	AuthEnv    string `yaml:"auth_env"`
-	MaxDocs    int    `yaml:"max_docs"`
-	MaxBytes   string `yaml:"max_bytes"`
-	Linger     string `yaml:"linger"`
-	DocID      string `yaml:"doc_id"`
-	Versioning string `yaml:"versioning"`
-	// kafka (brokers also the job's default)
-	Brokers         []string `yaml:"brokers"`
-	Topic           string   `yaml:"topic"`
-	TransactionalID string   `yaml:"transactional_id"`
-	Group           string   `yaml:"group"`
-	// postgres
-	DSNEnv    string `yaml:"dsn_env"`
-	Table     string `yaml:"table"`
-	Name      string `yaml:"name"`
-	ValueType string `yaml:"value_type"`
-	NoCreate  bool   `yaml:"no_create"`
-	MaxBatch  int    `yaml:"max_batch"`
-}
-
 // State is the `state` section: where and within what memory budget parked
 // records are kept.
 type State struct {

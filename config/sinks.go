@@ -1,156 +1,175 @@
 package config
 
 import (
-	"cmp"
 	"fmt"
-	"net/http"
 	"os"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/signalbox/signalbox"
-	"github.com/signalbox/signalbox/sinks/bulk"
-	"github.com/signalbox/signalbox/sinks/jsonl"
-	kafkasink "github.com/signalbox/signalbox/sinks/kafka"
-	"github.com/signalbox/signalbox/sinks/postgres"
-	"github.com/signalbox/signalbox/sources/kafka"
 )
 
-// sinkKind validates and builds the sinks of one type.
+// Sink is one entry of `sinks`, or `dead_letter`: its type and the settings
+// of that type (see docs/config.md).
+type Sink struct {
+	Type string
+	// Settings are the type's settings, a *JSONLSink, *BulkSink, *KafkaSink
+	// or *PostgresSink as Type says; nil when Type is absent or unknown, or
+	// for a type whose every setting takes its default.
+	Settings SinkSettings
+
+	// foreign are the keys set (not to their zero value) that belong to
+	// another type, in the order of sinkKinds: Validate refuses them.
+	foreign []string
+}
+
+// SinkSettings are the settings of one sink type: one struct per type,
+// whose yaml tags are its keys, decoded from the keys of the sink's mapping
+// once its type is known.
+type SinkSettings interface {
+	// validate checks the settings of the sink at path p.
+	validate(v *validator, p string)
+	// build makes the sink; j is the job, for the settings the sink
+	// shares with it.
+	build(j *Job) (signalbox.Sink, error)
+}
+
+// sinkKind is one sink type.
 type sinkKind struct {
-	fields   []string // the YAML keys of Sink this type uses, besides type
-	validate func(s *Sink, v *validator, path string)
-	build    func(j *Job, s *Sink) (signalbox.Sink, error)
+	name   string
+	new    func() SinkSettings
+	fields []string // the yaml tags of new()'s struct: the type's keys besides type
 }
 
-// sinkKinds maps every type in sinkTypes to its builder; nil means the
-// type is recognised but this build cannot make it yet.
-var sinkKinds = map[string]*sinkKind{
-	"jsonl":    {fields: []string{"path", "sync", "buffer_size"}, validate: validateJSONL, build: buildJSONL},
-	"bulk":     {fields: []string{"url", "index", "auth_env", "max_docs", "max_bytes", "linger", "doc_id", "versioning"}, validate: validateBulk, build: buildBulk},
-	"kafka":    {fields: []string{"brokers", "topic", "transactional_id", "group"}, validate: validateKafka, build: buildKafka},
-	"postgres": {fields: []string{"dsn_env", "table", "name", "value_type", "no_create", "max_batch"}, validate: validatePostgres, build: buildPostgres},
+// sinkKinds are the sink types. Their order is that of the keys an unknown
+// key is matched against when the type is unknown, and of the foreign keys
+// a sink reports; sinkTypes is the order messages list them in.
+var sinkKinds = []*sinkKind{
+	{name: "jsonl", new: func() SinkSettings { return new(JSONLSink) }},
+	{name: "bulk", new: func() SinkSettings { return new(BulkSink) }},
+	{name: "kafka", new: func() SinkSettings { return new(KafkaSink) }},
+	{name: "postgres", new: func() SinkSettings { return new(PostgresSink) }},
 }
 
-// checkFields reports every field of s that is set but not used by kind.
-func (s *Sink) checkFields(kind *sinkKind, v *validator, p string) {
-	rv, rt := reflect.ValueOf(*s), reflect.TypeOf(*s)
-	for i := range rt.NumField() {
-		tag := rt.Field(i).Tag.Get("yaml")
-		if tag == "type" || rv.Field(i).IsZero() || slices.Contains(kind.fields, tag) {
-			continue
+// sinkKindOf returns the kind named name, nil when there is none.
+func sinkKindOf(name string) *sinkKind {
+	if i := slices.IndexFunc(sinkKinds, func(k *sinkKind) bool { return k.name == name }); i >= 0 {
+		return sinkKinds[i]
+	}
+	return nil
+}
+
+// sinkUnion is a struct holding type and every key of every sink type, each
+// once (a key two types share has one Go type): a sink's mapping is decoded
+// into it, so that merge keys, duplicate keys and values of the wrong kind
+// are the generic decoder's (or yaml.v3's) business, and then its values go
+// to the settings of the sink's type (Sink.take). unionField maps a key to
+// its field.
+var sinkUnion, unionField = func() (reflect.Type, map[string]int) {
+	fields := []reflect.StructField{{Name: "Type", Type: reflect.TypeFor[string](), Tag: `yaml:"type"`}}
+	index := map[string]int{"type": 0}
+	for _, k := range sinkKinds {
+		t := reflect.TypeOf(k.new()).Elem()
+		for i := range t.NumField() {
+			f := t.Field(i)
+			tag := f.Tag.Get("yaml")
+			k.fields = append(k.fields, tag)
+			if j, dup := index[tag]; dup {
+				if fields[j].Type != f.Type {
+					panic(fmt.Sprintf("config: sink key %s is a %v and a %v", tag, fields[j].Type, f.Type))
+				}
+				continue
+			}
+			index[tag] = len(fields)
+			fields = append(fields, reflect.StructField{Name: fmt.Sprintf("F%d", len(fields)), Type: f.Type, Tag: f.Tag})
 		}
+	}
+	return reflect.StructOf(fields), index
+}()
+
+// take sets s from u, a decoded sinkUnion: the type, the settings of that
+// type, and the keys of other types that are set.
+func (s *Sink) take(u reflect.Value) {
+	*s = Sink{Type: u.Field(0).String()}
+	kind := sinkKindOf(s.Type)
+	if kind == nil {
+		return // Validate reports the type; no key is foreign to no type
+	}
+	s.Settings = kind.new()
+	settings := reflect.ValueOf(s.Settings).Elem()
+	for i, tag := range kind.fields {
+		settings.Field(i).Set(u.Field(unionField[tag]))
+	}
+	for _, k := range sinkKinds {
+		for _, tag := range k.fields {
+			if !slices.Contains(kind.fields, tag) && !slices.Contains(s.foreign, tag) && !u.Field(unionField[tag]).IsZero() {
+				s.foreign = append(s.foreign, tag)
+			}
+		}
+	}
+}
+
+// UnmarshalYAML lets yaml.v3 decode a Sink as Parse does (bar Parse's
+// error messages and lines).
+func (s *Sink) UnmarshalYAML(unmarshal func(any) error) error {
+	u := reflect.New(sinkUnion)
+	if err := unmarshal(u.Interface()); err != nil {
+		return err
+	}
+	s.take(u.Elem())
+	return nil
+}
+
+// validate checks the type, the keys of other types, and the settings.
+func (s *Sink) validate(v *validator, p string) {
+	kind := sinkKindOf(s.Type)
+	switch {
+	case s.Type == "":
+		v.bad(p+".type", "required: one of %s", strings.Join(sinkTypes, ", "))
+		return
+	case kind == nil:
+		v.bad(p+".type", "%q is not one of %s", s.Type, strings.Join(sinkTypes, ", "))
+		return
+	}
+	for _, tag := range s.foreign {
 		v.bad(p+"."+tag, "not a field of a %s sink (its fields: %s)%s", s.Type, strings.Join(kind.fields, ", "), didYouMean(tag, kind.fields))
 	}
+	if s.Settings != nil && reflect.TypeOf(s.Settings) != reflect.TypeOf(kind.new()) {
+		v.bad(p+".type", "%s, but the settings are a %T", s.Type, s.Settings)
+		return
+	}
+	s.settings().validate(v, p)
 }
 
-func validateJSONL(s *Sink, v *validator, p string) {
-	if n := v.size(p+".buffer_size", s.BufferSize); n > 0 {
-		v.fields(p, jsonl.Options{BufferSize: int(n)}.Validate())
+// settings are s.Settings, or the defaults of its type when nil; nil for
+// an unknown type.
+func (s *Sink) settings() SinkSettings {
+	if s.Settings != nil {
+		return s.Settings
 	}
-	if s.Sync && s.writesStdout() {
-		v.bad(p+".sync", "only for a file path, not stdout")
+	if kind := sinkKindOf(s.Type); kind != nil {
+		return kind.new()
 	}
-}
-
-func buildJSONL(_ *Job, s *Sink) (signalbox.Sink, error) {
-	opts := jsonl.Options{Sync: s.Sync, BufferSize: int(sizeOrZero(s.BufferSize))}
-	if s.writesStdout() {
-		return jsonl.New(os.Stdout, opts), nil
-	}
-	return jsonl.Create(s.Path, opts), nil
-}
-
-var (
-	docIDValues      = []string{"key", "offset"}
-	versioningValues = []string{"event_time", "offset", "none"}
-)
-
-func validateBulk(s *Sink, v *validator, p string) {
-	cfg := bulk.Config{URL: s.URL, Index: s.Index, MaxDocs: s.MaxDocs, MaxBytes: int(v.size(p+".max_bytes", s.MaxBytes)),
-		Linger: v.duration(p+".linger", s.Linger, notNegative)}
-	v.fields(p, cfg.Validate())
-	v.oneOf(p+".doc_id", s.DocID, docIDValues)
-	v.oneOf(p+".versioning", s.Versioning, versioningValues)
-	v.envName(p+".auth_env", s.AuthEnv)
-}
-
-func buildBulk(_ *Job, s *Sink) (signalbox.Sink, error) {
-	cfg := bulk.Config{URL: s.URL, Index: s.Index, MaxDocs: s.MaxDocs, MaxBytes: int(sizeOrZero(s.MaxBytes))}
-	if s.Linger != "" {
-		cfg.Linger, _ = time.ParseDuration(s.Linger) // validated
-	}
-	if s.DocID == "offset" {
-		cfg.DocID = bulk.OffsetID
-	}
-	cfg.Versioning = map[string]bulk.Versioning{"offset": bulk.OffsetVersion, "none": bulk.NoVersion}[s.Versioning]
-	if s.AuthEnv != "" {
-		auth, err := fromEnv("auth_env", s.AuthEnv)
-		if err != nil {
-			return nil, err
-		}
-		cfg.Header = http.Header{"Authorization": []string{auth}}
-	}
-	return bulk.New(cfg), nil
-}
-
-// sizeOrZero parses a validated size; "" is 0, the default.
-func sizeOrZero(s string) int64 {
-	n, _ := ParseSize(s)
-	return n
-}
-
-// writesStdout reports whether the sink writes to standard output.
-func (s *Sink) writesStdout() bool { return s.Type == "jsonl" && stdoutPaths[s.Path] }
-
-// A Kafka topic name: 1 to 249 of these characters, not "." or "..".
-var topicRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
-
-func validateKafka(s *Sink, v *validator, p string) {
-	switch {
-	case s.Topic == "":
-		v.bad(p+".topic", "required for a kafka sink: the output topic, which must exist")
-	case !topicRE.MatchString(s.Topic) || s.Topic == "." || s.Topic == "..":
-		v.bad(p+".topic", "%q is not a Kafka topic name (letters, digits, '.', '_', '-'; at most 249)", s.Topic)
-	}
-	for i, b := range s.Brokers {
-		if err := kafka.CheckBroker(b); err != nil {
-			v.bad(fmt.Sprintf("%s.brokers[%d]", p, i), "%v", err)
-		}
-	}
-	if s.Group != "" && s.TransactionalID == "" {
-		v.bad(p+".group", "only used with transactional_id (exactly-once mode)")
-	}
-}
-
-// pgTableRE is an unquoted-style table name, optionally schema-qualified.
-// The sink quotes it, so upper case would make a case-sensitive name: the
-// library accepts it, but the job file refuses it rather than silently
-// surprise a psql user. (The length rule is the library's.)
-var pgTableRE = regexp.MustCompile(`^([a-z_][a-z0-9_]*\.)?[a-z_][a-z0-9_]*$`)
-
-func validatePostgres(s *Sink, v *validator, p string) {
-	if s.DSNEnv == "" {
-		v.bad(p+".dsn_env", "required for a postgres sink: the NAME of the environment variable holding the connection string")
-	}
-	v.envName(p+".dsn_env", s.DSNEnv)
-	if s.Table != "" && !pgTableRE.MatchString(s.Table) {
-		v.bad(p+".table", "%q is not a lower-case table name such as signalbox_records or ops.ordered", s.Table)
-	}
-	cfg := postgres.Config{DSN: "(read by Build)", Table: s.Table, ValueType: s.ValueType, MaxBatch: s.MaxBatch}
-	cfg.EnsureDefaults()
-	v.fields(p, cfg.Validate())
+	return nil
 }
 
 // exactlyOnce reports whether s stores the checkpoint in its own
 // transaction (a CheckpointSink once built).
 func (s *Sink) exactlyOnce() bool {
-	return s.Type == "postgres" || s.Type == "kafka" && s.TransactionalID != ""
+	switch c := s.settings().(type) {
+	case *PostgresSink:
+		return true
+	case *KafkaSink:
+		return c.TransactionalID != ""
+	}
+	return false
+}
+
+// writesStdout reports whether the sink writes to standard output.
+func (s *Sink) writesStdout() bool {
+	c, ok := s.settings().(*JSONLSink)
+	return ok && c.writesStdout()
 }
 
 // validateSinkSet checks what involves a sink and the rest of the job; how
@@ -158,13 +177,13 @@ func (s *Sink) exactlyOnce() bool {
 // (validateLibrary).
 func (j *Job) validateSinkSet(v *validator) {
 	for i := range j.Sinks {
-		s, p := &j.Sinks[i], fmt.Sprintf("sinks[%d]", i)
-		if s.Type == "kafka" && s.TransactionalID != "" && s.Group == "" && j.Group == "" {
+		p := fmt.Sprintf("sinks[%d]", i)
+		if c, ok := j.Sinks[i].Settings.(*KafkaSink); ok && c.TransactionalID != "" && c.Group == "" && j.Group == "" {
 			v.bad(p+".group", "required with transactional_id when the job has no group: the consumer group whose offsets the output transaction commits")
 		}
 	}
-	if dl := j.DeadLetter; dl != nil && dl.Type == "kafka" {
-		if dl.Group != "" {
+	if dl := j.DeadLetter; dl != nil {
+		if c, ok := dl.Settings.(*KafkaSink); ok && c.Group != "" {
 			v.bad("dead_letter.group", "not used by a dead-letter sink: it stores no checkpoint")
 		}
 	}
@@ -182,43 +201,10 @@ func (a atLeastOnce) BytesOnly() bool {
 	return ok && b.BytesOnly()
 }
 
-func buildKafka(j *Job, s *Sink) (signalbox.Sink, error) {
-	conn, err := j.connection()
-	if err != nil {
-		return nil, err
-	}
-	co, err := conn.ConnOpts() // the job's client id, TLS and SASL
-	if err != nil {
-		return nil, fmt.Errorf("kafka sink: %w", err)
-	}
-	cfg := kafkasink.Config{Brokers: s.Brokers, Topic: s.Topic, TransactionalID: s.TransactionalID, Conn: co, StartupTimeout: conn.StartupTimeout}
-	if cfg.TransactionalID != "" {
-		// The transaction commits the job's consumer offsets itself
-		// (AddOffsetsToTxn), and signalbox then does not commit them
-		// through the source (signalbox.SourceOffsetCommitter).
-		cfg.GroupID = cmp.Or(s.Group, j.Group)
-	}
-	if len(cfg.Brokers) == 0 {
-		cfg.Brokers = j.Brokers
-	}
-	if cfg.TransactionalID == "" || cfg.GroupID == "" {
-		return atLeastOnce{kafkasink.New(cfg)}, nil
-	}
-	return kafkasink.New(cfg), nil
-}
-
-func buildPostgres(j *Job, s *Sink) (signalbox.Sink, error) {
-	dsn, err := fromEnv("dsn_env", s.DSNEnv)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := pgx.ParseConfig(dsn); err != nil { // the message would show the secret
-		return nil, fmt.Errorf("dsn_env: environment variable %s does not hold a PostgreSQL connection string", s.DSNEnv)
-	}
-	return postgres.New(postgres.Config{
-		DSN: dsn, Table: s.Table, Name: cmp.Or(s.Name, j.Group, postgres.DefaultName),
-		ValueType: s.ValueType, NoCreate: s.NoCreate, MaxBatch: s.MaxBatch,
-	}), nil
+// sizeOrZero parses a validated size; "" is 0, the default.
+func sizeOrZero(s string) int64 {
+	n, _ := ParseSize(s)
+	return n
 }
 
 // fromEnv reads the secret held by the environment variable name, which the

@@ -80,10 +80,10 @@ func editDistance(a, b string) int {
 // struct v: its yaml tags; for a sink whose type n names, only that type's
 // keys, so that a misspelt key is matched against the keys it can mean.
 func knownKeys(v reflect.Value, n *yaml.Node) []string {
-	if v.Type() == reflect.TypeFor[Sink]() {
+	if v.Type() == sinkUnion {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			if n.Content[i].Value == "type" {
-				if kind := sinkKinds[n.Content[i+1].Value]; kind != nil {
+				if kind := sinkKindOf(n.Content[i+1].Value); kind != nil {
 					return append([]string{"type"}, kind.fields...)
 				}
 			}

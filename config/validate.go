@@ -275,20 +275,6 @@ func (in Input) library() signalbox.Input {
 	}
 }
 
-func (s *Sink) validate(v *validator, p string) {
-	switch kind, known := sinkKinds[s.Type]; {
-	case s.Type == "":
-		v.bad(p+".type", "required: one of %s", strings.Join(sinkTypes, ", "))
-	case !known:
-		v.bad(p+".type", "%q is not one of %s", s.Type, strings.Join(sinkTypes, ", "))
-	case kind == nil:
-		v.bad(p+".type", "the %s sink is not yet supported by this build", s.Type)
-	default:
-		s.checkFields(kind, v, p)
-		kind.validate(s, v, p)
-	}
-}
-
 // libraryInputs are the signalbox.Inputs the job's inputs build, without
 // their decoders (Build adds them).
 func (j *Job) libraryInputs() []signalbox.Input {

@@ -205,7 +205,12 @@ func TestKubernetesManifests(t *testing.T) {
 	}
 	secretEnv := []string{job.SASL.PasswordEnv}
 	for _, s := range job.Sinks {
-		secretEnv = append(secretEnv, s.DSNEnv, s.AuthEnv)
+		switch c := s.Settings.(type) {
+		case *config.PostgresSink:
+			secretEnv = append(secretEnv, c.DSNEnv)
+		case *config.BulkSink:
+			secretEnv = append(secretEnv, c.AuthEnv)
+		}
 	}
 	for _, name := range secretEnv {
 		if name == "" {
@@ -239,9 +244,13 @@ func TestKubernetesManifests(t *testing.T) {
 	} else if mount.ReadOnly {
 		t.Errorf("state.dir %s is on a read-only mount", job.State.Dir)
 	}
-	if job.DeadLetter != nil && job.DeadLetter.Path != "" {
-		if m, _ := mountOf(t, c, pod.Volumes, job.DeadLetter.Path); m == nil || m.ReadOnly {
-			t.Errorf("dead_letter.path %s is not on a writable volume (the root file system is read-only)", job.DeadLetter.Path)
+	var dl *config.JSONLSink
+	if job.DeadLetter != nil {
+		dl, _ = job.DeadLetter.Settings.(*config.JSONLSink)
+	}
+	if dl != nil && dl.Path != "" {
+		if m, _ := mountOf(t, c, pod.Volumes, dl.Path); m == nil || m.ReadOnly {
+			t.Errorf("dead_letter.path %s is not on a writable volume (the root file system is read-only)", dl.Path)
 		}
 	}
 

@@ -1,0 +1,65 @@
+package config
+
+import (
+	"cmp"
+	"fmt"
+	"regexp"
+
+	"github.com/signalbox/signalbox"
+	kafkasink "github.com/signalbox/signalbox/sinks/kafka"
+	"github.com/signalbox/signalbox/sources/kafka"
+)
+
+// KafkaSink are the settings of a `type: kafka` sink. Brokers default to
+// the job's; Group, to the job's group, is used only with TransactionalID.
+type KafkaSink struct {
+	Brokers         []string `yaml:"brokers"`
+	Topic           string   `yaml:"topic"`
+	TransactionalID string   `yaml:"transactional_id"`
+	Group           string   `yaml:"group"`
+}
+
+// A Kafka topic name: 1 to 249 of these characters, not "." or "..".
+var topicRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
+
+func (s *KafkaSink) validate(v *validator, p string) {
+	switch {
+	case s.Topic == "":
+		v.bad(p+".topic", "required for a kafka sink: the output topic, which must exist")
+	case !topicRE.MatchString(s.Topic) || s.Topic == "." || s.Topic == "..":
+		v.bad(p+".topic", "%q is not a Kafka topic name (letters, digits, '.', '_', '-'; at most 249)", s.Topic)
+	}
+	for i, b := range s.Brokers {
+		if err := kafka.CheckBroker(b); err != nil {
+			v.bad(fmt.Sprintf("%s.brokers[%d]", p, i), "%v", err)
+		}
+	}
+	if s.Group != "" && s.TransactionalID == "" {
+		v.bad(p+".group", "only used with transactional_id (exactly-once mode)")
+	}
+}
+
+func (s *KafkaSink) build(j *Job) (signalbox.Sink, error) {
+	conn, err := j.connection()
+	if err != nil {
+		return nil, err
+	}
+	co, err := conn.ConnOpts() // the job's client id, TLS and SASL
+	if err != nil {
+		return nil, fmt.Errorf("kafka sink: %w", err)
+	}
+	cfg := kafkasink.Config{Brokers: s.Brokers, Topic: s.Topic, TransactionalID: s.TransactionalID, Conn: co, StartupTimeout: conn.StartupTimeout}
+	if cfg.TransactionalID != "" {
+		// The transaction commits the job's consumer offsets itself
+		// (AddOffsetsToTxn), and signalbox then does not commit them
+		// through the source (signalbox.SourceOffsetCommitter).
+		cfg.GroupID = cmp.Or(s.Group, j.Group)
+	}
+	if len(cfg.Brokers) == 0 {
+		cfg.Brokers = j.Brokers
+	}
+	if cfg.TransactionalID == "" || cfg.GroupID == "" {
+		return atLeastOnce{kafkasink.New(cfg)}, nil
+	}
+	return kafkasink.New(cfg), nil
+}
