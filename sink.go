@@ -114,12 +114,6 @@ type Claimer interface {
 	Claim(ctx context.Context, member *record.GroupMember, partitions []record.TopicPartition) error
 }
 
-// Purger is implemented by sinks that can delete everything they hold, for
-// tests and migrations.
-type Purger interface {
-	Purge(ctx context.Context) error
-}
-
 // RetryReporter is implemented by sinks that retry inside a call (the HTTP
 // bulk sink retries each request on 429 and 5xx). Run's sink goroutine
 // calls ReportRetries once, before the first Write; the sink then calls
