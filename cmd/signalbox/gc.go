@@ -61,7 +61,7 @@ func tuneRuntime(plan *config.Plan, opts *durable.StoreOptions, log *zap.Logger)
 			parked = signalbox.DefaultParkedLimit
 		}
 		plan.Kafka.EnsureDefaults()
-		limit = 2*parked + 4*int64(plan.Kafka.FetchMaxBytes) + 64<<20
+		limit = config.MemoryLimit(2*parked, plan.Kafka.FetchMaxBytes)
 	}
 	paced, stop := config.SetRuntime(limit, gc)
 	log.Info("go runtime bounded", zap.Bool("state_dir", opts != nil), zap.Int32("fetch_max_bytes", plan.Kafka.FetchMaxBytes),
