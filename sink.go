@@ -114,6 +114,14 @@ type Claimer interface {
 	Claim(ctx context.Context, member *record.GroupMember, partitions []record.TopicPartition) error
 }
 
+// Namer is implemented by sinks that name themselves in logs, dead-letter
+// reasons and the sink label of the metrics (the built-in sinks: "jsonl",
+// "kafka", "postgres", "bulk"). A sink without it is named "sink"; repeats
+// of one name are numbered "#2", "#3" ….
+type Namer interface {
+	Name() string
+}
+
 // RetryReporter is implemented by sinks that retry inside a call (the HTTP
 // bulk sink retries each request on 429 and 5xx). Run's sink goroutine
 // calls ReportRetries once, before the first Write; the sink then calls
