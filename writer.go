@@ -42,7 +42,7 @@ func (r *run) write(ctx context.Context) {
 			r.errs <- err
 			continue
 		}
-		if cap(o.records) > 256 {
+		if cap(o.records) > smallBatch {
 			clear(o.records) // nothing keeps the records' buffers reachable
 			select {
 			case r.spare <- o.records[:0]:
