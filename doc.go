@@ -27,6 +27,21 @@
 // docs/design.md for the semantics; the invariant IDs below (G, W, O, L, B,
 // C, R, P, M) are defined there.
 //
+// # Public API
+//
+// Public is what a user builds a job with: this package (New, the With
+// options, the Source and Sink contracts and their optional interfaces, the
+// ParkedStore interfaces a store of their own implements), record, the
+// adapters (sources/..., sinks/..., formats/..., timers/durable), config for
+// job files, metrics and retry for what sinks return, and embedded, an
+// in-process Kafka cluster kept public so that users can test their own jobs
+// against the real protocol as this module's tests do. The cores watermark,
+// catchup and timers stay public as documented, pure state machines whose
+// types Stats and Event report (watermark.Hold, catchup.Phase). What only
+// benchmarks and tests need is under internal/: internal/strategy replaces
+// the offset gate with the baselines' watermark strategies, so no option
+// names watermark.ID or catchup.Phase.
+//
 // # The engine on one page
 //
 // This section is for contributors.
@@ -48,7 +63,7 @@
 //   - The engine is the only goroutine that touches the run's state. For
 //     each Fetch (loop.go handle) it assigns and revokes partitions
 //     (partition.go), feeds catch-up (package catchup: G1–G6) and the
-//     watermark strategy (strategy.go, package watermark: W1–W7), and parks
+//     watermark strategy (internal/strategy, package watermark: W1–W7), and parks
 //     each record (ingest.go ingest: late records L1–L3, bad input B1–B3).
 //     Then it decides the watermark and releases (see below), pauses the
 //     partitions that run ahead (align.go: P3–P5), asks for evidence when a

@@ -39,7 +39,7 @@ func TestOrderingAuditCountsOnlyLateEmissions(t *testing.T) {
 		t.Run(string(tc.policy), func(t *testing.T) {
 			out, dead := &collect{}, &collect{}
 			st := runLateTimeline(t, tc.policy, out, signalbox.WithDeadLetter(dead)).Stats()
-			if len(st.Sinks) != 2 || st.Sinks[0].Name != "signalbox_test" || st.Sinks[1].Name != "dead_letter" {
+			if len(st.Sinks) != 2 || st.Sinks[0].Name != "sink" || st.Sinks[1].Name != "dead_letter" {
 				t.Fatalf("sinks %+v, want the test's sink and dead_letter", st.Sinks)
 			}
 			s := st.Sinks[0]

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox/internal/fielderr"
+	"github.com/signalbox/signalbox/internal/strategy"
 	"github.com/signalbox/signalbox/record"
 )
 
@@ -119,7 +120,7 @@ type Transform func(r *record.Record) error
 //     An option that cannot be off (WithBatchSize, WithMaxInflightBatches,
 //     WithCheckpointInterval, WithTick) refuses 0. No option takes a
 //     negative value, and none takes "" (WithLatePolicy, WithUntil) or nil
-//     (WithClock, WithStrategy, WithParkedStore) for its default; a nil
+//     (WithClock, WithParkedStore) for its default; a nil
 //     filter, transform, observer or logger is off.
 type Option func(*config)
 
@@ -144,7 +145,7 @@ type config struct {
 	checkpointEvery time.Duration
 	staleAfter      time.Duration
 	tick            time.Duration
-	strategy        func() Strategy
+	strategy        func() strategy.Strategy
 	store           ParkedStore
 	observer        func(Event)
 	// flow control and guards (align.go, ingest.go)
@@ -154,7 +155,7 @@ type config struct {
 	maxFuture   time.Duration
 	flushLinger time.Duration
 	// nilGiven names the options given nil where nil is no value
-	// (WithClock, WithStrategy, WithParkedStore), for validate.
+	// (WithClock, WithParkedStore, the internal strategy option), for validate.
 	nilGiven []string
 }
 
@@ -255,18 +256,19 @@ func WithStaleAfter(d time.Duration) Option { return func(c *config) { c.staleAf
 // MaxTick. Parked records also schedule their own exact release time.
 func WithTick(d time.Duration) Option { return func(c *config) { c.tick = d } }
 
-// WithStrategy replaces the offset gate with another watermark strategy:
-// newStrategy is called once per co-partitioned task (partition number p of
-// every input), which each get their own watermark. It
-// exists for the benchmark baselines (timeout idleness, fixed windows); the
-// offset gate is the product.
-func WithStrategy(newStrategy func() Strategy) Option {
+// withStrategy replaces the offset gate with another watermark strategy
+// (internal/strategy.Option, for the benchmark baselines and tests).
+func withStrategy(newStrategy func() strategy.Strategy) Option {
 	return func(c *config) {
 		if newStrategy == nil {
 			c.nilGiven = append(c.nilGiven, "strategy")
 		}
 		c.strategy = newStrategy
 	}
+}
+
+func init() {
+	strategy.Option = func(newStrategy func() strategy.Strategy) any { return withStrategy(newStrategy) }
 }
 
 // WithParkedStore replaces the in-memory timer queue, e.g. with the

@@ -9,6 +9,7 @@ import (
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/internal/rulecases"
+	"github.com/signalbox/signalbox/internal/strategy"
 	"github.com/signalbox/signalbox/sources/script"
 )
 
@@ -76,7 +77,7 @@ func TestGivenOptionIsNeverReplaced(t *testing.T) {
 		"late":                 signalbox.WithLatePolicy(""),
 		"until":                signalbox.WithUntil(""),
 		"clock":                signalbox.WithClock(nil),
-		"strategy":             signalbox.WithStrategy(nil),
+		"strategy":             strategy.Option(nil).(signalbox.Option),
 		"parked_store":         signalbox.WithParkedStore(nil),
 		"parked_limit":         signalbox.WithParkedLimit(-1),
 		"stale_after":          signalbox.WithStaleAfter(-1),

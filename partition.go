@@ -6,6 +6,7 @@ import (
 
 	"github.com/signalbox/signalbox/catchup"
 	"github.com/signalbox/signalbox/internal/offsets"
+	"github.com/signalbox/signalbox/internal/strategy"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/watermark"
 )
@@ -49,7 +50,7 @@ type partState struct {
 }
 
 // task is one co-partitioned task: partition number p of every input. It
-// has its own watermark (its Strategy, fed by its partitions only) and its
+// has its own watermark (its strategy.Strategy, fed by its partitions only) and its
 // own release mark.
 //
 // The instance releases up to G, the lowest watermark of its tasks with
@@ -62,7 +63,7 @@ type partState struct {
 // instance's other tasks; order is per task (per key), as docs/design.md
 // invariants W7 and G7 state.
 type task struct {
-	strat Strategy
+	strat strategy.Strategy
 	rel   int64        // highest G applied while owned: records at or below it are late
 	wm    int64        // the task's own watermark at the last release
 	parts []*partState // its assigned partitions

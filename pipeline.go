@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/signalbox/signalbox/catchup"
+	"github.com/signalbox/signalbox/internal/strategy"
 	"github.com/signalbox/signalbox/internal/topicpattern"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/watermark"
@@ -70,7 +71,7 @@ func New(src Source, opts ...Option) (*Pipeline, error) {
 	p.setRenderIngest()
 	if p.cfg.strategy == nil {
 		delay := p.cfg.delay
-		p.cfg.strategy = func() Strategy { return NewOffsetGate(delay) }
+		p.cfg.strategy = func() strategy.Strategy { return strategy.OffsetGate(delay) }
 	}
 	if p.cfg.store == nil {
 		p.cfg.store = newMemStore()

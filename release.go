@@ -187,12 +187,16 @@ func (r *run) trimSpares(now time.Time) {
 	r.spareLow, r.spareWindow = math.MaxInt, now
 }
 
+// smallBatch is the capacity of a small out batch, made for a quiet stream;
+// only batches larger than it go back to the engine as spares (writer.go).
+const smallBatch = 256
+
 // batchFor returns an empty record batch for the next out: a spare the sink
 // goroutine returned, if there is one (it returns only large ones, which
 // exist while the stream is busy: a replay's step ends with a short batch
 // whose successor would otherwise grow again, by doubling, to full size);
 // else one sized after the last one's n records: when there were more than
-// 256, a large one, else a small one. A large one holds WithBatchSize
+// smallBatch, a large one, else a small one. A large one holds WithBatchSize
 // records, or under WithMaxInflightBytes a quarter more than n, since the
 // byte bound rather than the count ends those batches.
 func (r *run) batchFor(n int) []record.Record {
@@ -203,8 +207,8 @@ func (r *run) batchFor(n int) []record.Record {
 	default:
 	}
 	switch {
-	case n <= 256:
-		return make([]record.Record, 0, min(256, r.cfg.batchSize))
+	case n <= smallBatch:
+		return make([]record.Record, 0, min(smallBatch, r.cfg.batchSize))
 	case r.cfg.inflightBytes > 0: // a busy stream: the next batch may fill, and is recycled
 		return make([]record.Record, 0, min(r.cfg.batchSize, n+n/4))
 	}

@@ -113,8 +113,8 @@ func BenchmarkReplayScraped(b *testing.B) {
 // on ~100-byte JSON values that carry their event time both as the record
 // timestamp and in field ts, read in either time mode: the same records,
 // the same output. It reports the process's CPU time (user + system) per
-// record besides the wall-clock rate: on a shared machine the CPU moves
-// less than the wall time.
+// record besides the wall-clock rate: on a busy machine CPU time varies
+// less than wall time.
 func BenchmarkReplayJSONL(b *testing.B) {
 	var parts []script.Partition
 	for _, topic := range []string{"orders", "stock", "prices"} {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/catchup"
+	"github.com/signalbox/signalbox/internal/strategy"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sources/script"
 	"github.com/signalbox/signalbox/timers"
@@ -355,9 +356,9 @@ func TestSlowFirstPartitionCausesNoLateRecords(t *testing.T) {
 		}
 		// Control: a strategy that guesses from silence (a partition that
 		// has delivered nothing does not hold) on the same script.
-		st, _ = run(seed, signalbox.WithStrategy(func() signalbox.Strategy {
+		st, _ = run(seed, strategy.Option(func() strategy.Strategy {
 			return &silenceIsDone{max: map[watermark.ID]int64{}, wm: watermark.MinTime}
-		}))
+		}).(signalbox.Option))
 		controlLate += st.LateTotal().Count
 	}
 	if controlLate == 0 {

@@ -114,10 +114,12 @@ type Claimer interface {
 	Claim(ctx context.Context, member *record.GroupMember, partitions []record.TopicPartition) error
 }
 
-// Purger is implemented by sinks that can delete everything they hold, for
-// tests and migrations.
-type Purger interface {
-	Purge(ctx context.Context) error
+// Namer is implemented by sinks that name themselves in logs, dead-letter
+// reasons and the sink label of the metrics (the built-in sinks: "jsonl",
+// "kafka", "postgres", "bulk"). A sink without it is named "sink"; repeats
+// of one name are numbered "#2", "#3" ….
+type Namer interface {
+	Name() string
 }
 
 // RetryReporter is implemented by sinks that retry inside a call (the HTTP

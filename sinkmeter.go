@@ -99,7 +99,7 @@ func instrument(sinks []Sink, dead Sink, delay time.Duration, live *atomic.Int64
 }
 
 // Name is the wrapped sink's name, for the writer's logs and reasons,
-// worked out once (sinkName reflects) and numbered as in the metrics.
+// numbered as in the metrics.
 func (m *meteredSink) Name() string { return m.name }
 
 // ReportRetries hands hook to the wrapped sink when it retries inside a

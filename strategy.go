@@ -1,49 +1,9 @@
 package signalbox
 
 import (
-	"time"
-
-	"github.com/signalbox/signalbox/catchup"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/timers"
-	"github.com/signalbox/signalbox/watermark"
 )
-
-// Strategy decides the watermark from what the engine observes. The default
-// is the offset gate (package watermark fed by package catchup); the
-// benchmark baselines implement timeout idleness and fixed windows with it.
-//
-// Lifecycle: Add when a partition is assigned → Observe / SetPhase as
-// records and evidence arrive → Advance at least once per batch and on every
-// tick → Remove on revoke. All calls come from the engine goroutine.
-type Strategy interface {
-	Add(id watermark.ID, timeless bool, now time.Time)
-	Remove(id watermark.ID)
-	Observe(id watermark.ID, eventTime int64, now time.Time)
-	SetPhase(id watermark.ID, phase catchup.Phase, behind int64, now time.Time)
-	// Advance returns the watermark at now. It must be monotonic.
-	Advance(now time.Time) int64
-	// Restore raises the watermark to a checkpointed value.
-	Restore(wm int64)
-	// Holders explains the current value (may be nil).
-	Holders() []watermark.Hold
-}
-
-// offsetGate is the product's strategy: only evidence releases the clock.
-type offsetGate struct{ t *watermark.Tracker }
-
-// NewOffsetGate returns the default strategy with the given delay bound.
-func NewOffsetGate(delay time.Duration) Strategy { return offsetGate{watermark.New(delay)} }
-
-func (g offsetGate) Add(id watermark.ID, timeless bool, _ time.Time) { g.t.Add(id, timeless) }
-func (g offsetGate) Remove(id watermark.ID)                          { g.t.Remove(id) }
-func (g offsetGate) Observe(id watermark.ID, et int64, _ time.Time)  { g.t.Observe(id, et) }
-func (g offsetGate) SetPhase(id watermark.ID, ph catchup.Phase, behind int64, _ time.Time) {
-	g.t.SetHolding(id, ph.Holds(), ph.String(), behind)
-}
-func (g offsetGate) Advance(now time.Time) int64 { return g.t.Advance(now) }
-func (g offsetGate) Restore(wm int64)            { g.t.Restore(wm) }
-func (g offsetGate) Holders() []watermark.Hold   { return g.t.Holders() }
 
 // ParkedStore holds parked records in timer order. The default keeps them in
 // memory (timers.Queue); durable.Store (package timers/durable) spills to

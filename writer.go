@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -44,7 +42,7 @@ func (r *run) write(ctx context.Context) {
 			r.errs <- err
 			continue
 		}
-		if cap(o.records) > 256 {
+		if cap(o.records) > smallBatch {
 			clear(o.records) // nothing keeps the records' buffers reachable
 			select {
 			case r.spare <- o.records[:0]:
@@ -272,27 +270,13 @@ func lastHeader(r *record.Record, key string) (string, bool) {
 	return "", false
 }
 
-// sinkName names a sink in logs and reasons: its Name method when it has
-// one, else its package ("jsonl", "postgres", "bulk", "kafka").
+// sinkName names a sink in logs, reasons and metrics: its Name (Namer), else
+// "sink".
 func sinkName(s Sink) string {
-	if n, ok := s.(interface{ Name() string }); ok {
+	if n, ok := s.(Namer); ok {
 		return n.Name()
 	}
-	v := reflect.ValueOf(s)
-	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
-		v = v.Elem()
-	}
-	t := v.Type()
-	// A wrapper that embeds the sink it wraps is named after that sink.
-	if t.Kind() == reflect.Struct && t.NumField() == 1 && t.Field(0).Anonymous && t.Field(0).IsExported() {
-		if inner, ok := v.Field(0).Interface().(Sink); ok && inner != nil {
-			return sinkName(inner)
-		}
-	}
-	if p := t.PkgPath(); p != "" {
-		return p[strings.LastIndexByte(p, '/')+1:]
-	}
-	return t.String()
+	return "sink"
 }
 
 // retryLog writes the retry warnings, rate-limited per sink.

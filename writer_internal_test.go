@@ -55,15 +55,19 @@ func TestWithout(t *testing.T) {
 	}
 }
 
-// TestSinkName: a sink is named after its package, or after the sink a
-// one-field wrapper embeds.
+// TestSinkName: a sink is named by its Name (Namer), also when a wrapper
+// embeds it by its concrete type; a sink without one is "sink".
 func TestSinkName(t *testing.T) {
 	type wrapper struct{ Sink }
-	var s Sink = jsonl.New(io.Discard, jsonl.Options{})
-	if got := sinkName(s); got != "jsonl" {
+	type concrete struct{ *jsonl.Sink }
+	js := jsonl.New(io.Discard, jsonl.Options{})
+	if got := sinkName(js); got != "jsonl" {
 		t.Fatalf("sinkName = %q", got)
 	}
-	if got := sinkName(wrapper{s}); got != "jsonl" {
-		t.Fatalf("sinkName(wrapper) = %q", got)
+	if got := sinkName(concrete{js}); got != "jsonl" {
+		t.Fatalf("sinkName(concrete) = %q", got)
+	}
+	if got := sinkName(wrapper{js}); got != "sink" {
+		t.Fatalf("sinkName(wrapper) = %q, want sink (the interface hides Name)", got)
 	}
 }

@@ -26,7 +26,14 @@ func BoundMemory(k *kafka.Config, opts durable.StoreOptions) int64 {
 	k.EnsureDefaults()
 	k.FetchMaxBytes = int32(min(int64(k.FetchMaxBytes), max(opts.MemoryBudget/4, 1<<20)))
 	k.PartitionMaxBytes = min(k.PartitionMaxBytes, k.FetchMaxBytes)
-	return opts.MemoryBudget + 4*int64(k.FetchMaxBytes) + 64<<20
+	return MemoryLimit(opts.MemoryBudget, k.FetchMaxBytes)
+}
+
+// MemoryLimit is the soft memory limit for a job that holds held bytes of
+// its own and fetches up to fetchMaxBytes at a time: held plus four fetches
+// (several are in flight) and 64 MiB of slack for the runtime.
+func MemoryLimit(held int64, fetchMaxBytes int32) int64 {
+	return held + 4*int64(fetchMaxBytes) + 64<<20
 }
 
 // InflightBytes proposes the engine's bound on released records not yet

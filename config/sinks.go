@@ -194,6 +194,15 @@ func (j *Job) validateSinkSet(v *validator) {
 // and restores nothing from it.
 type atLeastOnce struct{ signalbox.Sink }
 
+// Name passes on the wrapped sink's name (signalbox.Namer), which the
+// engine's logs and metrics label it with.
+func (a atLeastOnce) Name() string {
+	if n, ok := a.Sink.(signalbox.Namer); ok {
+		return n.Name()
+	}
+	return "sink"
+}
+
 // BytesOnly passes on the wrapped sink's signalbox.BytesSink answer, so
 // that a job whose sinks all write original bytes skips rendering them.
 func (a atLeastOnce) BytesOnly() bool {

@@ -51,6 +51,10 @@ dead_letter: {type: postgres, dsn_env: SIGNALBOX_TEST_DSN, table: dead}
 		if want := i == 0; cp != want {
 			t.Errorf("sink %d (%T): CheckpointSink = %v, want %v", i, s, cp, want)
 		}
+		// The engine labels logs and metrics with the sink's Name, the at-least-once kafka wrapper's too.
+		if n, ok := s.(signalbox.Namer); !ok || n.Name() != []string{"postgres", "jsonl", "kafka"}[i] {
+			t.Errorf("sink %d (%T): not a Namer of its type", i, s)
+		}
 	}
 	if _, err := p.Pipeline(); err != nil {
 		t.Fatal(err)

@@ -3,8 +3,8 @@ package baseline
 import (
 	"time"
 
-	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/catchup"
+	"github.com/signalbox/signalbox/internal/strategy"
 	"github.com/signalbox/signalbox/watermark"
 )
 
@@ -223,7 +223,7 @@ func (s *FixedWindow) Restore(wm int64) { s.wm = max(s.wm, wm) }
 func (s *FixedWindow) Holders() []watermark.Hold { return nil }
 
 var (
-	_ signalbox.Strategy = (*OneLayer)(nil)
-	_ signalbox.Strategy = (*TwoLayers)(nil)
-	_ signalbox.Strategy = (*FixedWindow)(nil)
+	_ strategy.Strategy = (*OneLayer)(nil)
+	_ strategy.Strategy = (*TwoLayers)(nil)
+	_ strategy.Strategy = (*FixedWindow)(nil)
 )

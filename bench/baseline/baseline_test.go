@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/internal/strategy"
 	"github.com/signalbox/signalbox/watermark"
 )
 
@@ -65,7 +65,7 @@ func TestTwoLayersDropsAStalledInput(t *testing.T) {
 }
 
 func TestFixedWindowHoldsForTheWindow(t *testing.T) {
-	var s signalbox.Strategy = NewFixedWindow(time.Second)
+	var s strategy.Strategy = NewFixedWindow(time.Second)
 	id := watermark.ID{Input: "a"}
 	s.Observe(id, 5_000, at(0))
 	s.Observe(id, 7_000, at(600))

@@ -1,5 +1,5 @@
 // Package baseline implements the watermark strategies signalbox is compared
-// against, as signalbox.Strategy values, so that the benchmark runs them
+// against, as internal/strategy.Strategy values, so that the benchmark runs them
 // through the same engine, source and sink as the offset gate and only the
 // strategy differs.
 //

@@ -11,9 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap"
 
-	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/bench/baseline"
 	"github.com/signalbox/signalbox/internal/demo"
+	"github.com/signalbox/signalbox/internal/strategy"
 	"github.com/signalbox/signalbox/internal/workload"
 )
 
@@ -102,11 +102,11 @@ func (o *Options) strategy(name string) (demo.Strategy, error) {
 	case Gate:
 		return demo.GateStrategy(o.Delay), nil
 	case OneLayer:
-		s.New = func() signalbox.Strategy { return baseline.NewOneLayer(o.Delay, o.IdleTimeout) }
+		s.New = func() strategy.Strategy { return baseline.NewOneLayer(o.Delay, o.IdleTimeout) }
 	case TwoLayers:
-		s.New = func() signalbox.Strategy { return baseline.NewTwoLayers(o.Delay, o.IdleTimeout, o.InputTimeout) }
+		s.New = func() strategy.Strategy { return baseline.NewTwoLayers(o.Delay, o.IdleTimeout, o.InputTimeout) }
 	case Window:
-		s.New = func() signalbox.Strategy { return baseline.NewFixedWindow(o.Window) }
+		s.New = func() strategy.Strategy { return baseline.NewFixedWindow(o.Window) }
 	default:
 		return s, fmt.Errorf("harness: strategy %q is not one of %s", name, strings.Join(AllStrategies, ", "))
 	}

@@ -178,8 +178,8 @@ func TestCrashJSONL(t *testing.T) {
 	crashJSONL(t, false)
 }
 
-// TestCrashJSONLState: as TestCrashJSONL with the pebble-backed parked store
-// (issue 5), under a memory budget small enough to spill.
+// TestCrashJSONLState: as TestCrashJSONL with the pebble-backed parked store,
+// under a memory budget small enough to spill.
 func TestCrashJSONLState(t *testing.T) {
 	t.Parallel()
 	crashJSONL(t, true)

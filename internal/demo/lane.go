@@ -19,6 +19,7 @@ import (
 	"github.com/signalbox/signalbox/embedded"
 	"github.com/signalbox/signalbox/formats"
 	"github.com/signalbox/signalbox/formats/registry"
+	"github.com/signalbox/signalbox/internal/strategy"
 	"github.com/signalbox/signalbox/internal/workload"
 	"github.com/signalbox/signalbox/sources/kafka"
 )
@@ -30,12 +31,12 @@ const Gate = "offset-gate"
 // engine calls once per co-partitioned task.
 type Strategy struct {
 	Name string
-	New  func() signalbox.Strategy
+	New  func() strategy.Strategy
 }
 
 // GateStrategy is the offset gate with delay bound delay.
 func GateStrategy(delay time.Duration) Strategy {
-	return Strategy{Name: Gate, New: func() signalbox.Strategy { return signalbox.NewOffsetGate(delay) }}
+	return Strategy{Name: Gate, New: func() strategy.Strategy { return strategy.OffsetGate(delay) }}
 }
 
 // Options configure the lanes of a run. The zero value of every field takes
@@ -205,7 +206,7 @@ func newLane(s Strategy, o *Options, w *workload.Workload, brokers []string, reg
 		signalbox.WithInputs(w.Inputs(avro)...),
 		signalbox.WithSink(m),
 		signalbox.WithDelay(o.Delay),
-		signalbox.WithStrategy(s.New),
+		strategy.Option(s.New).(signalbox.Option),
 		signalbox.WithUntil(until),
 		signalbox.WithLogger(log.Named(s.Name)),
 	}

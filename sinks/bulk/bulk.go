@@ -207,6 +207,9 @@ func (s *Sink) Open(ctx context.Context) error {
 	return nil
 }
 
+// Name is the sink's name in the engine's logs, reasons and metrics.
+func (s *Sink) Name() string { return "bulk" }
+
 // Write drains a full queue (blocking while the server pushes back), then
 // queues batch and sends every full request.
 func (s *Sink) Write(ctx context.Context, batch []record.Record) error {

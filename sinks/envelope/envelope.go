@@ -227,13 +227,12 @@ func appendString(dst []byte, s string) ([]byte, bool) { return jsonstr.Append(d
 // exactly three fractional digits, e.g. 2026-11-30T05:13:24.123Z. Years
 // outside 0000–9999 are written with as many digits as they need.
 //
-// It is calendar arithmetic rather than time.Time.AppendFormat on purpose:
-// every record of the JSONL, bulk and PostgreSQL sinks goes through it, and
-// `go test -bench AppendTime ./sinks/envelope` measured it at 41 ns against
-// 196–275 ns for time.UnixMilli(ms).UTC().AppendFormat in the same run, on
-// an envelope that takes about 1.1 µs in all (BenchmarkAppend): the library
-// call would add about a fifth to the sinks' encoding. TestAppendTime-
-// MatchesTimeFormat holds it to the library's output over years 1–9999.
+// It is calendar arithmetic rather than time.Time.AppendFormat because every
+// record of the JSONL, bulk and PostgreSQL sinks goes through it, and the
+// library call would add about a fifth to their encoding (figures:
+// docs/bench.md, "Timestamps by calendar arithmetic").
+// TestAppendTimeMatchesTimeFormat holds it to the library's output over
+// years 1–9999.
 func AppendTime(dst []byte, ms int64) []byte {
 	days := floorDiv(ms, 86_400_000)
 	return appendClock(appendDate(dst, days), ms-days*86_400_000)

@@ -219,6 +219,9 @@ func dropTornLine(path string) (int64, error) {
 	return keep, f.Truncate(keep)
 }
 
+// Name is the sink's name in the engine's logs, reasons and metrics.
+func (s *Sink) Name() string { return "jsonl" }
+
 // Write encodes batch, one line per record, into the buffer. A full buffer is
 // written to the file or writer.
 func (s *Sink) Write(ctx context.Context, batch []record.Record) error {

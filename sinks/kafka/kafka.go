@@ -324,6 +324,9 @@ func (s *Sink) membership() (*record.GroupMember, bool) {
 	return s.member, s.fenced
 }
 
+// Name is the sink's name in the engine's logs, reasons and metrics.
+func (s *Sink) Name() string { return "kafka" }
+
 // Write produces batch (asynchronously; Flush waits for the acks). While the
 // sink is fenced (invariant 9) it drops batch: the partitions are another
 // member's, which re-reads them from the last committed offsets.

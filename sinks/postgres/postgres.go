@@ -252,6 +252,9 @@ func (s *Sink) do(ctx context.Context, fn func(*pgx.Conn) error) error {
 
 var columns = []string{"ord", "topic", "partition", "offset", "key", "event_time", "event_time_ms", "value", "late", "late_by_ms", "reason", "key_bytes", "value_bytes", "schema_id"}
 
+// Name is the sink's name in the engine's logs, reasons and metrics.
+func (s *Sink) Name() string { return "postgres" }
+
 // Write buffers batch, committing first when MaxBatch rows are waiting.
 func (s *Sink) Write(ctx context.Context, batch []record.Record) error {
 	if err := s.ready(); err != nil {

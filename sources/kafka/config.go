@@ -157,19 +157,11 @@ type Config struct {
 	Logger *zap.Logger
 }
 
-// DefaultPartitionMaxRecords is Config.PartitionMaxRecords's default.
-// Measured with 12M-record replays of 24 partitions, builds differing in
-// this constant only, two side by side in each run (`go run
-// ./bench/cmd/scaling -sizes 1M,12M -rounds 3 -profile-size "" -out ""
-// -signalbox A -vs B`; docs/bench.md). Peak RSS: 1024 205–278 MiB over
-// eight runs, 768 177–188 over two, 512 144–169 over seven, 256 117 in one.
-// × franz-go (timestamp / field), side by side: 768 0.67 / 0.64 where 1024
-// did 0.68 / 0.62, and 0.59 / 0.61 where 512 did 0.62 / 0.59; 512 0.60 /
-// 0.61 and 0.63 / 0.59 where 1024 did 0.63 / 0.63 and 0.63 / 0.61; 256
-// 0.55 / 0.51 where 512 did 0.65 / 0.59. Smaller answers cost requests,
-// which this shared machine's noise hides down to 512; 768 keeps the 12M
-// replay's peak within 1.3× of a 1M replay's without coming near 256's
-// cost.
+// DefaultPartitionMaxRecords is Config.PartitionMaxRecords's default: each
+// partition pins one to two answers' worth of record arrays, so smaller
+// answers lower peak RSS and cost more requests; 768 keeps a 12M replay's
+// peak within 1.3× of a 1M replay's (figures: docs/bench.md, "Notes on the
+// scaling figures", fetch answers of 768 records).
 const DefaultPartitionMaxRecords = 768
 
 // MinDiscoveryInterval is the shortest DiscoveryInterval: each look is a

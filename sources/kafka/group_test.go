@@ -215,9 +215,9 @@ func TestRevokeNotTakenInTimeIsDeliveredLater(t *testing.T) {
 }
 
 // A commit made as soon as Poll hands over an assignment belongs to the
-// session that assigned it: it is committed, never skipped. (The session
-// used to be recorded only after the fetchers had started, so a commit in
-// between was dropped; loaded machines hit it.)
+// session that assigned it: it is committed, never skipped. (A session
+// recorded only once the fetchers start would drop a commit made in between,
+// a window a loaded machine widens.)
 func TestCommitRightAfterAssignment(t *testing.T) {
 	c := startCluster(t, embedded.WithTopic("a", 1))
 	mustProduce(t, c, recs("a", 0, 5, "v")...)

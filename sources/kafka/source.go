@@ -98,9 +98,8 @@ func (s *Source) WantEvidence(at time.Time) {
 // now holds the watermark; a fetcher cannot add it to a fetch it has sent,
 // and the broker holds a fetch whose partitions have no data (caught up,
 // say) for MaxWaitTime. With several brokers, one fetcher each, that wait
-// held the whole replay back: with 3 brokers it ran in steps of
-// FetchMaxWait, at 0.20× franz-go's rate against 0.45× with this bound
-// (docs/bench.md).
+// would hold the whole replay back in steps of FetchMaxWait (figures:
+// docs/bench.md, "Notes on the scaling figures", several brokers).
 const pausedWait = minEvidenceWait
 
 // fetchWait is the MaxWaitTime of the next fetch: FetchMaxWait, shortened

@@ -1,4 +1,4 @@
-// Command latency measures live latency where users see it (issue 13):
+// Command latency measures live latency where users see it:
 // for each live rate and each real sink, the offset gate runs the reference
 // scenario (internal/demo, no slow topic) with that sink beside its
 // measuring sink, and a reader of the sink records when each live record

@@ -1,5 +1,5 @@
-// Command memtest measures signalbox's memory while one input is held back
-// (issue 5): everything the other inputs deliver parks behind it, so the
+// Command memtest measures signalbox's memory while one input is held back:
+// everything the other inputs deliver parks behind it, so the
 // parked set grows far beyond the memory budget of a durable.Store.
 //
 //	go run ./bench/cmd/memtest -budget 16MiB
@@ -24,8 +24,8 @@
 // alignment on (the engine's default window, or -align): the same job, with
 // the same history, store options, fetch caps, memory limit and garbage
 // collector percentage, parking only what flow control lets through. Its
-// peak RSS is the whole job's idle footprint that issue 15's target adds to
-// twice the budget; the row reports the most it ever parked, which is not
+// peak RSS is the whole job's idle footprint, which a held run may use on
+// top of twice the budget; the row reports the most it ever parked, which is not
 // zero (see docs/bench.md). The sink checks the output as in a held run.
 //
 // memtest prints a Markdown table of the results, for docs/bench.md.

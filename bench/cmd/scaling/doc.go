@@ -33,7 +33,7 @@
 // with -profile-dir both profiles are kept (<mode>.pprof,
 // <mode>.allocs.pprof: `go tool pprof -sample_index=alloc_space -top`).
 //
-// With -avro it runs the schema'd round instead (issue 23): the broker
+// With -avro it runs the schema'd round instead: the broker
 // process also serves its schema registry, the history is produced in JSON
 // and, record by record, Avro-encoded into twin topics
 // (workload.Options.AvroTwins: Confluent wire format, a schema change

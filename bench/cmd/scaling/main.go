@@ -152,7 +152,7 @@ func parseCount(s string) (int64, error) {
 	return int64(f * float64(mult)), nil
 }
 
-// The scenario of issue 9: 8 topics × 3 partitions of ~100-byte JSON values,
+// The reference scenario: 8 topics × 3 partitions of ~100-byte JSON values,
 // event time in field ts (and as the Kafka timestamp), ≤ 200 ms disorder
 // inside a partition, 1000 keys, no slow topic.
 const (

@@ -32,7 +32,7 @@ const (
 	passwordEnv  = "SIGNALBOX_BENCH_PASSWORD"
 )
 
-// defaultShape is the data of issue 9: 16 KiB batches, no SASL, one broker.
+// defaultShape is the reference data: 16 KiB batches, no SASL, one broker.
 var defaultShape = shape{Batch: workload.BatchBytes, Brokers: 1}
 
 // parseShape parses a shape: batch bytes, then optional "+sasl" and

@@ -51,7 +51,7 @@ func TestParseFlagsShapes(t *testing.T) {
 	}
 	c, err = parseFlags(nil)
 	if err != nil || len(c.shapes) != 1 || c.shapes[0] != defaultShape || defaultShape.Batch != workload.BatchBytes {
-		t.Fatalf("no shape flags: %+v, %v; want the 16 KiB, no-SASL, one-broker data of issue 9", c.shapes, err)
+		t.Fatalf("no shape flags: %+v, %v; want the 16 KiB, no-SASL, one-broker reference data", c.shapes, err)
 	}
 	c, err = parseFlags([]string{"-shapes", "16KiB,1MiB,1MiB+sasl,1MiB+3brokers"})
 	want := []shape{{16 << 10, false, 1}, {1 << 20, false, 1}, {1 << 20, true, 1}, {1 << 20, false, 3}}
