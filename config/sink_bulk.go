@@ -37,9 +37,7 @@ func (s *BulkSink) validate(v *validator, p string) {
 
 func (s *BulkSink) build(*Job) (signalbox.Sink, error) {
 	cfg := bulk.Config{URL: s.URL, Index: s.Index, MaxDocs: s.MaxDocs, MaxBytes: int(sizeOrZero(s.MaxBytes))}
-	if s.Linger != "" {
-		cfg.Linger, _ = time.ParseDuration(s.Linger) // validated
-	}
+	cfg.Linger = bulkLinger(s.Linger)
 	if s.DocID == "offset" {
 		cfg.DocID = bulk.OffsetID
 	}
@@ -52,4 +50,18 @@ func (s *BulkSink) build(*Job) (signalbox.Sink, error) {
 		cfg.Header = http.Header{"Authorization": []string{auth}}
 	}
 	return bulk.New(cfg), nil
+}
+
+// bulkLinger maps the job file's linger onto bulk.Config.Linger: left out,
+// the sink's default; 0s, no timer of the sink's own (a request is sent when
+// full or when the engine flushes, flush_linger after release).
+func bulkLinger(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	d, _ := time.ParseDuration(v) // validated
+	if d == 0 {
+		return -1
+	}
+	return d
 }

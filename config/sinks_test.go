@@ -246,3 +246,12 @@ func TestPostgresSinkExactlyOnceFromConfig(t *testing.T) {
 		t.Fatalf("checkpoint name = %q, %v; want the job's group", name, err)
 	}
 }
+
+// A bulk linger of 0s means no timer of the sink's own, not its default.
+func TestBulkLingerZeroIsOff(t *testing.T) {
+	for v, want := range map[string]time.Duration{"": 0, "0s": -1, "0ms": -1, "50ms": 50 * time.Millisecond} {
+		if got := bulkLinger(v); got != want {
+			t.Errorf("linger %q: bulk.Config.Linger %v, want %v", v, got, want)
+		}
+	}
+}
