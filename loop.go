@@ -145,7 +145,7 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 		r.align(lowest)
 		r.ackHandled()
 		r.demandEvidence(lowest != nil)
-		if !r.replayed && r.fetched && r.catch.ReplayDone() {
+		if !r.replayed && r.fetched && !r.revokedAll && r.catch.ReplayDone() {
 			r.replayed = true
 			r.p.live.Store(time.Now().UnixMilli())
 			r.stats.ReplayDone, r.stats.ReplayTime = true, now.Sub(r.started)
@@ -267,6 +267,11 @@ func (r *run) handle(ctx context.Context, p polled) error {
 	}
 	for _, tp := range f.Revoked {
 		r.revoke(tp)
+	}
+	if len(f.Assigned) > 0 {
+		r.revokedAll = false
+	} else if len(f.Revoked) > 0 && r.catch.Len() == 0 {
+		r.revokedAll = true
 	}
 	if err := r.refreshRestored(ctx, f.Assigned, f.Member); err != nil {
 		return err

@@ -138,8 +138,11 @@ type run struct {
 	evidence time.Time
 	stamped  bool
 	fetched  bool // at least one Fetch was handled
-	durable  DurableStore
-	sinkDone chan struct{}
+	// revokedAll: a Fetch revoked every partition this instance held; until
+	// the next assignment the replay is not done (a rebalance is under way).
+	revokedAll bool
+	durable    DurableStore
+	sinkDone   chan struct{}
 	// restored from a DurableStore: parked records per partition, until
 	// the first assignment (design R10); late counters.
 	floors map[record.TopicPartition]record.Parked

@@ -102,3 +102,33 @@ func TestRevokeCommitsBeforeLettingGo(t *testing.T) {
 		t.Errorf("output %v lacks %v", out.lines(), want)
 	}
 }
+
+// TestBoundedRunOutlastsARevokeOfEverything: a rebalance that revokes every
+// partition a member holds is not the end of its bounded replay ("done"
+// over zero partitions): it waits for the next assignment and ends only
+// once that has reached the end offsets, so nothing read after the
+// rebalance is left out.
+func TestBoundedRunOutlastsARevokeOfEverything(t *testing.T) {
+	a := tp("a", 0)
+	src := &timeline{fetches: []record.Fetch{
+		{Assigned: []record.PartitionInfo{{TopicPartition: a, Start: 0, End: 3}}},
+		fetched(a, 1, 3, tsRecord("a", 0, 0, "x", 1000)),
+		{Revoked: []record.TopicPartition{a}},
+		{Assigned: []record.PartitionInfo{{TopicPartition: a, Start: 1, End: 3}}},
+		fetched(a, 3, 3, tsRecord("a", 0, 1, "y", 2000), tsRecord("a", 0, 2, "z", 3000)),
+	}}
+	out := &collect{}
+	p, err := signalbox.New(src, tsInputs("a"), signalbox.WithDelay(0), signalbox.WithClock(frozen),
+		signalbox.WithMaxFuture(0), signalbox.WithSink(out), signalbox.WithUntil(signalbox.UntilEndOffsets))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runBounded(t, p); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"a/0@1 t=2000", "a/0@2 t=3000"} {
+		if !slices.Contains(out.lines(), want) {
+			t.Errorf("the bounded run ended without %s (output %v)", want, out.lines())
+		}
+	}
+}
