@@ -124,9 +124,10 @@ type run struct {
 	wm     int64
 	cur    *out
 	outs   chan *out
-	// spare returns record batches of more than 256 records' capacity from
-	// the sink goroutine once every sink has written them, cleared, for the
-	// engine to fill again; an idle engine trims them (trimSpares).
+	// spare returns record batches of more than smallBatch records'
+	// capacity from the sink goroutine once every sink has written them,
+	// cleared, for the engine to fill again; each tick the engine drops
+	// those that waited unused (trimSpares).
 	spare    chan []record.Record
 	errs     chan error
 	stats    Stats

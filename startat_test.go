@@ -207,7 +207,8 @@ func TestStorePositionAppliesToTheFirstAssignmentOnly(t *testing.T) {
 		mine = tps[1]
 	}
 	waitEvents(t, a, "A to hold "+tpName(mine)+" and not "+tpName(q), func(ev []signalbox.Event) bool {
-		return lastAssignedTo(ev, q) < lastRevokedOf(ev, q) && lastRevokedOf(ev, mine) < lastAssignedTo(ev, mine)
+		assigned, revoked := signalbox.EventAssigned, signalbox.EventRevoked
+		return lastEvent(ev, assigned, q) < lastEvent(ev, revoked, q) && lastEvent(ev, revoked, mine) < lastEvent(ev, assigned, mine)
 	})
 	// A's watermark passes every record: it emits its own partition's
 	// 5..9, and drops the restored copies of q's, which it no longer owns.
@@ -277,20 +278,11 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func lastAssignedTo(ev []signalbox.Event, tp record.TopicPartition) int {
+// lastEvent returns the index of the last event of kind k for tp, or -1.
+func lastEvent(ev []signalbox.Event, k signalbox.EventKind, tp record.TopicPartition) int {
 	last := -1
 	for i, e := range ev {
-		if e.Kind == signalbox.EventAssigned && e.Partition == tp {
-			last = i
-		}
-	}
-	return last
-}
-
-func lastRevokedOf(ev []signalbox.Event, tp record.TopicPartition) int {
-	last := -1
-	for i, e := range ev {
-		if e.Kind == signalbox.EventRevoked && e.Partition == tp {
+		if e.Kind == k && e.Partition == tp {
 			last = i
 		}
 	}

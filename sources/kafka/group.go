@@ -373,7 +373,6 @@ func (g *groupState) cleanup() {
 	case <-timeout.C:
 		g.s.log.Warn("revoke not acknowledged in time; commits may be late")
 	}
-	return
 }
 
 // commit commits offsets of partitions this member owns in the current

@@ -23,14 +23,14 @@ const (
 )
 
 // openOrFirstPoll opens src and, when Open succeeds (group mode), polls
-// once: the start-up's error, if any, and how long it took to arrive.
-func openOrFirstPoll(t *testing.T, src *Source, ctx context.Context) (error, time.Duration) {
+// once: how long the start-up took to fail or succeed, and its error, if any.
+func openOrFirstPoll(t *testing.T, ctx context.Context, src *Source) (time.Duration, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, hangGuard)
 	defer cancel()
 	start := time.Now()
 	if err := src.Open(ctx); err != nil {
-		return err, time.Since(start)
+		return time.Since(start), err
 	}
 	_, err := src.Poll(ctx)
 	took := time.Since(start)
@@ -39,7 +39,7 @@ func openOrFirstPoll(t *testing.T, src *Source, ctx context.Context) (error, tim
 	if d := time.Since(closed); d > startupSlack {
 		t.Errorf("Close after the failed start-up took %v", d)
 	}
-	return err, took
+	return took, err
 }
 
 // checkStartupFailure asserts a start-up failure within the bound that says
@@ -71,7 +71,7 @@ func TestSilentBrokerFailsStartup(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err, took := openOrFirstPoll(t, src, context.Background())
+			took, err := openOrFirstPoll(t, context.Background(), src)
 			checkStartupFailure(t, err, took, "metadata", addr)
 		})
 	}
@@ -134,7 +134,7 @@ func TestStalledStartupStepFails(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err, took := openOrFirstPoll(t, src, context.Background())
+			took, err := openOrFirstPoll(t, context.Background(), src)
 			checkStartupFailure(t, err, took, tc.wait, c.Addrs()[0])
 		})
 	}
@@ -155,7 +155,7 @@ func TestStartupStepsShareOneDeadline(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				err, took := openOrFirstPoll(t, src, context.Background())
+				took, err := openOrFirstPoll(t, context.Background(), src)
 				if bound == startupBound {
 					checkStartupFailure(t, err, took, "", c.Addrs()[0])
 					continue
@@ -179,7 +179,7 @@ func TestStartupDeadlineFromContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := startup.WithDeadline(context.Background(), time.Now().Add(startupBound))
-	err, took := openOrFirstPoll(t, src, ctx)
+	took, err := openOrFirstPoll(t, ctx, src)
 	checkStartupFailure(t, err, took, "the job's start-up deadline", addr)
 }
 
