@@ -102,4 +102,10 @@
 //     Offsets of partitions the session did not assign, or all of them
 //     when no session started in time, are not committed: Commit reports
 //     them in a *record.CommitSkippedError, never silently.
+//  12. No Poll between Pause(tp) and Resume(tp) returns a record of tp.
+//     Records of tp fetched before the Pause and not yet delivered are
+//     kept back (in their place Poll reports tp's End with the Position of
+//     the first record kept back, so tp is not caught up while they wait),
+//     and the first Poll after Resume delivers them in order, before any
+//     newer record of tp. A Revoked of tp drops them.
 package kafka

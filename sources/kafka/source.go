@@ -49,6 +49,7 @@ type Source struct {
 	ack        chan struct{}
 	pending    item
 	hasPending bool
+	stash      stash // records of paused partitions kept back
 
 	group *groupState // nil without Config.Group
 	disc  discovery
@@ -139,6 +140,7 @@ func New(cfg Config) (*Source, error) {
 		out:    make(chan item, 1),
 		fatal:  make(chan error, 1),
 		paused: make(map[record.TopicPartition]struct{}),
+		stash:  make(stash),
 		disc:   discovery{patterns: compilePatterns(cfg.TopicPatterns)},
 	}
 	s.handled.wakeUp = s.pokeFetchers
@@ -288,7 +290,16 @@ func (s *Source) Poll(ctx context.Context) (record.Fetch, error) {
 	}
 	it, ok := s.pending, s.hasPending
 	s.hasPending = false
-	if !ok {
+	switch {
+	case ok:
+	case len(s.stash.ready(s.isPaused)) > 0:
+		// Records kept back while their partition was paused are due: take
+		// what is there, without waiting.
+		select {
+		case it = <-s.out:
+		default:
+		}
+	default:
 		select {
 		case it = <-s.out:
 		case err := <-s.fatal:
@@ -300,6 +311,7 @@ func (s *Source) Poll(ctx context.Context) (record.Fetch, error) {
 		}
 	}
 	if it.changesAssignment() {
+		s.stash.revoke(it.fetch.Revoked)
 		s.ack = it.ack
 		return it.fetch, nil
 	}
@@ -319,6 +331,7 @@ merge:
 			break merge
 		}
 	}
+	s.stash.filter(&f, s.isPaused)
 	f.At = s.evidenceClock()
 	return f, nil
 }
@@ -389,9 +402,10 @@ func (s *Source) CommitCheckpoint(ctx context.Context, cp record.Checkpoint) err
 	return s.group.commit(ctx, offsets, meta)
 }
 
-// Pause stops fetching tps until Resume. Records of tps already fetched but
-// not yet delivered are dropped (their position does not advance), so they
-// are fetched again after Resume.
+// Pause stops fetching tps until Resume: no Poll after Pause returns records
+// of tps until Resume. Records of tps already fetched but not yet delivered
+// are kept back and delivered, in order, by the first Poll after Resume
+// (invariant 12).
 func (s *Source) Pause(tps ...record.TopicPartition) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
