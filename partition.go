@@ -176,7 +176,13 @@ func (r *run) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 			ps.task.strat.Restore(wm)
 			ps.task.rel = max(ps.task.rel, wm)
 		}
-		if cp.Replaying && cp.End > 0 {
+		switch {
+		case !cp.Replaying || cp.End <= 0:
+		case r.cfg.until == UntilEndOffsets:
+			// A bounded run stops at this start-up's snapshot (M2), and
+			// never before the original one (R2).
+			end = max(end, cp.End)
+		default:
 			end = cp.End // keep the original snapshot: a restart cannot shorten history
 		}
 		r.notify(Event{Kind: EventOffsetsReset, Partition: a.TopicPartition, Offset: cp.Position, Watermark: wm})
