@@ -276,6 +276,9 @@ func (s *Source) Poll(ctx context.Context) (record.Fetch, error) {
 	if s.ctx == nil || s.ctx.Err() != nil {
 		return record.Fetch{}, ErrClosed
 	}
+	if err := ctx.Err(); err != nil {
+		return record.Fetch{}, err // before any select: a ready answer must not win over it
+	}
 	if s.group == nil && !s.started {
 		s.started = true
 		s.startFetchers(s.ctx, s.static, &s.wg)
