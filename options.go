@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -438,6 +439,9 @@ func (c *config) validate() error {
 	}
 	if err := c.until.Validate(); err != nil {
 		errs = append(errs, err)
+	} else if _, ok := c.until.Time(); ok && len(c.inputs) > 0 &&
+		!slices.ContainsFunc(c.inputs, func(in Input) bool { return in.Time != TimeNone }) {
+		bad("until", "an event time is never reached when every input is time: none (no record has an event time)")
 	}
 	for _, field := range c.nilGiven {
 		bad(field, "must not be nil (leave the option out for its default)")

@@ -60,6 +60,12 @@ var Cases = []Case{
 	{Name: "late ignore", YAML: "late: ignore", Options: opts(signalbox.WithLatePolicy("ignore")), Field: "late"},
 	{Name: "until tomorrow", YAML: "until: tomorrow", Options: opts(signalbox.WithUntil("tomorrow")), Field: "until"},
 	{Name: "until end-offsets", YAML: "until: end-offsets", Options: opts(signalbox.WithUntil(signalbox.UntilEndOffsets))},
+	{Name: "until a time, no input has event times", YAML: "until: 2026-03-08T00:00:00Z",
+		Options: opts(signalbox.WithUntil("2026-03-08T00:00:00Z")), Field: "until",
+		Inputs: []signalbox.Input{{Topic: "a", Time: signalbox.TimeNone}, {Topic: "b", Time: signalbox.TimeNone}}},
+	{Name: "until a time, one input has event times", YAML: "until: 2026-03-08T00:00:00Z",
+		Options: opts(signalbox.WithUntil("2026-03-08T00:00:00Z")),
+		Inputs:  []signalbox.Input{{Topic: "a", Time: signalbox.TimeNone}, {Topic: "b", Time: signalbox.TimeFromTimestamp}}},
 	{Name: "late dead-letter without a dead-letter sink", YAML: "late: dead-letter",
 		Options: opts(signalbox.WithLatePolicy(signalbox.LateDeadLetter)), Field: "dead_letter"},
 	{Name: "late dead-letter with a dead-letter sink", YAML: "late: dead-letter",
@@ -96,10 +102,14 @@ func (c Case) Job(dir string) string {
 	var b strings.Builder
 	b.WriteString("brokers: [127.0.0.1:1]\nstartup_timeout: 1s\nadmin: {addr: \"off\"}\ninputs:\n")
 	for _, in := range c.inputs() {
+		timed := ""
+		if in.Time != "" {
+			timed = ", time: " + string(in.Time)
+		}
 		if in.TopicPattern != "" {
-			fmt.Fprintf(&b, "  - {topic_pattern: '%s'}\n", in.TopicPattern)
+			fmt.Fprintf(&b, "  - {topic_pattern: '%s'%s}\n", in.TopicPattern, timed)
 		} else {
-			fmt.Fprintf(&b, "  - {topic: %s}\n", in.Topic)
+			fmt.Fprintf(&b, "  - {topic: %s%s}\n", in.Topic, timed)
 		}
 	}
 	sink := func(i int, kind string) string {
