@@ -53,7 +53,10 @@ type SASL struct {
 }
 
 // Config configures a Source. The zero value of every field but Brokers and
-// Topics takes the documented default (see EnsureDefaults).
+// Topics takes the documented default (see EnsureDefaults): a struct cannot
+// tell a field left out from one set to 0, so a field that can be turned
+// off (DiscoveryInterval) is off when negative. The root package's options,
+// which can tell, use 0 for off instead (signalbox.Option).
 type Config struct {
 	Brokers []string // bootstrap "host:port" list; required
 	// Topics are the topics to read, every partition. Topics or
