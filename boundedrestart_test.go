@@ -42,7 +42,7 @@ func TestBoundedRestartReachesItsOwnSnapshot(t *testing.T) {
 		}
 		got := map[string]int{}
 		for _, r := range sink.stored {
-			got[fmt.Sprintf("%s/%d@%d", r.Topic, r.Partition, r.Offset)]++
+			got[id(r)]++
 		}
 		for _, pt := range parts {
 			for off := int64(1); off < 6; off++ {
