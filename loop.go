@@ -42,6 +42,7 @@ func (r *run) poll(ctx context.Context, fetches chan<- polled) {
 	for {
 		var wake <-chan time.Time
 		if at, ok := h.due(); ok {
+			// Wall time: the holds' backoff paces real retries of a registry (hold.go).
 			resetTimer(retry, max(time.Until(at), 0))
 			wake = retry.C
 		}
@@ -147,7 +148,7 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 		r.demandEvidence(lowest != nil)
 		if !r.replayed && r.fetched && !r.revokedAll && r.catch.ReplayDone() {
 			r.replayed = true
-			r.p.live.Store(time.Now().UnixMilli())
+			r.p.live.Store(now.UnixMilli())
 			r.stats.ReplayDone, r.stats.ReplayTime = true, now.Sub(r.started)
 			r.notify(Event{Kind: EventReplayDone, Watermark: r.wm})
 			if cfg.until == UntilEndOffsets {
@@ -173,6 +174,7 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 			lastPub = now
 			r.publish()
 		}
+		// Wall time: the spare window bounds memory held idle, whatever the job's clock says.
 		if wall := time.Now(); wall.Sub(r.spareWindow) >= cfg.tick {
 			r.trimSpares(wall)
 		}

@@ -35,7 +35,7 @@ type Pipeline struct {
 	mu    sync.Mutex
 	stats Stats
 
-	// meters wrap the sinks (set by Run); live is the wall time (Unix ms)
+	// meters wrap the sinks (set by Run); live is the time (Unix ms, WithClock)
 	// the replay was done, 0 before; sinksOpen is true while every sink is
 	// open.
 	meters    []*meteredSink
@@ -96,7 +96,7 @@ type out struct {
 	bytes   int // records' Size, counted only under WithMaxInflightBytes
 	dead    []record.Record
 	cp      *record.Checkpoint // flush, then checkpoint and commit
-	cpAt    time.Time          // when cp was taken (wall clock)
+	cpAt    time.Time          // when cp was taken (WithClock)
 	flush   bool               // flush the at-least-once sinks (WithFlushLinger)
 	final   bool
 	// With a DurableStore the engine commits after storing the checkpoint:
@@ -309,7 +309,7 @@ func newRun(ctx context.Context, p *Pipeline) *run {
 		outs:        make(chan *out, cfg.maxInflight),
 		spare:       make(chan []record.Record, cfg.maxInflight+1),
 		spareLow:    math.MaxInt,
-		spareWindow: time.Now(),
+		spareWindow: time.Now(), // wall time, as trimSpares
 		errs:        make(chan error, 2),
 		acks:        make(chan Event, cfg.maxInflight+2),
 		started:     cfg.clock(),
@@ -319,7 +319,7 @@ func newRun(ctx context.Context, p *Pipeline) *run {
 	}
 	r.cur = &out{}
 	r.durable, _ = cfg.store.(DurableStore)
-	cfg.sinks, cfg.deadLetter, p.meters = instrument(cfg.sinks, cfg.deadLetter, cfg.delay, &p.live)
+	cfg.sinks, cfg.deadLetter, p.meters = instrument(cfg.sinks, cfg.deadLetter, cfg.delay, &p.live, cfg.clock)
 	gate := newPauseGate(p.src)
 	r.pauser, r.holdPauser = gate.pauserFor(pausedByEngine), gate.pauserFor(pausedByHold)
 	r.demander, _ = p.src.(EvidenceDemander)
