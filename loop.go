@@ -113,12 +113,14 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 	lastCP := cfg.clock()
 	lastPub := time.Time{}
 	for {
+		fetched := false
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case err := <-r.errs:
 			return err
 		case p := <-fetches:
+			fetched = true
 			err := r.handle(ctx, p)
 			r.noteHandled(&p.f)
 			if p.handled != nil {
@@ -179,6 +181,9 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 			r.trimSpares(wall)
 		}
 		resetTimer(tick, r.nextWake(now))
+		if fetched && cfg.stepped != nil {
+			cfg.stepped()
+		}
 	}
 }
 
