@@ -122,7 +122,6 @@ func (s *transcriptSource) Poll(ctx context.Context) (record.Fetch, error) {
 		return record.Fetch{Assigned: []record.PartitionInfo{s.assignment(st)}}, nil
 	case len(st.f.Revoked) > 0:
 		s.revoked = true
-		s.log(fmt.Sprintf("revoke %v", tpNames(st.f.Revoked)))
 		return st.f, nil
 	}
 	f := st.f
@@ -151,7 +150,7 @@ func (s *transcriptSource) assignment(st step) record.PartitionInfo {
 		s.starts = map[record.TopicPartition]int64{}
 	}
 	s.starts[info.TopicPartition] = info.Start
-	s.log(fmt.Sprintf("assign %s/%d start=%d", info.Topic, info.Partition, info.Start))
+	s.log(fmt.Sprintf("start=%d", info.Start))
 	return info
 }
 

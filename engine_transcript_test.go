@@ -158,11 +158,11 @@ func (e *engineScript) exec(t *testing.T, td *datadriven.TestData) string {
 		e.assigned = append(e.assigned, info)
 		return ""
 	case "discover":
-		e.steps = append(e.steps, step{line: td.Pos, info: e.partitionInfo(t, td), startSet: td.HasArg("start")})
+		e.steps = append(e.steps, step{line: stepLabel(td), info: e.partitionInfo(t, td), startSet: td.HasArg("start")})
 		return ""
 	case "revoke":
 		id := partitionArg(t, td)
-		e.steps = append(e.steps, step{line: td.Pos, f: record.Fetch{Revoked: []record.TopicPartition{id}}})
+		e.steps = append(e.steps, step{line: stepLabel(td), f: record.Fetch{Revoked: []record.TopicPartition{id}}})
 		return ""
 	case "tick":
 		if len(td.CmdArgs) != 1 || len(td.CmdArgs[0].Vals) != 0 {
@@ -172,10 +172,10 @@ func (e *engineScript) exec(t *testing.T, td *datadriven.TestData) string {
 		if err != nil || ms <= 0 {
 			t.Fatalf("%s: tick %q: want a positive number of ms", td.Pos, td.CmdArgs[0].Key)
 		}
-		e.steps = append(e.steps, step{line: td.Pos, tick: ms})
+		e.steps = append(e.steps, step{line: stepLabel(td), tick: ms})
 		return ""
 	case "fetch":
-		e.steps = append(e.steps, step{line: td.Pos, f: record.Fetch{Partitions: []record.PartitionFetch{fetchArg(t, td)}}})
+		e.steps = append(e.steps, step{line: stepLabel(td), f: record.Fetch{Partitions: []record.PartitionFetch{fetchArg(t, td)}}})
 		return ""
 	case "sink":
 		if td.HasArg("fail-after") {
@@ -193,6 +193,18 @@ func (e *engineScript) exec(t *testing.T, td *datadriven.TestData) string {
 	}
 	t.Fatalf("%s: unknown command %q", td.Pos, td.Cmd)
 	return ""
+}
+
+// stepLabel names a step in the source's log: its command, partition and
+// position.
+func stepLabel(td *datadriven.TestData) string {
+	l := td.Cmd
+	for _, a := range td.CmdArgs {
+		if a.Key == "pos" || len(a.Vals) == 0 {
+			l += " " + a.String()
+		}
+	}
+	return l
 }
 
 // partitionInfo parses an assignment: <id> [start=<n>] end=<n>.
@@ -322,7 +334,7 @@ func (e *engineScript) run(t *testing.T) string {
 	clock := &scriptClock{}
 	clock.ms.Store(e.clock)
 	src := &transcriptSource{commitLog: commitLog{committed: maps.Clone(e.committed), cps: maps.Clone(e.cps)}, clock: clock, live: e.live,
-		steps: append([]step{{f: record.Fetch{Assigned: e.assigned}}}, e.steps...)}
+		steps: append([]step{{line: "assign", f: record.Fetch{Assigned: e.assigned}}}, e.steps...)}
 	out, dead := &failingSink{failAfter: e.failAfter, rejects: e.rejects}, &collect{}
 	var sink signalbox.Sink = out
 	var cps *checkpointing
