@@ -27,7 +27,7 @@ func (r *run) publishOps(s *Stats) {
 	}
 	// Wall time: a rate limit on a costly call, not a processing-time decision.
 	if ds, ok := r.store.(interface{ DiskBytes() int64 }); ok && time.Since(r.storeSizeAt) >= storeSizeEvery {
-		r.storeSizeAt = time.Now()
+		r.storeSizeAt = time.Now() // wall time, as above
 		r.stats.StoreBytes = ds.DiskBytes()
 		s.StoreBytes = r.stats.StoreBytes
 	}

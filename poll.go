@@ -49,9 +49,9 @@ func (r *run) poll(ctx context.Context, fetches chan<- polled) {
 			q.marks, err = r.p.prepare(ctx, &q.f, h)
 			p = &q
 		case <-wake:
-			h.probe(ctx, time.Now(), probes, &probing)
+			h.probe(ctx, time.Now(), probes, &probing) // wall time, as the backoff
 		case a := <-probes:
-			p, err = h.answered(ctx, a, time.Now())
+			p, err = h.answered(ctx, a, time.Now()) // wall time, as the backoff
 		case <-ctx.Done():
 			return
 		}
