@@ -54,7 +54,7 @@ func (r *run) takeCheckpoint(ctx context.Context, final, barrier bool) error {
 		}
 		return nil
 	}
-	start := time.Now()
+	start := r.cfg.clock()
 	cp := r.buildCheckpoint()
 	r.cur.cp, r.cur.final, r.cur.cpAt = &cp, final, start
 	if r.durable == nil && !barrier {

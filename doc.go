@@ -49,7 +49,7 @@
 // One Run has three goroutines of its own, connected by bounded channels:
 //
 //	source fetchers ──▶ poller ──fetches──▶ engine ──outs──▶ sink writer
-//	                    (loop.go poll)      (loop.go loop)   (writer.go write)
+//	                    (poll.go poll)      (loop.go loop)   (writer.go write)
 //
 // The stages:
 //
@@ -61,11 +61,12 @@
 //     A Fetch that revokes partitions waits until the engine has committed
 //     their safe offsets (C4).
 //   - The engine is the only goroutine that touches the run's state. For
-//     each Fetch (loop.go handle) it assigns and revokes partitions
+//     each Fetch (fetch.go handle) it assigns and revokes partitions
 //     (partition.go), feeds catch-up (package catchup: G1–G6) and the
 //     watermark strategy (internal/strategy, package watermark: W1–W7), and parks
 //     each record (ingest.go ingest: late records L1–L3, bad input B1–B3).
-//     Then it decides the watermark and releases (see below), pauses the
+//     Then, in one pass (loop.go pass) at the time WithClock gives, it
+//     decides the watermark and releases (see below), pauses the
 //     partitions that run ahead (align.go: P3–P5), asks for evidence when a
 //     record is due (W2b), and checkpoints on its interval (checkpoint.go:
 //     R1–R6).
@@ -81,15 +82,38 @@
 //   - a record is released in release.go, (*run).released: the store hands
 //     it over in timer order (O1–O2), it leaves its partition's outstanding
 //     offsets, and goes into the current out batch;
-//   - a commit is made in writer.go, (*run).commit, after every sink has
-//     acknowledged the checkpoint's records (C1–C3).
+//   - a commit is made by writer.go's (*run).commit once every sink has
+//     acknowledged the checkpoint's records (C1–C3): on the sink goroutine,
+//     or, with a DurableStore, on the engine goroutine once the store holds
+//     the checkpoint (checkpoint.go takeCheckpoint).
 //
-// The files: pipeline.go (Pipeline, New, Run), loop.go (the poller, the
-// loop, one Fetch), ingest.go (decode and park one record), schemad.go and
-// hold.go (schema'd values: ValueDecoder, holds), partition.go
-// (assign, revoke, phases), align.go (flow control), release.go (the
-// watermark, release, hand-over to the sinks, and the engine's one blocking
-// wait, await), checkpoint.go, writer.go (the sink goroutine), observe.go
-// (observer events and the Stats snapshot). Names: the engine outputs a
-// record (to the sinks) and notifies an Event (to the observer).
+// The files:
+//
+//   - pipeline.go: Pipeline, New, Stats and Run (the lifecycle).
+//   - run.go: the state of one Run (run, newRun) and the out batches.
+//   - poll.go: the poller goroutine.
+//   - loop.go: the engine's loop and its pass after each wake-up.
+//   - fetch.go: handling one Fetch (rebalance, records, evidence).
+//   - ingest.go: decoding (prepare) and parking (ingest) one record; late
+//     and dead records.
+//   - partition.go: a partition's and a task's state; assign, revoke, phases.
+//   - release.go: the watermark, release and flushAll.
+//   - handoff.go: out batches to the sink goroutine (send, backpressure,
+//     await) and the spare batches.
+//   - checkpoint.go: checkpoints, and restoring them at start and at an
+//     assignment.
+//   - writer.go: the sink goroutine: write, flush, dead-letter, commit.
+//   - align.go, pause.go: flow control, and the Pauser shared with the holds.
+//   - schemad.go, hold.go: schema'd values (ValueDecoder) and the holds of
+//     partitions whose records cannot be decoded yet.
+//   - recycle.go: giving the source's record arrays back (Recycler).
+//   - input.go: Input, and how a record's event time and key are decoded.
+//   - options.go: the With options, their defaults and their validation.
+//   - source.go, sink.go, strategy.go: the contracts of a Source, a Sink
+//     and a ParkedStore, with their optional interfaces.
+//   - stats.go, observe.go, opsstats.go: Stats and Event; publishing them.
+//   - sinkmeter.go: the meter around every sink (timings, ordering audit).
+//
+// Names: the engine outputs a record (to the sinks) and notifies an Event
+// (to the observer).
 package signalbox

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,47 +16,73 @@ import (
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/retry"
 )
 
 // TestEngineTranscripts replays testdata/engine/*.txt: whole-engine scenarios
 // written as cockroachdb/datadriven transcripts, as watermark/testdata is for
-// the watermark alone. A transcript declares what the source delivers, fetch
-// by fetch (records, positions, end offsets), and how the sink behaves, then
-// runs the pipeline to the end offsets and prints what came out: the
-// released records in order, the dead letters, the late counts and the
-// committed offsets. Regenerate the expected output with
+// the watermark alone. A transcript declares what the source delivers, step
+// by step (fetches, rebalances, clock ticks), and how the sink behaves, then
+// runs the pipeline and prints what came out: the released records in
+// order, the dead letters, the late counts, the committed offsets and what
+// the source saw (pauses, resumes, the commits at a revoke). Regenerate the
+// expected output with
 //
 //	go test . -run TestEngineTranscripts -rewrite
 //
 // Commands (ids are topic/partition; times are ms since the epoch):
 //
-//	new [delay=<ms>] [late=emit|dead-letter|drop] [checkpoint-sink]
-//	                                                a new job (a new group: nothing committed); with
-//	                                                checkpoint-sink the sink stores the checkpoint
-//	                                                (CheckpointSink, as PostgreSQL) and a restart
-//	                                                restores it
-//	assign <id> [start=<n>] end=<n>                 the start-up end-offset snapshot
+//	new [delay=<ms>] [late=emit|dead-letter|drop] [checkpoint-sink] [align=<ms>]
+//	    [max-future=<ms>] [live] [no-dead-letter]
+//	                                                a new job (a new group: nothing committed, the
+//	                                                clock at the epoch); with checkpoint-sink the sink
+//	                                                stores the checkpoint (CheckpointSink, as
+//	                                                PostgreSQL) and a restart restores it; align is
+//	                                                the alignment window (default off), max-future
+//	                                                the poison guard's bound (default 1h); live runs
+//	                                                until the script is done instead of to the end
+//	                                                offsets; no-dead-letter configures no dead-letter
+//	                                                sink
+//	assign <id> [start=<n>] end=<n>                 the start-up end-offset snapshot (the first Fetch)
 //	fetch <id> pos=<n> [end=<n>] [records=(<off>@<ms>[:key], ...)] [fail]
-//	sink fail-after=<n>                             the sink fails (fatally) once it has taken n records
-//	run                                             run to the end offsets; print what came out
+//	                                                a Fetch of one partition
+//	revoke <id>                                     a Fetch that revokes the partition; the source
+//	                                                prints what was committed when it is polled next
+//	discover <id> [start=<n>] end=<n>               a later Fetch that assigns the partition (new, or
+//	                                                back after a revoke); it starts at the committed
+//	                                                offset unless start is given, and the source never
+//	                                                delivers its records below that start
+//	tick <ms>                                       the clock advances by ms, then an empty Fetch wakes
+//	                                                the engine
+//	sink [fail-after=<n>] [reject=(<id>@<off>, ...)]
+//	                                                the sink fails (fatally) once it has taken n
+//	                                                records; it rejects the listed records
+//	                                                (retry.Rejected: bad data, to the dead-letter sink)
+//	run                                             run the script; print what came out
 //	commit <id> offset=<n> [position=<n> watermark=<ms>]
 //	                                                an offset (with the checkpoint committed with it,
 //	                                                whose Low is the offset) committed by an earlier
 //	                                                process, as if by a restart's predecessor
 //	restart                                         same job and group, new process: keeps the
 //	                                                committed offsets and the checkpoints committed
-//	                                                with them (CheckpointCommitter), forgets
-//	                                                fetches and sink
+//	                                                with them (CheckpointCommitter), the sink's
+//	                                                checkpoint and the clock; forgets the script and
+//	                                                the sink's behaviour
 //
 // An assignment that starts at a partition's committed offset reports the
 // checkpoint committed with it (record.PartitionInfo.Checkpoint), as the
 // Kafka source does in a consumer group; a partition with none is new to
 // the job.
 //
-// The clock is frozen at the epoch, so only evidence releases records: what
-// comes out is decided by the offsets and event times the transcript
-// declares, never by the machine's speed. Every input uses the record's
-// "ts" field as event time.
+// The source steps the engine: it delivers the next step only once the
+// engine has handled every Fetch delivered before (WithStepped), so each
+// Fetch is released, aligned and checkpointed before the next arrives, and
+// it holds back the fetches of a partition the engine paused (Pauser) until
+// it is resumed, delivering later steps first. A script whose remaining
+// fetches are all of paused partitions fails the run. The clock moves only
+// by tick: what comes out is decided by the offsets, event times and ticks
+// the transcript declares, never by the machine's speed. Every input uses
+// the record's "ts" field as event time.
 func TestEngineTranscripts(t *testing.T) {
 	datadriven.Walk(t, "testdata/engine", func(t *testing.T, path string) {
 		e := &engineScript{}
@@ -71,32 +96,43 @@ func TestEngineTranscripts(t *testing.T) {
 type engineScript struct {
 	delay     int64
 	late      signalbox.LatePolicy
+	align     int64
+	maxFuture int64 // ms; -1: the default
+	live      bool
+	noDead    bool
 	assigned  []record.PartitionInfo
-	fetches   []record.Fetch
+	steps     []step
 	failAfter int // 0: never
+	rejects   map[string]bool
 	committed map[record.TopicPartition]int64
 	cps       map[record.TopicPartition]record.PartitionCheckpoint
 	topics    []string
 	cpSink    bool
 	cp        *record.Checkpoint // the checkpoint sink's last checkpoint
+	clock     int64              // ms since the epoch
 }
 
 func (e *engineScript) exec(t *testing.T, td *datadriven.TestData) string {
 	switch td.Cmd {
 	case "new":
-		*e = engineScript{late: signalbox.LateEmit, committed: map[record.TopicPartition]int64{}, cps: map[record.TopicPartition]record.PartitionCheckpoint{}}
-		if td.HasArg("delay") {
-			td.ScanArgs(t, "delay", &e.delay)
+		*e = engineScript{late: signalbox.LateEmit, maxFuture: -1, committed: map[record.TopicPartition]int64{}, cps: map[record.TopicPartition]record.PartitionCheckpoint{}}
+		for _, a := range []struct {
+			key string
+			v   *int64
+		}{{"delay", &e.delay}, {"align", &e.align}, {"max-future", &e.maxFuture}} {
+			if td.HasArg(a.key) {
+				td.ScanArgs(t, a.key, a.v)
+			}
 		}
 		if td.HasArg("late") {
 			var s string
 			td.ScanArgs(t, "late", &s)
 			e.late = signalbox.LatePolicy(s)
 		}
-		e.cpSink = td.HasArg("checkpoint-sink")
+		e.cpSink, e.live, e.noDead = td.HasArg("checkpoint-sink"), td.HasArg("live"), td.HasArg("no-dead-letter")
 		return ""
 	case "restart":
-		e.assigned, e.fetches, e.failAfter = nil, nil, 0
+		e.assigned, e.steps, e.failAfter, e.rejects = nil, nil, 0, nil
 		return ""
 	case "commit":
 		id := partitionArg(t, td)
@@ -112,45 +148,96 @@ func (e *engineScript) exec(t *testing.T, td *datadriven.TestData) string {
 		}
 		return ""
 	case "assign":
-		id := partitionArg(t, td)
-		info := record.PartitionInfo{TopicPartition: id, Start: e.committed[id]}
-		if td.HasArg("start") {
-			td.ScanArgs(t, "start", &info.Start)
+		info := e.partitionInfo(t, td)
+		if !td.HasArg("start") {
+			info.Start = e.committed[info.TopicPartition]
 		}
-		if pc, ok := e.cps[id]; ok && pc.Low == info.Start {
+		if pc, ok := e.cps[info.TopicPartition]; ok && pc.Low == info.Start {
 			info.Checkpoint = &pc
 		}
-		td.ScanArgs(t, "end", &info.End)
 		e.assigned = append(e.assigned, info)
-		if !slices.Contains(e.topics, id.Topic) {
-			e.topics = append(e.topics, id.Topic)
+		return ""
+	case "discover":
+		e.steps = append(e.steps, step{line: stepLabel(td), info: e.partitionInfo(t, td), startSet: td.HasArg("start")})
+		return ""
+	case "revoke":
+		id := partitionArg(t, td)
+		e.steps = append(e.steps, step{line: stepLabel(td), f: record.Fetch{Revoked: []record.TopicPartition{id}}})
+		return ""
+	case "tick":
+		if len(td.CmdArgs) != 1 || len(td.CmdArgs[0].Vals) != 0 {
+			t.Fatalf("%s: tick <ms>", td.Pos)
 		}
+		ms, err := strconv.ParseInt(td.CmdArgs[0].Key, 10, 64)
+		if err != nil || ms <= 0 {
+			t.Fatalf("%s: tick %q: want a positive number of ms", td.Pos, td.CmdArgs[0].Key)
+		}
+		e.steps = append(e.steps, step{line: stepLabel(td), tick: ms})
 		return ""
 	case "fetch":
-		id := partitionArg(t, td)
-		pf := record.PartitionFetch{TopicPartition: id, End: -1}
-		td.ScanArgs(t, "pos", &pf.Position)
-		if td.HasArg("end") {
-			td.ScanArgs(t, "end", &pf.End)
-		}
-		if td.HasArg("fail") {
-			pf.Err = errors.New("scripted fetch failure")
-		}
-		if a, ok := td.Arg("records"); ok {
-			for _, v := range a.Vals {
-				pf.Records = append(pf.Records, parseRecord(t, id, v))
-			}
-		}
-		e.fetches = append(e.fetches, record.Fetch{Partitions: []record.PartitionFetch{pf}})
+		e.steps = append(e.steps, step{line: stepLabel(td), f: record.Fetch{Partitions: []record.PartitionFetch{fetchArg(t, td)}}})
 		return ""
 	case "sink":
-		td.ScanArgs(t, "fail-after", &e.failAfter)
+		if td.HasArg("fail-after") {
+			td.ScanArgs(t, "fail-after", &e.failAfter)
+		}
+		if a, ok := td.Arg("reject"); ok {
+			e.rejects = map[string]bool{}
+			for _, v := range a.Vals {
+				e.rejects[v] = true
+			}
+		}
 		return ""
 	case "run":
 		return e.run(t)
 	}
 	t.Fatalf("%s: unknown command %q", td.Pos, td.Cmd)
 	return ""
+}
+
+// stepLabel names a step in the source's log: its command, partition and
+// position.
+func stepLabel(td *datadriven.TestData) string {
+	l := td.Cmd
+	for _, a := range td.CmdArgs {
+		if a.Key == "pos" || len(a.Vals) == 0 {
+			l += " " + a.String()
+		}
+	}
+	return l
+}
+
+// partitionInfo parses an assignment: <id> [start=<n>] end=<n>.
+func (e *engineScript) partitionInfo(t *testing.T, td *datadriven.TestData) record.PartitionInfo {
+	id := partitionArg(t, td)
+	info := record.PartitionInfo{TopicPartition: id}
+	if td.HasArg("start") {
+		td.ScanArgs(t, "start", &info.Start)
+	}
+	td.ScanArgs(t, "end", &info.End)
+	if !slices.Contains(e.topics, id.Topic) {
+		e.topics = append(e.topics, id.Topic)
+	}
+	return info
+}
+
+// fetchArg parses a fetch: <id> pos=<n> [end=<n>] [records=(...)] [fail].
+func fetchArg(t *testing.T, td *datadriven.TestData) record.PartitionFetch {
+	id := partitionArg(t, td)
+	pf := record.PartitionFetch{TopicPartition: id, End: -1}
+	td.ScanArgs(t, "pos", &pf.Position)
+	if td.HasArg("end") {
+		td.ScanArgs(t, "end", &pf.End)
+	}
+	if td.HasArg("fail") {
+		pf.Err = errors.New("scripted fetch failure")
+	}
+	if a, ok := td.Arg("records"); ok {
+		for _, v := range a.Vals {
+			pf.Records = append(pf.Records, parseRecord(t, id, v))
+		}
+	}
+	return pf
 }
 
 func partitionArg(t *testing.T, td *datadriven.TestData) record.TopicPartition {
@@ -180,48 +267,28 @@ func parseRecord(t *testing.T, id record.TopicPartition, s string) record.Record
 	return tsRecord(id.Topic, id.Partition, o, key, ms)
 }
 
-// transcriptSource delivers the assignment, then the transcript's fetches in
-// order, then keeps reporting the last known evidence; it records commits
-// and the checkpoints committed with them.
-type transcriptSource struct {
-	timeline
-	mu        sync.Mutex
-	committed map[record.TopicPartition]int64
-	cps       map[record.TopicPartition]record.PartitionCheckpoint
-}
-
-func (s *transcriptSource) Commit(_ context.Context, offsets map[record.TopicPartition]int64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for tp, off := range offsets {
-		s.committed[tp] = off
-		delete(s.cps, tp) // a plain commit carries no checkpoint
-	}
-	return nil
-}
-
-func (s *transcriptSource) CommitCheckpoint(_ context.Context, cp record.Checkpoint) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, pc := range cp.Partitions {
-		s.committed[pc.TopicPartition] = pc.Low
-		s.cps[pc.TopicPartition] = pc
-	}
-	return nil
-}
-
 // failingSink collects records and fails fatally once it holds failAfter:
 // it stores the part of the batch that fits, then fails, as a destination
 // that went down mid-batch; what comes out does not depend on how the
-// engine cut its batches.
+// engine cut its batches. It rejects the records of rejects as bad data.
 type failingSink struct {
 	collect
 	failAfter int
+	rejects   map[string]bool // topic/partition@offset
 }
 
 var errSinkDown = errors.New("sink rejected the write")
 
 func (s *failingSink) Write(ctx context.Context, batch []record.Record) error {
+	var rej []retry.Rejection
+	for _, r := range batch {
+		if s.rejects[fmt.Sprintf("%s/%d@%d", r.Topic, r.Partition, r.Offset)] {
+			rej = append(rej, retry.Rejection{Record: r, Reason: "scripted rejection"})
+		}
+	}
+	if len(rej) > 0 {
+		return retry.Rejected(rej...) // accepts nothing of the batch
+	}
 	s.mu.Lock()
 	room := s.failAfter - len(s.records)
 	s.mu.Unlock()
@@ -264,35 +331,57 @@ func (s *checkpointing) checkpoint() *record.Checkpoint {
 }
 
 func (e *engineScript) run(t *testing.T) string {
-	src := &transcriptSource{committed: maps.Clone(e.committed), cps: maps.Clone(e.cps)}
-	src.fetches = append([]record.Fetch{{Assigned: e.assigned}}, e.fetches...)
-	out, dead := &failingSink{failAfter: e.failAfter}, &collect{}
+	clock := &scriptClock{}
+	clock.ms.Store(e.clock)
+	src := &transcriptSource{commitLog: commitLog{committed: maps.Clone(e.committed), cps: maps.Clone(e.cps)}, clock: clock, live: e.live,
+		steps: append([]step{{line: "assign", f: record.Fetch{Assigned: e.assigned}}}, e.steps...)}
+	out, dead := &failingSink{failAfter: e.failAfter, rejects: e.rejects}, &collect{}
 	var sink signalbox.Sink = out
 	var cps *checkpointing
 	if e.cpSink {
 		cps = &checkpointing{failingSink: out, cp: e.cp}
 		sink = cps
 	}
-	p, err := signalbox.New(src, tsInputs(e.topics...),
-		signalbox.WithDelay(time.Duration(e.delay)*time.Millisecond), signalbox.WithClock(frozen),
-		signalbox.WithLatePolicy(e.late), signalbox.WithSink(sink), signalbox.WithDeadLetter(dead),
-		signalbox.WithUntil(signalbox.UntilEndOffsets))
+	until := signalbox.UntilEndOffsets
+	if e.live {
+		until = signalbox.UntilLive
+	}
+	opts := []signalbox.Option{tsInputs(e.topics...),
+		signalbox.WithDelay(time.Duration(e.delay) * time.Millisecond), signalbox.WithClock(clock.now),
+		signalbox.WithLatePolicy(e.late), signalbox.WithSink(sink), signalbox.WithUntil(until),
+		signalbox.WithAlignment(time.Duration(e.align) * time.Millisecond), signalbox.WithStepped(src.stepped)}
+	if !e.noDead {
+		opts = append(opts, signalbox.WithDeadLetter(dead))
+	}
+	if e.maxFuture >= 0 {
+		opts = append(opts, signalbox.WithMaxFuture(time.Duration(e.maxFuture)*time.Millisecond))
+	}
+	p, err := signalbox.New(src, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	runErr := p.Run(ctx)
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	src.stop = stop
+	runErr := p.Run(runCtx)
 	if ctx.Err() != nil {
 		t.Fatalf("the run did not end by itself (a transcript must let every partition reach its end offset): %v", runErr)
 	}
 	src.mu.Lock()
 	e.committed, e.cps = maps.Clone(src.committed), maps.Clone(src.cps)
+	events := slices.Clone(src.events)
 	src.mu.Unlock()
+	e.clock = clock.ms.Load()
 	if cps != nil {
 		e.cp = cps.checkpoint()
 	}
+	return e.report(p, out, dead, events, runErr)
+}
 
+// report prints what a run put out.
+func (e *engineScript) report(p *signalbox.Pipeline, out *failingSink, dead *collect, events []string, runErr error) string {
 	var b strings.Builder
 	section := func(name string, lines []string) {
 		fmt.Fprintf(&b, "%s:", name)
@@ -314,15 +403,7 @@ func (e *engineScript) run(t *testing.T) string {
 			id.Topic, id.Partition, l.Count, l.Emitted, l.DeadLettered, l.Dropped, l.MaxLateBy))
 	}
 	section("late", late)
-	var committed []string
-	for _, id := range slices.SortedFunc(maps.Keys(e.committed), cmpTP) {
-		l := fmt.Sprintf("%s/%d=%d", id.Topic, id.Partition, e.committed[id])
-		if pc, ok := e.cps[id]; ok {
-			l += fmt.Sprintf(" position=%d watermark=%s", pc.Position, fmtMark(pc.Watermark))
-		}
-		committed = append(committed, l)
-	}
-	section("committed", committed)
+	section("committed", committedLines(e.committed, e.cps))
 	if e.cpSink {
 		var cp []string
 		if e.cp != nil {
@@ -333,6 +414,9 @@ func (e *engineScript) run(t *testing.T) string {
 		}
 		section("checkpoint", cp)
 	}
+	if len(events) > 0 {
+		section("source", events)
+	}
 	switch {
 	case runErr == nil:
 		b.WriteString("run: ok\n")
@@ -342,6 +426,20 @@ func (e *engineScript) run(t *testing.T) string {
 		fmt.Fprintf(&b, "run: failed: %v\n", runErr)
 	}
 	return b.String()
+}
+
+// committedLines prints committed offsets, with the checkpoint committed
+// with each, sorted.
+func committedLines(committed map[record.TopicPartition]int64, cps map[record.TopicPartition]record.PartitionCheckpoint) []string {
+	var lines []string
+	for _, id := range slices.SortedFunc(maps.Keys(committed), cmpTP) {
+		l := fmt.Sprintf("%s/%d=%d", id.Topic, id.Partition, committed[id])
+		if pc, ok := cps[id]; ok {
+			l += fmt.Sprintf(" position=%d watermark=%s", pc.Position, fmtMark(pc.Watermark))
+		}
+		lines = append(lines, l)
+	}
+	return lines
 }
 
 func cmpTP(a, b record.TopicPartition) int {

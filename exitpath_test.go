@@ -486,7 +486,7 @@ func TestUntilTimeWithFatalSinkError(t *testing.T) {
 	for off := range int64(5) {
 		recs = append(recs, tsRecord("a", 0, off, fmt.Sprint("k", off), 1000*(off+1)))
 	}
-	src := &transcriptSource{committed: map[record.TopicPartition]int64{}, cps: map[record.TopicPartition]record.PartitionCheckpoint{}}
+	src := &committingTimeline{commitLog: newCommitLog()}
 	src.fetches = []record.Fetch{{Assigned: []record.PartitionInfo{{TopicPartition: a, End: 10}}}, fetched(a, 5, 10, recs...)}
 	sink := &failingSink{failAfter: 2}
 	p, err := signalbox.New(src, tsInputs("a"), signalbox.WithDelay(0), signalbox.WithClock(frozen), signalbox.WithMaxFuture(0),

@@ -40,7 +40,7 @@ func (p *Pipeline) prepare(ctx context.Context, f *record.Fetch, h *holds) (map[
 			}
 			var hold *holdError
 			if errors.As(err, &hold) {
-				h.start(pf, j, hold.err, time.Now())
+				h.start(pf, j, hold.err, time.Now()) // wall time: the hold's retry backoff (poll.go)
 				break
 			}
 			if ctx.Err() != nil {

@@ -155,6 +155,9 @@ type config struct {
 	limitSet    bool // the default depends on the store (WithParkedLimit)
 	maxFuture   time.Duration
 	flushLinger time.Duration
+	// stepped, if set, is called on the engine goroutine at the end of
+	// every pass of its loop that handled a Fetch (tests: export_test.go).
+	stepped func()
 	// nilGiven names the options given nil where nil is no value
 	// (WithClock, WithParkedStore, the internal strategy option), for validate.
 	nilGiven []string
@@ -198,7 +201,11 @@ func WithLatePolicy(p LatePolicy) Option { return func(c *config) { c.late = p }
 // Default UntilLive.
 func WithUntil(u Until) Option { return func(c *config) { c.until = u } }
 
-// WithClock injects the processing-time clock. Default time.Now.
+// WithClock injects the processing-time clock. Default time.Now. Every
+// engine decision and measure reads it (the processing-time fallback, the
+// checkpoint interval, the flush linger, the latency metrics); only retry
+// backoffs, log rate limits and the trimming of idle buffers use wall time.
+// It may be called from several goroutines.
 func WithClock(clk Clock) Option {
 	return func(c *config) {
 		if clk == nil {

@@ -289,7 +289,7 @@ func (r *run) renderOut(dec *decoder, rec *record.Record) (ok bool, err error) {
 	if err = dec.render(ctx, rec); errors.As(err, &h) { // the retry policy only once the first try is held
 		var logged time.Time
 		logWait := func(attempt int, err error, _ time.Duration) { // the engine waits: say so, at most every holdLogEvery
-			if now := time.Now(); now.Sub(logged) >= holdLogEvery {
+			if now := time.Now(); now.Sub(logged) >= holdLogEvery { // wall time: a log rate limit
 				logged = now
 				r.cfg.logger.Warn("schema'd record cannot be decoded for the sinks yet: release waits, retrying",
 					zap.String("topic", rec.Topic), zap.Int32("partition", rec.Partition), zap.Int64("offset", rec.Offset),

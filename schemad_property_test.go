@@ -402,7 +402,7 @@ func TestSchemadRevokeWhileHeld(t *testing.T) {
 	}
 	dec := &downDecoder{}
 	dec.down.Store(true)
-	src := &transcriptSource{committed: map[record.TopicPartition]int64{}, cps: map[record.TopicPartition]record.PartitionCheckpoint{}}
+	src := &committingTimeline{commitLog: newCommitLog()}
 	src.fetches = []record.Fetch{
 		{Assigned: []record.PartitionInfo{{TopicPartition: a, End: 10}}},
 		fetched(a, 4, 10, rec(0, 1000, ""), rec(1, 2000, ""), rec(2, 3000, `,"held":1`), rec(3, 4000, "")),

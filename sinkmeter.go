@@ -33,7 +33,7 @@ type meteredSink struct {
 	Sink
 	name  string        // for logs and reasons: the sink's kind, numbered like its metrics
 	delay float64       // seconds
-	live  *atomic.Int64 // Unix ms (wall) when the replay was done; 0 before
+	live  *atomic.Int64 // Unix ms (WithClock) when the replay was done; 0 before
 	audit bool          // the ordering audit applies (not the dead-letter sink)
 	last  []int64       // the highest event time written, by task (partition number)
 	mu    sync.Mutex    // guards st
@@ -71,11 +71,11 @@ func (m meteredCheckpointSink) CommitsSourceOffsets() bool {
 
 // instrument wraps the job's sinks and dead-letter sink (nil stays nil) in
 // meters named after their packages.
-func instrument(sinks []Sink, dead Sink, delay time.Duration, live *atomic.Int64) ([]Sink, Sink, []*meteredSink) {
+func instrument(sinks []Sink, dead Sink, delay time.Duration, live *atomic.Int64, clock func() time.Time) ([]Sink, Sink, []*meteredSink) {
 	var meters []*meteredSink
 	seen := map[string]int{}
 	wrap := func(s Sink, name, metric string, audit bool) Sink {
-		m := &meteredSink{Sink: s, name: name, delay: delay.Seconds(), live: live, audit: audit, now: time.Now}
+		m := &meteredSink{Sink: s, name: name, delay: delay.Seconds(), live: live, audit: audit, now: clock}
 		m.st = SinkStats{Name: metric, WriteSeconds: newHistogram(LatencyBuckets), FlushSeconds: newHistogram(LatencyBuckets),
 			BatchRecords: newHistogram(BatchBuckets), ReleaseSeconds: newHistogram(ReleaseBuckets)}
 		meters = append(meters, m)

@@ -183,9 +183,9 @@ type SinkStats struct {
 	// The ordering audit, at the sink boundary. OutOfOrder counts records
 	// written with an event time below an earlier record of the same task;
 	// it stays 0 unless late records are emitted (late: emit).
-	// ReleaseSeconds is the release latency beyond the delay bound (wall
-	// time after Write − event time − delay) of every record released in
-	// order whose event time is after the end of the replay (wall clock):
+	// ReleaseSeconds is the release latency beyond the delay bound (the
+	// clock, WithClock, after Write − event time − delay) of every record
+	// released in order whose event time is after the end of the replay:
 	// history is not live latency. Neither applies to the dead-letter sink
 	// or to timeless records.
 	OutOfOrder     int64

@@ -26,7 +26,7 @@ const retryLogEvery = 10 * time.Second
 // committed only after every sink has acknowledged it, or has rejected it
 // and the dead-letter sink has acknowledged it.
 func (r *run) write(ctx context.Context) {
-	w := &writer{r: r, log: &retryLog{logger: r.cfg.logger, every: retryLogEvery, now: time.Now}}
+	w := &writer{r: r, log: &retryLog{logger: r.cfg.logger, every: retryLogEvery, now: time.Now}} // wall time: a log rate limit
 	for _, s := range w.all() {
 		if rr, ok := s.(RetryReporter); ok {
 			rr.ReportRetries(w.log.hook(sinkName(s)))

@@ -1,0 +1,129 @@
+package signalbox
+
+// Handling one Fetch on the engine goroutine: rebalances, then each
+// partition's records and evidence.
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/signalbox/signalbox/catchup"
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/watermark"
+)
+
+// handle takes one Fetch: it commits and lets go of the revoked partitions,
+// assigns the new ones, and ingests each partition's records and evidence.
+func (r *run) handle(ctx context.Context, p polled) error {
+	f := p.f
+	now := r.cfg.clock()
+	r.fetched = true
+	if len(f.Revoked) > 0 || len(f.Assigned) > 0 {
+		r.stats.Rebalances++
+	}
+	if !f.At.IsZero() {
+		r.stamped = true
+		if f.At.After(r.evidence) {
+			r.evidence = f.At
+		}
+	}
+	r.future = watermark.MaxTime
+	if r.cfg.maxFuture > 0 {
+		clock := now
+		if r.stamped {
+			clock = r.evidence
+		}
+		r.future = clock.Add(r.cfg.maxFuture).UnixMilli()
+	}
+	if len(f.Revoked) > 0 {
+		// Commit the safe offsets before letting the partitions go: the
+		// source acknowledges the rebalance at the next Poll, and the new
+		// owner starts from what is committed.
+		if err := r.takeCheckpoint(ctx, false, true); err != nil {
+			return err
+		}
+		// The sink goroutine reported its fences before the barrier's ack:
+		// revoke must see them.
+		for len(r.acks) > 0 {
+			r.notify(<-r.acks)
+		}
+	}
+	for _, tp := range f.Revoked {
+		r.revoke(tp)
+	}
+	if len(f.Assigned) > 0 {
+		r.revokedAll = false
+	} else if len(f.Revoked) > 0 && r.catch.Len() == 0 {
+		r.revokedAll = true
+	}
+	if err := r.refreshRestored(ctx, f.Assigned, f.Member); err != nil {
+		return err
+	}
+	m := r.newMark(f.Assigned)
+	for _, a := range f.Assigned {
+		r.assign(a, m, now)
+	}
+	if len(f.Assigned) > 0 {
+		// A DurableStore's restored records count in the first assignment
+		// only, as the Seeker's positions apply to it only (design R10).
+		r.floors = nil
+	}
+	for i := range f.Partitions {
+		if err := r.take(&f.Partitions[i], p.marks, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// take ingests one partition's part of a Fetch: its records (marks are
+// prepare's), then its position and end-offset evidence.
+func (r *run) take(pf *record.PartitionFetch, marks map[*record.Record]error, now time.Time) error {
+	ps := r.parts[pf.TopicPartition]
+	if ps == nil {
+		r.cfg.logger.Warn("fetch for an unassigned partition", zap.String("topic", pf.Topic), zap.Int32("partition", pf.Partition))
+		return nil
+	}
+	if pf.Err != nil {
+		if t, ok := r.catch.Fail(ps.cid, now); ok {
+			r.phase(t)
+		}
+		r.cfg.logger.Warn("fetch failed: partition holds the watermark", zap.String("topic", pf.Topic), zap.Int32("partition", pf.Partition), zap.Error(pf.Err))
+		return nil
+	}
+	before := ps.maxET
+	ps.fetchMax = watermark.MinTime
+	parked := r.store.Len() // nothing is released while a fetch is ingested
+	for j := range pf.Records {
+		rec := &pf.Records[j]
+		var mark error
+		if marks != nil {
+			mark = marks[rec]
+		}
+		if err := r.ingest(ps, rec, mark, now); err != nil {
+			return err
+		}
+	}
+	r.retire(ps, pf.Records, r.store.Len()-parked)
+	if ps.fetchMax != watermark.MinTime {
+		// The strategy keeps a partition's newest event time: one
+		// Observe per answer, with its newest, is the same as one per
+		// record (nothing advances the watermark within a Fetch).
+		ps.task.strat.Observe(ps.wid, ps.fetchMax, now)
+	}
+	if ps.maxET > before {
+		ps.span, ps.spanRecs = ps.maxET-max(before, ps.firstET), len(pf.Records)
+	}
+	ps.offs.Advance(pf.Position)
+	if ps.restoring && pf.Position >= ps.restorePos {
+		ps.restoring = false
+	}
+	if t, ok := r.catch.Observe(ps.cid, pf.Position, pf.End, now); ok {
+		r.phase(t)
+	} else if st, _ := r.catch.Status(ps.cid); st.Phase != catchup.CaughtUp {
+		ps.task.strat.SetPhase(ps.wid, st.Phase, st.Behind, now)
+	}
+	return nil
+}

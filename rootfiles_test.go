@@ -1,0 +1,82 @@
+package signalbox_test
+
+// Checks on the root package's own source files.
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// rootSources are the package's non-test Go files.
+func rootSources(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.DeleteFunc(files, func(f string) bool { return strings.HasSuffix(f, "_test.go") })
+}
+
+// TestDocMapsEveryFile: doc.go's list of files names every non-test Go file
+// of the package, and only those, so that the map stays true as files are
+// split or added.
+func TestDocMapsEveryFile(t *testing.T) {
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, list, ok := strings.Cut(string(doc), "// The files:\n")
+	if !ok {
+		t.Fatal(`doc.go has no "The files:" section`)
+	}
+	list, _, _ = strings.Cut(list, "\n//\n// Names:")
+	named := map[string]bool{}
+	for _, w := range strings.FieldsFunc(list, func(r rune) bool { return r == ' ' || r == '\n' || r == ',' || r == ':' || r == '/' }) {
+		if strings.HasSuffix(w, ".go") {
+			named[w] = true
+		}
+	}
+	for _, f := range rootSources(t) {
+		if f == "doc.go" {
+			continue
+		}
+		if !named[f] {
+			t.Errorf("doc.go's list of files does not name %s", f)
+		}
+		delete(named, f)
+	}
+	for f := range named {
+		t.Errorf("doc.go's list of files names %s, which does not exist", f)
+	}
+}
+
+// TestClockReadsGoThroughWithClock: the engine reads the time only through
+// the configured clock (WithClock), so that a scripted clock drives every
+// decision (the engine transcripts). A read of the wall clock in the root
+// package is allowed only where a comment on its line, or the line before,
+// says why wall time is right ("wall time": retry backoffs, log rate
+// limits, trimming idle buffers).
+func TestClockReadsGoThroughWithClock(t *testing.T) {
+	for _, f := range rootSources(t) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(b), "\n")
+		for i, l := range lines {
+			if !strings.Contains(l, "time.Now()") && !strings.Contains(l, "time.Since(") && !strings.Contains(l, "time.Until(") {
+				continue
+			}
+			said := strings.Contains(strings.ToLower(l), "wall time")
+			if i > 0 {
+				said = said || strings.Contains(strings.ToLower(lines[i-1]), "wall time")
+			}
+			if !said {
+				t.Errorf("%s:%d reads the wall clock without saying why (use the configured clock, r.cfg.clock): %s", f, i+1, strings.TrimSpace(l))
+			}
+		}
+	}
+}
