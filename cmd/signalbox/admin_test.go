@@ -165,6 +165,15 @@ admin:
 		}
 	}
 	waitFor("the history", func() bool { return len(readOutput(t, out)) == history })
+	// The release latency counts records whose event time is at or after
+	// the end of the replay: produce the live ones once it has ended, not
+	// as soon as the last history record is out (the same pass may still
+	// be about to declare it).
+	waitFor("the end of the replay", func() bool {
+		_, body := httpGet(t, url+"/metrics")
+		v, ok := sample(t, body, "signalbox_replay_done", nil)
+		return ok && v == 1
+	})
 	produce(func(int) int64 { return time.Now().UnixMilli() }, live)
 	waitFor("the live records", func() bool { return len(readOutput(t, out)) == history+live })
 
