@@ -74,6 +74,8 @@ type Sink struct {
 	mu      sync.Mutex
 	prodErr error // first produce error since the last Flush
 	promise func(*kgo.Record, error)
+	spares  chan *msgSlab // slabs whose records the producer is done with
+	slabs   int           // slabs made
 
 	inTxn    bool
 	txnBuf   []record.Record // records of the open transaction, for re-production after an abort
@@ -93,15 +95,21 @@ type Sink struct {
 
 // New returns a sink; call Open before use.
 func New(cfg Config) *Sink {
-	s := &Sink{cfg: cfg}
+	s := &Sink{cfg: cfg, spares: make(chan *msgSlab, spareSlabs)}
 	s.batchBytes.Store(DefaultBatchBytes)
-	s.promise = func(_ *kgo.Record, err error) {
+	s.promise = func(r *kgo.Record, err error) {
 		if err != nil {
 			s.mu.Lock()
 			if s.prodErr == nil {
 				s.prodErr = err
 			}
 			s.mu.Unlock()
+		}
+		if sl, ok := r.Context.(*msgSlab); ok && sl.left.Add(-1) == 0 {
+			select {
+			case s.spares <- sl:
+			default:
+			}
 		}
 	}
 	return s
@@ -260,18 +268,18 @@ func topicMaxMessageBytes(ctx context.Context, adm *kadm.Client, topic string) (
 // Partition returns the output partition of r among n partitions
 // (invariant 3).
 func Partition(r *record.Record, n int32) int32 {
-	k := []byte(r.OrderKey)
-	if len(k) == 0 {
-		k = r.Key
+	if len(r.OrderKey) > 0 {
+		return int32(murmur2(r.OrderKey)&0x7fffffff) % n
 	}
-	if len(k) == 0 {
-		return 0
+	if len(r.Key) > 0 {
+		return int32(murmur2(r.Key)&0x7fffffff) % n
 	}
-	return int32(murmur2(k)&0x7fffffff) % n
+	return 0
 }
 
-// murmur2 is the Java client's hash (org.apache.kafka.common.utils.Utils).
-func murmur2(data []byte) uint32 {
+// murmur2 is the Java client's hash (org.apache.kafka.common.utils.Utils),
+// of a string or bytes alike (no copy of the key).
+func murmur2[T string | []byte](data T) uint32 {
 	const seed, m, r = uint32(0x9747b28c), uint32(0x5bd1e995), 24
 	n := len(data)
 	h := seed ^ uint32(n)
@@ -374,6 +382,9 @@ func (s *Sink) oversized(batch []record.Record) error {
 	limit := int(s.batchBytes.Load())
 	var rej []retry.Rejection
 	for i := range batch {
+		if r := &batch[i]; len(r.Headers) == 0 && len(r.Key)+len(r.Value)+maxRecordOverhead <= limit {
+			continue // fits whatever the varints' lengths
+		}
 		if n := batchSize(&batch[i]); n > limit {
 			rej = append(rej, retry.Rejection{Record: batch[i],
 				Reason: fmt.Sprintf("kafka: record of %d bytes exceeds the %d bytes a batch of %s can hold (max.message.bytes)", n, limit, s.cfg.Topic)})
@@ -381,6 +392,11 @@ func (s *Sink) oversized(batch []record.Record) error {
 	}
 	return retry.Rejected(rej...)
 }
+
+// maxRecordOverhead bounds what a record without headers adds to its key
+// and value in a batch of its own (batchSize): the batch overhead, its
+// attributes and at most 5 bytes for each of its varints.
+const maxRecordOverhead = recordBatchOverhead + 8*5
 
 // batchSize is the size kgo counts for a batch holding only r (Kafka's
 // record format v2): the batch overhead and r's length-prefixed record.
@@ -411,9 +427,9 @@ func varintLen(n int) int {
 	return l
 }
 
-// message builds the output record of r.
-func message(r *record.Record, topic string, partition int32) *kgo.Record {
-	msg := &kgo.Record{Topic: topic, Partition: partition, Key: r.Key, Value: r.Value}
+// message fills msg, the output record of r.
+func message(msg *kgo.Record, r *record.Record, topic string, partition int32) {
+	*msg = kgo.Record{Topic: topic, Partition: partition, Key: r.Key, Value: r.Value}
 	if len(r.Headers) > 0 {
 		msg.Headers = make([]kgo.RecordHeader, len(r.Headers))
 		for i, h := range r.Headers {
@@ -423,12 +439,48 @@ func message(r *record.Record, topic string, partition int32) *kgo.Record {
 	if !r.Timeless && r.EventTime > 0 {
 		msg.Timestamp = timeOf(r.EventTime)
 	}
-	return msg
 }
 
+// spareSlabs is how many slabs of output records the sink keeps for reuse.
+const spareSlabs = 16
+
+// msgSlab holds the output records of one produce call. It is each
+// record's Context (never cancelled: the Produce context carries the
+// Write's), so the promise finds it; once the producer has finished with
+// the last of them (each record's promise ran), it is reused.
+type msgSlab struct {
+	context.Context
+	msgs []kgo.Record
+	left atomic.Int64 // records whose promise has not run
+}
+
+// slab returns a slab of n records: a spare when one fits without wasting
+// more than 3n, else a new one.
+func (s *Sink) slab(n int) *msgSlab {
+	select {
+	case sl := <-s.spares:
+		if c := cap(sl.msgs); c >= n && c <= 4*n {
+			sl.msgs = sl.msgs[:n]
+			return sl
+		}
+	default:
+	}
+	s.slabs++
+	return &msgSlab{Context: context.Background(), msgs: make([]kgo.Record, n)}
+}
+
+// produce hands batch to the producer, in order.
 func (s *Sink) produce(ctx context.Context, batch []record.Record) {
+	if len(batch) == 0 {
+		return
+	}
+	sl := s.slab(len(batch))
+	sl.left.Store(int64(len(batch)))
 	for i := range batch {
-		s.cl.Produce(ctx, message(&batch[i], s.cfg.Topic, Partition(&batch[i], s.partitions)), s.promise)
+		msg := &sl.msgs[i]
+		message(msg, &batch[i], s.cfg.Topic, Partition(&batch[i], s.partitions))
+		msg.Context = sl
+		s.cl.Produce(ctx, msg, s.promise)
 	}
 	s.produced += len(batch)
 }
