@@ -117,3 +117,16 @@ func TestSinkDefaultsMatchCode(t *testing.T) {
 		}
 	}
 }
+
+// TestKafkaBufferedRecordsDocumented holds the Kafka sink's bound on the
+// records awaiting acknowledgement, stated in its Conn row, to the code.
+func TestKafkaBufferedRecordsDocumented(t *testing.T) {
+	md, err := os.ReadFile("sinks.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := kafka.MaxBufferedRecords
+	if want := fmt.Sprintf("`MaxBufferedRecords` (%d,%03d)", n/1000, n%1000); !strings.Contains(string(md), want) {
+		t.Errorf("docs/sinks.md does not state %s", want)
+	}
+}

@@ -242,6 +242,19 @@ func TestSlabsReused(t *testing.T) {
 	}
 }
 
+// TestBufferedRecordsBound: the producer holds at most MaxBufferedRecords
+// records awaiting acknowledgement, whatever Config.Conn asks.
+func TestBufferedRecordsBound(t *testing.T) {
+	s := kafka.New(kafka.Config{Brokers: cluster(t, "out"), Topic: "out", Conn: []kgo.Opt{kgo.MaxBufferedRecords(1_000_000)}})
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := s.Client().OptValue(kgo.MaxBufferedRecords); got != int64(kafka.MaxBufferedRecords) {
+		t.Errorf("producer's MaxBufferedRecords = %v, want %d", got, kafka.MaxBufferedRecords)
+	}
+}
+
 // TestMurmur2MatchesJavaClient checks the hash against the Java client's
 // Utils.murmur2 values.
 func TestMurmur2MatchesJavaClient(t *testing.T) {
