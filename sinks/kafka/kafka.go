@@ -37,12 +37,12 @@ const DefaultStartupTimeout = 30 * time.Second
 // max.message.bytes.
 const DefaultBatchBytes = 1_000_012
 
-// MaxBufferedRecords bounds the records produced and not yet acknowledged:
-// Write waits for acknowledgements beyond it. Lower than kgo's 50,000, so
-// the records in flight (kgo's copies and the bytes they point to) stay in
-// the CPU's caches until sent: about a fifth less CPU per record in
-// BenchmarkProduce, and still batches of thousands of small records.
-const MaxBufferedRecords = 10_000
+// DefaultMaxBufferedRecords is Config.MaxBufferedRecords's default. It is
+// lower than kgo's 50,000 so that the records in flight (kgo's copies and
+// the bytes they point to) stay in the CPU's caches until sent: about a
+// fifth less CPU per record in BenchmarkProduce, still with batches of
+// thousands of small records.
+const DefaultMaxBufferedRecords = 10_000
 
 // Config configures the sink.
 type Config struct {
@@ -60,14 +60,18 @@ type Config struct {
 	// StartupTimeout bounds Open (see Open).
 	// Default DefaultStartupTimeout, 30s.
 	StartupTimeout time.Duration
+	// MaxBufferedRecords bounds the records produced and not yet
+	// acknowledged: Write waits for acknowledgements beyond it. It also
+	// bounds the rate to MaxBufferedRecords per round trip to the brokers.
+	// Default DefaultMaxBufferedRecords, 10,000.
+	MaxBufferedRecords int
 	// Conn are the franz-go options that reach and authenticate to the
 	// cluster (client id, TLS, SASL: sources/kafka.Config.ConnOpts). Default
 	// none: plaintext, no authentication. The sink applies them first, then
 	// its own, which win: the seed brokers (Brokers), idempotence with
 	// acks=all, the manual partitioner, the batch size limit (invariant 8),
-	// linger, the records awaiting acknowledgement (MaxBufferedRecords)
-	// and, in transactional mode, the transactional id and the request
-	// versions invariant 5 relies on.
+	// linger, MaxBufferedRecords and, in transactional mode, the
+	// transactional id and the request versions invariant 5 relies on.
 	Conn []kgo.Opt
 }
 
@@ -132,7 +136,7 @@ func (s *Sink) clientOpts() []kgo.Opt {
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchMaxBytesFn(func(string) int32 { return s.batchBytes.Load() }),
 		kgo.ProducerLinger(0), // send at once; batches form while requests are in flight
-		kgo.MaxBufferedRecords(MaxBufferedRecords),
+		kgo.MaxBufferedRecords(cmp.Or(s.cfg.MaxBufferedRecords, DefaultMaxBufferedRecords)),
 		kgo.RecordRetries(10),
 	)
 	if s.cfg.TransactionalID != "" {
@@ -170,6 +174,9 @@ func (s *Sink) BytesOnly() bool { return true }
 func (s *Sink) Open(ctx context.Context) error {
 	if len(s.cfg.Brokers) == 0 || s.cfg.Topic == "" {
 		return errors.New("kafka: Brokers and Topic are required")
+	}
+	if s.cfg.MaxBufferedRecords < 0 {
+		return fmt.Errorf("kafka: MaxBufferedRecords %d: must be at least 0 (0: the default, %d)", s.cfg.MaxBufferedRecords, DefaultMaxBufferedRecords)
 	}
 	s.deadline, _ = startup.Deadline(ctx, cmp.Or(s.cfg.StartupTimeout, DefaultStartupTimeout))
 	var auth authWatch

@@ -242,16 +242,25 @@ func TestSlabsReused(t *testing.T) {
 	}
 }
 
-// TestBufferedRecordsBound: the producer holds at most MaxBufferedRecords
-// records awaiting acknowledgement, whatever Config.Conn asks.
+// TestBufferedRecordsBound: the producer holds at most
+// Config.MaxBufferedRecords records awaiting acknowledgement (by default
+// DefaultMaxBufferedRecords), whatever Config.Conn asks; a negative bound
+// is refused, naming the field.
 func TestBufferedRecordsBound(t *testing.T) {
-	s := kafka.New(kafka.Config{Brokers: cluster(t, "out"), Topic: "out", Conn: []kgo.Opt{kgo.MaxBufferedRecords(1_000_000)}})
-	if err := s.Open(ctx); err != nil {
-		t.Fatal(err)
+	brokers := cluster(t, "out")
+	for _, tc := range []struct{ set, want int }{{0, kafka.DefaultMaxBufferedRecords}, {123, 123}} {
+		s := kafka.New(kafka.Config{Brokers: brokers, Topic: "out", MaxBufferedRecords: tc.set, Conn: []kgo.Opt{kgo.MaxBufferedRecords(1_000_000)}})
+		if err := s.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Client().OptValue(kgo.MaxBufferedRecords); got != int64(tc.want) {
+			t.Errorf("MaxBufferedRecords %d: the producer's is %v, want %d", tc.set, got, tc.want)
+		}
+		_ = s.Close()
 	}
-	defer s.Close()
-	if got := s.Client().OptValue(kgo.MaxBufferedRecords); got != int64(kafka.MaxBufferedRecords) {
-		t.Errorf("producer's MaxBufferedRecords = %v, want %d", got, kafka.MaxBufferedRecords)
+	err := kafka.New(kafka.Config{Brokers: brokers, Topic: "out", MaxBufferedRecords: -1}).Open(ctx)
+	if err == nil || !strings.Contains(err.Error(), "MaxBufferedRecords") {
+		t.Errorf("MaxBufferedRecords -1: Open returned %v, want an error naming the field", err)
 	}
 }
 
