@@ -90,9 +90,9 @@ type Sink struct {
 	slabs   int           // slabs made
 
 	inTxn    bool
-	txnBuf   []record.Record // records of the open transaction, for re-production after an abort
-	produced int             // records produced in the open transaction
-	offsets  *txnOffsets     // set once the open transaction holds offsets
+	txnSlabs []*msgSlab  // records of the open transaction, for re-production after an abort
+	produced int         // records produced in the open transaction
+	offsets  *txnOffsets // set once the open transaction holds offsets
 	resend   bool
 	err      error
 
@@ -117,7 +117,7 @@ func New(cfg Config) *Sink {
 			}
 			s.mu.Unlock()
 		}
-		if sl, ok := r.Context.(*msgSlab); ok && sl.left.Add(-1) == 0 {
+		if sl, ok := r.Context.(*msgSlab); ok && sl.left.Add(-1) == 0 && !sl.held {
 			select {
 			case s.spares <- sl:
 			default:
@@ -367,9 +367,6 @@ func (s *Sink) Write(ctx context.Context, batch []record.Record) error {
 	if err := s.begin(); err != nil { // re-produces an aborted transaction first
 		return err
 	}
-	if s.cfg.TransactionalID != "" {
-		s.txnBuf = append(s.txnBuf, batch...)
-	}
 	s.produce(ctx, batch)
 	return nil
 }
@@ -386,7 +383,7 @@ func (s *Sink) begin() error {
 	s.inTxn, s.produced, s.offsets = true, 0, nil
 	if s.resend {
 		s.resend = false
-		s.produce(context.Background(), s.txnBuf)
+		s.reproduce()
 	}
 	return nil
 }
@@ -463,11 +460,15 @@ const spareSlabs = 16
 // msgSlab holds the output records of one produce call. It is each
 // record's Context (never cancelled: the Produce context carries the
 // Write's), so the promise finds it; once the producer has finished with
-// the last of them (each record's promise ran), it is reused.
+// the last of them (each record's promise ran), it is reused. In
+// transactional mode it is held instead: its records are the open
+// transaction's, re-produced after an abort, and it is reused once the
+// transaction ends.
 type msgSlab struct {
 	context.Context
 	msgs []kgo.Record
 	left atomic.Int64 // records whose promise has not run
+	held bool         // kept for the open transaction
 }
 
 // slab returns a slab of n records: a spare when one fits without wasting
@@ -492,6 +493,9 @@ func (s *Sink) produce(ctx context.Context, batch []record.Record) {
 	}
 	sl := s.slab(len(batch))
 	sl.left.Store(int64(len(batch)))
+	if sl.held = s.cfg.TransactionalID != ""; sl.held {
+		s.txnSlabs = append(s.txnSlabs, sl)
+	}
 	for i := range batch {
 		msg := &sl.msgs[i]
 		message(msg, &batch[i], s.cfg.Topic, Partition(&batch[i], s.partitions))
@@ -499,6 +503,34 @@ func (s *Sink) produce(ctx context.Context, batch []record.Record) {
 		s.cl.Produce(ctx, msg, s.promise)
 	}
 	s.produced += len(batch)
+}
+
+// reproduce produces the records of the aborted transaction again, in
+// order. Every promise of theirs has run (the abort waited for it), so
+// the producer may take them again.
+func (s *Sink) reproduce() {
+	for _, sl := range s.txnSlabs {
+		sl.left.Store(int64(len(sl.msgs)))
+		for i := range sl.msgs {
+			m := &sl.msgs[i]
+			*m = kgo.Record{Topic: m.Topic, Partition: m.Partition, Key: m.Key, Value: m.Value, Headers: m.Headers, Timestamp: m.Timestamp, Context: sl}
+			s.cl.Produce(context.Background(), m, s.promise)
+		}
+		s.produced += len(sl.msgs)
+	}
+}
+
+// releaseTxn gives the slabs of the transaction that ended (committed, or
+// aborted for good) back for reuse: every promise of theirs has run.
+func (s *Sink) releaseTxn() {
+	for i, sl := range s.txnSlabs {
+		select {
+		case s.spares <- sl:
+		default:
+		}
+		s.txnSlabs[i] = nil
+	}
+	s.txnSlabs = s.txnSlabs[:0]
 }
 
 // Flush waits for every acknowledgement and, in transactional mode, commits.
@@ -561,8 +593,7 @@ func (s *Sink) flush(ctx context.Context, cp *record.Checkpoint) error {
 		return s.txnFailure(ctx, err)
 	}
 	s.inTxn, s.offsets = false, nil
-	clear(s.txnBuf)
-	s.txnBuf = s.txnBuf[:0]
+	s.releaseTxn()
 	return nil
 }
 
