@@ -92,6 +92,7 @@ func TestSinkDefaultsMatchCode(t *testing.T) {
 		t.Errorf("bulk: the zero Versioning is %v, not EventTimeVersion as docs/sinks.md says", b.Versioning)
 	}
 	want["bulk.Versioning"] = "`EventTimeVersion`"
+	want["kafka.MaxBufferedRecords"] = fmt.Sprintf("%d,%03d", kafka.DefaultMaxBufferedRecords/1000, kafka.DefaultMaxBufferedRecords%1000)
 	// Rows whose default is a description, not a value.
 	descriptive := map[string]bool{
 		"bulk.URL": true, "bulk.Retry": true, "bulk.DocID": true, "postgres.DSN": true,

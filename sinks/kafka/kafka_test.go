@@ -195,6 +195,75 @@ func TestKeysAndPartitioning(t *testing.T) {
 	}
 }
 
+// TestSlabsReused: the output records of a Write are reused once the
+// producer is done with them, while later Writes are produced, and reuse
+// never changes a record before it is sent: every record arrives once,
+// with its key and value, in its key's order.
+func TestSlabsReused(t *testing.T) {
+	brokers := cluster(t, "out")
+	s := kafka.New(kafka.Config{Brokers: brokers, Topic: "out"})
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const writes, per = 400, 250
+	recs := sinktest.Records(0, writes*per, 20)
+	for w := 0; w < writes; w++ {
+		if err := s.Write(ctx, recs[w*per:(w+1)*per]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if made := s.Slabs(); made >= writes {
+		t.Errorf("%d slabs made for %d writes: none reused", made, writes)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := read(t, brokers, "out", kgo.ReadUncommitted())
+	if len(got) != len(recs) {
+		t.Fatalf("%d records, want %d", len(got), len(recs))
+	}
+	seen := map[int]bool{}
+	last := map[string]int{}
+	for _, m := range got {
+		var p sinktest.Payload
+		if err := json.Unmarshal(m.Value, &p); err != nil {
+			t.Fatalf("value %q: %v", m.Value, err)
+		}
+		if m.Key != p.Key || seen[p.Seq] {
+			t.Fatalf("record %d (key %q, value %s): wrong key or twice", p.Seq, m.Key, m.Value)
+		}
+		if l, ok := last[m.Key]; ok && l > p.Seq {
+			t.Fatalf("key %s: record %d after %d", m.Key, p.Seq, l)
+		}
+		seen[p.Seq], last[m.Key] = true, p.Seq
+	}
+}
+
+// TestBufferedRecordsBound: the producer holds at most
+// Config.MaxBufferedRecords records awaiting acknowledgement (by default
+// DefaultMaxBufferedRecords), whatever Config.Conn asks; a negative bound
+// is refused, naming the field.
+func TestBufferedRecordsBound(t *testing.T) {
+	brokers := cluster(t, "out")
+	for _, tc := range []struct{ set, want int }{{0, kafka.DefaultMaxBufferedRecords}, {123, 123}} {
+		s := kafka.New(kafka.Config{Brokers: brokers, Topic: "out", MaxBufferedRecords: tc.set, Conn: []kgo.Opt{kgo.MaxBufferedRecords(1_000_000)}})
+		if err := s.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Client().OptValue(kgo.MaxBufferedRecords); got != int64(tc.want) {
+			t.Errorf("MaxBufferedRecords %d: the producer's is %v, want %d", tc.set, got, tc.want)
+		}
+		_ = s.Close()
+	}
+	err := kafka.New(kafka.Config{Brokers: brokers, Topic: "out", MaxBufferedRecords: -1}).Open(ctx)
+	if err == nil || !strings.Contains(err.Error(), "MaxBufferedRecords") {
+		t.Errorf("MaxBufferedRecords -1: Open returned %v, want an error naming the field", err)
+	}
+}
+
 // TestMurmur2MatchesJavaClient checks the hash against the Java client's
 // Utils.murmur2 values.
 func TestMurmur2MatchesJavaClient(t *testing.T) {
@@ -210,6 +279,18 @@ func TestMurmur2MatchesJavaClient(t *testing.T) {
 		if got := kafka.Murmur2([]byte(key)); got != want {
 			t.Errorf("murmur2(%q) = %#x, want %#x", key, got, want)
 		}
+		// The partition of an OrderKey (hashed as a string) and of a Key
+		// (bytes) alike.
+		part := int32(want&0x7fffffff) % 7
+		if got := kafka.Partition(&record.Record{OrderKey: key, Key: []byte("other")}, 7); got != part {
+			t.Errorf("partition of order key %q = %d, want %d", key, got, part)
+		}
+		if got := kafka.Partition(&record.Record{Key: []byte(key)}, 7); got != part {
+			t.Errorf("partition of key %q = %d, want %d", key, got, part)
+		}
+	}
+	if got := kafka.Partition(&record.Record{}, 7); got != 0 {
+		t.Errorf("partition without key = %d, want 0", got)
 	}
 }
 

@@ -151,8 +151,7 @@ func (s *Sink) fence(ctx context.Context, err error, cp *record.Checkpoint) erro
 		return s.err
 	}
 	s.inTxn, s.resend, s.offsets = false, false, nil
-	clear(s.txnBuf)
-	s.txnBuf = s.txnBuf[:0]
+	s.releaseTxn()
 	s.mmu.Lock()
 	s.fenced = true
 	s.mmu.Unlock()
@@ -173,7 +172,7 @@ func fatalTxn(err error) bool {
 func (s *Sink) txnFailure(ctx context.Context, err error) error {
 	if s.inTxn && !fatalTxn(err) {
 		if aerr := s.abort(ctx); aerr == nil {
-			s.inTxn, s.offsets, s.resend = false, nil, len(s.txnBuf) > 0
+			s.inTxn, s.offsets, s.resend = false, nil, len(s.txnSlabs) > 0
 			return retry.Retryable(fmt.Errorf("kafka: transaction aborted: %w", err))
 		}
 	}

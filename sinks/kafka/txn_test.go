@@ -272,3 +272,69 @@ func TestReplacedStaticMemberIsFenced(t *testing.T) {
 		t.Fatalf("read_committed sees %d records, want the 5 of the first transaction", n)
 	}
 }
+
+// TestAbortedTransactionOverSeveralWrites: the records of an aborted
+// transaction of several Writes, each acknowledged before the next, are
+// re-produced, in order, from the output records the sink kept for it;
+// once a transaction commits those are reused by the next Writes, and
+// nothing of either transaction changes: read_committed sees every record
+// once, in its key's order.
+func TestAbortedTransactionOverSeveralWrites(t *testing.T) {
+	c := newCluster(t, "out", "in")
+	brokers := c.ListenAddrs()
+	var refused atomic.Bool
+	answer := offsetCommitError(kerr.UnknownServerError)
+	c.ControlKey(int16(kmsg.TxnOffsetCommit), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		refused.Store(true)
+		return answer(kr), nil, true // once: kfake drops the control after it answers
+	})
+	s := kafka.New(kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "several", GroupID: "several"})
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const writes, per = 5, 100
+	recs := sinktest.Records(0, 2*writes*per, 7)
+	write := func(first int) {
+		for w := 0; w < writes; w++ {
+			at := first + w*per
+			if err := s.Write(ctx, recs[at:at+per]); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Wait(ctx); err != nil { // acknowledged, not committed: kept all the same
+				t.Fatal(err)
+			}
+		}
+	}
+	write(0)
+	if err := s.FlushCheckpoint(ctx, cpAt(7)); !refused.Load() || err == nil || !retry.IsRetryable(err) {
+		t.Fatalf("FlushCheckpoint with its offsets refused: %v (refused %v), want a retryable error", err, refused.Load())
+	}
+	if err := s.FlushCheckpoint(ctx, cpAt(7)); err != nil {
+		t.Fatalf("FlushCheckpoint after the abort: %v", err)
+	}
+	write(writes * per)
+	if made := s.Slabs(); made != writes {
+		t.Errorf("%d slabs made for two transactions of %d writes, want %d: the first's not reused", made, writes, writes)
+	}
+	if err := s.FlushCheckpoint(ctx, cpAt(9)); err != nil {
+		t.Fatal(err)
+	}
+	committed := read(t, brokers, "out", kgo.ReadCommitted())
+	seen, last := seqCounts(committed), map[string]int{}
+	for i := range recs {
+		if seen[i] != 1 {
+			t.Fatalf("seq %d seen %d times under read_committed, want once", i, seen[i])
+		}
+	}
+	for _, m := range committed {
+		var p sinktest.Payload
+		if err := json.Unmarshal(m.Value, &p); err != nil || p.Key != m.Key {
+			t.Fatalf("record %q (key %q): %v", m.Value, m.Key, err)
+		}
+		if l, ok := last[p.Key]; ok && p.Seq <= l {
+			t.Fatalf("key %s: seq %d after %d", p.Key, p.Seq, l)
+		}
+		last[p.Key] = p.Seq
+	}
+}
