@@ -123,7 +123,7 @@ func TestValidationErrors(t *testing.T) {
 		{"kafka brokers", withSink("{type: kafka, topic: o, brokers: [nohost]}"), `sinks[1].brokers[0]: "nohost" is not host:port`},
 		{"kafka group alone", withSink("{type: kafka, topic: o, group: g}"), "sinks[1].group: only used with transactional_id"},
 		{"kafka group missing", withSink("{type: kafka, topic: o, transactional_id: t}"), "sinks[1].group: required with transactional_id"},
-		{"kafka field", withSink("{type: kafka, topic: o, table: t}"), "sinks[1].table: not a field of a kafka sink (its fields: brokers, topic, transactional_id, group)"},
+		{"kafka field", withSink("{type: kafka, topic: o, table: t}"), "sinks[1].table: not a field of a kafka sink (its fields: brokers, topic, transactional_id, group, max_buffered_records)"},
 		{"kafka dead-letter group", minimal + "dead_letter: {type: kafka, topic: dl, transactional_id: t, group: g}", "dead_letter.group: not used by a dead-letter sink"},
 		{"postgres dsn_env", withSink("type: postgres"), "sinks[1].dsn_env: required for a postgres sink"},
 		{"postgres dsn inline", withSink("{type: postgres, dsn_env: 'postgres://u:secret@h/db'}"), "sinks[1].dsn_env: must be the NAME of an environment variable"},

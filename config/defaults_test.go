@@ -15,6 +15,7 @@ import (
 	"github.com/signalbox/signalbox/internal/admin"
 	"github.com/signalbox/signalbox/sinks/bulk"
 	"github.com/signalbox/signalbox/sinks/jsonl"
+	kafkasink "github.com/signalbox/signalbox/sinks/kafka"
 	"github.com/signalbox/signalbox/sinks/postgres"
 	"github.com/signalbox/signalbox/sources/kafka"
 	"github.com/signalbox/signalbox/timers/durable"
@@ -133,18 +134,19 @@ func TestDocumentedDefaultsMatchCode(t *testing.T) {
 			}
 			return nil
 		},
-		"postgres.value_type": str(pg.ValueType),
-		"postgres.no_create":  zero(pg.NoCreate),
-		"postgres.max_batch":  num(pg.MaxBatch),
-		"state.memory":        size(st.MemoryBudget),
-		"checkpoint_interval": dur(signalbox.DefaultCheckpointInterval),
-		"batch_size":          num(signalbox.DefaultBatchSize),
-		"align":               dur(signalbox.DefaultAlignment),
-		"max_future":          dur(signalbox.DefaultMaxFuture),
-		"flush_linger":        dur(signalbox.DefaultFlushLinger),
-		"discovery_interval":  dur(k.DiscoveryInterval),
-		"startup_timeout":     dur(k.StartupTimeout),
-		"admin.addr":          str(admin.DefaultAddr),
+		"postgres.value_type":        str(pg.ValueType),
+		"postgres.no_create":         zero(pg.NoCreate),
+		"postgres.max_batch":         num(pg.MaxBatch),
+		"kafka.max_buffered_records": num(kafkasink.DefaultMaxBufferedRecords),
+		"state.memory":               size(st.MemoryBudget),
+		"checkpoint_interval":        dur(signalbox.DefaultCheckpointInterval),
+		"batch_size":                 num(signalbox.DefaultBatchSize),
+		"align":                      dur(signalbox.DefaultAlignment),
+		"max_future":                 dur(signalbox.DefaultMaxFuture),
+		"flush_linger":               dur(signalbox.DefaultFlushLinger),
+		"discovery_interval":         dur(k.DiscoveryInterval),
+		"startup_timeout":            dur(k.StartupTimeout),
+		"admin.addr":                 str(admin.DefaultAddr),
 	}
 	// Defaults that name another field rather than a value.
 	references := map[string]bool{
@@ -198,11 +200,12 @@ func TestDocumentedRangesMatchCode(t *testing.T) {
 		"state.memory": func(v string) (string, string) {
 			return minimal + "state: {memory: " + v + "}\n", "state.memory"
 		},
-		"jsonl buffer_size":  sink("{type: jsonl, path: x, ", "buffer_size"),
-		"bulk max_docs":      sink("{type: bulk, url: 'http://h:1', index: i, ", "max_docs"),
-		"bulk max_bytes":     sink("{type: bulk, url: 'http://h:1', index: i, ", "max_bytes"),
-		"bulk linger":        sink("{type: bulk, url: 'http://h:1', index: i, ", "linger"),
-		"postgres max_batch": sink("{type: postgres, dsn_env: PG, ", "max_batch"),
+		"jsonl buffer_size":          sink("{type: jsonl, path: x, ", "buffer_size"),
+		"bulk max_docs":              sink("{type: bulk, url: 'http://h:1', index: i, ", "max_docs"),
+		"bulk max_bytes":             sink("{type: bulk, url: 'http://h:1', index: i, ", "max_bytes"),
+		"bulk linger":                sink("{type: bulk, url: 'http://h:1', index: i, ", "linger"),
+		"postgres max_batch":         sink("{type: postgres, dsn_env: PG, ", "max_batch"),
+		"kafka max_buffered_records": sink("{type: kafka, topic: t, ", "max_buffered_records"),
 	}
 	_, table, _ := strings.Cut(string(md), "\n## Ranges\n")
 	row := regexp.MustCompile("^\\| ([a-z_. ]+) \\| `([^`]+)`[^|]* \\| `([^`]+)`[^|]* \\|$")

@@ -101,6 +101,9 @@ func TestValidateAgreesWithRun(t *testing.T) {
 		{"", bulk + "linger: 61s}", "sinks[1].linger"},
 		{"", pg + "max_batch: 1000001}", "sinks[1].max_batch"},
 		{"", pg + "max_batch: 1000000}", ""},
+		{"", "{type: kafka, topic: t, max_buffered_records: 1000001}", "sinks[1].max_buffered_records"},
+		{"", "{type: kafka, topic: t, max_buffered_records: -1}", "sinks[1].max_buffered_records"},
+		{"", "{type: kafka, topic: t, max_buffered_records: 1000000}", ""},
 	} {
 		sink := c.sink
 		if sink == "" {

@@ -17,6 +17,8 @@ type KafkaSink struct {
 	Topic           string   `yaml:"topic"`
 	TransactionalID string   `yaml:"transactional_id"`
 	Group           string   `yaml:"group"`
+	// MaxBufferedRecords: 0 (left out) is the sink's default.
+	MaxBufferedRecords int `yaml:"max_buffered_records"`
 }
 
 // A Kafka topic name: 1 to 249 of these characters, not "." or "..".
@@ -34,6 +36,7 @@ func (s *KafkaSink) validate(v *validator, p string) {
 			v.bad(fmt.Sprintf("%s.brokers[%d]", p, i), "%v", err)
 		}
 	}
+	v.fields(p, kafkasink.Config{MaxBufferedRecords: s.MaxBufferedRecords}.Validate())
 	if s.Group != "" && s.TransactionalID == "" {
 		v.bad(p+".group", "only used with transactional_id (exactly-once mode)")
 	}
@@ -48,7 +51,8 @@ func (s *KafkaSink) build(j *Job) (signalbox.Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka sink: %w", err)
 	}
-	cfg := kafkasink.Config{Brokers: s.Brokers, Topic: s.Topic, TransactionalID: s.TransactionalID, Conn: co, StartupTimeout: conn.StartupTimeout}
+	cfg := kafkasink.Config{Brokers: s.Brokers, Topic: s.Topic, TransactionalID: s.TransactionalID, Conn: co, StartupTimeout: conn.StartupTimeout,
+		MaxBufferedRecords: s.MaxBufferedRecords}
 	if cfg.TransactionalID != "" {
 		// The transaction commits the job's consumer offsets itself
 		// (AddOffsetsToTxn), and signalbox then does not commit them

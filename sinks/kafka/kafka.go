@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/internal/startup"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/retry"
@@ -43,6 +44,20 @@ const DefaultBatchBytes = 1_000_012
 // fifth less CPU per record in BenchmarkProduce, still with batches of
 // thousands of small records.
 const DefaultMaxBufferedRecords = 10_000
+
+// MaxMaxBufferedRecords is the largest Config.MaxBufferedRecords: kgo's own
+// default is 50,000, and each buffered record holds its bytes.
+const MaxMaxBufferedRecords = 1_000_000
+
+// Validate reports settings out of range, each naming its job-file field
+// (fielderr). Open calls it.
+func (c Config) Validate() error {
+	if c.MaxBufferedRecords < 0 || c.MaxBufferedRecords > MaxMaxBufferedRecords {
+		return fmt.Errorf("kafka: %w", fielderr.New("max_buffered_records",
+			"%d is out of range: must be from 1 to %d (leave it out for the default, %d)", c.MaxBufferedRecords, MaxMaxBufferedRecords, DefaultMaxBufferedRecords))
+	}
+	return nil
+}
 
 // Config configures the sink.
 type Config struct {
@@ -175,8 +190,8 @@ func (s *Sink) Open(ctx context.Context) error {
 	if len(s.cfg.Brokers) == 0 || s.cfg.Topic == "" {
 		return errors.New("kafka: Brokers and Topic are required")
 	}
-	if s.cfg.MaxBufferedRecords < 0 {
-		return fmt.Errorf("kafka: MaxBufferedRecords %d: must be at least 0 (0: the default, %d)", s.cfg.MaxBufferedRecords, DefaultMaxBufferedRecords)
+	if err := s.cfg.Validate(); err != nil {
+		return err
 	}
 	s.deadline, _ = startup.Deadline(ctx, cmp.Or(s.cfg.StartupTimeout, DefaultStartupTimeout))
 	var auth authWatch

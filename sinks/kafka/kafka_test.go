@@ -244,8 +244,8 @@ func TestSlabsReused(t *testing.T) {
 
 // TestBufferedRecordsBound: the producer holds at most
 // Config.MaxBufferedRecords records awaiting acknowledgement (by default
-// DefaultMaxBufferedRecords), whatever Config.Conn asks; a negative bound
-// is refused, naming the field.
+// DefaultMaxBufferedRecords), whatever Config.Conn asks; a bound out of
+// range is refused, naming the field.
 func TestBufferedRecordsBound(t *testing.T) {
 	brokers := cluster(t, "out")
 	for _, tc := range []struct{ set, want int }{{0, kafka.DefaultMaxBufferedRecords}, {123, 123}} {
@@ -258,9 +258,11 @@ func TestBufferedRecordsBound(t *testing.T) {
 		}
 		_ = s.Close()
 	}
-	err := kafka.New(kafka.Config{Brokers: brokers, Topic: "out", MaxBufferedRecords: -1}).Open(ctx)
-	if err == nil || !strings.Contains(err.Error(), "MaxBufferedRecords") {
-		t.Errorf("MaxBufferedRecords -1: Open returned %v, want an error naming the field", err)
+	for _, bad := range []int{-1, kafka.MaxMaxBufferedRecords + 1} {
+		err := kafka.New(kafka.Config{Brokers: brokers, Topic: "out", MaxBufferedRecords: bad}).Open(ctx)
+		if err == nil || !strings.Contains(err.Error(), "max_buffered_records") {
+			t.Errorf("MaxBufferedRecords %d: Open returned %v, want an error naming the field", bad, err)
+		}
 	}
 }
 
