@@ -199,21 +199,7 @@ func TestAbortableFailureReproduces(t *testing.T) {
 			if got := committedOffset(t, brokers, cfg.GroupID, in); got != 7 {
 				t.Fatalf("committed offset %d, want 7", got)
 			}
-			committed := read(t, brokers, "out", kgo.ReadCommitted())
-			seen, last := seqCounts(committed), map[string]int{}
-			for i := range records {
-				if seen[i] != 1 {
-					t.Fatalf("seq %d seen %d times under read_committed, want once", i, seen[i])
-				}
-			}
-			for _, m := range committed {
-				var p sinktest.Payload
-				_ = json.Unmarshal(m.Value, &p)
-				if l, ok := last[p.Key]; ok && p.Seq <= l {
-					t.Fatalf("key %s: seq %d after %d", p.Key, p.Seq, l)
-				}
-				last[p.Key] = p.Seq
-			}
+			onceInOrder(t, read(t, brokers, "out", kgo.ReadCommitted()), records)
 			if n := len(read(t, brokers, "out", kgo.ReadUncommitted())); n != 2*records {
 				t.Fatalf("read_uncommitted sees %d records, want %d (the aborted copies too)", n, 2*records)
 			}
@@ -320,9 +306,15 @@ func TestAbortedTransactionOverSeveralWrites(t *testing.T) {
 	if err := s.FlushCheckpoint(ctx, cpAt(9)); err != nil {
 		t.Fatal(err)
 	}
-	committed := read(t, brokers, "out", kgo.ReadCommitted())
+	onceInOrder(t, read(t, brokers, "out", kgo.ReadCommitted()), len(recs))
+}
+
+// onceInOrder checks that committed holds sequence numbers 0..n-1 once
+// each, each key's in increasing order, and each record under its own key.
+func onceInOrder(t *testing.T, committed []msg, n int) {
+	t.Helper()
 	seen, last := seqCounts(committed), map[string]int{}
-	for i := range recs {
+	for i := range n {
 		if seen[i] != 1 {
 			t.Fatalf("seq %d seen %d times under read_committed, want once", i, seen[i])
 		}
