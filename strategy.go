@@ -74,8 +74,14 @@ func (m *memStore) Park(_ timers.Pos, r *record.Record) error {
 }
 
 func (m *memStore) Release(wm int64, max int, fn func(*record.Record) error) error {
+	// How many released records ahead of the one being emitted the loop
+	// asks the CPU to load (prefetchRecord).
+	const prefetchAhead = 8
 	m.buf = m.q.PopUntil(wm, max, m.buf[:0])
 	for i, r := range m.buf {
+		if j := i + prefetchAhead; j < len(m.buf) {
+			prefetchRecord(m.buf[j])
+		}
 		m.buf[i] = nil
 		if err := fn(r); err != nil {
 			return err
