@@ -145,7 +145,15 @@ func (r *run) output(ps *partState, rec *record.Record) error {
 			return err
 		}
 	}
-	r.cur.records = append(r.cur.records, *rec)
+	// One copy, straight into the batch: append(records, *rec) copies the
+	// 240-byte record to the stack first, as rec might alias the batch.
+	n := len(r.cur.records)
+	if n < cap(r.cur.records) {
+		r.cur.records = r.cur.records[:n+1]
+	} else {
+		r.cur.records = append(r.cur.records, record.Record{})
+	}
+	r.cur.records[n] = *rec
 	if r.cfg.inflightBytes > 0 {
 		r.cur.bytes += rec.Size()
 	}

@@ -1,6 +1,7 @@
 package signalbox
 
 import (
+	"github.com/signalbox/signalbox/internal/prefetch"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/timers"
 )
@@ -74,8 +75,14 @@ func (m *memStore) Park(_ timers.Pos, r *record.Record) error {
 }
 
 func (m *memStore) Release(wm int64, max int, fn func(*record.Record) error) error {
+	// How many released records ahead of the one being emitted the loop
+	// asks the CPU to load (internal/prefetch).
+	const prefetchAhead = 8
 	m.buf = m.q.PopUntil(wm, max, m.buf[:0])
 	for i, r := range m.buf {
+		if j := i + prefetchAhead; j < len(m.buf) {
+			prefetch.Record(m.buf[j])
+		}
 		m.buf[i] = nil
 		if err := fn(r); err != nil {
 			return err

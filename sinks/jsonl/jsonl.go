@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/signalbox/signalbox/internal/fielderr"
+	"github.com/signalbox/signalbox/internal/prefetch"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sinks/envelope"
 )
@@ -228,7 +229,14 @@ func (s *Sink) Write(ctx context.Context, batch []record.Record) error {
 	if err := s.ready(); err != nil {
 		return err
 	}
+	// How many records ahead the loop asks the CPU for the key's and
+	// value's bytes: they sit in fetched batches parked long ago, cold.
+	const ahead = 8
 	for i := range batch {
+		if j := i + ahead; j < len(batch) {
+			prefetch.Bytes(batch[j].Key)
+			prefetch.Bytes(batch[j].Value)
+		}
 		// Encoded straight into the buffer's free space
 		// (bufio.Writer.AvailableBuffer), unless that is shorter than the
 		// last line that did not fit: then into the line scratch, which

@@ -3,12 +3,14 @@ package jsonl_test
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -372,4 +374,38 @@ func TestWriteDoesNotAllocate(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("Write allocates %v times per batch of %d records", n, len(rs))
 	}
+}
+
+// BenchmarkWriteColdValues writes batches of 4096 records whose keys and
+// values lie in 24 partitions' buffers of 4 MiB each, interleaved as a
+// replay releases them, so that most are not in the caches when written
+// (BenchmarkWrite's are). One op is one record.
+//
+//	go test -run '^$' -bench WriteColdValues -benchmem ./sinks/jsonl/
+func BenchmarkWriteColdValues(b *testing.B) {
+	const parts, bufBytes, batch = 24, 4 << 20, 4096
+	val := `{"item":"i-042","ts":1764479604123,"kind":"view","pad":"abcdefghijklmnopqrstuvwxyzabcdefghijklmn"}`
+	var rs []record.Record
+	for p := range parts {
+		buf := make([]byte, 0, bufBytes)
+		for i := 0; len(buf)+len(val)+16 <= bufBytes; i++ {
+			key := fmt.Appendf(nil, "i-%03d", i%1000)
+			k0 := len(buf)
+			buf = append(append(buf, key...), val...)
+			rs = append(rs, record.Record{Topic: "events", Partition: int32(p), Offset: int64(i),
+				Key: buf[k0 : k0+len(key) : k0+len(key)], Value: buf[k0+len(key) : len(buf) : len(buf)], ValueJSON: true,
+				EventTime: 1_764_479_604_123 + int64(i)*parts + int64(p)})
+		}
+	}
+	// Release order: by event time, across the partitions.
+	slices.SortFunc(rs, func(a, b record.Record) int { return cmp.Compare(a.EventTime, b.EventTime) })
+	s := jsonl.New(discard{}, jsonl.Options{})
+	_ = s.Open(ctx)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; done += batch {
+		from := done % (len(rs) - batch)
+		_ = s.Write(ctx, rs[from:from+batch])
+	}
+	_ = s.Flush(ctx)
 }

@@ -26,13 +26,15 @@ type recordPool struct {
 	room int // the pooled arrays' capacity, in records
 }
 
-// poolArrays is how many arrays the pool keeps: more than one answer's
-// worth for a fetcher with a few dozen partitions.
-const poolArrays = 64
+// poolArrays is how many arrays the pool keeps: a replay's release step
+// gives back many arrays at once and the fetchers take them later, so the
+// pool must hold a burst (at 64, a 4M-record replay dropped about one array
+// in eight and allocated as many afresh).
+const poolArrays = 128
 
 // poolRecords bounds the pooled arrays' capacity in all: poolArrays
 // arrays of DefaultPartitionMaxRecords records with a quarter to spare
-// (about 10 MiB).
+// (about 28 MiB of 240-byte records).
 const poolRecords = poolArrays * DefaultPartitionMaxRecords * 5 / 4
 
 // minPooled is the least answer size (in records) that gets a pooled array.
