@@ -1,9 +1,7 @@
 package signalbox
 
 import (
-	"cmp"
 	"slices"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -43,7 +41,7 @@ func (r *run) lowestHolder() *partState {
 		if ps.dec.timeless || !ps.holds {
 			continue
 		}
-		if c := ps.contribution(r.cfg.delay); lowest == nil || c < lowC || c == lowC && lessTP(ps.tp, lowest.tp) {
+		if c := ps.contribution(r.cfg.delay); lowest == nil || c < lowC || c == lowC && ps.tp.Compare(lowest.tp) < 0 {
 			lowest, lowC = ps, c
 		}
 	}
@@ -144,10 +142,6 @@ func (r *run) ackHandled() {
 	r.handledTPs = r.handledTPs[:0]
 }
 
-func lessTP(a, b record.TopicPartition) bool {
-	return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
-}
-
 // contribution is the partition's contribution to the watermark as far as
 // flow control is concerned: its newest event time − delay, −∞ before its
 // first record.
@@ -175,9 +169,7 @@ func (r *run) pausedList() []record.TopicPartition {
 			out = append(out, tp)
 		}
 	}
-	slices.SortFunc(out, func(a, b record.TopicPartition) int {
-		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-	})
+	slices.SortFunc(out, record.TopicPartition.Compare)
 	return out
 }
 

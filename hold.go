@@ -9,12 +9,10 @@ package signalbox
 // delivered: nothing is skipped, late or dead-lettered because of it.
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -249,9 +247,7 @@ func (h *holds) snapshot() {
 	for tp, hp := range h.parts {
 		s = append(s, SchemaHold{TopicPartition: tp, Offset: hp.recs[0].Offset, Records: len(hp.recs), Since: hp.since, Attempts: hp.attempts, Err: hp.err.Error()})
 	}
-	slices.SortFunc(s, func(a, b SchemaHold) int {
-		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-	})
+	slices.SortFunc(s, func(a, b SchemaHold) int { return a.TopicPartition.Compare(b.TopicPartition) })
 	h.r.heldMu.Lock()
 	h.r.heldSnap = s
 	h.r.heldMu.Unlock()

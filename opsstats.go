@@ -3,7 +3,6 @@ package signalbox
 import (
 	"cmp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/signalbox/signalbox/record"
@@ -80,8 +79,6 @@ func (r *run) countCommit(offs map[record.TopicPartition]int64, err error) {
 	for tp, o := range offs {
 		next = append(next, CommittedOffset{TopicPartition: tp, Offset: o})
 	}
-	slices.SortFunc(next, func(a, b CommittedOffset) int {
-		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-	})
+	slices.SortFunc(next, func(a, b CommittedOffset) int { return a.TopicPartition.Compare(b.TopicPartition) })
 	dl.Committed = next
 }

@@ -1,11 +1,21 @@
 package record
 
-import "time"
+import (
+	"cmp"
+	"strings"
+	"time"
+)
 
 // TopicPartition names one Kafka partition (or one file, for file sources).
 type TopicPartition struct {
 	Topic     string
 	Partition int32
+}
+
+// Compare orders partitions by topic, then partition number: -1, 0 or +1,
+// for slices.SortFunc and slices.BinarySearchFunc.
+func (tp TopicPartition) Compare(o TopicPartition) int {
+	return cmp.Or(strings.Compare(tp.Topic, o.Topic), cmp.Compare(tp.Partition, o.Partition))
 }
 
 // Header is one Kafka record header.

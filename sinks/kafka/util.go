@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"cmp"
 	"slices"
 	"time"
 
@@ -11,7 +10,5 @@ import (
 func timeOf(ms int64) time.Time { return time.UnixMilli(ms) }
 
 func sortPartitions(ps []record.PartitionCheckpoint) {
-	slices.SortFunc(ps, func(a, b record.PartitionCheckpoint) int {
-		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-	})
+	slices.SortFunc(ps, func(a, b record.PartitionCheckpoint) int { return a.TopicPartition.Compare(b.TopicPartition) })
 }

@@ -190,7 +190,7 @@ func (g *groupState) assigned(_ context.Context, cl *kgo.Client, assigned map[st
 		}
 	}
 	cl.PauseFetchTopics(topics...) // before franz-go fetches any of them
-	slices.SortFunc(tps, compareTP)
+	slices.SortFunc(tps, record.TopicPartition.Compare)
 	g.s.joinedAtStartup()
 	memberID, gen := cl.GroupMetadata()
 	sess := &session{memberID: memberID, generation: gen}
@@ -385,11 +385,11 @@ func (g *groupState) commit(ctx context.Context, offsets map[record.TopicPartiti
 	sess, owned := g.session(ctx)
 	var skipped []record.TopicPartition
 	for tp := range offsets {
-		if _, found := slices.BinarySearchFunc(owned, tp, compareTP); !found || sess == nil {
+		if _, found := slices.BinarySearchFunc(owned, tp, record.TopicPartition.Compare); !found || sess == nil {
 			skipped = append(skipped, tp)
 		}
 	}
-	slices.SortFunc(skipped, compareTP)
+	slices.SortFunc(skipped, record.TopicPartition.Compare)
 	if sess == nil {
 		return &record.CommitSkippedError{Partitions: skipped, Reason: "no group session started within RevokeTimeout"}
 	}
@@ -415,8 +415,8 @@ func (g *groupState) commitOwned(ctx context.Context, sess *session, owned []rec
 	}
 	req.RetentionTimeMillis = -1
 	topicAt := make(map[string]int)
-	for _, tp := range slices.SortedFunc(maps.Keys(offsets), compareTP) {
-		if _, found := slices.BinarySearchFunc(owned, tp, compareTP); !found {
+	for _, tp := range slices.SortedFunc(maps.Keys(offsets), record.TopicPartition.Compare) {
+		if _, found := slices.BinarySearchFunc(owned, tp, record.TopicPartition.Compare); !found {
 			continue
 		}
 		i := topicSlot(&req.Topics, topicAt, tp.Topic, func(name string) kmsg.OffsetCommitRequestTopic {
@@ -458,14 +458,4 @@ func (g *groupState) close() error {
 		cl.Close()
 	}
 	return nil
-}
-
-func compareTP(a, b record.TopicPartition) int {
-	if a.Topic != b.Topic {
-		if a.Topic < b.Topic {
-			return -1
-		}
-		return 1
-	}
-	return int(a.Partition) - int(b.Partition)
 }

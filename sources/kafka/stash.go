@@ -1,9 +1,7 @@
 package kafka
 
 import (
-	"cmp"
 	"slices"
-	"strings"
 
 	"github.com/signalbox/signalbox/record"
 )
@@ -66,9 +64,7 @@ func (st stash) ready(paused func(record.TopicPartition) bool) []record.TopicPar
 			tps = append(tps, tp)
 		}
 	}
-	slices.SortFunc(tps, func(a, b record.TopicPartition) int {
-		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-	})
+	slices.SortFunc(tps, record.TopicPartition.Compare)
 	return tps
 }
 
