@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -170,12 +171,7 @@ func TestAbortableFailureReproduces(t *testing.T) {
 		t.Run(fmt.Sprintf("records=%d", records), func(t *testing.T) {
 			c := newCluster(t, "out", "in")
 			brokers := c.ListenAddrs()
-			var refused atomic.Bool
-			answer := offsetCommitError(kerr.UnknownServerError)
-			c.ControlKey(int16(kmsg.TxnOffsetCommit), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-				refused.Store(true)
-				return answer(kr), nil, true
-			})
+			refused := refuseOneOffsetCommit(c)
 			cfg := kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "abortable", GroupID: "abortable"}
 			s := kafka.New(cfg)
 			if err := s.Open(ctx); err != nil {
@@ -268,12 +264,7 @@ func TestReplacedStaticMemberIsFenced(t *testing.T) {
 func TestAbortedTransactionOverSeveralWrites(t *testing.T) {
 	c := newCluster(t, "out", "in")
 	brokers := c.ListenAddrs()
-	var refused atomic.Bool
-	answer := offsetCommitError(kerr.UnknownServerError)
-	c.ControlKey(int16(kmsg.TxnOffsetCommit), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		refused.Store(true)
-		return answer(kr), nil, true // once: kfake drops the control after it answers
-	})
+	refused := refuseOneOffsetCommit(c)
 	s := kafka.New(kafka.Config{Brokers: brokers, Topic: "out", TransactionalID: "several", GroupID: "several"})
 	if err := s.Open(ctx); err != nil {
 		t.Fatal(err)
@@ -329,4 +320,17 @@ func onceInOrder(t *testing.T, committed []msg, n int) {
 		}
 		last[p.Key] = p.Seq
 	}
+}
+
+// refuseOneOffsetCommit makes the cluster refuse the next TxnOffsetCommit
+// with a retryable error (once: kfake drops the control after it
+// answers); the flag reports that it did.
+func refuseOneOffsetCommit(c *kfake.Cluster) *atomic.Bool {
+	var refused atomic.Bool
+	answer := offsetCommitError(kerr.UnknownServerError)
+	c.ControlKey(int16(kmsg.TxnOffsetCommit), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		refused.Store(true)
+		return answer(kr), nil, true
+	})
+	return &refused
 }
