@@ -295,7 +295,7 @@ func (s *Source) Poll(ctx context.Context) (record.Fetch, error) {
 	s.hasPending = false
 	switch {
 	case ok:
-	case len(s.stash.ready(s.isPaused)) > 0:
+	case len(s.stash) > 0 && len(s.stash.ready(s.pausedNow())) > 0:
 		// Records kept back while their partition was paused are due: take
 		// what is there, without waiting.
 		select {
@@ -334,7 +334,9 @@ merge:
 			break merge
 		}
 	}
-	s.stash.filter(&f, s.isPaused)
+	if len(s.stash) > 0 || s.anyPaused() {
+		s.stash.filter(&f, s.pausedNow()) // after the answers are taken: a Pause made meanwhile counts
+	}
 	f.At = s.evidenceClock()
 	return f, nil
 }
@@ -434,6 +436,25 @@ func (s *Source) pokeFetchers() {
 	s.mu.Unlock()
 	for _, f := range fs {
 		f.poke()
+	}
+}
+
+// anyPaused reports whether some partition is paused.
+func (s *Source) anyPaused() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.paused) > 0
+}
+
+// pausedNow reports, for Poll's filtering, whether a partition is paused
+// as of the call: one lock, not one per partition.
+func (s *Source) pausedNow() func(record.TopicPartition) bool {
+	s.mu.Lock()
+	set := maps.Clone(s.paused)
+	s.mu.Unlock()
+	return func(tp record.TopicPartition) bool {
+		_, ok := set[tp]
+		return ok
 	}
 }
 
