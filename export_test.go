@@ -12,3 +12,6 @@ func NewMemStore() *MemStore { return newMemStore() }
 // Fetch at a time, each handled to the end (released, aligned,
 // checkpointed) before the next (engine_transcript_test.go).
 func WithStepped(f func()) Option { return func(c *config) { c.stepped = f } }
+
+// HeldUnpausedLimit is heldUnpausedLimit (hold.go).
+const HeldUnpausedLimit = heldUnpausedLimit

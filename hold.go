@@ -41,6 +41,12 @@ type SchemaHold struct {
 // interval.
 const holdLogEvery = 30 * time.Second
 
+// heldUnpausedLimit bounds the records held for a source that cannot
+// pause (no Pauser): once the holds reach it the poller stops polling the
+// source until they shrink, so a registry outage cannot grow them without
+// bound. A source that pauses stops delivering a held partition instead.
+const heldUnpausedLimit = 16384
+
 // held is one held partition.
 type held struct {
 	recs     []record.Record // the held record first, then the later ones, in offset order
@@ -119,6 +125,15 @@ func (h *holds) start(pf *record.PartitionFetch, j int, err error, now time.Time
 	}
 	h.r.cfg.logger.Warn("schema'd record cannot be decoded yet: partition held, retrying",
 		zap.String("topic", pf.Topic), zap.Int32("partition", pf.Partition), zap.Int64("offset", hp.recs[0].Offset), zap.Error(err))
+}
+
+// records counts the records held, over every partition.
+func (h *holds) records() int {
+	n := 0
+	for _, hp := range h.parts {
+		n += len(hp.recs)
+	}
+	return n
 }
 
 // due is when the next probe is due; ok is false when none is (nothing

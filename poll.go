@@ -42,10 +42,14 @@ func (r *run) poll(ctx context.Context, fetches chan<- polled) {
 			resetTimer(retry, max(time.Until(at), 0))
 			wake = retry.C
 		}
+		in := raw
+		if r.holdPauser == nil && h.records() >= heldUnpausedLimit {
+			in = nil // a source that cannot pause: stop polling it until the holds shrink
+		}
 		var p *polled
 		var err error
 		select {
-		case q := <-raw:
+		case q := <-in:
 			q.marks, err = r.p.prepare(ctx, &q.f, h)
 			p = &q
 		case <-wake:
