@@ -42,7 +42,7 @@ func (j *Job) kafkaConfig() kafka.Config {
 			Enable: j.TLS.Enabled, CAFile: j.TLS.CAFile, CertFile: j.TLS.CertFile,
 			KeyFile: j.TLS.KeyFile, InsecureSkipVerify: j.TLS.InsecureSkipVerify,
 		},
-		SASL: kafka.SASL{Mechanism: j.SASL.Mechanism, User: j.SASL.User},
+		SASL: kafka.SASL{Mechanism: j.SASL.Mechanism, User: j.SASL.User, TokenFile: j.SASL.TokenFile},
 	}
 	for _, in := range j.Inputs {
 		if in.TopicPattern != "" {
@@ -73,6 +73,11 @@ func (j *Job) connection() (kafka.Config, error) {
 	}
 	if name := j.SASL.PasswordEnv; name != "" {
 		if k.SASL.Password, err = envField(j.lines, "sasl.password_env", name); err != nil {
+			return k, err
+		}
+	}
+	if name := j.SASL.TokenEnv; name != "" {
+		if k.SASL.Token, err = envField(j.lines, "sasl.token_env", name); err != nil {
 			return k, err
 		}
 	}

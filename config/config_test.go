@@ -81,7 +81,13 @@ func TestValidationErrors(t *testing.T) {
 		{"sasl password_env", minimal + "sasl: {mechanism: PLAIN, user: u}", "sasl.password_env: required with mechanism PLAIN"},
 		{"sasl secret inline", minimal + "sasl: {mechanism: PLAIN, user: u, password_env: 'hunter 2'}", "sasl.password_env: must be the NAME of an environment variable"},
 		{"sasl password as name", minimal + "sasl: {mechanism: PLAIN, user: u, password_env: Tr0ub4dor}", "sasl.password_env: must be the NAME of an environment variable"},
-		{"sasl no mechanism", minimal + "sasl: {user: u}", "sasl.mechanism: required when user or password is set"},
+		{"oauth no token", minimal + "sasl: {mechanism: OAUTHBEARER}", "sasl.token_file: required with mechanism OAUTHBEARER, unless token_env is set"},
+		{"oauth two tokens", minimal + "sasl: {mechanism: OAUTHBEARER, token_env: T, token_file: /t}", "sasl.token_env: set token_env or token_file, not both"},
+		{"oauth user", minimal + "sasl: {mechanism: OAUTHBEARER, user: u, token_file: /t}", "sasl.user: not used with mechanism OAUTHBEARER"},
+		{"oauth password", minimal + "sasl: {mechanism: OAUTHBEARER, password_env: P, token_file: /t}", "sasl.password_env: not used with mechanism OAUTHBEARER"},
+		{"token for scram", minimal + "sasl: {mechanism: SCRAM-SHA-256, user: u, password_env: P, token_file: /t}", "sasl.token_file: a token is for mechanism OAUTHBEARER, not SCRAM-SHA-256"},
+		{"token without mechanism", minimal + "sasl: {token_env: T}", "sasl.mechanism: required when user, password or a token is set"},
+		{"sasl no mechanism", minimal + "sasl: {user: u}", "sasl.mechanism: required when user, password or a token is set"},
 		{"no inputs", "brokers: [h:1]\nsinks: [{type: jsonl}]", "inputs: at least one topic or topic pattern is required"},
 		{"input topic", minimal + "  - time: none", "inputs[1].topic: required"},
 		{"duplicate topic", minimal + "  - topic: a", `inputs[1].topic: "a" is already declared by inputs[0]`},
@@ -224,6 +230,35 @@ func TestDocExampleIsValid(t *testing.T) {
 	}
 	if p := problems(t, doc); len(p) != 0 {
 		t.Fatalf("the example in docs/config.md has problems:\n%s", strings.Join(p, "\n"))
+	}
+}
+
+// TestBuildReadsTokenFromEnvironment: OAUTHBEARER's token_env is read by
+// Build, as password_env is; token_file is passed on, to be read at every
+// authentication.
+func TestBuildReadsTokenFromEnvironment(t *testing.T) {
+	j, err := Parse([]byte(minimal + "sasl: {mechanism: OAUTHBEARER, token_env: SIGNALBOX_TEST_TOKEN}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SIGNALBOX_TEST_TOKEN", "")
+	if _, err = j.Build(nil); err == nil || !strings.Contains(err.Error(), "sasl.token_env: environment variable SIGNALBOX_TEST_TOKEN is unset or empty") {
+		t.Fatalf("Build without the variable: %v", err)
+	}
+	t.Setenv("SIGNALBOX_TEST_TOKEN", "eyJ.token")
+	p, err := j.Build(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Kafka.SASL; s.Token != "eyJ.token" || s.Mechanism != "OAUTHBEARER" || s.TokenFile != "" {
+		t.Fatalf("sasl = %+v", s)
+	}
+	j, err = Parse([]byte(minimal + "sasl: {mechanism: OAUTHBEARER, token_file: /var/run/token}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err = j.Build(nil); err != nil || p.Kafka.SASL.TokenFile != "/var/run/token" || p.Kafka.SASL.Token != "" {
+		t.Fatalf("Build: %+v, %v", p.Kafka.SASL, err)
 	}
 }
 
@@ -418,6 +453,7 @@ func TestSecretLikeNamesRefused(t *testing.T) {
 	const secret = "Tr0ub4dor"
 	for field, doc := range map[string]string{
 		"sasl.password_env":   minimal + "sasl: {mechanism: PLAIN, user: u, password_env: " + secret + "}",
+		"sasl.token_env":      minimal + "sasl: {mechanism: OAUTHBEARER, token_env: " + secret + "}",
 		"sinks[1].auth_env":   withSink("{type: bulk, url: 'http://h', index: i, auth_env: " + secret + "}"),
 		"sinks[1].dsn_env":    withSink("{type: postgres, dsn_env: " + secret + "}"),
 		"dead_letter.dsn_env": minimal + "dead_letter: {type: postgres, dsn_env: " + secret + "}",

@@ -54,12 +54,14 @@ type TLS struct {
 	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`
 }
 
-// SASL is the `sasl` section. PasswordEnv is the NAME of the environment
-// variable that holds the password.
+// SASL is the `sasl` section. PasswordEnv and TokenEnv are the NAMES of the
+// environment variables that hold the password and the OAUTHBEARER token.
 type SASL struct {
 	Mechanism   string `yaml:"mechanism"`
 	User        string `yaml:"user"`
 	PasswordEnv string `yaml:"password_env"`
+	TokenEnv    string `yaml:"token_env"`
+	TokenFile   string `yaml:"token_file"`
 }
 
 // Input is one entry of `inputs`.

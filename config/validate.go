@@ -12,6 +12,7 @@ import (
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/internal/admin"
 	"github.com/signalbox/signalbox/internal/fielderr"
+	"github.com/signalbox/signalbox/sources/kafka"
 	"github.com/signalbox/signalbox/timers/durable"
 )
 
@@ -241,6 +242,9 @@ func (j *Job) validateConnection(v *validator) {
 	if j.SASL.PasswordEnv != "" {
 		k.SASL.Password = "(read by Build)" // stands in for the secret
 	}
+	if j.SASL.TokenEnv != "" {
+		k.SASL.Token = "(read by Build)"
+	}
 	idFromEnv := j.GroupInstanceIDEnv != "" && j.GroupInstanceID == ""
 	if idFromEnv {
 		k.GroupInstanceID = "(read by Build)" // stands in for the variable's value
@@ -257,10 +261,14 @@ func (j *Job) validateConnection(v *validator) {
 			v.bad(fe.Field, "%s", fe.Msg)
 		}
 	}
-	if s := j.SASL; s.Mechanism != "" && s.PasswordEnv == "" {
+	switch s := j.SASL; {
+	case s.Mechanism == kafka.SASLOAuthBearer && s.PasswordEnv != "":
+		v.bad("sasl.password_env", "not used with mechanism %s: the token names the principal", s.Mechanism)
+	case s.Mechanism != "" && s.Mechanism != kafka.SASLOAuthBearer && s.PasswordEnv == "":
 		v.bad("sasl.password_env", "required with mechanism %s: the name of the environment variable holding the password", s.Mechanism)
 	}
 	v.envName("sasl.password_env", j.SASL.PasswordEnv)
+	v.envName("sasl.token_env", j.SASL.TokenEnv)
 	if j.GroupInstanceIDEnv != "" && j.GroupInstanceID != "" {
 		v.bad("group_instance_id_env", "set group_instance_id or group_instance_id_env, not both")
 	}

@@ -34,6 +34,7 @@ const (
 	SASLPlain       = "PLAIN"
 	SASLScramSHA256 = "SCRAM-SHA-256"
 	SASLScramSHA512 = "SCRAM-SHA-512"
+	SASLOAuthBearer = "OAUTHBEARER"
 )
 
 // TLS configures an encrypted connection. All files are PEM.
@@ -44,12 +45,20 @@ type TLS struct {
 	InsecureSkipVerify bool   // default false; for tests only
 }
 
-// SASL configures authentication. The caller resolves the password (e.g.
-// from an environment variable); it is never logged.
+// SASL configures authentication. The caller resolves the password and a
+// fixed token (e.g. from an environment variable); neither is ever logged.
 type SASL struct {
-	Mechanism string // "" (off), PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
-	User      string
-	Password  string
+	Mechanism string // "" (off), PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER
+	// User and Password: PLAIN and SCRAM.
+	User     string
+	Password string
+	// Token or TokenFile: OAUTHBEARER, one of them. TokenFile is read
+	// again at every authentication (each new connection, and each
+	// re-authentication the broker asks for), so a token that an outside
+	// agent rotates in the file (a Kubernetes projected token, a sidecar)
+	// is picked up without a restart.
+	Token     string
+	TokenFile string
 }
 
 // Config configures a Source. The zero value of every field but Brokers and
@@ -314,17 +323,30 @@ func (c *Config) Validate() error {
 	if c.TLS.KeyFile != "" && c.TLS.CertFile == "" {
 		bad("tls.cert_file", "required with key_file")
 	}
-	switch c.SASL.Mechanism {
+	switch s := c.SASL; s.Mechanism {
 	case "":
-		if c.SASL.User != "" || c.SASL.Password != "" {
-			bad("sasl.mechanism", "required when user or password is set")
+		if s.User != "" || s.Password != "" || s.Token != "" || s.TokenFile != "" {
+			bad("sasl.mechanism", "required when user, password or a token is set")
 		}
 	case SASLPlain, SASLScramSHA256, SASLScramSHA512:
-		if c.SASL.User == "" {
-			bad("sasl.user", "required with mechanism %s", c.SASL.Mechanism)
+		if s.User == "" {
+			bad("sasl.user", "required with mechanism %s", s.Mechanism)
+		}
+		if s.Token != "" || s.TokenFile != "" {
+			bad("sasl.token_file", "a token is for mechanism %s, not %s", SASLOAuthBearer, s.Mechanism)
+		}
+	case SASLOAuthBearer:
+		switch {
+		case s.Token == "" && s.TokenFile == "":
+			bad("sasl.token_file", "required with mechanism %s, unless token_env is set", s.Mechanism)
+		case s.Token != "" && s.TokenFile != "":
+			bad("sasl.token_env", "set token_env or token_file, not both")
+		}
+		if s.User != "" || s.Password != "" {
+			bad("sasl.user", "not used with mechanism %s: the token names the principal", s.Mechanism)
 		}
 	default:
-		bad("sasl.mechanism", "%q is not one of %s, %s, %s", c.SASL.Mechanism, SASLPlain, SASLScramSHA256, SASLScramSHA512)
+		bad("sasl.mechanism", "%q is not one of %s, %s, %s, %s", s.Mechanism, SASLPlain, SASLScramSHA256, SASLScramSHA512, SASLOAuthBearer)
 	}
 	return errors.Join(errs...)
 }

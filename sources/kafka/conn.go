@@ -1,7 +1,14 @@
 package kafka
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
@@ -29,6 +36,24 @@ func (c Config) ConnOpts() ([]kgo.Opt, error) {
 		opts = append(opts, kgo.SASL(auth.AsSha256Mechanism()))
 	case SASLScramSHA512:
 		opts = append(opts, kgo.SASL(auth.AsSha512Mechanism()))
+	case SASLOAuthBearer:
+		opts = append(opts, kgo.SASL(oauth.Oauth(c.SASL.bearer)))
 	}
 	return opts, nil
+}
+
+// bearer is the OAUTHBEARER token for one authentication: Token, or
+// TokenFile's content read now, without surrounding white space.
+func (s SASL) bearer(context.Context) (oauth.Auth, error) {
+	if s.TokenFile == "" {
+		return oauth.Auth{Token: s.Token}, nil
+	}
+	b, err := os.ReadFile(s.TokenFile)
+	if err != nil {
+		return oauth.Auth{}, fmt.Errorf("sasl.token_file: %w", err)
+	}
+	if b = bytes.TrimSpace(b); len(b) == 0 {
+		return oauth.Auth{}, errors.New("sasl.token_file: " + s.TokenFile + " is empty")
+	}
+	return oauth.Auth{Token: string(b)}, nil
 }
