@@ -22,19 +22,7 @@ func TestConnOptsAuthenticate(t *testing.T) {
 		t.Run(mech, func(t *testing.T) {
 			c := startCluster(t, embedded.WithTopic("auth", 1), embedded.WithUser(mech, "alice", "s3cret"))
 			ping := func(pass string) error {
-				opts, err := Config{Brokers: c.Addrs(), Topics: []string{"auth"},
-					SASL: SASL{Mechanism: mech, User: "alice", Password: pass}}.ConnOpts()
-				if err != nil {
-					t.Fatal(err)
-				}
-				cl, err := kgo.NewClient(opts...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer cl.Close()
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				return cl.Ping(ctx)
+				return pingAs(t, c, SASL{Mechanism: mech, User: "alice", Password: pass})
 			}
 			if err := ping("s3cret"); err != nil {
 				t.Fatalf("right password: %v", err)
@@ -75,20 +63,7 @@ func TestConnOptsOAuthBearer(t *testing.T) {
 		}
 		return resp, nil, true
 	})
-	ping := func(s SASL) error {
-		opts, err := Config{Brokers: c.Addrs(), Topics: []string{"auth"}, SASL: s}.ConnOpts()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cl, err := kgo.NewClient(opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		return cl.Ping(ctx)
-	}
+	ping := func(s SASL) error { return pingAs(t, c, s) }
 	file := filepath.Join(t.TempDir(), "token")
 	write := func(tok string) {
 		if err := os.WriteFile(file, []byte(tok+"\n"), 0o600); err != nil {
@@ -117,4 +92,21 @@ func TestConnOptsOAuthBearer(t *testing.T) {
 	if len(seen) < 4 {
 		t.Fatalf("the broker saw %d authentications, want one per client at least: %q", len(seen), seen)
 	}
+}
+
+// pingAs connects a client of ConnOpts with s to c and pings a broker.
+func pingAs(t *testing.T, c *embedded.Cluster, s SASL) error {
+	t.Helper()
+	opts, err := Config{Brokers: c.Addrs(), Topics: []string{"auth"}, SASL: s}.ConnOpts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return cl.Ping(ctx)
 }
