@@ -48,8 +48,9 @@ func (r *run) lowestHolder() *partState {
 	return lowest
 }
 
-// align pauses and resumes partitions at the source, sparing lowest (the
-// lowest holder). It is called after every handled Fetch and every release.
+// align decides which partitions to pause and resume at the source
+// (effects), sparing lowest (the lowest holder). It is called after every
+// handled Fetch and every release.
 func (r *run) align(lowest *partState) {
 	if r.pauser == nil || (r.cfg.align <= 0 && r.cfg.parkedLimit <= 0) || len(r.parts) == 0 {
 		return
@@ -97,11 +98,11 @@ func (r *run) align(lowest *partState) {
 		ps.paused = reason
 	}
 	if len(pause) > 0 {
-		r.pauser.Pause(pause...)
+		r.fx.pause = append(r.fx.pause, pause...)
 		r.cfg.logger.Debug("paused partitions running ahead", zap.Int("count", len(pause)), zap.Bool("parked_limit", r.overLimit))
 	}
 	if len(resume) > 0 {
-		r.pauser.Resume(resume...)
+		r.fx.resume = append(r.fx.resume, resume...)
 		r.cfg.logger.Debug("resumed partitions", zap.Int("count", len(resume)))
 	}
 }
@@ -132,13 +133,13 @@ func (r *run) noteHandled(f *record.Fetch) {
 	}
 }
 
-// ackHandled reports the partitions noteHandled remembered as handled; it
-// is called after align, so their pauses are in place.
+// ackHandled reports the partitions noteHandled remembered as handled
+// (effects); it is called after align, so their pauses go first.
 func (r *run) ackHandled() {
 	if r.handledTo == nil || len(r.handledTPs) == 0 {
 		return
 	}
-	r.handledTo.Handled(r.handledTPs...)
+	r.fx.handled = append(r.fx.handled, r.handledTPs...)
 	r.handledTPs = r.handledTPs[:0]
 }
 
@@ -153,10 +154,10 @@ func (ps *partState) contribution(delay time.Duration) int64 {
 }
 
 // unpause forgets a partition's pause when it leaves the engine, so that a
-// later assignment of it starts fetching.
+// later assignment of it starts fetching (effects).
 func (r *run) unpause(ps *partState) {
 	if ps.paused != "" && r.pauser != nil {
-		r.pauser.Resume(ps.tp)
+		r.fx.resume = append(r.fx.resume, ps.tp)
 	}
 	ps.paused = ""
 }

@@ -93,6 +93,9 @@
 //   - run.go: the state of one Run (run, newRun) and the out batches.
 //   - poll.go: the poller goroutine.
 //   - loop.go: the engine's loop and its pass after each wake-up.
+//   - effects.go: what the core's steps ask of the outside world (pauses,
+//     resumes, handled partitions, evidence demands, arrays to give back),
+//     and apply, the driver's part that does it.
 //   - fetch.go: handling one Fetch (rebalance, records, evidence).
 //   - ingest.go: decoding (prepare) and parking (ingest) one record; late
 //     and dead records.

@@ -27,6 +27,7 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 		case p := <-fetches:
 			fetched = true
 			err := r.handle(ctx, p)
+			r.apply()
 			r.noteHandled(&p.f)
 			if p.handled != nil {
 				close(p.handled)
@@ -39,7 +40,9 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 		case <-tick.C:
 		}
 		now := cfg.clock()
-		if done, err := r.pass(ctx, now, &last); done || err != nil {
+		done, err := r.pass(ctx, now, &last)
+		r.apply()
+		if done || err != nil {
 			return err
 		}
 		resetTimer(tick, r.nextWake(now))
@@ -74,6 +77,7 @@ func (r *run) pass(ctx context.Context, now time.Time, last *passTimes) (done bo
 	r.align(lowest)
 	r.ackHandled()
 	r.demandEvidence(lowest != nil)
+	r.apply()
 	if !r.replayed && r.fetched && !r.revokedAll && r.catch.ReplayDone() {
 		r.replayed = true
 		r.p.live.Store(now.UnixMilli())
@@ -131,7 +135,7 @@ func (r *run) nextWake(now time.Time) time.Duration {
 	return d
 }
 
-// demandEvidence tells an EvidenceDemander source when the first parked
+// demandEvidence asks an EvidenceDemander source (effects) when the first parked
 // record is due, once only the evidence clock keeps it back: every timed
 // partition is caught up, so the watermark follows that clock.
 func (r *run) demandEvidence(holding bool) {
@@ -146,7 +150,7 @@ func (r *run) demandEvidence(holding bool) {
 	}
 	if !at.Equal(r.demanded) {
 		r.demanded = at
-		r.demander.WantEvidence(at)
+		r.fx.evidence, r.fx.wantEvidence = at, true
 	}
 }
 

@@ -34,7 +34,7 @@ func (r *run) retire(ps *partState, recs []record.Record, parked int) {
 		return
 	}
 	if parked == 0 || !r.parkRefs {
-		r.recycler.Recycle(recs)
+		r.fx.recycle = append(r.fx.recycle, recs)
 		return
 	}
 	if len(ps.arrays) == maxParkedArrays {
@@ -64,7 +64,7 @@ func (r *run) unparked(ps *partState, rec *record.Record) {
 			continue
 		}
 		if a.live--; a.live == 0 {
-			r.recycler.Recycle(a.recs)
+			r.fx.recycle = append(r.fx.recycle, a.recs)
 			*a = parkedArray{}
 			for len(ps.arrays) > 0 && ps.arrays[0].recs == nil {
 				ps.arrays = ps.arrays[1:]

@@ -49,6 +49,7 @@ type run struct {
 	hasCP  bool
 	wm     int64
 	cur    *out
+	fx     effects // what the core asked for since the driver last applied it
 	outs   chan *out
 	// spare returns record batches of more than smallBatch records'
 	// capacity from the sink goroutine once every sink has written them,
