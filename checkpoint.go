@@ -26,64 +26,42 @@ type lateEntry struct {
 	Counter   LateCounter `json:"counter"`
 }
 
-// takeCheckpoint checkpoints everything released so far.
+// checkpoint checkpoints everything released so far, at now.
 //
 // Without a DurableStore it queues the checkpoint behind the released
 // records: the sink goroutine flushes, stores it in a CheckpointSink's
 // transaction, and commits Low offsets.
 //
-// With a DurableStore it is a barrier: it waits until the sinks have flushed
-// everything released so far, then stores the parked set with the
-// checkpoint (one sync), then commits Low offsets, then reports
-// EventCheckpoint. A crash between any two steps loses nothing: the previous
-// checkpoint still covers everything not acknowledged.
+// With a DurableStore it is a barrier (effects): the driver waits until the
+// sinks have flushed everything released so far, then stores the parked set
+// with the checkpoint, then commits (awaitBarrier).
 //
-// With barrier set (a rebalance is about to revoke partitions), it always
-// waits until the checkpoint is flushed and committed, so the new owner
-// starts from the safe offsets.
+// With revoke set (a rebalance is about to revoke partitions), it is always
+// a barrier, so the new owner starts from the safe offsets.
 //
 // With no partition assigned (a stop before the first assignment) there is
 // nothing to checkpoint, and an empty checkpoint would replace the one the
 // run restored (a DurableStore's, or a sink's that is stored whole), so that
 // the next restart would skip nothing: it only flushes, if final.
-func (r *run) takeCheckpoint(ctx context.Context, final, barrier bool) error {
+func (r *run) checkpoint(now time.Time, final, revoke bool) {
 	if len(r.parts) == 0 {
 		if final {
 			r.cur.flush = true
-			return r.send(ctx, r.sinkDone)
+			r.seal(now)
 		}
-		return nil
+		return
 	}
-	start := r.cfg.clock()
 	cp := r.buildCheckpoint()
-	r.cur.cp, r.cur.final, r.cur.cpAt = &cp, final, start
-	if r.durable == nil && !barrier {
+	r.cur.cp, r.cur.final, r.cur.cpAt = &cp, final, now
+	if r.durable == nil && !revoke {
 		if final {
-			return r.send(ctx, r.sinkDone)
+			r.seal(now)
 		}
-		return nil
+		return
 	}
-	ack := make(chan struct{})
-	r.cur.noCommit, r.cur.ack = r.durable != nil, ack
-	o := r.cur
-	if err := r.send(ctx, r.sinkDone); err != nil {
-		return err
-	}
-	if err := r.wait(ctx, ack); err != nil {
-		return err
-	}
-	if r.durable == nil {
-		return nil // the sink goroutine committed
-	}
-	if err := r.durable.Checkpoint(storable(cp, o.fenced), r.blobs()); err != nil {
-		return fmt.Errorf("signalbox: storing checkpoint: %w", err)
-	}
-	if err := r.commit(ctx, &cp, final, o.fenced); err != nil {
-		return err
-	}
-	r.countCheckpoint(start)
-	r.notify(Event{Kind: EventCheckpoint, Watermark: cp.Watermark})
-	return nil
+	r.cur.noCommit = r.durable != nil
+	r.fx.barrier = &barrier{o: r.cur, cp: &cp, start: now, final: final, revoke: revoke}
+	r.seal(now)
 }
 
 // storable is cp as a DurableStore keeps it: without the partitions whose
@@ -104,12 +82,6 @@ func storable(cp record.Checkpoint, fenced []record.TopicPartition) record.Check
 		}
 	}
 	return out
-}
-
-// wait blocks until ack is closed by the sink goroutine, emitting the events
-// it reports meanwhile and keeping the stats fresh, as send does.
-func (r *run) wait(ctx context.Context, ack <-chan struct{}) error {
-	return r.await(ctx, nil, ack, r.sinkDone)
 }
 
 // ErrFutureCheckpoint surfaces from Run when the checkpoint to resume from
@@ -238,21 +210,43 @@ func (r *run) restore(ctx context.Context) error {
 	return nil
 }
 
-// refreshRestored re-reads the checkpoint sink's checkpoint when partitions
-// are assigned: in a group, another instance may have emitted and
-// checkpointed them since this one restored at start (a group is joined
-// after that), and its checkpoint, not the one read then, says which
-// re-read records to skip (design C4, R3). The newest position per
-// partition wins.
+// readRestored re-reads the checkpoint sink's checkpoint when partitions
+// are assigned (nil when there is none, or no checkpoint sink): in a group,
+// another instance may have emitted and checkpointed them since this one
+// restored at start (a group is joined after that), and its checkpoint,
+// not the one read then, says which re-read records to skip (design C4,
+// R3). A Claimer claims them first.
+func (r *run) readRestored(ctx context.Context, assigned []record.PartitionInfo, member *record.GroupMember) (*record.Checkpoint, error) {
+	cs := r.cfg.checkpointSink()
+	if cs == nil || len(assigned) == 0 {
+		return nil, nil
+	}
+	if c, ok := cs.(Claimer); ok {
+		tps := make([]record.TopicPartition, len(assigned))
+		for i, a := range assigned {
+			tps[i] = a.TopicPartition
+		}
+		if err := c.Claim(ctx, member, tps); err != nil {
+			return nil, fmt.Errorf("signalbox: claiming assigned partitions in the checkpoint sink: %w", err)
+		}
+	}
+	cp, err := cs.Restore(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("signalbox: restoring checkpoint at rebalance: %w", err)
+	}
+	return cp, nil
+}
+
+// refreshRestored takes the checkpoints of assigned partitions: of cp, the
+// checkpoint sink's (readRestored), the newest position per partition wins.
 //
 // With neither a checkpoint sink nor a DurableStore, the checkpoint the
 // source committed with the partition's offset (CheckpointCommitter) plays
 // that role: a clean stop re-emits nothing. One whose watermark is more
 // than max_future ahead of the clock is not restored (a checkpoint never
 // restores such a time); the partition then skips nothing.
-func (r *run) refreshRestored(ctx context.Context, assigned []record.PartitionInfo, member *record.GroupMember) error {
-	cs := r.cfg.checkpointSink()
-	if cs == nil && r.durable == nil {
+func (r *run) refreshRestored(assigned []record.PartitionInfo, cp *record.Checkpoint) {
+	if r.cfg.checkpointSink() == nil && r.durable == nil {
 		for _, a := range assigned {
 			switch {
 			case a.Checkpoint == nil:
@@ -263,26 +257,10 @@ func (r *run) refreshRestored(ctx context.Context, assigned []record.PartitionIn
 				r.restoreNewer(*a.Checkpoint)
 			}
 		}
-		return nil
-	}
-	if cs == nil || len(assigned) == 0 {
-		return nil
-	}
-	if c, ok := cs.(Claimer); ok {
-		tps := make([]record.TopicPartition, len(assigned))
-		for i, a := range assigned {
-			tps[i] = a.TopicPartition
-		}
-		if err := c.Claim(ctx, member, tps); err != nil {
-			return fmt.Errorf("signalbox: claiming assigned partitions in the checkpoint sink: %w", err)
-		}
-	}
-	cp, err := cs.Restore(ctx)
-	if err != nil {
-		return fmt.Errorf("signalbox: restoring checkpoint at rebalance: %w", err)
+		return
 	}
 	if cp == nil {
-		return nil
+		return
 	}
 	for _, pc := range cp.Partitions {
 		for _, a := range assigned {
@@ -291,7 +269,6 @@ func (r *run) refreshRestored(ctx context.Context, assigned []record.PartitionIn
 			}
 		}
 	}
-	return nil
 }
 
 // restoreNewer makes pc the partition's restored checkpoint unless the one

@@ -14,11 +14,29 @@ import (
 	"github.com/signalbox/signalbox/watermark"
 )
 
-// handle takes one Fetch: it commits and lets go of the revoked partitions,
-// assigns the new ones, and ingests each partition's records and evidence.
+// handle takes one Fetch: the core's steps for it (beginFetch,
+// takeFetch), with the revoke barrier and the checkpoint sink's reads
+// (readRestored) done in between.
 func (r *run) handle(ctx context.Context, p polled) error {
-	f := p.f
 	now := r.cfg.clock()
+	r.beginFetch(&p.f, now)
+	if err := r.apply(ctx); err != nil {
+		return err
+	}
+	cp, err := r.readRestored(ctx, p.f.Assigned, p.f.Member)
+	if err != nil {
+		return err
+	}
+	return r.takeFetch(p, cp, now)
+}
+
+// beginFetch is the core's first step for a Fetch f at now: the evidence
+// clock, the poison guard's bound, and, when f revokes partitions, a
+// checkpoint barrier (effects): the safe offsets are committed before the
+// partitions go, as the source acknowledges the rebalance at the next Poll
+// and the new owner starts from what is committed.
+func (r *run) beginFetch(f *record.Fetch, now time.Time) {
+	r.now = now
 	r.fetched = true
 	if len(f.Revoked) > 0 || len(f.Assigned) > 0 {
 		r.stats.Rebalances++
@@ -38,18 +56,16 @@ func (r *run) handle(ctx context.Context, p polled) error {
 		r.future = clock.Add(r.cfg.maxFuture).UnixMilli()
 	}
 	if len(f.Revoked) > 0 {
-		// Commit the safe offsets before letting the partitions go: the
-		// source acknowledges the rebalance at the next Poll, and the new
-		// owner starts from what is committed.
-		if err := r.takeCheckpoint(ctx, false, true); err != nil {
-			return err
-		}
-		// The sink goroutine reported its fences before the barrier's ack:
-		// revoke must see them.
-		for len(r.acks) > 0 {
-			r.notify(<-r.acks)
-		}
+		r.checkpoint(now, false, true)
 	}
+}
+
+// takeFetch is the core's second step for a Fetch, once beginFetch's
+// barrier is done: it lets go of the revoked partitions, assigns the new
+// ones (restored is the checkpoint sink's checkpoint read for them,
+// readRestored), and ingests each partition's records and evidence.
+func (r *run) takeFetch(p polled, restored *record.Checkpoint, now time.Time) error {
+	f := p.f
 	for _, tp := range f.Revoked {
 		r.revoke(tp)
 	}
@@ -58,9 +74,7 @@ func (r *run) handle(ctx context.Context, p polled) error {
 	} else if len(f.Revoked) > 0 && r.catch.Len() == 0 {
 		r.revokedAll = true
 	}
-	if err := r.refreshRestored(ctx, f.Assigned, f.Member); err != nil {
-		return err
-	}
+	r.refreshRestored(f.Assigned, restored)
 	m := r.newMark(f.Assigned)
 	for _, a := range f.Assigned {
 		r.assign(a, m, now)

@@ -27,7 +27,9 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 		case p := <-fetches:
 			fetched = true
 			err := r.handle(ctx, p)
-			r.apply()
+			if err == nil {
+				err = r.apply(ctx)
+			}
 			r.noteHandled(&p.f)
 			if p.handled != nil {
 				close(p.handled)
@@ -40,9 +42,7 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 		case <-tick.C:
 		}
 		now := cfg.clock()
-		done, err := r.pass(ctx, now, &last)
-		r.apply()
-		if done || err != nil {
+		if done, err := r.pass(ctx, now, &last); done || err != nil {
 			return err
 		}
 		resetTimer(tick, r.nextWake(now))
@@ -57,18 +57,62 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 type passTimes struct{ cp, pub time.Time }
 
 // pass is the engine's work at time now after each wake-up (a Fetch, an
-// acknowledgement, the tick): it releases what the watermark passes, flow
-// control, the end of the replay, checkpoints, the hand-over to the sinks
-// and the published stats. done reports that the run is over (err says
-// why, nil when a bounded run is complete).
+// acknowledgement, the tick): the core's steps (startPass, releaseMore,
+// endPass), each one's effects applied before the next. done reports that
+// the run is over (err says why, nil when a bounded run is complete).
 func (r *run) pass(ctx context.Context, now time.Time, last *passTimes) (done bool, err error) {
-	cfg := r.cfg
+	r.startPass(now)
+	if err := r.releaseAll(ctx); err != nil {
+		return true, err
+	}
+	if done, err = r.endPass(now, last); err != nil {
+		return true, err
+	}
+	if err := r.releaseAll(ctx); err != nil { // flushAll's
+		return true, err
+	}
+	if err := r.apply(ctx); err != nil {
+		return true, err
+	}
+	// Wall time: the spare window bounds memory held idle, whatever the job's clock says.
+	if wall := time.Now(); !done && wall.Sub(r.spareWindow) >= r.cfg.tick {
+		r.trimSpares(wall)
+	}
+	return done, nil
+}
+
+// releaseAll goes on with the release under way until it is over, handing
+// over the batches it seals chunk by chunk.
+func (r *run) releaseAll(ctx context.Context) error {
+	for {
+		more, err := r.releaseMore()
+		if err != nil {
+			return err
+		}
+		if !more {
+			return nil
+		}
+		if err := r.apply(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// startPass is the core's step at time now after each wake-up: catch-up's
+// ticks, then the watermark, and the release of what it passes starts.
+func (r *run) startPass(now time.Time) {
+	r.now = now
 	for _, t := range r.catch.Tick(now) {
 		r.phase(t)
 	}
-	if err := r.release(now); err != nil {
-		return true, err
-	}
+	r.release(now)
+}
+
+// endPass is the core's step once a pass's release is over: flow control,
+// the end of the replay, checkpoints, sealing the out batch and the
+// published stats. done reports that the run is over.
+func (r *run) endPass(now time.Time, last *passTimes) (done bool, err error) {
+	cfg := r.cfg
 	if r.untilReached {
 		r.cfg.logger.Info("the watermark reached until; stopping", zap.String("until", string(r.cfg.until)))
 		return true, nil // Run takes the last checkpoint and commits
@@ -77,38 +121,28 @@ func (r *run) pass(ctx context.Context, now time.Time, last *passTimes) (done bo
 	r.align(lowest)
 	r.ackHandled()
 	r.demandEvidence(lowest != nil)
-	r.apply()
 	if !r.replayed && r.fetched && !r.revokedAll && r.catch.ReplayDone() {
 		r.replayed = true
 		r.p.live.Store(now.UnixMilli())
 		r.stats.ReplayDone, r.stats.ReplayTime = true, now.Sub(r.started)
 		r.notify(Event{Kind: EventReplayDone, Watermark: r.wm})
 		if cfg.until == UntilEndOffsets {
-			return true, r.flushAll()
+			r.flushAll()
+			return true, nil
 		}
 	}
 	if now.Sub(last.cp) >= cfg.checkpointEvery {
 		last.cp = now
-		if err := r.takeCheckpoint(ctx, false, false); err != nil {
-			return true, err
-		}
+		r.checkpoint(now, false, false)
 	}
-	if err := r.send(ctx, nil); err != nil {
-		return true, err
-	}
+	r.seal(now)
 	if !r.unflushed.IsZero() && now.Sub(r.unflushed) >= cfg.flushLinger {
 		r.cur.flush = true
-		if err := r.send(ctx, nil); err != nil {
-			return true, err
-		}
+		r.seal(now)
 	}
 	if now.Sub(last.pub) >= cfg.tick {
 		last.pub = now
 		r.publish()
-	}
-	// Wall time: the spare window bounds memory held idle, whatever the job's clock says.
-	if wall := time.Now(); wall.Sub(r.spareWindow) >= cfg.tick {
-		r.trimSpares(wall)
 	}
 	return false, nil
 }

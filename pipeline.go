@@ -156,8 +156,12 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	err = r.loop(ctx, fetches)
 	stopPoll()
 	if err == nil || cancelled(ctx, err) {
-		// Graceful: flush what was released, checkpoint, commit.
-		err = r.takeCheckpoint(context.Background(), true, false)
+		// Graceful: finish a release the stop interrupted (the watermark
+		// already claims it), flush what was released, checkpoint, commit.
+		if err = r.releaseAll(context.Background()); err == nil {
+			r.checkpoint(r.cfg.clock(), true, false)
+			err = r.apply(context.Background())
+		}
 	}
 	return r.shutdown(sinkDone, err)
 }

@@ -4,7 +4,6 @@ package signalbox
 // batch (handoff.go hands the batches to the sink goroutine).
 
 import (
-	"context"
 	"time"
 	"unsafe"
 
@@ -12,11 +11,12 @@ import (
 	"github.com/signalbox/signalbox/watermark"
 )
 
-// release advances the watermark and moves every parked record at or below it
-// into the current out batch, in timer order. The strategy sees the source's
-// evidence clock when it keeps one: the processing-time fallback must not run
-// ahead of what the broker has been asked (record invariant 4).
-func (r *run) release(now time.Time) error {
+// release advances the watermark and starts releasing every parked record
+// at or below it into the out batches, in timer order (releaseMore goes
+// on). The strategy sees the source's evidence clock when it keeps one: the
+// processing-time fallback must not run ahead of what the broker has been
+// asked (record invariant 4).
+func (r *run) release(now time.Time) {
 	if r.stamped && r.evidence.Before(now) {
 		now = r.evidence
 	}
@@ -29,7 +29,7 @@ func (r *run) release(now time.Time) error {
 		}
 	}
 	if !any {
-		return nil // no timed partition: no evidence, nothing moves
+		return // no timed partition: no evidence, nothing moves
 	}
 	g = min(g, r.restoreHold())
 	if r.cfg.stopSet && g >= r.cfg.stopAt {
@@ -40,7 +40,47 @@ func (r *run) release(now time.Time) error {
 	for _, t := range r.tasks {
 		t.rel = max(t.rel, g)
 	}
-	return r.store.Release(g, 0, r.released)
+	r.rel = releasing{g: g, active: true}
+}
+
+// releasing is a release under way: the store releases up to g one
+// WithBatchSize chunk at a time (releaseMore), so that the driver hands the
+// batches sealed meanwhile to the sinks (backpressure) before the next
+// chunk leaves the store.
+type releasing struct {
+	g      int64
+	active bool
+	flush  bool  // flushAll: the watermark rises to last once all is out
+	last   int64 // the newest event time released, under flush
+	n      int   // records the current chunk released
+}
+
+// releaseMore releases the next chunk of the release under way; more
+// reports that it may not be over.
+func (r *run) releaseMore() (more bool, err error) {
+	if !r.rel.active {
+		return false, nil
+	}
+	r.rel.n = 0
+	if err := r.store.Release(r.rel.g, r.cfg.batchSize, r.releasedOne); err != nil {
+		r.rel.active = false
+		return false, err
+	}
+	if r.rel.n == r.cfg.batchSize {
+		return true, nil
+	}
+	r.rel.active = false
+	if r.rel.flush {
+		r.flushed(r.rel.last)
+	}
+	return false, nil
+}
+
+// releasedOne is released, counted for releaseMore.
+func (r *run) releasedOne(rec *record.Record) error {
+	r.rel.n++
+	r.rel.last = max(r.rel.last, rec.EventTime)
+	return r.released(rec)
 }
 
 // restoreHold is the highest watermark that may be released while
@@ -104,7 +144,7 @@ func (r *run) emit(ps *partState, rec *record.Record) error {
 		return err
 	}
 	if len(r.cur.records) >= r.cfg.batchSize || r.cur.bytes >= r.cfg.batchBytes {
-		return r.send(context.Background(), r.sinkDone)
+		r.seal(r.now)
 	}
 	return nil
 }
@@ -139,21 +179,19 @@ func (r *run) partOf(rec *record.Record) *partState {
 	return ps
 }
 
-// flushAll releases everything parked (end of a bounded run) and raises the
-// watermark to the last released event time, so that a later restart treats
-// all of it as emitted.
-func (r *run) flushAll() error {
-	last := r.wm
-	if err := r.store.Release(watermark.MaxTime, 0, func(rec *record.Record) error {
-		last = max(last, rec.EventTime)
-		return r.released(rec)
-	}); err != nil {
-		return err
-	}
+// flushAll starts releasing everything parked (end of a bounded run;
+// releaseMore goes on), then raises the watermark to the last released
+// event time, so that a later restart treats all of it as emitted.
+func (r *run) flushAll() {
+	r.rel = releasing{g: watermark.MaxTime, active: true, flush: true, last: r.wm}
+}
+
+// flushed ends flushAll once everything is released; last is the newest
+// event time released.
+func (r *run) flushed(last int64) {
 	for _, t := range r.tasks {
 		t.strat.Restore(last)
 		t.rel = max(t.rel, last)
 	}
 	r.wm = max(r.wm, last)
-	return nil
 }

@@ -49,7 +49,9 @@ type run struct {
 	hasCP  bool
 	wm     int64
 	cur    *out
-	fx     effects // what the core asked for since the driver last applied it
+	fx     effects   // what the core asked for since the driver last applied it
+	now    time.Time // the time of the core's current step
+	rel    releasing // the release under way
 	outs   chan *out
 	// spare returns record batches of more than smallBatch records'
 	// capacity from the sink goroutine once every sink has written them,
