@@ -97,7 +97,7 @@ func (r *run) checkRestoredWatermark(cp *record.Checkpoint, fromStore bool) erro
 		return nil
 	}
 	now := r.cfg.clock()
-	bound := r.futureBound()
+	bound := r.futureBound(now)
 	wm := cp.Watermark
 	for _, pc := range cp.Partitions {
 		wm = max(wm, pc.Watermark)
@@ -115,12 +115,12 @@ func (r *run) checkRestoredWatermark(cp *record.Checkpoint, fromStore bool) erro
 }
 
 // futureBound is the highest watermark a checkpoint may restore: max_future
-// ahead of the clock (MaxTime without max_future).
-func (r *run) futureBound() int64 {
+// ahead of now (MaxTime without max_future).
+func (r *run) futureBound(now time.Time) int64 {
 	if r.cfg.maxFuture <= 0 {
 		return watermark.MaxTime
 	}
-	return r.cfg.clock().Add(r.cfg.maxFuture).UnixMilli()
+	return now.Add(r.cfg.maxFuture).UnixMilli()
 }
 
 func (r *run) blobs() map[string][]byte {
@@ -250,7 +250,7 @@ func (r *run) refreshRestored(assigned []record.PartitionInfo, cp *record.Checkp
 		for _, a := range assigned {
 			switch {
 			case a.Checkpoint == nil:
-			case a.Checkpoint.Watermark > r.futureBound():
+			case a.Checkpoint.Watermark > r.futureBound(r.now):
 				r.cfg.logger.Warn("committed checkpoint watermark ahead of the clock by more than max_future: not restored",
 					zap.String("topic", a.Topic), zap.Int32("partition", a.Partition), zap.Int64("watermark", a.Checkpoint.Watermark))
 			default:

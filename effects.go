@@ -15,6 +15,8 @@ import (
 // them: the core decides, the driver (apply) does the I/O, in the order the
 // fields are listed.
 type effects struct {
+	// events for the observer (WithObserver), in order.
+	events []Event
 	// pause and resume: flow control's changes at the source (Pauser).
 	pause, resume []record.TopicPartition
 	// handled: partitions whose records were handled (HandledNotifier).
@@ -29,6 +31,8 @@ type effects struct {
 	// driver could not hand over (a stop) stays, and goes first at the
 	// final checkpoint: its records are counted as released.
 	outs []*out
+	// publish: publish the stats (Pipeline.Stats).
+	publish bool
 	// barrier: after handing over outs, wait until the sinks have
 	// acknowledged the last of them (a checkpoint), then, with a
 	// DurableStore, store the checkpoint and commit.
@@ -51,6 +55,10 @@ type barrier struct {
 // error the out batches it did not hand over stay for the final checkpoint.
 func (r *run) apply(ctx context.Context) error {
 	fx := &r.fx
+	for _, e := range fx.events {
+		r.notify(e)
+	}
+	clear(fx.events)
 	if len(fx.resume) > 0 {
 		r.pauser.Resume(fx.resume...)
 	}
@@ -67,11 +75,14 @@ func (r *run) apply(ctx context.Context) error {
 		r.recycler.Recycle(recs)
 	}
 	clear(fx.recycle)
+	if fx.publish {
+		r.publish()
+	}
 	b := fx.barrier
 	if b != nil && b.o.ack == nil {
 		b.o.ack = make(chan struct{})
 	}
-	*fx = effects{pause: fx.pause[:0], resume: fx.resume[:0], handled: fx.handled[:0], recycle: fx.recycle[:0], outs: fx.outs, barrier: b}
+	*fx = effects{events: fx.events[:0], pause: fx.pause[:0], resume: fx.resume[:0], handled: fx.handled[:0], recycle: fx.recycle[:0], outs: fx.outs, barrier: b}
 	for len(fx.outs) > 0 {
 		if err := r.send(ctx, fx.outs[0]); err != nil {
 			return err

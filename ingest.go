@@ -126,7 +126,7 @@ func (r *run) late(ps *partState, rec *record.Record) error {
 	mark := max(ps.task.rel, ps.lateAt)
 	lateBy := mark - rec.EventTime
 	ps.late.add(lateBy, r.cfg.late)
-	r.notify(Event{Kind: EventLate, Partition: ps.tp, Offset: rec.Offset, LateBy: lateBy, Watermark: mark})
+	r.event(Event{Kind: EventLate, Partition: ps.tp, Offset: rec.Offset, LateBy: lateBy, Watermark: mark})
 	switch r.cfg.late {
 	case LateDrop:
 		return nil
@@ -167,7 +167,7 @@ func (r *run) dead(rec *record.Record, reason string) error {
 	}
 	r.cur.dead = append(r.cur.dead, deadLetter(rec, reason))
 	r.stats.Dead++
-	r.notify(deadEvent(rec, reason))
+	r.event(deadEvent(rec, reason))
 	return nil
 }
 

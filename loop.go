@@ -38,7 +38,7 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 				return err
 			}
 		case e := <-r.acks:
-			r.notify(e)
+			r.event(e)
 		case <-tick.C:
 		}
 		now := cfg.clock()
@@ -125,7 +125,7 @@ func (r *run) endPass(now time.Time, last *passTimes) (done bool, err error) {
 		r.replayed = true
 		r.p.live.Store(now.UnixMilli())
 		r.stats.ReplayDone, r.stats.ReplayTime = true, now.Sub(r.started)
-		r.notify(Event{Kind: EventReplayDone, Watermark: r.wm})
+		r.event(Event{Kind: EventReplayDone, Watermark: r.wm})
 		if cfg.until == UntilEndOffsets {
 			r.flushAll()
 			return true, nil
@@ -142,7 +142,7 @@ func (r *run) endPass(now time.Time, last *passTimes) (done bool, err error) {
 	}
 	if now.Sub(last.pub) >= cfg.tick {
 		last.pub = now
-		r.publish()
+		r.fx.publish = true
 	}
 	return false, nil
 }

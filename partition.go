@@ -94,7 +94,7 @@ type restoredMark struct {
 // such a time (checkRestoredWatermark).
 func (r *run) newMark(assigned []record.PartitionInfo) restoredMark {
 	m, found := restoredMark{at: watermark.MinTime}, false
-	future := r.futureBound()
+	future := r.futureBound(r.now)
 	for _, a := range assigned {
 		if !r.isNew(a) {
 			if m.owned == nil {
@@ -185,7 +185,7 @@ func (r *run) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 		default:
 			end = cp.End // keep the original snapshot: a restart cannot shorten history
 		}
-		r.notify(Event{Kind: EventOffsetsReset, Partition: a.TopicPartition, Offset: cp.Position, Watermark: wm})
+		r.event(Event{Kind: EventOffsetsReset, Partition: a.TopicPartition, Offset: cp.Position, Watermark: wm})
 	}
 	r.parts[a.TopicPartition] = ps
 	r.pcache = partCache{}
@@ -194,7 +194,7 @@ func (r *run) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 	st, _ := r.catch.Status(ps.cid)
 	ps.holds = ph.Holds()
 	ps.task.strat.SetPhase(ps.wid, ph, st.Behind, now)
-	r.notify(Event{Kind: EventAssigned, Partition: a.TopicPartition, To: ph})
+	r.event(Event{Kind: EventAssigned, Partition: a.TopicPartition, To: ph})
 }
 
 // othersHold reports whether another partition of ps's task holds records
@@ -237,7 +237,7 @@ func (r *run) revoke(tp record.TopicPartition) {
 	if len(ps.task.parts) == 0 {
 		delete(r.tasks, tp.Partition)
 	}
-	r.notify(Event{Kind: EventRevoked, Partition: tp})
+	r.event(Event{Kind: EventRevoked, Partition: tp})
 }
 
 func (r *run) phase(t catchup.Transition) {
@@ -247,6 +247,6 @@ func (r *run) phase(t catchup.Transition) {
 	}
 	st, _ := r.catch.Status(t.ID)
 	ps.holds = t.To.Holds()
-	ps.task.strat.SetPhase(ps.wid, t.To, st.Behind, r.cfg.clock())
-	r.notify(Event{Kind: EventPhase, Partition: ps.tp, From: t.From, To: t.To, Watermark: r.wm})
+	ps.task.strat.SetPhase(ps.wid, t.To, st.Behind, r.now)
+	r.event(Event{Kind: EventPhase, Partition: ps.tp, From: t.From, To: t.To, Watermark: r.wm})
 }

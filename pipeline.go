@@ -170,6 +170,9 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 // reporting its acknowledgements meanwhile, and returns err, or the sink
 // goroutine's error if err is nil.
 func (r *run) shutdown(sinkDone <-chan struct{}, err error) error {
+	for _, e := range r.fx.events { // a failed step's, not applied
+		r.notify(e)
+	}
 	close(r.outs)
 	for done := false; !done; {
 		select {
