@@ -75,6 +75,53 @@
 //     checkpoint flushes every sink, checkpoint sink last, then commits
 //     (writer.go: C3).
 //
+// # The step core
+//
+// The engine goroutine is a driver around a synchronous core. The core's
+// steps take one input and the time, and change only the run's state:
+//
+//   - a Fetch: beginFetch (the evidence clock; at a revoke, a checkpoint
+//     barrier), then takeFetch (revoke, assign, ingest) once the driver has
+//     done the barrier and read the checkpoint sink's checkpoint for the
+//     assigned partitions (readRestored);
+//   - a wake-up (a Fetch, a tick, an acknowledgement): startPass (the
+//     watermark), releaseMore (one WithBatchSize chunk of the release;
+//     flushAll's too), endPass (flow control, the end of the replay,
+//     checkpoints);
+//   - an acknowledgement from the sinks: notify (EventFenced changes what a
+//     revoke remembers).
+//
+// What the outside world should do, the core writes into effects
+// (effects.go): events for the observer, pauses and resumes, handled
+// partitions, an evidence demand, record arrays to give back, sealed out
+// batches, and a barrier (wait until the sinks acknowledged a checkpoint;
+// with a DurableStore, store it and commit). The driver applies them
+// (apply) between steps: Run with its poller and sink goroutine, or a test
+// on one goroutine (export_test.go Stepper, which the engine transcripts
+// use). Invariants:
+//
+//   - S1. A core step reads the time only from its argument (WithClock's
+//     value, read by the driver) and never blocks: no channel send or
+//     wait, no sink, source or observer call; the one exception is taking
+//     a spare batch the sink goroutine returned (batchFor, a non-blocking
+//     receive).
+//   - S2. Effects are applied in the order the core asked for them, and a
+//     step's effects are applied before the next step, so a stepped run and
+//     Run produce the same output (the transcripts check it by driving the
+//     same scenarios through the core).
+//   - S3. A release leaves the store one WithBatchSize chunk at a time, and
+//     the chunk's sealed batches are handed over (backpressure) before the
+//     next; a stop finishes the release under way before the last
+//     checkpoint, which would otherwise claim records still parked.
+//   - S4. An out batch the driver could not hand over (a stop) stays in
+//     effects and goes out first with the last checkpoint: its records are
+//     counted as released.
+//
+// Not pure yet: the parked store is the core's state but may be pebble
+// (Park, Release do I/O); rendering a schema'd value for the sinks
+// (renderOut) may wait for the registry; the core logs with the
+// configured logger.
+//
 // Where to look:
 //
 //   - the watermark is decided in release.go, (*run).release: the lowest
@@ -85,24 +132,29 @@
 //   - a commit is made by writer.go's (*run).commit once every sink has
 //     acknowledged the checkpoint's records (C1–C3): on the sink goroutine,
 //     or, with a DurableStore, on the engine goroutine once the store holds
-//     the checkpoint (checkpoint.go takeCheckpoint).
+//     the checkpoint (checkpoint.go checkpoint asks for a barrier,
+//     effects.go awaitBarrier does it).
 //
 // The files:
 //
 //   - pipeline.go: Pipeline, New, Stats and Run (the lifecycle).
 //   - run.go: the state of one Run (run, newRun) and the out batches.
 //   - poll.go: the poller goroutine.
-//   - loop.go: the engine's loop and its pass after each wake-up.
-//   - effects.go: what the core's steps ask of the outside world (pauses,
-//     resumes, handled partitions, evidence demands, arrays to give back),
-//     and apply, the driver's part that does it.
-//   - fetch.go: handling one Fetch (rebalance, records, evidence).
+//   - loop.go: the engine's loop (the driver) and its pass after each
+//     wake-up, with the core's pass steps.
+//   - effects.go: what the core's steps ask of the outside world, and
+//     apply, the driver's part that does it (barriers included).
+//   - drive.go: the driver's lifecycle around the core, shared by Run and
+//     the stepped driver: open, one Fetch's steps, the graceful finish.
+//   - fetch.go: handling one Fetch (rebalance, records, evidence): the
+//     driver's handle and the core's beginFetch and takeFetch.
 //   - ingest.go: decoding (prepare) and parking (ingest) one record; late
 //     and dead records.
 //   - partition.go: a partition's and a task's state; assign, revoke, phases.
 //   - release.go: the watermark, release and flushAll.
-//   - handoff.go: out batches to the sink goroutine (send, backpressure,
-//     await) and the spare batches.
+//   - handoff.go: out batches: sealed by the core (seal), handed to the
+//     sink goroutine by the driver (send, backpressure, await); the spare
+//     batches.
 //   - checkpoint.go: checkpoints, and restoring them at start and at an
 //     assignment.
 //   - writer.go: the sink goroutine: write, flush, dead-letter, commit.

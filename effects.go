@@ -39,7 +39,7 @@ type effects struct {
 	barrier *barrier
 }
 
-// barrier is a checkpoint the engine waits for (takeCheckpoint).
+// barrier is a checkpoint the driver waits for (checkpoint).
 type barrier struct {
 	o     *out // the out batch that carries cp
 	cp    *record.Checkpoint

@@ -88,8 +88,15 @@ func (r *run) seal(now time.Time) {
 }
 
 // send hands o to the sink goroutine. It blocks while the sinks lag
-// (backpressure).
+// (backpressure). A driver without one (stepped) writes o itself.
 func (r *run) send(ctx context.Context, o *out) error {
+	if r.stepped != nil {
+		if err := r.stepped.writeOne(context.WithoutCancel(ctx), o); err != nil {
+			return err
+		}
+		r.stepped.giveBack(o)
+		return nil
+	}
 	select {
 	case r.outs <- o:
 		return nil

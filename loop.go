@@ -18,19 +18,13 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 	defer tick.Stop()
 	last := passTimes{cp: cfg.clock()}
 	for {
-		fetched := false
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case err := <-r.errs:
 			return err
 		case p := <-fetches:
-			fetched = true
-			err := r.handle(ctx, p)
-			if err == nil {
-				err = r.apply(ctx)
-			}
-			r.noteHandled(&p.f)
+			err := r.fetchStep(ctx, p)
 			if p.handled != nil {
 				close(p.handled)
 			}
@@ -46,9 +40,6 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 			return err
 		}
 		resetTimer(tick, r.nextWake(now))
-		if fetched && cfg.stepped != nil {
-			cfg.stepped()
-		}
 	}
 }
 

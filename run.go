@@ -73,6 +73,9 @@ type run struct {
 	revokedAll bool
 	durable    DurableStore
 	sinkDone   chan struct{}
+	// stepped writes the out batches on the engine's goroutine when a
+	// driver steps the core without a sink goroutine (send).
+	stepped *writer
 	// restored from a DurableStore: parked records per partition, until
 	// the first assignment (design R10); late counters.
 	floors map[record.TopicPartition]record.Parked
