@@ -25,7 +25,7 @@
 // Run documents the lifecycle, New and the With options the settings and
 // their defaults, Source and Sink the contracts of your own. See
 // docs/design.md for the semantics; the invariant IDs below (G, W, O, L, B,
-// C, R, P, M) are defined there.
+// C, R, P, M, S) are defined there.
 //
 // # Public API
 //
@@ -112,10 +112,13 @@
 //   - S3. A release leaves the store one WithBatchSize chunk at a time, and
 //     the chunk's sealed batches are handed over (backpressure) before the
 //     next; a stop finishes the release under way before the last
-//     checkpoint, which would otherwise claim records still parked.
-//   - S4. An out batch the driver could not hand over (a stop) stays in
-//     effects and goes out first with the last checkpoint: its records are
-//     counted as released.
+//     checkpoint, which would otherwise claim records still parked. An out
+//     batch the driver could not hand over (a stop) stays in effects and
+//     goes out first with the last checkpoint.
+//   - S4. At a revoke, the core asks for a barrier, and lets the revoked
+//     partitions go only in its next step (takeFetch), once the driver has
+//     had every sink acknowledge what was released and committed the safe
+//     offsets (C4).
 //
 // Not pure yet: the parked store is the core's state but may be pebble
 // (Park, Release do I/O); rendering a schema'd value for the sinks
