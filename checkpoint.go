@@ -43,25 +43,25 @@ type lateEntry struct {
 // nothing to checkpoint, and an empty checkpoint would replace the one the
 // run restored (a DurableStore's, or a sink's that is stored whole), so that
 // the next restart would skip nothing: it only flushes, if final.
-func (r *run) checkpoint(now time.Time, final, revoke bool) {
-	if len(r.parts) == 0 {
+func (c *core) checkpoint(now time.Time, final, revoke bool) {
+	if len(c.parts) == 0 {
 		if final {
-			r.cur.flush = true
-			r.seal(now)
+			c.cur.flush = true
+			c.seal(now)
 		}
 		return
 	}
-	cp := r.buildCheckpoint()
-	r.cur.cp, r.cur.final, r.cur.cpAt = &cp, final, now
-	if r.durable == nil && !revoke {
+	cp := c.buildCheckpoint()
+	c.cur.cp, c.cur.final, c.cur.cpAt = &cp, final, now
+	if c.durable == nil && !revoke {
 		if final {
-			r.seal(now)
+			c.seal(now)
 		}
 		return
 	}
-	r.cur.noCommit = r.durable != nil
-	r.fx.barrier = &barrier{o: r.cur, cp: &cp, start: now, final: final, revoke: revoke}
-	r.seal(now)
+	c.cur.noCommit = c.durable != nil
+	c.fx.barrier = &barrier{o: c.cur, cp: &cp, start: now, final: final, revoke: revoke}
+	c.seal(now)
 }
 
 // storable is cp as a DurableStore keeps it: without the partitions whose
@@ -116,16 +116,16 @@ func (r *run) checkRestoredWatermark(cp *record.Checkpoint, fromStore bool) erro
 
 // futureBound is the highest watermark a checkpoint may restore: max_future
 // ahead of now (MaxTime without max_future).
-func (r *run) futureBound(now time.Time) int64 {
-	if r.cfg.maxFuture <= 0 {
+func (c *core) futureBound(now time.Time) int64 {
+	if c.cfg.maxFuture <= 0 {
 		return watermark.MaxTime
 	}
-	return now.Add(r.cfg.maxFuture).UnixMilli()
+	return now.Add(c.cfg.maxFuture).UnixMilli()
 }
 
-func (r *run) blobs() map[string][]byte {
+func (c *core) blobs() map[string][]byte {
 	var ls []lateEntry
-	for tp, c := range r.lateCounts {
+	for tp, c := range c.lateCounts {
 		if c.Count > 0 {
 			ls = append(ls, lateEntry{Topic: tp.Topic, Partition: tp.Partition, Counter: *c})
 		}
@@ -245,16 +245,16 @@ func (r *run) readRestored(ctx context.Context, assigned []record.PartitionInfo,
 // that role: a clean stop re-emits nothing. One whose watermark is more
 // than max_future ahead of the clock is not restored (a checkpoint never
 // restores such a time); the partition then skips nothing.
-func (r *run) refreshRestored(assigned []record.PartitionInfo, cp *record.Checkpoint) {
-	if r.cfg.checkpointSink() == nil && r.durable == nil {
+func (c *core) refreshRestored(assigned []record.PartitionInfo, cp *record.Checkpoint) {
+	if c.cfg.checkpointSink() == nil && c.durable == nil {
 		for _, a := range assigned {
 			switch {
 			case a.Checkpoint == nil:
-			case a.Checkpoint.Watermark > r.futureBound(r.now):
-				r.cfg.logger.Warn("committed checkpoint watermark ahead of the clock by more than max_future: not restored",
+			case a.Checkpoint.Watermark > c.futureBound(c.now):
+				c.cfg.logger.Warn("committed checkpoint watermark ahead of the clock by more than max_future: not restored",
 					zap.String("topic", a.Topic), zap.Int32("partition", a.Partition), zap.Int64("watermark", a.Checkpoint.Watermark))
 			default:
-				r.restoreNewer(*a.Checkpoint)
+				c.restoreNewer(*a.Checkpoint)
 			}
 		}
 		return
@@ -265,7 +265,7 @@ func (r *run) refreshRestored(assigned []record.PartitionInfo, cp *record.Checkp
 	for _, pc := range cp.Partitions {
 		for _, a := range assigned {
 			if a.TopicPartition == pc.TopicPartition {
-				r.restoreNewer(pc)
+				c.restoreNewer(pc)
 			}
 		}
 	}
@@ -274,19 +274,19 @@ func (r *run) refreshRestored(assigned []record.PartitionInfo, cp *record.Checkp
 // restoreNewer makes pc the partition's restored checkpoint unless the one
 // it has is at least as far: each says truly what was emitted, and the
 // further one skips more.
-func (r *run) restoreNewer(pc record.PartitionCheckpoint) {
-	if old, ok := r.restored[pc.TopicPartition]; ok && old.Position >= pc.Position {
+func (c *core) restoreNewer(pc record.PartitionCheckpoint) {
+	if old, ok := c.restored[pc.TopicPartition]; ok && old.Position >= pc.Position {
 		return
 	}
-	r.restored[pc.TopicPartition] = pc
+	c.restored[pc.TopicPartition] = pc
 }
 
 // buildCheckpoint builds the checkpoint as of everything released so far.
-func (r *run) buildCheckpoint() record.Checkpoint {
-	cp := record.Checkpoint{Watermark: r.wm, Partitions: make([]record.PartitionCheckpoint, 0, len(r.parts))}
-	for _, st := range r.catch.Statuses() {
+func (c *core) buildCheckpoint() record.Checkpoint {
+	cp := record.Checkpoint{Watermark: c.wm, Partitions: make([]record.PartitionCheckpoint, 0, len(c.parts))}
+	for _, st := range c.catch.Statuses() {
 		tp := record.TopicPartition{Topic: st.Input, Partition: st.Partition}
-		ps := r.parts[tp]
+		ps := c.parts[tp]
 		pos, wm := ps.emittedClaim()
 		cp.Partitions = append(cp.Partitions, record.PartitionCheckpoint{
 			TopicPartition: tp,

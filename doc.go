@@ -77,8 +77,11 @@
 //
 // # The step core
 //
-// The engine goroutine is a driver around a synchronous core. The core's
-// steps take one input and the time, and change only the run's state:
+// The engine goroutine is a driver (run) around a synchronous core (core,
+// core.go, which run embeds). The core's steps are methods of core: they
+// take one input and the time, and change only the core's state; the
+// driver's channels, the source's and the sinks' handles are run's fields,
+// out of the core's reach (the compiler checks it). The steps:
 //
 //   - a Fetch: beginFetch (the evidence clock; at a revoke, a checkpoint
 //     barrier), then takeFetch (revoke, assign, ingest) once the driver has
@@ -103,8 +106,8 @@
 //   - S1. A core step reads the time only from its argument (WithClock's
 //     value, read by the driver) and never blocks: no channel send or
 //     wait, no sink, source or observer call; the one exception is taking
-//     a spare batch the sink goroutine returned (batchFor, a non-blocking
-//     receive).
+//     a spare batch the sink goroutine returned (core.batch, the driver's
+//     batchFor: a non-blocking receive).
 //   - S2. Effects are applied in the order the core asked for them, and a
 //     step's effects are applied before the next step, so a stepped run and
 //     Run produce the same output (the transcripts check it by driving the
@@ -141,7 +144,8 @@
 // The files:
 //
 //   - pipeline.go: Pipeline, New, Stats and Run (the lifecycle).
-//   - run.go: the state of one Run (run, newRun) and the out batches.
+//   - run.go: one Run (run, newRun): the driver's state; the out batches.
+//   - core.go: the step core's state (core).
 //   - poll.go: the poller goroutine.
 //   - loop.go: the engine's loop (the driver) and its pass after each
 //     wake-up, with the core's pass steps.

@@ -31,8 +31,10 @@ type effects struct {
 	// driver could not hand over (a stop) stays, and goes first at the
 	// final checkpoint: its records are counted as released.
 	outs []*out
-	// publish: publish the stats (Pipeline.Stats).
+	// publish: publish the stats (Pipeline.Stats); live: when the replay
+	// was done (Unix ms, WithClock), for the sinks' latency meters.
 	publish bool
+	live    int64
 	// barrier: after handing over outs, wait until the sinks have
 	// acknowledged the last of them (a checkpoint), then, with a
 	// DurableStore, store the checkpoint and commit.
@@ -75,6 +77,9 @@ func (r *run) apply(ctx context.Context) error {
 		r.recycler.Recycle(recs)
 	}
 	clear(fx.recycle)
+	if fx.live != 0 {
+		r.p.live.Store(fx.live)
+	}
 	if fx.publish {
 		r.publish()
 	}

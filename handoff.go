@@ -72,19 +72,19 @@ func (r *run) batchFor(n int) []record.Record {
 // goroutine at the next apply (effects), and a new one takes its place.
 // When it is the first batch of records since the sinks' last flush, the
 // flush linger starts at now.
-func (r *run) seal(now time.Time) {
-	o := r.cur
+func (c *core) seal(now time.Time) {
+	o := c.cur
 	if len(o.records) == 0 && len(o.dead) == 0 && o.cp == nil && !o.flush {
 		return
 	}
 	switch {
 	case o.cp != nil || o.flush:
-		r.unflushed = time.Time{}
-	case r.unflushed.IsZero() && (len(o.records) > 0 || len(o.dead) > 0):
-		r.unflushed = now
+		c.unflushed = time.Time{}
+	case c.unflushed.IsZero() && (len(o.records) > 0 || len(o.dead) > 0):
+		c.unflushed = now
 	}
-	r.fx.outs = append(r.fx.outs, o)
-	r.cur = &out{records: r.batchFor(len(o.records))}
+	c.fx.outs = append(c.fx.outs, o)
+	c.cur = &out{records: c.batch(len(o.records))}
 }
 
 // send hands o to the sink goroutine. It blocks while the sinks lag

@@ -91,49 +91,49 @@ func (r *run) releaseAll(ctx context.Context) error {
 
 // startPass is the core's step at time now after each wake-up: catch-up's
 // ticks, then the watermark, and the release of what it passes starts.
-func (r *run) startPass(now time.Time) {
-	r.now = now
-	for _, t := range r.catch.Tick(now) {
-		r.phase(t)
+func (c *core) startPass(now time.Time) {
+	c.now = now
+	for _, t := range c.catch.Tick(now) {
+		c.phase(t)
 	}
-	r.release(now)
+	c.release(now)
 }
 
 // endPass is the core's step once a pass's release is over: flow control,
 // the end of the replay, checkpoints, sealing the out batch and the
 // published stats. done reports that the run is over.
-func (r *run) endPass(now time.Time, last *passTimes) (done bool, err error) {
-	cfg := r.cfg
-	if r.untilReached {
-		r.cfg.logger.Info("the watermark reached until; stopping", zap.String("until", string(r.cfg.until)))
+func (c *core) endPass(now time.Time, last *passTimes) (done bool, err error) {
+	cfg := c.cfg
+	if c.untilReached {
+		c.cfg.logger.Info("the watermark reached until; stopping", zap.String("until", string(c.cfg.until)))
 		return true, nil // Run takes the last checkpoint and commits
 	}
-	lowest := r.lowestHolder()
-	r.align(lowest)
-	r.ackHandled()
-	r.demandEvidence(lowest != nil)
-	if !r.replayed && r.fetched && !r.revokedAll && r.catch.ReplayDone() {
-		r.replayed = true
-		r.p.live.Store(now.UnixMilli())
-		r.stats.ReplayDone, r.stats.ReplayTime = true, now.Sub(r.started)
-		r.event(Event{Kind: EventReplayDone, Watermark: r.wm})
+	lowest := c.lowestHolder()
+	c.align(lowest)
+	c.ackHandled()
+	c.demandEvidence(lowest != nil)
+	if !c.replayed && c.fetched && !c.revokedAll && c.catch.ReplayDone() {
+		c.replayed = true
+		c.fx.live = now.UnixMilli()
+		c.stats.ReplayDone, c.stats.ReplayTime = true, now.Sub(c.started)
+		c.event(Event{Kind: EventReplayDone, Watermark: c.wm})
 		if cfg.until == UntilEndOffsets {
-			r.flushAll()
+			c.flushAll()
 			return true, nil
 		}
 	}
 	if now.Sub(last.cp) >= cfg.checkpointEvery {
 		last.cp = now
-		r.checkpoint(now, false, false)
+		c.checkpoint(now, false, false)
 	}
-	r.seal(now)
-	if !r.unflushed.IsZero() && now.Sub(r.unflushed) >= cfg.flushLinger {
-		r.cur.flush = true
-		r.seal(now)
+	c.seal(now)
+	if !c.unflushed.IsZero() && now.Sub(c.unflushed) >= cfg.flushLinger {
+		c.cur.flush = true
+		c.seal(now)
 	}
 	if now.Sub(last.pub) >= cfg.tick {
 		last.pub = now
-		r.fx.publish = true
+		c.fx.publish = true
 	}
 	return false, nil
 }
@@ -143,16 +143,16 @@ func (r *run) endPass(now time.Time, last *passTimes) (done bool, err error) {
 // drives the processing-time fallback, else the tick. With a source that
 // keeps an evidence clock, only a new Fetch can move the fallback, and a
 // Fetch wakes the engine anyway: waking at the due time would only spin.
-func (r *run) nextWake(now time.Time) time.Duration {
-	d := r.cfg.tick
-	if !r.unflushed.IsZero() {
-		d = min(d, max(r.unflushed.Add(r.cfg.flushLinger).Sub(now), 0))
+func (c *core) nextWake(now time.Time) time.Duration {
+	d := c.cfg.tick
+	if !c.unflushed.IsZero() {
+		d = min(d, max(c.unflushed.Add(c.cfg.flushLinger).Sub(now), 0))
 	}
-	if !r.replayed || r.stamped {
+	if !c.replayed || c.stamped {
 		return d
 	}
-	if pos, ok := r.store.Min(); ok {
-		due := time.UnixMilli(pos.EventTime).Add(r.cfg.delay)
+	if pos, ok := c.store.Min(); ok {
+		due := time.UnixMilli(pos.EventTime).Add(c.cfg.delay)
 		if w := due.Sub(now); w < d {
 			d = max(w, 0)
 		}
@@ -163,19 +163,19 @@ func (r *run) nextWake(now time.Time) time.Duration {
 // demandEvidence asks an EvidenceDemander source (effects) when the first parked
 // record is due, once only the evidence clock keeps it back: every timed
 // partition is caught up, so the watermark follows that clock.
-func (r *run) demandEvidence(holding bool) {
-	if r.demander == nil || !r.stamped {
+func (c *core) demandEvidence(holding bool) {
+	if !c.demands || !c.stamped {
 		return
 	}
 	var at time.Time
-	if r.replayed && !holding {
-		if pos, ok := r.store.Min(); ok {
-			at = time.UnixMilli(pos.EventTime).Add(r.cfg.delay)
+	if c.replayed && !holding {
+		if pos, ok := c.store.Min(); ok {
+			at = time.UnixMilli(pos.EventTime).Add(c.cfg.delay)
 		}
 	}
-	if !at.Equal(r.demanded) {
-		r.demanded = at
-		r.fx.evidence, r.fx.wantEvidence = at, true
+	if !at.Equal(c.demanded) {
+		c.demanded = at
+		c.fx.evidence, c.fx.wantEvidence = at, true
 	}
 }
 

@@ -12,9 +12,9 @@ import (
 
 // event is the core's report of e: the driver reports it to the observer
 // at the next apply (effects).
-func (r *run) event(e Event) {
-	if r.cfg.observer != nil {
-		r.fx.events = append(r.fx.events, e)
+func (c *core) event(e Event) {
+	if c.cfg.observer != nil {
+		c.fx.events = append(c.fx.events, e)
 	}
 }
 

@@ -16,12 +16,12 @@ import (
 // on). The strategy sees the source's evidence clock when it keeps one: the
 // processing-time fallback must not run ahead of what the broker has been
 // asked (record invariant 4).
-func (r *run) release(now time.Time) {
-	if r.stamped && r.evidence.Before(now) {
-		now = r.evidence
+func (c *core) release(now time.Time) {
+	if c.stamped && c.evidence.Before(now) {
+		now = c.evidence
 	}
 	g, any := watermark.MaxTime, false
-	for _, t := range r.tasks {
+	for _, t := range c.tasks {
 		w := t.strat.Advance(now)
 		t.wm = w
 		if t.timed > 0 {
@@ -31,16 +31,16 @@ func (r *run) release(now time.Time) {
 	if !any {
 		return // no timed partition: no evidence, nothing moves
 	}
-	g = min(g, r.restoreHold())
-	if r.cfg.stopSet && g >= r.cfg.stopAt {
+	g = min(g, c.restoreHold())
+	if c.cfg.stopSet && g >= c.cfg.stopAt {
 		// UntilTime: hold the watermark at the stop, and end the run.
-		g, r.untilReached = max(r.cfg.stopAt, r.wm), true
+		g, c.untilReached = max(c.cfg.stopAt, c.wm), true
 	}
-	r.wm = g
-	for _, t := range r.tasks {
+	c.wm = g
+	for _, t := range c.tasks {
 		t.rel = max(t.rel, g)
 	}
-	r.rel = releasing{g: g, active: true}
+	c.rel = releasing{g: g, active: true}
 }
 
 // releasing is a release under way: the store releases up to g one
@@ -57,30 +57,30 @@ type releasing struct {
 
 // releaseMore releases the next chunk of the release under way; more
 // reports that it may not be over.
-func (r *run) releaseMore() (more bool, err error) {
-	if !r.rel.active {
+func (c *core) releaseMore() (more bool, err error) {
+	if !c.rel.active {
 		return false, nil
 	}
-	r.rel.n = 0
-	if err := r.store.Release(r.rel.g, r.cfg.batchSize, r.releasedOne); err != nil {
-		r.rel.active = false
+	c.rel.n = 0
+	if err := c.store.Release(c.rel.g, c.cfg.batchSize, c.releasedOne); err != nil {
+		c.rel.active = false
 		return false, err
 	}
-	if r.rel.n == r.cfg.batchSize {
+	if c.rel.n == c.cfg.batchSize {
 		return true, nil
 	}
-	r.rel.active = false
-	if r.rel.flush {
-		r.flushed(r.rel.last)
+	c.rel.active = false
+	if c.rel.flush {
+		c.flushed(c.rel.last)
 	}
 	return false, nil
 }
 
 // releasedOne is released, counted for releaseMore.
-func (r *run) releasedOne(rec *record.Record) error {
-	r.rel.n++
-	r.rel.last = max(r.rel.last, rec.EventTime)
-	return r.released(rec)
+func (c *core) releasedOne(rec *record.Record) error {
+	c.rel.n++
+	c.rel.last = max(c.rel.last, rec.EventTime)
+	return c.released(rec)
 }
 
 // restoreHold is the highest watermark that may be released while
@@ -90,12 +90,12 @@ func (r *run) releasedOne(rec *record.Record) error {
 // claim (emittedClaim), so a stop at any moment re-emits nothing. A
 // partition caught up below that position (its records were deleted) does
 // not hold.
-func (r *run) restoreHold() int64 {
-	if r.restoringN == 0 {
+func (c *core) restoreHold() int64 {
+	if c.restoringN == 0 {
 		return watermark.MaxTime
 	}
 	hold, n := watermark.MaxTime, 0
-	for _, ps := range r.parts {
+	for _, ps := range c.parts {
 		if ps.restoring {
 			n++
 			if ps.holds && !ps.dec.timeless {
@@ -103,7 +103,7 @@ func (r *run) restoreHold() int64 {
 			}
 		}
 	}
-	r.restoringN = n
+	c.restoringN = n
 	return hold
 }
 
@@ -111,20 +111,20 @@ func (r *run) restoreHold() int64 {
 // outstanding offsets and goes into the current out batch, unless it belongs
 // to a revoked partition (the new owner re-reads it) or a restart found it
 // already emitted.
-func (r *run) released(rec *record.Record) error {
-	ps := r.partOf(rec)
+func (c *core) released(rec *record.Record) error {
+	ps := c.partOf(rec)
 	if ps == nil {
 		return nil
 	}
-	err := r.emit(ps, rec)
-	if r.parkRefs {
-		r.unparked(ps, rec) // last: the source may overwrite rec from here on
+	err := c.emit(ps, rec)
+	if c.parkRefs {
+		c.unparked(ps, rec) // last: the source may overwrite rec from here on
 	}
 	return err
 }
 
 // emit is released's part for a record of an assigned partition.
-func (r *run) emit(ps *partState, rec *record.Record) error {
+func (c *core) emit(ps *partState, rec *record.Record) error {
 	switch {
 	case rec.Offset >= ps.start:
 		ps.offs.Done(rec.Offset)
@@ -133,18 +133,18 @@ func (r *run) emit(ps *partState, rec *record.Record) error {
 	default:
 		// Parked before the partition was revoked; another instance has
 		// since committed past it, so it was that instance's to emit.
-		r.stats.Skipped++
+		c.stats.Skipped++
 		return nil
 	}
 	if rec.Offset < ps.restorePos && rec.EventTime <= ps.restoreWM {
-		r.stats.Skipped++ // emitted before the restart, per the sink's checkpoint
+		c.stats.Skipped++ // emitted before the restart, per the sink's checkpoint
 		return nil
 	}
-	if err := r.output(ps, rec); err != nil {
+	if err := c.output(ps, rec); err != nil {
 		return err
 	}
-	if len(r.cur.records) >= r.cfg.batchSize || r.cur.bytes >= r.cfg.batchBytes {
-		r.seal(r.now)
+	if len(c.cur.records) >= c.cfg.batchSize || c.cur.bytes >= c.cfg.batchBytes {
+		c.seal(c.now)
 	}
 	return nil
 }
@@ -161,20 +161,20 @@ type partCache [1 << partCacheBits]struct {
 
 const partCacheBits = 8
 
-// partOf is r.parts[rec's partition], through the cache. The slot is the
+// partOf is c.parts[rec's partition], through the cache. The slot is the
 // top bits of a multiplicative hash: topic strings allocated one after the
 // other sit a few bytes apart, and their low address bits combined with
 // small partition numbers would share slots.
-func (r *run) partOf(rec *record.Record) *partState {
+func (c *core) partOf(rec *record.Record) *partState {
 	const golden = 0x9E3779B97F4A7C15
 	h := (uint64(uintptr(unsafe.Pointer(unsafe.StringData(rec.Topic)))) + uint64(rec.Partition)*golden) * golden
-	c := &r.pcache[h>>(64-partCacheBits)]
-	if c.ps != nil && c.tp.Partition == rec.Partition && c.tp.Topic == rec.Topic {
-		return c.ps
+	slot := &c.pcache[h>>(64-partCacheBits)]
+	if slot.ps != nil && slot.tp.Partition == rec.Partition && slot.tp.Topic == rec.Topic {
+		return slot.ps
 	}
-	ps := r.parts[record.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}]
+	ps := c.parts[record.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}]
 	if ps != nil {
-		c.tp, c.ps = ps.tp, ps // the partition's own strings, never a record's buffer
+		slot.tp, slot.ps = ps.tp, ps // the partition's own strings, never a record's buffer
 	}
 	return ps
 }
@@ -182,16 +182,16 @@ func (r *run) partOf(rec *record.Record) *partState {
 // flushAll starts releasing everything parked (end of a bounded run;
 // releaseMore goes on), then raises the watermark to the last released
 // event time, so that a later restart treats all of it as emitted.
-func (r *run) flushAll() {
-	r.rel = releasing{g: watermark.MaxTime, active: true, flush: true, last: r.wm}
+func (c *core) flushAll() {
+	c.rel = releasing{g: watermark.MaxTime, active: true, flush: true, last: c.wm}
 }
 
 // flushed ends flushAll once everything is released; last is the newest
 // event time released.
-func (r *run) flushed(last int64) {
-	for _, t := range r.tasks {
+func (c *core) flushed(last int64) {
+	for _, t := range c.tasks {
 		t.strat.Restore(last)
 		t.rel = max(t.rel, last)
 	}
-	r.wm = max(r.wm, last)
+	c.wm = max(c.wm, last)
 }
