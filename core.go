@@ -35,6 +35,8 @@ type core struct {
 	fx     effects   // what the core asked for since the driver last applied it
 	now    time.Time // the time of the current step
 	rel    releasing // the release under way
+	// onRelease is releasedOne, as the store's callback.
+	onRelease func(*record.Record) error
 	// batch returns an empty record batch for the next out after one of n
 	// records (the driver's batchFor, which reuses the sinks' spares).
 	batch    func(n int) []record.Record

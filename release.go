@@ -62,7 +62,10 @@ func (c *core) releaseMore() (more bool, err error) {
 		return false, nil
 	}
 	c.rel.n = 0
-	if err := c.store.Release(c.rel.g, c.cfg.batchSize, c.releasedOne); err != nil {
+	if c.onRelease == nil {
+		c.onRelease = c.releasedOne // once: a method value allocates
+	}
+	if err := c.store.Release(c.rel.g, c.cfg.batchSize, c.onRelease); err != nil {
 		c.rel.active = false
 		return false, err
 	}
