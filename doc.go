@@ -109,9 +109,8 @@
 //     a spare batch the sink goroutine returned (core.batch, the driver's
 //     batchFor: a non-blocking receive).
 //   - S2. Effects are applied in the order the core asked for them, and a
-//     step's effects are applied before the next step, so a stepped run and
-//     Run produce the same output (the transcripts check it by driving the
-//     same scenarios through the core).
+//     step's effects are applied before the next step: what comes out
+//     depends on the inputs and their times, not on the driver.
 //   - S3. A release leaves the store one WithBatchSize chunk at a time, and
 //     the chunk's sealed batches are handed over (backpressure) before the
 //     next; a stop finishes the release under way before the last
@@ -130,9 +129,9 @@
 //
 // Where to look:
 //
-//   - the watermark is decided in release.go, (*run).release: the lowest
+//   - the watermark is decided in release.go, (*core).release: the lowest
 //     of the tasks' strategies' Advance, at the evidence clock (W2a, W7);
-//   - a record is released in release.go, (*run).released: the store hands
+//   - a record is released in release.go, (*core).released: the store hands
 //     it over in timer order (O1–O2), it leaves its partition's outstanding
 //     offsets, and goes into the current out batch;
 //   - a commit is made by writer.go's (*run).commit once every sink has
