@@ -141,3 +141,23 @@ func TestCoreRevokeWaitsForTheBarrier(t *testing.T) {
 		t.Errorf("the revoke remembered position %d, want 1", pc.Position)
 	}
 }
+
+// An acknowledgement the loop receives from the sink goroutine is the
+// core's input whether or not an observer listens: a fence it reports is
+// remembered, so that a revoke then forgets what was emitted (R9).
+func TestLoopTakesInAcknowledgementsWithoutAnObserver(t *testing.T) {
+	r := testCore(t, 1)
+	a0 := record.TopicPartition{Topic: "a"}
+	r.acks <- Event{Kind: EventFenced, Partition: a0}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.loop(ctx, make(chan polled)) }()
+	for len(r.acks) > 0 { // wait until the loop took it
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	if !r.fenced[a0] {
+		t.Fatal("the fence the sink goroutine reported was not taken in")
+	}
+}

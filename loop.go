@@ -32,7 +32,7 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 				return err
 			}
 		case e := <-r.acks:
-			r.event(e)
+			r.notify(e)
 		case <-tick.C:
 		}
 		now := cfg.clock()
