@@ -1,8 +1,8 @@
 package signalbox
 
-// Handing the released batches to the sink goroutine: the spare batches the
-// engine fills, send (with backpressure) and the engine's one blocking
-// wait, await.
+// Handing the released batches to the sink goroutine: the core seals them
+// (seal) into the spare batches the driver gives it (batchFor); the driver
+// sends them (with backpressure) in its one blocking wait, await.
 
 import (
 	"context"
