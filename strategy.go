@@ -114,5 +114,5 @@ func (m *memStore) Min() (timers.Pos, bool) {
 	return m.q.Min()
 }
 
-func (m *memStore) Len() int { return m.q.Len() + len(m.buf) - m.next }
-func (m *memStore) Bytes() int64            { return m.q.Bytes() }
+func (m *memStore) Len() int     { return m.q.Len() + len(m.buf) - m.next }
+func (m *memStore) Bytes() int64 { return m.q.Bytes() }
