@@ -34,42 +34,43 @@ import (
 // ties broken by topic and partition; nil when none holds (every timed
 // partition is caught up, so the evidence clock drives the watermark).
 // Flow control never pauses it, so the watermark can always move.
-func (r *run) lowestHolder() *partState {
+func (c *core) lowestHolder() *partState {
 	var lowest *partState
 	lowC := watermark.MaxTime
-	for _, ps := range r.parts {
+	for _, ps := range c.parts {
 		if ps.dec.timeless || !ps.holds {
 			continue
 		}
-		if c := ps.contribution(r.cfg.delay); lowest == nil || c < lowC || c == lowC && ps.tp.Compare(lowest.tp) < 0 {
+		if c := ps.contribution(c.cfg.delay); lowest == nil || c < lowC || c == lowC && ps.tp.Compare(lowest.tp) < 0 {
 			lowest, lowC = ps, c
 		}
 	}
 	return lowest
 }
 
-// align pauses and resumes partitions at the source, sparing lowest (the
-// lowest holder). It is called after every handled Fetch and every release.
-func (r *run) align(lowest *partState) {
-	if r.pauser == nil || (r.cfg.align <= 0 && r.cfg.parkedLimit <= 0) || len(r.parts) == 0 {
+// align decides which partitions to pause and resume at the source
+// (effects), sparing lowest (the lowest holder). It is called after every
+// handled Fetch and every release.
+func (c *core) align(lowest *partState) {
+	if !c.canPause || (c.cfg.align <= 0 && c.cfg.parkedLimit <= 0) || len(c.parts) == 0 {
 		return
 	}
-	if lim := r.cfg.parkedLimit; lim > 0 {
-		b := r.store.Bytes()
+	if lim := c.cfg.parkedLimit; lim > 0 {
+		b := c.store.Bytes()
 		switch {
 		case b > lim:
-			r.overLimit = true
+			c.overLimit = true
 		case b < lim/4*3:
-			r.overLimit = false
+			c.overLimit = false
 		}
 	}
 	lowC := watermark.MaxTime
 	if lowest != nil {
-		lowC = lowest.contribution(r.cfg.delay)
+		lowC = lowest.contribution(c.cfg.delay)
 	}
-	window := r.cfg.align.Milliseconds()
+	window := c.cfg.align.Milliseconds()
 	var pause, resume []record.TopicPartition
-	for tp, ps := range r.parts {
+	for tp, ps := range c.parts {
 		if ps.dec.timeless {
 			continue
 		}
@@ -77,14 +78,14 @@ func (r *run) align(lowest *partState) {
 		// A partition re-reading below its restored position holds the
 		// watermark (restoreHold): pausing it could stop everything.
 		if ps != lowest && !ps.restoring {
-			c := ps.contribution(r.cfg.delay)
+			ctb := ps.contribution(c.cfg.delay)
 			if window > 0 && ps.maxET != watermark.MinTime {
-				base := max(r.wm, ps.firstET-r.cfg.delay.Milliseconds())
-				if c-base > window+ps.ahead() {
+				base := max(c.wm, ps.firstET-c.cfg.delay.Milliseconds())
+				if ctb-base > window+ps.ahead() {
 					reason = "align"
 				}
 			}
-			if r.overLimit && ps.maxET != watermark.MinTime && (lowest == nil || c >= lowC) {
+			if c.overLimit && ps.maxET != watermark.MinTime && (lowest == nil || ctb >= lowC) {
 				reason = "memory"
 			}
 		}
@@ -97,12 +98,12 @@ func (r *run) align(lowest *partState) {
 		ps.paused = reason
 	}
 	if len(pause) > 0 {
-		r.pauser.Pause(pause...)
-		r.cfg.logger.Debug("paused partitions running ahead", zap.Int("count", len(pause)), zap.Bool("parked_limit", r.overLimit))
+		c.fx.pause = append(c.fx.pause, pause...)
+		c.cfg.logger.Debug("paused partitions running ahead", zap.Int("count", len(pause)), zap.Bool("parked_limit", c.overLimit))
 	}
 	if len(resume) > 0 {
-		r.pauser.Resume(resume...)
-		r.cfg.logger.Debug("resumed partitions", zap.Int("count", len(resume)))
+		c.fx.resume = append(c.fx.resume, resume...)
+		c.cfg.logger.Debug("resumed partitions", zap.Int("count", len(resume)))
 	}
 }
 
@@ -121,25 +122,25 @@ type HandledNotifier interface {
 
 // noteHandled remembers the partitions whose records f delivered, for
 // ackHandled.
-func (r *run) noteHandled(f *record.Fetch) {
-	if r.handledTo == nil {
+func (c *core) noteHandled(f *record.Fetch) {
+	if !c.tellsHandled {
 		return
 	}
 	for i := range f.Partitions {
 		if len(f.Partitions[i].Records) > 0 {
-			r.handledTPs = append(r.handledTPs, f.Partitions[i].TopicPartition)
+			c.handledTPs = append(c.handledTPs, f.Partitions[i].TopicPartition)
 		}
 	}
 }
 
-// ackHandled reports the partitions noteHandled remembered as handled; it
-// is called after align, so their pauses are in place.
-func (r *run) ackHandled() {
-	if r.handledTo == nil || len(r.handledTPs) == 0 {
+// ackHandled reports the partitions noteHandled remembered as handled
+// (effects); it is called after align, so their pauses go first.
+func (c *core) ackHandled() {
+	if !c.tellsHandled || len(c.handledTPs) == 0 {
 		return
 	}
-	r.handledTo.Handled(r.handledTPs...)
-	r.handledTPs = r.handledTPs[:0]
+	c.fx.handled = append(c.fx.handled, c.handledTPs...)
+	c.handledTPs = c.handledTPs[:0]
 }
 
 // contribution is the partition's contribution to the watermark as far as
@@ -153,18 +154,18 @@ func (ps *partState) contribution(delay time.Duration) int64 {
 }
 
 // unpause forgets a partition's pause when it leaves the engine, so that a
-// later assignment of it starts fetching.
-func (r *run) unpause(ps *partState) {
-	if ps.paused != "" && r.pauser != nil {
-		r.pauser.Resume(ps.tp)
+// later assignment of it starts fetching (effects).
+func (c *core) unpause(ps *partState) {
+	if ps.paused != "" && c.canPause {
+		c.fx.resume = append(c.fx.resume, ps.tp)
 	}
 	ps.paused = ""
 }
 
 // pausedList is Stats.Paused: the paused partitions, sorted.
-func (r *run) pausedList() []record.TopicPartition {
+func (c *core) pausedList() []record.TopicPartition {
 	var out []record.TopicPartition
-	for tp, ps := range r.parts {
+	for tp, ps := range c.parts {
 		if ps.paused != "" {
 			out = append(out, tp)
 		}

@@ -26,64 +26,42 @@ type lateEntry struct {
 	Counter   LateCounter `json:"counter"`
 }
 
-// takeCheckpoint checkpoints everything released so far.
+// checkpoint checkpoints everything released so far, at now.
 //
 // Without a DurableStore it queues the checkpoint behind the released
 // records: the sink goroutine flushes, stores it in a CheckpointSink's
 // transaction, and commits Low offsets.
 //
-// With a DurableStore it is a barrier: it waits until the sinks have flushed
-// everything released so far, then stores the parked set with the
-// checkpoint (one sync), then commits Low offsets, then reports
-// EventCheckpoint. A crash between any two steps loses nothing: the previous
-// checkpoint still covers everything not acknowledged.
+// With a DurableStore it is a barrier (effects): the driver waits until the
+// sinks have flushed everything released so far, then stores the parked set
+// with the checkpoint, then commits (awaitBarrier).
 //
-// With barrier set (a rebalance is about to revoke partitions), it always
-// waits until the checkpoint is flushed and committed, so the new owner
-// starts from the safe offsets.
+// With revoke set (a rebalance is about to revoke partitions), it is always
+// a barrier, so the new owner starts from the safe offsets.
 //
 // With no partition assigned (a stop before the first assignment) there is
 // nothing to checkpoint, and an empty checkpoint would replace the one the
 // run restored (a DurableStore's, or a sink's that is stored whole), so that
 // the next restart would skip nothing: it only flushes, if final.
-func (r *run) takeCheckpoint(ctx context.Context, final, barrier bool) error {
-	if len(r.parts) == 0 {
+func (c *core) checkpoint(now time.Time, final, revoke bool) {
+	if len(c.parts) == 0 {
 		if final {
-			r.cur.flush = true
-			return r.send(ctx, r.sinkDone)
+			c.cur.flush = true
+			c.seal(now)
 		}
-		return nil
+		return
 	}
-	start := r.cfg.clock()
-	cp := r.buildCheckpoint()
-	r.cur.cp, r.cur.final, r.cur.cpAt = &cp, final, start
-	if r.durable == nil && !barrier {
+	cp := c.buildCheckpoint()
+	c.cur.cp, c.cur.final, c.cur.cpAt = &cp, final, now
+	if c.durable == nil && !revoke {
 		if final {
-			return r.send(ctx, r.sinkDone)
+			c.seal(now)
 		}
-		return nil
+		return
 	}
-	ack := make(chan struct{})
-	r.cur.noCommit, r.cur.ack = r.durable != nil, ack
-	o := r.cur
-	if err := r.send(ctx, r.sinkDone); err != nil {
-		return err
-	}
-	if err := r.wait(ctx, ack); err != nil {
-		return err
-	}
-	if r.durable == nil {
-		return nil // the sink goroutine committed
-	}
-	if err := r.durable.Checkpoint(storable(cp, o.fenced), r.blobs()); err != nil {
-		return fmt.Errorf("signalbox: storing checkpoint: %w", err)
-	}
-	if err := r.commit(ctx, &cp, final, o.fenced); err != nil {
-		return err
-	}
-	r.countCheckpoint(start)
-	r.notify(Event{Kind: EventCheckpoint, Watermark: cp.Watermark})
-	return nil
+	c.cur.noCommit = c.durable != nil
+	c.fx.barrier = &barrier{o: c.cur, cp: &cp, start: now, final: final, revoke: revoke}
+	c.seal(now)
 }
 
 // storable is cp as a DurableStore keeps it: without the partitions whose
@@ -106,12 +84,6 @@ func storable(cp record.Checkpoint, fenced []record.TopicPartition) record.Check
 	return out
 }
 
-// wait blocks until ack is closed by the sink goroutine, emitting the events
-// it reports meanwhile and keeping the stats fresh, as send does.
-func (r *run) wait(ctx context.Context, ack <-chan struct{}) error {
-	return r.await(ctx, nil, ack, r.sinkDone)
-}
-
 // ErrFutureCheckpoint surfaces from Run when the checkpoint to resume from
 // holds a watermark more than max_future ahead of the clock: resuming would
 // make every new record late (a record from the future moved time before
@@ -125,7 +97,7 @@ func (r *run) checkRestoredWatermark(cp *record.Checkpoint, fromStore bool) erro
 		return nil
 	}
 	now := r.cfg.clock()
-	bound := r.futureBound()
+	bound := r.futureBound(now)
 	wm := cp.Watermark
 	for _, pc := range cp.Partitions {
 		wm = max(wm, pc.Watermark)
@@ -143,17 +115,17 @@ func (r *run) checkRestoredWatermark(cp *record.Checkpoint, fromStore bool) erro
 }
 
 // futureBound is the highest watermark a checkpoint may restore: max_future
-// ahead of the clock (MaxTime without max_future).
-func (r *run) futureBound() int64 {
-	if r.cfg.maxFuture <= 0 {
+// ahead of now (MaxTime without max_future).
+func (c *core) futureBound(now time.Time) int64 {
+	if c.cfg.maxFuture <= 0 {
 		return watermark.MaxTime
 	}
-	return r.cfg.clock().Add(r.cfg.maxFuture).UnixMilli()
+	return now.Add(c.cfg.maxFuture).UnixMilli()
 }
 
-func (r *run) blobs() map[string][]byte {
+func (c *core) blobs() map[string][]byte {
 	var ls []lateEntry
-	for tp, c := range r.lateCounts {
+	for tp, c := range c.lateCounts {
 		if c.Count > 0 {
 			ls = append(ls, lateEntry{Topic: tp.Topic, Partition: tp.Partition, Counter: *c})
 		}
@@ -238,35 +210,16 @@ func (r *run) restore(ctx context.Context) error {
 	return nil
 }
 
-// refreshRestored re-reads the checkpoint sink's checkpoint when partitions
-// are assigned: in a group, another instance may have emitted and
-// checkpointed them since this one restored at start (a group is joined
-// after that), and its checkpoint, not the one read then, says which
-// re-read records to skip (design C4, R3). The newest position per
-// partition wins.
-//
-// With neither a checkpoint sink nor a DurableStore, the checkpoint the
-// source committed with the partition's offset (CheckpointCommitter) plays
-// that role: a clean stop re-emits nothing. One whose watermark is more
-// than max_future ahead of the clock is not restored (a checkpoint never
-// restores such a time); the partition then skips nothing.
-func (r *run) refreshRestored(ctx context.Context, assigned []record.PartitionInfo, member *record.GroupMember) error {
+// readRestored re-reads the checkpoint sink's checkpoint when partitions
+// are assigned (nil when there is none, or no checkpoint sink): in a group,
+// another instance may have emitted and checkpointed them since this one
+// restored at start (a group is joined after that), and its checkpoint,
+// not the one read then, says which re-read records to skip (design C4,
+// R3). A Claimer claims them first.
+func (r *run) readRestored(ctx context.Context, assigned []record.PartitionInfo, member *record.GroupMember) (*record.Checkpoint, error) {
 	cs := r.cfg.checkpointSink()
-	if cs == nil && r.durable == nil {
-		for _, a := range assigned {
-			switch {
-			case a.Checkpoint == nil:
-			case a.Checkpoint.Watermark > r.futureBound():
-				r.cfg.logger.Warn("committed checkpoint watermark ahead of the clock by more than max_future: not restored",
-					zap.String("topic", a.Topic), zap.Int32("partition", a.Partition), zap.Int64("watermark", a.Checkpoint.Watermark))
-			default:
-				r.restoreNewer(*a.Checkpoint)
-			}
-		}
-		return nil
-	}
 	if cs == nil || len(assigned) == 0 {
-		return nil
+		return nil, nil
 	}
 	if c, ok := cs.(Claimer); ok {
 		tps := make([]record.TopicPartition, len(assigned))
@@ -274,42 +227,66 @@ func (r *run) refreshRestored(ctx context.Context, assigned []record.PartitionIn
 			tps[i] = a.TopicPartition
 		}
 		if err := c.Claim(ctx, member, tps); err != nil {
-			return fmt.Errorf("signalbox: claiming assigned partitions in the checkpoint sink: %w", err)
+			return nil, fmt.Errorf("signalbox: claiming assigned partitions in the checkpoint sink: %w", err)
 		}
 	}
 	cp, err := cs.Restore(ctx)
 	if err != nil {
-		return fmt.Errorf("signalbox: restoring checkpoint at rebalance: %w", err)
+		return nil, fmt.Errorf("signalbox: restoring checkpoint at rebalance: %w", err)
+	}
+	return cp, nil
+}
+
+// refreshRestored takes the checkpoints of assigned partitions: of cp, the
+// checkpoint sink's (readRestored), the newest position per partition wins.
+//
+// With neither a checkpoint sink nor a DurableStore, the checkpoint the
+// source committed with the partition's offset (CheckpointCommitter) plays
+// that role: a clean stop re-emits nothing. One whose watermark is more
+// than max_future ahead of the clock is not restored (a checkpoint never
+// restores such a time); the partition then skips nothing.
+func (c *core) refreshRestored(assigned []record.PartitionInfo, cp *record.Checkpoint) {
+	if c.cfg.checkpointSink() == nil && c.durable == nil {
+		for _, a := range assigned {
+			switch {
+			case a.Checkpoint == nil:
+			case a.Checkpoint.Watermark > c.futureBound(c.now):
+				c.cfg.logger.Warn("committed checkpoint watermark ahead of the clock by more than max_future: not restored",
+					zap.String("topic", a.Topic), zap.Int32("partition", a.Partition), zap.Int64("watermark", a.Checkpoint.Watermark))
+			default:
+				c.restoreNewer(*a.Checkpoint)
+			}
+		}
+		return
 	}
 	if cp == nil {
-		return nil
+		return
 	}
 	for _, pc := range cp.Partitions {
 		for _, a := range assigned {
 			if a.TopicPartition == pc.TopicPartition {
-				r.restoreNewer(pc)
+				c.restoreNewer(pc)
 			}
 		}
 	}
-	return nil
 }
 
 // restoreNewer makes pc the partition's restored checkpoint unless the one
 // it has is at least as far: each says truly what was emitted, and the
 // further one skips more.
-func (r *run) restoreNewer(pc record.PartitionCheckpoint) {
-	if old, ok := r.restored[pc.TopicPartition]; ok && old.Position >= pc.Position {
+func (c *core) restoreNewer(pc record.PartitionCheckpoint) {
+	if old, ok := c.restored[pc.TopicPartition]; ok && old.Position >= pc.Position {
 		return
 	}
-	r.restored[pc.TopicPartition] = pc
+	c.restored[pc.TopicPartition] = pc
 }
 
 // buildCheckpoint builds the checkpoint as of everything released so far.
-func (r *run) buildCheckpoint() record.Checkpoint {
-	cp := record.Checkpoint{Watermark: r.wm, Partitions: make([]record.PartitionCheckpoint, 0, len(r.parts))}
-	for _, st := range r.catch.Statuses() {
+func (c *core) buildCheckpoint() record.Checkpoint {
+	cp := record.Checkpoint{Watermark: c.wm, Partitions: make([]record.PartitionCheckpoint, 0, len(c.parts))}
+	for _, st := range c.catch.Statuses() {
 		tp := record.TopicPartition{Topic: st.Input, Partition: st.Partition}
-		ps := r.parts[tp]
+		ps := c.parts[tp]
 		pos, wm := ps.emittedClaim()
 		cp.Partitions = append(cp.Partitions, record.PartitionCheckpoint{
 			TopicPartition: tp,

@@ -25,7 +25,7 @@
 // Run documents the lifecycle, New and the With options the settings and
 // their defaults, Source and Sink the contracts of your own. See
 // docs/design.md for the semantics; the invariant IDs below (G, W, O, L, B,
-// C, R, P, M) are defined there.
+// C, R, P, M, S) are defined there.
 //
 // # Public API
 //
@@ -75,31 +75,92 @@
 //     checkpoint flushes every sink, checkpoint sink last, then commits
 //     (writer.go: C3).
 //
+// # The step core
+//
+// The engine goroutine is a driver (run) around a synchronous core (core,
+// core.go, which run embeds). The core's steps are methods of core: they
+// take one input and the time, and change only the core's state; the
+// driver's channels, the source's and the sinks' handles are run's fields,
+// out of the core's reach (the compiler checks it). The steps:
+//
+//   - a Fetch: beginFetch (the evidence clock; at a revoke, a checkpoint
+//     barrier), then takeFetch (revoke, assign, ingest) once the driver has
+//     done the barrier and read the checkpoint sink's checkpoint for the
+//     assigned partitions (readRestored);
+//   - a wake-up (a Fetch, a tick, an acknowledgement): startPass (the
+//     watermark), releaseMore (one WithBatchSize chunk of the release;
+//     flushAll's too), endPass (flow control, the end of the replay,
+//     checkpoints);
+//   - an acknowledgement from the sinks: notify (EventFenced changes what a
+//     revoke remembers).
+//
+// What the outside world should do, the core writes into effects
+// (effects.go): events for the observer, pauses and resumes, handled
+// partitions, an evidence demand, record arrays to give back, sealed out
+// batches, and a barrier (wait until the sinks acknowledged a checkpoint;
+// with a DurableStore, store it and commit). The driver applies them
+// (apply) between steps: Run with its poller and sink goroutine, or a test
+// on one goroutine (export_test.go Stepper, which the engine transcripts
+// use). Invariants:
+//
+//   - S1. A core step reads the time only from its argument (WithClock's
+//     value, read by the driver) and never blocks: no channel send or
+//     wait, no sink, source or observer call; the one exception is taking
+//     a spare batch the sink goroutine returned (core.batch, the driver's
+//     batchFor: a non-blocking receive).
+//   - S2. Effects are applied in the order the core asked for them, and a
+//     step's effects are applied before the next step: what comes out
+//     depends on the inputs and their times, not on the driver.
+//   - S3. A release leaves the store one WithBatchSize chunk at a time, and
+//     the chunk's sealed batches are handed over (backpressure) before the
+//     next; a stop finishes the release under way before the last
+//     checkpoint, which would otherwise claim records still parked. An out
+//     batch the driver could not hand over (a stop) stays in effects and
+//     goes out first with the last checkpoint.
+//   - S4. At a revoke, the core asks for a barrier, and lets the revoked
+//     partitions go only in its next step (takeFetch), once the driver has
+//     had every sink acknowledge what was released and committed the safe
+//     offsets (C4).
+//
+// Not pure yet: the parked store is the core's state but may be pebble
+// (Park, Release do I/O); rendering a schema'd value for the sinks
+// (renderOut) may wait for the registry; the core logs with the
+// configured logger.
+//
 // Where to look:
 //
-//   - the watermark is decided in release.go, (*run).release: the lowest
+//   - the watermark is decided in release.go, (*core).release: the lowest
 //     of the tasks' strategies' Advance, at the evidence clock (W2a, W7);
-//   - a record is released in release.go, (*run).released: the store hands
+//   - a record is released in release.go, (*core).released: the store hands
 //     it over in timer order (O1–O2), it leaves its partition's outstanding
 //     offsets, and goes into the current out batch;
 //   - a commit is made by writer.go's (*run).commit once every sink has
 //     acknowledged the checkpoint's records (C1–C3): on the sink goroutine,
 //     or, with a DurableStore, on the engine goroutine once the store holds
-//     the checkpoint (checkpoint.go takeCheckpoint).
+//     the checkpoint (checkpoint.go checkpoint asks for a barrier,
+//     effects.go awaitBarrier does it).
 //
 // The files:
 //
 //   - pipeline.go: Pipeline, New, Stats and Run (the lifecycle).
-//   - run.go: the state of one Run (run, newRun) and the out batches.
+//   - run.go: one Run (run, newRun): the driver's state; the out batches.
+//   - core.go: the step core's state (core).
 //   - poll.go: the poller goroutine.
-//   - loop.go: the engine's loop and its pass after each wake-up.
-//   - fetch.go: handling one Fetch (rebalance, records, evidence).
+//   - loop.go: the engine's loop (the driver) and its pass after each
+//     wake-up, with the core's pass steps.
+//   - effects.go: what the core's steps ask of the outside world, and
+//     apply, the driver's part that does it (barriers included).
+//   - drive.go: the driver's lifecycle around the core, shared by Run and
+//     the stepped driver: open, one Fetch's steps, the graceful finish.
+//   - fetch.go: handling one Fetch (rebalance, records, evidence): the
+//     driver's handle and the core's beginFetch and takeFetch.
 //   - ingest.go: decoding (prepare) and parking (ingest) one record; late
 //     and dead records.
 //   - partition.go: a partition's and a task's state; assign, revoke, phases.
 //   - release.go: the watermark, release and flushAll.
-//   - handoff.go: out batches to the sink goroutine (send, backpressure,
-//     await) and the spare batches.
+//   - handoff.go: out batches: sealed by the core (seal), handed to the
+//     sink goroutine by the driver (send, backpressure, await); the spare
+//     batches.
 //   - checkpoint.go: checkpoints, and restoring them at start and at an
 //     assignment.
 //   - writer.go: the sink goroutine: write, flush, dead-letter, commit.

@@ -38,9 +38,9 @@ func (s *step) of() (record.TopicPartition, bool) {
 	return record.TopicPartition{}, false
 }
 
-// transcriptSource delivers a transcript's steps one at a time: each only
-// once the engine has handled every Fetch before it (stepped). It holds
-// back the fetches of paused partitions, records commits (commitLog), and
+// transcriptSource delivers a transcript's steps one at a time, each
+// polled once the engine's core has handled the one before (stepThrough).
+// It holds back the fetches of paused partitions, records commits (commitLog), and
 // logs what the engine asked of it.
 type transcriptSource struct {
 	clock *scriptClock
@@ -49,11 +49,8 @@ type transcriptSource struct {
 
 	commitLog // its mu guards all of the source's state
 	steps     []step
-	delivered int
-	handled   int
-	wake      chan struct{} // closed when handled moves
-	last      string        // the step delivered last, for the log
-	revoked   bool          // the last step delivered revoked: log the commits at the next Poll
+	last      string // the step delivered last, for the log
+	revoked   bool   // the last step delivered revoked: log the commits at the next Poll
 	paused    map[record.TopicPartition]bool
 	starts    map[record.TopicPartition]int64 // discovered partitions: nothing below is delivered
 	events    []string
@@ -62,34 +59,9 @@ type transcriptSource struct {
 func (s *transcriptSource) Open(context.Context) error { return nil }
 func (s *transcriptSource) Close() error               { return nil }
 
-// stepped is the engine's report that it has handled a Fetch to the end.
-func (s *transcriptSource) stepped() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.handled++
-	if s.wake != nil {
-		close(s.wake)
-		s.wake = nil
-	}
-}
-
 func (s *transcriptSource) Poll(ctx context.Context) (record.Fetch, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for s.handled < s.delivered {
-		if s.wake == nil {
-			s.wake = make(chan struct{})
-		}
-		w := s.wake
-		s.mu.Unlock()
-		select {
-		case <-w:
-		case <-ctx.Done():
-			s.mu.Lock()
-			return record.Fetch{}, ctx.Err()
-		}
-		s.mu.Lock()
-	}
 	if s.revoked {
 		s.revoked = false
 		s.log("committed " + strings.Join(committedLines(s.committed, s.cps), " "))
@@ -112,7 +84,6 @@ func (s *transcriptSource) Poll(ctx context.Context) (record.Fetch, error) {
 	}
 	st := s.steps[i]
 	s.steps = slices.Delete(s.steps, i, i+1)
-	s.delivered++
 	s.last = st.line
 	switch {
 	case st.tick > 0:

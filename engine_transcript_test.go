@@ -74,10 +74,10 @@ import (
 // Kafka source does in a consumer group; a partition with none is new to
 // the job.
 //
-// The source steps the engine: it delivers the next step only once the
-// engine has handled every Fetch delivered before (WithStepped), so each
-// Fetch is released, aligned and checkpointed before the next arrives, and
-// it holds back the fetches of a partition the engine paused (Pauser) until
+// The test steps the engine's core itself (signalbox.Stepper, stepThrough),
+// on its own goroutine: it polls the source, and hands each Fetch to the
+// core, which handles it, releases, aligns and checkpoints, and has the
+// sinks write and acknowledge, before the next is polled. The source holds back the fetches of a partition the engine paused (Pauser) until
 // it is resumed, delivering later steps first. A script whose remaining
 // fetches are all of paused partitions fails the run. The clock moves only
 // by tick: what comes out is decided by the offsets, event times and ticks
@@ -349,7 +349,7 @@ func (e *engineScript) run(t *testing.T) string {
 	opts := []signalbox.Option{tsInputs(e.topics...),
 		signalbox.WithDelay(time.Duration(e.delay) * time.Millisecond), signalbox.WithClock(clock.now),
 		signalbox.WithLatePolicy(e.late), signalbox.WithSink(sink), signalbox.WithUntil(until),
-		signalbox.WithAlignment(time.Duration(e.align) * time.Millisecond), signalbox.WithStepped(src.stepped)}
+		signalbox.WithAlignment(time.Duration(e.align) * time.Millisecond)}
 	if !e.noDead {
 		opts = append(opts, signalbox.WithDeadLetter(dead))
 	}
@@ -365,7 +365,7 @@ func (e *engineScript) run(t *testing.T) string {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	src.stop = stop
-	runErr := p.Run(runCtx)
+	runErr := stepThrough(runCtx, p, src)
 	if ctx.Err() != nil {
 		t.Fatalf("the run did not end by itself (a transcript must let every partition reach its end offset): %v", runErr)
 	}
@@ -378,6 +378,28 @@ func (e *engineScript) run(t *testing.T) string {
 		e.cp = cps.checkpoint()
 	}
 	return e.report(p, out, dead, events, runErr)
+}
+
+// stepThrough runs p on this goroutine as Run would, stepping its engine
+// core (signalbox.Stepper) through what src delivers, one Fetch at a time.
+func stepThrough(ctx context.Context, p *signalbox.Pipeline, src *transcriptSource) error {
+	st, err := signalbox.NewStepper(ctx, p)
+	if err != nil {
+		return err
+	}
+	for {
+		f, err := src.Poll(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				err = fmt.Errorf("signalbox: source: %w", err)
+			}
+			return st.Stop(err)
+		}
+		done, err := st.Step(f)
+		if done || err != nil {
+			return st.Stop(err)
+		}
+	}
 }
 
 // report prints what a run put out.

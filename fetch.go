@@ -14,64 +14,78 @@ import (
 	"github.com/signalbox/signalbox/watermark"
 )
 
-// handle takes one Fetch: it commits and lets go of the revoked partitions,
-// assigns the new ones, and ingests each partition's records and evidence.
+// handle takes one Fetch: the core's steps for it (beginFetch,
+// takeFetch), with the revoke barrier and the checkpoint sink's reads
+// (readRestored) done in between.
 func (r *run) handle(ctx context.Context, p polled) error {
-	f := p.f
 	now := r.cfg.clock()
-	r.fetched = true
-	if len(f.Revoked) > 0 || len(f.Assigned) > 0 {
-		r.stats.Rebalances++
-	}
-	if !f.At.IsZero() {
-		r.stamped = true
-		if f.At.After(r.evidence) {
-			r.evidence = f.At
-		}
-	}
-	r.future = watermark.MaxTime
-	if r.cfg.maxFuture > 0 {
-		clock := now
-		if r.stamped {
-			clock = r.evidence
-		}
-		r.future = clock.Add(r.cfg.maxFuture).UnixMilli()
-	}
-	if len(f.Revoked) > 0 {
-		// Commit the safe offsets before letting the partitions go: the
-		// source acknowledges the rebalance at the next Poll, and the new
-		// owner starts from what is committed.
-		if err := r.takeCheckpoint(ctx, false, true); err != nil {
-			return err
-		}
-		// The sink goroutine reported its fences before the barrier's ack:
-		// revoke must see them.
-		for len(r.acks) > 0 {
-			r.notify(<-r.acks)
-		}
-	}
-	for _, tp := range f.Revoked {
-		r.revoke(tp)
-	}
-	if len(f.Assigned) > 0 {
-		r.revokedAll = false
-	} else if len(f.Revoked) > 0 && r.catch.Len() == 0 {
-		r.revokedAll = true
-	}
-	if err := r.refreshRestored(ctx, f.Assigned, f.Member); err != nil {
+	r.beginFetch(&p.f, now)
+	if err := r.apply(ctx); err != nil {
 		return err
 	}
-	m := r.newMark(f.Assigned)
+	cp, err := r.readRestored(ctx, p.f.Assigned, p.f.Member)
+	if err != nil {
+		return err
+	}
+	return r.takeFetch(p, cp, now)
+}
+
+// beginFetch is the core's first step for a Fetch f at now: the evidence
+// clock, the poison guard's bound, and, when f revokes partitions, a
+// checkpoint barrier (effects): the safe offsets are committed before the
+// partitions go, as the source acknowledges the rebalance at the next Poll
+// and the new owner starts from what is committed.
+func (c *core) beginFetch(f *record.Fetch, now time.Time) {
+	c.now = now
+	c.fetched = true
+	if len(f.Revoked) > 0 || len(f.Assigned) > 0 {
+		c.stats.Rebalances++
+	}
+	if !f.At.IsZero() {
+		c.stamped = true
+		if f.At.After(c.evidence) {
+			c.evidence = f.At
+		}
+	}
+	c.future = watermark.MaxTime
+	if c.cfg.maxFuture > 0 {
+		clock := now
+		if c.stamped {
+			clock = c.evidence
+		}
+		c.future = clock.Add(c.cfg.maxFuture).UnixMilli()
+	}
+	if len(f.Revoked) > 0 {
+		c.checkpoint(now, false, true)
+	}
+}
+
+// takeFetch is the core's second step for a Fetch, once beginFetch's
+// barrier is done: it lets go of the revoked partitions, assigns the new
+// ones (restored is the checkpoint sink's checkpoint read for them,
+// readRestored), and ingests each partition's records and evidence.
+func (c *core) takeFetch(p polled, restored *record.Checkpoint, now time.Time) error {
+	f := p.f
+	for _, tp := range f.Revoked {
+		c.revoke(tp)
+	}
+	if len(f.Assigned) > 0 {
+		c.revokedAll = false
+	} else if len(f.Revoked) > 0 && c.catch.Len() == 0 {
+		c.revokedAll = true
+	}
+	c.refreshRestored(f.Assigned, restored)
+	m := c.newMark(f.Assigned)
 	for _, a := range f.Assigned {
-		r.assign(a, m, now)
+		c.assign(a, m, now)
 	}
 	if len(f.Assigned) > 0 {
 		// A DurableStore's restored records count in the first assignment
 		// only, as the Seeker's positions apply to it only (design R10).
-		r.floors = nil
+		c.floors = nil
 	}
 	for i := range f.Partitions {
-		if err := r.take(&f.Partitions[i], p.marks, now); err != nil {
+		if err := c.take(&f.Partitions[i], p.marks, now); err != nil {
 			return err
 		}
 	}
@@ -80,33 +94,33 @@ func (r *run) handle(ctx context.Context, p polled) error {
 
 // take ingests one partition's part of a Fetch: its records (marks are
 // prepare's), then its position and end-offset evidence.
-func (r *run) take(pf *record.PartitionFetch, marks map[*record.Record]error, now time.Time) error {
-	ps := r.parts[pf.TopicPartition]
+func (c *core) take(pf *record.PartitionFetch, marks map[*record.Record]error, now time.Time) error {
+	ps := c.parts[pf.TopicPartition]
 	if ps == nil {
-		r.cfg.logger.Warn("fetch for an unassigned partition", zap.String("topic", pf.Topic), zap.Int32("partition", pf.Partition))
+		c.cfg.logger.Warn("fetch for an unassigned partition", zap.String("topic", pf.Topic), zap.Int32("partition", pf.Partition))
 		return nil
 	}
 	if pf.Err != nil {
-		if t, ok := r.catch.Fail(ps.cid, now); ok {
-			r.phase(t)
+		if t, ok := c.catch.Fail(ps.cid, now); ok {
+			c.phase(t)
 		}
-		r.cfg.logger.Warn("fetch failed: partition holds the watermark", zap.String("topic", pf.Topic), zap.Int32("partition", pf.Partition), zap.Error(pf.Err))
+		c.cfg.logger.Warn("fetch failed: partition holds the watermark", zap.String("topic", pf.Topic), zap.Int32("partition", pf.Partition), zap.Error(pf.Err))
 		return nil
 	}
 	before := ps.maxET
 	ps.fetchMax = watermark.MinTime
-	parked := r.store.Len() // nothing is released while a fetch is ingested
+	parked := c.store.Len() // nothing is released while a fetch is ingested
 	for j := range pf.Records {
 		rec := &pf.Records[j]
 		var mark error
 		if marks != nil {
 			mark = marks[rec]
 		}
-		if err := r.ingest(ps, rec, mark, now); err != nil {
+		if err := c.ingest(ps, rec, mark, now); err != nil {
 			return err
 		}
 	}
-	r.retire(ps, pf.Records, r.store.Len()-parked)
+	c.retire(ps, pf.Records, c.store.Len()-parked)
 	if ps.fetchMax != watermark.MinTime {
 		// The strategy keeps a partition's newest event time: one
 		// Observe per answer, with its newest, is the same as one per
@@ -120,9 +134,9 @@ func (r *run) take(pf *record.PartitionFetch, marks map[*record.Record]error, no
 	if ps.restoring && pf.Position >= ps.restorePos {
 		ps.restoring = false
 	}
-	if t, ok := r.catch.Observe(ps.cid, pf.Position, pf.End, now); ok {
-		r.phase(t)
-	} else if st, _ := r.catch.Status(ps.cid); st.Phase != catchup.CaughtUp {
+	if t, ok := c.catch.Observe(ps.cid, pf.Position, pf.End, now); ok {
+		c.phase(t)
+	} else if st, _ := c.catch.Status(ps.cid); st.Phase != catchup.CaughtUp {
 		ps.task.strat.SetPhase(ps.wid, st.Phase, st.Behind, now)
 	}
 	return nil

@@ -1,8 +1,8 @@
 package signalbox
 
-// Handing the released batches to the sink goroutine: the spare batches the
-// engine fills, send (with backpressure) and the engine's one blocking
-// wait, await.
+// Handing the released batches to the sink goroutine: the core seals them
+// (seal) into the spare batches the driver gives it (batchFor); the driver
+// sends them (with backpressure) in its one blocking wait, await.
 
 import (
 	"context"
@@ -68,36 +68,41 @@ func (r *run) batchFor(n int) []record.Record {
 	return make([]record.Record, 0, r.cfg.batchSize)
 }
 
-// send hands the current out batch to the sink goroutine if it has anything.
-// It blocks while the sinks lag (backpressure).
-func (r *run) send(ctx context.Context, sinkDone <-chan struct{}) error {
-	o := r.cur
+// seal ends the current out batch if it has anything: it goes to the sink
+// goroutine at the next apply (effects), and a new one takes its place.
+// When it is the first batch of records since the sinks' last flush, the
+// flush linger starts at now.
+func (c *core) seal(now time.Time) {
+	o := c.cur
 	if len(o.records) == 0 && len(o.dead) == 0 && o.cp == nil && !o.flush {
-		return nil
+		return
 	}
-	// r.cur is replaced only once the batch is handed over: if the wait is
-	// cancelled, its records (already counted as released) stay in r.cur and
-	// leave with the final checkpoint, so no commit can pass them.
-	sent := func() error {
-		switch {
-		case o.cp != nil || o.flush:
-			r.unflushed = time.Time{}
-		case r.unflushed.IsZero() && (len(o.records) > 0 || len(o.dead) > 0):
-			r.unflushed = r.cfg.clock()
+	switch {
+	case o.cp != nil || o.flush:
+		c.unflushed = time.Time{}
+	case c.unflushed.IsZero() && (len(o.records) > 0 || len(o.dead) > 0):
+		c.unflushed = now
+	}
+	c.fx.outs = append(c.fx.outs, o)
+	c.cur = &out{records: c.batch(len(o.records))}
+}
+
+// send hands o to the sink goroutine. It blocks while the sinks lag
+// (backpressure). A driver without one (stepped) writes o itself.
+func (r *run) send(ctx context.Context, o *out) error {
+	if r.stepped != nil {
+		if err := r.stepped.writeOne(context.WithoutCancel(ctx), o); err != nil {
+			return err
 		}
-		r.cur = &out{records: r.batchFor(len(o.records))}
+		r.stepped.giveBack(o)
 		return nil
 	}
 	select {
 	case r.outs <- o:
-		return sent()
+		return nil
 	default:
 	}
-	// The sinks lag: wait (backpressure).
-	if err := r.await(ctx, o, nil, sinkDone); err != nil {
-		return err
-	}
-	return sent()
+	return r.await(ctx, o, nil, r.sinkDone)
 }
 
 // errSinkStopped surfaces when the sink goroutine ended while the engine

@@ -76,37 +76,37 @@ func (p *Pipeline) prepareRecord(ctx context.Context, dec *decoder, rec *record.
 // says if it was filtered or did not decode): skip what a restart found
 // emitted, pass timeless records through, guard against event times from
 // the future, flag late ones, park the rest.
-func (r *run) ingest(ps *partState, rec *record.Record, mark error, now time.Time) error {
-	r.stats.In++
+func (c *core) ingest(ps *partState, rec *record.Record, mark error, now time.Time) error {
+	c.stats.In++
 	if mark != nil {
 		if mark == errFiltered {
-			r.stats.Filtered++
+			c.stats.Filtered++
 			return nil
 		}
-		return r.dead(rec, mark.Error())
+		return c.dead(rec, mark.Error())
 	}
 	if ps.restoring && rec.Offset < ps.restorePos && (rec.Timeless || rec.EventTime <= ps.restoreWM) {
-		r.stats.Skipped++
+		c.stats.Skipped++
 		return nil
 	}
-	if f := r.cfg.filter; f != nil && !f(rec) {
-		r.stats.Filtered++
+	if f := c.cfg.filter; f != nil && !f(rec) {
+		c.stats.Filtered++
 		return nil
 	}
-	if t := r.cfg.transform; t != nil {
+	if t := c.cfg.transform; t != nil {
 		rec.ValueJSON = false // the transform may change Value (record.Record.ValueJSON)
 		if err := t(rec); err != nil {
-			return r.dead(rec, "transform: "+err.Error())
+			return c.dead(rec, "transform: "+err.Error())
 		}
 	}
 	if rec.Timeless {
-		r.stats.Timeless++
-		return r.output(ps, rec)
+		c.stats.Timeless++
+		return c.output(ps, rec)
 	}
-	if rec.EventTime > r.future {
-		r.stats.Future++
-		return r.dead(rec, "event time "+time.UnixMilli(rec.EventTime).UTC().Format(time.RFC3339Nano)+
-			" is more than max_future ("+r.cfg.maxFuture.String()+") ahead of the evidence clock: not used to advance time")
+	if rec.EventTime > c.future {
+		c.stats.Future++
+		return c.dead(rec, "event time "+time.UnixMilli(rec.EventTime).UTC().Format(time.RFC3339Nano)+
+			" is more than max_future ("+c.cfg.maxFuture.String()+") ahead of the evidence clock: not used to advance time")
 	}
 	ps.fetchMax = max(ps.fetchMax, rec.EventTime) // observed once per answer (handle)
 	if rec.EventTime > ps.maxET {
@@ -116,58 +116,58 @@ func (r *run) ingest(ps *partState, rec *record.Record, mark error, now time.Tim
 		ps.maxET = rec.EventTime
 	}
 	if rec.EventTime <= ps.task.rel || rec.EventTime <= ps.lateAt {
-		return r.late(ps, rec)
+		return c.late(ps, rec)
 	}
 	ps.offs.Add(rec.Offset)
-	return r.store.Park(posOf(rec), rec)
+	return c.store.Park(posOf(rec), rec)
 }
 
-func (r *run) late(ps *partState, rec *record.Record) error {
+func (c *core) late(ps *partState, rec *record.Record) error {
 	mark := max(ps.task.rel, ps.lateAt)
 	lateBy := mark - rec.EventTime
-	ps.late.add(lateBy, r.cfg.late)
-	r.notify(Event{Kind: EventLate, Partition: ps.tp, Offset: rec.Offset, LateBy: lateBy, Watermark: mark})
-	switch r.cfg.late {
+	ps.late.add(lateBy, c.cfg.late)
+	c.event(Event{Kind: EventLate, Partition: ps.tp, Offset: rec.Offset, LateBy: lateBy, Watermark: mark})
+	switch c.cfg.late {
 	case LateDrop:
 		return nil
 	case LateDeadLetter:
-		return r.dead(rec, "late by "+strconv.FormatInt(lateBy, 10)+"ms")
+		return c.dead(rec, "late by "+strconv.FormatInt(lateBy, 10)+"ms")
 	}
 	rec.Late, rec.LateBy = true, lateBy
-	return r.output(ps, rec)
+	return c.output(ps, rec)
 }
 
 // output puts rec, of ps, in the current out batch, with its key and value
 // decoded for the sinks when its input has a ValueDecoder (renderOut).
-func (r *run) output(ps *partState, rec *record.Record) error {
-	if r.p.schemad {
-		if ok, err := r.renderOut(ps.dec, rec); !ok || err != nil {
+func (c *core) output(ps *partState, rec *record.Record) error {
+	if c.p.schemad {
+		if ok, err := c.renderOut(ps.dec, rec); !ok || err != nil {
 			return err
 		}
 	}
 	// One copy, straight into the batch: append(records, *rec) copies the
 	// 240-byte record to the stack first, as rec might alias the batch.
-	n := len(r.cur.records)
-	if n < cap(r.cur.records) {
-		r.cur.records = r.cur.records[:n+1]
+	n := len(c.cur.records)
+	if n < cap(c.cur.records) {
+		c.cur.records = c.cur.records[:n+1]
 	} else {
-		r.cur.records = append(r.cur.records, record.Record{})
+		c.cur.records = append(c.cur.records, record.Record{})
 	}
-	r.cur.records[n] = *rec
-	if r.cfg.inflightBytes > 0 {
-		r.cur.bytes += rec.Size()
+	c.cur.records[n] = *rec
+	if c.cfg.inflightBytes > 0 {
+		c.cur.bytes += rec.Size()
 	}
-	r.stats.Out++
+	c.stats.Out++
 	return nil
 }
 
-func (r *run) dead(rec *record.Record, reason string) error {
-	if r.cfg.deadLetter == nil {
+func (c *core) dead(rec *record.Record, reason string) error {
+	if c.cfg.deadLetter == nil {
 		return errNoDeadLetter(rec, reason)
 	}
-	r.cur.dead = append(r.cur.dead, deadLetter(rec, reason))
-	r.stats.Dead++
-	r.notify(deadEvent(rec, reason))
+	c.cur.dead = append(c.cur.dead, deadLetter(rec, reason))
+	c.stats.Dead++
+	c.event(deadEvent(rec, reason))
 	return nil
 }
 

@@ -18,16 +18,13 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 	defer tick.Stop()
 	last := passTimes{cp: cfg.clock()}
 	for {
-		fetched := false
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case err := <-r.errs:
 			return err
 		case p := <-fetches:
-			fetched = true
-			err := r.handle(ctx, p)
-			r.noteHandled(&p.f)
+			err := r.fetchStep(ctx, p)
 			if p.handled != nil {
 				close(p.handled)
 			}
@@ -43,9 +40,6 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 			return err
 		}
 		resetTimer(tick, r.nextWake(now))
-		if fetched && cfg.stepped != nil {
-			cfg.stepped()
-		}
 	}
 }
 
@@ -54,57 +48,92 @@ func (r *run) loop(ctx context.Context, fetches <-chan polled) error {
 type passTimes struct{ cp, pub time.Time }
 
 // pass is the engine's work at time now after each wake-up (a Fetch, an
-// acknowledgement, the tick): it releases what the watermark passes, flow
-// control, the end of the replay, checkpoints, the hand-over to the sinks
-// and the published stats. done reports that the run is over (err says
-// why, nil when a bounded run is complete).
+// acknowledgement, the tick): the core's steps (startPass, releaseMore,
+// endPass), each one's effects applied before the next. done reports that
+// the run is over (err says why, nil when a bounded run is complete).
 func (r *run) pass(ctx context.Context, now time.Time, last *passTimes) (done bool, err error) {
-	cfg := r.cfg
-	for _, t := range r.catch.Tick(now) {
-		r.phase(t)
-	}
-	if err := r.release(now); err != nil {
+	r.startPass(now)
+	if err := r.releaseAll(ctx); err != nil {
 		return true, err
 	}
-	if r.untilReached {
-		r.cfg.logger.Info("the watermark reached until; stopping", zap.String("until", string(r.cfg.until)))
+	if done, err = r.endPass(now, last); err != nil {
+		return true, err
+	}
+	if err := r.releaseAll(ctx); err != nil { // flushAll's
+		return true, err
+	}
+	if err := r.apply(ctx); err != nil {
+		return true, err
+	}
+	// Wall time: the spare window bounds memory held idle, whatever the job's clock says.
+	if wall := time.Now(); !done && wall.Sub(r.spareWindow) >= r.cfg.tick {
+		r.trimSpares(wall)
+	}
+	return done, nil
+}
+
+// releaseAll goes on with the release under way until it is over, handing
+// over the batches it seals chunk by chunk.
+func (r *run) releaseAll(ctx context.Context) error {
+	for {
+		more, err := r.releaseMore()
+		if err != nil {
+			return err
+		}
+		if !more {
+			return nil
+		}
+		if err := r.apply(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// startPass is the core's step at time now after each wake-up: catch-up's
+// ticks, then the watermark, and the release of what it passes starts.
+func (c *core) startPass(now time.Time) {
+	c.now = now
+	for _, t := range c.catch.Tick(now) {
+		c.phase(t)
+	}
+	c.release(now)
+}
+
+// endPass is the core's step once a pass's release is over: flow control,
+// the end of the replay, checkpoints, sealing the out batch and the
+// published stats. done reports that the run is over.
+func (c *core) endPass(now time.Time, last *passTimes) (done bool, err error) {
+	cfg := c.cfg
+	if c.untilReached {
+		c.cfg.logger.Info("the watermark reached until; stopping", zap.String("until", string(c.cfg.until)))
 		return true, nil // Run takes the last checkpoint and commits
 	}
-	lowest := r.lowestHolder()
-	r.align(lowest)
-	r.ackHandled()
-	r.demandEvidence(lowest != nil)
-	if !r.replayed && r.fetched && !r.revokedAll && r.catch.ReplayDone() {
-		r.replayed = true
-		r.p.live.Store(now.UnixMilli())
-		r.stats.ReplayDone, r.stats.ReplayTime = true, now.Sub(r.started)
-		r.notify(Event{Kind: EventReplayDone, Watermark: r.wm})
+	lowest := c.lowestHolder()
+	c.align(lowest)
+	c.ackHandled()
+	c.demandEvidence(lowest != nil)
+	if !c.replayed && c.fetched && !c.revokedAll && c.catch.ReplayDone() {
+		c.replayed = true
+		c.fx.live = now.UnixMilli()
+		c.stats.ReplayDone, c.stats.ReplayTime = true, now.Sub(c.started)
+		c.event(Event{Kind: EventReplayDone, Watermark: c.wm})
 		if cfg.until == UntilEndOffsets {
-			return true, r.flushAll()
+			c.flushAll()
+			return true, nil
 		}
 	}
 	if now.Sub(last.cp) >= cfg.checkpointEvery {
 		last.cp = now
-		if err := r.takeCheckpoint(ctx, false, false); err != nil {
-			return true, err
-		}
+		c.checkpoint(now, false, false)
 	}
-	if err := r.send(ctx, nil); err != nil {
-		return true, err
-	}
-	if !r.unflushed.IsZero() && now.Sub(r.unflushed) >= cfg.flushLinger {
-		r.cur.flush = true
-		if err := r.send(ctx, nil); err != nil {
-			return true, err
-		}
+	c.seal(now)
+	if !c.unflushed.IsZero() && now.Sub(c.unflushed) >= cfg.flushLinger {
+		c.cur.flush = true
+		c.seal(now)
 	}
 	if now.Sub(last.pub) >= cfg.tick {
 		last.pub = now
-		r.publish()
-	}
-	// Wall time: the spare window bounds memory held idle, whatever the job's clock says.
-	if wall := time.Now(); wall.Sub(r.spareWindow) >= cfg.tick {
-		r.trimSpares(wall)
+		c.fx.publish = true
 	}
 	return false, nil
 }
@@ -114,16 +143,16 @@ func (r *run) pass(ctx context.Context, now time.Time, last *passTimes) (done bo
 // drives the processing-time fallback, else the tick. With a source that
 // keeps an evidence clock, only a new Fetch can move the fallback, and a
 // Fetch wakes the engine anyway: waking at the due time would only spin.
-func (r *run) nextWake(now time.Time) time.Duration {
-	d := r.cfg.tick
-	if !r.unflushed.IsZero() {
-		d = min(d, max(r.unflushed.Add(r.cfg.flushLinger).Sub(now), 0))
+func (c *core) nextWake(now time.Time) time.Duration {
+	d := c.cfg.tick
+	if !c.unflushed.IsZero() {
+		d = min(d, max(c.unflushed.Add(c.cfg.flushLinger).Sub(now), 0))
 	}
-	if !r.replayed || r.stamped {
+	if !c.replayed || c.stamped {
 		return d
 	}
-	if pos, ok := r.store.Min(); ok {
-		due := time.UnixMilli(pos.EventTime).Add(r.cfg.delay)
+	if pos, ok := c.store.Min(); ok {
+		due := time.UnixMilli(pos.EventTime).Add(c.cfg.delay)
 		if w := due.Sub(now); w < d {
 			d = max(w, 0)
 		}
@@ -131,22 +160,22 @@ func (r *run) nextWake(now time.Time) time.Duration {
 	return d
 }
 
-// demandEvidence tells an EvidenceDemander source when the first parked
+// demandEvidence asks an EvidenceDemander source (effects) when the first parked
 // record is due, once only the evidence clock keeps it back: every timed
 // partition is caught up, so the watermark follows that clock.
-func (r *run) demandEvidence(holding bool) {
-	if r.demander == nil || !r.stamped {
+func (c *core) demandEvidence(holding bool) {
+	if !c.demands || !c.stamped {
 		return
 	}
 	var at time.Time
-	if r.replayed && !holding {
-		if pos, ok := r.store.Min(); ok {
-			at = time.UnixMilli(pos.EventTime).Add(r.cfg.delay)
+	if c.replayed && !holding {
+		if pos, ok := c.store.Min(); ok {
+			at = time.UnixMilli(pos.EventTime).Add(c.cfg.delay)
 		}
 	}
-	if !at.Equal(r.demanded) {
-		r.demanded = at
-		r.demander.WantEvidence(at)
+	if !at.Equal(c.demanded) {
+		c.demanded = at
+		c.fx.evidence, c.fx.wantEvidence = at, true
 	}
 }
 

@@ -10,8 +10,17 @@ import (
 	"github.com/signalbox/signalbox/watermark"
 )
 
+// event is the core's report of e: the driver reports it to the observer
+// at the next apply (effects).
+func (c *core) event(e Event) {
+	if c.cfg.observer != nil {
+		c.fx.events = append(c.fx.events, e)
+	}
+}
+
 // notify reports e to the observer (WithObserver), from the engine
-// goroutine.
+// goroutine: the core's events (apply) and the sink goroutine's
+// acknowledgements, which are the core's input too (EventFenced).
 func (r *run) notify(e Event) {
 	if e.Kind == EventFenced {
 		r.fenced[e.Partition] = true // what this instance emitted of it was not stored

@@ -155,9 +155,6 @@ type config struct {
 	limitSet    bool // the default depends on the store (WithParkedLimit)
 	maxFuture   time.Duration
 	flushLinger time.Duration
-	// stepped, if set, is called on the engine goroutine at the end of
-	// every pass of its loop that handled a Fetch (tests: export_test.go).
-	stepped func()
 	// nilGiven names the options given nil where nil is no value
 	// (WithClock, WithParkedStore, the internal strategy option), for validate.
 	nilGiven []string

@@ -92,25 +92,25 @@ type restoredMark struct {
 // CheckpointCommitter); −∞ when there is neither. A committed watermark
 // more than max_future ahead of the clock is not used: nothing restores
 // such a time (checkRestoredWatermark).
-func (r *run) newMark(assigned []record.PartitionInfo) restoredMark {
+func (c *core) newMark(assigned []record.PartitionInfo) restoredMark {
 	m, found := restoredMark{at: watermark.MinTime}, false
-	future := r.futureBound()
+	future := c.futureBound(c.now)
 	for _, a := range assigned {
-		if !r.isNew(a) {
+		if !c.isNew(a) {
 			if m.owned == nil {
 				m.owned = map[int32]bool{}
 			}
 			m.owned[a.Partition] = true
 		}
 		switch {
-		case a.Checkpoint == nil || r.hasCP:
+		case a.Checkpoint == nil || c.hasCP:
 		case a.Checkpoint.Watermark > future: // not restored either (refreshRestored)
 		case !found || a.Checkpoint.Watermark < m.at:
 			m.at, found = a.Checkpoint.Watermark, true
 		}
 	}
-	if r.hasCP {
-		m.at = r.cpWM
+	if c.hasCP {
+		m.at = c.cpWM
 	}
 	return m
 }
@@ -118,14 +118,14 @@ func (r *run) newMark(assigned []record.PartitionInfo) restoredMark {
 // isNew reports whether a partition is new to the engine: it has no
 // checkpoint, neither restored (or remembered at a revoke) nor committed
 // with its offset.
-func (r *run) isNew(a record.PartitionInfo) bool {
-	_, ok := r.restored[a.TopicPartition]
+func (c *core) isNew(a record.PartitionInfo) bool {
+	_, ok := c.restored[a.TopicPartition]
 	return !ok && a.Checkpoint == nil
 }
 
 // assign starts tracking a partition; m is its assignment's newMark.
-func (r *run) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
-	dec := r.p.decoderFor(a.Topic)
+func (c *core) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
+	dec := c.p.decoderFor(a.Topic)
 	ps := &partState{
 		tp:    a.TopicPartition,
 		wid:   watermark.ID{Input: a.Topic, Partition: a.Partition},
@@ -135,17 +135,17 @@ func (r *run) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 		start: a.Start,
 		maxET: watermark.MinTime, firstET: watermark.MinTime, lateAt: watermark.MinTime,
 	}
-	if ps.late = r.lateCounts[a.TopicPartition]; ps.late == nil {
+	if ps.late = c.lateCounts[a.TopicPartition]; ps.late == nil {
 		ps.late = &LateCounter{}
-		r.lateCounts[a.TopicPartition] = ps.late
+		c.lateCounts[a.TopicPartition] = ps.late
 	}
-	if f, ok := r.floors[a.TopicPartition]; ok && f.Count > 0 {
+	if f, ok := c.floors[a.TopicPartition]; ok && f.Count > 0 {
 		ps.floorCount, ps.floorMin = f.Count, f.MinOffset
 	}
-	ps.task = r.tasks[a.Partition]
+	ps.task = c.tasks[a.Partition]
 	if ps.task == nil {
-		ps.task = &task{strat: r.cfg.strategy(), rel: watermark.MinTime}
-		r.tasks[a.Partition] = ps.task
+		ps.task = &task{strat: c.cfg.strategy(), rel: watermark.MinTime}
+		c.tasks[a.Partition] = ps.task
 		if !m.owned[a.Partition] && m.at != watermark.MinTime {
 			// A task new to the engine starts at the restored watermark:
 			// it releases nothing earlier, and holds G no lower (G7).
@@ -153,7 +153,7 @@ func (r *run) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 			ps.task.rel = m.at
 		}
 	}
-	if r.isNew(a) {
+	if c.isNew(a) {
 		ps.lateAt = m.at
 	}
 	ps.task.parts = append(ps.task.parts, ps)
@@ -161,11 +161,11 @@ func (r *run) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 		ps.task.timed++
 	}
 	end := a.End
-	if cp, ok := r.restored[a.TopicPartition]; ok {
-		wm := max(cp.Watermark, r.cpWM)
+	if cp, ok := c.restored[a.TopicPartition]; ok {
+		wm := max(cp.Watermark, c.cpWM)
 		ps.restoring, ps.restorePos, ps.restoreWM = a.Start < cp.Position, cp.Position, wm
 		if ps.restoring {
-			r.restoringN++
+			c.restoringN++
 		}
 		if ps.othersHold() {
 			// Raising the task's mark would make the checkpoint claim
@@ -178,23 +178,23 @@ func (r *run) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 		}
 		switch {
 		case !cp.Replaying || cp.End <= 0:
-		case r.cfg.until == UntilEndOffsets:
+		case c.cfg.until == UntilEndOffsets:
 			// A bounded run stops at this start-up's snapshot (M2), and
 			// never before the original one (R2).
 			end = max(end, cp.End)
 		default:
 			end = cp.End // keep the original snapshot: a restart cannot shorten history
 		}
-		r.notify(Event{Kind: EventOffsetsReset, Partition: a.TopicPartition, Offset: cp.Position, Watermark: wm})
+		c.event(Event{Kind: EventOffsetsReset, Partition: a.TopicPartition, Offset: cp.Position, Watermark: wm})
 	}
-	r.parts[a.TopicPartition] = ps
-	r.pcache = partCache{}
+	c.parts[a.TopicPartition] = ps
+	c.pcache = partCache{}
 	ps.task.strat.Add(ps.wid, dec.timeless, now)
-	ph := r.catch.Assign(ps.cid, a.Start, end, now)
-	st, _ := r.catch.Status(ps.cid)
+	ph := c.catch.Assign(ps.cid, a.Start, end, now)
+	st, _ := c.catch.Status(ps.cid)
 	ps.holds = ph.Holds()
 	ps.task.strat.SetPhase(ps.wid, ph, st.Behind, now)
-	r.notify(Event{Kind: EventAssigned, Partition: a.TopicPartition, To: ph})
+	c.event(Event{Kind: EventAssigned, Partition: a.TopicPartition, To: ph})
 }
 
 // othersHold reports whether another partition of ps's task holds records
@@ -208,8 +208,8 @@ func (ps *partState) othersHold() bool {
 	return false
 }
 
-func (r *run) revoke(tp record.TopicPartition) {
-	ps := r.parts[tp]
+func (c *core) revoke(tp record.TopicPartition) {
+	ps := c.parts[tp]
 	if ps == nil {
 		return
 	}
@@ -218,35 +218,35 @@ func (r *run) revoke(tp record.TopicPartition) {
 	// reassigns), the re-read records it already emitted are skipped.
 	// A fenced partition's emitted records were not stored: the sink's
 	// checkpoint says what to skip.
-	if r.fenced[tp] {
-		delete(r.restored, tp)
-		delete(r.fenced, tp)
+	if c.fenced[tp] {
+		delete(c.restored, tp)
+		delete(c.fenced, tp)
 	} else {
 		pos, wm := ps.emittedClaim()
-		r.restored[tp] = record.PartitionCheckpoint{TopicPartition: tp, Low: ps.low(), Position: pos, Watermark: wm}
+		c.restored[tp] = record.PartitionCheckpoint{TopicPartition: tp, Low: ps.low(), Position: pos, Watermark: wm}
 	}
-	delete(r.parts, tp)
-	r.pcache = partCache{}
-	r.unpause(ps)
-	r.catch.Revoke(ps.cid)
+	delete(c.parts, tp)
+	c.pcache = partCache{}
+	c.unpause(ps)
+	c.catch.Revoke(ps.cid)
 	ps.task.strat.Remove(ps.wid)
 	ps.task.parts = slices.DeleteFunc(ps.task.parts, func(o *partState) bool { return o == ps })
 	if !ps.dec.timeless {
 		ps.task.timed--
 	}
 	if len(ps.task.parts) == 0 {
-		delete(r.tasks, tp.Partition)
+		delete(c.tasks, tp.Partition)
 	}
-	r.notify(Event{Kind: EventRevoked, Partition: tp})
+	c.event(Event{Kind: EventRevoked, Partition: tp})
 }
 
-func (r *run) phase(t catchup.Transition) {
-	ps := r.parts[record.TopicPartition{Topic: t.Input, Partition: t.Partition}]
+func (c *core) phase(t catchup.Transition) {
+	ps := c.parts[record.TopicPartition{Topic: t.Input, Partition: t.Partition}]
 	if ps == nil {
 		return
 	}
-	st, _ := r.catch.Status(t.ID)
+	st, _ := c.catch.Status(t.ID)
 	ps.holds = t.To.Holds()
-	ps.task.strat.SetPhase(ps.wid, t.To, st.Behind, r.cfg.clock())
-	r.notify(Event{Kind: EventPhase, Partition: ps.tp, From: t.From, To: t.To, Watermark: r.wm})
+	ps.task.strat.SetPhase(ps.wid, t.To, st.Behind, c.now)
+	c.event(Event{Kind: EventPhase, Partition: ps.tp, From: t.From, To: t.To, Watermark: c.wm})
 }

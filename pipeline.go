@@ -97,51 +97,15 @@ func (p *Pipeline) Stats() Stats {
 // fatal and returned after the same clean-up (without the last checkpoint).
 // Run may be called once.
 func (p *Pipeline) Run(ctx context.Context) (err error) {
-	cfg := &p.cfg
 	r := newRun(ctx, p)
-	sinks := cfg.sinks
-	if cfg.deadLetter != nil {
-		sinks = append(sinks[:len(sinks):len(sinks)], cfg.deadLetter)
-	}
-	opened := 0
-	defer func() {
-		p.sinksOpen.Store(false)
-		for _, s := range sinks[:opened] {
-			if cerr := s.Close(); cerr != nil && err == nil {
-				err = fmt.Errorf("signalbox: closing sink: %w", cerr)
-			}
-		}
-	}()
-	// A stop during start-up is a clean stop: nothing was read, nothing is
-	// to commit.
-	for _, s := range sinks {
-		if err := s.Open(ctx); err != nil {
-			if cancelled(ctx, err) {
-				return nil
-			}
-			return fmt.Errorf("signalbox: opening sink: %w", err)
-		}
-		opened++
-	}
-	p.sinksOpen.Store(true)
-	if err := r.restore(ctx); err != nil {
+	closeAll, err := r.open(ctx)
+	defer func() { err = closeAll(err) }()
+	if err != nil {
 		if cancelled(ctx, err) {
 			return nil
 		}
 		return err
 	}
-	if err := p.src.Open(ctx); err != nil {
-		if cancelled(ctx, err) {
-			return nil
-		}
-		return fmt.Errorf("signalbox: opening source: %w", err)
-	}
-	defer func() {
-		if cerr := p.src.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("signalbox: closing source: %w", cerr)
-		}
-	}()
-
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	defer stopPoll()
 	fetches := make(chan polled, 1) // with the one poll and pollSource each hold: three ahead of the engine
@@ -155,17 +119,16 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 
 	err = r.loop(ctx, fetches)
 	stopPoll()
-	if err == nil || cancelled(ctx, err) {
-		// Graceful: flush what was released, checkpoint, commit.
-		err = r.takeCheckpoint(context.Background(), true, false)
-	}
-	return r.shutdown(sinkDone, err)
+	return r.shutdown(sinkDone, r.finish(ctx, err))
 }
 
 // shutdown ends the sink goroutine once it has written every out batch,
 // reporting its acknowledgements meanwhile, and returns err, or the sink
 // goroutine's error if err is nil.
 func (r *run) shutdown(sinkDone <-chan struct{}, err error) error {
+	for _, e := range r.fx.events { // a failed step's, not applied
+		r.notify(e)
+	}
 	close(r.outs)
 	for done := false; !done; {
 		select {

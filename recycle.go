@@ -29,12 +29,12 @@ const maxParkedArrays = 256
 // for ps, of which parked records went into the store: with none parked, or
 // a store that copies what it parks, it goes back to the source at once,
 // else once they are released (unparked).
-func (r *run) retire(ps *partState, recs []record.Record, parked int) {
-	if r.recycler == nil || cap(recs) == 0 {
+func (c *core) retire(ps *partState, recs []record.Record, parked int) {
+	if !c.recycles || cap(recs) == 0 {
 		return
 	}
-	if parked == 0 || !r.parkRefs {
-		r.recycler.Recycle(recs)
+	if parked == 0 || !c.parkRefs {
+		c.fx.recycle = append(c.fx.recycle, recs)
 		return
 	}
 	if len(ps.arrays) == maxParkedArrays {
@@ -56,7 +56,7 @@ func (r *run) retire(ps *partState, recs []record.Record, parked int) {
 // where the search starts. An array given back out of turn stays listed,
 // empty, until the ones before it are given back, so that the list only
 // ever loses its first entries.
-func (r *run) unparked(ps *partState, rec *record.Record) {
+func (c *core) unparked(ps *partState, rec *record.Record) {
 	p := uintptr(unsafe.Pointer(rec))
 	for i := range ps.arrays {
 		a := &ps.arrays[i]
@@ -64,7 +64,7 @@ func (r *run) unparked(ps *partState, rec *record.Record) {
 			continue
 		}
 		if a.live--; a.live == 0 {
-			r.recycler.Recycle(a.recs)
+			c.fx.recycle = append(c.fx.recycle, a.recs)
 			*a = parkedArray{}
 			for len(ps.arrays) > 0 && ps.arrays[0].recs == nil {
 				ps.arrays = ps.arrays[1:]

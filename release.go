@@ -4,7 +4,6 @@ package signalbox
 // batch (handoff.go hands the batches to the sink goroutine).
 
 import (
-	"context"
 	"time"
 	"unsafe"
 
@@ -12,16 +11,17 @@ import (
 	"github.com/signalbox/signalbox/watermark"
 )
 
-// release advances the watermark and moves every parked record at or below it
-// into the current out batch, in timer order. The strategy sees the source's
-// evidence clock when it keeps one: the processing-time fallback must not run
-// ahead of what the broker has been asked (record invariant 4).
-func (r *run) release(now time.Time) error {
-	if r.stamped && r.evidence.Before(now) {
-		now = r.evidence
+// release advances the watermark and starts releasing every parked record
+// at or below it into the out batches, in timer order (releaseMore goes
+// on). The strategy sees the source's evidence clock when it keeps one: the
+// processing-time fallback must not run ahead of what the broker has been
+// asked (record invariant 4).
+func (c *core) release(now time.Time) {
+	if c.stamped && c.evidence.Before(now) {
+		now = c.evidence
 	}
 	g, any := watermark.MaxTime, false
-	for _, t := range r.tasks {
+	for _, t := range c.tasks {
 		w := t.strat.Advance(now)
 		t.wm = w
 		if t.timed > 0 {
@@ -29,18 +29,61 @@ func (r *run) release(now time.Time) error {
 		}
 	}
 	if !any {
-		return nil // no timed partition: no evidence, nothing moves
+		return // no timed partition: no evidence, nothing moves
 	}
-	g = min(g, r.restoreHold())
-	if r.cfg.stopSet && g >= r.cfg.stopAt {
+	g = min(g, c.restoreHold())
+	if c.cfg.stopSet && g >= c.cfg.stopAt {
 		// UntilTime: hold the watermark at the stop, and end the run.
-		g, r.untilReached = max(r.cfg.stopAt, r.wm), true
+		g, c.untilReached = max(c.cfg.stopAt, c.wm), true
 	}
-	r.wm = g
-	for _, t := range r.tasks {
+	c.wm = g
+	for _, t := range c.tasks {
 		t.rel = max(t.rel, g)
 	}
-	return r.store.Release(g, 0, r.released)
+	c.rel = releasing{g: g, active: true}
+}
+
+// releasing is a release under way: the store releases up to g one
+// WithBatchSize chunk at a time (releaseMore), so that the driver hands the
+// batches sealed meanwhile to the sinks (backpressure) before the next
+// chunk leaves the store.
+type releasing struct {
+	g      int64
+	active bool
+	flush  bool  // flushAll: the watermark rises to last once all is out
+	last   int64 // the newest event time released, under flush
+	n      int   // records the current chunk released
+}
+
+// releaseMore releases the next chunk of the release under way; more
+// reports that it may not be over.
+func (c *core) releaseMore() (more bool, err error) {
+	if !c.rel.active {
+		return false, nil
+	}
+	c.rel.n = 0
+	if c.onRelease == nil {
+		c.onRelease = c.releasedOne // once: a method value allocates
+	}
+	if err := c.store.Release(c.rel.g, c.cfg.batchSize, c.onRelease); err != nil {
+		c.rel.active = false
+		return false, err
+	}
+	if c.rel.n == c.cfg.batchSize {
+		return true, nil
+	}
+	c.rel.active = false
+	if c.rel.flush {
+		c.flushed(c.rel.last)
+	}
+	return false, nil
+}
+
+// releasedOne is released, counted for releaseMore.
+func (c *core) releasedOne(rec *record.Record) error {
+	c.rel.n++
+	c.rel.last = max(c.rel.last, rec.EventTime)
+	return c.released(rec)
 }
 
 // restoreHold is the highest watermark that may be released while
@@ -50,12 +93,12 @@ func (r *run) release(now time.Time) error {
 // claim (emittedClaim), so a stop at any moment re-emits nothing. A
 // partition caught up below that position (its records were deleted) does
 // not hold.
-func (r *run) restoreHold() int64 {
-	if r.restoringN == 0 {
+func (c *core) restoreHold() int64 {
+	if c.restoringN == 0 {
 		return watermark.MaxTime
 	}
 	hold, n := watermark.MaxTime, 0
-	for _, ps := range r.parts {
+	for _, ps := range c.parts {
 		if ps.restoring {
 			n++
 			if ps.holds && !ps.dec.timeless {
@@ -63,7 +106,7 @@ func (r *run) restoreHold() int64 {
 			}
 		}
 	}
-	r.restoringN = n
+	c.restoringN = n
 	return hold
 }
 
@@ -71,20 +114,20 @@ func (r *run) restoreHold() int64 {
 // outstanding offsets and goes into the current out batch, unless it belongs
 // to a revoked partition (the new owner re-reads it) or a restart found it
 // already emitted.
-func (r *run) released(rec *record.Record) error {
-	ps := r.partOf(rec)
+func (c *core) released(rec *record.Record) error {
+	ps := c.partOf(rec)
 	if ps == nil {
 		return nil
 	}
-	err := r.emit(ps, rec)
-	if r.parkRefs {
-		r.unparked(ps, rec) // last: the source may overwrite rec from here on
+	err := c.emit(ps, rec)
+	if c.parkRefs {
+		c.unparked(ps, rec) // last: the source may overwrite rec from here on
 	}
 	return err
 }
 
 // emit is released's part for a record of an assigned partition.
-func (r *run) emit(ps *partState, rec *record.Record) error {
+func (c *core) emit(ps *partState, rec *record.Record) error {
 	switch {
 	case rec.Offset >= ps.start:
 		ps.offs.Done(rec.Offset)
@@ -93,18 +136,18 @@ func (r *run) emit(ps *partState, rec *record.Record) error {
 	default:
 		// Parked before the partition was revoked; another instance has
 		// since committed past it, so it was that instance's to emit.
-		r.stats.Skipped++
+		c.stats.Skipped++
 		return nil
 	}
 	if rec.Offset < ps.restorePos && rec.EventTime <= ps.restoreWM {
-		r.stats.Skipped++ // emitted before the restart, per the sink's checkpoint
+		c.stats.Skipped++ // emitted before the restart, per the sink's checkpoint
 		return nil
 	}
-	if err := r.output(ps, rec); err != nil {
+	if err := c.output(ps, rec); err != nil {
 		return err
 	}
-	if len(r.cur.records) >= r.cfg.batchSize || r.cur.bytes >= r.cfg.batchBytes {
-		return r.send(context.Background(), r.sinkDone)
+	if len(c.cur.records) >= c.cfg.batchSize || c.cur.bytes >= c.cfg.batchBytes {
+		c.seal(c.now)
 	}
 	return nil
 }
@@ -121,39 +164,37 @@ type partCache [1 << partCacheBits]struct {
 
 const partCacheBits = 8
 
-// partOf is r.parts[rec's partition], through the cache. The slot is the
+// partOf is c.parts[rec's partition], through the cache. The slot is the
 // top bits of a multiplicative hash: topic strings allocated one after the
 // other sit a few bytes apart, and their low address bits combined with
 // small partition numbers would share slots.
-func (r *run) partOf(rec *record.Record) *partState {
+func (c *core) partOf(rec *record.Record) *partState {
 	const golden = 0x9E3779B97F4A7C15
 	h := (uint64(uintptr(unsafe.Pointer(unsafe.StringData(rec.Topic)))) + uint64(rec.Partition)*golden) * golden
-	c := &r.pcache[h>>(64-partCacheBits)]
-	if c.ps != nil && c.tp.Partition == rec.Partition && c.tp.Topic == rec.Topic {
-		return c.ps
+	slot := &c.pcache[h>>(64-partCacheBits)]
+	if slot.ps != nil && slot.tp.Partition == rec.Partition && slot.tp.Topic == rec.Topic {
+		return slot.ps
 	}
-	ps := r.parts[record.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}]
+	ps := c.parts[record.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}]
 	if ps != nil {
-		c.tp, c.ps = ps.tp, ps // the partition's own strings, never a record's buffer
+		slot.tp, slot.ps = ps.tp, ps // the partition's own strings, never a record's buffer
 	}
 	return ps
 }
 
-// flushAll releases everything parked (end of a bounded run) and raises the
-// watermark to the last released event time, so that a later restart treats
-// all of it as emitted.
-func (r *run) flushAll() error {
-	last := r.wm
-	if err := r.store.Release(watermark.MaxTime, 0, func(rec *record.Record) error {
-		last = max(last, rec.EventTime)
-		return r.released(rec)
-	}); err != nil {
-		return err
-	}
-	for _, t := range r.tasks {
+// flushAll starts releasing everything parked (end of a bounded run;
+// releaseMore goes on), then raises the watermark to the last released
+// event time, so that a later restart treats all of it as emitted.
+func (c *core) flushAll() {
+	c.rel = releasing{g: watermark.MaxTime, active: true, flush: true, last: c.wm}
+}
+
+// flushed ends flushAll once everything is released; last is the newest
+// event time released.
+func (c *core) flushed(last int64) {
+	for _, t := range c.tasks {
 		t.strat.Restore(last)
 		t.rel = max(t.rel, last)
 	}
-	r.wm = max(r.wm, last)
-	return nil
+	c.wm = max(c.wm, last)
 }

@@ -3,6 +3,10 @@ package signalbox_test
 // Checks on the root package's own source files.
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"go/types"
 	"os"
 	"path/filepath"
 	"slices"
@@ -78,5 +82,64 @@ func TestClockReadsGoThroughWithClock(t *testing.T) {
 				t.Errorf("%s:%d reads the wall clock without saying why (use the configured clock, r.cfg.clock): %s", f, i+1, strings.TrimSpace(l))
 			}
 		}
+	}
+}
+
+// TestCoreStepsDoNoIO: the engine core's methods (receiver *core; doc.go,
+// invariant S1) neither block nor reach outside the run: no channel send,
+// receive or select, no goroutine, no read of the wall clock, no call to
+// the source, a sink or the observer. The driver's own fields are out of
+// the core's reach by its type; this checks what the type cannot, the
+// Pipeline and config the core reads.
+func TestCoreStepsDoNoIO(t *testing.T) {
+	fset := token.NewFileSet()
+	outside := []string{"p.src", "cfg.sinks", "cfg.deadLetter", "cfg.observer", "cfg.clock", "durable"}
+	steps := 0
+	for _, f := range rootSources(t) {
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv == nil || types.ExprString(fn.Recv.List[0].Type) != "*core" {
+				continue
+			}
+			if fn.Name.Name == "renderOut" {
+				continue // the known exception (doc.go): it may wait for the schema registry
+			}
+			steps++
+			bad := func(n ast.Node, what string) {
+				t.Errorf("%s: (*core).%s %s", fset.Position(n.Pos()), fn.Name.Name, what)
+			}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.SendStmt:
+					bad(n, "sends on a channel")
+				case *ast.UnaryExpr:
+					if n.Op == token.ARROW {
+						bad(n, "receives from a channel")
+					}
+				case *ast.SelectStmt:
+					bad(n, "selects")
+				case *ast.GoStmt:
+					bad(n, "starts a goroutine")
+				case *ast.CallExpr:
+					callee := types.ExprString(n.Fun)
+					if callee == "time.Now" || callee == "time.Since" || callee == "time.Until" {
+						bad(n, "reads the wall clock")
+					}
+					for _, o := range outside {
+						if strings.Contains(callee, o) {
+							bad(n, "calls "+callee)
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+	if steps < 30 {
+		t.Fatalf("found %d methods of *core; the core's steps moved? (update this test)", steps)
 	}
 }

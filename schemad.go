@@ -280,18 +280,18 @@ func bytesOnly(sinks []Sink) bool {
 // while the registry cannot answer the engine waits here, with backoff
 // (holding, never skipping). ok is false when the record went to the
 // dead-letter sink instead. dec is rec's input's decoder (partState.dec).
-func (r *run) renderOut(dec *decoder, rec *record.Record) (ok bool, err error) {
+func (c *core) renderOut(dec *decoder, rec *record.Record) (ok bool, err error) {
 	if !dec.schemad() || dec.rendered(rec) {
 		return true, nil
 	}
-	ctx := r.ctx
+	ctx := c.ctx
 	var h *holdError
 	if err = dec.render(ctx, rec); errors.As(err, &h) { // the retry policy only once the first try is held
 		var logged time.Time
 		logWait := func(attempt int, err error, _ time.Duration) { // the engine waits: say so, at most every holdLogEvery
 			if now := time.Now(); now.Sub(logged) >= holdLogEvery { // wall time: a log rate limit
 				logged = now
-				r.cfg.logger.Warn("schema'd record cannot be decoded for the sinks yet: release waits, retrying",
+				c.cfg.logger.Warn("schema'd record cannot be decoded for the sinks yet: release waits, retrying",
 					zap.String("topic", rec.Topic), zap.Int32("partition", rec.Partition), zap.Int64("offset", rec.Offset),
 					zap.Int("attempt", attempt), zap.Error(err))
 			}
@@ -310,7 +310,7 @@ func (r *run) renderOut(dec *decoder, rec *record.Record) (ok bool, err error) {
 	case ctx.Err() != nil:
 		return false, ctx.Err()
 	}
-	return false, r.dead(rec, err.Error())
+	return false, c.dead(rec, err.Error())
 }
 
 // setRenderIngest makes every schema'd input render its keys and values at

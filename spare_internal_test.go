@@ -10,7 +10,7 @@ import (
 
 // spareRun is a run with n spare batches of batch records waiting.
 func spareRun(n, batch int) *run {
-	r := &run{cfg: &config{batchSize: batch}, spare: make(chan []record.Record, n+1), spareLow: math.MaxInt}
+	r := &run{core: core{cfg: &config{batchSize: batch}}, spare: make(chan []record.Record, n+1), spareLow: math.MaxInt}
 	for range n {
 		r.spare <- make([]record.Record, 0, batch)
 	}

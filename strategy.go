@@ -56,8 +56,11 @@ type DurableStore interface {
 }
 
 type memStore struct {
-	q   *timers.Queue[*record.Record]
-	buf []*record.Record
+	q *timers.Queue[*record.Record]
+	// buf[next:] are records the queue released that Release has not yet
+	// passed on (its max was reached): the next Release passes them first.
+	buf  []*record.Record
+	next int
 }
 
 func newMemStore() *memStore { return &memStore{q: timers.NewQueue(posOf)} }
@@ -74,16 +77,27 @@ func (m *memStore) Park(_ timers.Pos, r *record.Record) error {
 	return nil
 }
 
+// Release takes everything due from the queue at once, in whole buckets
+// (the queue's fast path, which a max would turn off), and passes on at
+// most max of it; the rest goes first at the next call, which the engine
+// makes with the same watermark (it finishes one release before the next).
 func (m *memStore) Release(wm int64, max int, fn func(*record.Record) error) error {
 	// How many released records ahead of the one being emitted the loop
 	// asks the CPU to load (internal/prefetch).
 	const prefetchAhead = 8
-	m.buf = m.q.PopUntil(wm, max, m.buf[:0])
-	for i, r := range m.buf {
+	if m.next == len(m.buf) {
+		m.buf, m.next = m.q.PopUntil(wm, 0, m.buf[:0]), 0
+	}
+	end := len(m.buf)
+	if max > 0 {
+		end = min(end, m.next+max)
+	}
+	for i := m.next; i < end; i++ {
 		if j := i + prefetchAhead; j < len(m.buf) {
 			prefetch.Record(m.buf[j])
 		}
-		m.buf[i] = nil
+		r := m.buf[i]
+		m.buf[i], m.next = nil, i+1
 		if err := fn(r); err != nil {
 			return err
 		}
@@ -91,6 +105,14 @@ func (m *memStore) Release(wm int64, max int, fn func(*record.Record) error) err
 	return nil
 }
 
-func (m *memStore) Min() (timers.Pos, bool) { return m.q.Min() }
-func (m *memStore) Len() int                { return m.q.Len() }
-func (m *memStore) Bytes() int64            { return m.q.Bytes() }
+// Min, Len and Bytes count the records Release has not passed on yet as
+// parked; Bytes does not count their bytes.
+func (m *memStore) Min() (timers.Pos, bool) {
+	if m.next < len(m.buf) {
+		return posOf(m.buf[m.next]), true
+	}
+	return m.q.Min()
+}
+
+func (m *memStore) Len() int     { return m.q.Len() + len(m.buf) - m.next }
+func (m *memStore) Bytes() int64 { return m.q.Bytes() }

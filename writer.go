@@ -26,12 +26,7 @@ const retryLogEvery = 10 * time.Second
 // committed only after every sink has acknowledged it, or has rejected it
 // and the dead-letter sink has acknowledged it.
 func (r *run) write(ctx context.Context) {
-	w := &writer{r: r, log: &retryLog{logger: r.cfg.logger, every: retryLogEvery, now: time.Now}} // wall time: a log rate limit
-	for _, s := range w.all() {
-		if rr, ok := s.(RetryReporter); ok {
-			rr.ReportRetries(w.log.hook(sinkName(s)))
-		}
-	}
+	w := newWriter(r, func(e Event) { r.acks <- e })
 	failed := false
 	for o := range r.outs {
 		if failed {
@@ -42,13 +37,7 @@ func (r *run) write(ctx context.Context) {
 			r.errs <- err
 			continue
 		}
-		if cap(o.records) > smallBatch {
-			clear(o.records) // nothing keeps the records' buffers reachable
-			select {
-			case r.spare <- o.records[:0]:
-			default:
-			}
-		}
+		w.giveBack(o)
 	}
 }
 
@@ -56,6 +45,32 @@ func (r *run) write(ctx context.Context) {
 type writer struct {
 	r   *run
 	log *retryLog
+	// report hands the engine goroutine what the sinks acknowledged
+	// (EventCheckpoint) or refused (EventFenced, EventDead).
+	report func(Event)
+}
+
+// newWriter returns the sinks' writer for r, reporting through report.
+func newWriter(r *run, report func(Event)) *writer {
+	w := &writer{r: r, report: report, log: &retryLog{logger: r.cfg.logger, every: retryLogEvery, now: time.Now}} // wall time: a log rate limit
+	for _, s := range w.all() {
+		if rr, ok := s.(RetryReporter); ok {
+			rr.ReportRetries(w.log.hook(sinkName(s)))
+		}
+	}
+	return w
+}
+
+// giveBack returns o's batch to the engine as a spare once it is written,
+// if it is large (batchFor).
+func (w *writer) giveBack(o *out) {
+	if cap(o.records) > smallBatch {
+		clear(o.records) // nothing keeps the records' buffers reachable
+		select {
+		case w.r.spare <- o.records[:0]:
+		default:
+		}
+	}
 }
 
 func (w *writer) all() []Sink {
@@ -111,7 +126,7 @@ func (w *writer) writeOne(ctx context.Context, o *out) error {
 			// of the revoke from the source, later.
 			fenced = fe.Partitions
 			for _, tp := range fenced {
-				r.acks <- Event{Kind: EventFenced, Partition: tp}
+				w.report(Event{Kind: EventFenced, Partition: tp})
 			}
 			cfg.logger.Warn("checkpoint fenced: another member owns these partitions now; nothing of them was stored, and their offsets are not committed",
 				zap.Stringers("partitions", tpStringers(fenced)), zap.Error(fe.Err))
@@ -124,7 +139,7 @@ func (w *writer) writeOne(ctx context.Context, o *out) error {
 			return err
 		}
 		r.countCheckpoint(o.cpAt)
-		r.acks <- Event{Kind: EventCheckpoint, Watermark: o.cp.Watermark} // the engine goroutine emits it
+		w.report(Event{Kind: EventCheckpoint, Watermark: o.cp.Watermark}) // the engine goroutine emits it
 	}
 	if o.ack != nil {
 		o.fenced = fenced // read by the engine after ack (noCommit)
@@ -205,7 +220,7 @@ func (w *writer) deadLetter(ctx context.Context, s Sink, rej *retry.RejectedErro
 	}
 	r.sinkDead.Add(int64(len(dead)))
 	for i := range dead {
-		r.acks <- deadEvent(&dead[i], reasons[i])
+		w.report(deadEvent(&dead[i], reasons[i]))
 	}
 	return nil
 }
