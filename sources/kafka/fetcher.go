@@ -101,8 +101,8 @@ func (f *fetcher) applyDrops() bool {
 }
 
 // firstPartitionBytes is the byte limit of a partition's first fetch,
-// before the fetcher has seen how many records a byte holds: about one
-// batch of Kafka's default batch.size (16 KiB), whatever the records' size.
+// before the fetcher has seen how many records a byte holds: one batch of
+// Kafka's default batch.size (16 KiB) uncompressed, a few compressed.
 // Every partition's first answer arrives at start-up, before the watermark
 // can release anything, so this sizes the start-up peak of a replay's heap;
 // small or well-compressed records (Avro) make a larger first answer hold
