@@ -107,7 +107,7 @@ func (f *fetcher) applyDrops() bool {
 // can release anything, so this sizes the start-up peak of a replay's heap;
 // small or well-compressed records (Avro) make a larger first answer hold
 // thousands of records more per partition. A batch larger than the limit
-// grows it as from any size (parse).
+// grows it to twice 64 KiB or more at once (parse), as it did from 64 KiB.
 const firstPartitionBytes = 16 << 10
 
 // partitionBytes sizes a partition's next fetch so that it carries about
