@@ -45,7 +45,7 @@ func produceBatches(t *testing.T, c *embedded.Cluster, topic string, partitions 
 // first answers have shown the batches' size, carries a batch of every
 // partition, instead of one partition's in turn.
 func TestFetchSizedToWholeBatches(t *testing.T) {
-	const parts, batches, n = 3, 6, 1000 // a batch of about 90 KB: more than a first fetch's 64 KiB
+	const parts, batches, n = 3, 6, 1000 // a batch of about 90 KB: more than a first fetch's 16 KiB
 	c := startCluster(t, embedded.WithTopic("big", parts))
 	produceBatches(t, c, "big", parts, batches, n)
 	src := openSource(t, Config{Brokers: c.Addrs(), Topics: []string{"big"}, PartitionMaxRecords: 20})
@@ -190,4 +190,32 @@ func TestHandledGateSparesUsualAnswers(t *testing.T) {
 		}
 		return k == batches*n
 	})
+}
+
+// TestFirstFetchAboutOneBatch: a partition's first answer, before the
+// fetcher knows the records' size, holds about one 16 KiB batch of small
+// records, not the many batches a larger first limit would (each partition's
+// first answer is held at start-up, before anything can be released).
+func TestFirstFetchAboutOneBatch(t *testing.T) {
+	const parts, batches, n = 2, 20, 100 // batches of about 10 KB
+	c := startCluster(t, embedded.WithTopic("small", parts))
+	produceBatches(t, c, "small", parts, batches, n)
+	src := openSource(t, Config{Brokers: c.Addrs(), Topics: []string{"small"}})
+	var infos []record.PartitionInfo
+	for p := range int32(parts) {
+		infos = append(infos, record.PartitionInfo{TopicPartition: record.TopicPartition{Topic: "small", Partition: p}, End: batches * n})
+	}
+	f := newFetcher(src, infos)
+	got := map[int32]int{}
+	for _, pf := range f.fetch(bg, f.parts) {
+		if pf.Err != nil {
+			t.Fatal(pf.Err)
+		}
+		got[pf.Partition] = len(pf.Records)
+	}
+	for p := range int32(parts) {
+		if got[p] == 0 || got[p] > 2*n {
+			t.Errorf("partition %d: %d records in its first answer, want 1 to %d (one or two batches of %d)", p, got[p], 2*n, n)
+		}
+	}
 }

@@ -101,8 +101,14 @@ func (f *fetcher) applyDrops() bool {
 }
 
 // firstPartitionBytes is the byte limit of a partition's first fetch,
-// before the fetcher has seen how many records a byte holds.
-const firstPartitionBytes = 64 << 10
+// before the fetcher has seen how many records a byte holds: one batch of
+// Kafka's default batch.size (16 KiB) uncompressed, a few compressed.
+// Every partition's first answer arrives at start-up, before the watermark
+// can release anything, so this sizes the start-up peak of a replay's heap;
+// small or well-compressed records (Avro) make a larger first answer hold
+// thousands of records more per partition. A batch larger than the limit
+// grows it to twice 64 KiB or more at once (parse), as it did from 64 KiB.
+const firstPartitionBytes = 16 << 10
 
 // partitionBytes sizes a partition's next fetch so that it carries about
 // PartitionMaxRecords records: an answer of n records to a request of asked
