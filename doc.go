@@ -73,7 +73,7 @@
 //   - The sink writer writes each released batch to every sink in order,
 //     flushes the at-least-once sinks after the flush linger, and at a
 //     checkpoint flushes every sink, checkpoint sink last, then commits
-//     (writer.go: C3).
+//     (writer.go; deliver.go retries and dead-letters, commit.go commits: C3).
 //
 // # The step core
 //
@@ -134,7 +134,7 @@
 //   - a record is released in release.go, (*core).released: the store hands
 //     it over in timer order (O1–O2), it leaves its partition's outstanding
 //     offsets, and goes into the current out batch;
-//   - a commit is made by writer.go's (*run).commit once every sink has
+//   - a commit is made by commit.go's (*run).commit once every sink has
 //     acknowledged the checkpoint's records (C1–C3): on the sink goroutine,
 //     or, with a DurableStore, on the engine goroutine once the store holds
 //     the checkpoint (checkpoint.go checkpoint asks for a barrier,
@@ -163,7 +163,10 @@
 //     batches.
 //   - checkpoint.go: checkpoints, and restoring them at start and at an
 //     assignment.
-//   - writer.go: the sink goroutine: write, flush, dead-letter, commit.
+//   - writer.go: the sink goroutine: write, flush, a checkpoint's flush.
+//   - deliver.go: calling a sink under the retry policy; what it rejects
+//     to the dead-letter sink; the rate-limited retry log.
+//   - commit.go: committing a checkpoint's offsets to the source (low).
 //   - align.go, pause.go: flow control, and the Pauser shared with the holds.
 //   - schemad.go, hold.go: schema'd values (ValueDecoder) and the holds of
 //     partitions whose records cannot be decoded yet.
