@@ -189,3 +189,65 @@ func TestCoreStepsDoNoIO(t *testing.T) {
 		t.Fatalf("found %d methods of *core; the core's steps moved? (update this test)", steps)
 	}
 }
+
+// TestCoreOnlyWritesEffects: the core's methods write their effects into
+// fx and never read it (doc.go, invariant S5): a use of c.fx is the left
+// side of an assignment, or append's first argument when the append is
+// assigned back to the same field. So no step decides on what an earlier
+// one asked for, and writing into c.fx is the same as returning effects.
+func TestCoreOnlyWritesEffects(t *testing.T) {
+	fset := token.NewFileSet()
+	writes := 0
+	for _, f := range rootSources(t) {
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv == nil || types.ExprString(fn.Recv.List[0].Type) != "*core" || len(fn.Recv.List[0].Names) == 0 {
+				continue
+			}
+			fx := fn.Recv.List[0].Names[0].Name + ".fx"
+			isFx := func(e ast.Expr) bool {
+				s := types.ExprString(e)
+				return s == fx || strings.HasPrefix(s, fx+".")
+			}
+			allowed := map[ast.Expr]bool{}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				as, ok := n.(*ast.AssignStmt)
+				if !ok {
+					return true
+				}
+				for i, lhs := range as.Lhs {
+					if !isFx(lhs) {
+						continue
+					}
+					allowed[lhs] = true
+					writes++
+					if i >= len(as.Rhs) || len(as.Lhs) != len(as.Rhs) {
+						continue
+					}
+					if call, ok := as.Rhs[i].(*ast.CallExpr); ok && types.ExprString(call.Fun) == "append" &&
+						len(call.Args) > 0 && types.ExprString(call.Args[0]) == types.ExprString(lhs) {
+						allowed[call.Args[0]] = true
+					}
+				}
+				return true
+			})
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				e, ok := n.(*ast.SelectorExpr)
+				if !ok || !isFx(e) {
+					return true
+				}
+				if !allowed[e] {
+					t.Errorf("%s: (*core).%s reads %s: the core only writes its effects", fset.Position(e.Pos()), fn.Name.Name, types.ExprString(e))
+				}
+				return false
+			})
+		}
+	}
+	if writes < 10 {
+		t.Fatalf("found %d writes to the core's effects; did fx move? (update this test)", writes)
+	}
+}
