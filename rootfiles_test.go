@@ -141,49 +141,39 @@ func TestCoreStepsDoNoIO(t *testing.T) {
 	fset := token.NewFileSet()
 	outside := []string{"p.src", "cfg.sinks", "cfg.deadLetter", "cfg.observer", "cfg.clock", "durable"}
 	steps := 0
-	for _, f := range rootSources(t) {
-		file, err := parser.ParseFile(fset, f, nil, 0)
-		if err != nil {
-			t.Fatal(err)
+	for _, fn := range coreMethods(t, fset) {
+		if fn.Name.Name == "renderOut" {
+			continue // the known exception (doc.go): it may wait for the schema registry
 		}
-		for _, d := range file.Decls {
-			fn, ok := d.(*ast.FuncDecl)
-			if !ok || fn.Recv == nil || types.ExprString(fn.Recv.List[0].Type) != "*core" {
-				continue
-			}
-			if fn.Name.Name == "renderOut" {
-				continue // the known exception (doc.go): it may wait for the schema registry
-			}
-			steps++
-			bad := func(n ast.Node, what string) {
-				t.Errorf("%s: (*core).%s %s", fset.Position(n.Pos()), fn.Name.Name, what)
-			}
-			ast.Inspect(fn.Body, func(n ast.Node) bool {
-				switch n := n.(type) {
-				case *ast.SendStmt:
-					bad(n, "sends on a channel")
-				case *ast.UnaryExpr:
-					if n.Op == token.ARROW {
-						bad(n, "receives from a channel")
-					}
-				case *ast.SelectStmt:
-					bad(n, "selects")
-				case *ast.GoStmt:
-					bad(n, "starts a goroutine")
-				case *ast.CallExpr:
-					callee := types.ExprString(n.Fun)
-					if callee == "time.Now" || callee == "time.Since" || callee == "time.Until" {
-						bad(n, "reads the wall clock")
-					}
-					for _, o := range outside {
-						if strings.Contains(callee, o) {
-							bad(n, "calls "+callee)
-						}
+		steps++
+		bad := func(n ast.Node, what string) {
+			t.Errorf("%s: (*core).%s %s", fset.Position(n.Pos()), fn.Name.Name, what)
+		}
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.SendStmt:
+				bad(n, "sends on a channel")
+			case *ast.UnaryExpr:
+				if n.Op == token.ARROW {
+					bad(n, "receives from a channel")
+				}
+			case *ast.SelectStmt:
+				bad(n, "selects")
+			case *ast.GoStmt:
+				bad(n, "starts a goroutine")
+			case *ast.CallExpr:
+				callee := types.ExprString(n.Fun)
+				if callee == "time.Now" || callee == "time.Since" || callee == "time.Until" {
+					bad(n, "reads the wall clock")
+				}
+				for _, o := range outside {
+					if strings.Contains(callee, o) {
+						bad(n, "calls "+callee)
 					}
 				}
-				return true
-			})
-		}
+			}
+			return true
+		})
 	}
 	if steps < 30 {
 		t.Fatalf("found %d methods of *core; the core's steps moved? (update this test)", steps)
@@ -198,56 +188,67 @@ func TestCoreStepsDoNoIO(t *testing.T) {
 func TestCoreOnlyWritesEffects(t *testing.T) {
 	fset := token.NewFileSet()
 	writes := 0
+	for _, fn := range coreMethods(t, fset) {
+		if len(fn.Recv.List[0].Names) == 0 {
+			continue
+		}
+		fx := fn.Recv.List[0].Names[0].Name + ".fx"
+		isFx := func(e ast.Expr) bool {
+			s := types.ExprString(e)
+			return s == fx || strings.HasPrefix(s, fx+".")
+		}
+		allowed := map[ast.Expr]bool{}
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			as, ok := n.(*ast.AssignStmt)
+			if !ok {
+				return true
+			}
+			for i, lhs := range as.Lhs {
+				if !isFx(lhs) {
+					continue
+				}
+				allowed[lhs] = true
+				writes++
+				if i >= len(as.Rhs) || len(as.Lhs) != len(as.Rhs) {
+					continue
+				}
+				if call, ok := as.Rhs[i].(*ast.CallExpr); ok && types.ExprString(call.Fun) == "append" &&
+					len(call.Args) > 0 && types.ExprString(call.Args[0]) == types.ExprString(lhs) {
+					allowed[call.Args[0]] = true
+				}
+			}
+			return true
+		})
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			e, ok := n.(*ast.SelectorExpr)
+			if !ok || !isFx(e) {
+				return true
+			}
+			if !allowed[e] {
+				t.Errorf("%s: (*core).%s reads %s: the core only writes its effects", fset.Position(e.Pos()), fn.Name.Name, types.ExprString(e))
+			}
+			return false
+		})
+	}
+	if writes < 10 {
+		t.Fatalf("found %d writes to the core's effects; did fx move? (update this test)", writes)
+	}
+}
+
+// coreMethods are the methods of *core in the package's non-test files.
+func coreMethods(t *testing.T, fset *token.FileSet) []*ast.FuncDecl {
+	t.Helper()
+	var fns []*ast.FuncDecl
 	for _, f := range rootSources(t) {
 		file, err := parser.ParseFile(fset, f, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, d := range file.Decls {
-			fn, ok := d.(*ast.FuncDecl)
-			if !ok || fn.Recv == nil || types.ExprString(fn.Recv.List[0].Type) != "*core" || len(fn.Recv.List[0].Names) == 0 {
-				continue
+			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv != nil && types.ExprString(fn.Recv.List[0].Type) == "*core" {
+				fns = append(fns, fn)
 			}
-			fx := fn.Recv.List[0].Names[0].Name + ".fx"
-			isFx := func(e ast.Expr) bool {
-				s := types.ExprString(e)
-				return s == fx || strings.HasPrefix(s, fx+".")
-			}
-			allowed := map[ast.Expr]bool{}
-			ast.Inspect(fn.Body, func(n ast.Node) bool {
-				as, ok := n.(*ast.AssignStmt)
-				if !ok {
-					return true
-				}
-				for i, lhs := range as.Lhs {
-					if !isFx(lhs) {
-						continue
-					}
-					allowed[lhs] = true
-					writes++
-					if i >= len(as.Rhs) || len(as.Lhs) != len(as.Rhs) {
-						continue
-					}
-					if call, ok := as.Rhs[i].(*ast.CallExpr); ok && types.ExprString(call.Fun) == "append" &&
-						len(call.Args) > 0 && types.ExprString(call.Args[0]) == types.ExprString(lhs) {
-						allowed[call.Args[0]] = true
-					}
-				}
-				return true
-			})
-			ast.Inspect(fn.Body, func(n ast.Node) bool {
-				e, ok := n.(*ast.SelectorExpr)
-				if !ok || !isFx(e) {
-					return true
-				}
-				if !allowed[e] {
-					t.Errorf("%s: (*core).%s reads %s: the core only writes its effects", fset.Position(e.Pos()), fn.Name.Name, types.ExprString(e))
-				}
-				return false
-			})
 		}
 	}
-	if writes < 10 {
-		t.Fatalf("found %d writes to the core's effects; did fx move? (update this test)", writes)
-	}
+	return fns
 }
