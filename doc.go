@@ -73,7 +73,7 @@
 //   - The sink writer writes each released batch to every sink in order,
 //     flushes the at-least-once sinks after the flush linger, and at a
 //     checkpoint flushes every sink, checkpoint sink last, then commits
-//     (writer.go: C3).
+//     (writer.go; deliver.go retries and dead-letters, commit.go commits: C3).
 //
 // # The step core
 //
@@ -108,9 +108,14 @@
 //     wait, no sink, source or observer call; the one exception is taking
 //     a spare batch the sink goroutine returned (core.batch, the driver's
 //     batchFor: a non-blocking receive).
-//   - S2. Effects are applied in the order the core asked for them, and a
-//     step's effects are applied before the next step: what comes out
-//     depends on the inputs and their times, not on the driver.
+//   - S2. The driver applies effects at fixed points: after beginFetch,
+//     after takeFetch, after each release chunk that another may follow
+//     (releaseMore's more), at the end of a pass (startPass, the release's
+//     last chunk, endPass and flushAll's chunks together), and after the
+//     last checkpoint. Within a field, in the order the core asked for
+//     them; across fields, in the order effects lists them (the out
+//     batches and the barrier last). What comes out depends on the inputs
+//     and their times, not on the driver.
 //   - S3. A release leaves the store one WithBatchSize chunk at a time, and
 //     the chunk's sealed batches are handed over (backpressure) before the
 //     next; a stop finishes the release under way before the last
@@ -121,6 +126,18 @@
 //     partitions go only in its next step (takeFetch), once the driver has
 //     had every sink acknowledge what was released and committed the safe
 //     offsets (C4).
+//   - S5. The core writes fx and never reads it (TestCoreOnlyWritesEffects):
+//     no step decides on what an earlier step asked for, or on whether
+//     the driver has applied it yet. Writing into c.fx is therefore the
+//     same as each step returning its effects and the driver merging them,
+//     in step order, into what it has not applied: lists are appended;
+//     publish is or-ed; of evidence, live and barrier the later wins. Two
+//     barriers meet only at a stop, when the last checkpoint's replaces one
+//     the driver could not complete: its out batch comes later and its
+//     checkpoint covers the other's. Apply's fixed order, resume before
+//     pause, is never the reverse of the order asked: align, the only step
+//     that pauses, runs once per pass and decides each partition once, and
+//     a revoke's resume (takeFetch) is applied before the pass.
 //
 // Not pure yet: the parked store is the core's state but may be pebble
 // (Park, Release do I/O); rendering a schema'd value for the sinks
@@ -134,7 +151,7 @@
 //   - a record is released in release.go, (*core).released: the store hands
 //     it over in timer order (O1–O2), it leaves its partition's outstanding
 //     offsets, and goes into the current out batch;
-//   - a commit is made by writer.go's (*run).commit once every sink has
+//   - a commit is made by commit.go's (*run).commit once every sink has
 //     acknowledged the checkpoint's records (C1–C3): on the sink goroutine,
 //     or, with a DurableStore, on the engine goroutine once the store holds
 //     the checkpoint (checkpoint.go checkpoint asks for a barrier,
@@ -163,7 +180,10 @@
 //     batches.
 //   - checkpoint.go: checkpoints, and restoring them at start and at an
 //     assignment.
-//   - writer.go: the sink goroutine: write, flush, dead-letter, commit.
+//   - writer.go: the sink goroutine: write, flush, a checkpoint's flush.
+//   - deliver.go: calling a sink under the retry policy; what it rejects
+//     to the dead-letter sink; the rate-limited retry log.
+//   - commit.go: committing a checkpoint's offsets to the source (low).
 //   - align.go, pause.go: flow control, and the Pauser shared with the holds.
 //   - schemad.go, hold.go: schema'd values (ValueDecoder) and the holds of
 //     partitions whose records cannot be decoded yet.

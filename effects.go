@@ -13,12 +13,12 @@ import (
 
 // effects is what the core's steps asked for since the driver last applied
 // them: the core decides, the driver (apply) does the I/O, in the order the
-// fields are listed.
+// fields are listed. The core only writes it (doc.go S5).
 type effects struct {
 	// events for the observer (WithObserver), in order.
 	events []Event
-	// pause and resume: flow control's changes at the source (Pauser).
-	pause, resume []record.TopicPartition
+	// resume and pause: flow control's changes at the source (Pauser).
+	resume, pause []record.TopicPartition
 	// handled: partitions whose records were handled (HandledNotifier).
 	handled []record.TopicPartition
 	// evidence: the due time to ask the source's evidence for
@@ -27,14 +27,14 @@ type effects struct {
 	wantEvidence bool
 	// recycle: source record arrays the engine is done with (Recycler).
 	recycle [][]record.Record
+	// live: when the replay was done (Unix ms, WithClock), for the sinks'
+	// latency meters; publish: publish the stats (Pipeline.Stats).
+	live    int64
+	publish bool
 	// outs: sealed out batches for the sink goroutine, in order. One the
 	// driver could not hand over (a stop) stays, and goes first at the
 	// final checkpoint: its records are counted as released.
 	outs []*out
-	// publish: publish the stats (Pipeline.Stats); live: when the replay
-	// was done (Unix ms, WithClock), for the sinks' latency meters.
-	publish bool
-	live    int64
 	// barrier: after handing over outs, wait until the sinks have
 	// acknowledged the last of them (a checkpoint), then, with a
 	// DurableStore, store the checkpoint and commit.

@@ -3,6 +3,7 @@ package signalbox_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -52,8 +53,21 @@ type transcriptSource struct {
 	last      string // the step delivered last, for the log
 	revoked   bool   // the last step delivered revoked: log the commits at the next Poll
 	paused    map[record.TopicPartition]bool
-	starts    map[record.TopicPartition]int64 // discovered partitions: nothing below is delivered
+	starts    map[record.TopicPartition]int64 // discovered or seeked partitions: nothing below is delivered
+	startAt   map[record.TopicPartition]int64 // Seeker: the first assignment's starts
 	events    []string
+}
+
+// seekingSource is a transcriptSource that is a Seeker, as the Kafka
+// source is: a job with a DurableStore needs one.
+type seekingSource struct{ *transcriptSource }
+
+// StartAt starts the partitions of the first assignment at offsets, with
+// no checkpoint (the Kafka source's StartAt).
+func (s *seekingSource) StartAt(offsets map[record.TopicPartition]int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.startAt = maps.Clone(offsets)
 }
 
 func (s *transcriptSource) Open(context.Context) error { return nil }
@@ -90,10 +104,14 @@ func (s *transcriptSource) Poll(ctx context.Context) (record.Fetch, error) {
 		s.clock.ms.Add(st.tick)
 		return record.Fetch{}, nil
 	case st.discover():
-		return record.Fetch{Assigned: []record.PartitionInfo{s.assignment(st)}}, nil
+		return record.Fetch{Assigned: s.seek([]record.PartitionInfo{s.assignment(st)})}, nil
 	case len(st.f.Revoked) > 0:
 		s.revoked = true
 		return st.f, nil
+	case len(st.f.Assigned) > 0:
+		f := st.f
+		f.Assigned = s.seek(f.Assigned)
+		return f, nil
 	}
 	f := st.f
 	if tp, ok := st.of(); ok {
@@ -123,6 +141,27 @@ func (s *transcriptSource) assignment(st step) record.PartitionInfo {
 	s.starts[info.TopicPartition] = info.Start
 	s.log(fmt.Sprintf("start=%d", info.Start))
 	return info
+}
+
+// seek starts the partitions of the first assignment where StartAt said,
+// then forgets StartAt; s.mu is held.
+func (s *transcriptSource) seek(assigned []record.PartitionInfo) []record.PartitionInfo {
+	if s.startAt == nil {
+		return assigned
+	}
+	assigned = slices.Clone(assigned)
+	for i, a := range assigned {
+		if o, ok := s.startAt[a.TopicPartition]; ok {
+			assigned[i].Start, assigned[i].Checkpoint = o, nil
+			if s.starts == nil {
+				s.starts = map[record.TopicPartition]int64{}
+			}
+			s.starts[a.TopicPartition] = o
+			s.log(fmt.Sprintf("%s/%d start=%d", a.Topic, a.Partition, o))
+		}
+	}
+	s.startAt = nil
+	return assigned
 }
 
 // log notes an event with the step it followed; s.mu is held.

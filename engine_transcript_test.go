@@ -17,6 +17,7 @@ import (
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/retry"
+	"github.com/signalbox/signalbox/timers/durable"
 )
 
 // TestEngineTranscripts replays testdata/engine/*.txt: whole-engine scenarios
@@ -32,17 +33,20 @@ import (
 //
 // Commands (ids are topic/partition; times are ms since the epoch):
 //
-//	new [delay=<ms>] [late=emit|dead-letter|drop] [checkpoint-sink] [align=<ms>]
+//	new [delay=<ms>] [late=emit|dead-letter|drop] [checkpoint-sink] [durable] [align=<ms>]
 //	    [max-future=<ms>] [live] [no-dead-letter]
 //	                                                a new job (a new group: nothing committed, the
 //	                                                clock at the epoch); with checkpoint-sink the sink
 //	                                                stores the checkpoint (CheckpointSink, as
-//	                                                PostgreSQL) and a restart restores it; align is
-//	                                                the alignment window (default off), max-future
-//	                                                the poison guard's bound (default 1h); live runs
-//	                                                until the script is done instead of to the end
-//	                                                offsets; no-dead-letter configures no dead-letter
-//	                                                sink
+//	                                                PostgreSQL) and a restart restores it; with durable
+//	                                                the parked records are in a pebble-backed
+//	                                                DurableStore (durable.Store, in a directory of the
+//	                                                test's) that a restart reopens, and the source is a
+//	                                                Seeker; align is the alignment window (default
+//	                                                off), max-future the poison guard's bound (default
+//	                                                1h); live runs until the script is done instead of
+//	                                                to the end offsets; no-dead-letter configures no
+//	                                                dead-letter sink
 //	assign <id> [start=<n>] end=<n>                 the start-up end-offset snapshot (the first Fetch)
 //	fetch <id> pos=<n> [end=<n>] [records=(<off>@<ms>[:key], ...)] [fail]
 //	                                                a Fetch of one partition
@@ -58,6 +62,10 @@ import (
 //	                                                the sink fails (fatally) once it has taken n
 //	                                                records; it rejects the listed records
 //	                                                (retry.Rejected: bad data, to the dead-letter sink)
+//	store fail-after=<n>                            (durable) the store's Checkpoint fails once it has
+//	                                                stored n checkpoints, as a process killed after the
+//	                                                sink's transaction and before the store's sync: a
+//	                                                restart reopens the store at its last checkpoint
 //	run                                             run the script; print what came out
 //	commit <id> offset=<n> [position=<n> watermark=<ms>]
 //	                                                an offset (with the checkpoint committed with it,
@@ -66,13 +74,17 @@ import (
 //	restart                                         same job and group, new process: keeps the
 //	                                                committed offsets and the checkpoints committed
 //	                                                with them (CheckpointCommitter), the sink's
-//	                                                checkpoint and the clock; forgets the script and
-//	                                                the sink's behaviour
+//	                                                checkpoint, the store's directory and the clock;
+//	                                                forgets the script and the sink's and the store's
+//	                                                behaviour
 //
 // An assignment that starts at a partition's committed offset reports the
 // checkpoint committed with it (record.PartitionInfo.Checkpoint), as the
 // Kafka source does in a consumer group; a partition with none is new to
-// the job.
+// the job. A Seeker source (durable) starts the partitions of its first
+// assignment at the offsets the engine asked for (StartAt) instead, with no
+// checkpoint, logs each as start=<n>, and never delivers their records
+// below it.
 //
 // The test steps the engine's core itself (signalbox.Stepper, stepThrough),
 // on its own goroutine: it polls the source, and hands each Fetch to the
@@ -85,7 +97,7 @@ import (
 // the record's "ts" field as event time.
 func TestEngineTranscripts(t *testing.T) {
 	datadriven.Walk(t, "testdata/engine", func(t *testing.T, path string) {
-		e := &engineScript{}
+		e := &engineScript{tempDir: t.TempDir}
 		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
 			return e.exec(t, td)
 		})
@@ -110,12 +122,16 @@ type engineScript struct {
 	cpSink    bool
 	cp        *record.Checkpoint // the checkpoint sink's last checkpoint
 	clock     int64              // ms since the epoch
+	tempDir   func() string      // a new directory, removed when the transcript is done
+	storeDir  string             // durable: the DurableStore's directory ("": none)
+	storeFail int                // durable: checkpoints stored before Checkpoint fails; -1: never
 }
 
 func (e *engineScript) exec(t *testing.T, td *datadriven.TestData) string {
 	switch td.Cmd {
 	case "new":
-		*e = engineScript{late: signalbox.LateEmit, maxFuture: -1, committed: map[record.TopicPartition]int64{}, cps: map[record.TopicPartition]record.PartitionCheckpoint{}}
+		*e = engineScript{late: signalbox.LateEmit, maxFuture: -1, committed: map[record.TopicPartition]int64{}, cps: map[record.TopicPartition]record.PartitionCheckpoint{},
+			tempDir: e.tempDir, storeFail: -1}
 		for _, a := range []struct {
 			key string
 			v   *int64
@@ -130,9 +146,12 @@ func (e *engineScript) exec(t *testing.T, td *datadriven.TestData) string {
 			e.late = signalbox.LatePolicy(s)
 		}
 		e.cpSink, e.live, e.noDead = td.HasArg("checkpoint-sink"), td.HasArg("live"), td.HasArg("no-dead-letter")
+		if td.HasArg("durable") {
+			e.storeDir = e.tempDir()
+		}
 		return ""
 	case "restart":
-		e.assigned, e.steps, e.failAfter, e.rejects = nil, nil, 0, nil
+		e.assigned, e.steps, e.failAfter, e.rejects, e.storeFail = nil, nil, 0, nil, -1
 		return ""
 	case "commit":
 		id := partitionArg(t, td)
@@ -187,6 +206,12 @@ func (e *engineScript) exec(t *testing.T, td *datadriven.TestData) string {
 				e.rejects[v] = true
 			}
 		}
+		return ""
+	case "store":
+		if e.storeDir == "" {
+			t.Fatalf("%s: store needs a job with durable", td.Pos)
+		}
+		td.ScanArgs(t, "fail-after", &e.storeFail)
 		return ""
 	case "run":
 		return e.run(t)
@@ -299,6 +324,24 @@ func (s *failingSink) Write(ctx context.Context, batch []record.Record) error {
 	return s.collect.Write(ctx, batch)
 }
 
+// failingStore is a DurableStore whose Checkpoint fails once it has stored
+// failAfter checkpoints (-1: never). It does not touch the store then: as
+// after a crash, reopening the directory restores the last checkpoint.
+type failingStore struct {
+	*durable.Store
+	failAfter, stored int
+}
+
+var errStoreDown = errors.New("the store went down before its sync")
+
+func (s *failingStore) Checkpoint(cp record.Checkpoint, blobs map[string][]byte) error {
+	if s.failAfter >= 0 && s.stored >= s.failAfter {
+		return errStoreDown
+	}
+	s.stored++
+	return s.Store.Checkpoint(cp, blobs)
+}
+
 // checkpointing is a failingSink that stores the checkpoint with what it
 // holds, as PostgreSQL does in one transaction.
 type checkpointing struct {
@@ -356,7 +399,21 @@ func (e *engineScript) run(t *testing.T) string {
 	if e.maxFuture >= 0 {
 		opts = append(opts, signalbox.WithMaxFuture(time.Duration(e.maxFuture)*time.Millisecond))
 	}
-	p, err := signalbox.New(src, opts...)
+	var source signalbox.Source = src
+	if e.storeDir != "" {
+		store, err := durable.OpenStore(e.storeDir, durable.StoreOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := store.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
+		opts = append(opts, signalbox.WithParkedStore(&failingStore{Store: store, failAfter: e.storeFail}))
+		source = &seekingSource{src}
+	}
+	p, err := signalbox.New(source, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -370,7 +370,7 @@ func TestBulkRejectionAndRetryWarnings(t *testing.T) {
 		t.Fatalf("dead letters %v", dead)
 	}
 	// A retry is logged, or counted in the next line's retries_not_logged
-	// (the rate limit; the rate itself is tested in writer_internal_test.go).
+	// (the rate limit; the rate itself is tested in deliver_internal_test.go).
 	retries := logs.FilterMessage("sink retry: consumption paused meanwhile").All()
 	if len(retries) == 0 {
 		t.Fatal("no retry warning logged for 429s")

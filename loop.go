@@ -49,8 +49,9 @@ type passTimes struct{ cp, pub time.Time }
 
 // pass is the engine's work at time now after each wake-up (a Fetch, an
 // acknowledgement, the tick): the core's steps (startPass, releaseMore,
-// endPass), each one's effects applied before the next. done reports that
-// the run is over (err says why, nil when a bounded run is complete).
+// endPass), their effects applied after each release chunk that another
+// may follow, and at the end (doc.go S2). done reports that the run is
+// over (err says why, nil when a bounded run is complete).
 func (r *run) pass(ctx context.Context, now time.Time, last *passTimes) (done bool, err error) {
 	r.startPass(now)
 	if err := r.releaseAll(ctx); err != nil {

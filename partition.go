@@ -70,14 +70,6 @@ type task struct {
 	timed int          // how many of parts are timed
 }
 
-// low is the offset to commit: nothing below it is parked or unacknowledged.
-func (ps *partState) low() int64 {
-	if ps.floorCount > 0 {
-		return min(ps.floorMin, ps.offs.Low())
-	}
-	return ps.offs.Low()
-}
-
 // restoredMark is where the partitions of one assignment that are new to the
 // engine start (design G7).
 type restoredMark struct {
