@@ -105,15 +105,15 @@ func (f *fetcher) applyDrops() bool {
 const firstPartitionBytes = 64 << 10
 
 // partitionBytes sizes a partition's next fetch so that it carries about
-// PartitionMaxRecords records: an answer of n records to a request of asked
-// bytes (that stopped short of the end) shows asked/n bytes per record, as
-// the broker counts them (compressed). The result stays within [4 KiB,
+// PartitionMaxRecords records: an answer of n records in b bytes (that
+// stopped short of the end) shows b/n bytes per record, as the broker
+// counts them (compressed). The result stays within [4 KiB,
 // PartitionMaxBytes]. Highly compressible data therefore cannot hand one
 // partition hundreds of thousands of records, and hours of event time, in
 // one answer; whatever the compression, each partition advances by about
 // the same number of records per round.
-func (s *Source) partitionBytes(asked int32, n int) int32 {
-	want := int64(asked) * int64(s.cfg.PartitionMaxRecords) / int64(n)
+func (s *Source) partitionBytes(b int32, n int) int32 {
+	want := int64(b) * int64(s.cfg.PartitionMaxRecords) / int64(n)
 	return int32(min(max(want, 4<<10), int64(s.cfg.PartitionMaxBytes)))
 }
 
@@ -322,8 +322,12 @@ func (f *fetcher) parse(p *partState, blk *fetchBlock, answered time.Time) (reco
 	case len(recs) > 0 && p.pos < end:
 		// The answer stopped short of the end: size the next one from
 		// the bytes per record this one showed, and never below its
-		// largest batch, which a broker only ever answers whole.
-		p.maxBytes = max(f.s.partitionBytes(p.maxBytes, len(recs)), batch)
+		// largest batch, which a broker only ever answers whole. The
+		// bytes are those answered, not those asked for: a small batch
+		// whose successor did not fit is answered alone, and counted at
+		// the limit it would make the next answer several big batches.
+		got := int32(min(len(blk.raw), int(p.maxBytes)))
+		p.maxBytes = max(f.s.partitionBytes(got, len(recs)), batch)
 	}
 	if len(recs) == 0 && p.pos == before && end == p.lastEnd && !p.failed {
 		return record.PartitionFetch{}, false // no news
