@@ -51,6 +51,11 @@ type fetcher struct {
 	// records are handled (handledGate), so the fetch being
 	// sent waits at most pausedWait (Source.fetchWait).
 	hasPaused bool
+	// idleSince is when the fetcher last found every partition it could
+	// fetch at its end while others were paused or held (zero: not so);
+	// noWait makes the fetch being sent answer at once (see idle).
+	idleSince time.Time
+	noWait    bool
 }
 
 // certified is the time up to which this fetcher certifies the state of its
@@ -168,9 +173,19 @@ func (f *fetcher) run(ctx context.Context, out chan<- item) {
 			}
 			wait = min(wait, evi)
 		}
+		f.hasPaused = len(paused) > 0 || held
+		if f.idle(active, now) {
+			// Every partition it could fetch is at its end while others are
+			// paused or held: a fetch now would sit at the broker for its
+			// wait, and a partition resumed or handled meanwhile could not
+			// join it. Wait here instead, where Resume and Handled wake the
+			// fetcher, and refresh the evidence every pausedWait.
+			wait = min(wait, f.idleSince.Add(pausedWait).Sub(now))
+			active = nil
+		}
 		if len(active) > 0 {
-			f.hasPaused = len(paused) > 0 || held
 			pfs = append(pfs, f.fetch(ctx, active)...)
+			f.noWait = false
 		}
 		at := f.certified()
 		if len(pfs) > 0 || at.After(f.lastAt) {
@@ -191,6 +206,36 @@ func (f *fetcher) run(ctx context.Context, out chan<- item) {
 			t.Stop()
 		}
 	}
+}
+
+// idle reports whether the fetch of active is to wait in the fetcher rather
+// than at the broker: every partition of active is at its end (nothing to
+// fetch but evidence) and some others are paused or held (f.hasPaused), so
+// one of them may become fetchable at any moment. It waits up to
+// pausedWait from f.idleSince; then the fetch goes out and answers at once
+// (f.noWait), certifying its partitions, and the next wait starts. So the
+// evidence of an idle fetcher's partitions is as fresh as a fetch that
+// waited pausedWait at the broker would make it.
+func (f *fetcher) idle(active []*partState, now time.Time) bool {
+	atEnd := f.hasPaused && len(active) > 0
+	for _, p := range active {
+		if p.failed || p.pos < p.lastEnd {
+			atEnd = false
+			break
+		}
+	}
+	switch {
+	case !atEnd:
+		f.idleSince = time.Time{}
+		return false
+	case f.idleSince.IsZero():
+		f.idleSince = now
+		return true
+	case now.Sub(f.idleSince) < pausedWait:
+		return true
+	}
+	f.idleSince, f.noWait = now, true
+	return false
 }
 
 // evidence refreshes the end offsets of paused partitions by ListOffsets.
