@@ -52,23 +52,13 @@ func TestPausedFetchesWaitLittle(t *testing.T) {
 	col := newCollector(t, src)
 	col.until("caught up", col.caughtUp)
 
-	var mu sync.Mutex
-	var waits []int32
-	kf := c.Kfake()
-	kf.ControlKey(int16(kmsg.Fetch), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
-		kf.KeepControl()
-		mu.Lock()
-		waits = append(waits, kreq.(*kmsg.FetchRequest).MaxWaitMillis)
-		mu.Unlock()
-		return nil, nil, false
-	})
+	take := fetchWaits(c)
 	last := func(what string) int32 {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(waits) == 0 {
+		w := take()
+		if len(w) == 0 {
 			t.Fatalf("%s: the broker received no fetch", what)
 		}
-		return waits[len(waits)-1]
+		return w[len(w)-1]
 	}
 	tp := record.TopicPartition{Topic: "a", Partition: 0}
 	src.Pause(tp)
@@ -97,23 +87,7 @@ func TestIdleFetcherWaitsAtHome(t *testing.T) {
 	col := newCollector(t, src)
 	col.until("caught up", col.caughtUp)
 
-	var mu sync.Mutex
-	var waits []int32
-	kf := c.Kfake()
-	kf.ControlKey(int16(kmsg.Fetch), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
-		kf.KeepControl()
-		mu.Lock()
-		waits = append(waits, kreq.(*kmsg.FetchRequest).MaxWaitMillis)
-		mu.Unlock()
-		return nil, nil, false
-	})
-	take := func() []int32 {
-		mu.Lock()
-		defer mu.Unlock()
-		w := waits
-		waits = nil
-		return w
-	}
+	take := fetchWaits(c)
 	tp := record.TopicPartition{Topic: "a", Partition: 0}
 	src.Pause(tp)
 	col.pollFor(50 * time.Millisecond) // a fetch sent before the pause may still arrive
@@ -132,5 +106,27 @@ func TestIdleFetcherWaitsAtHome(t *testing.T) {
 	col.pollFor(300 * time.Millisecond)
 	if w := take(); len(w) == 0 || w[len(w)-1] != 100 {
 		t.Errorf("with nothing paused, fetches asked the broker to wait %v ms, want FetchMaxWait (100 ms) at last", w)
+	}
+}
+
+// fetchWaits records the MaxWaitMillis of every fetch c receives from now
+// on; take returns those recorded since its last call.
+func fetchWaits(c *embedded.Cluster) (take func() []int32) {
+	var mu sync.Mutex
+	var waits []int32
+	kf := c.Kfake()
+	kf.ControlKey(int16(kmsg.Fetch), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		mu.Lock()
+		waits = append(waits, kreq.(*kmsg.FetchRequest).MaxWaitMillis)
+		mu.Unlock()
+		return nil, nil, false
+	})
+	return func() []int32 {
+		mu.Lock()
+		defer mu.Unlock()
+		w := waits
+		waits = nil
+		return w
 	}
 }
