@@ -46,13 +46,7 @@ func TestEvidenceDemandShortensFetchWait(t *testing.T) {
 // FetchMaxWait); once nothing is paused they wait FetchMaxWait again. The
 // waits are read from the fetch requests the broker receives.
 func TestPausedFetchesWaitLittle(t *testing.T) {
-	c := startCluster(t, embedded.WithTopic("a", 2))
-	mustProduce(t, c, append(recs("a", 0, 3, "v"), recs("a", 1, 3, "w")...)...)
-	src := openSource(t, Config{Brokers: c.Addrs(), Topics: []string{"a"}})
-	col := newCollector(t, src)
-	col.until("caught up", col.caughtUp)
-
-	take := fetchWaits(c)
+	src, col, take := caughtUpWatched(t)
 	last := func(what string) int32 {
 		w := take()
 		if len(w) == 0 {
@@ -81,13 +75,7 @@ func TestPausedFetchesWaitLittle(t *testing.T) {
 // evidence stays fresh. With nothing paused the fetches wait at the
 // broker again (FetchMaxWait).
 func TestIdleFetcherWaitsAtHome(t *testing.T) {
-	c := startCluster(t, embedded.WithTopic("a", 2))
-	mustProduce(t, c, append(recs("a", 0, 3, "v"), recs("a", 1, 3, "w")...)...)
-	src := openSource(t, Config{Brokers: c.Addrs(), Topics: []string{"a"}})
-	col := newCollector(t, src)
-	col.until("caught up", col.caughtUp)
-
-	take := fetchWaits(c)
+	src, col, take := caughtUpWatched(t)
 	tp := record.TopicPartition{Topic: "a", Partition: 0}
 	src.Pause(tp)
 	col.pollFor(50 * time.Millisecond) // a fetch sent before the pause may still arrive
@@ -107,6 +95,18 @@ func TestIdleFetcherWaitsAtHome(t *testing.T) {
 	if w := take(); len(w) == 0 || w[len(w)-1] != 100 {
 		t.Errorf("with nothing paused, fetches asked the broker to wait %v ms, want FetchMaxWait (100 ms) at last", w)
 	}
+}
+
+// caughtUpWatched opens a source of two partitions of topic "a", polls it
+// until both are caught up, and from then on records the waits of the
+// fetches the broker receives (fetchWaits).
+func caughtUpWatched(t *testing.T) (*Source, *collector, func() []int32) {
+	c := startCluster(t, embedded.WithTopic("a", 2))
+	mustProduce(t, c, append(recs("a", 0, 3, "v"), recs("a", 1, 3, "w")...)...)
+	src := openSource(t, Config{Brokers: c.Addrs(), Topics: []string{"a"}})
+	col := newCollector(t, src)
+	col.until("caught up", col.caughtUp)
+	return src, col, fetchWaits(c)
 }
 
 // fetchWaits records the MaxWaitMillis of every fetch c receives from now
