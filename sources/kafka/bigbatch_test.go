@@ -89,6 +89,56 @@ func TestFetchSizedToWholeBatches(t *testing.T) {
 	}
 }
 
+// TestFetchSizedAfterSmallBatch: a small batch between big ones (a
+// producer flushes whatever it has) does not make the next answer several
+// big batches, nor leave the next big batch out: it is answered alone when
+// its successor does not fit, and the next limit is sized from the bytes
+// answered, never below that batch. So
+// after the first answers every fetch carries one batch of every partition.
+func TestFetchSizedAfterSmallBatch(t *testing.T) {
+	const parts, n, small = 3, 1000, 5 // big batches of about 90 KB, small ones of about 500 bytes
+	c := startCluster(t, embedded.WithTopic("mixed", parts))
+	produceBatches(t, c, "mixed", parts, 2, n)
+	produceBatches(t, c, "mixed", parts, 1, small)
+	produceBatches(t, c, "mixed", parts, 4, n)
+	const batches, end = 7, 6*n + small
+	src := openSource(t, Config{Brokers: c.Addrs(), Topics: []string{"mixed"}, PartitionMaxRecords: 20})
+	var infos []record.PartitionInfo
+	for p := range int32(parts) {
+		infos = append(infos, record.PartitionInfo{TopicPartition: record.TopicPartition{Topic: "mixed", Partition: p}, End: end})
+	}
+	f := newFetcher(src, infos)
+	var sizes [][]int // records per partition answer, per fetch
+	for done := 0; done < parts; {
+		if len(sizes) == 4*batches {
+			t.Fatalf("%d fetches and not at the end (records per answer, per fetch: %v)", len(sizes), sizes)
+		}
+		var got []int
+		for _, pf := range f.fetch(bg, f.parts) {
+			if pf.Err != nil {
+				t.Fatal(pf.Err)
+			}
+			if len(pf.Records) > n {
+				t.Fatalf("%v: %d records in one answer, want one batch (%d); before: %v", pf.TopicPartition, len(pf.Records), n, sizes)
+			}
+			got = append(got, len(pf.Records))
+		}
+		sizes = append(sizes, got)
+		done = 0
+		for _, p := range f.parts {
+			if p.pos == end {
+				done++
+			}
+		}
+	}
+	// The first fetches may find the limits too small (the batches' size is
+	// unknown yet); after them, every partition advances in every fetch.
+	if len(sizes) > batches+2 {
+		t.Fatalf("%d fetches to read %d batches per partition (records per answer, per fetch: %v); want at most %d",
+			len(sizes), batches, sizes, batches+2)
+	}
+}
+
 // TestLargestBatch reads batch lengths from the headers, a cut batch's
 // included.
 func TestLargestBatch(t *testing.T) {

@@ -51,6 +51,11 @@ type fetcher struct {
 	// records are handled (handledGate), so the fetch being
 	// sent waits at most pausedWait (Source.fetchWait).
 	hasPaused bool
+	// idleSince is when the fetcher last found every partition it could
+	// fetch at its end while others were paused or held (zero: not so);
+	// noWait makes the fetch being sent answer at once (see idle).
+	idleSince time.Time
+	noWait    bool
 }
 
 // certified is the time up to which this fetcher certifies the state of its
@@ -111,15 +116,15 @@ func (f *fetcher) applyDrops() bool {
 const firstPartitionBytes = 16 << 10
 
 // partitionBytes sizes a partition's next fetch so that it carries about
-// PartitionMaxRecords records: an answer of n records to a request of asked
-// bytes (that stopped short of the end) shows asked/n bytes per record, as
-// the broker counts them (compressed). The result stays within [4 KiB,
+// PartitionMaxRecords records: an answer of n records in b bytes (that
+// stopped short of the end) shows b/n bytes per record, as the broker
+// counts them (compressed). The result stays within [4 KiB,
 // PartitionMaxBytes]. Highly compressible data therefore cannot hand one
 // partition hundreds of thousands of records, and hours of event time, in
 // one answer; whatever the compression, each partition advances by about
 // the same number of records per round.
-func (s *Source) partitionBytes(asked int32, n int) int32 {
-	want := int64(asked) * int64(s.cfg.PartitionMaxRecords) / int64(n)
+func (s *Source) partitionBytes(b int32, n int) int32 {
+	want := int64(b) * int64(s.cfg.PartitionMaxRecords) / int64(n)
 	return int32(min(max(want, 4<<10), int64(s.cfg.PartitionMaxBytes)))
 }
 
@@ -174,9 +179,19 @@ func (f *fetcher) run(ctx context.Context, out chan<- item) {
 			}
 			wait = min(wait, evi)
 		}
+		f.hasPaused = len(paused) > 0 || held
+		if f.idle(active, now) {
+			// Every partition it could fetch is at its end while others are
+			// paused or held: a fetch now would sit at the broker for its
+			// wait, and a partition resumed or handled meanwhile could not
+			// join it. Wait here instead, where Resume and Handled wake the
+			// fetcher, and refresh the evidence every pausedWait.
+			wait = min(wait, f.idleSince.Add(pausedWait).Sub(now))
+			active = nil
+		}
 		if len(active) > 0 {
-			f.hasPaused = len(paused) > 0 || held
 			pfs = append(pfs, f.fetch(ctx, active)...)
+			f.noWait = false
 		}
 		at := f.certified()
 		if len(pfs) > 0 || at.After(f.lastAt) {
@@ -197,6 +212,36 @@ func (f *fetcher) run(ctx context.Context, out chan<- item) {
 			t.Stop()
 		}
 	}
+}
+
+// idle reports whether the fetch of active is to wait in the fetcher rather
+// than at the broker: every partition of active is at its end (nothing to
+// fetch but evidence) and some others are paused or held (f.hasPaused), so
+// one of them may become fetchable at any moment. It waits up to
+// pausedWait from f.idleSince; then the fetch goes out and answers at once
+// (f.noWait), certifying its partitions, and the next wait starts. So the
+// evidence of an idle fetcher's partitions is as fresh as a fetch that
+// waited pausedWait at the broker would make it.
+func (f *fetcher) idle(active []*partState, now time.Time) bool {
+	atEnd := f.hasPaused && len(active) > 0
+	for _, p := range active {
+		if p.failed || p.pos < p.lastEnd {
+			atEnd = false
+			break
+		}
+	}
+	switch {
+	case !atEnd:
+		f.idleSince = time.Time{}
+		return false
+	case f.idleSince.IsZero():
+		f.idleSince = now
+		return true
+	case now.Sub(f.idleSince) < pausedWait:
+		return true
+	}
+	f.idleSince, f.noWait = now, true
+	return false
 }
 
 // evidence refreshes the end offsets of paused partitions by ListOffsets.
@@ -328,8 +373,12 @@ func (f *fetcher) parse(p *partState, blk *fetchBlock, answered time.Time) (reco
 	case len(recs) > 0 && p.pos < end:
 		// The answer stopped short of the end: size the next one from
 		// the bytes per record this one showed, and never below its
-		// largest batch, which a broker only ever answers whole.
-		p.maxBytes = max(f.s.partitionBytes(p.maxBytes, len(recs)), batch)
+		// largest batch, which a broker only ever answers whole. The
+		// bytes are those answered, not those asked for: a small batch
+		// whose successor did not fit is answered alone, and counted at
+		// the limit it would make the next answer several big batches.
+		got := int32(min(len(blk.raw), int(p.maxBytes)))
+		p.maxBytes = max(f.s.partitionBytes(got, len(recs)), batch)
 	}
 	if len(recs) == 0 && p.pos == before && end == p.lastEnd && !p.failed {
 		return record.PartitionFetch{}, false // no news

@@ -55,6 +55,9 @@ func (f *fetcher) fetchFrom(ctx context.Context, id int32, group []*partState) (
 // says.
 func (f *fetcher) request(group []*partState) *kmsg.FetchRequest {
 	wait := f.s.fetchWait(time.Now(), f.hasPaused)
+	if f.noWait {
+		wait = 0
+	}
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = fetchVersion
 	req.ReplicaID = -1
