@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -355,7 +356,17 @@ func TestRawConnectionErrorRedials(t *testing.T) {
 	if !f.parts[0].failed || f.parts[0].retryAt.IsZero() {
 		t.Fatalf("after the failure: failed %v, retryAt %v; want failed, backed off", f.parts[0].failed, f.parts[0].retryAt)
 	}
-	pfs = f.fetch(bg, f.parts)
+	// kgo may hand the next request to the dying connection before it has
+	// noticed the death ("the broker connection has died"); the fetcher
+	// retries after its backoff, and so does this test, until a redialled
+	// connection answers.
+	for deadline := time.Now().Add(hangGuard); ; time.Sleep(10 * time.Millisecond) {
+		pfs = f.fetch(bg, f.parts)
+		if len(pfs) != 1 || pfs[0].Err == nil || time.Now().After(deadline) ||
+			!strings.Contains(pfs[0].Err.Error(), "connection has died") {
+			break
+		}
+	}
 	if len(pfs) != 1 || pfs[0].Err != nil || len(pfs[0].Records) != 5 || pfs[0].End != 5 {
 		t.Fatalf("fetch after reconnecting: %+v, want the 5 records and end 5", pfs)
 	}
