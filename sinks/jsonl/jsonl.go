@@ -71,7 +71,7 @@ type Sink struct {
 	file *os.File // the file opened from path
 	w    io.Writer
 	bw   *bufio.Writer
-	enc  envelope.Encoder // remembers the last topic and day
+	enc  envelope.Encoder // remembers topic-partitions and the last second
 	line []byte           // scratch for a line longer than the buffer's free space
 	err  error            // sticky: first write error, or ErrClosed
 	// size is the file's size once everything written is flushed (a
