@@ -174,12 +174,10 @@ func (s *Sink) mark() error {
 	if err == nil {
 		err = os.Rename(tmp, side)
 	}
-	if err != nil || s.opts.Sync {
-		if err = errors.Join(err, f.Close()); err != nil {
-			return fmt.Errorf("jsonl: recording the file size: %w", err)
-		}
-	} else {
-		s.side = f // the side file itself now
+	if err == nil && !s.opts.Sync {
+		s.side = f // the side file now, kept for the writes in place
+	} else if err = errors.Join(err, f.Close()); err != nil {
+		return fmt.Errorf("jsonl: recording the file size: %w", err)
 	}
 	s.marked = s.size
 	return nil
