@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -293,7 +294,14 @@ func FuzzLine(f *testing.F) {
 				t.Fatalf("value %q embedded as %q", value, e.Value)
 			}
 		}
-		if !(utf8.Valid(value) && json.Valid(value)) {
+		if !utf8.Valid(value) { // invariant 3: neither JSON nor text, so value_b64
+			if e.Value != nil || e.ValueB64 == nil {
+				t.Fatalf("value %q written as value %q, not value_b64", value, e.Value)
+			}
+			if b, err := base64.StdEncoding.DecodeString(*e.ValueB64); err != nil || !bytes.Equal(b, value) {
+				t.Fatalf("value %q written as value_b64 %q (%v)", value, *e.ValueB64, err)
+			}
+		} else if !json.Valid(value) {
 			var s string
 			if err := json.Unmarshal(e.Value, &s); err != nil {
 				t.Fatalf("non-JSON value not a string: %s", e.Value)
