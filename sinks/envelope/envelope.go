@@ -32,6 +32,10 @@ type Encoder struct {
 	sec    int64
 	stamp  [64]byte // the widest: a 10-character year, 17 characters of seconds
 	sn, tn int
+	// day is the day of sec (floor of ms / 86,400,000); when dn > 0,
+	// stamp[:dn] is its "YYYY-MM-DDT".
+	day int64
+	dn  int
 }
 
 // headSlots is how many topic-partitions an Encoder remembers (a power of
@@ -97,19 +101,29 @@ func (e *Encoder) appendHead(dst []byte, r *record.Record) []byte {
 func (e *Encoder) appendTimes(dst []byte, ms int64) []byte {
 	sec := floorDiv(ms, 1000)
 	if e.sn == 0 || sec != e.sec {
-		days := floorDiv(ms, 86_400_000)
-		b := appendClock(appendDate(e.stamp[:0], days), ms-days*86_400_000)
-		b = b[:len(b)-4] // up to the '.', without the milliseconds and 'Z'
-		e.sec, e.sn = sec, len(b)
-		e.tn = len(strconv.AppendInt(b, sec, 10))
+		e.second(ms, sec)
 	}
 	f := ms - e.sec*1000
-	dst = appendMillis(append(dst, e.stamp[:e.sn]...), f)
+	milli := [3]byte{byte('0' + f/100), byte('0' + f/10%10), byte('0' + f%10)}
+	dst = append(append(dst, e.stamp[:e.sn]...), milli[:]...)
 	dst = append(dst, `Z","event_time_ms":`...)
 	if ms < 1000 { // no leading digits of a second to share
 		return strconv.AppendInt(dst, ms, 10)
 	}
-	return appendMillis(append(dst, e.stamp[e.sn:e.tn]...), f)
+	return append(append(dst, e.stamp[e.sn:e.tn]...), milli[:]...)
+}
+
+// second makes e remember sec, the second of ms: its date (kept from the
+// last second when of the same day), time of day and decimal digits.
+func (e *Encoder) second(ms, sec int64) {
+	days := floorDiv(ms, 86_400_000)
+	if e.dn == 0 || days != e.day {
+		e.day, e.dn = days, len(appendDate(e.stamp[:0], days))
+	}
+	b := appendClock(e.stamp[:e.dn], ms-days*86_400_000)
+	b = b[:len(b)-4] // up to the '.', without the milliseconds and 'Z'
+	e.sec, e.sn = sec, len(b)
+	e.tn = len(strconv.AppendInt(b, sec, 10))
 }
 
 // appendTimes appends the event time's RFC 3339 form, the end of its
