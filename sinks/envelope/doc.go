@@ -51,7 +51,9 @@
 //  4. Append does not allocate when dst has enough capacity, except when a
 //     multi-line JSON payload must be compacted.
 //  5. An Encoder writes exactly Append's bytes, whatever it encoded before
-//     (FuzzAppend); it only remembers the last topic and event-time second.
+//     (FuzzAppend, TestEncoderManyPartitions); it only remembers, per
+//     topic-partition, the envelope's start up to the offset's last three
+//     digits, and the last event-time second and its day.
 //  6. ID maps keys to document ids injectively over all byte strings, and
 //     ParseID inverts it (FuzzID): a key that is valid UTF-8 and does not
 //     start with IDPrefix ("~b64:") is its own id; any other key is

@@ -16,38 +16,84 @@ import (
 // and returns the extended slice.
 func Append(dst []byte, r *record.Record) []byte { return appendEnvelope(dst, r, nil) }
 
-// Encoder appends envelopes as Append does, and remembers the last record's
-// topic and event-time second, so that a run of records of one topic and one
-// second (what a sink is handed: records in event-time order) quotes the
-// topic and formats the date, the time of day and most of event_time_ms
-// once. Its output is Append's, byte for byte. The zero Encoder is ready to
-// use; it is not safe for concurrent use.
+// Encoder appends envelopes as Append does, and remembers, for the
+// topic-partitions it last wrote, the envelope's start up to the offset's
+// last three digits, and the last event-time second: a sink is handed
+// records in event-time order, interleaved across a few partitions, so most
+// records reuse both the quoted topic, the partition and the offset's
+// leading digits, and the date, the time of day and most of event_time_ms.
+// Its output is Append's, byte for byte. The zero Encoder is ready to use;
+// it is not safe for concurrent use.
 type Encoder struct {
-	topic  string   // the last topic, quoted in quoted[:qn] when qn > 0
-	quoted [64]byte // topics that quote to more are not kept
-	qn     int
+	heads [headSlots]head
 	// sec is the last second (floor of ms / 1000); when sn > 0, stamp[:sn]
 	// is its "YYYY-MM-DDTHH:MM:SS." and stamp[sn:tn] its decimal digits,
 	// which event_time_ms starts with when ms ≥ 1000.
 	sec    int64
 	stamp  [64]byte // the widest: a 10-character year, 17 characters of seconds
 	sn, tn int
+	// day is the day of sec (floor of ms / 86,400,000); when dn > 0,
+	// stamp[:dn] is its "YYYY-MM-DDT".
+	day int64
+	dn  int
+}
+
+// headSlots is how many topic-partitions an Encoder remembers (a power of
+// two): a pair of slots is chosen by the topic string's address and the
+// partition, and the pair keeps its two most recent, so that a replay of a
+// few dozen partitions rarely evicts one.
+const headSlots = 256
+
+// head is an envelope's start for one topic-partition: b[:pn] is
+// `{"topic":<topic>,"partition":<partition>,"offset":`, and b[pn:] the
+// decimal digits of hi, offset / 1000, of the last offset of at least 1000.
+type head struct {
+	topic string
+	part  int32
+	ok    bool // the slot is filled
+	pn    int
+	hi    int64 // -1: b holds no digits after pn
+	b     []byte
 }
 
 // Append appends the JSON envelope of r to dst, as the package's Append.
 func (e *Encoder) Append(dst []byte, r *record.Record) []byte { return appendEnvelope(dst, r, e) }
 
-// appendTopic appends the quoted topic, from e's memory when it has it.
-func (e *Encoder) appendTopic(dst []byte, topic string) []byte {
-	if e.qn == 0 || topic != e.topic {
-		q := AppendString(e.quoted[:0], topic)
-		if len(q) > len(e.quoted) { // too long to keep: AppendString grew a new slice
-			e.qn = 0
-			return append(dst, q...)
+// is reports whether h holds the start of r's topic-partition.
+func (h *head) is(r *record.Record) bool {
+	return h.ok && h.part == r.Partition && h.topic == r.Topic
+}
+
+// fill makes h hold the start of r's topic-partition, reusing its array.
+func (h *head) fill(r *record.Record) {
+	b := AppendString(append(h.b[:0], `{"topic":`...), r.Topic)
+	b = strconv.AppendInt(append(b, `,"partition":`...), int64(r.Partition), 10)
+	b = append(b, `,"offset":`...)
+	*h = head{topic: r.Topic, part: r.Partition, ok: true, pn: len(b), hi: -1, b: b}
+}
+
+// appendHead appends the envelope's start up to and including the offset,
+// from e's memory of r's topic-partition when it has it.
+func (e *Encoder) appendHead(dst []byte, r *record.Record) []byte {
+	p := uint64(uintptr(unsafe.Pointer(unsafe.StringData(r.Topic))))
+	i := ((p>>3 ^ uint64(uint32(r.Partition))) * 0x9e3779b97f4a7c15) >> (64 - 8) &^ 1
+	h := &e.heads[i%headSlots]
+	if !h.is(r) {
+		if o := &e.heads[(i+1)%headSlots]; o.is(r) { // the pair's other slot
+			*h, *o = *o, *h
+		} else { // move the pair's first to its second slot, r's start in the first
+			*h, *o = *o, *h
+			h.fill(r)
 		}
-		e.topic, e.qn = topic, len(q)
 	}
-	return append(dst, e.quoted[:e.qn]...)
+	if r.Offset < 1000 { // no leading digits to share (or a negative offset)
+		return strconv.AppendInt(append(dst, h.b[:h.pn]...), r.Offset, 10)
+	}
+	hi := r.Offset / 1000
+	if hi != h.hi {
+		h.b, h.hi = strconv.AppendInt(h.b[:h.pn], hi, 10), hi
+	}
+	return appendMillis(append(dst, h.b...), r.Offset-hi*1000)
 }
 
 // appendTimes appends what the package's appendTimes does, with the second
@@ -55,19 +101,29 @@ func (e *Encoder) appendTopic(dst []byte, topic string) []byte {
 func (e *Encoder) appendTimes(dst []byte, ms int64) []byte {
 	sec := floorDiv(ms, 1000)
 	if e.sn == 0 || sec != e.sec {
-		days := floorDiv(ms, 86_400_000)
-		b := appendClock(appendDate(e.stamp[:0], days), ms-days*86_400_000)
-		b = b[:len(b)-4] // up to the '.', without the milliseconds and 'Z'
-		e.sec, e.sn = sec, len(b)
-		e.tn = len(strconv.AppendInt(b, sec, 10))
+		e.second(ms, sec)
 	}
 	f := ms - e.sec*1000
-	dst = appendMillis(append(dst, e.stamp[:e.sn]...), f)
+	milli := [3]byte{byte('0' + f/100), byte('0' + f/10%10), byte('0' + f%10)}
+	dst = append(append(dst, e.stamp[:e.sn]...), milli[:]...)
 	dst = append(dst, `Z","event_time_ms":`...)
 	if ms < 1000 { // no leading digits of a second to share
 		return strconv.AppendInt(dst, ms, 10)
 	}
-	return appendMillis(append(dst, e.stamp[e.sn:e.tn]...), f)
+	return append(append(dst, e.stamp[e.sn:e.tn]...), milli[:]...)
+}
+
+// second makes e remember sec, the second of ms: its date (kept from the
+// last second when of the same day), time of day and decimal digits.
+func (e *Encoder) second(ms, sec int64) {
+	days := floorDiv(ms, 86_400_000)
+	if e.dn == 0 || days != e.day {
+		e.day, e.dn = days, len(appendDate(e.stamp[:0], days))
+	}
+	b := appendClock(e.stamp[:e.dn], ms-days*86_400_000)
+	b = b[:len(b)-4] // up to the '.', without the milliseconds and 'Z'
+	e.sec, e.sn = sec, len(b)
+	e.tn = len(strconv.AppendInt(b, sec, 10))
 }
 
 // appendTimes appends the event time's RFC 3339 form, the end of its
@@ -80,16 +136,16 @@ func appendTimes(dst []byte, ms int64) []byte {
 
 // appendEnvelope is Append, through e's memory when e is not nil.
 func appendEnvelope(dst []byte, r *record.Record, e *Encoder) []byte {
-	dst = append(dst, `{"topic":`...)
 	if e != nil {
-		dst = e.appendTopic(dst, r.Topic)
+		dst = e.appendHead(dst, r)
 	} else {
+		dst = append(dst, `{"topic":`...)
 		dst = AppendString(dst, r.Topic)
+		dst = append(dst, `,"partition":`...)
+		dst = strconv.AppendInt(dst, int64(r.Partition), 10)
+		dst = append(dst, `,"offset":`...)
+		dst = strconv.AppendInt(dst, r.Offset, 10)
 	}
-	dst = append(dst, `,"partition":`...)
-	dst = strconv.AppendInt(dst, int64(r.Partition), 10)
-	dst = append(dst, `,"offset":`...)
-	dst = strconv.AppendInt(dst, r.Offset, 10)
 	switch {
 	case r.DecodedKey != nil:
 		dst = append(append(dst, `,"key":`...), r.DecodedKey...) // JSON from the input's decoder

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -145,6 +146,34 @@ func BenchmarkEncoder(b *testing.B) {
 	}
 }
 
+// BenchmarkEncoderInterleaved is BenchmarkEncoder on what a replay's sink
+// is handed: records of 8 topics × 3 partitions interleaved (one after the
+// other in turn), each partition's offsets counting up, about 7 records to
+// a second of event time, values validated before (the scaling
+// benchmark's shape).
+func BenchmarkEncoderInterleaved(b *testing.B) {
+	recs := make([]record.Record, 24)
+	for i := range recs {
+		recs[i] = benchRecord()
+		recs[i].Topic, recs[i].Partition = fmt.Sprintf("events-%02d", i/3), int32(i%3)
+		recs[i].Offset = int64(i) * 1_000_003 // apart, so that not all share their thousands
+		recs[i].EventTime += int64(i) * 150
+		recs[i].ValueJSON = true // validated by the engine, as for the JSONL sink
+	}
+	buf := make([]byte, 0, 4096)
+	var e envelope.Encoder
+	b.SetBytes(int64(len(envelope.Append(nil, &recs[0]))))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		r := &recs[i%len(recs)]
+		r.Offset++
+		r.EventTime += 150 * int64(len(recs))
+		buf = e.Append(buf[:0], r)
+		i++
+	}
+}
+
 func BenchmarkAppendStringValue(b *testing.B) {
 	rec := benchRecord()
 	rec.Value = []byte(`sku-000042;sold;3;berlin-17;2026-11-19T01:46:40.123Z plain text payload`)
@@ -193,36 +222,72 @@ func BenchmarkAppendTime(b *testing.B) {
 	})
 }
 
+// TestEncoderManyPartitions holds invariant 5 when more topic-partitions
+// interleave than an Encoder remembers, so that they share its slots: 3
+// 100 topics (two spelled alike in distinct strings) × 100 partitions,
+// offsets across thousands, each record written twice in a row, then at
+// an offset a thousand on and again, in each of three rounds.
+func TestEncoderManyPartitions(t *testing.T) {
+	var e envelope.Encoder
+	topics := []string{"orders", strings.Clone("orders")}
+	for i := range 98 {
+		topics = append(topics, fmt.Sprintf("events-%02d", i))
+	}
+	for round := range 3 {
+		for p := range int32(100) {
+			for i, topic := range topics {
+				rec := record.Record{Topic: topic, Partition: p, Offset: int64(998+round) * int64(1+p+int32(i)), EventTime: int64(p) * 1001}
+				for _, off := range []int64{rec.Offset, rec.Offset, rec.Offset + 1000, rec.Offset} {
+					rec.Offset = off
+					if got, want := e.Append(nil, &rec), envelope.Append(nil, &rec); !bytes.Equal(got, want) {
+						t.Fatalf("Encoder wrote %s, Append %s", got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
 // FuzzAppend holds invariants 1–3 of the package doc: whatever the topic,
 // key, value, reason and event time, Append writes one valid JSON object on
 // one line, in valid UTF-8, that decodes to the record's fields.
 func FuzzAppend(f *testing.F) {
-	f.Add("orders", []byte("sku-1"), []byte(`{"a": [1, 2]}`), []byte(""), int64(1_764_479_604_123), false, false)
-	f.Add("t\n", []byte("a\"b\\c\n\x01\xff\u2028é"), []byte("{\n  \"a\": 1\r\n}\n"), []byte("bad \"json\""), int64(-1), true, false)
-	f.Add("", []byte(nil), []byte("not json\xff"), []byte("\x00"), int64(-62_135_596_800_001), false, true)
-	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(-86_400_000), false, false)                // a negative midnight
-	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(999), false, false)                        // the last millisecond whose event_time_ms has no second's digits
-	f.Add("t", []byte{0, 0, 0, 0x80}, []byte("{\"a\":\"\xe9\"}"), []byte(""), int64(1), false, false) // binary key, JSON-shaped value that is not UTF-8
-	f.Add("t", []byte("~b64:AAAAgA"), []byte(nil), []byte("tombstone"), int64(1), false, false)
-	f.Fuzz(func(t *testing.T, topic string, key, value, reason []byte, ms int64, late, timeless bool) {
-		rec := record.Record{Topic: topic, Key: key, Value: value, EventTime: ms, Late: late, LateBy: 7, Timeless: timeless}
+	f.Add("orders", []byte("sku-1"), []byte(`{"a": [1, 2]}`), []byte(""), int64(1_764_479_604_123), false, false, int32(7), int64(123_456_789))
+	f.Add("t\n", []byte("a\"b\\c\n\x01\xff\u2028é"), []byte("{\n  \"a\": 1\r\n}\n"), []byte("bad \"json\""), int64(-1), true, false, int32(7), int64(123_456_789))
+	f.Add("", []byte(nil), []byte("not json\xff"), []byte("\x00"), int64(-62_135_596_800_001), false, true, int32(7), int64(123_456_789))
+	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(-86_400_000), false, false, int32(7), int64(123_456_789))                // a negative midnight
+	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(999), false, false, int32(7), int64(123_456_789))                        // the last millisecond whose event_time_ms has no second's digits
+	f.Add("t", []byte{0, 0, 0, 0x80}, []byte("{\"a\":\"\xe9\"}"), []byte(""), int64(1), false, false, int32(7), int64(123_456_789)) // binary key, JSON-shaped value that is not UTF-8
+	f.Add("t", []byte("~b64:AAAAgA"), []byte(nil), []byte("tombstone"), int64(1), false, false, int32(7), int64(123_456_789))
+	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(1), false, false, int32(-1), int64(999))
+	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(1), false, false, int32(2_000_000_000), int64(-5))
+	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(1), false, false, int32(0), int64(1000))
+	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(1), false, false, int32(3), int64(math.MaxInt64))
+	f.Fuzz(func(t *testing.T, topic string, key, value, reason []byte, ms int64, late, timeless bool, partition int32, offset int64) {
+		rec := record.Record{Topic: topic, Partition: partition, Offset: offset, Key: key, Value: value, EventTime: ms, Late: late, LateBy: 7, Timeless: timeless}
 		if len(reason) > 0 {
 			rec.Headers = []record.Header{{Key: record.ReasonHeader, Value: reason}}
 		}
 		out := envelope.Append(nil, &rec)
 		// An Encoder writes the same bytes, whether its memory of the last
-		// topic and second is cold (another topic, ten days before), warm
-		// (the same record again, or the first millisecond of its second),
-		// a millisecond away (across a second, or a midnight, when ms is
-		// one, negative times included) or overflowing (a topic too long
-		// to keep).
+		// topic-partition and second is cold (another topic, ten days
+		// before), warm (the same record again, or the first millisecond of
+		// its second), a millisecond away (across a second, or a midnight,
+		// when ms is one, negative times included), of a long topic, of
+		// another partition of the topic, or of an offset nearby (across a
+		// thousand, or zero, when offset is one, negative offsets included)
+		// or far (another count of thousands, or under a thousand).
 		var e envelope.Encoder
-		other := record.Record{Topic: topic + "-other", EventTime: ms - 10*86_400_000}
+		other := record.Record{Topic: topic + "-other", Partition: partition, Offset: offset, EventTime: ms - 10*86_400_000}
 		long := record.Record{Topic: strings.Repeat("t", 70), EventTime: ms}
-		before := record.Record{Topic: topic, EventTime: ms - 1}
-		after := record.Record{Topic: topic, EventTime: ms + 1}
-		second := record.Record{Topic: topic, EventTime: ms - ((ms%1000)+1000)%1000}
-		for i, prev := range []*record.Record{&other, &rec, &before, &after, &second, &long} {
+		before := record.Record{Topic: topic, Partition: partition, Offset: offset - 1, EventTime: ms - 1}
+		after := record.Record{Topic: topic, Partition: partition, Offset: offset + 1, EventTime: ms + 1}
+		second := record.Record{Topic: topic, Partition: partition, Offset: offset, EventTime: ms - ((ms%1000)+1000)%1000}
+		sibling := record.Record{Topic: topic, Partition: partition ^ 1, Offset: offset, EventTime: ms}
+		far := record.Record{Topic: topic, Partition: partition, Offset: offset + 1_000_000, EventTime: ms}
+		small := record.Record{Topic: topic, Partition: partition, Offset: offset % 1000, EventTime: ms}
+		thousands := record.Record{Topic: topic, Partition: partition, Offset: offset - offset%1000 - 1, EventTime: ms}
+		for i, prev := range []*record.Record{&other, &rec, &before, &after, &second, &long, &sibling, &far, &small, &thousands} {
 			if enc := e.Append(nil, prev); !bytes.Equal(enc, envelope.Append(nil, prev)) {
 				t.Fatalf("Encoder wrote %q for record %d, Append %q", enc, i, envelope.Append(nil, prev))
 			}
@@ -252,6 +317,9 @@ func FuzzAppend(f *testing.F) {
 		dec, err := envelope.Decode(out)
 		if err != nil {
 			t.Fatalf("Decode: %v", err)
+		}
+		if dec.Partition != partition || dec.Offset != offset {
+			t.Fatalf("partition %d offset %d, want %d %d", dec.Partition, dec.Offset, partition, offset)
 		}
 		if (dec.Key == nil) != (key == nil) || !bytes.Equal(dec.Key, key) {
 			t.Fatalf("key decodes to %q, want %q", dec.Key, key)

@@ -21,8 +21,12 @@
 //     never closes a writer passed to New. Calls after Close return ErrClosed.
 //  5. A file is never cut where signalbox did not write. Create's sink
 //     records, in the side file SideFile(path) ("<path>.signalbox-size"),
-//     the file's size after Open and after each Flush (written to a
-//     temporary file and renamed; fsynced with Sync). Open appends to a file
+//     the file's size after Open and after each Flush (at Open, and at
+//     every Flush with Sync, written to a temporary file, fsynced with
+//     Sync, and renamed; at a Flush without Sync, written over the side
+//     file in place, in one write that covers the last size whole, since
+//     sizes only grow: a process crash leaves the old or the new size
+//     either way). Open appends to a file
 //     that is empty or ends in a newline. A file whose last line has no
 //     newline is cut back to its last newline only when the side file
 //     records a size at or before that newline: the partial line was then

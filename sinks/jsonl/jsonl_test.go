@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -146,6 +148,62 @@ func TestFileAppendsAndSyncs(t *testing.T) {
 	}
 }
 
+// TestSideFileFollowsFlushes: after Open and after every Flush, with Sync
+// and without, the side file holds exactly the file's size and a newline,
+// also as the size gains digits; without Sync it is written in place (a
+// handle opened on it after Open reads each new size), with Sync renamed
+// into place each time (the handle keeps reading Open's).
+func TestSideFileFollowsFlushes(t *testing.T) {
+	for _, sync := range []bool{false, true} {
+		path := filepath.Join(t.TempDir(), "out.jsonl")
+		s := jsonl.Create(path, jsonl.Options{Sync: sync})
+		if err := s.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		h, err := os.Open(jsonl.SideFile(path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		check := func() {
+			t.Helper()
+			st, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf("%d\n", st.Size())
+			if b, err := os.ReadFile(jsonl.SideFile(path)); err != nil || string(b) != want {
+				t.Fatalf("sync %v: side file holds %q (%v), want %q", sync, b, err, want)
+			}
+			if sync {
+				want = "0\n" // what Open wrote, in the file h still holds
+			}
+			b := make([]byte, 32)
+			n, err := h.ReadAt(b, 0)
+			if err != nil && !errors.Is(err, io.EOF) || string(b[:n]) != want {
+				t.Fatalf("sync %v: the side file opened after Open holds %q (%v), want %q", sync, b[:n], err, want)
+			}
+		}
+		check()
+		for n := 1; n <= 64; n *= 2 { // sizes of 3, 4 and 5 digits
+			if err := s.Write(ctx, records(n)); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			check()
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		check()
+		if _, err := os.Stat(jsonl.SideFile(path) + ".tmp"); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("sync %v: a temporary side file is left: %v", sync, err)
+		}
+	}
+}
+
 func TestCloseFlushes(t *testing.T) {
 	var buf bytes.Buffer
 	s := jsonl.New(&buf, jsonl.Options{})
@@ -236,7 +294,14 @@ func FuzzLine(f *testing.F) {
 				t.Fatalf("value %q embedded as %q", value, e.Value)
 			}
 		}
-		if !(utf8.Valid(value) && json.Valid(value)) {
+		if !utf8.Valid(value) { // invariant 3: neither JSON nor text, so value_b64
+			if e.Value != nil || e.ValueB64 == nil {
+				t.Fatalf("value %q written as value %q, not value_b64", value, e.Value)
+			}
+			if b, err := base64.StdEncoding.DecodeString(*e.ValueB64); err != nil || !bytes.Equal(b, value) {
+				t.Fatalf("value %q written as value_b64 %q (%v)", value, *e.ValueB64, err)
+			}
+		} else if !json.Valid(value) {
 			var s string
 			if err := json.Unmarshal(e.Value, &s); err != nil {
 				t.Fatalf("non-JSON value not a string: %s", e.Value)
@@ -258,6 +323,27 @@ func BenchmarkWrite(b *testing.B) {
 		_ = s.Write(ctx, rs[i%1000:i%1000+1])
 	}
 	_ = s.Flush(ctx)
+}
+
+// BenchmarkFlushFile writes one record and flushes, to a file sink without
+// Sync: one write to the file and one record of its size in the side file
+// per op, what an idle flush costs.
+func BenchmarkFlushFile(b *testing.B) {
+	rs := records(1)
+	s := jsonl.Create(filepath.Join(b.TempDir(), "out.jsonl"), jsonl.Options{})
+	if err := s.Open(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.Write(ctx, rs); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 type discard struct{}
