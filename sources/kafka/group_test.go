@@ -107,16 +107,7 @@ func TestGroupCrashedMemberTakenOver(t *testing.T) {
 			b := openSource(t, cfg("member-b"))
 			colB := newCollector(t, b)
 			colB.until("B assigned half", func() bool { return len(colB.assigned) == 2 })
-			ownsTwo := func() bool {
-				a.group.mu.Lock()
-				defer a.group.mu.Unlock()
-				return len(a.group.owned) == 2
-			}
-			for deadline := time.Now().Add(hangGuard); !ownsTwo(); time.Sleep(10 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("hang: waiting for A's new session")
-				}
-			}
+			waitOwned(t, a, 2)
 			var ofA []record.TopicPartition
 			for _, p := range []int32{0, 1} {
 				for _, topic := range []string{"a", "b"} {
@@ -438,4 +429,20 @@ func TestGroupClientNeverFetches(t *testing.T) {
 		t.Fatalf("%d fetches came from a group client (the source's own: %d)", n, ours.Load())
 	}
 	t.Logf("%d fetches, all the source's", ours.Load())
+}
+
+// waitOwned waits until src's group session owns n partitions (a
+// rebalance's new session); it fails the test on a hang.
+func waitOwned(t *testing.T, src *Source, n int) {
+	t.Helper()
+	owns := func() bool {
+		src.group.mu.Lock()
+		defer src.group.mu.Unlock()
+		return len(src.group.owned) == n
+	}
+	for deadline := time.Now().Add(hangGuard); !owns(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("hang: waiting for a session that owns %d partitions", n)
+		}
+	}
 }

@@ -59,17 +59,7 @@ func TestRevokeWhileRecordsAreKeptBack(t *testing.T) {
 	b := openSource(t, cfg("member-b"))
 	colB := newCollector(t, b)
 	colB.until("B assigned one", func() bool { return len(colB.assigned) == 1 })
-	ownsOne := func() bool {
-		a.group.mu.Lock()
-		defer a.group.mu.Unlock()
-		return len(a.group.owned) == 1
-	}
-	for !ownsOne() {
-		if ctx.Err() != nil {
-			t.Fatal("hang: waiting for A's new session")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitOwned(t, a, 1)
 	stopA.Store(true)
 	waitA()
 
