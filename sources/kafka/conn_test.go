@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -109,4 +110,21 @@ func pingAs(t *testing.T, c *embedded.Cluster, s SASL) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return cl.Ping(ctx)
+}
+
+// A token file that is missing or empty is an error naming the file, at
+// the authentication that reads it: no connection goes out with an empty
+// token.
+func TestOAuthBearerTokenFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{empty, filepath.Join(dir, "missing")} {
+		if _, err := (SASL{Mechanism: SASLOAuthBearer, TokenFile: file}).bearer(context.Background()); err == nil ||
+			!strings.Contains(err.Error(), "sasl.token_file") || !strings.Contains(err.Error(), file) {
+			t.Errorf("token file %s: %v, want an error naming sasl.token_file and the file", file, err)
+		}
+	}
 }
