@@ -50,8 +50,7 @@ const headSlots = 256
 type head struct {
 	topic string
 	part  int32
-	ok    bool // the slot is filled
-	pn    int
+	pn    int   // 0: the slot is empty
 	hi    int64 // -1: b holds no digits after pn
 	b     []byte
 }
@@ -61,7 +60,7 @@ func (e *Encoder) Append(dst []byte, r *record.Record) []byte { return appendEnv
 
 // is reports whether h holds the start of r's topic-partition.
 func (h *head) is(r *record.Record) bool {
-	return h.ok && h.part == r.Partition && h.topic == r.Topic
+	return h.pn > 0 && h.part == r.Partition && h.topic == r.Topic
 }
 
 // fill makes h hold the start of r's topic-partition, reusing its array.
@@ -69,7 +68,7 @@ func (h *head) fill(r *record.Record) {
 	b := AppendString(append(h.b[:0], `{"topic":`...), r.Topic)
 	b = strconv.AppendInt(append(b, `,"partition":`...), int64(r.Partition), 10)
 	b = append(b, `,"offset":`...)
-	*h = head{topic: r.Topic, part: r.Partition, ok: true, pn: len(b), hi: -1, b: b}
+	*h = head{topic: r.Topic, part: r.Partition, pn: len(b), hi: -1, b: b}
 }
 
 // appendHead appends the envelope's start up to and including the offset,

@@ -434,3 +434,13 @@ func TestDecodedKeyAndValue(t *testing.T) {
 		t.Fatalf("raw key, null value: %s", got)
 	}
 }
+
+// TestEncoderEmptyTopicFirst: a zero Encoder's empty slots hold no
+// topic-partition, not the empty topic's partition 0.
+func TestEncoderEmptyTopicFirst(t *testing.T) {
+	var e envelope.Encoder
+	rec := record.Record{Topic: "", Partition: 0, Offset: 12_345}
+	if got, want := e.Append(nil, &rec), envelope.Append(nil, &rec); !bytes.Equal(got, want) {
+		t.Fatalf("Encoder wrote %s, Append %s", got, want)
+	}
+}

@@ -353,11 +353,16 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // TestCreateDropsTornLine: a crash can leave the file ending in half a line
 // (the buffer flushes mid-line when it fills). The next Open cuts it, so the
 // restarted job's first record starts on a line of its own, but only when
-// the side file shows signalbox wrote that tail: after its last Flush.
+// the side file shows signalbox wrote that tail: after its last Flush, with
+// Sync (side file renamed into place) and without (written in place).
 func TestCreateDropsTornLine(t *testing.T) {
-	for _, flushed := range []int{0, 3} {
+	for _, c := range []struct {
+		flushed int
+		sync    bool
+	}{{0, false}, {3, false}, {0, true}, {3, true}} {
+		flushed := c.flushed
 		path := filepath.Join(t.TempDir(), "out.jsonl")
-		s := jsonl.Create(path, jsonl.Options{BufferSize: 64})
+		s := jsonl.Create(path, jsonl.Options{BufferSize: 64, Sync: c.sync})
 		if err := s.Open(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -382,12 +387,12 @@ func TestCreateDropsTornLine(t *testing.T) {
 		}
 		s2 := jsonl.Create(path, jsonl.Options{})
 		if err := s2.Open(ctx); err != nil {
-			t.Fatalf("flushed %d: %v", flushed, err)
+			t.Fatalf("flushed %d, sync %v: %v", flushed, c.sync, err)
 		}
 		_ = s2.Close()
 		got, _ := os.ReadFile(path)
 		if want := after[:bytes.LastIndexByte(after, '\n')+1]; !bytes.Equal(got, want) {
-			t.Errorf("flushed %d: file after Open = %q, want %q", flushed, got, want)
+			t.Errorf("flushed %d, sync %v: file after Open = %q, want %q", flushed, c.sync, got, want)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package sinktest
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -72,9 +71,7 @@ func restored(t *testing.T, when string, s CheckpointSink, want *record.Checkpoi
 			t.Fatalf("Restore %s: watermark %d above partition %s/%d's own %d", when, got.Watermark, p.Topic, p.Partition, p.Watermark)
 		}
 	}
-	byPartition := func(a, b record.PartitionCheckpoint) int {
-		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-	}
+	byPartition := func(a, b record.PartitionCheckpoint) int { return a.TopicPartition.Compare(b.TopicPartition) }
 	ps := slices.SortedFunc(slices.Values(got.Partitions), byPartition)
 	ws := slices.SortedFunc(slices.Values(want.Partitions), byPartition)
 	if got.Watermark != want.Watermark || !reflect.DeepEqual(ps, ws) {
