@@ -114,8 +114,8 @@ func (r *run) checkRestoredWatermark(cp *record.Checkpoint, fromStore bool) erro
 		now.UTC().Format(time.RFC3339), fix)
 }
 
-// futureBound is the highest watermark a checkpoint may restore: max_future
-// ahead of now (MaxTime without max_future).
+// futureBound is max_future ahead of now (MaxTime without max_future): the
+// highest watermark a checkpoint may restore, and the poison guard's bound.
 func (c *core) futureBound(now time.Time) int64 {
 	if c.cfg.maxFuture <= 0 {
 		return watermark.MaxTime

@@ -161,3 +161,31 @@ func TestLoopTakesInAcknowledgementsWithoutAnObserver(t *testing.T) {
 		t.Fatal("the fence the sink goroutine reported was not taken in")
 	}
 }
+
+// apply hands the out batches over in place: the slice keeps its capacity
+// (no allocation per batch), and on a stop the ones not handed over stay,
+// first and in order, for the final checkpoint.
+func TestApplyKeepsOutsUnsent(t *testing.T) {
+	r := testCore(t, 0)
+	r.fx.outs = append(r.fx.outs, &out{})
+	if err := r.apply(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.fx.outs) != 0 || cap(r.fx.outs) == 0 {
+		t.Fatalf("after apply: len %d cap %d, want 0 and the capacity kept", len(r.fx.outs), cap(r.fx.outs))
+	}
+	<-r.outs
+	for len(r.outs) < cap(r.outs)-1 {
+		r.outs <- &out{} // the sink goroutine lags: room for one more
+	}
+	o1, o2, o3 := &out{}, &out{}, &out{}
+	r.fx.outs = append(r.fx.outs, o1, o2, o3)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := r.apply(ctx); err == nil {
+		t.Fatal("apply with the sinks full and ctx cancelled: no error")
+	}
+	if !slices.Equal(r.fx.outs, []*out{o2, o3}) {
+		t.Fatalf("unsent outs %p, want %p %p", r.fx.outs, o2, o3)
+	}
+}

@@ -88,12 +88,16 @@ func (r *run) apply(ctx context.Context) error {
 		b.o.ack = make(chan struct{})
 	}
 	*fx = effects{events: fx.events[:0], pause: fx.pause[:0], resume: fx.resume[:0], handled: fx.handled[:0], recycle: fx.recycle[:0], outs: fx.outs, barrier: b}
-	for len(fx.outs) > 0 {
-		if err := r.send(ctx, fx.outs[0]); err != nil {
+	// Sent in place, so that the slice keeps its capacity (no allocation
+	// per out batch); on an error the ones not sent move to the front.
+	for i, o := range fx.outs {
+		if err := r.send(ctx, o); err != nil {
+			n := copy(fx.outs, fx.outs[i:])
+			clear(fx.outs[n:])
+			fx.outs = fx.outs[:n]
 			return err
 		}
-		fx.outs[0] = nil
-		fx.outs = fx.outs[1:]
+		fx.outs[i] = nil
 	}
 	fx.outs, fx.barrier = fx.outs[:0], nil
 	if b == nil {

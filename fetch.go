@@ -47,14 +47,11 @@ func (c *core) beginFetch(f *record.Fetch, now time.Time) {
 			c.evidence = f.At
 		}
 	}
-	c.future = watermark.MaxTime
-	if c.cfg.maxFuture > 0 {
-		clock := now
-		if c.stamped {
-			clock = c.evidence
-		}
-		c.future = clock.Add(c.cfg.maxFuture).UnixMilli()
+	clock := now
+	if c.stamped {
+		clock = c.evidence
 	}
+	c.future = c.futureBound(clock)
 	if len(f.Revoked) > 0 {
 		c.checkpoint(now, false, true)
 	}
