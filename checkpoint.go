@@ -1,13 +1,11 @@
 package signalbox
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -131,7 +129,7 @@ func (c *core) blobs() map[string][]byte {
 		}
 	}
 	slices.SortFunc(ls, func(a, b lateEntry) int {
-		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+		return record.TopicPartition{Topic: a.Topic, Partition: a.Partition}.Compare(record.TopicPartition{Topic: b.Topic, Partition: b.Partition})
 	})
 	b, _ := json.Marshal(ls) // plain data: cannot fail
 	return map[string][]byte{lateBlob: b}

@@ -235,7 +235,7 @@ func (s *committingTimeline) Commit(ctx context.Context, offsets map[record.Topi
 // tpNames prints partitions as topic/partition, sorted.
 func tpNames(tps []record.TopicPartition) string {
 	tps = slices.Clone(tps)
-	slices.SortFunc(tps, cmpTP)
+	slices.SortFunc(tps, record.TopicPartition.Compare)
 	names := make([]string, len(tps))
 	for i, tp := range tps {
 		names[i] = fmt.Sprintf("%s/%d", tp.Topic, tp.Partition)

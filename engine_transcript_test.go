@@ -357,7 +357,7 @@ func (s *checkpointing) FlushCheckpoint(_ context.Context, cp record.Checkpoint)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cp.Partitions = slices.Clone(cp.Partitions)
-	slices.SortFunc(cp.Partitions, func(a, b record.PartitionCheckpoint) int { return cmpTP(a.TopicPartition, b.TopicPartition) })
+	slices.SortFunc(cp.Partitions, func(a, b record.PartitionCheckpoint) int { return a.TopicPartition.Compare(b.TopicPartition) })
 	s.cp = &cp
 	return nil
 }
@@ -476,7 +476,7 @@ func (e *engineScript) report(p *signalbox.Pipeline, out *failingSink, dead *col
 	section("dead-letter", dead.lines())
 	st := p.Stats()
 	var late []string
-	for _, id := range slices.SortedFunc(maps.Keys(st.Late), cmpTP) {
+	for _, id := range slices.SortedFunc(maps.Keys(st.Late), record.TopicPartition.Compare) {
 		l := st.Late[id]
 		late = append(late, fmt.Sprintf("%s/%d: count=%d emitted=%d dead-lettered=%d dropped=%d max-late-by=%dms",
 			id.Topic, id.Partition, l.Count, l.Emitted, l.DeadLettered, l.Dropped, l.MaxLateBy))
@@ -511,7 +511,7 @@ func (e *engineScript) report(p *signalbox.Pipeline, out *failingSink, dead *col
 // with each, sorted.
 func committedLines(committed map[record.TopicPartition]int64, cps map[record.TopicPartition]record.PartitionCheckpoint) []string {
 	var lines []string
-	for _, id := range slices.SortedFunc(maps.Keys(committed), cmpTP) {
+	for _, id := range slices.SortedFunc(maps.Keys(committed), record.TopicPartition.Compare) {
 		l := fmt.Sprintf("%s/%d=%d", id.Topic, id.Partition, committed[id])
 		if pc, ok := cps[id]; ok {
 			l += fmt.Sprintf(" position=%d watermark=%s", pc.Position, fmtMark(pc.Watermark))
@@ -519,13 +519,6 @@ func committedLines(committed map[record.TopicPartition]int64, cps map[record.To
 		lines = append(lines, l)
 	}
 	return lines
-}
-
-func cmpTP(a, b record.TopicPartition) int {
-	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
-		return c
-	}
-	return int(a.Partition - b.Partition)
 }
 
 // fmtMark prints a watermark in ms, −∞ as such.
