@@ -203,6 +203,27 @@ func (d *Decoder) Check(ctx context.Context, payload []byte, headers []record.He
 	return d.decode(ctx, payload, headers, true)
 }
 
+// prefixed returns the compiled schema and the body of a payload framed by
+// the 5-byte prefix, with no schema id header, whose schema id is compiled
+// without error; false for any other payload (decode then frames it).
+func (d *Decoder) prefixed(payload []byte, headers []record.Header) (*compiled, []byte, bool) {
+	if d.cfg.Format == Protobuf {
+		return nil, nil, false // the message indexes follow the prefix
+	}
+	if _, has := wire.Header(headers, d.header); has {
+		return nil, nil, false
+	}
+	id, body, ok := wire.PrefixID(payload)
+	if !ok {
+		return nil, nil, false
+	}
+	c, ok := d.codecs.Load().ids[id]
+	if !ok || c.err != nil {
+		return nil, nil, false
+	}
+	return c, body, true
+}
+
 // CheckValue is Check returning the value.Decoded interface (the engine's
 // ValueChecker).
 func (d *Decoder) CheckValue(ctx context.Context, payload []byte, headers []record.Header) (value.Decoded, error) {
@@ -217,44 +238,56 @@ func (d *Decoder) decode(ctx context.Context, payload []byte, headers []record.H
 	if payload == nil {
 		return &Value{json: null}, nil
 	}
-	h, hasHeader := wire.Header(headers, d.header)
-	fr, err := wire.Parse(payload, h, hasHeader, d.cfg.Format == Protobuf)
-	if err != nil {
-		return nil, &BadRecordError{Err: err}
-	}
-	c, err := d.codec(ctx, fr)
-	if err != nil {
-		return nil, err
-	}
-	v := &Value{id: c.id, guid: fr.GUID} // does not escape: copied into a pooled Value at the end
-	switch {
-	case c.avro != nil:
-		decode := c.avro.Decode
-		if check {
-			decode = c.avro.Check
+	c, body, ok := d.prefixed(payload, headers)
+	var fr wire.Frame
+	if !ok {
+		h, hasHeader := wire.Header(headers, d.header)
+		var err error
+		if fr, err = wire.Parse(payload, h, hasHeader, d.cfg.Format == Protobuf); err != nil {
+			return nil, &BadRecordError{Err: err}
 		}
-		if v.avro, err = decode(fr.Body); err != nil {
+		if c, err = d.codec(ctx, fr); err != nil {
+			return nil, err
+		}
+		body = fr.Body
+	}
+	if c.avro != nil { // the common case, filled in place
+		var av avro.Value
+		var err error
+		if check {
+			av, err = c.avro.Check(body)
+		} else {
+			av, err = c.avro.Decode(body) // rendered now; after Check, on demand
+		}
+		if err != nil {
 			return nil, badRecord(c.id, err)
 		}
-		if v.kind = valueAvro; !check {
-			v.json = v.avro.JSON() // rendered by Decode; after Check, on demand
+		v := values.Get().(*Value)
+		v.id, v.guid, v.avro, v.kind = c.id, fr.GUID, av, valueAvro
+		if !check {
+			v.json = av.JSON()
 		}
+		return v, nil
+	}
+	v := &Value{id: c.id, guid: fr.GUID} // does not escape: copied into a pooled Value at the end
+	var err error
+	switch {
 	case c.proto != nil:
-		pv, err := c.proto.Decode(fr.Indexes, fr.Body)
+		pv, err := c.proto.Decode(fr.Indexes, body)
 		if err != nil {
 			return nil, badRecord(c.id, err)
 		}
 		v.json, v.proto, v.kind = pv.JSON(), pv, valueProto
 	default:
-		if !utf8.Valid(fr.Body) {
+		if !utf8.Valid(body) {
 			return nil, badRecord(c.id, errors.New("json: body is not valid UTF-8"))
 		}
 		v.kind = valueJSON
-		if check && json.Valid(fr.Body) { // compacted only if JSON is asked for
-			v.raw = fr.Body
+		if check && json.Valid(body) { // compacted only if JSON is asked for
+			v.raw = body
 			break
 		}
-		if v.json, err = compactJSON(fr.Body); err != nil { // the error Check gives too
+		if v.json, err = compactJSON(body); err != nil { // the error Check gives too
 			return nil, badRecord(c.id, fmt.Errorf("json: %w", err))
 		}
 	}

@@ -21,6 +21,7 @@ type Codec struct {
 	root   *avro.SchemaNode
 	named  map[string]*avro.SchemaNode // full name → definition, for recursive references
 	t      *tnode                      // the transcoder's tree
+	op     op                          // the check program (check.go)
 }
 
 // Compile parses text, after the schemas it references (dependencies
@@ -40,6 +41,7 @@ func Compile(text string, references []string) (*Codec, error) {
 	c.index(c.root)
 	c.t = c.compileT(c.root, map[string]*tnode{})
 	setMinBytes(c.t, map[*tnode]bool{})
+	c.op = compileOp(c.t, map[*tnode]*prog{})
 	return c, nil
 }
 
@@ -97,7 +99,7 @@ type Value struct {
 func (v *Value) JSON() []byte {
 	if v.json == nil {
 		out, err := v.c.render1(v.body)
-		if err != nil { // unreachable: Check accepted the body, and skip fails where transcode does
+		if err != nil { // unreachable: Check accepted the body, and the check program fails where transcode does
 			return []byte("null")
 		}
 		v.json = out
@@ -109,12 +111,12 @@ func (v *Value) JSON() []byte {
 // rendering it: the Value's Lookup reads the fields asked for, and its
 // JSON renders on demand.
 func (c *Codec) Check(body []byte) (Value, error) {
-	rest, err := skip(body, c.t, 0)
+	end, err := c.op.run(body, 0, 0)
 	if err != nil {
 		return Value{}, err
 	}
-	if len(rest) != 0 {
-		return Value{}, fmt.Errorf("avro: %d bytes left after the value", len(rest))
+	if end != len(body) {
+		return Value{}, fmt.Errorf("avro: %d bytes left after the value", len(body)-end)
 	}
 	return Value{c: c, body: body}, nil
 }

@@ -79,3 +79,48 @@ func benchDecode(b *testing.B, body []byte, decode func() error) {
 		}
 	}
 }
+
+// eventSchema is the scaling benchmark's event (internal/workload, v2).
+const eventSchema = `{"type":"record","name":"Event","fields":[
+	{"name":"item","type":"string"},
+	{"name":"ts","type":{"type":"long","logicalType":"timestamp-millis"}},
+	{"name":"kind","type":"string"},
+	{"name":"pad","type":"string"},
+	{"name":"site","type":["null","string"]}]}`
+
+// BenchmarkCheck is what ingest does with a body when no sink wants its
+// JSON: check it, then read the event time.
+func BenchmarkCheck(b *testing.B) {
+	event, err := hamba.Marshal(hamba.MustParse(eventSchema), map[string]any{
+		"item": "i-042", "ts": time.UnixMilli(1_700_000_000_123), "kind": "sold",
+		"pad": "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrs", "site": map[string]any{"string": "oslo"},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name, schema string
+		body         []byte
+		path         []string
+	}{
+		{"event", eventSchema, event, []string{"ts"}},
+		{"inventory", benchSchema, benchBody(b), []string{"meta", "ts"}},
+	} {
+		c, err := avro.Compile(bc.schema, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(bc.name, func(b *testing.B) {
+			benchDecode(b, bc.body, func() error {
+				v, err := c.Check(bc.body)
+				if err != nil {
+					return err
+				}
+				if _, ok := v.Lookup(bc.path); !ok {
+					b.Fatal("no time field")
+				}
+				return nil
+			})
+		})
+	}
+}

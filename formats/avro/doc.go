@@ -27,9 +27,12 @@
 //     UTC with the precision of their logical type.
 //  3. Lookup of a logical timestamp or date (local-timestamp-* read as UTC)
 //     yields KindTime, so no time format is needed for it.
-//  4. Check (a skipping walk, nothing rendered) refuses exactly the bodies
-//     Decode refuses, with the same error, and its Value looks up and
-//     renders as Decode's (FuzzTranscode).
+//  4. Check (the check program compiled with the codec: each record a
+//     flat list of ops, nothing rendered, nothing allocated) refuses
+//     exactly the bodies Decode refuses, with the same error, and its
+//     Value looks up and renders as Decode's (FuzzCheck on random schemas
+//     and mutated bodies, FuzzTranscode). Lookup walks the body with the
+//     same program, skipping what precedes the field.
 //  5. A Value's JSON is its own: values render back to back into shared
 //     slabs (one allocation per slab), each keeps its exact piece, capped
 //     at its length, so appending to it never writes into another's.

@@ -258,6 +258,9 @@ func (g *gen) union(d int) (string, encoder) {
 		kind := t
 		if strings.HasPrefix(t, "{") {
 			kind = strings.SplitN(t, ",", 2)[0] // {"type":"record" …: one of each complex kind
+			if p := strings.TrimPrefix(kind, `{"type":`); strings.Contains(`"int""long""bytes""string"`, p) {
+				kind = p // a logical type is of its underlying type's kind
+			}
 		}
 		if t == `"null"` || seen[kind] || strings.HasPrefix(t, "[") {
 			continue

@@ -632,22 +632,9 @@ func appendDecimal(b, raw []byte, scale int) []byte {
 
 // bigDecimal parses a big-decimal payload: the unscaled bytes, then the scale.
 func bigDecimal(p []byte) (*big.Rat, error) {
-	u, p, err := readBytes(p)
+	u, scale, err := bigDecimalParts(p)
 	if err != nil {
 		return nil, err
-	}
-	if len(u) > maxDecimalUnscaled {
-		return nil, tErr("big-decimal longer than 32 KiB")
-	}
-	scale, p, err := readLong(p)
-	if err != nil {
-		return nil, err
-	}
-	if len(p) != 0 {
-		return nil, tErr("big-decimal has bytes after its scale")
-	}
-	if scale > maxBigDecimalScale || scale < -maxBigDecimalScale {
-		return nil, tErr("big-decimal scale out of range")
 	}
 	i := new(big.Int).SetBytes(u)
 	if len(u) > 0 && u[0]&0x80 != 0 {
@@ -659,6 +646,29 @@ func bigDecimal(p []byte) (*big.Rat, error) {
 		return r.Quo(r, new(big.Rat).SetInt(pow)), nil
 	}
 	return r.Mul(r, new(big.Rat).SetInt(pow)), nil
+}
+
+// bigDecimalParts checks a big-decimal payload and splits it into the
+// unscaled bytes and the scale, allocating nothing.
+func bigDecimalParts(p []byte) ([]byte, int64, error) {
+	u, p, err := readBytes(p)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(u) > maxDecimalUnscaled {
+		return nil, 0, tErr("big-decimal longer than 32 KiB")
+	}
+	scale, p, err := readLong(p)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(p) != 0 {
+		return nil, 0, tErr("big-decimal has bytes after its scale")
+	}
+	if scale > maxBigDecimalScale || scale < -maxBigDecimalScale {
+		return nil, 0, tErr("big-decimal scale out of range")
+	}
+	return u, scale, nil
 }
 
 func abs(v int64) int64 {
@@ -674,117 +684,4 @@ func unsafeString(s []byte) string {
 		return ""
 	}
 	return unsafe.String(&s[0], len(s))
-}
-
-// skip reads past the value of t at the head of src without rendering it;
-// it fails exactly where transcode fails, with the same error
-// (FuzzTranscode).
-func skip(src []byte, t *tnode, depth int) ([]byte, error) {
-	switch t.kind {
-	case kNull:
-		return src, nil
-	case kBool:
-		if len(src) == 0 {
-			return nil, errShort
-		}
-		return src[1:], nil
-	case kInt, kDate, kEnum:
-		v, rest, err := readInt(src)
-		switch {
-		case err != nil:
-			return nil, err
-		case t.kind == kEnum && (v < 0 || int(v) >= len(t.symbols)):
-			return nil, tErr("enum index out of range")
-		}
-		return rest, nil
-	case kLong, kTsMillis, kTsMicros, kTsNanos:
-		_, rest, err := readLong(src)
-		return rest, err
-	case kTimeMillis, kTimeMicros:
-		_, _, rest, err := readTimeOfDay(src, t.kind)
-		return rest, err
-	case kFloat, kDouble, kFixed, kUUIDFixed, kDuration:
-		n := t.size
-		switch t.kind {
-		case kFloat:
-			n = 4
-		case kDouble:
-			n = 8
-		case kUUIDFixed:
-			n = 16
-		case kDuration:
-			n = 12
-		}
-		if len(src) < n {
-			return nil, errShort
-		}
-		return src[n:], nil
-	case kString, kBytes:
-		_, rest, err := readBytes(src)
-		return rest, err
-	case kDecimalBytes, kDecimalFixed:
-		_, rest, err := decimalRaw(src, t)
-		return rest, err
-	case kBigDecimal:
-		payload, rest, err := readBytes(src)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := bigDecimal(payload); err != nil {
-			return nil, err
-		}
-		return rest, nil
-	case kRecord:
-		if depth >= maxDepth {
-			return nil, tErr(tooDeep)
-		}
-		for _, f := range t.fields {
-			var err error
-			if src, err = skip(src, f, depth+1); err != nil {
-				return nil, err
-			}
-		}
-		return src, nil
-	case kUnion:
-		if depth >= maxDepth {
-			return nil, tErr(tooDeep)
-		}
-		i, rest, err := readLong(src)
-		if err != nil {
-			return nil, err
-		}
-		if i < 0 || i >= int64(len(t.branches)) {
-			return nil, tErr("union index out of range")
-		}
-		return skip(rest, t.branches[i], depth+1)
-	case kArray, kMap:
-		if depth >= maxDepth {
-			return nil, tErr(tooDeep)
-		}
-		minItem := t.items.minBytes
-		if t.kind == kMap {
-			minItem = t.minEntry()
-		}
-		var total int64
-		for {
-			n, rest, err := blockCount(src, minItem, &total)
-			if err != nil {
-				return nil, err
-			}
-			if src = rest; n == 0 {
-				return src, nil
-			}
-			for ; n > 0; n-- {
-				if t.kind == kMap {
-					if _, src, err = readBytes(src); err != nil {
-						return nil, err
-					}
-				}
-				if src, err = skip(src, t.items, depth+1); err != nil {
-					return nil, err
-				}
-			}
-		}
-	}
-	return nil, tErr("unknown schema kind")
 }

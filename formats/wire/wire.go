@@ -91,10 +91,11 @@ func parseID(b []byte, where string, guidOK bool) (Frame, []byte, error) {
 	}
 	switch b[0] {
 	case MagicID:
-		if len(b) < 5 {
+		id, rest, ok := PrefixID(b)
+		if !ok {
 			return Frame{}, nil, bad("%s is %d bytes, shorter than the 5-byte prefix", where, len(b))
 		}
-		return Frame{ID: int(binary.BigEndian.Uint32(b[1:5]))}, b[5:], nil
+		return Frame{ID: id}, rest, nil
 	case MagicGUID:
 		if !guidOK {
 			break
@@ -133,6 +134,15 @@ func parseIndexes(b []byte) ([]int, []byte, error) {
 		b = b[k:]
 	}
 	return idx, b, nil
+}
+
+// PrefixID reads the 5-byte prefix (magic byte 0, then the schema id)
+// at the head of b, and false when b does not start with one.
+func PrefixID(b []byte) (id int, rest []byte, ok bool) {
+	if len(b) < 5 || b[0] != MagicID {
+		return 0, nil, false
+	}
+	return int(binary.BigEndian.Uint32(b[1:5])), b[5:], true
 }
 
 // Header returns the value of the last header named name (Kafka keeps
