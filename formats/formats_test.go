@@ -433,3 +433,25 @@ func TestJSONSchemaCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaderWinsOverACachedPrefix: a record whose header names a schema is
+// read with that schema, the whole payload its body, even when the payload
+// also starts like a prefix naming a schema id already compiled.
+func TestHeaderWinsOverACachedPrefix(t *testing.T) {
+	payload := formatstest.AvroRecord(t, invV1, 1, inv{Sku: "x", Meta: meta{Ts: time.Unix(1, 0)}})
+	fixed := fmt.Sprintf(`{"type":"fixed","name":"Whole","size":%d}`, len(payload))
+	d := newDecoder(t, formats.Avro, formatstest.MemRegistry{1: {ID: 1, Type: sr.TypeAvro, Text: invV1}, 2: {ID: 2, Type: sr.TypeAvro, Text: fixed}})
+	if v, err := d.Check(context.Background(), payload, nil); err != nil || v.SchemaID() != 1 {
+		t.Fatalf("prefixed: %v, %v", v, err)
+	}
+	headers := []record.Header{{Key: wire.ValueHeader, Value: []byte{0, 0, 0, 0, 2}}}
+	want, _ := json.Marshal(payload) // a fixed renders as base64
+	for name, read := range map[string]func(context.Context, []byte, []record.Header) (*formats.Value, error){"Check": d.Check, "Decode": d.Decode} {
+		for range 2 { // the second time with schema 2 compiled too
+			v, err := read(context.Background(), payload, headers)
+			if err != nil || v.SchemaID() != 2 || string(v.JSON()) != string(want) {
+				t.Fatalf("%s with the header: %v, %v", name, v, err)
+			}
+		}
+	}
+}
