@@ -29,4 +29,10 @@
 //  6. Decode never panics, whatever the input (FuzzDecode), and agrees with
 //     kmsg's allocating decode on every record's offset delta, timestamp
 //     delta, key, value and headers.
+//  7. Scan, then AppendTo or Check on each batch in order, is Decode with
+//     one copy fewer: the records go straight into the caller's
+//     record.Record array, not through the Decoder's slab. It checks and
+//     returns the same batches and records (header fields, offsets,
+//     timestamps, keys, values, headers) and the same first error
+//     (FuzzDecode checks both ways against each other).
 package kbatch

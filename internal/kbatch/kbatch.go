@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/s2"
@@ -51,7 +53,14 @@ type Batch struct {
 	LogAppendTime   bool
 	Transactional   bool
 	Control         bool
-	Records         []Record
+	// Records are the batch's records: decoded by Decode; by Scan only in
+	// a control batch (the others' are read by AppendTo or Check).
+	Records []Record
+	// body is the batch's records' bytes (decompressed) and n their count
+	// as the header gives it, kept by Scan (scanned) for AppendTo and Check.
+	body    []byte
+	n       int32
+	scanned bool
 }
 
 // LastOffset is the offset of the batch's last record (as the broker
@@ -104,6 +113,20 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // partial reports trailing bytes that do not make a whole batch (invariant
 // 3). On error, batches holds the complete batches before the bad one.
 func (d *Decoder) Decode(raw []byte) (batches []Batch, partial bool, err error) {
+	return d.decode(raw, false)
+}
+
+// Scan is Decode but for the records of batches other than control ones:
+// it checks every batch's header, CRC and length and decompresses it,
+// and leaves its records to AppendTo or Check, which decode them straight
+// into the caller's records (invariant 7). An error Scan returns is the
+// first of Decode's unless AppendTo or Check finds one in an earlier
+// batch.
+func (d *Decoder) Scan(raw []byte) (batches []Batch, partial bool, err error) {
+	return d.decode(raw, true)
+}
+
+func (d *Decoder) decode(raw []byte, scan bool) (batches []Batch, partial bool, err error) {
 	d.batches, d.recs = d.batches[:0], d.recs[:0]
 	type span struct{ from, to int }
 	var spans []span // records of batch i are d.recs[spans[i].from:spans[i].to]; set once the slab stops moving
@@ -161,7 +184,13 @@ func (d *Decoder) Decode(raw []byte) (batches []Batch, partial bool, err error) 
 			}
 		}
 		from := len(d.recs)
-		if d.recs, err = appendRecords(d.recs, body, n); err != nil {
+		if scan && !b.Control {
+			if err = checkCount(n, body); err != nil {
+				err = corrupt("batch at offset %d: %w", b.FirstOffset, err)
+				break
+			}
+			b.body, b.n, b.scanned = body, n, true
+		} else if d.recs, err = appendRecords(d.recs, body, n); err != nil {
 			d.recsUsed = max(d.recsUsed, len(d.recs))
 			d.recs = d.recs[:from]
 			err = corrupt("batch at offset %d: %w", b.FirstOffset, err)
@@ -171,84 +200,131 @@ func (d *Decoder) Decode(raw []byte) (batches []Batch, partial bool, err error) 
 		spans = append(spans, span{from, len(d.recs)})
 	}
 	for i := range d.batches {
-		d.batches[i].Records = d.recs[spans[i].from:spans[i].to:spans[i].to]
+		if !d.batches[i].scanned {
+			d.batches[i].Records = d.recs[spans[i].from:spans[i].to:spans[i].to]
+		}
 	}
 	d.batchesUsed, d.recsUsed = max(d.batchesUsed, len(d.batches)), max(d.recsUsed, len(d.recs))
 	return d.batches, partial, err
 }
 
+// checkCount checks a batch's record count against its body: a record
+// takes at least one byte (in fact seven).
+func checkCount(n int32, body []byte) error {
+	if n < 0 || int64(n) > int64(len(body)) {
+		return fmt.Errorf("record count %d for %d bytes", n, len(body))
+	}
+	return nil
+}
+
 // appendRecords decodes n records from body, which they must fill exactly.
 func appendRecords(dst []Record, body []byte, n int32) ([]Record, error) {
-	if n < 0 || int64(n) > int64(len(body)) { // a record takes at least one byte... in fact seven
-		return dst, fmt.Errorf("record count %d for %d bytes", n, len(body))
+	if err := checkCount(n, body); err != nil {
+		return dst, err
 	}
 	r := reader{b: body}
 	for i := int32(0); i < n; i++ {
-		length := r.varint()
-		if r.bad || length < 0 || length > int64(len(r.b)) {
-			return dst, fmt.Errorf("record %d: bad length", i)
-		}
-		rr := reader{b: r.b[:length]}
-		r.b = r.b[length:]
-		var rec Record
-		rr.skip(1) // attributes, unused
-		rec.TimestampDelta = rr.varint()
-		od := rr.varint()
-		if od != int64(int32(od)) {
-			rr.bad = true
-		}
-		rec.OffsetDelta = int32(od)
-		rec.Key = rr.bytes()
-		rec.Value = rr.bytes()
-		if nh := rr.varint(); nh > 0 {
-			if nh > int64(len(rr.b)) { // a header takes at least two bytes
-				return dst, fmt.Errorf("record %d: %d headers", i, nh)
-			}
-			rec.Headers = make([]record.Header, nh)
-			for j := range rec.Headers {
-				rec.Headers[j] = record.Header{Key: string(rr.bytes()), Value: rr.bytes()}
-			}
-		} else if nh < -1 {
-			rr.bad = true
-		}
-		if rr.bad || len(rr.b) != 0 {
-			return dst, fmt.Errorf("record %d: malformed", i)
+		rec, err := r.record(i)
+		if err != nil {
+			return dst, err
 		}
 		dst = append(dst, rec)
 	}
-	if len(r.b) != 0 {
-		return dst, fmt.Errorf("%d bytes after %d records", len(r.b), n)
-	}
-	return dst, nil
+	return dst, r.end(n)
 }
 
-// reader reads Kafka's zig-zag varints and varint-prefixed bytes; any
-// shortfall sets bad, after which every read returns zero values.
+// record decodes the i-th record, the next one in r.
+func (r *reader) record(i int32) (rec Record, err error) {
+	length := r.varint()
+	if r.bad || length < 0 || length > int64(r.left()) {
+		return rec, fmt.Errorf("record %d: bad length", i)
+	}
+	rr := reader{b: r.b[r.i : r.i+int(length)]}
+	r.i += int(length)
+	rr.skip(1) // attributes, unused
+	rec.TimestampDelta = rr.varint()
+	od := rr.varint()
+	if od != int64(int32(od)) {
+		rr.bad = true
+	}
+	rec.OffsetDelta = int32(od)
+	rec.Key = rr.bytes()
+	rec.Value = rr.bytes()
+	if nh := rr.varint(); nh > 0 {
+		if nh > int64(rr.left()) { // a header takes at least two bytes
+			return rec, fmt.Errorf("record %d: %d headers", i, nh)
+		}
+		rec.Headers = make([]record.Header, nh)
+		for j := range rec.Headers {
+			rec.Headers[j] = record.Header{Key: string(rr.bytes()), Value: rr.bytes()}
+		}
+	} else if nh < -1 {
+		rr.bad = true
+	}
+	if rr.bad || rr.left() != 0 {
+		return rec, fmt.Errorf("record %d: malformed", i)
+	}
+	return rec, nil
+}
+
+// end reports bytes left after a batch's n records.
+func (r *reader) end(n int32) error {
+	if r.left() != 0 {
+		return fmt.Errorf("%d bytes after %d records", r.left(), n)
+	}
+	return nil
+}
+
+// reader reads Kafka's zig-zag varints and varint-prefixed bytes from b at
+// i (an index, not a re-slice: a reader behind a pointer then moves on
+// without a write barrier); any shortfall sets bad, after which every read
+// returns zero values.
 type reader struct {
 	b   []byte
+	i   int
 	bad bool
 }
 
+// left is the number of bytes not read yet.
+func (r *reader) left() int { return len(r.b) - r.i }
+
 func (r *reader) skip(n int) {
-	if len(r.b) < n {
-		r.bad, r.b = true, nil
+	if r.left() < n {
+		r.bad, r.i = true, len(r.b)
 		return
 	}
-	r.b = r.b[n:]
+	r.i += n
 }
 
+// varint reads a zig-zag varint; one and two bytes (most of a record's
+// varints) are read inline.
 func (r *reader) varint() int64 {
-	if len(r.b) > 0 && r.b[0] < 0x80 { // one byte, most of a record's varints
-		u := r.b[0]
-		r.b = r.b[1:]
-		return int64(u>>1) ^ -int64(u&1)
+	b, i := r.b, r.i
+	if i < len(b) {
+		if u := b[i]; u < 0x80 {
+			r.i = i + 1
+			return int64(u>>1) ^ -int64(u&1)
+		}
+		if i+1 < len(b) && b[i+1] < 0x80 {
+			u := uint64(b[i]&0x7f) | uint64(b[i+1])<<7
+			r.i = i + 2
+			return int64(u>>1) ^ -int64(u&1)
+		}
 	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.bad, r.b = true, nil
+	return r.longVarint()
+}
+
+// longVarint is varint's slow path: three bytes or more, or a bad one.
+func (r *reader) longVarint() int64 {
+	if r.bad {
 		return 0
 	}
-	r.b = r.b[n:]
+	v, n := binary.Varint(r.b[r.i:])
+	if n <= 0 {
+		r.bad, r.i = true, len(r.b)
+		return 0
+	}
+	r.i += n
 	return v
 }
 
@@ -260,13 +336,97 @@ func (r *reader) bytes() []byte {
 		return nil
 	case l == -1:
 		return nil
-	case l < -1 || l > int64(len(r.b)):
-		r.bad, r.b = true, nil
+	case l < -1 || l > int64(r.left()):
+		r.bad, r.i = true, len(r.b)
 		return nil
 	}
-	v := r.b[:l:l]
-	r.b = r.b[l:]
+	v := r.b[r.i : r.i+int(l) : r.i+int(l)]
+	r.i += int(l)
 	return v
+}
+
+// Check decodes a batch from Scan's records without keeping them, and
+// returns the error Decode would have returned for them.
+func (b *Batch) Check() error {
+	if !b.scanned {
+		return nil // decoded by Decode or Scan
+	}
+	r := reader{b: b.body}
+	for i := int32(0); i < b.n; i++ {
+		if _, err := r.record(i); err != nil {
+			return corrupt("batch at offset %d: %w", b.FirstOffset, err)
+		}
+	}
+	if err := r.end(b.n); err != nil {
+		return corrupt("batch at offset %d: %w", b.FirstOffset, err)
+	}
+	return nil
+}
+
+// Len is the batch's number of records: as its header gives it for a
+// batch from Scan (at most the body's bytes), as decoded otherwise.
+func (b *Batch) Len() int {
+	if !b.scanned {
+		return len(b.Records)
+	}
+	return int(b.n)
+}
+
+// AppendTo appends the records of b at offsets from on to dst as records
+// of topic and partition, with their Kafka timestamps (CreateTime: the
+// batch's first timestamp plus the record's delta; LogAppendTime: the
+// batch's max timestamp; a negative one is the zero time), and returns
+// dst. For a batch from Scan it decodes them on the way, and on error it
+// returns Decode's error for them and dst with what it appended; the
+// records' bytes alias the batch's (invariant 1).
+func (b *Batch) AppendTo(dst []record.Record, topic string, partition int32, from int64) ([]record.Record, error) {
+	base := millisTime(b.FirstTimestamp)
+	if b.LogAppendTime {
+		base = millisTime(b.MaxTimestamp)
+	}
+	if !b.scanned {
+		for i := range b.Records {
+			dst = b.appendRecord(dst, topic, partition, from, base, &b.Records[i])
+		}
+		return dst, nil
+	}
+	dst = slices.Grow(dst, int(b.n))
+	r := reader{b: b.body}
+	for i := int32(0); i < b.n; i++ {
+		rec, err := r.record(i)
+		if err != nil {
+			return dst, corrupt("batch at offset %d: %w", b.FirstOffset, err)
+		}
+		dst = b.appendRecord(dst, topic, partition, from, base, &rec)
+	}
+	if err := r.end(b.n); err != nil {
+		return dst, corrupt("batch at offset %d: %w", b.FirstOffset, err)
+	}
+	return dst, nil
+}
+
+// appendRecord appends rec, a record of b, unless its offset is below from.
+func (b *Batch) appendRecord(dst []record.Record, topic string, partition int32, from int64, base time.Time, rec *Record) []record.Record {
+	off := b.FirstOffset + int64(rec.OffsetDelta)
+	if off < from {
+		return dst
+	}
+	ts := base
+	if !b.LogAppendTime {
+		ts = base.Add(time.Duration(rec.TimestampDelta) * time.Millisecond)
+	}
+	return append(dst, record.Record{
+		Topic: topic, Partition: partition, Offset: off,
+		Key: rec.Key, Value: rec.Value, Timestamp: ts, Headers: rec.Headers,
+	})
+}
+
+// millisTime is a batch timestamp: a negative one (none) is the zero time.
+func millisTime(ms int64) time.Time {
+	if ms < 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
 }
 
 // MaxDecompressed bounds a compressed batch's decompressed size: a batch

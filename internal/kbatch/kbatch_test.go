@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/signalbox/signalbox/internal/kbatch/kbatchtest"
+	"github.com/signalbox/signalbox/record"
 )
 
 func testRecords(n int, withHeaders bool) []kmsg.Record {
@@ -201,7 +204,77 @@ func check(t *testing.T, d *Decoder, raw []byte) []Batch {
 	if diff := same(got, gp, ge, want, wp, we); diff != "" {
 		t.Fatal(diff)
 	}
+	if diff := sameScan(raw, got, gp, ge); diff != "" {
+		t.Fatal(diff)
+	}
 	return got
+}
+
+// sameScan checks Scan, then AppendTo (every other batch: Check) on
+// each batch in order, against Decode's answer dec, partial and err: the
+// same batches and records, the same first error. "" when they agree.
+func sameScan(raw []byte, dec []Batch, partial bool, err error) string {
+	var d Decoder // its own: dec's records are in the caller's slabs
+	got, gp, scanErr := d.Scan(raw)
+	if len(got) < len(dec) || (err == nil && (len(got) != len(dec) || scanErr != nil || gp != partial)) {
+		return fmt.Sprintf("Scan: %d batches, partial %v, err %v; Decode: %d, %v, %v", len(got), gp, scanErr, len(dec), partial, err)
+	}
+	const topic, partition = "t", 3
+	var firstErr error
+	for i := range got {
+		g := &got[i]
+		if !g.Control && g.Records != nil {
+			return fmt.Sprintf("batch %d: Scan decoded the records of a batch that is not a control one", i)
+		}
+		if i%2 == 1 {
+			if e := g.Check(); e != nil {
+				firstErr = e
+				break
+			}
+			continue
+		}
+		from := g.FirstOffset + int64(g.LastOffsetDelta)/2 // half of them, in offset order
+		recs, e := g.AppendTo(make([]record.Record, 1, 1+g.Len()), topic, partition, from)
+		if e != nil {
+			firstErr = e
+			break
+		}
+		if i >= len(dec) {
+			return fmt.Sprintf("batch %d: decoded by AppendTo, but not by Decode (error %v)", i, err)
+		}
+		var want []record.Record
+		for _, r := range dec[i].Records {
+			if off := dec[i].FirstOffset + int64(r.OffsetDelta); off >= from {
+				ts := dec[i].FirstTimestamp + r.TimestampDelta
+				if dec[i].LogAppendTime {
+					ts = dec[i].MaxTimestamp
+				}
+				want = append(want, record.Record{Topic: topic, Partition: partition, Offset: off, Key: r.Key, Value: r.Value, Headers: r.Headers,
+					Timestamp: time.UnixMilli(ts)})
+				if ts < 0 {
+					want[len(want)-1].Timestamp = time.Time{}
+				}
+			}
+		}
+		if recs[0].Topic != "" || len(recs)-1 != len(want) {
+			return fmt.Sprintf("batch %d: AppendTo gave %d records after the one there, want %d", i, len(recs)-1, len(want))
+		}
+		for j, r := range recs[1:] {
+			w := want[j]
+			if r.Topic != w.Topic || r.Partition != w.Partition || r.Offset != w.Offset || !sameBytes(r.Key, w.Key) ||
+				!sameBytes(r.Value, w.Value) || !r.Timestamp.Equal(w.Timestamp) || r.Timestamp.IsZero() != w.Timestamp.IsZero() ||
+				!slices.EqualFunc(r.Headers, w.Headers, func(a, b record.Header) bool { return a.Key == b.Key && sameBytes(a.Value, b.Value) }) {
+				return fmt.Sprintf("batch %d record %d: %+v, want %+v", i, j, r, w)
+			}
+		}
+	}
+	if firstErr == nil {
+		firstErr = scanErr
+	}
+	if (firstErr == nil) != (err == nil) || (err != nil && firstErr.Error() != err.Error()) {
+		return fmt.Sprintf("Scan and AppendTo: error %v; Decode: %v", firstErr, err)
+	}
+	return ""
 }
 
 func TestDecodeAgreesWithKmsg(t *testing.T) {
