@@ -86,7 +86,18 @@ type Decoder struct {
 	// The most of each slab filled since the last Release: what Release
 	// clears.
 	batchesUsed, recsUsed int
+	// The streaming decompressors, reset for each batch of their codec,
+	// their input, and the scratch their output goes to before it is
+	// copied out at its exact size (at most maxScratch bytes are kept).
+	in      bytes.Reader
+	gz      *gzip.Reader
+	lz      *lz4.Reader
+	scratch []byte
 }
+
+// maxScratch is the most scratch a Decoder keeps between batches: a larger
+// decompressed batch's scratch is left to the garbage collector.
+const maxScratch = 4 << 20
 
 // Release drops the Decoder's references into the bytes it decoded last,
 // keeping its slabs' capacity: a long-lived Decoder would otherwise keep the
@@ -98,6 +109,7 @@ func (d *Decoder) Release() {
 	clear(d.recs[:d.recsUsed])
 	d.batches, d.recs = d.batches[:0], d.recs[:0]
 	d.batchesUsed, d.recsUsed = 0, 0
+	d.in.Reset(nil)
 }
 
 // ErrCorrupt wraps every decoding error.
@@ -178,7 +190,7 @@ func (d *Decoder) decode(raw []byte, scan bool) (batches []Batch, partial bool, 
 		n := int32(binary.BigEndian.Uint32(whole[57:]))
 		body := whole[headerLen:]
 		if b.Codec != CodecNone {
-			if body, err = decompress(b.Codec, body); err != nil {
+			if body, err = d.decompress(b.Codec, body); err != nil {
 				err = corrupt("batch at offset %d: %w", b.FirstOffset, err)
 				break
 			}
@@ -450,14 +462,20 @@ var zstdDec = sync.OnceValue(func() *zstd.Decoder {
 // xerialMagic opens Kafka's (xerial snappy-java) framed snappy stream.
 var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
-func decompress(codec int8, in []byte) ([]byte, error) {
+func (d *Decoder) decompress(codec int8, in []byte) ([]byte, error) {
 	switch codec {
 	case CodecGzip:
-		zr, err := gzip.NewReader(bytes.NewReader(in))
-		if err != nil {
+		d.in.Reset(in)
+		if d.gz == nil {
+			zr, err := gzip.NewReader(&d.in)
+			if err != nil {
+				return nil, err
+			}
+			d.gz = zr
+		} else if err := d.gz.Reset(&d.in); err != nil {
 			return nil, err
 		}
-		return readAllLimited(zr)
+		return d.readAll(d.gz)
 	case CodecSnappy:
 		if !bytes.HasPrefix(in, xerialMagic) {
 			if dl, err := s2.DecodedLen(in); err != nil {
@@ -467,38 +485,15 @@ func decompress(codec int8, in []byte) ([]byte, error) {
 			}
 			return s2.Decode(nil, in)
 		}
-		// xerial: magic, version (4), compatible version (4), then
-		// blocks of a big-endian int32 size and a snappy block.
-		if len(in) < 16 {
-			return nil, errors.New("short xerial snappy header")
-		}
-		in = in[16:]
-		var out []byte
-		for len(in) > 0 {
-			if len(in) < 4 {
-				return nil, errors.New("short xerial snappy block size")
-			}
-			n := binary.BigEndian.Uint32(in)
-			in = in[4:]
-			if uint64(n) > uint64(len(in)) {
-				return nil, errors.New("short xerial snappy block")
-			}
-			dl, err := s2.DecodedLen(in[:n])
-			if err != nil {
-				return nil, err
-			} else if dl > MaxDecompressed-len(out) {
-				return nil, errTooLarge
-			}
-			start := len(out)
-			out = append(out, make([]byte, dl)...)
-			if _, err := s2.Decode(out[start:], in[:n]); err != nil {
-				return nil, err
-			}
-			in = in[n:]
-		}
-		return out, nil
+		return unxerial(in)
 	case CodecLZ4:
-		return readAllLimited(lz4.NewReader(bytes.NewReader(in)))
+		d.in.Reset(in)
+		if d.lz == nil {
+			d.lz = lz4.NewReader(&d.in)
+		} else {
+			d.lz.Reset(&d.in)
+		}
+		return d.readAll(d.lz)
 	case CodecZstd:
 		// The decoder's own bound is MaxDecompressed as it was when the
 		// decoder was made; a frame declaring its size is checked against
@@ -517,10 +512,77 @@ func decompress(codec int8, in []byte) ([]byte, error) {
 	}
 }
 
-func readAllLimited(r io.Reader) ([]byte, error) {
-	out, err := io.ReadAll(io.LimitReader(r, int64(MaxDecompressed)+1))
-	if err == nil && len(out) > MaxDecompressed {
-		return nil, errTooLarge
+// unxerial decompresses Kafka's (xerial snappy-java) framed snappy stream:
+// magic, version (4), compatible version (4), then blocks of a big-endian
+// int32 size and a snappy block. The blocks' decoded lengths are summed
+// first, so that the output is allocated once, at its size.
+func unxerial(in []byte) ([]byte, error) {
+	if len(in) < 16 {
+		return nil, errors.New("short xerial snappy header")
 	}
-	return out, err
+	in = in[16:]
+	total := 0
+	for rest := in; len(rest) > 0; {
+		if len(rest) < 4 {
+			return nil, errors.New("short xerial snappy block size")
+		}
+		n := binary.BigEndian.Uint32(rest)
+		rest = rest[4:]
+		if uint64(n) > uint64(len(rest)) {
+			return nil, errors.New("short xerial snappy block")
+		}
+		dl, err := s2.DecodedLen(rest[:n])
+		if err != nil {
+			return nil, err
+		} else if dl > MaxDecompressed-total {
+			return nil, errTooLarge
+		}
+		total += dl
+		rest = rest[n:]
+	}
+	var out []byte
+	if total > 0 {
+		out = make([]byte, total)
+	}
+	for at := 0; len(in) > 0; {
+		n := binary.BigEndian.Uint32(in)
+		in = in[4:]
+		dl, _ := s2.DecodedLen(in[:n])
+		if _, err := s2.Decode(out[at:at+dl], in[:n]); err != nil {
+			return nil, err
+		}
+		at += dl
+		in = in[n:]
+	}
+	return out, nil
+}
+
+// readAll reads r to its end, at most MaxDecompressed bytes, into the
+// Decoder's scratch, and returns a copy at its exact size: the records
+// alias it (invariant 1), so it is the only allocation, where reading
+// into a growing buffer would allocate about twice the size in all.
+func (d *Decoder) readAll(r io.Reader) ([]byte, error) {
+	buf := d.scratch[:0]
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, max(len(buf), 64<<10))
+		}
+		room := buf[len(buf):min(cap(buf), MaxDecompressed+1)]
+		n, err := r.Read(room)
+		buf = buf[:len(buf)+n]
+		if len(buf) > MaxDecompressed {
+			err = errTooLarge
+		}
+		if err != nil {
+			if cap(buf) <= maxScratch {
+				d.scratch = buf[:0]
+			} else {
+				d.scratch = nil
+			}
+			if err == io.EOF {
+				return bytes.Clone(buf), nil
+			}
+			return nil, err
+		}
+	}
 }

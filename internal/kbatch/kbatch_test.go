@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"testing"
 	"time"
@@ -412,4 +414,40 @@ func TestReleaseDropsReferences(t *testing.T) {
 		}
 	}
 	check(t, &d, raw) // and it decodes as before
+}
+
+// A compressed batch's decompression allocates its output once, at its
+// size, whatever the codec: not a growing buffer (about twice the size in
+// all), nor a decompressor per batch. Beyond that, the runs may allocate
+// one block buffer of the lz4 reader's (franz-go writes 4 MiB blocks),
+// which its sync.Pool misses when the goroutine moves to another P; the
+// garbage collector is off while it counts, as it would empty that pool.
+func TestDecompressAllocatesOutputOnce(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	recs := testRecords(20000, false)
+	size := 0
+	for _, r := range recs {
+		size += len(r.AppendTo(nil))
+	}
+	const runs, lz4Block = 20, 4 << 20
+	for _, c := range codecs[1:] {
+		raw := build(t, kbatchtest.Spec{Codec: c.codec, Xerial: c.xerial, Records: recs})
+		var d Decoder
+		got, _, err := d.Decode(raw) // warm: the decompressor, the scratch, the slabs
+		if err != nil || len(got) != 1 || len(got[0].Records) != len(recs) {
+			t.Fatalf("%s: %d batches, err %v", c.name, len(got), err)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range runs {
+			if _, _, err := d.Decode(raw); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runtime.ReadMemStats(&after)
+		if all := after.TotalAlloc - before.TotalAlloc; float64(all) > runs*1.1*float64(size)+lz4Block {
+			t.Errorf("%s: %d bytes allocated by %d Decodes of a batch of %d bytes decompressed, want at most 1.1 times that each and %d more",
+				c.name, all, runs, size, lz4Block)
+		}
+	}
 }
