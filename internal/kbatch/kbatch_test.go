@@ -451,3 +451,41 @@ func TestDecompressAllocatesOutputOnce(t *testing.T) {
 		}
 	}
 }
+
+// The bytes a record aliases stay as they were after the Decoder decodes
+// other batches of the same codec and is released (invariant 1): what the
+// decompressors reuse (their readers, the scratch) is never handed out.
+func TestDecodedBytesOutliveTheDecoder(t *testing.T) {
+	for _, c := range codecs {
+		var d Decoder
+		var kept []Record // Scan's records, then Decode's, of the first batch
+		var want [][]byte // their values as produced
+		for i := range 3 {
+			recs := testRecords(300, false)
+			for j := range recs {
+				if recs[j].Value != nil {
+					recs[j].Value = fmt.Appendf(nil, "batch %d record %d %s", i, j, bytes.Repeat([]byte{'a' + byte(i)}, j%50))
+				}
+			}
+			raw := build(t, kbatchtest.Spec{Codec: c.codec, Xerial: c.xerial, Records: recs})
+			if i == 0 {
+				got, _, err := d.Decode(raw)
+				if err != nil {
+					t.Fatalf("%s: %v", c.name, err)
+				}
+				kept = append(kept, got[0].Records...)
+				for _, r := range recs {
+					want = append(want, r.Value)
+				}
+			} else if _, _, err := d.Scan(raw); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			d.Release()
+		}
+		for j, r := range kept {
+			if !sameBytes(r.Value, want[j]) {
+				t.Fatalf("%s: record %d of the first batch reads %q after later batches, want %q", c.name, j, r.Value, want[j])
+			}
+		}
+	}
+}
