@@ -8,9 +8,11 @@
 //
 //  1. Zero-copy: a record's Key, Value and header values alias the input
 //     bytes, or, for a compressed batch, that batch's own decompressed
-//     buffer (allocated per compressed batch, never reused, at most
-//     MaxDecompressed bytes). Callers may keep them as long as they like
-//     but must not write into them.
+//     buffer (allocated per compressed batch, once at its size, never
+//     reused, at most MaxDecompressed bytes; what the Decoder does reuse,
+//     its gzip and lz4 readers and their scratch, nothing aliases).
+//     Callers may keep them as long as they like but must not write into
+//     them.
 //  2. No per-record allocation: records are appended to the Decoder's
 //     reusable slab; only a record with headers allocates (its []Header
 //     and its header keys, as strings).
