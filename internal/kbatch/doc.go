@@ -8,9 +8,11 @@
 //
 //  1. Zero-copy: a record's Key, Value and header values alias the input
 //     bytes, or, for a compressed batch, that batch's own decompressed
-//     buffer (allocated per compressed batch, never reused, at most
-//     MaxDecompressed bytes). Callers may keep them as long as they like
-//     but must not write into them.
+//     buffer (allocated per compressed batch, once at its size, never
+//     reused, at most MaxDecompressed bytes; what the Decoder does reuse,
+//     its gzip and lz4 readers and their scratch, nothing aliases).
+//     Callers may keep them as long as they like but must not write into
+//     them.
 //  2. No per-record allocation: records are appended to the Decoder's
 //     reusable slab; only a record with headers allocates (its []Header
 //     and its header keys, as strings).
@@ -29,4 +31,10 @@
 //  6. Decode never panics, whatever the input (FuzzDecode), and agrees with
 //     kmsg's allocating decode on every record's offset delta, timestamp
 //     delta, key, value and headers.
+//  7. Scan, then AppendTo or Check on each batch in order, is Decode with
+//     one copy fewer: the records go straight into the caller's
+//     record.Record array, not through the Decoder's slab. It checks and
+//     returns the same batches and records (header fields, offsets,
+//     timestamps, keys, values, headers) and the same first error
+//     (FuzzDecode checks both ways against each other).
 package kbatch

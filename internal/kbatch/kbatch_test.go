@@ -6,12 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"runtime"
+	"runtime/debug"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/signalbox/signalbox/internal/kbatch/kbatchtest"
+	"github.com/signalbox/signalbox/record"
 )
 
 func testRecords(n int, withHeaders bool) []kmsg.Record {
@@ -201,7 +206,77 @@ func check(t *testing.T, d *Decoder, raw []byte) []Batch {
 	if diff := same(got, gp, ge, want, wp, we); diff != "" {
 		t.Fatal(diff)
 	}
+	if diff := sameScan(raw, got, gp, ge); diff != "" {
+		t.Fatal(diff)
+	}
 	return got
+}
+
+// sameScan checks Scan, then AppendTo (every other batch: Check) on
+// each batch in order, against Decode's answer dec, partial and err: the
+// same batches and records, the same first error. "" when they agree.
+func sameScan(raw []byte, dec []Batch, partial bool, err error) string {
+	var d Decoder // its own: dec's records are in the caller's slabs
+	got, gp, scanErr := d.Scan(raw)
+	if len(got) < len(dec) || (err == nil && (len(got) != len(dec) || scanErr != nil || gp != partial)) {
+		return fmt.Sprintf("Scan: %d batches, partial %v, err %v; Decode: %d, %v, %v", len(got), gp, scanErr, len(dec), partial, err)
+	}
+	const topic, partition = "t", 3
+	var firstErr error
+	for i := range got {
+		g := &got[i]
+		if !g.Control && g.Records != nil {
+			return fmt.Sprintf("batch %d: Scan decoded the records of a batch that is not a control one", i)
+		}
+		if i%2 == 1 {
+			if e := g.Check(); e != nil {
+				firstErr = e
+				break
+			}
+			continue
+		}
+		from := g.FirstOffset + int64(g.LastOffsetDelta)/2 // half of them, in offset order
+		recs, e := g.AppendTo(make([]record.Record, 1, 1+g.Len()), topic, partition, from)
+		if e != nil {
+			firstErr = e
+			break
+		}
+		if i >= len(dec) {
+			return fmt.Sprintf("batch %d: decoded by AppendTo, but not by Decode (error %v)", i, err)
+		}
+		var want []record.Record
+		for _, r := range dec[i].Records {
+			if off := dec[i].FirstOffset + int64(r.OffsetDelta); off >= from {
+				ts := dec[i].FirstTimestamp + r.TimestampDelta
+				if dec[i].LogAppendTime {
+					ts = dec[i].MaxTimestamp
+				}
+				want = append(want, record.Record{Topic: topic, Partition: partition, Offset: off, Key: r.Key, Value: r.Value, Headers: r.Headers,
+					Timestamp: time.UnixMilli(ts)})
+				if ts < 0 {
+					want[len(want)-1].Timestamp = time.Time{}
+				}
+			}
+		}
+		if recs[0].Topic != "" || len(recs)-1 != len(want) {
+			return fmt.Sprintf("batch %d: AppendTo gave %d records after the one there, want %d", i, len(recs)-1, len(want))
+		}
+		for j, r := range recs[1:] {
+			w := want[j]
+			if r.Topic != w.Topic || r.Partition != w.Partition || r.Offset != w.Offset || !sameBytes(r.Key, w.Key) ||
+				!sameBytes(r.Value, w.Value) || !r.Timestamp.Equal(w.Timestamp) || r.Timestamp.IsZero() != w.Timestamp.IsZero() ||
+				!slices.EqualFunc(r.Headers, w.Headers, func(a, b record.Header) bool { return a.Key == b.Key && sameBytes(a.Value, b.Value) }) {
+				return fmt.Sprintf("batch %d record %d: %+v, want %+v", i, j, r, w)
+			}
+		}
+	}
+	if firstErr == nil {
+		firstErr = scanErr
+	}
+	if (firstErr == nil) != (err == nil) || (err != nil && firstErr.Error() != err.Error()) {
+		return fmt.Sprintf("Scan and AppendTo: error %v; Decode: %v", firstErr, err)
+	}
+	return ""
 }
 
 func TestDecodeAgreesWithKmsg(t *testing.T) {
@@ -339,4 +414,81 @@ func TestReleaseDropsReferences(t *testing.T) {
 		}
 	}
 	check(t, &d, raw) // and it decodes as before
+}
+
+// A compressed batch's decompression allocates its output once, at its
+// size, whatever the codec: not a growing buffer (about twice the size in
+// all), nor a decompressor per batch. Beyond that, the runs may allocate
+// one block buffer of the lz4 reader's (franz-go writes 4 MiB blocks),
+// which its sync.Pool misses when the goroutine moves to another P; the
+// garbage collector is off while it counts, as it would empty that pool.
+func TestDecompressAllocatesOutputOnce(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector drops pooled buffers at random")
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	recs := testRecords(20000, false)
+	size := 0
+	for _, r := range recs {
+		size += len(r.AppendTo(nil))
+	}
+	const runs, lz4Block = 20, 4 << 20
+	for _, c := range codecs[1:] {
+		raw := build(t, kbatchtest.Spec{Codec: c.codec, Xerial: c.xerial, Records: recs})
+		var d Decoder
+		got, _, err := d.Decode(raw) // warm: the decompressor, the scratch, the slabs
+		if err != nil || len(got) != 1 || len(got[0].Records) != len(recs) {
+			t.Fatalf("%s: %d batches, err %v", c.name, len(got), err)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range runs {
+			if _, _, err := d.Decode(raw); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runtime.ReadMemStats(&after)
+		if all := after.TotalAlloc - before.TotalAlloc; float64(all) > runs*1.1*float64(size)+lz4Block {
+			t.Errorf("%s: %d bytes allocated by %d Decodes of a batch of %d bytes decompressed, want at most 1.1 times that each and %d more",
+				c.name, all, runs, size, lz4Block)
+		}
+	}
+}
+
+// The bytes a record aliases stay as they were after the Decoder decodes
+// other batches of the same codec and is released (invariant 1): what the
+// decompressors reuse (their readers, the scratch) is never handed out.
+func TestDecodedBytesOutliveTheDecoder(t *testing.T) {
+	for _, c := range codecs {
+		var d Decoder
+		var kept []Record // Scan's records, then Decode's, of the first batch
+		var want [][]byte // their values as produced
+		for i := range 3 {
+			recs := testRecords(300, false)
+			for j := range recs {
+				if recs[j].Value != nil {
+					recs[j].Value = fmt.Appendf(nil, "batch %d record %d %s", i, j, bytes.Repeat([]byte{'a' + byte(i)}, j%50))
+				}
+			}
+			raw := build(t, kbatchtest.Spec{Codec: c.codec, Xerial: c.xerial, Records: recs})
+			if i == 0 {
+				got, _, err := d.Decode(raw)
+				if err != nil {
+					t.Fatalf("%s: %v", c.name, err)
+				}
+				kept = append(kept, got[0].Records...)
+				for _, r := range recs {
+					want = append(want, r.Value)
+				}
+			} else if _, _, err := d.Scan(raw); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			d.Release()
+		}
+		for j, r := range kept {
+			if !sameBytes(r.Value, want[j]) {
+				t.Fatalf("%s: record %d of the first batch reads %q after later batches, want %q", c.name, j, r.Value, want[j])
+			}
+		}
+	}
 }

@@ -9,8 +9,10 @@ import (
 
 	"github.com/signalbox/signalbox/embedded"
 	"github.com/signalbox/signalbox/internal/kbatch"
+	"github.com/signalbox/signalbox/internal/kbatch/kbatchtest"
 	"github.com/signalbox/signalbox/record"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 const (
@@ -146,12 +148,59 @@ func BenchmarkAppendBatch(b *testing.B) {
 	for i := range 1000 {
 		batch.Records = append(batch.Records, kbatch.Record{OffsetDelta: int32(i), TimestampDelta: int64(i), Key: []byte("i-042"), Value: val})
 	}
-	p := &partState{tp: record.TopicPartition{Topic: "events-00", Partition: 1}}
 	recs := make([]record.Record, 0, len(batch.Records))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i += len(batch.Records) {
 		clear(recs)
-		recs = appendBatch(recs[:0], p, &batch)
+		recs, _ = batch.AppendTo(recs[:0], "events-00", 1, 0)
+	}
+}
+
+// benchBatchRecords returns n records shaped as a replay's: a key of ten
+// or so bytes, a 100-byte JSON value, 10 ms apart.
+func benchBatchRecords(n int) []kmsg.Record {
+	rs := make([]kmsg.Record, n)
+	for i := range rs {
+		rs[i] = kmsg.Record{TimestampDelta64: int64(i) * 10, OffsetDelta: int32(i), Key: fmt.Appendf(nil, "item-%d", i*7919%1000),
+			Value: fmt.Appendf(nil, `{"item":"i-%03d","ts":%d,"kind":"view","pad":"abcdefghijklmnopqrstuvwxyzabcdefghijklmn"}`, i%1000, 1764479604123+10*i)}
+	}
+	return rs
+}
+
+// BenchmarkParse measures a partition answer of one 1 MiB producer batch
+// (about 7,000 records), uncompressed and compressed by franz-go's
+// producer, from the raw bytes to the source's records (per record), the
+// records' array given back as the engine does:
+//
+//	go test -run '^$' -bench Parse -benchmem ./sources/kafka/
+func BenchmarkParse(b *testing.B) {
+	const n = 7000
+	rs := benchBatchRecords(n)
+	for _, c := range []struct {
+		name  string
+		codec kgo.CompressionCodec
+	}{{"none", kgo.NoCompression()}, {"snappy", kgo.SnappyCompression()}, {"lz4", kgo.Lz4Compression()}, {"zstd", kgo.ZstdCompression()}, {"gzip", kgo.GzipCompression()}} {
+		b.Run(c.name, func(b *testing.B) {
+			raw := kbatchtest.Build(b, kbatchtest.Spec{Codec: c.codec, ProducerID: -1, ProducerEpoch: -1, Records: rs})
+			src, err := New(Config{Brokers: []string{"127.0.0.1:1"}, Topics: []string{"bench"}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			tp := record.TopicPartition{Topic: "bench"}
+			f := newFetcher(src, []record.PartitionInfo{{TopicPartition: tp, End: n}})
+			p := f.parts[0]
+			blk := &fetchBlock{raw: raw, hwm: n, lso: n}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += n {
+				p.pos = 0
+				pf, _ := f.parse(p, blk, time.Now())
+				if len(pf.Records) != n {
+					b.Fatalf("%d records, want %d", len(pf.Records), n)
+				}
+				src.Recycle(pf.Records)
+			}
+		})
 	}
 }

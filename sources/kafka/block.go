@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
-	"time"
 
 	"github.com/signalbox/signalbox/internal/kbatch"
 	"github.com/signalbox/signalbox/record"
@@ -28,21 +27,16 @@ type abortedTxn struct {
 	firstOffset int64
 }
 
-// millisTime is a batch timestamp: a negative one (none) is the zero time.
-func millisTime(ms int64) time.Time {
-	if ms < 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms)
-}
-
-// records extracts the deliverable records of batches from p.pos on and
-// moves p.pos past every complete batch, control and aborted batches
-// included.
-func (f *fetcher) records(p *partState, blk *fetchBlock, batches []kbatch.Batch) []record.Record {
+// records extracts the deliverable records of batches, as Scan returned
+// them with scanErr, from p.pos on, and moves p.pos past every complete
+// batch, control and aborted batches included. Every batch's records are
+// decoded, delivered or not, so that a malformed one fails the answer as
+// Decode would: the first error of the batches in order, else scanErr,
+// and then p.pos does not move and no records are returned.
+func (f *fetcher) records(p *partState, blk *fetchBlock, batches []kbatch.Batch, scanErr error) ([]record.Record, error) {
 	n := 0
 	for i := range batches {
-		n += len(batches[i].Records)
+		n += batches[i].Len()
 	}
 	var recs []record.Record
 	if n > 0 {
@@ -54,11 +48,17 @@ func (f *fetcher) records(p *partState, blk *fetchBlock, batches []kbatch.Batch)
 	}
 	var abortedPIDs map[int64]struct{}
 	readCommitted := f.s.cfg.readCommitted()
+	pos := p.pos
 	for i := range batches {
 		batch := &batches[i]
 		last := batch.LastOffset()
-		if last < p.pos {
-			continue // a batch we already consumed (fetches return whole batches)
+		var err error
+		if last < pos {
+			// A batch we already consumed (fetches return whole batches).
+			if err = batch.Check(); err != nil {
+				return f.dropRecords(recs, err)
+			}
+			continue
 		}
 		for len(aborted) > 0 && aborted[0].firstOffset <= last {
 			if abortedPIDs == nil {
@@ -73,12 +73,29 @@ func (f *fetcher) records(p *partState, blk *fetchBlock, batches []kbatch.Batch)
 				delete(abortedPIDs, batch.ProducerID)
 			}
 		case readCommitted && batch.Transactional && isAborted(abortedPIDs, batch.ProducerID):
+			err = batch.Check()
 		default:
-			recs = appendBatch(recs, p, batch)
+			recs, err = batch.AppendTo(recs, p.tp.Topic, p.tp.Partition, pos)
 		}
-		p.pos = last + 1
+		if err != nil {
+			return f.dropRecords(recs, err)
+		}
+		pos = last + 1
 	}
-	return recs
+	if scanErr != nil {
+		return f.dropRecords(recs, scanErr)
+	}
+	p.pos = pos
+	return recs, nil
+}
+
+// dropRecords gives recs, an answer's array that is not delivered, back to
+// the pool, and returns err.
+func (f *fetcher) dropRecords(recs []record.Record, err error) ([]record.Record, error) {
+	if cap(recs) > 0 {
+		f.s.pool.put(recs)
+	}
+	return nil, err
 }
 
 func isAborted(pids map[int64]struct{}, pid int64) bool {
@@ -94,29 +111,6 @@ func isAbortMarker(batch *kbatch.Batch) bool {
 	}
 	k := batch.Records[0].Key
 	return len(k) >= 4 && k[2] == 0 && k[3] == 0
-}
-
-func appendBatch(recs []record.Record, p *partState, batch *kbatch.Batch) []record.Record {
-	base := millisTime(batch.FirstTimestamp) // CreateTime: plus each record's delta
-	if batch.LogAppendTime {
-		base = millisTime(batch.MaxTimestamp)
-	}
-	for i := range batch.Records {
-		r := &batch.Records[i]
-		off := batch.FirstOffset + int64(r.OffsetDelta)
-		if off < p.pos {
-			continue
-		}
-		ts := base
-		if !batch.LogAppendTime {
-			ts = base.Add(time.Duration(r.TimestampDelta) * time.Millisecond)
-		}
-		recs = append(recs, record.Record{
-			Topic: p.tp.Topic, Partition: p.tp.Partition, Offset: off,
-			Key: r.Key, Value: r.Value, Timestamp: ts, Headers: r.Headers,
-		})
-	}
-	return recs
 }
 
 // largestBatch is the size in bytes of raw's largest record batch, read

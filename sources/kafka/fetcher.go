@@ -346,11 +346,13 @@ func (f *fetcher) parse(p *partState, blk *fetchBlock, answered time.Time) (reco
 	default:
 		return f.failed(p, blk.err), true
 	}
-	// Valid until Release, once records has copied them out; the
-	// fetcher's long-lived decoder must not keep the response's bytes
-	// reachable after that.
-	batches, _, err := f.dec.Decode(blk.raw)
+	// Valid until Release, once records has decoded them into the
+	// answer's records; the fetcher's long-lived decoder must not keep the
+	// response's bytes reachable after that.
+	batches, _, scanErr := f.dec.Scan(blk.raw)
 	defer f.dec.Release()
+	before := p.pos
+	recs, err := f.records(p, blk, batches, scanErr)
 	if err != nil {
 		return f.failed(p, err), true
 	}
@@ -360,8 +362,6 @@ func (f *fetcher) parse(p *partState, blk *fetchBlock, answered time.Time) (reco
 	if f.s.cfg.readCommitted() && blk.lso >= 0 {
 		end = blk.lso
 	}
-	before := p.pos
-	recs := f.records(p, blk, batches)
 	batch := min(largestBatch(blk.raw), max(f.s.cfg.FetchMaxBytes, p.maxBytes))
 	switch {
 	case p.pos == before && p.pos < end:

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"slices"
 	"strings"
 	"testing"
@@ -494,5 +495,53 @@ func TestRawFetchInterruptedByContext(t *testing.T) {
 	}
 	if pfs := f.fetch(ctx, f.parts); len(pfs) != 0 {
 		t.Fatalf("fetch on an ended context: %+v, want nothing reported (stopping)", pfs)
+	}
+}
+
+// An answer with a batch whose CRC holds but whose records do not decode
+// fails its partition with no records and the position unmoved, wherever
+// the batch is: after records to deliver, below the position (already
+// consumed), or aborted (read_committed), though none of its records would
+// be delivered.
+func TestRawMalformedRecordsFailPartition(t *testing.T) {
+	rs := func(n int) []kmsg.Record {
+		out := make([]kmsg.Record, n)
+		for i := range out {
+			out[i] = kmsg.Record{OffsetDelta: int32(i), Value: []byte("v")}
+		}
+		return out
+	}
+	// malformed claims one record more than the batch holds, its CRC fixed.
+	malformed := func(spec kbatchtest.Spec) []byte {
+		raw := kbatchtest.Build(t, spec)
+		binary.BigEndian.PutUint32(raw[57:], binary.BigEndian.Uint32(raw[57:])+1)
+		binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+		return raw
+	}
+	good := func(first int64) []byte {
+		return kbatchtest.Build(t, kbatchtest.Spec{First: first, ProducerID: -1, ProducerEpoch: -1, Records: rs(3)})
+	}
+	for _, tc := range []struct {
+		name      string
+		raw       []byte
+		pos       int64
+		isolation string
+		aborted   []abortedTxn
+	}{
+		{"after records", append(good(0), malformed(kbatchtest.Spec{First: 3, ProducerID: -1, ProducerEpoch: -1, Records: rs(3)})...), 0, ReadUncommitted, nil},
+		{"consumed", append(malformed(kbatchtest.Spec{First: 0, ProducerID: -1, ProducerEpoch: -1, Records: rs(3)}), good(3)...), 3, ReadUncommitted, nil},
+		{"aborted", append(malformed(kbatchtest.Spec{First: 0, Attrs: 0x10, ProducerID: 7, Records: rs(3)}), good(3)...), 0, ReadCommitted, []abortedTxn{{7, 0}}},
+	} {
+		src, err := New(Config{Brokers: []string{"127.0.0.1:1"}, Topics: []string{"mal"}, Isolation: tc.isolation})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := newFetcher(src, []record.PartitionInfo{{TopicPartition: record.TopicPartition{Topic: "mal"}, Start: tc.pos, End: 6}})
+		p := f.parts[0]
+		pf, ok := f.parse(p, &fetchBlock{raw: tc.raw, hwm: 6, lso: 6, aborted: tc.aborted}, time.Now())
+		if !ok || !errors.Is(pf.Err, kbatch.ErrCorrupt) || len(pf.Records) != 0 || p.pos != tc.pos || !p.failed {
+			t.Errorf("%s: ok %v, %+v, position %d, failed %v; want a failed partition (ErrCorrupt) at position %d",
+				tc.name, ok, pf, p.pos, p.failed, tc.pos)
+		}
 	}
 }
