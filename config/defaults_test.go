@@ -226,10 +226,7 @@ func TestDocumentedRangesMatchCode(t *testing.T) {
 			if p := problems(t, d); len(p) != 0 {
 				t.Errorf("%s: %s is documented valid, got %q", m[1], v, p)
 			}
-			beyond := step(t, v, 2*i-1) // below the least, above the most
-			if beyond == "0" {          // 0 is the default of a count
-				beyond = "-1"
-			}
+			beyond := step(t, v, 2*i-1) // below the least (0 written out included), above the most
 			d, _ = doc(beyond)
 			if p := strings.Join(problems(t, d), "\n"); !strings.Contains(p, field+": ") {
 				t.Errorf("%s: %s is beyond the documented range, got %q", m[1], beyond, p)

@@ -39,7 +39,10 @@
 //     alone has is checked here: durations and sizes as text, 0 for "off"
 //     where the Kafka source's configuration takes a negative, state.memory
 //     above 0, *_env names, sink fields that belong to another type, files
-//     written twice, and sink settings that involve the job's group.
+//     written twice, and sink settings that involve the job's group. A
+//     sink's count set to 0 is judged as written by the sink's Validate
+//     (validator.asWritten); its Config takes 0 for the default, so run's
+//     path refuses it only through Validate, which Build runs first.
 //  8. Parse walks one yaml.Node tree (decode.go); it never reads the text
 //     of yaml.v3's error messages, and it refuses a file beyond MaxJobSize.
 //  9. Parse measures the document with every alias and merge key expanded,

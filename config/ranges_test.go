@@ -9,6 +9,9 @@ import (
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/internal/rulecases"
+	"github.com/signalbox/signalbox/sinks/bulk"
+	kafkasink "github.com/signalbox/signalbox/sinks/kafka"
+	"github.com/signalbox/signalbox/sinks/postgres"
 	"github.com/signalbox/signalbox/timers/durable"
 )
 
@@ -164,6 +167,65 @@ func TestValidateAgreesWithLibrary(t *testing.T) {
 			t.Errorf("%s: validate says %q, run's path %v: want the library's one message", c.Name, es[0].Msg, run)
 		case len(lib) != 1 || lib[0].Msg != es[0].Msg:
 			t.Errorf("%s: validate says %q, the library %v", c.Name, es[0].Msg, lib)
+		}
+	}
+}
+
+// TestExplicitZeroRefused: a count that cannot be off, written as 0, is
+// taken as written, not as the default: validate and run's entry point
+// (Build) refuse it with one error at its YAML path, the sink library's
+// verdict on 0; left out, it takes the library's default and is valid.
+// (runVerdict cannot tell 0 from left out: the library's Config structs
+// take 0 for the default, so the job file's Validate is what refuses it.)
+func TestExplicitZeroRefused(t *testing.T) {
+	t.Setenv("SIGNALBOX_TEST_DSN", "postgres://u@127.0.0.1:1/db")
+	const (
+		bulkSink = "{type: bulk, url: 'http://127.0.0.1:1', index: i"
+		pgSink   = "{type: postgres, dsn_env: SIGNALBOX_TEST_DSN"
+	)
+	for _, c := range []struct {
+		sink, key string
+		library   error // the library's verdict on 0 as written
+	}{
+		{"{type: kafka, topic: t", "max_buffered_records", kafkasink.Config{}.Validate()},
+		{bulkSink, "max_docs", (&bulk.Config{URL: "http://h", Index: "i", MaxBytes: 1}).Validate()},
+		{pgSink, "max_batch", (&postgres.Config{DSN: "x", Table: "t", ValueType: "jsonb"}).Validate()},
+	} {
+		lib := fielderr.All(c.library)
+		if len(lib) != 1 || lib[0].Field != c.key || !strings.HasPrefix(lib[0].Msg, "0 is out of range: must be from 1 to ") {
+			t.Fatalf("%s: the library's verdict on 0 is %v, want one range error about it", c.key, c.library)
+		}
+		for _, zero := range []struct{ name, doc, path string }{
+			{"sink", withSink(c.sink + ", " + c.key + ": 0}"), "sinks[1]." + c.key},
+			{"merged", withSink(c.sink + ", <<: {" + c.key + ": 0}}"), "sinks[1]." + c.key},
+			{"dead letter", minimal + "dead_letter: " + c.sink + ", " + c.key + ": 0}\n", "dead_letter." + c.key},
+		} {
+			name := c.key + ": 0 in a " + zero.name
+			want := zero.path + ": " + lib[0].Msg
+			j, err := Parse([]byte(zero.doc))
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			verr := j.Validate()
+			var es Errors
+			if !errors.As(verr, &es) || len(es) != 1 || es[0].Path+": "+es[0].Msg != want {
+				t.Errorf("%s: validate: %v; want one error %q", name, verr, want)
+				continue
+			}
+			var bes Errors
+			if _, err := j.Build(nil); !errors.As(err, &bes) || len(bes) != 1 || bes[0].Error() != es[0].Error() {
+				t.Errorf("%s: Build (run): %v; want validate's %v", name, err, es)
+			}
+		}
+		j, err := Parse([]byte(withSink(c.sink + "}")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Validate(); err != nil {
+			t.Errorf("%s left out: %v; want valid (the default)", c.key, err)
+		}
+		if _, err := j.Build(nil); err != nil {
+			t.Errorf("%s left out: Build: %v", c.key, err)
 		}
 	}
 }

@@ -29,6 +29,8 @@ var (
 func (s *BulkSink) validate(v *validator, p string) {
 	cfg := bulk.Config{URL: s.URL, Index: s.Index, MaxDocs: s.MaxDocs, MaxBytes: int(v.size(p+".max_bytes", s.MaxBytes)),
 		Linger: v.duration(p+".linger", s.Linger, notNegative)}
+	cfg.EnsureDefaults() // max_bytes: 0 is left out, or refused as text (validator.size)
+	v.asWritten(p+".max_docs", &cfg.MaxDocs, s.MaxDocs)
 	v.fields(p, cfg.Validate())
 	v.oneOf(p+".doc_id", s.DocID, docIDValues)
 	v.oneOf(p+".versioning", s.Versioning, versioningValues)

@@ -13,12 +13,11 @@ import (
 // KafkaSink are the settings of a `type: kafka` sink. Brokers default to
 // the job's; Group, to the job's group, is used only with TransactionalID.
 type KafkaSink struct {
-	Brokers         []string `yaml:"brokers"`
-	Topic           string   `yaml:"topic"`
-	TransactionalID string   `yaml:"transactional_id"`
-	Group           string   `yaml:"group"`
-	// MaxBufferedRecords: 0 (left out) is the sink's default.
-	MaxBufferedRecords int `yaml:"max_buffered_records"`
+	Brokers            []string `yaml:"brokers"`
+	Topic              string   `yaml:"topic"`
+	TransactionalID    string   `yaml:"transactional_id"`
+	Group              string   `yaml:"group"`
+	MaxBufferedRecords int      `yaml:"max_buffered_records"`
 }
 
 // A Kafka topic name: 1 to 249 of these characters, not "." or "..".
@@ -36,7 +35,10 @@ func (s *KafkaSink) validate(v *validator, p string) {
 			v.bad(fmt.Sprintf("%s.brokers[%d]", p, i), "%v", err)
 		}
 	}
-	v.fields(p, kafkasink.Config{MaxBufferedRecords: s.MaxBufferedRecords}.Validate())
+	cfg := kafkasink.Config{MaxBufferedRecords: s.MaxBufferedRecords}
+	cfg.EnsureDefaults()
+	v.asWritten(p+".max_buffered_records", &cfg.MaxBufferedRecords, s.MaxBufferedRecords)
+	v.fields(p, cfg.Validate())
 	if s.Group != "" && s.TransactionalID == "" {
 		v.bad(p+".group", "only used with transactional_id (exactly-once mode)")
 	}

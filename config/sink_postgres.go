@@ -38,6 +38,7 @@ func (s *PostgresSink) validate(v *validator, p string) {
 	}
 	cfg := postgres.Config{DSN: "(read by Build)", Table: s.Table, ValueType: s.ValueType, MaxBatch: s.MaxBatch}
 	cfg.EnsureDefaults()
+	v.asWritten(p+".max_batch", &cfg.MaxBatch, s.MaxBatch)
 	v.fields(p, cfg.Validate())
 }
 

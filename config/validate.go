@@ -118,6 +118,15 @@ func (v *validator) size(path, val string) int64 {
 	return n
 }
 
+// asWritten sets *field, which the library's EnsureDefaults filled, back
+// to val when the field at path is set in the file: a field that is set is
+// judged as written (0 included), one left out takes the default.
+func (v *validator) asWritten(path string, field *int, val int) {
+	if _, set := v.lines[path]; set {
+		*field = val
+	}
+}
+
 // envNameRE is the name of an environment variable that holds a secret:
 // upper-case letters, digits and underscores, as POSIX names the variables
 // of applications. A mixed-case value is refused because it is more likely

@@ -72,6 +72,8 @@ func TestSinkDefaultsMatchCode(t *testing.T) {
 	b.EnsureDefaults()
 	var pg postgres.Config
 	pg.EnsureDefaults()
+	var k kafka.Config
+	k.EnsureDefaults()
 
 	want := map[string]string{
 		"jsonl.BufferSize":     size(int64(j.BufferSize)),
@@ -92,7 +94,7 @@ func TestSinkDefaultsMatchCode(t *testing.T) {
 		t.Errorf("bulk: the zero Versioning is %v, not EventTimeVersion as docs/sinks.md says", b.Versioning)
 	}
 	want["bulk.Versioning"] = "`EventTimeVersion`"
-	want["kafka.MaxBufferedRecords"] = fmt.Sprintf("%d,%03d", kafka.DefaultMaxBufferedRecords/1000, kafka.DefaultMaxBufferedRecords%1000)
+	want["kafka.MaxBufferedRecords"] = fmt.Sprintf("%d,%03d", k.MaxBufferedRecords/1000, k.MaxBufferedRecords%1000)
 	// Rows whose default is a description, not a value.
 	descriptive := map[string]bool{
 		"bulk.URL": true, "bulk.Retry": true, "bulk.DocID": true, "postgres.DSN": true,

@@ -126,10 +126,10 @@ func (c *Config) Validate() error {
 	if c.Index == "" {
 		bad("index", "required for a bulk sink")
 	}
-	if c.MaxDocs < 0 || c.MaxDocs > MaxMaxDocs {
+	if c.MaxDocs < 1 || c.MaxDocs > MaxMaxDocs {
 		bad("max_docs", "%d is out of range: must be from 1 to 100000", c.MaxDocs)
 	}
-	if c.MaxBytes < 0 || c.MaxBytes > MaxMaxBytes {
+	if c.MaxBytes < 1 || c.MaxBytes > MaxMaxBytes {
 		bad("max_bytes", "%d bytes is out of range: must be from 1 B to 100 MiB", c.MaxBytes)
 	}
 	if c.Linger > MaxLinger {

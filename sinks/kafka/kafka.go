@@ -49,10 +49,16 @@ const DefaultMaxBufferedRecords = 10_000
 // default is 50,000, and each buffered record holds its bytes.
 const MaxMaxBufferedRecords = 1_000_000
 
+// EnsureDefaults fills zero fields with their defaults.
+func (c *Config) EnsureDefaults() {
+	c.MaxBufferedRecords = cmp.Or(c.MaxBufferedRecords, DefaultMaxBufferedRecords)
+}
+
 // Validate reports settings out of range, each naming its job-file field
-// (fielderr). Open calls it.
+// (fielderr); it judges each as written, so call EnsureDefaults first to
+// accept zero values (New does). Open calls it.
 func (c Config) Validate() error {
-	if c.MaxBufferedRecords < 0 || c.MaxBufferedRecords > MaxMaxBufferedRecords {
+	if c.MaxBufferedRecords < 1 || c.MaxBufferedRecords > MaxMaxBufferedRecords {
 		return fmt.Errorf("kafka: %w", fielderr.New("max_buffered_records",
 			"%d is out of range: must be from 1 to %d (leave it out for the default, %d)", c.MaxBufferedRecords, MaxMaxBufferedRecords, DefaultMaxBufferedRecords))
 	}
@@ -122,6 +128,7 @@ type Sink struct {
 
 // New returns a sink; call Open before use.
 func New(cfg Config) *Sink {
+	cfg.EnsureDefaults()
 	s := &Sink{cfg: cfg, spares: make(chan *msgSlab, spareSlabs)}
 	s.batchBytes.Store(DefaultBatchBytes)
 	s.promise = func(r *kgo.Record, err error) {
@@ -151,7 +158,7 @@ func (s *Sink) clientOpts() []kgo.Opt {
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchMaxBytesFn(func(string) int32 { return s.batchBytes.Load() }),
 		kgo.ProducerLinger(0), // send at once; batches form while requests are in flight
-		kgo.MaxBufferedRecords(cmp.Or(s.cfg.MaxBufferedRecords, DefaultMaxBufferedRecords)),
+		kgo.MaxBufferedRecords(s.cfg.MaxBufferedRecords),
 		kgo.RecordRetries(10),
 	)
 	if s.cfg.TransactionalID != "" {

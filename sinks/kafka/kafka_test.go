@@ -264,6 +264,14 @@ func TestBufferedRecordsBound(t *testing.T) {
 			t.Errorf("MaxBufferedRecords %d: Open returned %v, want an error naming the field", bad, err)
 		}
 	}
+	// Validate judges 0 as written (the job file's explicit 0); EnsureDefaults makes it the default.
+	c := kafka.Config{}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "max_buffered_records: 0 is out of range") {
+		t.Errorf("Validate of 0 as written = %v, want max_buffered_records out of range", err)
+	}
+	if c.EnsureDefaults(); c.Validate() != nil || c.MaxBufferedRecords != kafka.DefaultMaxBufferedRecords {
+		t.Errorf("after EnsureDefaults: %d, %v; want the default, valid", c.MaxBufferedRecords, c.Validate())
+	}
 }
 
 // TestMurmur2MatchesJavaClient checks the hash against the Java client's
