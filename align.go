@@ -18,7 +18,10 @@ import (
 //     the window, plus the event time its last answer spanned (counted for
 //     at most aheadRecords of its records), ahead of its base: the released
 //     watermark, or its own first contribution while the watermark is still
-//     below it (−∞ at start).
+//     below it (−∞ at start). The lookahead partitions (the lookahead
+//     lowest holders after the lowest one) may run one whole answer's span
+//     further: their next answer is fetched while their last one is still
+//     parked, so it is at hand when the watermark reaches them.
 //   - Parked limit (WithParkedLimit). Past the limit, every timed partition
 //     is paused but the lowest holder, until parked bytes fall below three
 //     quarters of the limit.
@@ -69,6 +72,7 @@ func (c *core) align(lowest *partState) {
 		lowC = lowest.contribution(c.cfg.delay)
 	}
 	window := c.cfg.align.Milliseconds()
+	nextC := c.nextHolders(lowest)
 	var pause, resume []record.TopicPartition
 	for tp, ps := range c.parts {
 		if ps.dec.timeless {
@@ -81,7 +85,11 @@ func (c *core) align(lowest *partState) {
 			ctb := ps.contribution(c.cfg.delay)
 			if window > 0 && ps.maxET != watermark.MinTime {
 				base := max(c.wm, ps.firstET-c.cfg.delay.Milliseconds())
-				if ctb-base > window+ps.ahead() {
+				allowance := window + ps.ahead()
+				if ctb <= nextC {
+					allowance += ps.span // a lookahead partition: one answer more
+				}
+				if ctb-base > allowance {
 					reason = "align"
 				}
 			}
@@ -105,6 +113,51 @@ func (c *core) align(lowest *partState) {
 		c.fx.resume = append(c.fx.resume, resume...)
 		c.cfg.logger.Debug("resumed partitions", zap.Int("count", len(resume)))
 	}
+}
+
+// lookahead is how many holders after the lowest one may fetch their next
+// answer while their last is parked. Each step of the watermark waits for
+// the next answer of the partition that holds it lowest; fetched only when
+// that partition becomes the lowest, the answer is a round trip, a decode
+// and a pass of the engine away, during which nothing else can be released.
+// With big producer batches a step is one batch (thousands of records), so
+// a replay ran at the speed of that chain; fetched ahead for the next few
+// holders, the chain overlaps with the releases before it. Each costs at
+// most one answer of memory.
+const lookahead = 3
+
+// nextHolders returns the contribution of the lookahead-th holder after
+// lowest in the order lowestHolder uses (watermark.MinTime when there are
+// none): a partition whose contribution is at or below it is one of the
+// lookahead partitions, ties included.
+func (c *core) nextHolders(lowest *partState) int64 {
+	var next [lookahead]int64 // ascending; MaxTime = empty
+	for i := range next {
+		next[i] = watermark.MaxTime
+	}
+	for _, ps := range c.parts {
+		if ps == lowest || ps.dec.timeless || !ps.holds || ps.maxET == watermark.MinTime {
+			continue
+		}
+		ctb := ps.contribution(c.cfg.delay)
+		for i := range next {
+			if ctb < next[i] {
+				copy(next[i+1:], next[i:])
+				next[i] = ctb
+				break
+			}
+		}
+	}
+	if next[lookahead-1] == watermark.MaxTime {
+		// Fewer holders than lookahead: every one of them is a lookahead partition.
+		for i := lookahead - 1; i >= 0; i-- {
+			if next[i] != watermark.MaxTime {
+				return next[i]
+			}
+		}
+		return watermark.MinTime
+	}
+	return next[lookahead-1]
 }
 
 // HandledNotifier is implemented by sources that fetch ahead of the

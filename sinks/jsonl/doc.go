@@ -23,7 +23,8 @@
 //     records, in the side file SideFile(path) ("<path>.signalbox-size"),
 //     the file's size after Open and after each Flush (at Open, and at
 //     every Flush with Sync, written to a temporary file, fsynced with
-//     Sync, and renamed; at a Flush without Sync, written over the side
+//     Sync, and renamed, and with Sync the directory fsynced after the
+//     rename, which also makes a file created at Open durable; at a Flush without Sync, written over the side
 //     file in place, in one write that covers the last size whole, since
 //     sizes only grow: a process crash leaves the old or the new size
 //     either way). Open appends to a file

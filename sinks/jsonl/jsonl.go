@@ -174,6 +174,11 @@ func (s *Sink) mark() error {
 	if err == nil {
 		err = os.Rename(tmp, side)
 	}
+	if err == nil && s.opts.Sync {
+		// The rename (and at Open the file's own creation) lives in the
+		// directory: without its fsync a machine crash can lose them.
+		err = syncDir(filepath.Dir(side))
+	}
 	if err == nil && !s.opts.Sync {
 		s.side = f // the side file now, kept for the writes in place
 	} else if err = errors.Join(err, f.Close()); err != nil {
@@ -181,6 +186,16 @@ func (s *Sink) mark() error {
 	}
 	s.marked = s.size
 	return nil
+}
+
+// syncDir fsyncs a directory, so that the entries created or renamed in it
+// survive a machine crash. A variable so that tests see the calls.
+var syncDir = func(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
 }
 
 // goodSize reads the size recorded by mark, or returns false.
