@@ -1,8 +1,10 @@
 package kafka
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +21,9 @@ import (
 func produceBatches(t *testing.T, c *embedded.Cluster, topic string, partitions int32, batches, n int) {
 	t.Helper()
 	cl, err := kgo.NewClient(append(c.ClientOptions(), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerLinger(200*time.Millisecond), kgo.ProducerBatchMaxBytes(4<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))...)
+		// Batches form only at Flush: a linger could cut one short on a
+		// slow machine, and the tests count records per batch.
+		kgo.ManualFlushing(), kgo.ProducerBatchMaxBytes(4<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,8 +35,20 @@ func produceBatches(t *testing.T, c *embedded.Cluster, topic string, partitions 
 				rs = append(rs, &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf(`{"b":%d,"i":%d,"pad":%q}`, b, i, strings.Repeat("x", 60)))})
 			}
 		}
-		if err := cl.ProduceSync(bg, rs...).FirstErr(); err != nil {
+		var mu sync.Mutex
+		var perr error
+		for _, r := range rs {
+			cl.Produce(bg, r, func(_ *kgo.Record, err error) {
+				mu.Lock()
+				perr = cmp.Or(perr, err)
+				mu.Unlock()
+			})
+		}
+		if err := cl.Flush(bg); err != nil {
 			t.Fatal(err)
+		}
+		if perr != nil {
+			t.Fatal(perr)
 		}
 	}
 }
