@@ -18,16 +18,24 @@ import (
 // come on top of it, measured with `go run ./bench/cmd/memtest`: fetch
 // buffers (the source's defaults allow 64 MiB per fetch, several in flight)
 // and the garbage collector's headroom (the heap grows to about twice the
-// live heap between collections). BoundMemory caps a fetch at a quarter of
-// the budget (at least 1 MiB) and a partition's share at the fetch's, and proposes
-// a limit of the budget plus four fetches and 64 MiB of slack.
-// opts must have its defaults applied.
+// live heap between collections). BoundMemory caps a fetch at a sixteenth
+// of the budget (at least 1 MiB) and a partition's share at the fetch's, so
+// that the answers on their way to the engine (answersAhead) keep at most
+// 3/8 of the budget reachable, and proposes a limit of the budget plus four
+// fetches and 64 MiB of slack. opts must have its defaults applied.
 func BoundMemory(k *kafka.Config, opts durable.StoreOptions) int64 {
 	k.EnsureDefaults()
-	k.FetchMaxBytes = int32(min(int64(k.FetchMaxBytes), max(opts.MemoryBudget/4, 1<<20)))
+	k.FetchMaxBytes = int32(min(int64(k.FetchMaxBytes), max(opts.MemoryBudget/16, 1<<20)))
 	k.PartitionMaxBytes = min(k.PartitionMaxBytes, k.FetchMaxBytes)
 	return MemoryLimit(opts.MemoryBudget, k.FetchMaxBytes)
 }
+
+// answersAhead is how many fetch answers can be on their way to the engine
+// at once, each keeping its whole response reachable (its records alias it
+// until handled): the one the Kafka fetcher is sending, the source's queued
+// one, the engine's poller's two (pollSource and poll), its queued one and
+// the one it handles.
+const answersAhead = 6
 
 // MemoryLimit is the soft memory limit for a job that holds held bytes of
 // its own and fetches up to fetchMaxBytes at a time: held plus four fetches
@@ -43,7 +51,7 @@ func MemoryLimit(held int64, fetchMaxBytes int32) int64 {
 // that no budget counts; measured with `go run ./bench/cmd/memtest`
 // (docs/bench.md, "Memory, whole job"). opts must have its defaults applied.
 func InflightBytes(opts durable.StoreOptions) int64 {
-	return max(opts.MemoryBudget/4, 1<<20)
+	return max(opts.MemoryBudget/16, 1<<20)
 }
 
 // otherLiveHeap is the Go heap a store keeps live besides its in-memory

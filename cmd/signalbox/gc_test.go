@@ -64,8 +64,8 @@ func TestTuneRuntime(t *testing.T) {
 	if got, want := debug.SetGCPercent(100), config.GCPercent(opts); got != want || want == GCPercent {
 		t.Errorf("state.dir: GC percent %d, want the budget's %d (not the in-memory %d)", got, want, GCPercent)
 	}
-	if got, want := debug.SetMemoryLimit(-1), opts.MemoryBudget+4*int64(plan.Kafka.FetchMaxBytes)+64<<20; got != want || plan.Kafka.FetchMaxBytes > 4<<20 {
-		t.Errorf("state.dir: memory limit %d, want %d; fetch_max_bytes %d, want at most a quarter of the budget", got, want, plan.Kafka.FetchMaxBytes)
+	if got, want := debug.SetMemoryLimit(-1), opts.MemoryBudget+4*int64(plan.Kafka.FetchMaxBytes)+64<<20; got != want || plan.Kafka.FetchMaxBytes > 1<<20 {
+		t.Errorf("state.dir: memory limit %d, want %d; fetch_max_bytes %d, want at most a sixteenth of the budget", got, want, plan.Kafka.FetchMaxBytes)
 	}
 
 	debug.SetMemoryLimit(1 << 40)
