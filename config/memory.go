@@ -51,7 +51,7 @@ func MemoryLimit(held int64, fetchMaxBytes int32) int64 {
 // that no budget counts; measured with `go run ./bench/cmd/memtest`
 // (docs/bench.md, "Memory, whole job"). opts must have its defaults applied.
 func InflightBytes(opts durable.StoreOptions) int64 {
-	return max(opts.MemoryBudget/16, 1<<20)
+	return max(opts.MemoryBudget/4, 1<<20)
 }
 
 // otherLiveHeap is the Go heap a store keeps live besides its in-memory
