@@ -63,8 +63,6 @@ func (t *tuner) collected() {
 	if used := released + free + objects; total > used {
 		overhead = total - used
 	}
-	if limit, ok := t.p.Observe(live, overhead); ok {
-		debug.SetMemoryLimit(limit)
-	}
+	debug.SetMemoryLimit(t.p.Observe(live, overhead))
 	t.arm()
 }
