@@ -18,24 +18,16 @@
 //  1. Pacer.Observe is pure and deterministic: its answer depends only on
 //     the Config and the observations given, in order. Only Start touches
 //     the runtime.
-//  2. A limit from the first collection on. While the live heap still
-//     doubles (the first mark, and each at least twice the one before),
-//     the allowance is at least GOGC's own goal for the newest mark,
-//     (1 + GCPercent/100) × it, so that the build-up takes no more
-//     collections than GOGC alone would; otherwise at least (1 + P/400) ×
-//     it. Marks below half the newest, from before the heap's last
-//     doubling, are left out of the median, so that the build-up's small
-//     marks do not hold it down.
-//  3. The heap allowance is the larger of that floor and (1 + P/100) × the
-//     (lower) median of the last Window marks that are at least half the
-//     newest, where P is Config.PacedPercent (by default GCPercent, at most
-//     100). So one high mark (less than twice the one before) lifts the
-//     allowance by at most a quarter of the paced growth over itself, and a live heap that
-//     really grows (parked records in live traffic) always leaves the
-//     collector a quarter of that headroom while the median catches up:
-//     it is never driven to collect back to back. The heap of a run of any
-//     length thus peaks at about 1 + P/100 times its typical live heap,
-//     not at GOGC's multiple of the first mark at its working size.
+//  2. No limit until Window collections have been observed: while the heap
+//     grows to its working size at start-up, GOGC alone paces the
+//     collector.
+//  3. Afterwards the heap allowance is the larger of (1 + GCPercent/100) ×
+//     the (lower) median live heap of the last Window collections and
+//     (1 + GCPercent/400) × the newest live heap. So one high mark lifts
+//     the allowance by at most a quarter of GOGC's growth over itself, and a
+//     live heap that really grows (parked records in live traffic) always
+//     leaves the collector a quarter of GOGC's headroom while the median
+//     catches up: it is never driven to collect back to back.
 //  4. The limit is the allowance plus the runtime's overhead as observed
 //     (memory it counts towards the limit beside heap objects: stacks,
 //     metadata, fragmentation), never above Config.Ceiling: the pacer only

@@ -63,6 +63,8 @@ func (t *tuner) collected() {
 	if used := released + free + objects; total > used {
 		overhead = total - used
 	}
-	debug.SetMemoryLimit(t.p.Observe(live, overhead))
+	if limit, ok := t.p.Observe(live, overhead); ok {
+		debug.SetMemoryLimit(limit)
+	}
 	t.arm()
 }
