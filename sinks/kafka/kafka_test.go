@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -422,7 +423,10 @@ func TestTopicMessageLimit(t *testing.T) {
 	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{"max.message.bytes": &limit}, "small"); err != nil {
 		t.Fatal(err)
 	}
-	s := kafka.New(kafka.Config{Brokers: brokers, Topic: "small", TransactionalID: "tx-small"})
+	// The producer's debug log goes to the test's log, shown if it fails:
+	// once, the committed transaction stayed open for kgo's transaction
+	// timeout (40 s) and was aborted.
+	s := kafka.New(kafka.Config{Brokers: brokers, Topic: "small", TransactionalID: "tx-small", Conn: []kgo.Opt{kgo.WithLogger(testLogger(t))}})
 	if err := s.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -444,6 +448,33 @@ func TestTopicMessageLimit(t *testing.T) {
 	if got := read(t, brokers, "small", kgo.ReadCommitted()); len(got) != len(rest) {
 		t.Fatalf("read_committed sees %d records, want %d", len(got), len(rest))
 	}
+}
+
+// testLogger is a kgo debug logger into t's log (shown when t fails),
+// silent once t is over: kgo's goroutines may log after its last line.
+func testLogger(t *testing.T) kgo.Logger {
+	w := &testLogWriter{t: t}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	})
+	return kgo.BasicLogger(w, kgo.LogLevelDebug, nil)
+}
+
+type testLogWriter struct {
+	mu   sync.Mutex
+	t    *testing.T
+	done bool
+}
+
+func (w *testLogWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
 }
 
 // joined is a kgo group member of group reading topic, once it has joined.
