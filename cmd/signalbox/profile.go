@@ -3,9 +3,11 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"sync"
 	"time"
 )
@@ -13,18 +15,33 @@ import (
 // startCPUProfile writes a CPU profile of the rest of the process to path
 // (`signalbox run --cpuprofile`, a hidden flag for the scaling benchmark);
 // the returned function stops it and closes the file.
-func startCPUProfile(path string) (stop func(), err error) {
+func startCPUProfile(path string) (stop func() error, err error) {
+	return startRecording("--cpuprofile", path, pprof.StartCPUProfile, pprof.StopCPUProfile)
+}
+
+// startTrace writes an execution trace of the rest of the process to path
+// (`signalbox run --trace`, a hidden flag for the scaling benchmark:
+// `go tool trace` shows what each goroutine waited for); the returned
+// function stops it and closes the file.
+func startTrace(path string) (stop func() error, err error) {
+	return startRecording("--trace", path, trace.Start, trace.Stop)
+}
+
+// startRecording creates path and starts a recording into it (a bad path or
+// a recording already running fails at once, naming flag); the returned
+// function ends the recording and closes the file.
+func startRecording(flag, path string, start func(io.Writer) error, end func()) (stop func() error, err error) {
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	if err := start(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
+	return func() error {
+		end()
+		return f.Close()
 	}, nil
 }
 

@@ -25,7 +25,7 @@ import (
 )
 
 func newRunCmd() *cobra.Command {
-	var file, adminAddr, cpuProfile, allocProfile, heapProfile string
+	var file, adminAddr, cpuProfile, allocProfile, heapProfile, traceFile string
 	var heapEvery time.Duration
 	var reset bool
 	cmd := &cobra.Command{
@@ -84,12 +84,22 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return usageError(err)
 			}
-			if cpuProfile != "" {
-				stopProfile, err := startCPUProfile(cpuProfile)
+			for _, rec := range []struct {
+				path  string
+				start func(string) (func() error, error)
+			}{{cpuProfile, startCPUProfile}, {traceFile, startTrace}} {
+				if rec.path == "" {
+					continue
+				}
+				stopRecording, err := rec.start(rec.path)
 				if err != nil {
 					return usageError(err)
 				}
-				defer stopProfile()
+				defer func() {
+					if err := stopRecording(); err != nil {
+						log.Warn("profile or trace not written", zap.String("file", rec.path), zap.Error(err))
+					}
+				}()
 			}
 			if allocProfile != "" {
 				writeAllocs, err := startAllocProfile(allocProfile)
@@ -154,6 +164,8 @@ func newRunCmd() *cobra.Command {
 	f.MarkDeprecated("status-addr", "use --admin-addr") //nolint:errcheck // the flag exists
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (for benchmarks)")
 	f.MarkHidden("cpuprofile") //nolint:errcheck // the flag exists
+	f.StringVar(&traceFile, "trace", "", "write an execution trace of the run to this file (for benchmarks: go tool trace)")
+	f.MarkHidden("trace") //nolint:errcheck // the flag exists
 	f.StringVar(&allocProfile, "allocprofile", "", "write the run's allocation profile to this file when it ends (for benchmarks)")
 	f.MarkHidden("allocprofile") //nolint:errcheck // the flag exists
 	f.StringVar(&heapProfile, "heapprofile", "", "write heap profiles to PREFIX-NNNN.pb.gz at the start, every --heapprofile-every and at the end (for soaks)")

@@ -31,7 +31,9 @@
 // mode runs once more with `signalbox run --cpuprofile --allocprofile`, and
 // the top of the CPU profile (`go tool pprof -top`) goes into the section;
 // with -profile-dir both profiles are kept (<mode>.pprof,
-// <mode>.allocs.pprof: `go tool pprof -sample_index=alloc_space -top`).
+// <mode>.allocs.pprof: `go tool pprof -sample_index=alloc_space -top`), and
+// with -trace an execution trace of the same run (<mode>.trace, `go tool
+// trace`: what each goroutine waited for).
 //
 // With -avro it runs the schema'd round instead: the broker
 // process also serves its schema registry, the history is produced in JSON

@@ -46,6 +46,7 @@ type config struct {
 	out         string        // bench.md to splice into; "": stdout only
 	profileSize int64         // history size whose signalbox runs are profiled; 0: none
 	profileDir  string        // where the profiles are kept; "": a temporary directory
+	trace       bool          // the profiled runs also write an execution trace
 	avro        bool          // the schema'd round: Avro twins against the JSON history
 	jsonOut     string        // results file; the chart goes next to it (.svg); "": none
 	replot      string        // redraw the chart of this results file and stop
@@ -61,6 +62,7 @@ func parseFlags(args []string) (config, error) {
 	sizes := fs.String("sizes", "1M,4M,12M", "history sizes in event records (suffix K or M), comma-separated")
 	profile := fs.String("profile-size", "4M", "write a CPU profile of each signalbox mode at this size (one extra run each, not in the table); empty: none")
 	fs.StringVar(&c.profileDir, "profile-dir", "", "keep the CPU and allocation profiles (<mode>.pprof, <mode>.allocs.pprof; with several shapes <mode>-<shape>.pprof) in this directory, for go tool pprof; empty: discard them")
+	fs.BoolVar(&c.trace, "trace", false, "the profiled runs also write an execution trace (<mode>.trace beside the CPU profile; `go tool trace` shows what each goroutine waited for), which their CPU profile then includes")
 	fs.IntVar(&c.rounds, "rounds", 3, "rounds per size; each round runs every consumer once, in turn")
 	fs.DurationVar(&c.delay, "delay", time.Second, "signalbox's delay bound")
 	nbrokers := fs.Int("broker-count", 1, "brokers in the broker process; the partitions' leaders are spread over them")
@@ -405,6 +407,9 @@ func measureSize(ctx context.Context, c config, size int64, sh shape, tmp string
 			args := []string{"run", "-c", jobs[jobOf(consumer)]}
 			if profilePath != "" {
 				args = append(args, "--cpuprofile", profilePath, "--allocprofile", allocPath(profilePath))
+				if c.trace {
+					args = append(args, "--trace", tracePath(profilePath))
+				}
 			}
 			bin, gogc := c.bin, c.gogc
 			if jobOf(consumer) != consumer {
@@ -488,6 +493,9 @@ func loadAvg() string {
 // allocPath is where the allocation profile of the run profiled into
 // cpuPath goes: <mode>.allocs.pprof next to <mode>.pprof.
 func allocPath(cpuPath string) string { return strings.TrimSuffix(cpuPath, ".pprof") + ".allocs.pprof" }
+
+// tracePath is where the run profiled into cpuPath writes its execution trace.
+func tracePath(cpuPath string) string { return strings.TrimSuffix(cpuPath, ".pprof") + ".trace" }
 
 // procCPU is the user + system time of process pid so far, from
 // /proc/pid/stat (fields 14 and 15, in clock ticks of 1/100 s, Linux's

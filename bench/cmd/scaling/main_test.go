@@ -55,7 +55,8 @@ func TestMain(m *testing.M) {
 // consumer reads a different number of records than the history holds;
 // the test checks the section's rows (the -vs rows too: -vs-gogc alone runs
 // the same binary again with another GOGC), the profile, the kept CPU and
-// allocation profiles and the splice. It asserts no timing.
+// allocation profiles and execution traces, and the splice. It asserts no
+// timing.
 func TestTinyRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds signalbox and runs a broker process")
@@ -68,7 +69,7 @@ func TestTinyRun(t *testing.T) {
 	var out strings.Builder
 	profiles := t.TempDir()
 	js := filepath.Join(t.TempDir(), "scaling.json")
-	if err := run([]string{"-sizes", "2400", "-rounds", "1", "-profile-size", "2400", "-profile-dir", profiles, "-out", md, "-signalbox", bin, "-vs-gogc", "100",
+	if err := run([]string{"-sizes", "2400", "-rounds", "1", "-profile-size", "2400", "-profile-dir", profiles, "-trace", "-out", md, "-signalbox", bin, "-vs-gogc", "100",
 		"-shapes", "16KiB+2brokers,1MiB+sasl", "-json", js}, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestTinyRun(t *testing.T) {
 		t.Errorf("%d CPU profiles in the section, want one per mode and shape (4):\n%s", n, out.String())
 	}
 	for _, mode := range []string{sbTimestamp, sbField} {
-		for _, name := range []string{mode + "-16KiB+2brokers.pprof", mode + "-1MiB+sasl.allocs.pprof"} {
+		for _, name := range []string{mode + "-16KiB+2brokers.pprof", mode + "-1MiB+sasl.allocs.pprof", mode + "-1MiB+sasl.trace"} {
 			if st, err := os.Stat(filepath.Join(profiles, name)); err != nil || st.Size() == 0 {
 				t.Errorf("profile %s not kept in -profile-dir (%v)", name, err)
 			}
