@@ -127,37 +127,32 @@ func (c *core) align(lowest *partState) {
 const lookahead = 3
 
 // nextHolders returns the contribution of the lookahead-th holder after
-// lowest in the order lowestHolder uses (watermark.MinTime when there are
-// none): a partition whose contribution is at or below it is one of the
-// lookahead partitions, ties included.
+// lowest in the order lowestHolder uses, or of the last one when there are
+// fewer (watermark.MinTime when there are none): a partition whose
+// contribution is at or below it is one of the lookahead partitions, ties
+// included.
 func (c *core) nextHolders(lowest *partState) int64 {
-	var next [lookahead]int64 // ascending; MaxTime = empty
-	for i := range next {
-		next[i] = watermark.MaxTime
-	}
+	var next [lookahead]int64 // the lowest contributions, ascending
+	n := 0
 	for _, ps := range c.parts {
 		if ps == lowest || ps.dec.timeless || !ps.holds || ps.maxET == watermark.MinTime {
 			continue
 		}
 		ctb := ps.contribution(c.cfg.delay)
-		for i := range next {
-			if ctb < next[i] {
-				copy(next[i+1:], next[i:])
-				next[i] = ctb
-				break
-			}
+		i := n
+		for i > 0 && next[i-1] > ctb {
+			i--
+		}
+		if i < lookahead {
+			n = min(n+1, lookahead)
+			copy(next[i+1:n], next[i:n-1])
+			next[i] = ctb
 		}
 	}
-	if next[lookahead-1] == watermark.MaxTime {
-		// Fewer holders than lookahead: every one of them is a lookahead partition.
-		for i := lookahead - 1; i >= 0; i-- {
-			if next[i] != watermark.MaxTime {
-				return next[i]
-			}
-		}
+	if n == 0 {
 		return watermark.MinTime
 	}
-	return next[lookahead-1]
+	return next[n-1]
 }
 
 // HandledNotifier is implemented by sources that fetch ahead of the

@@ -1,9 +1,13 @@
 package signalbox
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 
+	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sources/kafka"
+	"github.com/signalbox/signalbox/watermark"
 )
 
 // TestAlignmentAheadCountsRecords: alignment lets a partition run ahead by
@@ -32,3 +36,47 @@ func TestAlignmentAheadCountsRecords(t *testing.T) {
 
 // The Kafka source reports handled answers (sources/kafka handledGate).
 var _ HandledNotifier = (*kafka.Source)(nil)
+
+// TestNextHolders: the bound nextHolders returns is, for random partitions
+// (some timeless, caught up or without a record yet, ties frequent), the
+// lookahead-th lowest contribution of the timed holders other than the
+// lowest, or the highest of them when there are fewer, as sorting them
+// all gives it.
+func TestNextHolders(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	timed, timeless := &decoder{}, &decoder{timeless: true}
+	for range 2000 {
+		c := &core{cfg: &config{}, parts: map[record.TopicPartition]*partState{}}
+		var all []*partState
+		for p := range int32(rng.IntN(8)) {
+			ps := &partState{tp: record.TopicPartition{Topic: "t", Partition: p}, dec: timed, holds: rng.IntN(4) > 0,
+				maxET: int64(rng.IntN(6))}
+			if rng.IntN(6) == 0 {
+				ps.dec = timeless
+			}
+			if rng.IntN(6) == 0 {
+				ps.maxET = watermark.MinTime
+			}
+			c.parts[ps.tp] = ps
+			all = append(all, ps)
+		}
+		var lowest *partState
+		if len(all) > 0 && rng.IntN(2) == 0 {
+			lowest = all[rng.IntN(len(all))]
+		}
+		var ctbs []int64
+		for _, ps := range all {
+			if ps != lowest && !ps.dec.timeless && ps.holds && ps.maxET != watermark.MinTime {
+				ctbs = append(ctbs, ps.contribution(0))
+			}
+		}
+		slices.Sort(ctbs)
+		want := watermark.MinTime
+		if len(ctbs) > 0 {
+			want = ctbs[min(len(ctbs), lookahead)-1]
+		}
+		if got := c.nextHolders(lowest); got != want {
+			t.Fatalf("contributions %v (sorted, the lowest holder left out): nextHolders %d, want %d", ctbs, got, want)
+		}
+	}
+}

@@ -25,7 +25,7 @@ import (
 // fetches and 64 MiB of slack. opts must have its defaults applied.
 func BoundMemory(k *kafka.Config, opts durable.StoreOptions) int64 {
 	k.EnsureDefaults()
-	k.FetchMaxBytes = int32(min(int64(k.FetchMaxBytes), max(opts.MemoryBudget/16, 1<<20)))
+	k.FetchMaxBytes = int32(min(int64(k.FetchMaxBytes), max(opts.MemoryBudget*3/8/answersAhead, 1<<20)))
 	k.PartitionMaxBytes = min(k.PartitionMaxBytes, k.FetchMaxBytes)
 	return MemoryLimit(opts.MemoryBudget, k.FetchMaxBytes)
 }
