@@ -2,6 +2,7 @@ package jsonl
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -48,5 +49,29 @@ func TestSyncFsyncsTheDirectory(t *testing.T) {
 		if !slices.Equal(dirs, want) {
 			t.Fatalf("sync=%v: directories fsynced %q, want %q", sync, dirs, want)
 		}
+	}
+}
+
+// TestSyncDirFailureFailsTheFlush: when the directory's fsync fails, the
+// Flush that needed it fails (its records are not acknowledged), and the
+// sink stays failed (invariant 2).
+func TestSyncDirFailureFailsTheFlush(t *testing.T) {
+	defer func(f func(string) error) { syncDir = f }(syncDir)
+	ctx := context.Background()
+	s := Create(filepath.Join(t.TempDir(), "out.jsonl"), Options{Sync: true})
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	broken := errors.New("fsync: input/output error")
+	syncDir = func(string) error { return broken }
+	if err := s.Write(ctx, []record.Record{{Topic: "t", Value: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); !errors.Is(err, broken) {
+		t.Fatalf("Flush: %v, want the directory's fsync error", err)
+	}
+	if err := s.Flush(ctx); !errors.Is(err, broken) {
+		t.Fatalf("Flush after the failure: %v, want the same error (the sink stays failed)", err)
 	}
 }
