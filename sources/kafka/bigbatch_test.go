@@ -81,7 +81,11 @@ func (b *batchCounter) OnProduceBatchWritten(_ kgo.BrokerMetadata, _ string, p i
 // most batches written to one partition.
 func (b *batchCounter) most(t *testing.T, records int64) int {
 	t.Helper()
-	stop := time.AfterFunc(30*time.Second, func() { b.cond.Broadcast() })
+	stop := time.AfterFunc(30*time.Second, func() {
+		b.mu.Lock() // not between the deadline's check and Wait
+		defer b.mu.Unlock()
+		b.cond.Broadcast()
+	})
 	defer stop.Stop()
 	deadline := time.Now().Add(30 * time.Second)
 	b.mu.Lock()
