@@ -29,7 +29,10 @@
 //     Checkpoint.Watermark the min of the partitions' watermarks. Plain Flush commits the transaction without
 //     offsets. A transaction that holds offsets and no records commits
 //     too: kgo ends only transactions it produced into, so the sink sends
-//     that EndTxn itself. The producer speaks the transaction protocol
+//     that EndTxn itself. kgo also ends only the partitions it has
+//     published, and it publishes a topic's first metadata after handing
+//     records to the partitions: before ending a transaction with an
+//     acknowledged record, the sink waits for that publication. The producer speaks the transaction protocol
 //     without KIP-890 part 2 (no epoch bump at EndTxn), so the epoch the
 //     sink's requests carry is always the producer's.
 //  6. Failures: in transactional mode an abortable transaction error aborts

@@ -105,7 +105,8 @@ type Sink struct {
 	deadline   time.Time // Open's
 
 	mu      sync.Mutex
-	prodErr error // first produce error since the last Flush
+	prodErr error       // first produce error since the last Flush
+	acked   atomic.Bool // a record of the open transaction was acknowledged
 	promise func(*kgo.Record, error)
 	spares  chan *msgSlab // slabs whose records the producer is done with
 	slabs   int           // slabs made
@@ -138,6 +139,8 @@ func New(cfg Config) *Sink {
 				s.prodErr = err
 			}
 			s.mu.Unlock()
+		} else if !s.acked.Load() {
+			s.acked.Store(true)
 		}
 		if sl, ok := r.Context.(*msgSlab); ok && sl.left.Add(-1) == 0 && !sl.held {
 			select {
@@ -403,6 +406,7 @@ func (s *Sink) begin() error {
 		return s.err
 	}
 	s.inTxn, s.produced, s.offsets = true, 0, nil
+	s.acked.Store(false) // every promise of the previous transaction has run
 	if s.resend {
 		s.resend = false
 		s.reproduce()

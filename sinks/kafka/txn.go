@@ -93,6 +93,9 @@ func concurrently(ctx context.Context, req func() error) error {
 // commit commits the open transaction. kgo ends it when it produced into
 // it; a transaction holding offsets only is the sink's, which ends it.
 func (s *Sink) commit(ctx context.Context) error {
+	if err := s.published(ctx); err != nil {
+		return err
+	}
 	if err := s.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		return err
 	}
@@ -105,6 +108,9 @@ func (s *Sink) commit(ctx context.Context) error {
 // abort aborts the open transaction and drops the records kgo still holds.
 func (s *Sink) abort(ctx context.Context) error {
 	if err := s.cl.AbortBufferedRecords(ctx); err != nil {
+		return err
+	}
+	if err := s.published(ctx); err != nil {
 		return err
 	}
 	if err := s.cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
@@ -120,6 +126,32 @@ func (s *Sink) abort(ctx context.Context) error {
 		return err
 	}
 	return s.endTxn(ctx, false)
+}
+
+// published waits, once a record of the open transaction was acknowledged,
+// until the producer has published the output topic's partitions. On a
+// topic's first metadata, kgo hands the waiting records to their
+// partitions before it publishes the partitions; EndTransaction ends only a
+// transaction whose partitions it finds published, and before that returns
+// nil without ending it (franz-go v1.22.3): the broker then keeps the
+// transaction open, and read_committed readers stalled, until its timeout
+// aborts the acknowledged records. An acknowledged record was handed over,
+// so the publication follows at once.
+func (s *Sink) published(ctx context.Context) error {
+	if !s.acked.Load() {
+		return nil
+	}
+	for {
+		// (-1, -1, nil) is a partition the producer has not published.
+		if leader, epoch, err := s.cl.PartitionLeader(s.cfg.Topic, 0); leader != -1 || epoch != -1 || err != nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
 }
 
 // endTxn ends the transaction the sink's offsets opened.
