@@ -8,6 +8,8 @@ import (
 // fallocKeepSize is FALLOC_FL_KEEP_SIZE: allocate without growing the file.
 const fallocKeepSize = 0x01
 
+// reserveBlocks allocates f's blocks for bytes [off, off+n), its size
+// unchanged, retrying a call that a signal interrupted.
 func reserveBlocks(f *os.File, off, n int64) error {
 	rc, err := f.SyscallConn()
 	if err != nil {

@@ -7,4 +7,5 @@ import (
 	"os"
 )
 
+// reserveBlocks reserves nothing where there is no fallocate.
 func reserveBlocks(f *os.File, off, n int64) error { return errors.ErrUnsupported }
