@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"unsafe"
 
@@ -95,22 +96,71 @@ func (e *Encoder) appendHead(dst []byte, r *record.Record) []byte {
 	return appendMillis(append(dst, h.b...), r.Offset-hi*1000)
 }
 
-// appendTimes appends what the package's appendTimes does, with the second
-// from e's memory when it is the last one's.
+// appendTimes appends event_time's member name and what the package's
+// appendTimes does, with the second from e's memory when it is the last
+// one's.
 func (e *Encoder) appendTimes(dst []byte, ms int64) []byte {
 	sec := floorDiv(ms, 1000)
 	if e.sn == 0 || sec != e.sec {
 		e.second(ms, sec)
 	}
 	f := ms - e.sec*1000
+	if sec >= 1e9 && sec < 1e10 { // 2001-09-09 to 2286-11-20
+		return e.appendFixed(dst, f)
+	}
 	milli := [3]byte{byte('0' + f/100), byte('0' + f/10%10), byte('0' + f%10)}
-	dst = append(append(dst, e.stamp[:e.sn]...), milli[:]...)
-	dst = append(dst, `Z","event_time_ms":`...)
+	dst = append(append(append(dst, etName...), e.stamp[:e.sn]...), milli[:]...)
+	dst = append(dst, msName...)
 	if ms < 1000 { // no leading digits of a second to share
 		return strconv.AppendInt(dst, ms, 10)
 	}
 	return append(append(dst, e.stamp[e.sn:e.tn]...), milli[:]...)
 }
+
+// The widths of e.stamp's parts for a second from 2001-09-09 to
+// 2286-11-20 (10⁹ to 10¹⁰ − 1): "YYYY-MM-DDTHH:MM:SS." and the second's
+// 10 digits, with which event_time_ms starts.
+const (
+	fixedStamp  = 20
+	fixedDigits = 10
+)
+
+// appendFixed is appendTimes for a millisecond f of e's second when that
+// second's parts have the fixed widths: the second's parts, the member names and f's digits
+// are moved into place as arrays, without a call to copy them (the most
+// frequent case of a sink's most frequent member).
+func (e *Encoder) appendFixed(dst []byte, f int64) []byte {
+	const (
+		stampAt  = len(etName)
+		milliAt  = stampAt + fixedStamp
+		digitsAt = milliAt + 3 + len(msName)
+		n        = digitsAt + fixedDigits + 3
+	)
+	dst = slices.Grow(dst, n)
+	t := (*[n]byte)(dst[len(dst) : len(dst)+n])
+	*(*[len(etName)]byte)(t[:]) = etNameArray
+	stamp := *(*[fixedStamp]byte)(e.stamp[:]) // through variables: moves, not a call
+	*(*[fixedStamp]byte)(t[stampAt:]) = stamp
+	m0, m1, m2 := byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10)
+	t[milliAt], t[milliAt+1], t[milliAt+2] = m0, m1, m2
+	*(*[len(msName)]byte)(t[milliAt+3:]) = msNameArray
+	digits := *(*[fixedDigits]byte)(e.stamp[fixedStamp:])
+	*(*[fixedDigits]byte)(t[digitsAt:]) = digits
+	t[n-3], t[n-2], t[n-1] = m0, m1, m2
+	return dst[:len(dst)+n]
+}
+
+// etName names event_time and opens its string; msName closes it and
+// names event_time_ms. Their arrays are appendFixed's.
+const (
+	etName = `,"event_time":"`
+	msName = `Z","event_time_ms":`
+)
+
+var (
+	etNameArray = [len(etName)]byte([]byte(etName))
+	msNameArray = [len(msName)]byte([]byte(msName))
+)
 
 // second makes e remember sec, the second of ms: its date (kept from the
 // last second when of the same day), time of day and decimal digits.
@@ -129,7 +179,7 @@ func (e *Encoder) second(ms, sec int64) {
 // string, and event_time_ms's member name and value.
 func appendTimes(dst []byte, ms int64) []byte {
 	dst = AppendTime(dst, ms)
-	dst = append(dst, `","event_time_ms":`...)
+	dst = append(dst, msName[1:]...)
 	return strconv.AppendInt(dst, ms, 10)
 }
 
@@ -154,11 +204,10 @@ func appendEnvelope(dst []byte, r *record.Record, e *Encoder) []byte {
 		dst = appendText(dst, `,"key":`, `,"key_b64":"`, r.Key)
 	}
 	if !r.Timeless {
-		dst = append(dst, `,"event_time":"`...)
 		if e != nil {
 			dst = e.appendTimes(dst, r.EventTime)
 		} else {
-			dst = appendTimes(dst, r.EventTime)
+			dst = appendTimes(append(dst, etName...), r.EventTime)
 		}
 	}
 	switch {

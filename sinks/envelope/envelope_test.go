@@ -160,6 +160,15 @@ func BenchmarkEncoderInterleaved(b *testing.B) {
 		recs[i].EventTime += int64(i) * 150
 		recs[i].ValueJSON = true // validated by the engine, as for the JSONL sink
 	}
+	benchEncode(b, recs, func(r *record.Record) {
+		r.Offset++
+		r.EventTime += 150 * int64(len(recs))
+	})
+}
+
+// benchEncode writes recs in turn through one Encoder, one record an op,
+// each moved on by next first when next is not nil.
+func benchEncode(b *testing.B, recs []record.Record, next func(*record.Record)) {
 	buf := make([]byte, 0, 4096)
 	var e envelope.Encoder
 	b.SetBytes(int64(len(envelope.Append(nil, &recs[0]))))
@@ -167,11 +176,42 @@ func BenchmarkEncoderInterleaved(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		r := &recs[i%len(recs)]
-		r.Offset++
-		r.EventTime += 150 * int64(len(recs))
+		if next != nil {
+			next(r)
+		}
 		buf = e.Append(buf[:0], r)
 		i++
 	}
+}
+
+// BenchmarkEncoderReplay is BenchmarkEncoderInterleaved with the event
+// times of the scaling benchmark's history at 4M records (a week): gaps
+// drawn as its workload draws them, half of them bursts of up to 200 ms
+// and half exponential (mean 200 ms), about 6.6 records to a second but
+// unevenly, so that the second changes every few records; keys and values
+// as the workload's.
+func BenchmarkEncoderReplay(b *testing.B) {
+	const n = 1 << 16
+	r := rand.New(rand.NewPCG(7, 8))
+	recs := make([]record.Record, n)
+	topics := make([]string, 8) // a topic's records share its string, as the source's do
+	for i := range topics {
+		topics[i] = fmt.Sprintf("events-%02d", i)
+	}
+	t := int64(1_795_000_000_123)
+	for i := range recs {
+		if r.IntN(2) == 0 {
+			t += r.Int64N(201)
+		} else {
+			t += int64(r.ExpFloat64() * 200)
+		}
+		p := r.IntN(24)
+		key := fmt.Appendf(nil, "i-%03d", r.IntN(1000))
+		recs[i] = record.Record{Topic: topics[p/3], Partition: int32(p % 3), Offset: int64(1_000_000 + i/24),
+			Key: key, EventTime: t, ValueJSON: true,
+			Value: fmt.Appendf(nil, `{"item":"%s","ts":%d,"kind":"sold","pad":"abcdefghijklmnopqrstuvwxyzabcdefghijkl"}`, key, t)}
+	}
+	benchEncode(b, recs, nil)
 }
 
 func BenchmarkAppendStringValue(b *testing.B) {
@@ -248,6 +288,43 @@ func TestEncoderManyPartitions(t *testing.T) {
 	}
 }
 
+// TestEncoderTimesMatchAppend holds invariant 5 for event times: an
+// Encoder's memory of the last second, and its path for seconds of fixed
+// widths, never show in its output, over random walks of event time whose
+// steps are of every scale a sink sees (a millisecond, a burst, a second,
+// across minutes, days), backwards as well as forwards, from starts across
+// the range: around the epoch (event_time_ms under 1000, negative times),
+// today, where the second gains its 10th and 11th digits, a negative
+// second as wide as today's, and years of one and of five digits.
+func TestEncoderTimesMatchAppend(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	starts := []int64{0, -1, 99_999, 100_000, -60_000, 59_999, 1_795_000_000_123,
+		1e12 - 200, 1e13 - 200, // across 2001-09-09 and 2286-11-20 (13 digits of ms)
+		-150_000_000_000,      // 1965: a four-digit year, ten characters of a negative second
+		-62_135_596_800_000,   // 0001-01-01
+		253_402_300_799_000,   // 9999-12-31T23:59:59
+		3_000_000_000_000_000, // a five-digit year
+		-3_000_000_000_000_000}
+	steps := []int64{1, 200, 2_000, 70_000, 150_000, 2 * 86_400_000}
+	var e envelope.Encoder
+	rec := record.Record{Topic: "t", Value: []byte("1"), ValueJSON: true}
+	for _, start := range starts {
+		for _, step := range steps {
+			rec.EventTime = start
+			for range 2000 {
+				if got, want := e.Append(nil, &rec), envelope.Append(nil, &rec); !bytes.Equal(got, want) {
+					t.Fatalf("event time %d: Encoder wrote %s, Append %s", rec.EventTime, got, want)
+				}
+				d := r.Int64N(step + 1)
+				if r.IntN(4) == 0 { // disorder, or a jump back
+					d = -d
+				}
+				rec.EventTime += d
+			}
+		}
+	}
+}
+
 // FuzzAppend holds invariants 1–3 of the package doc: whatever the topic,
 // key, value, reason and event time, Append writes one valid JSON object on
 // one line, in valid UTF-8, that decodes to the record's fields.
@@ -263,6 +340,8 @@ func FuzzAppend(f *testing.F) {
 	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(1), false, false, int32(2_000_000_000), int64(-5))
 	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(1), false, false, int32(0), int64(1000))
 	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(1), false, false, int32(3), int64(math.MaxInt64))
+	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(1e12), false, false, int32(3), int64(7))             // the first second of 10 digits (2001-09-09)
+	f.Add("t", []byte("k"), []byte(`1`), []byte(""), int64(-150_000_000_001), false, false, int32(3), int64(7)) // a negative second of 10 characters (1965)
 	f.Fuzz(func(t *testing.T, topic string, key, value, reason []byte, ms int64, late, timeless bool, partition int32, offset int64) {
 		rec := record.Record{Topic: topic, Partition: partition, Offset: offset, Key: key, Value: value, EventTime: ms, Late: late, LateBy: 7, Timeless: timeless}
 		if len(reason) > 0 {

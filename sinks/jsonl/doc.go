@@ -36,6 +36,16 @@
 //     newline, or with no newline at all, or no side file) Open refuses
 //     with an error that names the file, and changes nothing. The sink
 //     owns the file while the job runs: nothing else may append to it.
+//  6. A file sink (a regular file, on Linux) keeps the file's blocks
+//     reserved from 4 to 8 MiB past what it has written (fallocate with
+//     FALLOC_FL_KEEP_SIZE), so that a write copies into blocks already
+//     allocated, and gives them back at Close by a truncate to the file's
+//     own size, skipped when the file is not the size the sink wrote to
+//     (bytes another writer appended are never cut). The file's size, and
+//     so the side file, a reader and a restart, never counts a reserved
+//     block. A file system that refuses (no support, a full disk) is not
+//     asked again, and the sink writes on as without it. A crash leaves
+//     the reservation past the end until the next run's Close.
 //
 // Errors from the writer or the file system are fatal (not marked retryable):
 // a partially written buffer cannot be retried without duplicating or tearing

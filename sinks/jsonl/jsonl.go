@@ -67,8 +67,9 @@ func (o *Options) EnsureDefaults() {
 // Sink writes records as JSON lines.
 type Sink struct {
 	opts Options
-	path string   // set for Create
-	file *os.File // the file opened from path
+	path string      // set for Create
+	file *os.File    // the file opened from path
+	fw   *fileWriter // writes to file when it is a regular file
 	w    io.Writer
 	bw   *bufio.Writer
 	enc  envelope.Encoder // remembers topic-partitions and the last second
@@ -127,6 +128,8 @@ func (s *Sink) Open(ctx context.Context) error {
 				size = 0
 			}
 			s.size = size
+			s.fw = &fileWriter{f: f, off: size, end: size}
+			s.w = s.fw
 			if err := s.mark(); err != nil {
 				f.Close()
 				s.closeSide()
@@ -323,8 +326,9 @@ func (s *Sink) Flush(ctx context.Context) error {
 	return nil
 }
 
-// Close flushes and closes the file the sink opened. It returns the flush
-// error, if any; a second Close returns ErrClosed.
+// Close flushes, gives back the blocks reserved past the file's end, and
+// closes the file the sink opened. It returns the flush error, if any; a
+// second Close returns ErrClosed.
 func (s *Sink) Close() error {
 	if errors.Is(s.err, ErrClosed) {
 		return ErrClosed
@@ -332,6 +336,9 @@ func (s *Sink) Close() error {
 	var err error
 	if s.bw != nil {
 		err = s.Flush(context.Background())
+	}
+	if s.fw != nil {
+		err = errors.Join(err, s.fw.release())
 	}
 	if s.file != nil {
 		err = errors.Join(err, s.file.Close())
