@@ -427,10 +427,19 @@ func (b *Batch) appendRecord(dst []record.Record, topic string, partition int32,
 	if !b.LogAppendTime {
 		ts = base.Add(time.Duration(rec.TimestampDelta) * time.Millisecond)
 	}
-	return append(dst, record.Record{
-		Topic: topic, Partition: partition, Offset: off,
-		Key: rec.Key, Value: rec.Value, Timestamp: ts, Headers: rec.Headers,
-	})
+	// Field by field into the new slot: a composite literal would be built
+	// on the stack first and then copied, twice the stores per record.
+	n := len(dst)
+	if n == cap(dst) {
+		dst = slices.Grow(dst, 1)
+	}
+	dst = dst[:n+1]
+	d := &dst[n]
+	*d = record.Record{}
+	d.Topic, d.Partition, d.Offset = topic, partition, off
+	d.Key, d.Value, d.Headers = rec.Key, rec.Value, rec.Headers
+	d.Timestamp = ts
+	return dst
 }
 
 // millisTime is a batch timestamp: a negative one (none) is the zero time.
