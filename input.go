@@ -3,6 +3,7 @@ package signalbox
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"regexp"
@@ -403,8 +404,9 @@ func parseTime(b []byte, f TimeFormat, isNumber bool) (int64, error) {
 }
 
 // parseInt is strconv.ParseInt(b, 10, 64) without its generality on the
-// hot path: at most 18 digits after an optional sign are read in one loop
-// (they cannot overflow), anything else goes to strconv.
+// hot path: at most 18 digits after an optional sign (they cannot
+// overflow), read eight at a time when there are eight or more; anything
+// else goes to strconv.
 func parseInt(b []byte) (int64, bool) {
 	d := b
 	if len(d) > 0 && (d[0] == '-' || d[0] == '+') {
@@ -414,17 +416,58 @@ func parseInt(b []byte) (int64, bool) {
 		n, err := strconv.ParseInt(string(b), 10, 64)
 		return n, err == nil
 	}
-	var n int64
-	for _, c := range d {
-		if c < '0' || c > '9' {
-			return 0, false
+	var n uint64
+	if len(d) < 8 {
+		for _, c := range d {
+			if c-'0' > 9 {
+				return 0, false
+			}
+			n = n*10 + uint64(c-'0')
 		}
-		n = n*10 + int64(c-'0')
+	} else {
+		i := 0
+		for ; i+8 <= len(d); i += 8 {
+			v, ok := digits8(binary.LittleEndian.Uint64(d[i:]))
+			if !ok {
+				return 0, false
+			}
+			n = n*1e8 + v
+		}
+		if r := len(d) - i; r > 0 {
+			// The last word, its bytes already read turned into leading
+			// zeros.
+			w := binary.LittleEndian.Uint64(d[len(d)-8:])
+			read := uint64(1)<<(8*(8-r)) - 1
+			v, ok := digits8(w&^read | zeros&read)
+			if !ok {
+				return 0, false
+			}
+			n = n*pow10[r] + v
+		}
 	}
 	if b[0] == '-' {
-		n = -n
+		return -int64(n), true
 	}
-	return n, true
+	return int64(n), true
+}
+
+// zeros is eight ASCII '0's as a little-endian word.
+const zeros = 0x3030303030303030
+
+var pow10 = [8]uint64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7}
+
+// digits8 is the value of the eight ASCII decimal digits of w (the first
+// in its low byte), or false if a byte is not a digit.
+func digits8(w uint64) (uint64, bool) {
+	// Every byte 0x3_, and 0x3_+6 still 0x3_ (no carry can leave a byte
+	// that passed the first test).
+	if w&0xf0f0f0f0f0f0f0f0|(w+0x0606060606060606)&0xf0f0f0f0f0f0f0f0>>4 != 0x3333333333333333 {
+		return 0, false
+	}
+	w -= zeros
+	w = w*10 + w>>8 // byte 2k: the value of digits 2k and 2k+1
+	w = ((w&0x000000ff000000ff)*(100+1000000<<32) + (w>>16&0x000000ff000000ff)*(1+10000<<32)) >> 32
+	return w, true
 }
 
 func mulSat(n, m int64) (int64, error) {
