@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -424,8 +425,12 @@ func (b *Batch) appendRecord(dst []record.Record, topic string, partition int32,
 		return dst
 	}
 	ts := base
-	if !b.LogAppendTime {
-		ts = base.Add(time.Duration(rec.TimestampDelta) * time.Millisecond)
+	switch delta := rec.TimestampDelta; {
+	case b.LogAppendTime:
+	case b.FirstTimestamp >= 0 && delta >= -maxDelta && delta <= maxDelta && delta <= math.MaxInt64-b.FirstTimestamp:
+		ts = time.UnixMilli(b.FirstTimestamp + delta) // the Add below, inlined: the same Time
+	default:
+		ts = base.Add(time.Duration(delta) * time.Millisecond)
 	}
 	// Field by field into the new slot: a composite literal would be built
 	// on the stack first and then copied, twice the stores per record.
@@ -441,6 +446,9 @@ func (b *Batch) appendRecord(dst []record.Record, topic string, partition int32,
 	d.Timestamp = ts
 	return dst
 }
+
+// maxDelta is the largest timestamp delta, in ms, that is a Duration.
+const maxDelta = math.MaxInt64 / int64(time.Millisecond)
 
 // millisTime is a batch timestamp: a negative one (none) is the zero time.
 func millisTime(ms int64) time.Time {
