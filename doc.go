@@ -188,7 +188,8 @@
 //   - schemad.go, hold.go: schema'd values (ValueDecoder) and the holds of
 //     partitions whose records cannot be decoded yet.
 //   - recycle.go: giving the source's record arrays back (Recycler).
-//   - input.go: Input, and how a record's event time and key are decoded.
+//   - input.go: Input, and how a record's event time and key are decoded;
+//     timeparse.go: an event time's text to milliseconds.
 //   - options.go: the With options, their defaults and their validation.
 //   - source.go, sink.go, strategy.go: the contracts of a Source, a Sink
 //     and a ParkedStore, with their optional interfaces.

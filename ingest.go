@@ -146,7 +146,7 @@ func (c *core) output(ps *partState, rec *record.Record) error {
 		}
 	}
 	// One copy, straight into the batch: append(records, *rec) copies the
-	// 240-byte record to the stack first, as rec might alias the batch.
+	// 216-byte record to the stack first, as rec might alias the batch.
 	n := len(c.cur.records)
 	if n < cap(c.cur.records) {
 		c.cur.records = c.cur.records[:n+1]

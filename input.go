@@ -1,14 +1,10 @@
 package signalbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
-	"strings"
-	"time"
 	"unsafe"
 
 	"github.com/signalbox/signalbox/formats/value"
@@ -362,91 +358,4 @@ func (d *decoder) field(r *record.Record, path jsonfield.Path) (jsonfield.Value,
 	}
 	r.ValueJSON = !doc.Multiline
 	return doc.Field, doc.Err
-}
-
-// parseTime parses b in format f to milliseconds since the epoch.
-func parseTime(b []byte, f TimeFormat, isNumber bool) (int64, error) {
-	if f == FormatAuto {
-		f = FormatUnixMs
-		if !isNumber && !looksNumeric(b) {
-			f = FormatRFC3339
-		}
-	}
-	if f == FormatRFC3339 {
-		t, err := time.Parse(time.RFC3339Nano, string(b))
-		if err != nil {
-			return 0, fmt.Errorf("not RFC 3339: %q", truncate(b))
-		}
-		return t.UnixMilli(), nil
-	}
-	if n, ok := parseInt(b); ok {
-		switch f {
-		case FormatUnixS:
-			return mulSat(n, 1000)
-		case FormatUnixUs:
-			return n / 1000, nil
-		case FormatUnixNs:
-			return n / 1e6, nil
-		}
-		return n, nil
-	}
-	x, err := strconv.ParseFloat(string(b), 64)
-	if err != nil {
-		return 0, fmt.Errorf("not a number: %q", truncate(b))
-	}
-	scale := map[TimeFormat]float64{FormatUnixS: 1000, FormatUnixMs: 1, FormatUnixUs: 1e-3, FormatUnixNs: 1e-6}[f]
-	ms := x * scale
-	if ms != ms || ms > 9e15 || ms < -9e15 {
-		return 0, fmt.Errorf("out of range: %q", truncate(b))
-	}
-	return int64(ms), nil
-}
-
-// parseInt is strconv.ParseInt(b, 10, 64) without its generality on the
-// hot path: at most 18 digits after an optional sign are read in one loop
-// (they cannot overflow), anything else goes to strconv.
-func parseInt(b []byte) (int64, bool) {
-	d := b
-	if len(d) > 0 && (d[0] == '-' || d[0] == '+') {
-		d = d[1:]
-	}
-	if len(d) == 0 || len(d) > 18 {
-		n, err := strconv.ParseInt(string(b), 10, 64)
-		return n, err == nil
-	}
-	var n int64
-	for _, c := range d {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	if b[0] == '-' {
-		n = -n
-	}
-	return n, true
-}
-
-func mulSat(n, m int64) (int64, error) {
-	if n > 9e15/m || n < -9e15/m {
-		return 0, fmt.Errorf("out of range: %d", n)
-	}
-	return n * m, nil
-}
-
-func looksNumeric(b []byte) bool {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 {
-		return false
-	}
-	return strings.IndexFunc(string(b), func(r rune) bool {
-		return !(r >= '0' && r <= '9') && r != '.' && r != '-' && r != '+' && r != 'e' && r != 'E'
-	}) < 0
-}
-
-func truncate(b []byte) string {
-	if len(b) > 64 {
-		return string(b[:64]) + "…"
-	}
-	return string(b)
 }

@@ -127,10 +127,10 @@ func (d *decoder) decodeSchemad(ctx context.Context, r *record.Record) error {
 	}
 	if d.renderIngest {
 		if key != nil {
-			r.DecodedKey, r.KeySchemaID = key.JSON(), key.SchemaID()
+			r.DecodedKey, r.KeySchemaID = key.JSON(), int32(key.SchemaID())
 		}
 		if val != nil {
-			r.DecodedValue, r.ValueSchemaID = val.JSON(), val.SchemaID()
+			r.DecodedValue, r.ValueSchemaID = val.JSON(), int32(val.SchemaID())
 		}
 	}
 	return nil
@@ -230,7 +230,7 @@ func (d *decoder) render(ctx context.Context, r *record.Record) error {
 		if err != nil {
 			return classify(ctx, err, "key")
 		}
-		r.DecodedKey, r.KeySchemaID = k.JSON(), k.SchemaID()
+		r.DecodedKey, r.KeySchemaID = k.JSON(), int32(k.SchemaID())
 		release(d.in.KeyDecoder, k)
 	}
 	if d.in.Decoder != nil {
@@ -238,7 +238,7 @@ func (d *decoder) render(ctx context.Context, r *record.Record) error {
 		if err != nil {
 			return classify(ctx, err, "")
 		}
-		r.DecodedValue, r.ValueSchemaID = v.JSON(), v.SchemaID()
+		r.DecodedValue, r.ValueSchemaID = v.JSON(), int32(v.SchemaID())
 		release(d.in.Decoder, v)
 	}
 	return nil

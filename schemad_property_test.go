@@ -64,10 +64,10 @@ func avroSet(t *testing.T, seed uint64, v1, v2 int) ([]script.Partition, []recor
 				r := record.Record{Topic: topic, Partition: p, Offset: off, Key: []byte(key), EventTime: ts.UnixMilli(), OrderKey: key}
 				if rng.IntN(2) == 0 {
 					v = formatstest.AvroRecord(t, invV1, v1, invRec1{Sku: sku, Meta: invMeta{ts}, Seq: off})
-					r.DecodedValue, r.ValueSchemaID = fmt.Appendf(nil, `{"sku":%q,"meta":{"ts":%q},"seq":%d}`, sku, tsText, off), v1
+					r.DecodedValue, r.ValueSchemaID = fmt.Appendf(nil, `{"sku":%q,"meta":{"ts":%q},"seq":%d}`, sku, tsText, off), int32(v1)
 				} else {
 					v = formatstest.AvroRecord(t, invV2, v2, invRec2{Sku: sku, Meta: invMeta{ts}, Seq: off})
-					r.DecodedValue, r.ValueSchemaID = fmt.Appendf(nil, `{"sku":%q,"meta":{"ts":%q},"seq":%d,"site":null}`, sku, tsText, off), v2
+					r.DecodedValue, r.ValueSchemaID = fmt.Appendf(nil, `{"sku":%q,"meta":{"ts":%q},"seq":%d,"site":null}`, sku, tsText, off), int32(v2)
 				}
 				r.Value = v
 				raw := r

@@ -73,7 +73,7 @@ func posOf(r *record.Record) timers.Pos {
 
 // Park parks r; p is posOf(r), which the queue reads from r itself.
 func (m *memStore) Park(_ timers.Pos, r *record.Record) error {
-	m.q.Push(r, r.Size())
+	m.q.PushAt(r, r.EventTime, r.Size())
 	return nil
 }
 

@@ -25,11 +25,13 @@ type Header struct {
 }
 
 // Record is one record as it travels through signalbox: raw fields from the
-// source, then the decoded event time and ordering key.
+// source, then the decoded event time and ordering key. The fields narrower
+// than a word come last, so that they pack: the engine copies, clears and
+// scans millions of records, and every byte of one counts.
 type Record struct {
-	// Raw, as delivered by the source.
+	// Raw, as delivered by the source (Partition is among the narrow
+	// fields at the end).
 	Topic     string
-	Partition int32
 	Offset    int64
 	Key       []byte
 	Value     []byte
@@ -42,7 +44,24 @@ type Record struct {
 	// the Kafka key it shares Key's bytes: change a record's Key by
 	// assigning a new slice, never by writing into the old one.
 	OrderKey string
-	Timeless bool // from a `time: none` input: never parked, never late
+
+	// Schema'd keys and values (an input with a decoder): Key and Value keep
+	// the original bytes, which the Kafka and dead-letter sinks write; the
+	// engine sets these for sinks that write JSON, at ingest (or at
+	// release, when a Transform runs or the durable store kept only the
+	// bytes). Nil and 0 when the input has no such decoder, or when every
+	// sink writes original bytes.
+	DecodedKey   []byte // the key as JSON
+	DecodedValue []byte // the value as JSON
+
+	// Set on release: how far below the watermark it arrived, in ms (0
+	// when not late).
+	LateBy int64
+
+	Partition     int32
+	KeySchemaID   int32 // the key's writer schema id, 0 when none
+	ValueSchemaID int32 // the value's writer schema id, 0 when none
+	Timeless      bool  // from a `time: none` input: never parked, never late
 	// ValueJSON reports that Value is known to be valid JSON (and UTF-8)
 	// on one line: the engine's decoder sets it when finding a JSON field
 	// (time: field, key: field) validated the whole value on the way, and
@@ -52,21 +71,7 @@ type Record struct {
 	// Value clears it (the engine does before a Transform); the durable
 	// store does not keep it.
 	ValueJSON bool
-
-	// Schema'd keys and values (an input with a decoder): Key and Value keep
-	// the original bytes, which the Kafka and dead-letter sinks write; the
-	// engine sets these for sinks that write JSON, at ingest (or at
-	// release, when a Transform runs or the durable store kept only the
-	// bytes). Nil and 0 when the input has no such decoder, or when every
-	// sink writes original bytes.
-	DecodedKey    []byte // the key as JSON
-	DecodedValue  []byte // the value as JSON
-	KeySchemaID   int    // the key's writer schema id, 0 when none
-	ValueSchemaID int    // the value's writer schema id, 0 when none
-
-	// Set on release.
-	Late   bool  // released out of turn because it arrived at or below the watermark
-	LateBy int64 // how far below the watermark it arrived, in ms (0 when not late)
+	Late      bool // set on release: released out of turn because it arrived at or below the watermark
 }
 
 // Size is the number of bytes the record accounts for in memory budgets.

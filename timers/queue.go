@@ -97,18 +97,24 @@ func NewQueue[V any](pos func(V) Pos) *Queue[V] {
 // already parked (a re-read after a restart) keeps one copy: the later value
 // is the one released, and Len and Bytes count both until then (invariant
 // 1).
-func (q *Queue[V]) Push(v V, size int) {
+func (q *Queue[V]) Push(v V, size int) { q.PushAt(v, q.pos(v).EventTime, size) }
+
+// PushAt is Push for a caller that has v's event time at hand, which must
+// be the queue's pos(v).EventTime: the position is then read only while
+// Min's answer is cached, to keep it up to date.
+func (q *Queue[V]) PushAt(v V, eventTime int64, size int) {
 	q.len++
 	q.peak = max(q.peak, q.len)
 	q.bytes += int64(size)
-	p := q.pos(v)
-	u := key(p.EventTime)
+	u := key(eventTime)
 	if u < q.last {
 		q.rebase()
 	}
 	q.put(item[V]{u: u, v: v, size: size})
-	if q.minOK && (p.EventTime < q.minPos.EventTime || p.EventTime == q.minPos.EventTime && lessTie(&p, &q.minPos)) {
-		q.minPos = p
+	if q.minOK && eventTime <= q.minPos.EventTime {
+		if p := q.pos(v); p.EventTime < q.minPos.EventTime || lessTie(&p, &q.minPos) {
+			q.minPos = p
+		}
 	}
 }
 

@@ -99,7 +99,7 @@ func vals(rs []*rec) []int {
 	return v
 }
 
-// TestQueueAgainstOracle runs random Push/PopUntil sequences, with duplicate
+// TestQueueAgainstOracle runs random Push (and PushAt)/PopUntil sequences, with duplicate
 // positions and equal event times, against the sorted slice (invariants
 // 1–3). Each seed spreads the event times by its own scale and offset
 // (negative times, epoch milliseconds, times 2^40 apart), since the queue
@@ -118,7 +118,11 @@ func TestQueueAgainstOracle(t *testing.T) {
 			case r < 6:
 				p, size := randPos(rng), rng.IntN(100)
 				p.EventTime = at(p.EventTime)
-				q.Push(&rec{p, step}, size)
+				if step%2 == 0 {
+					q.Push(&rec{p, step}, size)
+				} else {
+					q.PushAt(&rec{p, step}, p.EventTime, size)
+				}
 				o.push(p, step, size)
 			case r < 9:
 				wm += rng.Int64N(8) - 2      // the watermark may stand still or (in this test) go back

@@ -19,14 +19,14 @@ type measure struct {
 
 	out, timeless, ooo, lateFlagged int64
 	maxET                           int64
-	decoded                         int64        // records with a decoded (schema'd) value
-	schemas                         map[int]bool // their writer schema ids
+	decoded                         int64          // records with a decoded (schema'd) value
+	schemas                         map[int32]bool // their writer schema ids
 	lastWrite                       time.Time
 	lat                             []float64 // ms beyond the delay
 }
 
 func newMeasure(liveFrom int64, delay time.Duration) *measure {
-	return &measure{liveFrom: liveFrom, delay: delay.Milliseconds(), now: time.Now, maxET: math.MinInt64, schemas: map[int]bool{}}
+	return &measure{liveFrom: liveFrom, delay: delay.Milliseconds(), now: time.Now, maxET: math.MinInt64, schemas: map[int32]bool{}}
 }
 
 func (m *measure) Open(context.Context) error  { return nil }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -424,14 +425,30 @@ func (b *Batch) appendRecord(dst []record.Record, topic string, partition int32,
 		return dst
 	}
 	ts := base
-	if !b.LogAppendTime {
-		ts = base.Add(time.Duration(rec.TimestampDelta) * time.Millisecond)
+	switch delta := rec.TimestampDelta; {
+	case b.LogAppendTime:
+	case b.FirstTimestamp >= 0 && delta >= -maxDelta && delta <= maxDelta && delta <= math.MaxInt64-b.FirstTimestamp:
+		ts = time.UnixMilli(b.FirstTimestamp + delta) // the Add below, inlined: the same Time
+	default:
+		ts = base.Add(time.Duration(delta) * time.Millisecond)
 	}
-	return append(dst, record.Record{
-		Topic: topic, Partition: partition, Offset: off,
-		Key: rec.Key, Value: rec.Value, Timestamp: ts, Headers: rec.Headers,
-	})
+	// Field by field into the new slot: a composite literal would be built
+	// on the stack first and then copied, twice the stores per record.
+	n := len(dst)
+	if n == cap(dst) {
+		dst = slices.Grow(dst, 1)
+	}
+	dst = dst[:n+1]
+	d := &dst[n]
+	*d = record.Record{}
+	d.Topic, d.Partition, d.Offset = topic, partition, off
+	d.Key, d.Value, d.Headers = rec.Key, rec.Value, rec.Headers
+	d.Timestamp = ts
+	return dst
 }
+
+// maxDelta is the largest timestamp delta, in ms, that is a Duration.
+const maxDelta = math.MaxInt64 / int64(time.Millisecond)
 
 // millisTime is a batch timestamp: a negative one (none) is the zero time.
 func millisTime(ms int64) time.Time {

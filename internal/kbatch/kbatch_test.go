@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
+	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -490,5 +492,35 @@ func TestDecodedBytesOutliveTheDecoder(t *testing.T) {
 				t.Fatalf("%s: record %d of the first batch reads %q after later batches, want %q", c.name, j, r.Value, want[j])
 			}
 		}
+	}
+}
+
+// TestAppendToTimestamps: a record's CreateTime is exactly (==, location
+// included) the batch's first timestamp plus its delta as time.Time.Add
+// gives it, for deltas of either sign and at the ends of their range, and
+// the zero time plus the delta for a batch without a first timestamp.
+func TestAppendToTimestamps(t *testing.T) {
+	check := func(first, delta int64) {
+		t.Helper()
+		b := Batch{FirstTimestamp: first, Records: []Record{{TimestampDelta: delta}}}
+		got, err := b.AppendTo(nil, "t", 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := millisTime(first).Add(time.Duration(delta) * time.Millisecond)
+		if got[0].Timestamp != want {
+			t.Fatalf("first %d, delta %d: timestamp %#v, want %#v", first, delta, got[0].Timestamp, want)
+		}
+	}
+	firsts := []int64{-1, 0, 1, 999, 1_764_479_604_123, math.MaxInt64 - 5, math.MaxInt64}
+	deltas := []int64{0, 1, -1, 999, -1001, maxDelta, -maxDelta, maxDelta + 1, -maxDelta - 1, math.MaxInt64, math.MinInt64}
+	for _, first := range firsts {
+		for _, delta := range deltas {
+			check(first, delta)
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		check(rng.Int64N(1<<50)-1<<40, rng.Int64N(1<<20)-1<<19)
 	}
 }

@@ -46,7 +46,8 @@ func New(start int64) *Partition { return &Partition{position: start, low: start
 // than any offset added before (invariant 3); the position moves past it.
 func (p *Partition) Add(off int64) {
 	base := off &^ 63
-	if n := len(p.pending); n > p.head && p.pending[n-1].base == base {
+	n := len(p.pending)
+	if n > p.head && p.pending[n-1].base == base {
 		p.pending[n-1].bits |= 1 << (off & 63)
 	} else {
 		p.pending = append(p.pending, word{base: base, bits: 1 << (off & 63)})
@@ -55,7 +56,10 @@ func (p *Partition) Add(off int64) {
 	if off+1 > p.position {
 		p.position = off + 1
 	}
-	p.settle() // the offsets skipped below off are complete
+	if n == p.head {
+		p.settle() // the offsets skipped below off are complete
+	}
+	// Else the head word, and with it Low, is unchanged (invariant 3).
 }
 
 // Advance moves the position: every offset below it that was not added is
@@ -87,7 +91,9 @@ func (p *Partition) Done(off int64) bool {
 	}
 	live[i].bits &^= bit
 	p.count--
-	p.settle()
+	if i == 0 {
+		p.settle()
+	} // else the head word, and with it Low, is unchanged
 	return true
 }
 

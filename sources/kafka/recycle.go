@@ -34,7 +34,7 @@ const poolArrays = 128
 
 // poolRecords bounds the pooled arrays' capacity in all: poolArrays
 // arrays of DefaultPartitionMaxRecords records with a quarter to spare
-// (about 28 MiB of 240-byte records).
+// (about 25 MiB of 216-byte records).
 const poolRecords = poolArrays * DefaultPartitionMaxRecords * 5 / 4
 
 // minPooled is the least answer size (in records) that gets a pooled array.
