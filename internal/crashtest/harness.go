@@ -216,7 +216,8 @@ func (p *Producer) produce(ctx context.Context, topic string, part int32, ts int
 			}
 			return
 		}
-		p.recs = append(p.recs, Produced{ID: id, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: key, TS: ts, Live: live})
+		p.recs = append(p.recs, Produced{ID: id, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: key, TS: ts, Live: live,
+			Acked: time.Now().UnixMilli()})
 	})
 }
 
