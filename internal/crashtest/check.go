@@ -31,6 +31,15 @@ func (p *Produced) delayedBeyond(delay int64) bool {
 	return delay > 0 && p.Live && p.Acked-p.TS > delay
 }
 
+// ackedAfter says, for a message, how long after its event time the broker
+// acknowledged p ("" when unknown).
+func (p *Produced) ackedAfter() string {
+	if p.Acked == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", acknowledged %dms after it", p.Acked-p.TS)
+}
+
 func (p *Produced) pos() timers.Pos {
 	return timers.Pos{EventTime: p.TS, Key: p.Key, Input: p.Topic, Partition: p.Partition, Offset: p.Offset}
 }
@@ -168,8 +177,8 @@ func Check(produced []Produced, outs []Out, m Mode) *Report {
 				continue // in turn for the run that released it, not for the killed one that overtook it
 			}
 			r.Inversions++
-			r.problem(r.Inversions, "%s: %s/%d@%d (ts %d, key %s) released after %s/%d@%d (ts %d, key %s, first released at %s)",
-				o.Where, p.Topic, p.Partition, p.Offset, p.TS, p.Key, prev.Topic, prev.Partition, prev.Offset, prev.TS, prev.Key, firstAt[prev])
+			r.problem(r.Inversions, "%s: %s/%d@%d (ts %d, key %s%s) released after %s/%d@%d (ts %d, key %s, first released at %s)",
+				o.Where, p.Topic, p.Partition, p.Offset, p.TS, p.Key, p.ackedAfter(), prev.Topic, prev.Partition, prev.Offset, prev.TS, prev.Key, firstAt[prev])
 		}
 		if prev == nil || timers.Less(prev.pos(), p.pos()) {
 			last = p

@@ -111,9 +111,9 @@ func TestCheckDelayed(t *testing.T) {
 		want string // a problem containing this; "" for none
 	}{
 		{"delayed record after a crash", outs("a0", "x", "w", "a1", "a0", "x", "c0", "w", "a1", "c1"), Mode{Delay: delay}, ""},
-		{"delayed record, no delay bound given", outs("a0", "x", "w", "a1", "c0", "c1"), Mode{}, "c/0@0 (ts 20, key k2) released after a/0@1"},
-		{"record within the bound", outs("a0", "x", "c0", "a1", "w", "c1"), Mode{Delay: delay}, "d/0@0 (ts 25, key k2) released after a/0@1"},
-		{"exactly-once keeps no killed run's tail", outs("a0", "x", "w", "a1", "c0", "c1"), Mode{ExactlyOnce: true, Delay: delay}, "c/0@0 (ts 20, key k2) released after a/0@1"},
+		{"delayed record, no delay bound given", outs("a0", "x", "w", "a1", "c0", "c1"), Mode{}, "c/0@0 (ts 20, key k2, acknowledged 5000ms after it) released after a/0@1"},
+		{"record within the bound", outs("a0", "x", "c0", "a1", "w", "c1"), Mode{Delay: delay}, "d/0@0 (ts 25, key k2, acknowledged 2ms after it) released after a/0@1"},
+		{"exactly-once keeps no killed run's tail", outs("a0", "x", "w", "a1", "c0", "c1"), Mode{ExactlyOnce: true, Delay: delay}, "c/0@0 (ts 20, key k2, acknowledged 5000ms after it) released after a/0@1"},
 		{"a delayed record in turn still orders the rest", outs("a0", "c0", "x", "w", "a1", "c1"), Mode{Delay: delay}, "a/1@0 (ts 15, key k1) released after c/0@0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
