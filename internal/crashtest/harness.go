@@ -595,12 +595,13 @@ func (c *Crasher) Crash(kills int) {
 
 // killWhen polls the job's status until the kill condition holds, then
 // sends the job sig and waits for it: killed by SIGKILL, or exited 0 after
-// any other signal. The kill point's detail gives the planned wait too: a
-// kill much later than planned means the test process (the harness, and
-// the producer with it) stalled, and the status it acted on is that old. A replay target is killed
-// `after` the status server first answers or once the share frac of the
-// replay is read, if the replay is still on by then, else as soon as the
-// replay is seen done; a live target `after` the replay is seen done.
+// any other signal. A replay target is killed `after` the status server
+// first answers or once the share frac of the replay is read, if the replay
+// is still on by then, else as soon as the replay is seen done; a live
+// target `after` the replay is seen done. The kill point's detail gives the
+// planned wait too: a kill much later than planned means the test process
+// (the harness, and the producer with it) stalled, and the status it acted
+// on is that old.
 func (c *Crasher) killWhen(p *proc, url, target string, after time.Duration, frac float64, sig syscall.Signal) KillPoint {
 	c.T.Helper()
 	deadline := time.Now().Add(HangGuard)
