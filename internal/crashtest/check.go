@@ -18,6 +18,26 @@ type Produced struct {
 	Key       string
 	TS        int64 // event time, Unix ms (the value's "ts")
 	Live      bool  // produced while the job ran, rather than as history
+	// Acked is when the broker's acknowledgement arrived, Unix ms (0:
+	// unknown): the record was in the log by then.
+	Acked int64
+}
+
+// delayedBeyond reports whether p is a live record that its producer may
+// have delayed beyond a delay bound of delay ms: acknowledged more than
+// delay after its event time. Only such a record can be passed by a
+// watermark before it is in the log (design L1).
+func (p *Produced) delayedBeyond(delay int64) bool {
+	return delay > 0 && p.Live && p.Acked-p.TS > delay
+}
+
+// ackedAfter says, for a message, how long after its event time the broker
+// acknowledged p ("" when unknown).
+func (p *Produced) ackedAfter() string {
+	if p.Acked == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", acknowledged %dms after it", p.Acked-p.TS)
 }
 
 func (p *Produced) pos() timers.Pos {
@@ -46,6 +66,15 @@ type Mode struct {
 	// output topic read back partition by partition). Otherwise the whole
 	// output is checked against the total order.
 	PerKeyOrder bool
+	// Delay is the job's delay bound in ms. Without ExactlyOnce, a live
+	// record its producer delayed beyond it (delayedBeyond) may come out of
+	// turn unflagged, as if late: a run whose watermark passed it
+	// before it was in the log was killed before its last checkpoint
+	// claimed that release, and the restart, at the checkpoint's lower
+	// watermark, releases it in order, unflagged, after its newer records
+	// the killed run had written (design L1, docs/operations.md). 0: no
+	// record is exempt.
+	Delay int64
 }
 
 // Report is the result of Check.
@@ -57,6 +86,16 @@ type Report struct {
 	Unknown    int
 	Late       int // late records (first occurrences)
 	LateLive   int // of which produced live
+	// Delayed: first occurrences, not flagged late, of live records their
+	// producer delayed beyond Mode.Delay; DelayedOutOfTurn of them came out
+	// of turn.
+	Delayed          int
+	DelayedOutOfTurn int
+	// LateWithin: late first occurrences of live records acknowledged
+	// within Mode.Delay of their event time. The watermark passed them
+	// after they were in the log: a diagnostic of stale evidence (design
+	// W2a), logged rather than failed.
+	LateWithin int
 	Inversions int
 	Problems   []string // human-readable, at most a few per kind
 }
@@ -65,8 +104,8 @@ type Report struct {
 func (r *Report) OK() bool { return len(r.Problems) == 0 }
 
 func (r *Report) String() string {
-	return fmt.Sprintf("output %d, distinct %d, duplicates %d, missing %d, unknown %d, late %d (live %d), inversions %d",
-		r.Output, r.Distinct, r.Duplicates, r.Missing, r.Unknown, r.Late, r.LateLive, r.Inversions)
+	return fmt.Sprintf("output %d, distinct %d, duplicates %d, missing %d, unknown %d, late %d (live %d), delayed beyond the bound %d (out of turn %d), inversions %d",
+		r.Output, r.Distinct, r.Duplicates, r.Missing, r.Unknown, r.Late, r.LateLive, r.Delayed, r.DelayedOutOfTurn, r.Inversions)
 }
 
 const maxPerKind = 5
@@ -87,6 +126,7 @@ func Check(produced []Produced, outs []Out, m Mode) *Report {
 		byID[produced[i].ID] = &produced[i]
 	}
 	seen := make(map[string]bool, len(produced))
+	firstAt := make(map[*Produced]string, len(produced)) // where each record was first read
 	lastByKey := map[string]*Produced{}
 	var last *Produced
 	for i := range outs {
@@ -110,10 +150,14 @@ func Check(produced []Produced, outs []Out, m Mode) *Report {
 			continue
 		}
 		seen[o.ID] = true
+		firstAt[p] = o.Where
 		if o.Late {
 			r.Late++
 			if p.Live {
 				r.LateLive++
+				if m.Delay > 0 && p.Acked > 0 && !p.delayedBeyond(m.Delay) {
+					r.LateWithin++
+				}
 			} else {
 				r.problem(r.Late-r.LateLive, "%s: history record %s/%d@%d flagged late", o.Where, p.Topic, p.Partition, p.Offset)
 			}
@@ -123,10 +167,18 @@ func Check(produced []Produced, outs []Out, m Mode) *Report {
 		if m.PerKeyOrder {
 			prev = lastByKey[p.Key]
 		}
+		delayed := !m.ExactlyOnce && p.delayedBeyond(m.Delay)
+		if delayed {
+			r.Delayed++
+		}
 		if prev != nil && !timers.Less(prev.pos(), p.pos()) {
+			if delayed {
+				r.DelayedOutOfTurn++
+				continue // in turn for the run that released it, not for the killed one that overtook it
+			}
 			r.Inversions++
-			r.problem(r.Inversions, "%s: %s/%d@%d (ts %d, key %s) released after %s/%d@%d (ts %d, key %s)",
-				o.Where, p.Topic, p.Partition, p.Offset, p.TS, p.Key, prev.Topic, prev.Partition, prev.Offset, prev.TS, prev.Key)
+			r.problem(r.Inversions, "%s: %s/%d@%d (ts %d, key %s%s) released after %s/%d@%d (ts %d, key %s, first released at %s)",
+				o.Where, p.Topic, p.Partition, p.Offset, p.TS, p.Key, p.ackedAfter(), prev.Topic, prev.Partition, prev.Offset, prev.TS, prev.Key, firstAt[prev])
 		}
 		if prev == nil || timers.Less(prev.pos(), p.pos()) {
 			last = p

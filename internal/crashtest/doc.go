@@ -13,7 +13,15 @@
 //     aside, is sorted by (event time, key, topic, partition, offset), the
 //     engine's total timer order;
 //   - no late history record (live records are late only when the machine
-//     delays them beyond the job's delay bound; they are counted).
+//     delays them beyond the job's delay bound; they are counted). In an
+//     at-least-once output such a live record, acknowledged by the broker
+//     more than the delay after its event time, may also come out of turn
+//     unflagged: a killed run released past it before it was in the log,
+//     and the restart, at the last checkpoint's lower watermark, released
+//     it in order (Mode.Delay); counted too.
+//
+// On failure the work directory (job files, per-run logs and outputs) is
+// kept and its path logged.
 //
 // Everything random (record keys and disorder, kill targets and kill
 // thresholds) derives from one seed, logged by every test together with

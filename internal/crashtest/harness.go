@@ -216,7 +216,8 @@ func (p *Producer) produce(ctx context.Context, topic string, part int32, ts int
 			}
 			return
 		}
-		p.recs = append(p.recs, Produced{ID: id, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: key, TS: ts, Live: live})
+		p.recs = append(p.recs, Produced{ID: id, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: key, TS: ts, Live: live,
+			Acked: time.Now().UnixMilli()})
 	})
 }
 
@@ -594,10 +595,13 @@ func (c *Crasher) Crash(kills int) {
 
 // killWhen polls the job's status until the kill condition holds, then
 // sends the job sig and waits for it: killed by SIGKILL, or exited 0 after
-// any other signal. A replay target is killed
-// `after` the status server first answers or once the share frac of the
-// replay is read, if the replay is still on by then, else as soon as the
-// replay is seen done; a live target `after` the replay is seen done.
+// any other signal. A replay target is killed `after` the status server
+// first answers or once the share frac of the replay is read, if the replay
+// is still on by then, else as soon as the replay is seen done; a live
+// target `after` the replay is seen done. The kill point's detail gives the
+// planned wait too: a kill much later than planned means the test process
+// (the harness, and the producer with it) stalled, and the status it acted
+// on is that old.
 func (c *Crasher) killWhen(p *proc, url, target string, after time.Duration, frac float64, sig syscall.Signal) KillPoint {
 	c.T.Helper()
 	deadline := time.Now().Add(HangGuard)
@@ -623,7 +627,7 @@ func (c *Crasher) killWhen(p *proc, url, target string, after time.Duration, fra
 			up = time.Now()
 		}
 		if !s.ReplayDone && target == "replay" && (time.Since(up) >= after || s.done() >= frac) {
-			k.Phase, k.Detail = "replay", fmt.Sprintf("%v after the status was up; %s", time.Since(up).Round(time.Millisecond), s)
+			k.Phase, k.Detail = "replay", fmt.Sprintf("%v after the status was up (planned %v); %s", time.Since(up).Round(time.Millisecond), after.Round(time.Millisecond), s)
 			break
 		}
 		if s.ReplayDone {
@@ -631,7 +635,7 @@ func (c *Crasher) killWhen(p *proc, url, target string, after time.Duration, fra
 				liveSince = time.Now()
 			}
 			if target == "replay" || time.Since(liveSince) >= after {
-				k.Phase, k.Detail = "live", fmt.Sprintf("%v after the replay was seen done; %s", time.Since(liveSince).Round(time.Millisecond), s)
+				k.Phase, k.Detail = "live", fmt.Sprintf("%v after the replay was seen done (planned %v); %s", time.Since(liveSince).Round(time.Millisecond), after.Round(time.Millisecond), s)
 				break
 			}
 		}
