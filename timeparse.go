@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/signalbox/signalbox/internal/jsonfield"
 )
 
 // parseTime parses b in format f to milliseconds since the epoch.
@@ -106,9 +108,7 @@ var pow10 = [8]uint64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7}
 // digits8 is the value of the eight ASCII decimal digits of w (the first
 // in its low byte), or false if a byte is not a digit.
 func digits8(w uint64) (uint64, bool) {
-	// Every byte 0x3_, and 0x3_+6 still 0x3_ (no carry can leave a byte
-	// that passed the first test).
-	if w&0xf0f0f0f0f0f0f0f0|(w+0x0606060606060606)&0xf0f0f0f0f0f0f0f0>>4 != 0x3333333333333333 {
+	if jsonfield.NonDigits(w) != 0 {
 		return 0, false
 	}
 	w -= zeros

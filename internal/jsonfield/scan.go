@@ -204,7 +204,7 @@ number: // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
 	if i++; c-'1' < 9 && i < n && doc[i]-'0' < 10 {
 		// More digits: runs go 8 at a time (event times have 13).
 		for ; i+8 <= n; i += 8 {
-			if t = nonDigits(binary.LittleEndian.Uint64(doc[i:])); t != 0 {
+			if t = NonDigits(binary.LittleEndian.Uint64(doc[i:])); t != 0 {
 				i += bits.TrailingZeros64(t) >> 3
 				goto frac
 			}
@@ -450,9 +450,11 @@ func space(b []byte, i int) (int, bool) {
 	return i, nl
 }
 
-// nonDigits has bits set in (and only in) the bytes of x that are not ASCII
-// digits, or above the first such byte: the lowest set bit is exact.
-func nonDigits(x uint64) uint64 {
+// NonDigits has bits set in (and only in) the bytes of the little-endian
+// word x that are not ASCII digits, or above the first such byte: the
+// lowest set bit is exact, and NonDigits(x) == 0 exactly when all eight
+// bytes are digits. Scan reads numbers with it, the engine event times.
+func NonDigits(x uint64) uint64 {
 	return (x&(ones*0xf0) ^ ones*0x30) | ((x+ones*6)&(ones*0xf0) ^ ones*0x30)
 }
 
