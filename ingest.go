@@ -85,7 +85,8 @@ func (c *core) ingest(ps *partState, rec *record.Record, mark error, now time.Ti
 		}
 		return c.dead(rec, mark.Error())
 	}
-	if ps.restoring && rec.Offset < ps.restorePos && (rec.Timeless || rec.EventTime <= ps.restoreWM) {
+	byData := ps.dataMark(c.cfg.delay) // before rec raises the partition's newest event time
+	if ps.restoring && rec.Offset < ps.restorePos && (rec.Timeless || parkedAt(rec.EventTime, byData) <= ps.restoreWM) {
 		c.stats.Skipped++
 		return nil
 	}
@@ -115,26 +116,66 @@ func (c *core) ingest(ps *partState, rec *record.Record, mark error, now time.Ti
 		}
 		ps.maxET = rec.EventTime
 	}
-	if rec.EventTime <= ps.task.rel || rec.EventTime <= ps.lateAt {
-		return c.late(ps, rec)
+	if rel := max(ps.task.rel, ps.lateAt); rec.EventTime <= byData || rec.EventTime <= rel {
+		return c.late(ps, rec, byData, rel)
 	}
+	return c.park(ps, rec)
+}
+
+// park parks rec, of ps, at posOf(rec).
+func (c *core) park(ps *partState, rec *record.Record) error {
 	ps.offs.Add(rec.Offset)
 	return c.store.Park(posOf(rec), rec)
 }
 
-func (c *core) late(ps *partState, rec *record.Record) error {
-	mark := max(ps.task.rel, ps.lateAt)
-	lateBy := mark - rec.EventTime
+// late takes a late record (design L1): late by the data when its event
+// time is at or below byData, its partition's mark by the data before it
+// (dataMark); late by timing when it is only at or below mark, the
+// release mark it met (its task's, or its partition's restored one). It is
+// late by max(byData, mark) − its event time, and flagged so whatever the
+// policy. Under LateEmit a record late by the data is parked just after
+// byData (posOf, parkedAt), which the release mark cannot have reached
+// while its partition holds the watermark: where it lands in the output is
+// then a function of the data too. One that mark already passed (late by
+// timing, or a restored mark above byData) is released at once.
+func (c *core) late(ps *partState, rec *record.Record, byData, mark int64) error {
+	at := max(byData, mark)
+	lateBy := at - rec.EventTime
 	ps.late.add(lateBy, c.cfg.late)
-	c.event(Event{Kind: EventLate, Partition: ps.tp, Offset: rec.Offset, LateBy: lateBy, Watermark: mark})
+	c.event(Event{Kind: EventLate, Partition: ps.tp, Offset: rec.Offset, LateBy: lateBy, Watermark: at})
+	rec.Late, rec.LateBy = true, lateBy // the dead letter says so too
 	switch c.cfg.late {
 	case LateDrop:
 		return nil
 	case LateDeadLetter:
 		return c.dead(rec, "late by "+strconv.FormatInt(lateBy, 10)+"ms")
 	}
-	rec.Late, rec.LateBy = true, lateBy
+	if mark <= byData {
+		return c.park(ps, rec) // at byData + 1: at == byData
+	}
 	return c.output(ps, rec)
+}
+
+// dataMark is ps's mark by the data: a record at or below it is late by
+// the data (design L1), whatever the fetch timing. It is the partition's
+// newest event time so far (poison records excluded) minus the delay, or
+// minus 1 ms under a delay of 0 (so that records of equal event times are
+// not late); watermark.MinTime before its first record.
+func (ps *partState) dataMark(delay time.Duration) int64 {
+	if ps.maxET == watermark.MinTime {
+		return watermark.MinTime
+	}
+	return ps.maxET - max(delay.Milliseconds(), 1)
+}
+
+// parkedAt is where a record of event time et, read when its partition's
+// mark by the data was byData, is released (posOf): at et, or, late by the
+// data, just after byData.
+func parkedAt(et, byData int64) int64 {
+	if et <= byData {
+		return byData + 1
+	}
+	return et
 }
 
 // output puts rec, of ps, in the current out batch, with its key and value

@@ -82,7 +82,7 @@ func (c *core) releaseMore() (more bool, err error) {
 // releasedOne is released, counted for releaseMore.
 func (c *core) releasedOne(rec *record.Record) error {
 	c.rel.n++
-	c.rel.last = max(c.rel.last, rec.EventTime)
+	c.rel.last = max(c.rel.last, releaseAt(rec))
 	return c.released(rec)
 }
 
@@ -139,7 +139,7 @@ func (c *core) emit(ps *partState, rec *record.Record) error {
 		c.stats.Skipped++
 		return nil
 	}
-	if rec.Offset < ps.restorePos && rec.EventTime <= ps.restoreWM {
+	if rec.Offset < ps.restorePos && releaseAt(rec) <= ps.restoreWM {
 		c.stats.Skipped++ // emitted before the restart, per the sink's checkpoint
 		return nil
 	}

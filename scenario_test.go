@@ -161,7 +161,7 @@ func TestLatePolicies(t *testing.T) {
 		{
 			policy: signalbox.LateDeadLetter,
 			out:    []string{"a/0@0 t=1000", "a/0@1 t=5000", "b/0@0 t=6000"},
-			dead:   []string{"b/0@1 t=2000 reason=late by 3000ms"},
+			dead:   []string{"b/0@1 t=2000 late=3000ms reason=late by 3000ms"},
 			counters: signalbox.LateCounter{Count: 1, DeadLettered: 1, MaxLateBy: 3000, SumLateBy: 3000,
 				Histogram: []int64{0, 0, 0, 0, 1, 0, 0, 0, 0}},
 		},

@@ -66,14 +66,25 @@ type memStore struct {
 func newMemStore() *memStore { return &memStore{q: timers.NewQueue(posOf)} }
 
 // posOf is a record's place in the release order: the Pos the engine parks
-// it at.
+// it at (releaseAt, then the tie-break).
 func posOf(r *record.Record) timers.Pos {
-	return timers.Pos{EventTime: r.EventTime, Key: r.OrderKey, Input: r.Topic, Partition: r.Partition, Offset: r.Offset}
+	return timers.Pos{EventTime: releaseAt(r), Key: r.OrderKey, Input: r.Topic, Partition: r.Partition, Offset: r.Offset}
+}
+
+// releaseAt is the event time a parked record is released at: its own, or,
+// for a record parked late (late by the data, ingest.go's late), just after
+// its partition's mark by the data when it was read, which is its event
+// time plus its lateness (parkedAt). The record keeps its event time.
+func releaseAt(r *record.Record) int64 {
+	if r.Late {
+		return r.EventTime + r.LateBy + 1
+	}
+	return r.EventTime
 }
 
 // Park parks r; p is posOf(r), which the queue reads from r itself.
 func (m *memStore) Park(_ timers.Pos, r *record.Record) error {
-	m.q.PushAt(r, r.EventTime, r.Size())
+	m.q.PushAt(r, releaseAt(r), r.Size())
 	return nil
 }
 
