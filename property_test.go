@@ -3,7 +3,9 @@ package signalbox_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -143,4 +145,87 @@ func firstDiff(got, want []byte) string {
 		}
 	}
 	return "(no difference)"
+}
+
+// markLate is the test's model of design L1: in each partition, in offset
+// order, a record at or below the newest event time before it minus delay
+// (ms, at least 1) is late by the data, by that mark minus its event time.
+// It sets Late and LateBy on parts' records and returns copies of them all,
+// with EventTime set, and how many are late.
+func markLate(parts []script.Partition, delay int64) (all []record.Record, late int) {
+	for i := range parts {
+		newest := int64(math.MinInt64)
+		for j := range parts[i].Records {
+			r := &parts[i].Records[j]
+			r.EventTime = tsOf(r)
+			if mark := newest - max(delay, 1); newest != math.MinInt64 && r.EventTime <= mark {
+				r.Late, r.LateBy = true, mark-r.EventTime
+				late++
+			}
+			newest = max(newest, r.EventTime)
+			all = append(all, *r)
+			r.Late, r.LateBy, r.EventTime = false, 0, 0 // what the source delivers
+		}
+	}
+	return all, late
+}
+
+// tsOf is a tsRecord's event time.
+func tsOf(r *record.Record) int64 {
+	var v struct{ Ts int64 }
+	if err := json.Unmarshal(r.Value, &v); err != nil {
+		panic(err)
+	}
+	return v.Ts
+}
+
+// jumpBack makes some of parts' partitions jump back, from a record on, by
+// more than the delay (disorder): those of their records that are then at
+// or below their partition's newest event time minus the delay are late by
+// the data.
+func jumpBack(parts []script.Partition, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	for i := range parts {
+		recs := parts[i].Records
+		if len(recs) < 4 || rng.IntN(3) == 0 {
+			continue
+		}
+		back := int64(disorder + 10 + 10*rng.IntN(30)) // 50 to 340 ms
+		for j := 1 + rng.IntN(len(recs)-2); j < len(recs); j++ {
+			r := &recs[j]
+			recs[j] = tsRecord(r.Topic, r.Partition, r.Offset, string(r.Key), tsOf(r)-back)
+		}
+	}
+}
+
+// TestInterleavingsGiveIdenticalLateness: partitions that jump back by more
+// than the delay, delivered under many interleavings and fetch sizes, flag
+// the same records late, those the data says (design L1, markLate), and
+// give byte-identical output: each late record is released just after its
+// partition's mark by the data when it was read (posOf), flagged with how
+// late it was.
+func TestInterleavingsGiveIdenticalLateness(t *testing.T) {
+	lateSets := 0
+	for dataSeed := range uint64(8) {
+		parts, _ := recordSet(dataSeed)
+		jumpBack(parts, dataSeed)
+		all, late := markLate(parts, disorder)
+		if late > 0 {
+			lateSets++
+		}
+		expected := want(t, all)
+		for seed := range uint64(12) {
+			p, buf := runInterleaving(t, parts, dataSeed, seed, tsInputs("orders", "stock", "prices"))
+			if got := p.Stats().LateTotal(); got.Count != int64(late) || got.Emitted != int64(late) {
+				t.Fatalf("data %d, interleaving %d: %d late records (%d emitted), want %d", dataSeed, seed, got.Count, got.Emitted, late)
+			}
+			if !bytes.Equal(buf.Bytes(), expected) {
+				t.Fatalf("data %d, interleaving %d: output differs from the model's\n%s",
+					dataSeed, seed, firstDiff(buf.Bytes(), expected))
+			}
+		}
+	}
+	if lateSets < 4 {
+		t.Fatalf("only %d of the data sets have late records", lateSets)
+	}
 }

@@ -1,6 +1,7 @@
 package signalbox_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/signalbox/signalbox/catchup"
 	"github.com/signalbox/signalbox/internal/strategy"
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/sinks/jsonl"
 	"github.com/signalbox/signalbox/sources/script"
 	"github.com/signalbox/signalbox/timers"
 	"github.com/signalbox/signalbox/watermark"
@@ -395,6 +397,67 @@ func (s *silenceIsDone) Advance(time.Time) int64 {
 	return s.wm
 }
 
+// posOf is a record's place in the output, as design O1 and L1 define it:
+// a late record (markLate) goes just after its partition's mark by the
+// data when it was read.
 func posOf(r *record.Record) timers.Pos {
-	return timers.Pos{EventTime: r.EventTime, Key: string(r.Key), Input: r.Topic, Partition: r.Partition, Offset: r.Offset}
+	at := r.EventTime
+	if r.Late {
+		at += r.LateBy + 1
+	}
+	return timers.Pos{EventTime: at, Key: string(r.Key), Input: r.Topic, Partition: r.Partition, Offset: r.Offset}
+}
+
+// jumpTopic is the set-up of issue 34: one topic of three partitions;
+// partition 0 holds 3,000 records in event-time order, 100 ms apart, then
+// 3,000 more that start 200 s earlier; partitions 1 and 2 are in order.
+// Under a delay of 10 s, 1,900 records of partition 0 are late by the data.
+func jumpTopic() []script.Partition {
+	const base = 1_700_000_000_000
+	parts := make([]script.Partition, 3)
+	for p := range parts {
+		parts[p].TopicPartition = tp("t", int32(p))
+		for i := range 6000 {
+			ts := base + int64(i)*100
+			if p == 0 && i >= 3000 {
+				ts -= 200_000
+			}
+			parts[p].Records = append(parts[p].Records, tsRecord("t", int32(p), int64(i), fmt.Sprintf("k%d", i%7), ts))
+		}
+	}
+	return parts
+}
+
+// TestLatenessIsAFunctionOfTheData: issue 34's set-up, read with fetches of
+// 1 to 5,000 records in random interleavings, flags the same 1,900 records
+// late in every run (design L1) and gives byte-identical output, the
+// model's (markLate, posOf): each late record released just after its
+// partition's mark by the data when it was read.
+func TestLatenessIsAFunctionOfTheData(t *testing.T) {
+	parts := jumpTopic()
+	all, late := markLate(parts, 10_000)
+	if late != 1900 {
+		t.Fatalf("the model flags %d records late, want 1900", late)
+	}
+	expected := want(t, all)
+	for i, maxBatch := range []int{5000, 1, 300, 7, 1000, 64} {
+		var buf bytes.Buffer
+		p, err := signalbox.New(script.New(uint64(i), maxBatch, parts...), tsInputs("t"),
+			signalbox.WithDelay(10*time.Second), signalbox.WithClock(frozen), signalbox.WithMaxFuture(0),
+			signalbox.WithLatePolicy(signalbox.LateEmit), signalbox.WithBatchSize(1+i*37),
+			signalbox.WithSink(jsonl.New(&buf, jsonl.Options{})),
+			signalbox.WithUntil(signalbox.UntilEndOffsets))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := runBounded(t, p); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Stats().LateTotal(); got.Count != 1900 || got.Emitted != 1900 {
+			t.Fatalf("run %d (fetches of up to %d): %d records late (%d emitted), want 1900", i, maxBatch, got.Count, got.Emitted)
+		}
+		if !bytes.Equal(buf.Bytes(), expected) {
+			t.Fatalf("run %d (fetches of up to %d): output differs from the model's\n%s", i, maxBatch, firstDiff(buf.Bytes(), expected))
+		}
+	}
 }
