@@ -54,8 +54,9 @@ type Record struct {
 	DecodedKey   []byte // the key as JSON
 	DecodedValue []byte // the value as JSON
 
-	// Set on release: how far below the watermark it arrived, in ms (0
-	// when not late).
+	// Set with Late: how late it is, in ms (0 when not late): its
+	// partition's mark by the data, or the release mark it met, minus its
+	// event time (docs/design.md L1).
 	LateBy int64
 
 	Partition     int32
@@ -71,7 +72,7 @@ type Record struct {
 	// Value clears it (the engine does before a Transform); the durable
 	// store does not keep it.
 	ValueJSON bool
-	Late      bool // set on release: released out of turn because it arrived at or below the watermark
+	Late      bool // set at ingest: late (docs/design.md L1), whatever the late policy; dead letters of late records too
 }
 
 // Size is the number of bytes the record accounts for in memory budgets.
@@ -166,6 +167,11 @@ type Checkpoint struct {
 // ReasonHeader is the header under which records sent to a dead-letter sink
 // carry the reason they were rejected.
 const ReasonHeader = "signalbox.reason"
+
+// LateByHeader is the header under which sinks that write the original
+// bytes (the Kafka sink) say that a record is late: its Record.LateBy in
+// decimal ms. Envelopes say it with "late": true and "late_by_ms".
+const LateByHeader = "signalbox.late_by_ms"
 
 // Parked summarises the records a store holds parked for one partition: how
 // many, and the lowest offset among them.

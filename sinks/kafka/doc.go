@@ -11,7 +11,9 @@
 //     whatever Config.Conn says; a broker-side retry never duplicates or
 //     reorders a partition's records.
 //  2. Keys are preserved: the output record carries the input's Key, Value
-//     and Headers.
+//     and Headers; a late record (record.Record.Late, emitted or
+//     dead-lettered) carries one header more, record.LateByHeader with its
+//     lateness in decimal ms.
 //  3. Output partitioning keeps each key's order: the partition is
 //     murmur2(OrderKey, else Key) mod partitions — the Java client's default
 //     hash, so it co-partitions with Java producers when OrderKey equals the

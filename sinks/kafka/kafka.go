@@ -421,7 +421,7 @@ func (s *Sink) oversized(batch []record.Record) error {
 	limit := int(s.batchBytes.Load())
 	var rej []retry.Rejection
 	for i := range batch {
-		if r := &batch[i]; len(r.Headers) == 0 && len(r.Key)+len(r.Value)+maxRecordOverhead <= limit {
+		if r := &batch[i]; len(r.Headers) == 0 && !r.Late && len(r.Key)+len(r.Value)+maxRecordOverhead <= limit {
 			continue // fits whatever the varints' lengths
 		}
 		if n := batchSize(&batch[i]); n > limit {
@@ -441,9 +441,17 @@ const maxRecordOverhead = recordBatchOverhead + 8*5
 // record format v2): the batch overhead and r's length-prefixed record.
 func batchSize(r *record.Record) int {
 	tsDelta, offsetDelta := 1, 1 // varint zeroes: r is the batch's first record
-	l := 1 + tsDelta + offsetDelta + bytesLen(r.Key) + bytesLen(r.Value) + varintLen(len(r.Headers))
+	headers := len(r.Headers)
+	if r.Late {
+		headers++
+	}
+	l := 1 + tsDelta + offsetDelta + bytesLen(r.Key) + bytesLen(r.Value) + varintLen(headers)
 	for _, h := range r.Headers {
 		l += varintLen(len(h.Key)) + len(h.Key) + bytesLen(h.Value)
+	}
+	if r.Late {
+		v := len(strconv.AppendInt(nil, r.LateBy, 10))
+		l += varintLen(len(record.LateByHeader)) + len(record.LateByHeader) + varintLen(v) + v
 	}
 	return recordBatchOverhead + varintLen(l) + l
 }
@@ -469,10 +477,13 @@ func varintLen(n int) int {
 // message fills msg, the output record of r.
 func message(msg *kgo.Record, r *record.Record, topic string, partition int32) {
 	*msg = kgo.Record{Topic: topic, Partition: partition, Key: r.Key, Value: r.Value}
-	if len(r.Headers) > 0 {
-		msg.Headers = make([]kgo.RecordHeader, len(r.Headers))
+	if len(r.Headers) > 0 || r.Late {
+		msg.Headers = make([]kgo.RecordHeader, len(r.Headers), len(r.Headers)+1)
 		for i, h := range r.Headers {
 			msg.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
+		}
+		if r.Late {
+			msg.Headers = append(msg.Headers, kgo.RecordHeader{Key: record.LateByHeader, Value: strconv.AppendInt(nil, r.LateBy, 10)})
 		}
 	}
 	if !r.Timeless && r.EventTime > 0 {

@@ -35,6 +35,7 @@ type msg struct {
 	Offset    int64
 	Key       string
 	Value     []byte
+	Headers   []kgo.RecordHeader
 }
 
 // read consumes every partition of topic with the given isolation level.
@@ -81,7 +82,7 @@ func readWith(t *testing.T, conn []kgo.Opt, topic string, iso kgo.IsolationLevel
 					done = true
 				}
 				if !done && string(m.Value) != sentinel {
-					out = append(out, msg{p, m.Offset, string(m.Key), m.Value})
+					out = append(out, msg{p, m.Offset, string(m.Key), m.Value, m.Headers})
 				}
 			})
 		}
@@ -193,6 +194,42 @@ func TestKeysAndPartitioning(t *testing.T) {
 	}
 	if len(used) < 2 {
 		t.Fatalf("20 keys all in one partition: %v", used)
+	}
+}
+
+// TestLateRecordsSayHowLate: a late record, emitted or dead-lettered (with
+// its reason header), reaches the topic with its headers and one more,
+// record.LateByHeader, holding its lateness in ms; a record that is not
+// late gets no such header.
+func TestLateRecordsSayHowLate(t *testing.T) {
+	brokers := cluster(t, "out")
+	s := kafka.New(kafka.Config{Brokers: brokers, Topic: "out"})
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	recs := sinktest.Records(0, 3, 1) // one key: read back in order
+	recs[1].Late, recs[1].LateBy = true, 1234
+	recs[2].Late, recs[2].LateBy = true, 0
+	recs[2].Headers = []record.Header{{Key: "h", Value: []byte("v")}, {Key: record.ReasonHeader, Value: []byte("late by 0ms")}}
+	if err := s.Write(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := read(t, brokers, "out", kgo.ReadUncommitted())
+	want := []string{"[]", "[signalbox.late_by_ms=1234]", "[h=v signalbox.reason=late by 0ms signalbox.late_by_ms=0]"}
+	if len(got) != len(want) {
+		t.Fatalf("%d records, want %d", len(got), len(want))
+	}
+	for i, m := range got {
+		var hs []string
+		for _, h := range m.Headers {
+			hs = append(hs, h.Key+"="+string(h.Value))
+		}
+		if fmt.Sprint(hs) != want[i] {
+			t.Errorf("record %d: headers %v, want %s", i, hs, want[i])
+		}
 	}
 }
 
