@@ -408,21 +408,22 @@ func posOf(r *record.Record) timers.Pos {
 	return timers.Pos{EventTime: at, Key: string(r.Key), Input: r.Topic, Partition: r.Partition, Offset: r.Offset}
 }
 
-// jumpTopic is the set-up of issue 34: one topic of three partitions;
-// partition 0 holds 3,000 records in event-time order, 100 ms apart, then
-// 3,000 more that start 200 s earlier; partitions 1 and 2 are in order.
-// Under a delay of 10 s, 1,900 records of partition 0 are late by the data.
-func jumpTopic() []script.Partition {
+// jumpTopic is the set-up of issue 34, with n = 3,000: one topic of three
+// partitions; partition 0 holds n records in event-time order, 100 ms
+// apart, then n more that start 2n/3 × 100 ms earlier (200 s); partitions 1
+// and 2 hold 2n in order. Under a delay of 10 s, n − n/3 − 100 records of
+// partition 0 (1,900) are late by the data.
+func jumpTopic(topic string, n int) []script.Partition {
 	const base = 1_700_000_000_000
 	parts := make([]script.Partition, 3)
 	for p := range parts {
-		parts[p].TopicPartition = tp("t", int32(p))
-		for i := range 6000 {
+		parts[p].TopicPartition = tp(topic, int32(p))
+		for i := range 2 * n {
 			ts := base + int64(i)*100
-			if p == 0 && i >= 3000 {
-				ts -= 200_000
+			if p == 0 && i >= n {
+				ts -= int64(2*n/3) * 100
 			}
-			parts[p].Records = append(parts[p].Records, tsRecord("t", int32(p), int64(i), fmt.Sprintf("k%d", i%7), ts))
+			parts[p].Records = append(parts[p].Records, tsRecord(topic, int32(p), int64(i), fmt.Sprintf("k%d", i%7), ts))
 		}
 	}
 	return parts
@@ -434,7 +435,7 @@ func jumpTopic() []script.Partition {
 // model's (markLate, posOf): each late record released just after its
 // partition's mark by the data when it was read.
 func TestLatenessIsAFunctionOfTheData(t *testing.T) {
-	parts := jumpTopic()
+	parts := jumpTopic("t", 3000)
 	all, late := markLate(parts, 10_000)
 	if late != 1900 {
 		t.Fatalf("the model flags %d records late, want 1900", late)
