@@ -14,18 +14,14 @@ import (
 	"github.com/signalbox/signalbox/record"
 )
 
-// LatePolicy says what happens to a late record: one whose event time is
-// at or below its partition's newest earlier event time minus the delay
-// (late by the data), or at or below the watermark when it arrives (late
-// by timing); docs/design.md L1.
+// LatePolicy says what happens to a late record (docs/design.md L1).
 type LatePolicy string
 
-// The late policies. Every late record is counted, and has Late and LateBy
-// set, whatever the policy.
+// The late policies. Every late record is counted, Late and LateBy set.
 const (
-	// LateEmit releases the record out of turn, with Late set: one late
-	// by the data just after its partition's mark by the data, one late
-	// by timing at once. It is the default: nothing is lost.
+	// LateEmit releases the record out of turn, with Late set (late by
+	// the data: just after its partition's mark by the data; by timing:
+	// at once). It is the default: nothing is lost.
 	LateEmit LatePolicy = "emit"
 	// LateDeadLetter sends the record to the dead-letter sink with its
 	// reason.
