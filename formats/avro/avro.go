@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,13 +20,18 @@ import (
 type Codec struct {
 	schema *avro.Schema
 	root   *avro.SchemaNode
-	named  map[string]*avro.SchemaNode // full name → definition, for recursive references
-	t      *tnode                      // the transcoder's tree
-	op     op                          // the check program (check.go)
+	named  map[string]*avro.SchemaNode // full name → definition
+	// refs maps each name reference left in the tree (a recursive one, or
+	// one carrying attributes of its own) to the definition it names, as
+	// resolved in its scope (resolve).
+	refs map[*avro.SchemaNode]*avro.SchemaNode
+	t    *tnode // the transcoder's tree
+	op   op     // the check program (check.go)
 }
 
 // Compile parses text, after the schemas it references (dependencies
-// first, as registry.Schema.References lists them).
+// first, as registry.Schema.References lists them). Every name reference
+// must resolve (doc.go invariant 6), or Compile fails naming it.
 func Compile(text string, references []string) (*Codec, error) {
 	var cache avro.SchemaCache
 	for i, r := range references {
@@ -37,19 +43,36 @@ func Compile(text string, references []string) (*Codec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("avro: %w", err)
 	}
-	c := &Codec{schema: s, root: s.Root().ExpandReferences(), named: map[string]*avro.SchemaNode{}}
-	c.index(c.root)
+	c := &Codec{schema: s, root: s.Root().ExpandReferences(), named: map[string]*avro.SchemaNode{}, refs: map[*avro.SchemaNode]*avro.SchemaNode{}}
+	c.index(c.root) // the tree holds every definition, a referenced schema's too
+	if err := c.resolve(c.root, ""); err != nil {
+		return nil, err
+	}
 	c.t = c.compileT(c.root, map[string]*tnode{})
 	setMinBytes(c.t, map[*tnode]bool{})
 	c.op = compileOp(c.t, map[*tnode]*prog{})
 	return c, nil
 }
 
+// fullName is a named type's full name: a dotted name is one already (a
+// leading dot names the null namespace), else the resolved namespace, which
+// the library fills in for every named type, qualifies it.
 func fullName(n *avro.SchemaNode) string {
-	if n.Namespace == "" || slices.Contains([]byte(n.Name), '.') {
+	if strings.Contains(n.Name, ".") {
+		return strings.TrimPrefix(n.Name, ".")
+	}
+	if n.Namespace == "" {
 		return n.Name
 	}
 	return n.Namespace + "." + n.Name
+}
+
+// namespaceOf is the namespace a full name sets for what it contains.
+func namespaceOf(full string) string {
+	if i := strings.LastIndexByte(full, '.'); i >= 0 {
+		return full[:i]
+	}
+	return ""
 }
 
 func (c *Codec) index(n *avro.SchemaNode) {
@@ -73,14 +96,76 @@ func (c *Codec) index(n *avro.SchemaNode) {
 	}
 }
 
-// deref returns the definition a name reference points at.
-func (c *Codec) deref(n *avro.SchemaNode) *avro.SchemaNode {
-	switch n.Type {
+// structural reports whether a node's type is a definition rather than a
+// name reference.
+func structural(typ string) bool {
+	switch typ {
 	case "null", "boolean", "int", "long", "float", "double", "bytes", "string",
 		"record", "error", "enum", "fixed", "array", "map", "union":
-		return n
+		return true
 	}
-	if d, ok := c.named[n.Type]; ok {
+	return false
+}
+
+// resolve binds every name reference under n, in namespace scope ns, to
+// its definition (c.refs), as the specification resolves names: a dotted
+// name is a full name (a leading dot: the null namespace); a short one
+// means the type of that name in the enclosing namespace, else in the null
+// namespace (as Java and the parsing library look it up). A named type's
+// full name sets the namespace of what it contains. A name that resolves
+// to nothing fails the schema, never a record.
+func (c *Codec) resolve(n *avro.SchemaNode, ns string) error {
+	switch n.Type {
+	case "record", "error":
+		inner := namespaceOf(fullName(n))
+		for i := range n.Fields {
+			if err := c.resolve(&n.Fields[i].Type, inner); err != nil {
+				return err
+			}
+		}
+	case "array":
+		return c.resolve(n.Items, ns)
+	case "map":
+		return c.resolve(n.Values, ns)
+	case "union":
+		for i := range n.Branches {
+			if err := c.resolve(&n.Branches[i], ns); err != nil {
+				return err
+			}
+		}
+	default:
+		if structural(n.Type) {
+			return nil
+		}
+		d := c.lookup(n.Type, ns)
+		if d == nil {
+			if ns != "" && !strings.Contains(n.Type, ".") {
+				return fmt.Errorf("avro: type %q is not defined (looked up as %q and %q)", n.Type, ns+"."+n.Type, n.Type)
+			}
+			return fmt.Errorf("avro: type %q is not defined", strings.TrimPrefix(n.Type, "."))
+		}
+		c.refs[n] = d
+	}
+	return nil
+}
+
+// lookup finds the definition name means in namespace scope ns (resolve).
+func (c *Codec) lookup(name, ns string) *avro.SchemaNode {
+	if strings.Contains(name, ".") {
+		return c.named[strings.TrimPrefix(name, ".")]
+	}
+	if ns != "" {
+		if d, ok := c.named[ns+"."+name]; ok {
+			return d
+		}
+	}
+	return c.named[name]
+}
+
+// deref returns the definition a name reference points at (resolve bound
+// every one at Compile), or n itself when it is a definition.
+func (c *Codec) deref(n *avro.SchemaNode) *avro.SchemaNode {
+	if d, ok := c.refs[n]; ok {
 		return d
 	}
 	return n

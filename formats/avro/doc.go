@@ -36,4 +36,13 @@
 //  5. A Value's JSON is its own: values render back to back into shared
 //     slabs (one allocation per slab), each keeps its exact piece, capped
 //     at its length, so appending to it never writes into another's.
+//  6. Names resolve as the specification says, once, at Compile: a dotted
+//     name is a full name and sets the namespace of what its type contains;
+//     a short name means that name in the enclosing namespace (else in the
+//     null namespace, as Java looks it up); a named type nested in another
+//     inherits its namespace. A name that resolves to nothing fails
+//     Compile, so the schema's records are never decoded with a type that
+//     reads nothing (TestNamesAgainstIndependentEncoder: hamba/avro's
+//     bodies of recursive, cross-namespace and dotted names, and of Apache
+//     Avro's interop schema).
 package avro
