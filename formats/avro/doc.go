@@ -6,8 +6,8 @@
 // first). Decoding runs a transcoder compiled from that schema, which reads
 // the binary and appends JSON in one pass with no intermediate value. The
 // library's own decoder, into a generic value that a renderer walks, is
-// the reference: the tests run both on every case, and FuzzTranscode checks
-// on arbitrary bodies that both fail or both give the same bytes and the
+// the reference, in test files only (reference_test.go): the tests run
+// both on every case, and FuzzTranscode checks on arbitrary bodies that both fail or both give the same bytes and the
 // same lookups.
 //
 // Lifecycle: Compile a schema once per registry id; a *Codec is immutable
