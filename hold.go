@@ -195,7 +195,7 @@ func (h *holds) answered(ctx context.Context, a probed, now time.Time) (*polled,
 
 // retry decodes the held records of tp in order and returns what decoded as
 // a Fetch (nil when nothing did), with prepare's marks; the records from the
-// first that cannot be decoded yet stay held. Its error is the context's.
+// first that cannot be decoded yet stay held. Its error ends the poller.
 func (h *holds) retry(ctx context.Context, tp record.TopicPartition, hp *held, now time.Time) (*polled, error) {
 	marks := map[*record.Record]error{}
 	dec := h.r.p.decoderFor(tp.Topic)
@@ -208,8 +208,8 @@ func (h *holds) retry(ctx context.Context, tp record.TopicPartition, hp *held, n
 			out = out[:len(out)-1]
 			break
 		}
-		if err != nil && ctx.Err() != nil {
-			return nil, ctx.Err()
+		if err != nil && (ctx.Err() != nil || retry.IsFatal(err)) {
+			return nil, err // the context's end, or a fatal decoder error
 		}
 		if err != nil {
 			marks[&out[len(out)-1]] = err // errFiltered too, as prepare's

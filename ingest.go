@@ -9,6 +9,7 @@ import (
 
 	"github.com/signalbox/signalbox/internal/jsonfield"
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/retry"
 	"github.com/signalbox/signalbox/watermark"
 )
 
@@ -22,7 +23,7 @@ var errFiltered = errors.New("filtered")
 // nil when there are none, which is the common case. A record a
 // ValueDecoder cannot decode yet starts a hold of its partition, and the
 // records of a held partition join the hold (hold.go); the error is the
-// context's, when it ends.
+// context's, when it ends, or a fatal decoder error (retry.IsFatal).
 func (p *Pipeline) prepare(ctx context.Context, f *record.Fetch, h *holds) (map[*record.Record]error, error) {
 	var marks map[*record.Record]error
 	h.forget(f)
@@ -45,6 +46,9 @@ func (p *Pipeline) prepare(ctx context.Context, f *record.Fetch, h *holds) (map[
 			}
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
+			}
+			if retry.IsFatal(err) {
+				return nil, err
 			}
 			if marks == nil {
 				marks = make(map[*record.Record]error)

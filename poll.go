@@ -60,6 +60,12 @@ func (r *run) poll(ctx context.Context, fetches chan<- polled) {
 			return
 		}
 		if err != nil {
+			if ctx.Err() == nil { // a fatal decoder error (prepare): Run stops with it
+				select {
+				case r.errs <- fmt.Errorf("signalbox: decoding a record: %w", err):
+				case <-ctx.Done():
+				}
+			}
 			return
 		}
 		h.snapshot()

@@ -4,6 +4,7 @@ package signalbox
 // engine does with its answers (a bad record, a hold, the context's end).
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,7 +33,7 @@ import (
 //     down): the record is held, with the records after it in its
 //     partition, and tried again with backoff; the partition holds the
 //     watermark meanwhile, as one that has not delivered;
-//   - the context's error, when ctx is done: the pipeline stops;
+//   - the context's error (ctx is done), or a retry.IsFatal one: Run stops;
 //   - anything else: the record is bad, and goes to the dead-letter sink
 //     with the error's text as the reason.
 type ValueDecoder interface {
@@ -80,12 +81,12 @@ func (e *holdError) Unwrap() error { return e.err }
 
 // classify turns a ValueDecoder's error into the record's fate: a
 // *holdError, the context's error (ctx is done), or the dead-letter reason
-// (what names the payload: "key" or "" for the value).
+// (what names the payload: "key" or "" for the value), unless retry.IsFatal.
 func classify(ctx context.Context, err error, what string) error {
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
-	case retry.IsRetryable(err), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case retry.IsRetryable(err) && !retry.IsFatal(err), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return &holdError{err: err}
 	case what != "":
 		return fmt.Errorf("%s: %w", what, err)
@@ -278,15 +279,14 @@ func bytesOnly(sinks []Sink) bool {
 // checked at ingest decodes again from the decoder's cache; only one
 // restored from a durable store after a restart may need the registry, and
 // while the registry cannot answer the engine waits here, with backoff
-// (holding, never skipping). ok is false when the record went to the
-// dead-letter sink instead. dec is rec's input's decoder (partState.dec).
+// (holding, never skipping; a fatal error stops the run). ok is false when
+// rec was dead-lettered instead. dec is rec's input's decoder (partState.dec).
 func (c *core) renderOut(dec *decoder, rec *record.Record) (ok bool, err error) {
 	if !dec.schemad() || dec.rendered(rec) {
 		return true, nil
 	}
-	ctx := c.ctx
 	var h *holdError
-	if err = dec.render(ctx, rec); errors.As(err, &h) { // the retry policy only once the first try is held
+	if err = dec.render(c.ctx, rec); errors.As(err, &h) { // the retry policy only once the first try is held
 		var logged time.Time
 		logWait := func(attempt int, err error, _ time.Duration) { // the engine waits: say so, at most every holdLogEvery
 			if now := time.Now(); now.Sub(logged) >= holdLogEvery { // wall time: a log rate limit
@@ -296,7 +296,7 @@ func (c *core) renderOut(dec *decoder, rec *record.Record) (ok bool, err error) 
 					zap.Int("attempt", attempt), zap.Error(err))
 			}
 		}
-		err = retry.Policy{MaxElapsed: -1, OnRetry: logWait}.Do(ctx, func(ctx context.Context) error {
+		err = retry.Policy{MaxElapsed: -1, OnRetry: logWait}.Do(c.ctx, func(ctx context.Context) error {
 			if err := dec.render(ctx, rec); errors.As(err, &h) {
 				return retry.Retryable(err)
 			} else {
@@ -307,8 +307,8 @@ func (c *core) renderOut(dec *decoder, rec *record.Record) (ok bool, err error) 
 	switch {
 	case err == nil:
 		return true, nil
-	case ctx.Err() != nil:
-		return false, ctx.Err()
+	case c.ctx.Err() != nil || retry.IsFatal(err):
+		return false, cmp.Or(c.ctx.Err(), err)
 	}
 	return false, c.dead(rec, err.Error())
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -113,7 +114,7 @@ func (s *SchemaRegistry) validate(v *validator) {
 // environment variables.
 func (s *SchemaRegistry) client(lines map[string]int, policy retry.Policy) (*registry.Client, error) {
 	const p = "schema_registry"
-	cfg := registry.Config{URLs: s.urls(), Username: s.Username, Retry: policy}
+	cfg := registry.Config{URLs: s.urls(), Username: s.Username, Retry: policy, Setting: p}
 	var err error
 	if s.PasswordEnv != "" {
 		if cfg.Password, err = envField(lines, p+".password_env", s.PasswordEnv); err != nil {
@@ -184,7 +185,11 @@ func (j *Job) CheckRegistry(ctx context.Context) error {
 		return err
 	}
 	if err := c.Ping(ctx); err != nil {
-		return Errors{{Path: "schema_registry", Line: j.lines["schema_registry"], Msg: "cannot reach the registry: " + err.Error()}}
+		msg := "cannot reach the registry: " + err.Error()
+		if ae := (*registry.AuthError)(nil); errors.As(err, &ae) {
+			msg = ae.Refusal()
+		}
+		return Errors{{Path: "schema_registry", Line: j.lines["schema_registry"], Msg: msg}}
 	}
 	return nil
 }

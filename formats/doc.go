@@ -23,7 +23,10 @@
 //     an error matching ErrUnavailable (the registry could not answer;
 //     also marked retry.Retryable, and nothing else Decode returns is),
 //     which the caller answers by holding the record and retrying later,
-//     never by dead-lettering or skipping it; or the context's error.
+//     never by dead-lettering or skipping it; an error matching ErrAuth
+//     (the registry answered 401 or 403: the credentials are wrong; marked
+//     retry.Fatal), which the caller answers by stopping, since every
+//     record would fail alike; or the context's error.
 //  2. Which schema decodes a record depends only on the record (its
 //     framing), never on the records before it: a new writer schema id in
 //     the middle of a topic just works, and an id is compiled once.

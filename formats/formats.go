@@ -42,6 +42,11 @@ var ErrBadRecord = errors.New("bad record")
 // registry could not answer; hold the record and try again".
 var ErrUnavailable = registry.ErrUnavailable
 
+// ErrAuth is matched (errors.Is) by an error that means "the registry
+// refused the credentials (401, 403)": it is marked retry.Fatal, and the
+// caller stops.
+var ErrAuth = registry.ErrAuth
+
 // BadRecordError says why a record cannot be decoded. The reason is meant
 // for the dead-letter sink.
 type BadRecordError struct {
@@ -346,7 +351,7 @@ func (d *Decoder) codec(ctx context.Context, fr wire.Frame) (*compiled, error) {
 	case errors.Is(err, registry.ErrNotFound):
 		return nil, &BadRecordError{SchemaID: fr.ID, Err: err}
 	default:
-		return nil, err // unavailable, or the context's error: not cached
+		return nil, err // unavailable, refused credentials, or the context's error: not cached
 	}
 	c := d.compile(ctx, s)
 	if c.err != nil && !errors.Is(c.err, ErrBadRecord) {

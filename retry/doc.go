@@ -8,7 +8,10 @@
 //     (bad data: PostgreSQL SQLSTATE class 22, a bulk item's 4xx, a record
 //     larger than the Kafka producer's limit). The caller dead-letters them,
 //     with the sink's reason, and repeats the call without them.
-//   - fatal: anything else. The job stops.
+//   - fatal: anything else. The job stops. Fatal marks an error so for a
+//     caller to whom an unmarked error means less (a ValueDecoder's
+//     unmarked error is one bad record; a registry refusing the
+//     credentials is Fatal).
 //
 // A Policy decides when, and whether, to try a transient failure again.
 //

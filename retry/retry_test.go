@@ -147,3 +147,17 @@ func TestRejectedIsNotRetriedAndSurvivesWrapping(t *testing.T) {
 		t.Fatal("empty rejection or plain error seen as rejected")
 	}
 }
+
+func TestFatalMarkSurvivesWrappingAndIsNotRetried(t *testing.T) {
+	calls := 0
+	err := retry.Policy{Initial: time.Millisecond}.Do(context.Background(), func(context.Context) error {
+		calls++
+		return fmt.Errorf("decoder: %w", retry.Fatal(errors.New("401")))
+	})
+	if !retry.IsFatal(err) || retry.IsRetryable(err) || calls != 1 || err.Error() != "decoder: 401" {
+		t.Fatalf("Do = %v (fatal %v, retryable %v) after %d calls; want the fatal error after one call", err, retry.IsFatal(err), retry.IsRetryable(err), calls)
+	}
+	if retry.Fatal(nil) != nil || retry.IsFatal(errors.New("x")) || retry.IsFatal(retry.Retryable(errors.New("x"))) {
+		t.Fatal("Fatal(nil) is not nil, or an unmarked error is fatal")
+	}
+}

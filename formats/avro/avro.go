@@ -1,31 +1,31 @@
 package avro
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/big"
-	"slices"
-	"strconv"
+	"strings"
 	"sync"
-	"time"
 
 	"github.com/twmb/avro"
-
-	"github.com/signalbox/signalbox/formats/value"
 )
 
 // Codec decodes bodies written with one schema.
 type Codec struct {
-	schema *avro.Schema
+	schema *avro.Schema // for the tests' reference path (reference_test.go)
 	root   *avro.SchemaNode
-	named  map[string]*avro.SchemaNode // full name → definition, for recursive references
-	t      *tnode                      // the transcoder's tree
-	op     op                          // the check program (check.go)
+	named  map[string]*avro.SchemaNode // full name → definition
+	// refs maps each name reference left in the tree (a recursive one, or
+	// one carrying attributes of its own) to the definition it names, as
+	// resolved in its scope (resolve).
+	refs map[*avro.SchemaNode]*avro.SchemaNode
+	t    *tnode // the transcoder's tree
+	op   op     // the check program (check.go)
 }
 
 // Compile parses text, after the schemas it references (dependencies
-// first, as registry.Schema.References lists them).
+// first, as registry.Schema.References lists them). Every name reference
+// must resolve (doc.go invariant 6), or Compile fails naming it.
 func Compile(text string, references []string) (*Codec, error) {
 	var cache avro.SchemaCache
 	for i, r := range references {
@@ -37,19 +37,36 @@ func Compile(text string, references []string) (*Codec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("avro: %w", err)
 	}
-	c := &Codec{schema: s, root: s.Root().ExpandReferences(), named: map[string]*avro.SchemaNode{}}
-	c.index(c.root)
+	c := &Codec{schema: s, root: s.Root().ExpandReferences(), named: map[string]*avro.SchemaNode{}, refs: map[*avro.SchemaNode]*avro.SchemaNode{}}
+	c.index(c.root) // the tree holds every definition, a referenced schema's too
+	if err := c.resolve(c.root, ""); err != nil {
+		return nil, err
+	}
 	c.t = c.compileT(c.root, map[string]*tnode{})
 	setMinBytes(c.t, map[*tnode]bool{})
 	c.op = compileOp(c.t, map[*tnode]*prog{})
 	return c, nil
 }
 
+// fullName is a named type's full name: a dotted name is one already (a
+// leading dot names the null namespace), else the resolved namespace, which
+// the library fills in for every named type, qualifies it.
 func fullName(n *avro.SchemaNode) string {
-	if n.Namespace == "" || slices.Contains([]byte(n.Name), '.') {
+	if strings.Contains(n.Name, ".") {
+		return strings.TrimPrefix(n.Name, ".")
+	}
+	if n.Namespace == "" {
 		return n.Name
 	}
 	return n.Namespace + "." + n.Name
+}
+
+// namespaceOf is the namespace a full name sets for what it contains.
+func namespaceOf(full string) string {
+	if i := strings.LastIndexByte(full, '.'); i >= 0 {
+		return full[:i]
+	}
+	return ""
 }
 
 func (c *Codec) index(n *avro.SchemaNode) {
@@ -73,14 +90,76 @@ func (c *Codec) index(n *avro.SchemaNode) {
 	}
 }
 
-// deref returns the definition a name reference points at.
-func (c *Codec) deref(n *avro.SchemaNode) *avro.SchemaNode {
-	switch n.Type {
+// structural reports whether a node's type is a definition rather than a
+// name reference.
+func structural(typ string) bool {
+	switch typ {
 	case "null", "boolean", "int", "long", "float", "double", "bytes", "string",
 		"record", "error", "enum", "fixed", "array", "map", "union":
-		return n
+		return true
 	}
-	if d, ok := c.named[n.Type]; ok {
+	return false
+}
+
+// resolve binds every name reference under n, in namespace scope ns, to
+// its definition (c.refs), as the specification resolves names: a dotted
+// name is a full name (a leading dot: the null namespace); a short one
+// means the type of that name in the enclosing namespace, else in the null
+// namespace (as Java and the parsing library look it up). A named type's
+// full name sets the namespace of what it contains. A name that resolves
+// to nothing fails the schema, never a record.
+func (c *Codec) resolve(n *avro.SchemaNode, ns string) error {
+	switch n.Type {
+	case "record", "error":
+		inner := namespaceOf(fullName(n))
+		for i := range n.Fields {
+			if err := c.resolve(&n.Fields[i].Type, inner); err != nil {
+				return err
+			}
+		}
+	case "array":
+		return c.resolve(n.Items, ns)
+	case "map":
+		return c.resolve(n.Values, ns)
+	case "union":
+		for i := range n.Branches {
+			if err := c.resolve(&n.Branches[i], ns); err != nil {
+				return err
+			}
+		}
+	default:
+		if structural(n.Type) {
+			return nil
+		}
+		d := c.lookup(n.Type, ns)
+		if d == nil {
+			if ns != "" && !strings.Contains(n.Type, ".") {
+				return fmt.Errorf("avro: type %q is not defined (looked up as %q and %q)", n.Type, ns+"."+n.Type, n.Type)
+			}
+			return fmt.Errorf("avro: type %q is not defined", strings.TrimPrefix(n.Type, "."))
+		}
+		c.refs[n] = d
+	}
+	return nil
+}
+
+// lookup finds the definition name means in namespace scope ns (resolve).
+func (c *Codec) lookup(name, ns string) *avro.SchemaNode {
+	if strings.Contains(name, ".") {
+		return c.named[strings.TrimPrefix(name, ".")]
+	}
+	if ns != "" {
+		if d, ok := c.named[ns+"."+name]; ok {
+			return d
+		}
+	}
+	return c.named[name]
+}
+
+// deref returns the definition a name reference points at (resolve bound
+// every one at Compile), or n itself when it is a definition.
+func (c *Codec) deref(n *avro.SchemaNode) *avro.SchemaNode {
+	if d, ok := c.refs[n]; ok {
 		return d
 	}
 	return n
@@ -187,180 +266,6 @@ func (c *Codec) render1(body []byte) ([]byte, error) {
 	return out[start:len(out):len(out)], nil
 }
 
-// decodeReference decodes body through the library into a generic value
-// and renders that: the reference the transcoder is checked against.
-func (c *Codec) decodeReference(body []byte) (any, []byte, error) {
-	var tree any
-	rest, err := c.schema.Decode(body, &tree, avro.TaggedUnions(), avro.TagLogicalTypes())
-	if err != nil {
-		return nil, nil, fmt.Errorf("avro: %w", err)
-	}
-	if len(rest) != 0 {
-		return nil, nil, fmt.Errorf("avro: %d bytes left after the value", len(rest))
-	}
-	out, err := c.render(make([]byte, 0, 2*len(body)+16), c.root, tree)
-	if err != nil {
-		return nil, nil, err
-	}
-	return tree, out, nil
-}
-
-var errShape = errors.New("avro: decoded value does not match its schema")
-
-func shape(n *avro.SchemaNode, v any) error {
-	return fmt.Errorf("%w: %s holds %T", errShape, n.Type, v)
-}
-
-// branch finds the union branch a tagged value belongs to.
-func (c *Codec) branch(n *avro.SchemaNode, v any) (*avro.SchemaNode, any, error) {
-	if v == nil {
-		for i := range n.Branches {
-			if n.Branches[i].Type == "null" {
-				return &n.Branches[i], nil, nil
-			}
-		}
-		return nil, nil, shape(n, v)
-	}
-	m, ok := v.(map[string]any)
-	if !ok || len(m) != 1 {
-		return nil, nil, shape(n, v)
-	}
-	for tag, inner := range m {
-		for i := range n.Branches {
-			b := c.deref(&n.Branches[i])
-			if branchTag(b) == tag || branchTag(b)+"."+b.LogicalType == tag {
-				return b, inner, nil
-			}
-		}
-		return nil, nil, fmt.Errorf("%w: union has no branch %q", errShape, tag)
-	}
-	panic("unreachable")
-}
-
-func branchTag(n *avro.SchemaNode) string {
-	switch n.Type {
-	case "record", "error", "enum", "fixed":
-		return fullName(n)
-	}
-	return n.Type
-}
-
-// render appends v, decoded with schema n, as JSON (doc.go invariant 2).
-func (c *Codec) render(b []byte, n *avro.SchemaNode, v any) ([]byte, error) {
-	n = c.deref(n)
-	if n.Type == "union" {
-		bn, inner, err := c.branch(n, v)
-		if err != nil {
-			return nil, err
-		}
-		return c.render(b, bn, inner)
-	}
-	switch x := v.(type) {
-	case nil:
-		return append(b, "null"...), nil
-	case bool:
-		return strconv.AppendBool(b, x), nil
-	case int32:
-		return strconv.AppendInt(b, int64(x), 10), nil
-	case int64:
-		return strconv.AppendInt(b, x, 10), nil
-	case float32:
-		return value.AppendFloat(b, float64(x), 32), nil
-	case float64:
-		return value.AppendFloat(b, x, 64), nil
-	case string:
-		return value.AppendString(b, x), nil
-	case []byte:
-		return value.AppendBytes(b, x), nil
-	case [16]byte: // fixed(16) uuid
-		return value.AppendString(b, value.FormatUUID(x[:])), nil
-	case *big.Rat:
-		return value.AppendString(b, decimalText(x, n)), nil
-	case time.Time:
-		switch n.LogicalType {
-		case "date":
-			return value.AppendDate(b, x), nil
-		case "time-millis", "time-micros":
-			d := x.Sub(x.Truncate(24 * time.Hour))
-			return c.render(b, n, d)
-		}
-		return value.AppendTime(b, x, timeDigits(n.LogicalType)), nil
-	case time.Duration:
-		if x < 0 || x >= 24*time.Hour {
-			return nil, fmt.Errorf("%w: %s outside a day", errShape, n.LogicalType)
-		}
-		if n.LogicalType == "time-micros" {
-			return value.AppendTimeOfDay(b, x, 6), nil
-		}
-		return value.AppendTimeOfDay(b, x, 3), nil
-	case avro.Duration:
-		return appendDuration(b, x.Months, x.Days, x.Milliseconds), nil
-	case []any:
-		if n.Type != "array" {
-			return nil, shape(n, v)
-		}
-		b = append(b, '[')
-		for i, e := range x {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = c.render(b, n.Items, e); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, ']'), nil
-	case map[string]any:
-		switch n.Type {
-		case "record", "error":
-			b = append(b, '{')
-			for i := range n.Fields {
-				f := &n.Fields[i]
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = value.AppendString(b, f.Name)
-				b = append(b, ':')
-				var err error
-				if b, err = c.render(b, &f.Type, x[f.Name]); err != nil {
-					return nil, err
-				}
-			}
-			return append(b, '}'), nil
-		case "map":
-			keys := make([]string, 0, len(x))
-			for k := range x {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			b = append(b, '{')
-			for i, k := range keys {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = value.AppendString(b, k)
-				b = append(b, ':')
-				var err error
-				if b, err = c.render(b, n.Values, x[k]); err != nil {
-					return nil, err
-				}
-			}
-			return append(b, '}'), nil
-		}
-	}
-	return nil, shape(n, v)
-}
-
-func timeDigits(logical string) int {
-	switch logical {
-	case "timestamp-micros", "local-timestamp-micros":
-		return 6
-	case "timestamp-nanos", "local-timestamp-nanos":
-		return 9
-	}
-	return 3
-}
-
 // decimalText is r exactly, with the schema's scale (or, for big-decimal,
 // the fewest digits that are exact).
 func decimalText(r *big.Rat, n *avro.SchemaNode) string {
@@ -385,85 +290,4 @@ func decimalText(r *big.Rat, n *avro.SchemaNode) string {
 		}
 	}
 	return r.FloatString(max(int(twos), fives))
-}
-
-// lookupReference is Lookup on the library's generic value.
-func (c *Codec) lookupReference(tree any, path []string) (value.Field, bool) {
-	n, x := c.root, tree
-	for _, name := range path {
-		var ok bool
-		if n, x, ok = c.step(n, x); !ok {
-			return value.Field{}, false
-		}
-		m, isMap := x.(map[string]any)
-		if !isMap {
-			return value.Field{}, false
-		}
-		switch n.Type {
-		case "record", "error":
-			var f *avro.SchemaField
-			for i := range n.Fields {
-				if n.Fields[i].Name == name {
-					f = &n.Fields[i]
-				}
-			}
-			if f == nil {
-				return value.Field{}, false
-			}
-			n, x = &f.Type, m[name]
-		case "map":
-			if x, ok = m[name]; !ok {
-				return value.Field{}, false
-			}
-			n = n.Values
-		default:
-			return value.Field{}, false
-		}
-	}
-	n, x, ok := c.step(n, x)
-	if !ok {
-		return value.Field{}, false
-	}
-	switch t := x.(type) {
-	case nil:
-		return value.Field{Kind: value.KindNull, Text: "null"}, true
-	case time.Time:
-		switch n.LogicalType {
-		case "date":
-			return value.Field{Kind: value.KindTime, Time: t.UTC(), Digits: value.DigitsDate}, true
-		case "time-millis", "time-micros":
-		default:
-			return value.Field{Kind: value.KindTime, Time: t.UTC(), Digits: timeDigits(n.LogicalType)}, true
-		}
-	case string:
-		return value.Field{Kind: value.KindString, Text: t}, true
-	case [16]byte:
-		return value.Field{Kind: value.KindString, Text: value.FormatUUID(t[:])}, true
-	case bool:
-		return value.Field{Kind: value.KindBool, Text: strconv.FormatBool(t)}, true
-	}
-	js, err := c.render(nil, n, x)
-	if err != nil {
-		return value.Field{}, false
-	}
-	switch x.(type) {
-	case int32, int64, float32, float64:
-		if js[0] != '"' {
-			return value.Field{Kind: value.KindNumber, Text: string(js)}, true
-		}
-	}
-	return value.Field{Kind: value.KindOther, Text: string(js)}, true
-}
-
-// step resolves references and unions down to a concrete node and value.
-func (c *Codec) step(n *avro.SchemaNode, x any) (*avro.SchemaNode, any, bool) {
-	n = c.deref(n)
-	for n.Type == "union" {
-		var err error
-		if n, x, err = c.branch(n, x); err != nil {
-			return nil, nil, false
-		}
-		n = c.deref(n)
-	}
-	return n, x, true
 }

@@ -6,8 +6,8 @@
 // first). Decoding runs a transcoder compiled from that schema, which reads
 // the binary and appends JSON in one pass with no intermediate value. The
 // library's own decoder, into a generic value that a renderer walks, is
-// the reference: the tests run both on every case, and FuzzTranscode checks
-// on arbitrary bodies that both fail or both give the same bytes and the
+// the reference, in test files only (reference_test.go): the tests run
+// both on every case, and FuzzTranscode checks on arbitrary bodies that both fail or both give the same bytes and the
 // same lookups.
 //
 // Lifecycle: Compile a schema once per registry id; a *Codec is immutable
@@ -36,4 +36,13 @@
 //  5. A Value's JSON is its own: values render back to back into shared
 //     slabs (one allocation per slab), each keeps its exact piece, capped
 //     at its length, so appending to it never writes into another's.
+//  6. Names resolve as the specification says, once, at Compile: a dotted
+//     name is a full name and sets the namespace of what its type contains;
+//     a short name means that name in the enclosing namespace (else in the
+//     null namespace, as Java looks it up); a named type nested in another
+//     inherits its namespace. A name that resolves to nothing fails
+//     Compile, so the schema's records are never decoded with a type that
+//     reads nothing (TestNamesAgainstIndependentEncoder: hamba/avro's
+//     bodies of recursive, cross-namespace and dotted names, and of Apache
+//     Avro's interop schema).
 package avro

@@ -19,16 +19,21 @@
 //     and is cached negatively for Config.NotFoundTTL, so a topic of unknown
 //     ids does not hammer the registry. Expired 404s are swept (amortized
 //     O(1) each), so ever new unknown ids keep about one TTL's worth cached.
-//  4. Anything else that goes wrong talking to the registry (unreachable,
-//     5xx, 429, 401/403, a malformed answer) is retried under
+//  4. A 401 or 403 (credentials missing, wrong or not allowed) is the
+//     configuration's fault: it returns at once, unretried and uncached, a
+//     *AuthError (errors.Is ErrAuth) marked retry.Fatal, which names
+//     Config.Setting and the status: the caller stops rather than hold
+//     records forever. Ping returns it too.
+//  5. Anything else that goes wrong talking to the registry (unreachable,
+//     5xx, 429, a malformed answer) is retried under
 //     Config.Retry, rotating through the URLs; when the policy gives up it
 //     returns an *UnavailableError (errors.Is ErrUnavailable, and marked
 //     retry.Retryable, so retry.IsRetryable is true), which is never cached: the caller holds the record and asks again later. When
 //     the caller's context ends first, the context's error is returned.
-//  5. Credentials never appear in String, GoString or any error: URL
+//  6. Credentials never appear in String, GoString or any error: URL
 //     userinfo is moved into basic auth, and error texts are scrubbed of
 //     the password and the token.
-//  6. A Schema carries its references resolved transitively, dependencies
+//  7. A Schema carries its references resolved transitively, dependencies
 //     before dependents, each once; reference cycles and chains deeper than
 //     MaxReferenceDepth are refused as not found. Protobuf imports of
 //     google/protobuf/*, google/type/* and confluent/* are never fetched

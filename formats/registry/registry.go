@@ -50,6 +50,10 @@ type Config struct {
 	NotFoundTTL time.Duration
 	// Now is the clock for NotFoundTTL (default time.Now).
 	Now func() time.Time
+	// Setting names the registry's configuration in the text of an
+	// *AuthError, the error that is the configuration's fault (default
+	// "schema registry"; the job file's is "schema_registry").
+	Setting string
 }
 
 // String describes c with its credentials redacted.
@@ -114,6 +118,54 @@ var ErrNotFound = errors.New("schema not found in the registry")
 
 // ErrUnavailable is matched (errors.Is) by an *UnavailableError.
 var ErrUnavailable = errors.New("schema registry unavailable")
+
+// ErrAuth is matched (errors.Is) by an *AuthError.
+var ErrAuth = errors.New("the schema registry refused the credentials")
+
+// AuthError reports that the registry answered 401 or 403: the credentials
+// are missing, wrong or not allowed to read schemas. Every record fails
+// alike and waiting does not mend it, so it is marked retry.Fatal (never
+// retry.Retryable): the caller stops, naming Setting and the status. Its
+// text never holds the password or the token.
+type AuthError struct {
+	Setting    string // Config.Setting
+	What       string // "schema id 42", "subjects", …
+	StatusCode int    // 401 or 403
+	Reason     string // the registry's answer, scrubbed and bounded
+}
+
+func (e *AuthError) Error() string { return e.Setting + ": " + e.Refusal() }
+
+// Refusal is the error's text without the setting's name, for a caller
+// that names the setting itself.
+func (e *AuthError) Refusal() string {
+	return fmt.Sprintf("%s (HTTP %d %s) fetching %s: %s: check its username and password, or its bearer token",
+		ErrAuth.Error(), e.StatusCode, http.StatusText(e.StatusCode), e.What, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrAuth) true.
+func (e *AuthError) Is(target error) bool { return target == ErrAuth }
+
+// maxReason bounds the registry's answer quoted in an *AuthError (a proxy
+// may answer with a whole HTML page).
+const maxReason = 200
+
+// authError returns the fatal *AuthError for a 401 or 403 answer, else
+// nil.
+func (c *Client) authError(what string, err error) error {
+	var re *sr.ResponseError
+	if !errors.As(err, &re) || re.StatusCode != http.StatusUnauthorized && re.StatusCode != http.StatusForbidden {
+		return nil
+	}
+	reason := strings.ToValidUTF8(c.scrub(strings.TrimSpace(re.Error())), "?")
+	if len(reason) > maxReason {
+		reason = strings.ToValidUTF8(reason[:maxReason], "") + "…"
+	}
+	if reason == "" {
+		reason = "no reason given"
+	}
+	return retry.Fatal(&AuthError{Setting: c.cfg.Setting, What: what, StatusCode: re.StatusCode, Reason: reason})
+}
 
 // NotFoundError reports a schema id, GUID or reference the registry does not
 // know: the record that names it cannot be decoded.
@@ -187,6 +239,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Setting == "" {
+		cfg.Setting = "schema registry"
 	}
 	c := &Client{cfg: cfg, byID: map[string]*entry{}, byRef: map[string]*entry{}}
 	for i, raw := range cfg.URLs {
@@ -361,9 +416,9 @@ func (c *Client) sweep(fresh *entry) {
 }
 
 // call runs fn against the registry under the retry policy, classifying
-// its errors (invariants 3 and 4).
+// its errors (invariants 3, 4 and 5).
 func (c *Client) call(ctx context.Context, what string, fn func(context.Context, *sr.Client) error) error {
-	var notFound error
+	var final error // a 404 or a 401/403: not retried
 	err := c.cfg.Retry.Do(ctx, func(ctx context.Context) error {
 		i := c.next.Load()
 		err := fn(ctx, c.clients[int(i)%len(c.clients)])
@@ -372,8 +427,11 @@ func (c *Client) call(ctx context.Context, what string, fn func(context.Context,
 		}
 		var re *sr.ResponseError
 		if errors.As(err, &re) && re.StatusCode == http.StatusNotFound {
-			notFound = &NotFoundError{What: what, Reason: c.scrub(fmt.Sprintf("404 (code %d): %s", re.ErrorCode, re.Error()))}
-			return notFound
+			final = &NotFoundError{What: what, Reason: c.scrub(fmt.Sprintf("404 (code %d): %s", re.ErrorCode, re.Error()))}
+			return final
+		}
+		if final = c.authError(what, err); final != nil {
+			return final
 		}
 		c.next.CompareAndSwap(i, i+1) // leave a failing URL for the next one
 		return retry.Retryable(err)
@@ -381,8 +439,8 @@ func (c *Client) call(ctx context.Context, what string, fn func(context.Context,
 	switch {
 	case err == nil:
 		return nil
-	case notFound != nil && errors.Is(err, ErrNotFound):
-		return notFound
+	case final != nil && errors.Is(err, final):
+		return final
 	case ctx.Err() != nil:
 		return ctx.Err() // the caller gave up: neither the record's fault nor an outage to report
 	}
@@ -404,7 +462,7 @@ func builtinImport(name string) bool {
 	return strings.HasPrefix(name, "google/protobuf/") || strings.HasPrefix(name, "google/type/") || strings.HasPrefix(name, "confluent/")
 }
 
-// resolve fetches s's references, transitively (invariant 6).
+// resolve fetches s's references, transitively (invariant 7).
 func (c *Client) resolve(ctx context.Context, s sr.Schema) (*Schema, error) {
 	out := &Schema{Type: s.Type, Text: s.Schema}
 	seen := map[string]bool{}
@@ -471,10 +529,11 @@ func (c *Client) reference(ctx context.Context, r sr.SchemaReference) (*sr.Subje
 }
 
 // Ping asks the registry for its subjects, once per URL at most and without
-// Config.Retry: nil when one answers, else the last URL's error (an
-// *UnavailableError, credentials removed) or ctx's.
+// Config.Retry: nil when one answers, else the fatal *AuthError of a URL
+// that answered 401 or 403, else the last URL's error (an
+// *UnavailableError), credentials removed; or ctx's.
 func (c *Client) Ping(ctx context.Context) error {
-	var err error
+	var err, auth error
 	for _, cl := range c.clients {
 		if _, err = cl.Subjects(ctx); err == nil {
 			return nil
@@ -482,6 +541,12 @@ func (c *Client) Ping(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if a := c.authError("subjects", err); a != nil && auth == nil {
+			auth = a
+		}
+	}
+	if auth != nil {
+		return auth
 	}
 	return &UnavailableError{What: "subjects", Err: retry.Retryable(errors.New(c.scrub(err.Error())))}
 }

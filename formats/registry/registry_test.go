@@ -237,8 +237,8 @@ func TestCredentialsNeverPrinted(t *testing.T) {
 	} {
 		cl := newClient(t, cfg)
 		_, err := cl.ByID(context.Background(), id)
-		if !errors.Is(err, registry.ErrUnavailable) {
-			t.Fatalf("a 403 is %v, want unavailable (hold, not dead-letter)", err)
+		if !errors.Is(err, registry.ErrAuth) || !retry.IsFatal(err) {
+			t.Fatalf("a 403 is %v, want a fatal refusal of the credentials", err)
 		}
 		for _, s := range []string{err.Error(), cl.String(), fmt.Sprintf("%v %+v %#v", cfg, cfg, cfg)} {
 			if strings.Contains(s, pass) || strings.Contains(s, token) {
@@ -424,5 +424,60 @@ func TestExpiredNotFoundsAreSwept(t *testing.T) {
 	mu.Unlock()
 	if _, err := cl.ByID(context.Background(), 1_000_000+9*perMinute); !errors.Is(err, registry.ErrNotFound) || c.hits.Load() != hits {
 		t.Fatalf("a 404 within its TTL: %v, %d new requests", err, c.hits.Load()-hits)
+	}
+}
+
+// TestAuthRefusalIsFatal: a registry answering 401 (no credentials) or 403
+// (wrong ones) fails the call at once, unretried under a patient policy and
+// uncached, with a fatal *AuthError that names the setting and the status,
+// never the secret; Ping says the same, whichever URL refused.
+func TestAuthRefusalIsFatal(t *testing.T) {
+	const pass = "s3cret-pass"
+	c := newCounted(t, srfake.WithAuth("Basic "+base64.StdEncoding.EncodeToString([]byte("alice:"+pass))))
+	id, _, _ := c.reg.RegisterSchema("users-value", sr.Schema{Schema: userAvro})
+	patient := retry.Policy{Initial: time.Millisecond, NoJitter: true, MaxElapsed: time.Minute}
+	for _, tc := range []struct {
+		name   string
+		cfg    registry.Config
+		status int
+	}{
+		{"no credentials", registry.Config{}, http.StatusUnauthorized},
+		{"wrong password", registry.Config{Username: "alice", Password: "wrong-" + pass}, http.StatusForbidden},
+		{"wrong token", registry.Config{BearerToken: "tok-" + pass}, http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.URLs, cfg.Retry, cfg.Setting = []string{c.reg.URL()}, patient, "schema_registry"
+			cl := newClient(t, cfg)
+			for call := int64(1); call <= 2; call++ {
+				before := c.hits.Load()
+				_, err := cl.ByID(context.Background(), id)
+				var ae *registry.AuthError
+				if !errors.As(err, &ae) || !errors.Is(err, registry.ErrAuth) || !retry.IsFatal(err) ||
+					retry.IsRetryable(err) || errors.Is(err, registry.ErrUnavailable) || errors.Is(err, registry.ErrNotFound) {
+					t.Fatalf("call %d: %v, want a fatal *AuthError, neither retryable, unavailable nor not found", call, err)
+				}
+				if hits := c.hits.Load() - before; hits != 1 {
+					t.Fatalf("call %d: %d requests, want 1 (not retried, not cached)", call, hits)
+				}
+				msg := err.Error()
+				if ae.StatusCode != tc.status || !strings.HasPrefix(msg, "schema_registry: ") || !strings.Contains(msg, fmt.Sprint(tc.status)) ||
+					!strings.Contains(msg, fmt.Sprintf("schema id %d", id)) || strings.Contains(msg, pass) {
+					t.Fatalf("call %d: %q (status %d), want schema_registry, HTTP %d, the id, and no secret", call, msg, ae.StatusCode, tc.status)
+				}
+			}
+			down := newCounted(t)
+			down.down.Store(true)
+			cfg.URLs = []string{c.reg.URL(), down.reg.URL()}
+			err := newClient(t, cfg).Ping(context.Background())
+			if !errors.Is(err, registry.ErrAuth) || !retry.IsFatal(err) || !strings.Contains(err.Error(), fmt.Sprint(tc.status)) || strings.Contains(err.Error(), pass) {
+				t.Fatalf("Ping: %v, want the refusal (before the other URL's outage), without the secret", err)
+			}
+		})
+	}
+	// The default setting's name, for a library user.
+	_, err := newClient(t, registry.Config{URLs: []string{c.reg.URL()}}).ByID(context.Background(), id)
+	if !strings.HasPrefix(fmt.Sprint(err), "schema registry: ") {
+		t.Fatalf("default setting: %v", err)
 	}
 }
