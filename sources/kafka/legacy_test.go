@@ -99,6 +99,19 @@ func (c *collector) records() []record.Record {
 	return out
 }
 
+// readToEnd reads "old" through lp until it is caught up, and returns the
+// collector and its records, which must be n.
+func readToEnd(t *testing.T, lp *legacyProxy, n int) (*collector, []record.Record) {
+	t.Helper()
+	col := newCollector(t, openSource(t, Config{Brokers: lp.Addrs(), Topics: []string{"old"}}))
+	col.until("caught up", col.caughtUp)
+	recs := col.records()
+	if len(recs) != n {
+		t.Fatalf("%d records, want %d", len(recs), n)
+	}
+	return col, recs
+}
+
 // TestLegacySetThenBatch: a partition holding 10 magic-1 records, then a
 // v2 batch of 10, delivers all 20 with their offsets and timestamps.
 func TestLegacySetThenBatch(t *testing.T) {
@@ -107,12 +120,7 @@ func TestLegacySetThenBatch(t *testing.T) {
 	lp := startLegacyProxy(t, c, "old", map[int64][]byte{
 		0: kbatchtest.Legacy(t, kbatchtest.LegacySpec{Magic: 1, Messages: legacyMsgs(0, 10, 0)}),
 	})
-	col := newCollector(t, openSource(t, Config{Brokers: lp.Addrs(), Topics: []string{"old"}}))
-	col.until("caught up", col.caughtUp)
-	recs := col.records()
-	if len(recs) != 20 {
-		t.Fatalf("%d records, want 20", len(recs))
-	}
+	_, recs := readToEnd(t, lp, 20)
 	for i, r := range recs {
 		off := int64(i)
 		wantValue, wantTime := fmt.Sprintf("legacy-%d", off), time.UnixMilli(legacyT0+1000*off)
@@ -141,12 +149,7 @@ func TestOnlyLegacySets(t *testing.T) {
 		15: kbatchtest.Legacy(t, kbatchtest.LegacySpec{Magic: 1, Codec: kgo.Lz4Compression(), Offset: 19, Timestamp: logAppend, Attrs: 0x08,
 			Messages: legacyMsgs(15, 5, 0)}),
 	})
-	col := newCollector(t, openSource(t, Config{Brokers: lp.Addrs(), Topics: []string{"old"}}))
-	col.until("caught up", col.caughtUp)
-	recs := col.records()
-	if len(recs) != 20 {
-		t.Fatalf("%d records, want 20", len(recs))
-	}
+	col, recs := readToEnd(t, lp, 20)
 	for i, r := range recs {
 		off := int64(i)
 		var want time.Time // magic 0: none
