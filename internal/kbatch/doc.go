@@ -26,11 +26,18 @@
 //  4. Every returned batch passed its CRC-32C check; a bad CRC, a bad
 //     length or undecodable records are an error, and Decode returns the
 //     batches before the bad one together with the error.
-//  5. Batches of magic 0 and 1 (legacy message sets) are skipped whole, as
-//     Kafka clients skip them; they are not returned.
+//  5. Entries of legacy message sets (magic 0 and 1, legacy.go) are
+//     decoded, as Kafka's consumer and franz-go decode them, each as a
+//     Batch with Legacy set, compressed (gzip, snappy, lz4) or not: every
+//     record with its Kafka offset (a magic-1 wrapper's relative inner
+//     offsets made absolute) and timestamp (none under magic 0; under
+//     LogAppendTime the wrapper's). Nothing is skipped: a form that cannot
+//     be decoded (a bad CRC or size, zstd or nested compression, inner
+//     offsets out of order or beyond the wrapper's) is an error naming it.
 //  6. Decode never panics, whatever the input (FuzzDecode), and agrees with
 //     kmsg's allocating decode on every record's offset delta, timestamp
-//     delta, key, value and headers.
+//     delta, key, value and headers (legacy messages: kmsg's MessageV0
+//     and MessageV1 by franz-go's rules).
 //  7. Scan, then AppendTo or Check on each batch in order, is Decode with
 //     one copy fewer: the records go straight into the caller's
 //     record.Record array, not through the Decoder's slab. It checks and

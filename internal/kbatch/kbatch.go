@@ -42,7 +42,8 @@ const (
 // (8), producer epoch (2), base sequence (4), record count (4).
 const headerLen = 61
 
-// Batch is one complete v2 record batch.
+// Batch is one complete v2 record batch, or one entry of a legacy message
+// set (Legacy).
 type Batch struct {
 	FirstOffset     int64
 	LastOffsetDelta int32
@@ -54,6 +55,15 @@ type Batch struct {
 	LogAppendTime   bool
 	Transactional   bool
 	Control         bool
+	// Legacy: the batch is one entry of a legacy message set (magic 0 or
+	// 1; legacy.go), a message or a compressed wrapper of messages, with
+	// Kafka's offsets and timestamps: FirstOffset is its first record's
+	// offset and LastOffset its wrapper's; FirstTimestamp is 0 and each
+	// record's TimestampDelta is its own Kafka timestamp (-1: none, as
+	// every magic-0 one); MaxTimestamp is the wrapper's. Never
+	// Transactional or Control; ProducerID and ProducerEpoch are -1. Its
+	// records are decoded by Scan too.
+	Legacy bool
 	// Records are the batch's records: decoded by Decode; by Scan only in
 	// a control batch (the others' are read by AppendTo or Check).
 	Records []Record
@@ -94,6 +104,8 @@ type Decoder struct {
 	gz      *gzip.Reader
 	lz      *lz4.Reader
 	scratch []byte
+	// offsets holds a legacy wrapper's inner offsets while it is decoded.
+	offsets []int64
 }
 
 // maxScratch is the most scratch a Decoder keeps between batches: a larger
@@ -162,7 +174,19 @@ func (d *Decoder) decode(raw []byte, scan bool) (batches []Batch, partial bool, 
 		whole := raw[:12+int(length)]
 		raw = raw[12+int(length):]
 		if magic := whole[16]; magic < 2 {
-			continue // legacy message set (invariant 5)
+			// A legacy message set's entry (invariant 5): its records are
+			// decoded now, whether scanning or not.
+			from := len(d.recs)
+			var b Batch
+			if b, d.recs, err = d.legacy(whole, d.recs); err != nil {
+				d.recsUsed = max(d.recsUsed, len(d.recs))
+				d.recs = d.recs[:from]
+				err = corrupt("%w", err)
+				break
+			}
+			d.batches = append(d.batches, b)
+			spans = append(spans, span{from, len(d.recs)})
+			continue
 		} else if magic > 2 {
 			err = corrupt("magic %d", magic)
 			break
@@ -388,11 +412,15 @@ func (b *Batch) Len() int {
 // AppendTo appends the records of b at offsets from on to dst as records
 // of topic and partition, with their Kafka timestamps (CreateTime: the
 // batch's first timestamp plus the record's delta; LogAppendTime: the
-// batch's max timestamp; a negative one is the zero time), and returns
+// batch's max timestamp; a negative one is the zero time; a legacy
+// batch's records: their own, see Batch.Legacy), and returns
 // dst. For a batch from Scan it decodes them on the way, and on error it
 // returns Decode's error for them and dst with what it appended; the
 // records' bytes alias the batch's (invariant 1).
 func (b *Batch) AppendTo(dst []record.Record, topic string, partition int32, from int64) ([]record.Record, error) {
+	if b.Legacy {
+		return b.appendLegacy(dst, topic, partition, from), nil
+	}
 	base := millisTime(b.FirstTimestamp)
 	if b.LogAppendTime {
 		base = millisTime(b.MaxTimestamp)
@@ -505,12 +533,7 @@ func (d *Decoder) decompress(codec int8, in []byte) ([]byte, error) {
 		return unxerial(in)
 	case CodecLZ4:
 		d.in.Reset(in)
-		if d.lz == nil {
-			d.lz = lz4.NewReader(&d.in)
-		} else {
-			d.lz.Reset(&d.in)
-		}
-		return d.readAll(d.lz)
+		return d.readAll(d.lz4(&d.in))
 	case CodecZstd:
 		// The decoder's own bound is MaxDecompressed as it was when the
 		// decoder was made; a frame declaring its size is checked against
@@ -527,6 +550,16 @@ func (d *Decoder) decompress(codec int8, in []byte) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("unknown compression codec %d", codec)
 	}
+}
+
+// lz4 is the Decoder's lz4 reader, reset to read r.
+func (d *Decoder) lz4(r io.Reader) *lz4.Reader {
+	if d.lz == nil {
+		d.lz = lz4.NewReader(r)
+	} else {
+		d.lz.Reset(r)
+	}
+	return d.lz
 }
 
 // unxerial decompresses Kafka's (xerial snappy-java) framed snappy stream:

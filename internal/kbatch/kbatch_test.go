@@ -11,9 +11,11 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/pierrec/lz4/v4"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -76,32 +78,178 @@ func seedPartition(t testing.TB) []byte {
 	ctl := []kmsg.Record{{Key: []byte{0, 0, 0, 0}, Value: []byte{0, 0, 0, 0, 0, 0}}}
 	out = append(out, build(t, kbatchtest.Spec{First: off, Attrs: attrTransactional | attrControl, Records: ctl})...)
 	off++
-	out = append(out, legacyMessage(off)...)
-	out = append(out, build(t, kbatchtest.Spec{First: off + 1, Attrs: attrLogAppendTime, Records: testRecords(4, true)})...)
+	for _, spec := range legacySets(off) {
+		out = append(out, kbatchtest.Legacy(t, spec)...)
+		off += int64(len(spec.Messages))
+	}
+	out = append(out, build(t, kbatchtest.Spec{First: off, Attrs: attrLogAppendTime, Records: testRecords(4, true)})...)
 	return out
 }
 
-// legacyMessage is a magic-1 message set entry.
-func legacyMessage(off int64) []byte {
-	msg := []byte{0, 0, 0, 0, 1, 0} // crc, magic 1, attributes
-	msg = binary.BigEndian.AppendUint64(msg, 0)
-	msg = binary.BigEndian.AppendUint32(msg, 0xffffffff)
-	msg = binary.BigEndian.AppendUint32(msg, 1)
-	msg = append(msg, 'x')
-	out := binary.BigEndian.AppendUint64(nil, uint64(off))
-	out = binary.BigEndian.AppendUint32(out, uint32(len(msg)))
-	return append(out, msg...)
+// legacyMessages are n messages of a legacy message set: offsets from
+// first on, timestamps 1_600_000_000_000 + 10 × their offset, keys and
+// values as testRecords' (null and empty ones among them).
+func legacyMessages(first int64, n int) []kbatchtest.Message {
+	var ms []kbatchtest.Message
+	for i, r := range testRecords(n, false) {
+		ms = append(ms, kbatchtest.Message{Offset: first + int64(i), Timestamp: 1_600_000_000_000 + 10*(first+int64(i)), Key: r.Key, Value: r.Value})
+	}
+	return ms
 }
 
-// refBatch is a batch as kmsg decodes it.
+// legacyCodecs are the codecs of legacy message sets: gzip, snappy
+// (franz-go's raw blocks, and Kafka's xerial stream) and lz4.
+var legacyCodecs = codecs[1:5]
+
+// legacySets is a legacy message set of every form from offset off on,
+// one message per offset: uncompressed messages of magic 0 and 1, then
+// wrappers of either magic for every codec (a magic-1 wrapper's inner
+// offsets relative, a magic-0 one's absolute), and a magic-1 wrapper
+// under LogAppendTime.
+func legacySets(off int64) []kbatchtest.LegacySpec {
+	specs := []kbatchtest.LegacySpec{
+		{Magic: 0, Messages: legacyMessages(off, 2)},
+		{Magic: 1, Messages: legacyMessages(off+2, 3)},
+	}
+	off += 5
+	for _, magic := range []int8{0, 1} {
+		for _, c := range legacyCodecs {
+			ms := legacyMessages(off, 4)
+			spec := kbatchtest.LegacySpec{Magic: magic, Codec: c.codec, Xerial: c.xerial, Offset: off + 3, Timestamp: ms[3].Timestamp, Messages: ms}
+			if magic == 1 {
+				for i := range ms {
+					ms[i].Offset = int64(i)
+				}
+			}
+			specs = append(specs, spec)
+			off += 4
+		}
+	}
+	ms := legacyMessages(0, 3)
+	specs = append(specs, kbatchtest.LegacySpec{Magic: 1, Codec: kgo.GzipCompression(), Offset: off + 2, Timestamp: 1_700_000_000_000, Attrs: 0x08, Messages: ms})
+	return specs
+}
+
+// refBatch is a batch as kmsg decodes it; a legacy one has its offsets,
+// timestamps and attributes in hdr as Batch says.
 type refBatch struct {
-	hdr  kmsg.RecordBatch
-	recs []kmsg.Record
+	hdr    kmsg.RecordBatch
+	recs   []kmsg.Record
+	legacy bool
+}
+
+// refMessage is a legacy message as kmsg decodes it.
+type refMessage struct {
+	offset, timestamp int64
+	magic, attrs      int8
+	key, value        []byte
+}
+
+// readMessage decodes whole, one legacy message, with kmsg: what kmsg
+// encodes back must be whole (no byte left over, lengths that hold), and
+// its CRC, magic and attributes must be right.
+func readMessage(whole []byte) (m refMessage, err error) {
+	if len(whole) < 17 || whole[16] > 1 {
+		return m, errors.New("short message or magic")
+	}
+	var back []byte
+	if whole[16] == 0 {
+		var v kmsg.MessageV0
+		err = v.ReadFrom(whole)
+		m = refMessage{v.Offset, -1, v.Magic, v.Attributes, v.Key, v.Value}
+		back = v.AppendTo(nil)
+	} else {
+		var v kmsg.MessageV1
+		err = v.ReadFrom(whole)
+		m = refMessage{v.Offset, v.Timestamp, v.Magic, v.Attributes, v.Key, v.Value}
+		back = v.AppendTo(nil)
+	}
+	switch {
+	case err != nil:
+		return m, err
+	case !bytes.Equal(back, whole) || int(binary.BigEndian.Uint32(whole[8:])) != len(whole)-12:
+		return m, errors.New("message lengths")
+	case binary.BigEndian.Uint32(whole[12:]) != crc32.ChecksumIEEE(whole[16:]):
+		return m, errors.New("message crc")
+	case m.attrs&^0x0f != 0 || (m.magic == 0 && m.attrs&0x08 != 0):
+		return m, errors.New("message attributes")
+	}
+	return m, nil
+}
+
+// referenceLegacy decodes whole, one entry of a legacy message set, with
+// kmsg and kgo's decompressor, by franz-go's rules (processV0OuterMessage
+// and processV1OuterMessage: inner offsets absolute under magic 0,
+// relative under magic 1 but for a wrapper at 0), and kbatch's checks:
+// inner messages of the wrapper's magic, uncompressed, in offset order.
+func referenceLegacy(whole []byte, dec kgo.Decompressor) (refBatch, error) {
+	w, err := readMessage(whole)
+	if err != nil {
+		return refBatch{}, err
+	}
+	rb := refBatch{legacy: true, hdr: kmsg.RecordBatch{FirstOffset: w.offset, MaxTimestamp: w.timestamp, ProducerID: -1, ProducerEpoch: -1, Attributes: int16(w.attrs)}}
+	codec := w.attrs & 0x07
+	if codec == 0 {
+		rb.recs = []kmsg.Record{{TimestampDelta64: w.timestamp, Key: w.key, Value: w.value}}
+		return rb, nil
+	}
+	if codec > 3 {
+		return rb, errors.New("legacy codec")
+	}
+	in, err := dec.Decompress(w.value, kgo.CompressionCodecType(codec))
+	if err != nil {
+		return rb, err
+	}
+	var inner []refMessage
+	for len(in) > 0 {
+		if len(in) < 12 || int64(len(in)) < 12+int64(binary.BigEndian.Uint32(in[8:])) {
+			return rb, errors.New("inner message cut")
+		}
+		n := 12 + int(binary.BigEndian.Uint32(in[8:]))
+		m, err := readMessage(in[:n])
+		if err != nil {
+			return rb, err
+		}
+		if m.magic != w.magic || m.attrs&0x07 != 0 {
+			return rb, errors.New("inner magic or codec")
+		}
+		if w.attrs&0x08 != 0 {
+			m.timestamp = w.timestamp
+		}
+		inner = append(inner, m)
+		in = in[n:]
+	}
+	if len(inner) == 0 {
+		return rb, nil
+	}
+	base, last := int64(0), inner[len(inner)-1].offset
+	if w.magic == 1 && w.offset != 0 {
+		if w.offset < last {
+			return rb, errors.New("wrapper offset below the last inner one")
+		}
+		base = w.offset - last
+	}
+	rb.hdr.FirstOffset = inner[0].offset + base
+	prev := int64(math.MinInt64)
+	for _, m := range inner {
+		abs := m.offset + base
+		if abs <= prev || abs < 0 || abs-rb.hdr.FirstOffset > math.MaxInt32 {
+			return rb, errors.New("inner offsets")
+		}
+		rb.recs = append(rb.recs, kmsg.Record{OffsetDelta: int32(abs - rb.hdr.FirstOffset), TimestampDelta64: m.timestamp, Key: m.key, Value: m.value})
+		prev = abs
+	}
+	if max(prev, w.offset)-rb.hdr.FirstOffset > math.MaxInt32 {
+		return rb, errors.New("wrapper offset")
+	}
+	rb.hdr.LastOffsetDelta = int32(max(prev, w.offset) - rb.hdr.FirstOffset)
+	return rb, nil
 }
 
 // reference decodes raw with kmsg and kgo's decompressor, allocating
-// freely, following the same rules (skip legacy magics; stop at a cut
-// batch; a bad CRC or bad records is an error).
+// freely, following the same rules (legacy message sets as
+// referenceLegacy says; stop at a cut batch; a bad CRC or bad records is
+// an error).
 func reference(raw []byte) (out []refBatch, partial bool, err error) {
 	dec := kgo.DefaultDecompressor()
 	for len(raw) > 0 {
@@ -119,6 +267,11 @@ func reference(raw []byte) (out []refBatch, partial bool, err error) {
 		whole := raw[:12+length]
 		raw = raw[12+length:]
 		if whole[16] < 2 {
+			rb, err := referenceLegacy(whole, dec)
+			if err != nil {
+				return out, false, err
+			}
+			out = append(out, rb)
 			continue
 		}
 		if whole[16] > 2 || len(whole) < headerLen {
@@ -176,7 +329,8 @@ func same(got []Batch, gotPartial bool, gotErr error, want []refBatch, wantParti
 		if g.FirstOffset != w.FirstOffset || g.LastOffsetDelta != w.LastOffsetDelta || g.FirstTimestamp != w.FirstTimestamp ||
 			g.MaxTimestamp != w.MaxTimestamp || g.ProducerID != w.ProducerID || g.ProducerEpoch != w.ProducerEpoch ||
 			int16(g.Codec) != w.Attributes&attrCodec || g.LogAppendTime != (w.Attributes&attrLogAppendTime != 0) ||
-			g.Transactional != (w.Attributes&attrTransactional != 0) || g.Control != (w.Attributes&attrControl != 0) {
+			g.Transactional != (w.Attributes&attrTransactional != 0) || g.Control != (w.Attributes&attrControl != 0) ||
+			g.Legacy != want[i].legacy {
 			return fmt.Sprintf("batch %d: header %+v, reference %+v", i, g, w)
 		}
 		if len(g.Records) != len(want[i].recs) {
@@ -227,8 +381,8 @@ func sameScan(raw []byte, dec []Batch, partial bool, err error) string {
 	var firstErr error
 	for i := range got {
 		g := &got[i]
-		if !g.Control && g.Records != nil {
-			return fmt.Sprintf("batch %d: Scan decoded the records of a batch that is not a control one", i)
+		if !g.Control && !g.Legacy && g.Records != nil {
+			return fmt.Sprintf("batch %d: Scan decoded the records of a batch that is neither a control nor a legacy one", i)
 		}
 		if i%2 == 1 {
 			if e := g.Check(); e != nil {
@@ -250,7 +404,7 @@ func sameScan(raw []byte, dec []Batch, partial bool, err error) string {
 		for _, r := range dec[i].Records {
 			if off := dec[i].FirstOffset + int64(r.OffsetDelta); off >= from {
 				ts := dec[i].FirstTimestamp + r.TimestampDelta
-				if dec[i].LogAppendTime {
+				if dec[i].LogAppendTime && !dec[i].Legacy { // a legacy record's own is its wrapper's then
 					ts = dec[i].MaxTimestamp
 				}
 				want = append(want, record.Record{Topic: topic, Partition: partition, Offset: off, Key: r.Key, Value: r.Value, Headers: r.Headers,
@@ -285,8 +439,9 @@ func TestDecodeAgreesWithKmsg(t *testing.T) {
 	raw := seedPartition(t)
 	var d Decoder
 	got := check(t, &d, raw)
-	if len(got) != len(codecs)+3 {
-		t.Fatalf("%d batches, want %d (the legacy message skipped)", len(got), len(codecs)+3)
+	// The legacy sets' uncompressed messages are a batch each.
+	if want := len(codecs) + 3 + 2 + 3 + len(legacySets(0)) - 2; len(got) != want {
+		t.Fatalf("%d batches, want %d", len(got), want)
 	}
 	for i, c := range codecs {
 		want := int8(0)
@@ -298,8 +453,14 @@ func TestDecodeAgreesWithKmsg(t *testing.T) {
 		}
 	}
 	last := got[len(got)-1]
-	if !last.LogAppendTime || !got[len(got)-2].Control || !got[len(got)-3].Transactional {
-		t.Errorf("attributes lost: %+v", got[len(got)-3:])
+	if !last.LogAppendTime || last.Legacy || !got[len(codecs)+1].Control || !got[len(codecs)].Transactional {
+		t.Errorf("attributes lost: %+v", got[len(codecs):len(codecs)+2])
+	}
+	for i, spec := range legacySets(0)[2:] { // the wrappers, after five uncompressed messages
+		b := got[len(codecs)+2+5+i]
+		if !b.Legacy || b.Codec == CodecNone || len(b.Records) != len(spec.Messages) || b.LogAppendTime != (spec.Attrs&0x08 != 0) {
+			t.Errorf("legacy wrapper %d: %+v, want %d records compressed", i, b, len(spec.Messages))
+		}
 	}
 }
 
@@ -522,5 +683,160 @@ func TestAppendToTimestamps(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for range 20000 {
 		check(rng.Int64N(1<<50)-1<<40, rng.Int64N(1<<20)-1<<19)
+	}
+}
+
+// TestDecodeLegacy: the records of legacy message sets of every form
+// (legacySets) come out of AppendTo with Kafka's offsets and timestamps:
+// one offset after the other, whatever the wrapper's magic (relative
+// inner offsets under magic 1, absolute under magic 0); no timestamp
+// under magic 0, each message's own under magic 1, and the wrapper's
+// under LogAppendTime.
+func TestDecodeLegacy(t *testing.T) {
+	const first = 40
+	specs := legacySets(first)
+	var raw []byte
+	n := 0
+	for _, spec := range specs {
+		raw = append(raw, kbatchtest.Legacy(t, spec)...)
+		n += len(spec.Messages)
+	}
+	for _, scan := range []bool{false, true} {
+		var d Decoder
+		decode := d.Decode
+		if scan {
+			decode = d.Scan
+		}
+		batches, partial, err := decode(raw)
+		if err != nil || partial {
+			t.Fatalf("scan %v: partial %v, err %v", scan, partial, err)
+		}
+		var recs []record.Record
+		for i := range batches {
+			if !batches[i].Legacy || batches[i].ProducerID != -1 {
+				t.Fatalf("batch %d: %+v, want a legacy one", i, batches[i])
+			}
+			if recs, err = batches[i].AppendTo(recs, "old", 2, first+1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(recs) != n-1 {
+			t.Fatalf("scan %v: %d records from offset %d, want %d", scan, len(recs), first+1, n-1)
+		}
+		at := 0 // index of the spec of recs[i]
+		left := len(specs[0].Messages) - 1
+		for i, r := range recs {
+			for left == 0 {
+				at++
+				left = len(specs[at].Messages)
+			}
+			left--
+			spec := specs[at]
+			off := int64(first + 1 + i)
+			want := time.UnixMilli(1_600_000_000_000 + 10*off)
+			switch {
+			case spec.Magic == 0:
+				want = time.Time{}
+			case spec.Attrs&0x08 != 0:
+				want = time.UnixMilli(spec.Timestamp)
+			}
+			if r.Offset != off || r.Topic != "old" || r.Partition != 2 || !r.Timestamp.Equal(want) || r.Timestamp.IsZero() != want.IsZero() {
+				t.Fatalf("scan %v: record %d (set %d, magic %d, codec %v): offset %d, time %v; want %d, %v",
+					scan, i, at, spec.Magic, spec.Codec, r.Offset, r.Timestamp, off, want)
+			}
+			m := spec.Messages[len(spec.Messages)-1-left]
+			if !sameBytes(r.Key, m.Key) || !sameBytes(r.Value, m.Value) {
+				t.Fatalf("scan %v: record %d: key %q value %q, want %q %q", scan, i, r.Key, r.Value, m.Key, m.Value)
+			}
+		}
+	}
+}
+
+// TestDecodeLegacyBadLZ4Checksum: a magic-0 lz4 wrapper whose frame header
+// checksum is wrong, as Kafka wrote them (KAFKA-3160), decodes; under
+// magic 1 the same frame is an error.
+func TestDecodeLegacyBadLZ4Checksum(t *testing.T) {
+	for _, magic := range []int8{0, 1} {
+		ms := legacyMessages(7, 3)
+		if magic == 1 {
+			for i := range ms {
+				ms[i].Offset = int64(i)
+			}
+		}
+		raw := kbatchtest.Legacy(t, kbatchtest.LegacySpec{Magic: magic, Codec: kgo.Lz4Compression(), Offset: 9, BadLZ4Checksum: true, Messages: ms})
+		var d Decoder
+		got, _, err := d.Decode(raw)
+		if magic == 1 {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("magic 1 with a bad lz4 header checksum: %v, want ErrCorrupt", err)
+			}
+			continue
+		}
+		if err != nil || len(got) != 1 || len(got[0].Records) != 3 || got[0].FirstOffset != 7 || got[0].LastOffset() != 9 ||
+			!sameBytes(got[0].Records[2].Value, ms[2].Value) {
+			t.Fatalf("magic 0 with Kafka's lz4 header checksum: %+v, %v", got, err)
+		}
+	}
+}
+
+// TestXXH32LZ4Header: the header checksum decompressLegacy writes is the
+// one lz4 writes, with and without the frame's optional content size.
+func TestXXH32LZ4Header(t *testing.T) {
+	for _, opts := range [][]lz4.Option{nil, {lz4.SizeOption(12345)}, {lz4.ChecksumOption(false), lz4.BlockSizeOption(lz4.Block64Kb)}} {
+		var buf bytes.Buffer
+		w := lz4.NewWriter(&buf)
+		if err := w.Apply(opts...); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(bytes.Repeat([]byte("x"), 12345)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		frame := buf.Bytes()
+		n, ok := lz4Header(frame)
+		if !ok {
+			t.Fatalf("options %v: no lz4 header in % x", opts, frame[:min(20, len(frame))])
+		}
+		if got := byte(xxh32(frame[4:n-1]) >> 8); got != frame[n-1] {
+			t.Fatalf("options %v: header checksum %#x, lz4 wrote %#x", opts, got, frame[n-1])
+		}
+	}
+}
+
+// TestDecodeLegacyUndecodable: a legacy form kbatch cannot decode is an
+// error that names it, with the complete batches before it; nothing is
+// skipped.
+func TestDecodeLegacyUndecodable(t *testing.T) {
+	rel := func(ms []kbatchtest.Message) []kbatchtest.Message {
+		for i := range ms {
+			ms[i].Offset = int64(i)
+		}
+		return ms
+	}
+	badCRC := kbatchtest.Legacy(t, kbatchtest.LegacySpec{Magic: 1, Messages: legacyMessages(3, 1)})
+	badCRC[len(badCRC)-1] ^= 1
+	for _, c := range []struct {
+		name string
+		raw  []byte
+		want string
+	}{
+		{"zstd wrapper", kbatchtest.Legacy(t, kbatchtest.LegacySpec{Magic: 1, Codec: kgo.ZstdCompression(), Offset: 4, Messages: rel(legacyMessages(3, 2))}),
+			"magic-1 message set at offset 4: compression codec 4"},
+		{"nested wrapper", kbatchtest.Legacy(t, kbatchtest.LegacySpec{Magic: 0, Codec: kgo.GzipCompression(), Offset: 4, Messages: []kbatchtest.Message{
+			{Offset: 3, Attrs: 1, Value: []byte("gzip")}}}), "inner message 0 is compressed too"},
+		{"wrapper below its inner offsets", kbatchtest.Legacy(t, kbatchtest.LegacySpec{Magic: 1, Codec: kgo.Lz4Compression(), Offset: 1,
+			Messages: rel(legacyMessages(0, 3))}), "the last inner offset 2 is above the wrapper's"},
+		{"inner offsets out of order", kbatchtest.Legacy(t, kbatchtest.LegacySpec{Magic: 0, Codec: kgo.GzipCompression(), Offset: 5,
+			Messages: []kbatchtest.Message{{Offset: 5}, {Offset: 4}}}), "inner offset 4 after 5"},
+		{"bad CRC", badCRC, "message at offset 3: CRC mismatch"},
+	} {
+		good := kbatchtest.Legacy(t, kbatchtest.LegacySpec{Magic: 1, Messages: legacyMessages(0, 3)})
+		var d Decoder
+		got, _, err := d.Decode(append(good, c.raw...))
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), c.want) || len(got) != 3 {
+			t.Errorf("%s: %d batches, err %v; want the 3 before it and an error saying %q", c.name, len(got), err, c.want)
+		}
 	}
 }

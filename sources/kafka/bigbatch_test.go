@@ -1,106 +1,71 @@
 package kafka
 
 import (
-	"cmp"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/signalbox/signalbox/internal/kbatch/kbatchtest"
 
 	"github.com/signalbox/signalbox/embedded"
 	"github.com/signalbox/signalbox/record"
 )
 
 // produceBatches writes batches batches of n records to each partition of
-// topic, one producer batch per call and partition (batches form at Flush),
-// uncompressed: each record is about 90 bytes in the log. It returns the
-// most producer batches written to one partition: a producer may still cut
-// a call's records in two (records produced before it knew the topic's
-// partitions are moved into their batches while Flush drains them), and
-// the tests count fetches per batch.
+// topic, one record batch per call and partition, uncompressed: each record
+// is about 90 bytes in the log, and batches of the same n are of the same
+// size. It builds the batches itself (kbatchtest) and sends them in raw
+// Produce requests, because a producer client's batches are not what it
+// was given: kgo cuts a call's records in two when it learns the topic's
+// partitions while Flush drains them, and the timestamp deltas it writes
+// (varints, one byte below 64 ms, two above) make a batch built slowly
+// larger than one of the same records built fast; the tests size fetches
+// by batches. It returns batches, the batches written to each partition.
 func produceBatches(t *testing.T, c *embedded.Cluster, topic string, partitions int32, batches, n int) int {
 	t.Helper()
-	written := &batchCounter{per: map[int32]int{}}
-	written.cond.L = &written.mu
-	cl, err := kgo.NewClient(append(c.ClientOptions(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.WithHooks(written),
-		// Batches form only at Flush: a linger could cut one short on a
-		// slow machine.
-		kgo.ManualFlushing(), kgo.ProducerBatchMaxBytes(4<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))...)
+	vs := kversion.Stable()
+	vs.SetMaxKeyVersion(kmsg.Produce.Int16(), 12) // v13 names topics by id
+	cl, err := kgo.NewClient(append(c.ClientOptions(), kgo.MaxVersions(vs))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
 	for b := range batches {
-		var rs []*kgo.Record
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = -1, 30_000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = topic
 		for p := range partitions {
-			for i := range n {
-				rs = append(rs, &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf(`{"b":%d,"i":%d,"pad":%q}`, b, i, strings.Repeat("x", 60)))})
+			rs := make([]kmsg.Record, n)
+			for i := range rs {
+				rs[i].OffsetDelta = int32(i)
+				rs[i].Value = []byte(fmt.Sprintf(`{"b":%d,"i":%d,"pad":%q}`, b, i, strings.Repeat("x", 60)))
 			}
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition = p
+			rp.Records = kbatchtest.Build(t, kbatchtest.Spec{ProducerID: -1, ProducerEpoch: -1, Records: rs})
+			rt.Partitions = append(rt.Partitions, rp)
 		}
-		var mu sync.Mutex
-		var perr error
-		for _, r := range rs {
-			cl.Produce(bg, r, func(_ *kgo.Record, err error) {
-				mu.Lock()
-				perr = cmp.Or(perr, err)
-				mu.Unlock()
-			})
-		}
-		if err := cl.Flush(bg); err != nil {
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(bg, cl)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if perr != nil {
-			t.Fatal(perr)
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+					t.Fatalf("produce to %s[%d]: %v", rt.Topic, rp.Partition, err)
+				}
+			}
 		}
 	}
-	return written.most(t, int64(batches)*int64(partitions)*int64(n))
-}
-
-// batchCounter counts the producer batches written per partition, and
-// their records (kgo runs the hook on a goroutine of its own, after the
-// records' promises).
-type batchCounter struct {
-	mu      sync.Mutex
-	cond    sync.Cond
-	per     map[int32]int
-	records int64
-}
-
-func (b *batchCounter) OnProduceBatchWritten(_ kgo.BrokerMetadata, _ string, p int32, m kgo.ProduceBatchMetrics) {
-	b.mu.Lock()
-	b.per[p]++
-	b.records += int64(m.NumRecords)
-	b.mu.Unlock()
-	b.cond.Broadcast()
-}
-
-// most waits until the hook has seen all records batches, and returns the
-// most batches written to one partition.
-func (b *batchCounter) most(t *testing.T, records int64) int {
-	t.Helper()
-	stop := time.AfterFunc(30*time.Second, func() {
-		b.mu.Lock() // not between the deadline's check and Wait
-		defer b.mu.Unlock()
-		b.cond.Broadcast()
-	})
-	defer stop.Stop()
-	deadline := time.Now().Add(30 * time.Second)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for b.records < records {
-		if time.Now().After(deadline) {
-			t.Fatalf("the producer reported %d of %d records written", b.records, records)
-		}
-		b.cond.Wait()
-	}
-	m := 0
-	for _, n := range b.per {
-		m = max(m, n)
-	}
-	return m
+	return batches
 }
 
 // TestFetchSizedToWholeBatches: when one producer batch holds many more

@@ -77,9 +77,12 @@ func (s *Source) isNew(tp record.TopicPartition) bool {
 // matches reports whether topic is read: named in Topics or matching a
 // pattern. Internal topics match no pattern.
 func (s *Source) matches(topic string) bool {
-	if slices.Contains(s.cfg.Topics, topic) {
-		return true
-	}
+	return slices.Contains(s.cfg.Topics, topic) || s.matchesPattern(topic)
+}
+
+// matchesPattern reports whether topic matches one of TopicPatterns.
+// Internal topics match none.
+func (s *Source) matchesPattern(topic string) bool {
 	if strings.HasPrefix(topic, "__") {
 		return false
 	}
@@ -121,7 +124,8 @@ func (s *Source) topicCounts() (map[string]int, error) {
 }
 
 // openTopics resolves the topics at Open and records them as the initial
-// set. A configured topic that does not exist fails Open; a pattern that
+// set. A configured topic that does not exist fails Open (the error
+// suggests a pattern, which would wait for it); a pattern that
 // matches nothing yet is logged.
 func (s *Source) openTopics() (map[string]int, error) {
 	s.waitFor("a metadata request from brokers %s", s.brokerList())
@@ -134,11 +138,13 @@ func (s *Source) openTopics() (map[string]int, error) {
 	}
 	for _, t := range s.cfg.Topics {
 		if _, ok := counts[t]; !ok {
-			return nil, fmt.Errorf("kafka: topic %s: %w", t, kerr.UnknownTopicOrPartition)
+			return nil, fmt.Errorf("kafka: topic %s: %w; to start without it and read it once it is created, "+
+				"name it by a pattern instead (topic_pattern: '%s'; Config.TopicPatterns)", t, kerr.UnknownTopicOrPartition, regexp.QuoteMeta(t))
 		}
 	}
 	if len(s.disc.patterns) > 0 {
-		s.log.Info("topics matching the patterns", zap.Strings("patterns", s.cfg.TopicPatterns), zap.Strings("topics", slices.Sorted(maps.Keys(counts))))
+		matching := slices.DeleteFunc(slices.Sorted(maps.Keys(counts)), func(t string) bool { return !s.matchesPattern(t) })
+		s.log.Info("topics matching the patterns", zap.Strings("patterns", s.cfg.TopicPatterns), zap.Strings("topics", matching))
 	}
 	s.disc.mu.Lock()
 	s.disc.initial = maps.Clone(counts)

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -127,6 +128,48 @@ func TestGroupDiscoversNewPartition(t *testing.T) {
 	}
 	if len(col.assigned) != 5 {
 		t.Fatalf("assigned %v, want all 5 partitions", col.assigned)
+	}
+}
+
+// The start-up log line of the patterns lists the topics that match them,
+// not the topics named beside them.
+func TestPatternLogListsMatchingTopics(t *testing.T) {
+	c := startCluster(t, embedded.WithTopic("ev-1", 1), embedded.WithTopic("named", 1), embedded.WithTopic("other", 1))
+	core, logs := observer.New(zapcore.InfoLevel)
+	openSource(t, Config{Brokers: c.Addrs(), Topics: []string{"named"}, TopicPatterns: []string{"ev-.*"}, Logger: zap.New(core)})
+	lines := logs.FilterMessage("topics matching the patterns").All()
+	if len(lines) != 1 {
+		t.Fatalf("%d lines listing the topics matching the patterns, want 1", len(lines))
+	}
+	got, _ := lines[0].ContextMap()["topics"].([]any)
+	if len(got) != 1 || got[0] != "ev-1" {
+		t.Fatalf("topics matching the patterns: %v, want [ev-1]", lines[0].ContextMap()["topics"])
+	}
+}
+
+// A named topic that does not exist fails Open, naming it, and suggests
+// the pattern that would wait for it (written to match the name only).
+func TestMissingTopicSuggestsPattern(t *testing.T) {
+	c := startCluster(t, embedded.WithTopic("orders", 1))
+	for _, cfg := range []Config{
+		{Brokers: c.Addrs(), Topics: []string{"orders", "returns.v1"}},
+		{Brokers: c.Addrs(), Topics: []string{"orders", "returns.v1"}, Group: "g"},
+	} {
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(bg, hangGuard)
+		err = s.Open(ctx)
+		cancel()
+		if err == nil {
+			_ = s.Close()
+			t.Fatalf("group %q: Open succeeded without the topic", cfg.Group)
+		}
+		if msg := err.Error(); !errors.Is(err, kerr.UnknownTopicOrPartition) ||
+			!strings.Contains(msg, "topic returns.v1") || !strings.Contains(msg, `topic_pattern: 'returns\.v1'`) {
+			t.Fatalf("group %q: error %q, want the missing topic named and topic_pattern suggested", cfg.Group, msg)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -349,19 +350,27 @@ func (f *fetcher) parse(p *partState, blk *fetchBlock, answered time.Time) (reco
 	// Valid until Release, once records has decoded them into the
 	// answer's records; the fetcher's long-lived decoder must not keep the
 	// response's bytes reachable after that.
-	batches, _, scanErr := f.dec.Scan(blk.raw)
+	batches, partial, scanErr := f.dec.Scan(blk.raw)
 	defer f.dec.Release()
 	before := p.pos
 	recs, err := f.records(p, blk, batches, scanErr)
 	if err != nil {
 		return f.failed(p, err), true
 	}
-	p.backoff, p.retryAt, p.certAt = 0, time.Time{}, answered
-
 	end := blk.hwm
 	if f.s.cfg.readCommitted() && blk.lso >= 0 {
 		end = blk.lso
 	}
+	if len(batches) > 0 && !partial && p.pos == before && p.pos < end {
+		// Whole batches, all below the position, and nothing cut that a
+		// larger limit would bring: the same fetch would answer the same
+		// forever. Fail (and back off) rather than spin.
+		_, err := f.dropRecords(recs, fmt.Errorf("kafka: the answer's batches end at offset %d, below the position %d: no progress",
+			batches[len(batches)-1].LastOffset(), p.pos))
+		return f.failed(p, err), true
+	}
+	p.backoff, p.retryAt, p.certAt = 0, time.Time{}, answered
+
 	batch := min(largestBatch(blk.raw), max(f.s.cfg.FetchMaxBytes, p.maxBytes))
 	switch {
 	case p.pos == before && p.pos < end:

@@ -1,6 +1,6 @@
-// Package kbatchtest builds Kafka v2 record batches for tests, with kmsg
-// for the encoding and franz-go's compressors, independently of kbatch's
-// decoder.
+// Package kbatchtest builds Kafka v2 record batches and legacy message
+// sets (magic 0 and 1) for tests, with kmsg for the encoding and
+// franz-go's compressors, independently of kbatch's decoder.
 package kbatchtest
 
 import (
@@ -45,8 +45,24 @@ func Build(t testing.TB, spec Spec) []byte {
 		r.Length = int32(len(body) - n)
 		raw = r.AppendTo(raw)
 	}
-	codec := int16(0)
-	if spec.Xerial {
+	raw, codec := compress(t, raw, spec.Codec, spec.Xerial)
+	b := kmsg.RecordBatch{
+		FirstOffset: spec.First, Magic: 2, Attributes: spec.Attrs | codec,
+		LastOffsetDelta: int32(len(spec.Records) - 1), FirstTimestamp: FirstTimestamp, MaxTimestamp: MaxTimestamp,
+		ProducerID: spec.ProducerID, ProducerEpoch: spec.ProducerEpoch, FirstSequence: -1,
+		NumRecords: int32(len(spec.Records)), Records: raw,
+	}
+	b.Length = int32(len(b.AppendTo(nil)) - 12)
+	out := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return out
+}
+
+// compress compresses raw with codec (none: the zero value), or as Kafka's
+// xerial-framed snappy stream, and returns it with its codec number.
+func compress(t testing.TB, raw []byte, codec kgo.CompressionCodec, xerial bool) ([]byte, int16) {
+	t.Helper()
+	if xerial {
 		framed := append([]byte(nil), xerialMagic...)
 		framed = binary.BigEndian.AppendUint32(framed, 1)
 		framed = binary.BigEndian.AppendUint32(framed, 1)
@@ -57,23 +73,72 @@ func Build(t testing.TB, spec Spec) []byte {
 			framed = binary.BigEndian.AppendUint32(framed, uint32(len(blk)))
 			framed = append(framed, blk...)
 		}
-		raw, codec = framed, 2
-	} else if spec.Codec != (kgo.CompressionCodec{}) {
-		c, err := kgo.DefaultCompressor(spec.Codec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, typ := c.Compress(new(bytes.Buffer), raw)
-		raw, codec = append([]byte(nil), out...), int16(typ)
+		return framed, 2
 	}
-	b := kmsg.RecordBatch{
-		FirstOffset: spec.First, Magic: 2, Attributes: spec.Attrs | codec,
-		LastOffsetDelta: int32(len(spec.Records) - 1), FirstTimestamp: FirstTimestamp, MaxTimestamp: MaxTimestamp,
-		ProducerID: spec.ProducerID, ProducerEpoch: spec.ProducerEpoch, FirstSequence: -1,
-		NumRecords: int32(len(spec.Records)), Records: raw,
+	if codec == (kgo.CompressionCodec{}) {
+		return raw, 0
 	}
-	b.Length = int32(len(b.AppendTo(nil)) - 12)
-	out := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
+	c, err := kgo.DefaultCompressor(codec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, typ := c.Compress(new(bytes.Buffer), raw)
+	return append([]byte(nil), out...), int16(typ)
+}
+
+// Message is a message of a legacy message set (magic 0 or 1). Offset is
+// as written: absolute at the top level and in a magic-0 wrapper, relative
+// to the set (0, 1, ...) in a magic-1 wrapper.
+type Message struct {
+	Offset     int64
+	Timestamp  int64 // magic 1 only
+	Attrs      int8  // LogAppendTime: 0x08 (magic 1)
+	Key, Value []byte
+}
+
+// LegacySpec describes a legacy message set: without a codec its
+// Messages, one after the other; with one, a wrapper message at Offset
+// (Kafka: the last inner message's absolute offset) whose value is the
+// Messages compressed.
+type LegacySpec struct {
+	Magic     int8
+	Codec     kgo.CompressionCodec // gzip, snappy or lz4
+	Xerial    bool                 // snappy framed as Kafka's (xerial) stream instead
+	Offset    int64                // the wrapper's
+	Timestamp int64                // the wrapper's (magic 1)
+	Attrs     int8                 // the wrapper's, besides the codec
+	// BadLZ4Checksum writes the lz4 frame's header checksum wrong, as
+	// Kafka did for magic 0 (KAFKA-3160).
+	BadLZ4Checksum bool
+	Messages       []Message
+}
+
+// Legacy encodes spec with kmsg, with correct sizes and CRC-32s.
+func Legacy(t testing.TB, spec LegacySpec) []byte {
+	t.Helper()
+	var raw []byte
+	for _, m := range spec.Messages {
+		raw = append(raw, message(spec.Magic, m.Offset, m.Attrs, m.Timestamp, m.Key, m.Value)...)
+	}
+	if spec.Codec == (kgo.CompressionCodec{}) && !spec.Xerial {
+		return raw
+	}
+	value, codec := compress(t, raw, spec.Codec, spec.Xerial)
+	if spec.BadLZ4Checksum {
+		value[6] ^= 0xff // magic (4), FLG, BD, then HC: franz-go writes no content size
+	}
+	return message(spec.Magic, spec.Offset, spec.Attrs|int8(codec), spec.Timestamp, nil, value)
+}
+
+// message encodes one legacy message.
+func message(magic int8, offset int64, attrs int8, ts int64, key, value []byte) []byte {
+	var out []byte
+	if magic == 0 {
+		out = (&kmsg.MessageV0{Offset: offset, Magic: 0, Attributes: attrs, Key: key, Value: value}).AppendTo(nil)
+	} else {
+		out = (&kmsg.MessageV1{Offset: offset, Magic: magic, Attributes: attrs, Timestamp: ts, Key: key, Value: value}).AppendTo(nil)
+	}
+	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
+	binary.BigEndian.PutUint32(out[12:], crc32.ChecksumIEEE(out[16:]))
 	return out
 }
