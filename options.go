@@ -139,6 +139,8 @@ type config struct {
 	metaFilter      MetaFilter
 	filter          Filter
 	transform       Transform
+	process         Process // process.go
+	wheres          []Where // by sink index, up to the last routed sink (WithRoutedSink)
 	batchSize       int
 	maxInflight     int
 	inflightBytes   int64
@@ -435,6 +437,9 @@ func (c *config) validate() error {
 		first = i
 	}
 	errs = append(errs, c.validateRanges()...)
+	if err := c.validateProcess(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := c.late.Validate(); err != nil {
 		errs = append(errs, err)
 	}
