@@ -161,3 +161,43 @@ until: end-offsets
 		t.Errorf("the dead-letter sink got %s, want the original value", dlq[0].Value)
 	}
 }
+
+// TestProcessValidation: validate compiles every expression and names the
+// field, its line in the file and the column inside the expression.
+func TestProcessValidation(t *testing.T) {
+	head := "brokers: [localhost:9092]\ninputs: [{topic: in}]\n"
+	for _, tc := range []struct{ name, doc, want string }{
+		{"syntax", "process:\n  filter: 'value.qty >'\nsinks: [{type: jsonl, path: a.jsonl}]\n",
+			"process.filter: expression line 1, column 12: Syntax error"},
+		{"unknown variable", "process:\n  map: '{\"a\": vlue.a}'\nsinks: [{type: jsonl, path: a.jsonl}]\n",
+			"process.map: expression line 1, column 7: undeclared reference to 'vlue' (did you mean 'value'?)"},
+		{"wall clock", "process:\n  filter: 'now() > event_time'\nsinks: [{type: jsonl, path: a.jsonl}]\n",
+			"process.filter: expression line 1, column 4: undeclared reference to 'now'"},
+		{"non-bool filter", "process:\n  filter: 'value.qty + 1 == 2 ? 1 : 2'\nsinks: [{type: jsonl, path: a.jsonl}]\n",
+			"process.filter: expression line 1, column 1: a filter must be a bool, not int"},
+		{"non-bool where", "sinks:\n  - type: jsonl\n    path: a.jsonl\n    where: 'topic'\n",
+			"sinks[0].where: expression line 1, column 1: a where must be a bool, not string"},
+		{"unbounded cost", "process:\n  filter: 'value.l.all(a, value.l.all(b, value.l.all(c, a == b)))'\nsinks: [{type: jsonl, path: a.jsonl}]\n",
+			"process.filter: expression line 1, column 1: its cost cannot be bounded"},
+		{"input", "sinks: [{type: jsonl, path: a.jsonl}]\ninputs:\n  - topic: in\n    process:\n      filter: 'late &&'\n",
+			"inputs[0].process.filter: expression line 1, column 8: Syntax error"},
+		{"where on dead_letter", "sinks: [{type: jsonl, path: a.jsonl}]\ndead_letter:\n  type: jsonl\n  path: d.jsonl\n  where: 'late'\n",
+			"dead_letter.where: the dead-letter sink takes every record that fails, and no where"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := head + tc.doc
+			if tc.name == "input" {
+				doc = "brokers: [localhost:9092]\n" + tc.doc
+			}
+			p := problems(t, doc)
+			if len(p) != 1 || !strings.HasPrefix(p[0], tc.want) {
+				t.Fatalf("problems %q, want one starting %q", p, tc.want)
+			}
+			field := tc.want[:strings.Index(tc.want, ":")]
+			line := 1 + strings.Count(doc[:strings.Index(doc, field[strings.LastIndexAny(field, ".]")+1:]+":")], "\n")
+			if !strings.HasSuffix(p[0], fmt.Sprintf("(line %d)", line)) {
+				t.Errorf("%q: want it at line %d", p[0], line)
+			}
+		})
+	}
+}
