@@ -15,13 +15,15 @@ import (
 )
 
 // Bounds. An expression's estimated cost (CEL's cost model, with every
-// value, key and header at most MaxInputBytes long) must be at most
-// MaxEstimatedCost, or Compile refuses it; each evaluation stops with an
-// error once its actual cost passes MaxCost; a map's result may render to
-// at most MaxValueBytes of JSON.
+// value, key and header, and every string and list in a value, at most
+// MaxInputBytes long) must be at most MaxEstimatedCost, or Compile refuses
+// it: the estimate multiplies, so one comprehension over a value's list
+// passes and two nested ones do not. Each evaluation stops with an error
+// once its actual cost passes MaxCost; a map's result may render to at
+// most MaxValueBytes of JSON.
 const (
 	MaxInputBytes    = 4 << 20
-	MaxEstimatedCost = 1e9
+	MaxEstimatedCost = 1e14
 	MaxCost          = 10_000_000
 	MaxValueBytes    = 4 << 20
 )
