@@ -89,25 +89,30 @@ func appendJSON(dst []byte, v ref.Val, depth int) ([]byte, error) {
 }
 
 func appendMap(dst []byte, m traits.Mapper, depth int) ([]byte, error) {
-	var keys []string
+	type member struct {
+		k string
+		v ref.Val
+	}
+	var small [8]member
+	members := small[:0]
 	for it := m.Iterator(); it.HasNext() == types.True; {
 		k := it.Next()
 		s, ok := k.(types.String)
 		if !ok {
 			return dst, fmt.Errorf("a JSON object's keys are strings, not %s (%v)", k.Type().TypeName(), k)
 		}
-		keys = append(keys, string(s))
+		members = append(members, member{string(s), m.Get(k)})
 	}
-	slices.Sort(keys)
+	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.k, b.k) })
 	dst = append(dst, '{')
-	for i, k := range keys {
+	for i, mb := range members {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst, _ = jsonstr.Append(dst, k)
+		dst, _ = jsonstr.Append(dst, mb.k)
 		dst = append(dst, ':')
 		var err error
-		if dst, err = appendJSON(dst, m.Get(types.String(k)), depth+1); err != nil {
+		if dst, err = appendJSON(dst, mb.v, depth+1); err != nil {
 			return dst, err
 		}
 	}
