@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -100,11 +101,23 @@ func TestProcessJobEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(t.TempDir())
-	runJob(t, fmt.Sprintf(`
+	plan, err := build(t, fmt.Sprintf(`
 brokers: [%s]
 inputs: [{topic: orders, time: field, time_field: ts}]
 until: end-offsets
 `, c.Addrs()[0])+issue36Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := plan.Pipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // hang guard
+	defer cancel()
+	if err := pl.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	want := map[int64]string{} // by event time (each order has its own)
 	var wantBig []int64
@@ -159,6 +172,18 @@ until: end-offsets
 	}
 	if !strings.Contains(string(dlq[0].Value), `"qty":"3"`) {
 		t.Errorf("the dead-letter sink got %s, want the original value", dlq[0].Value)
+	}
+	tests := 0
+	for _, o := range orders {
+		if o.test {
+			tests++
+		}
+	}
+	st := pl.Stats()
+	if st.Filtered != int64(tests) || st.ExpressionFailed["process.map"] != 1 || len(st.ExpressionFailed) != 1 ||
+		st.Sinks[0].Records != int64(len(all)) || st.Sinks[1].Records != int64(len(big)) {
+		t.Errorf("stats: filtered %d (want %d), expression failed %v (want process.map: 1), sink records %d, %d (want %d, %d)",
+			st.Filtered, tests, st.ExpressionFailed, st.Sinks[0].Records, st.Sinks[1].Records, len(all), len(big))
 	}
 }
 
