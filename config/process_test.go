@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/process"
 )
 
 // issue36Job is the job file of issue 36, verbatim, after the connection
@@ -224,5 +226,32 @@ func TestProcessValidation(t *testing.T) {
 				t.Errorf("%q: want it at line %d", p[0], line)
 			}
 		})
+	}
+}
+
+// TestProcessDocExamplesCompile holds the numbered examples of
+// docs/config.md's Processing section to the compiler.
+func TestProcessDocExamplesCompile(t *testing.T) {
+	md, err := os.ReadFile("../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := string(md)[strings.Index(string(md), "### Examples"):]
+	sec = sec[:strings.Index(sec, "A whole job")]
+	item := regexp.MustCompile("(?m)^\\d+\\. [^`]*`([a-z_.\\[\\]]+): '(.*)'`$")
+	n := 0
+	for _, m := range item.FindAllStringSubmatch(sec, -1) {
+		n++
+		kind := map[string]process.Kind{"process.filter": process.Filter, "process.map": process.Map, "sinks[i].where": process.Where}[m[1]]
+		if kind == 0 {
+			t.Errorf("example field %s", m[1])
+			continue
+		}
+		if _, err := process.Compile(m[1], m[2], kind); err != nil {
+			t.Errorf("docs/config.md example %q: %v", m[2], err)
+		}
+	}
+	if n < 10 {
+		t.Fatalf("found %d examples, want at least 10", n)
 	}
 }
