@@ -71,7 +71,7 @@ func WithRoutedSink(s Sink, where Where) Option {
 // validateProcess is validate's part for WithRoutedSink.
 func (c *config) validateProcess() error {
 	if n := len(c.wheres); n > MaxRoutedSinks {
-		return fielderr.New(fmt.Sprintf("sinks[%d]", n-1), "a sink with a where must be one of the first %d sinks", MaxRoutedSinks)
+		return fielderr.New(fmt.Sprintf("sinks[%d].where", n-1), "a sink with a where must be one of the first %d sinks", MaxRoutedSinks)
 	}
 	return nil
 }
