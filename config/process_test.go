@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/signalbox/signalbox/embedded"
-	"github.com/signalbox/signalbox/internal/pgtest"
 	"github.com/signalbox/signalbox/process"
 )
 
@@ -105,23 +104,11 @@ func TestProcessJobEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(t.TempDir())
-	plan, err := build(t, fmt.Sprintf(`
+	pl := runJob(t, fmt.Sprintf(`
 brokers: [%s]
 inputs: [{topic: orders, time: field, time_field: ts}]
 until: end-offsets
 `, c.Addrs()[0])+issue36Job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl, err := plan.Pipeline()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // hang guard
-	defer cancel()
-	if err := pl.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
 
 	want := map[int64]string{} // by event time (each order has its own)
 	var wantBig []int64
@@ -307,25 +294,8 @@ process:
 		check(t, got)
 	})
 	t.Run("postgres", func(t *testing.T) {
-		dsn := pgtest.DSN(t)
-		c, err := embedded.Start(embedded.WithTopic("in", 2))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		table := fmt.Sprintf("cfgroute_%d", time.Now().UnixNano())
+		c, conn, table := pgJob(t, "cfgroute")
 		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(ctx)
-		t.Cleanup(func() {
-			for _, s := range []string{"", "_checkpoint", "_watermark"} {
-				_, _ = conn.Exec(ctx, "DROP TABLE IF EXISTS "+table+s)
-			}
-		})
-		t.Setenv("SIGNALBOX_TEST_DSN", dsn)
 		run(t, c, fmt.Sprintf("{type: postgres, dsn_env: SIGNALBOX_TEST_DSN, table: %s, where: 'value.odd'}", table))
 		rows, err := conn.Query(ctx, fmt.Sprintf(`SELECT value::text FROM %s ORDER BY event_time, seq`, table))
 		if err != nil {
