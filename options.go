@@ -139,8 +139,7 @@ type config struct {
 	metaFilter      MetaFilter
 	filter          Filter
 	transform       Transform
-	process         Process // process.go
-	wheres          []Where // by sink index, up to the last routed sink (WithRoutedSink)
+	processing      // WithProcess, WithRoutedSink (process.go)
 	batchSize       int
 	maxInflight     int
 	inflightBytes   int64
@@ -437,9 +436,6 @@ func (c *config) validate() error {
 		first = i
 	}
 	errs = append(errs, c.validateRanges()...)
-	if err := c.validateProcess(); err != nil {
-		errs = append(errs, err)
-	}
 	if err := c.late.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -525,5 +521,5 @@ func (c *config) validateRanges() []error {
 	check("parked_limit", c.parkedLimit >= 0 && c.parkedLimit <= MaxParkedLimit, c.parkedLimit, "must be ≥ 0 and at most 1 TiB")
 	check("max_future", c.maxFuture >= 0 && c.maxFuture <= MaxMaxFuture, c.maxFuture, "must be ≥ 0 and at most 8760h (365 days)")
 	check("flush_linger", c.flushLinger >= 0 && c.flushLinger <= MaxFlushLinger, c.flushLinger, "must be ≥ 0 and at most 1h")
-	return errs
+	return append(errs, c.validateProcess()...)
 }

@@ -68,10 +68,16 @@ func WithRoutedSink(s Sink, where Where) Option {
 	}
 }
 
+// processing is the part of config that WithProcess and WithRoutedSink set.
+type processing struct {
+	process Process
+	wheres  []Where // by sink index, up to the last routed sink
+}
+
 // validateProcess is validate's part for WithRoutedSink.
-func (c *config) validateProcess() error {
+func (c *config) validateProcess() []error {
 	if n := len(c.wheres); n > MaxRoutedSinks {
-		return fielderr.New(fmt.Sprintf("sinks[%d].where", n-1), "a sink with a where must be one of the first %d sinks", MaxRoutedSinks)
+		return []error{fielderr.New(fmt.Sprintf("sinks[%d].where", n-1), "a sink with a where must be one of the first %d sinks", MaxRoutedSinks)}
 	}
 	return nil
 }
