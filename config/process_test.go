@@ -311,3 +311,53 @@ process:
 		check(t, got)
 	})
 }
+
+// TestProcessInputThenJob: an input's process runs before the job's, and
+// only on that input's records (a topic_pattern input's too); a record an
+// input's filter drops never reaches the job's.
+func TestProcessInputThenJob(t *testing.T) {
+	c, err := embedded.Start(embedded.WithTopic("a", 1), embedded.WithTopic("b-1", 1), embedded.WithTopic("c", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var recs []*kgo.Record
+	for i := range 12 {
+		topic := []string{"a", "b-1", "c"}[i%3]
+		recs = append(recs, embedded.Record(topic, 0, "k", fmt.Sprintf(`{"ts":%d,"v":%d}`, future+int64(i), i)))
+	}
+	if err := c.Produce(context.Background(), recs...); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	runJob(t, fmt.Sprintf(`
+brokers: [%s]
+inputs:
+  - topic: a
+    time: field
+    time_field: ts
+    process: {map: '{"v": value.v * 10.0, "src": "a"}'}
+  - topic_pattern: 'b-.*'
+    time: field
+    time_field: ts
+    process: {filter: 'value.v != 4.0', map: '{"v": value.v, "src": topic}'}
+  - {topic: c, time: field, time_field: ts}
+until: end-offsets
+process:
+  filter: 'value.v != 8.0 && value.v != 3.0'
+  map: '{"v": value.v, "src": has(value.src) ? value.src : "none"}'
+sinks: [{type: jsonl, path: out.jsonl}]
+`, c.Addrs()[0]))
+	var got []string
+	for _, l := range readLines(t, "out.jsonl") {
+		got = append(got, string(l.Value))
+	}
+	// a: 0, 3, 6, 9 → v×10 before the job's filter sees them (30 passes
+	// it, 3 is never seen); b-1: 1, 4, 7, 10 (4 dropped by its input);
+	// c: 2, 5, 8, 11 straight to the job's process (8 dropped by it).
+	want := `{"src":"a","v":0} {"src":"b-1","v":1} {"src":"none","v":2} {"src":"a","v":30} {"src":"none","v":5} {"src":"a","v":60} ` +
+		`{"src":"b-1","v":7} {"src":"a","v":90} {"src":"b-1","v":10} {"src":"none","v":11}`
+	if strings.Join(got, " ") != want {
+		t.Fatalf("out.jsonl values\n%s\nwant\n%s", strings.Join(got, " "), want)
+	}
+}
