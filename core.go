@@ -32,6 +32,7 @@ type core struct {
 	hasCP  bool
 	wm     int64
 	cur    *out
+	route  uint64    // the routes of the record output is handling (process.go)
 	fx     effects   // what the core asked for since the driver last applied it
 	now    time.Time // the time of the current step
 	rel    releasing // the release under way

@@ -191,6 +191,8 @@
 //   - input.go: Input, and how a record's event time and key are decoded;
 //     timeparse.go: an event time's text to milliseconds.
 //   - options.go: the With options, their defaults and their validation.
+//   - process.go: Process and Where (WithProcess, WithRoutedSink) as a
+//     record is output; the routed sinks' batches.
 //   - source.go, sink.go, strategy.go: the contracts of a Source, a Sink
 //     and a ParkedStore, with their optional interfaces.
 //   - stats.go, observe.go, opsstats.go: Stats and Event; publishing them.

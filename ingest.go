@@ -190,6 +190,14 @@ func (c *core) output(ps *partState, rec *record.Record) error {
 			return err
 		}
 	}
+	if c.cfg.process != nil || c.cfg.routed() {
+		if ok, err := c.process(rec); !ok || err != nil {
+			return err
+		}
+		if c.cfg.routed() {
+			c.cur.routes = append(c.cur.routes, c.route)
+		}
+	}
 	// One copy, straight into the batch: append(records, *rec) copies the
 	// 216-byte record to the stack first, as rec might alias the batch.
 	n := len(c.cur.records)

@@ -4,6 +4,7 @@ package signalbox
 // snapshot.
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/signalbox/signalbox/record"
@@ -55,6 +56,7 @@ func (r *run) publish() {
 		}
 	}
 	r.publishOps(&s)
+	s.ExpressionFailed = maps.Clone(r.stats.ExpressionFailed) // the snapshot must not share the live counters
 	r.p.mu.Lock()
 	checkpoints, delivery := r.p.stats.Checkpoints, r.p.stats.Delivery
 	r.p.stats = s

@@ -61,7 +61,7 @@ func New(src Source, opts ...Option) (*Pipeline, error) {
 		p.decoders[in.Topic] = d
 	}
 	p.fallback, _ = compileInput(Input{Topic: "*"})
-	p.schemad = p.schemad && !bytesOnly(p.cfg.sinks)
+	p.schemad = p.schemad && (!bytesOnly(p.cfg.sinks) || p.cfg.process != nil || p.cfg.routed()) // a Process and a Where read the JSON
 	p.markJSON = p.cfg.transform == nil && embedsValueJSON(p.cfg.sinks)
 	p.setRenderIngest()
 	if p.cfg.strategy == nil {
@@ -81,6 +81,7 @@ func (p *Pipeline) Stats() Stats {
 	defer p.mu.Unlock()
 	s := p.stats
 	s.Late = maps.Clone(p.stats.Late)
+	s.ExpressionFailed = maps.Clone(p.stats.ExpressionFailed)
 	s.SinksOpen = p.sinksOpen.Load()
 	return s
 }

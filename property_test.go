@@ -62,6 +62,11 @@ func recordSet(seed uint64) ([]script.Partition, []record.Record) {
 // (event time, key, input, partition, offset), encoded by the JSONL sink.
 func want(t *testing.T, all []record.Record) []byte {
 	t.Helper()
+	return encodeJSONL(t, sortedTotal(all))
+}
+
+// sortedTotal is all sorted by the total order.
+func sortedTotal(all []record.Record) []record.Record {
 	sorted := slices.Clone(all)
 	slices.SortFunc(sorted, func(a, b record.Record) int {
 		pa, pb := posOf(&a), posOf(&b)
@@ -73,6 +78,12 @@ func want(t *testing.T, all []record.Record) []byte {
 		}
 		return 0
 	})
+	return sorted
+}
+
+// encodeJSONL is what the JSONL sink writes of sorted.
+func encodeJSONL(t *testing.T, sorted []record.Record) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	s := jsonl.New(&buf, jsonl.Options{})
 	ctx := context.Background()

@@ -116,7 +116,14 @@ func BenchmarkReplayScraped(b *testing.B) {
 // record besides the wall-clock rate: on a busy machine CPU time varies
 // less than wall time.
 func BenchmarkReplayJSONL(b *testing.B) {
-	var parts []script.Partition
+	parts, n := jsonlParts()
+	for _, mode := range []signalbox.TimeSource{signalbox.TimeFromTimestamp, signalbox.TimeFromField} {
+		b.Run(string(mode), func(b *testing.B) { benchReplayJSONL(b, parts, n, mode) })
+	}
+}
+
+// jsonlParts are BenchmarkReplayJSONL's records: n of them in 12 partitions.
+func jsonlParts() (parts []script.Partition, n int) {
 	for _, topic := range []string{"orders", "stock", "prices"} {
 		for p := range int32(4) {
 			sp := script.Partition{TopicPartition: tp(topic, p)}
@@ -130,40 +137,41 @@ func BenchmarkReplayJSONL(b *testing.B) {
 			parts = append(parts, sp)
 		}
 	}
-	n := 12 * 20_000
-	for _, mode := range []signalbox.TimeSource{signalbox.TimeFromTimestamp, signalbox.TimeFromField} {
-		b.Run(string(mode), func(b *testing.B) {
-			var in []signalbox.Input
-			for _, t := range []string{"orders", "stock", "prices"} {
-				i := signalbox.Input{Topic: t, Time: mode}
-				if mode == signalbox.TimeFromField {
-					i.TimeField = "ts"
-				}
-				in = append(in, i)
-			}
-			b.ReportAllocs()
-			cpu0 := cpuTime()
-			var total time.Duration
-			for i := range b.N {
-				out := jsonl.New(io.Discard, jsonl.Options{})
-				p, err := signalbox.New(script.New(uint64(i), 512, parts...), signalbox.WithInputs(in...),
-					signalbox.WithDelay(time.Second), signalbox.WithSink(out), signalbox.WithUntil(signalbox.UntilEndOffsets))
-				if err != nil {
-					b.Fatal(err)
-				}
-				start := time.Now()
-				if err := p.Run(context.Background()); err != nil {
-					b.Fatal(err)
-				}
-				total += time.Since(start)
-				if got := p.Stats().Out; got != int64(n) {
-					b.Fatalf("%d records out, want %d", got, n)
-				}
-			}
-			b.ReportMetric(float64(n)*float64(b.N)/total.Seconds(), "records/s")
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(n*b.N), "cpu-ns/record")
-		})
+	return parts, 12 * 20_000
+}
+
+// benchReplayJSONL replays parts (n records) in time mode into a JSONL
+// sink, with extra options, and reports records/s and cpu-ns/record.
+func benchReplayJSONL(b *testing.B, parts []script.Partition, n int, mode signalbox.TimeSource, extra ...signalbox.Option) {
+	var in []signalbox.Input
+	for _, t := range []string{"orders", "stock", "prices"} {
+		i := signalbox.Input{Topic: t, Time: mode}
+		if mode == signalbox.TimeFromField {
+			i.TimeField = "ts"
+		}
+		in = append(in, i)
 	}
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	var total time.Duration
+	for i := range b.N {
+		out := jsonl.New(io.Discard, jsonl.Options{})
+		p, err := signalbox.New(script.New(uint64(i), 512, parts...), append([]signalbox.Option{signalbox.WithInputs(in...),
+			signalbox.WithDelay(time.Second), signalbox.WithSink(out), signalbox.WithUntil(signalbox.UntilEndOffsets)}, extra...)...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		if err := p.Run(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		total += time.Since(start)
+		if got := p.Stats().Out; got != int64(n) {
+			b.Fatalf("%d records out, want %d", got, n)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/total.Seconds(), "records/s")
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(n*b.N), "cpu-ns/record")
 }
 
 // cpuTime is the process's user + system CPU time so far.

@@ -30,6 +30,9 @@ type out struct {
 	noCommit bool
 	ack      chan struct{}
 	fenced   []record.TopicPartition // set by the sink goroutine before it closes ack
+	// routes has a bit per routed sink for each of records, under
+	// WithRoutedSink (process.go).
+	routes []uint64
 }
 
 // run is one Run: the driver around its core, touched by the engine

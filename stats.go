@@ -127,8 +127,13 @@ type Stats struct {
 	// Delivery is what the checkpoints achieved.
 	Delivery Delivery
 	// Sinks is each sink's activity, in the order of the job's sinks, the
-	// dead-letter sink last.
+	// dead-letter sink last. A sink added with WithRoutedSink counts in
+	// Records the records routed to it.
 	Sinks []SinkStats
+	// ExpressionFailed counts the records dead-lettered because a Process
+	// or Where failed, by the name of the failing expression
+	// (ExpressionError); nil when none failed.
+	ExpressionFailed map[string]int64
 }
 
 // TaskWatermark is the watermark of one co-partitioned task.

@@ -43,6 +43,8 @@ type writer struct {
 	// report hands the engine goroutine what the sinks acknowledged
 	// (EventCheckpoint) or refused (EventFenced, EventDead).
 	report func(Event)
+	// routed is the batch of a routed sink (WithRoutedSink), reused.
+	routed []record.Record
 }
 
 // newWriter returns the sinks' writer for r, reporting through report.
@@ -83,11 +85,19 @@ func (w *writer) writeOne(ctx context.Context, o *out) error {
 		}
 	}
 	if len(o.records) > 0 {
-		for _, s := range cfg.sinks {
-			if err := w.deliver(ctx, s, "write", o.records, s.Write); err != nil {
+		for i, s := range cfg.sinks {
+			batch := o.records
+			if cfg.routedSink(i) {
+				w.routed = routeBatch(o, i, w.routed)
+				if batch = w.routed; len(batch) == 0 {
+					continue
+				}
+			}
+			if err := w.deliver(ctx, s, "write", batch, s.Write); err != nil {
 				return err
 			}
 		}
+		clear(w.routed) // nothing keeps the records' buffers reachable
 	}
 	if o.cp == nil {
 		if o.flush {

@@ -129,8 +129,20 @@ func (j *Job) build(log *zap.Logger) (*Plan, error) {
 		p.Sinks = append(p.Sinks, s)
 		p.WritesStdout = p.WritesStdout || j.Sinks[i].writesStdout()
 	}
-	for _, s := range p.Sinks {
+	v := validator{lines: j.lines}
+	proc, wheres := j.processing(&v)
+	if err := v.errs.err(); err != nil {
+		return nil, err // never a sink without its where
+	}
+	for i, s := range p.Sinks {
+		if wheres[i] != nil {
+			p.Options = append(p.Options, signalbox.WithRoutedSink(s, wheres[i].Where()))
+			continue
+		}
 		p.Options = append(p.Options, signalbox.WithSink(s))
+	}
+	if proc != nil {
+		p.Options = append(p.Options, signalbox.WithProcess(proc))
 	}
 	if j.DeadLetter != nil {
 		s, err := j.buildSink(j.DeadLetter)

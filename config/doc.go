@@ -60,4 +60,9 @@
 //     another type set to other than its zero value is refused by Validate
 //     naming the type and its keys (TestSinkKeysAreDocumented holds each
 //     struct to its table in docs/config.md).
+//  12. Every expression (process, inputs[i].process, sinks[i].where) is
+//     compiled by Validate with package process, each error at its YAML
+//     path and line with the column inside the expression; dead_letter
+//     takes no where. Build compiles them again and fails rather than build
+//     a sink without its where (process.go).
 package config

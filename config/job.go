@@ -41,6 +41,9 @@ type Job struct {
 	Admin              Admin    `yaml:"admin"`
 	// SchemaRegistry is the registry of the schema'd formats (nil: none).
 	SchemaRegistry *SchemaRegistry `yaml:"schema_registry"`
+	// Process filters and maps every record on its way to the sinks
+	// (process.go; nil: none).
+	Process *Process `yaml:"process"`
 
 	lines map[string]int // YAML path → line, filled by Parse
 }
@@ -77,6 +80,9 @@ type Input struct {
 	// default json), KeyFormat the key's (default: the key's bytes).
 	Format    string `yaml:"format"`
 	KeyFormat string `yaml:"key_format"`
+	// Process filters and maps the input's records before the job's
+	// process (process.go; nil: none).
+	Process *Process `yaml:"process"`
 }
 
 // State is the `state` section: where and within what memory budget parked

@@ -18,6 +18,9 @@ type Sink struct {
 	// or *PostgresSink as Type says; nil when Type is absent or unknown, or
 	// for a type whose every setting takes its default.
 	Settings SinkSettings
+	// Where routes: a record goes to the sink only when this CEL
+	// expression is true of it (process.go; "": every record).
+	Where string
 
 	// foreign are the keys set (not to their zero value) that belong to
 	// another type, in the order of sinkKinds: Validate refuses them.
@@ -67,8 +70,11 @@ func sinkKindOf(name string) *sinkKind {
 // to the settings of the sink's type (Sink.take). unionField maps a key to
 // its field.
 var sinkUnion, unionField = func() (reflect.Type, map[string]int) {
-	fields := []reflect.StructField{{Name: "Type", Type: reflect.TypeFor[string](), Tag: `yaml:"type"`}}
-	index := map[string]int{"type": 0}
+	fields := []reflect.StructField{
+		{Name: "Type", Type: reflect.TypeFor[string](), Tag: `yaml:"type"`},
+		{Name: "Where", Type: reflect.TypeFor[string](), Tag: `yaml:"where"`}, // every type's (Sink.Where)
+	}
+	index := map[string]int{"type": 0, "where": 1}
 	for _, k := range sinkKinds {
 		t := reflect.TypeOf(k.new()).Elem()
 		for i := range t.NumField() {
@@ -91,7 +97,7 @@ var sinkUnion, unionField = func() (reflect.Type, map[string]int) {
 // take sets s from u, a decoded sinkUnion: the type, the settings of that
 // type, and the keys of other types that are set.
 func (s *Sink) take(u reflect.Value) {
-	*s = Sink{Type: u.Field(0).String()}
+	*s = Sink{Type: u.Field(0).String(), Where: u.Field(1).String()}
 	kind := sinkKindOf(s.Type)
 	if kind == nil {
 		return // Validate reports the type; no key is foreign to no type

@@ -96,8 +96,8 @@ func TestBuildPostgresReadsDSNFromEnvironment(t *testing.T) {
 	}
 }
 
-// runJob builds and runs doc to its end offsets.
-func runJob(t *testing.T, doc string) {
+// runJob builds and runs doc to its end offsets, and returns its pipeline.
+func runJob(t *testing.T, doc string) *signalbox.Pipeline {
 	t.Helper()
 	p, err := build(t, doc)
 	if err != nil {
@@ -112,6 +112,7 @@ func runJob(t *testing.T, doc string) {
 	if err := pl.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return pl
 }
 
 // future is an event time ahead of the processing-time watermark that ends
@@ -207,25 +208,8 @@ func kafkaExactlyOnce(t *testing.T, spec string) {
 // TestPostgresSinkExactlyOnceFromConfig: the same with a postgres sink whose
 // DSN comes from the environment, against the real server.
 func TestPostgresSinkExactlyOnceFromConfig(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	c, err := embedded.Start(embedded.WithTopic("in", 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	table := fmt.Sprintf("cfgtest_%d", time.Now().UnixNano())
+	c, conn, table := pgJob(t, "cfgtest")
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	t.Cleanup(func() {
-		for _, s := range []string{"", "_checkpoint", "_watermark"} {
-			_, _ = conn.Exec(ctx, "DROP TABLE IF EXISTS "+table+s)
-		}
-	})
-	t.Setenv("SIGNALBOX_TEST_DSN", dsn)
 	doc := jobOn(c, fmt.Sprintf("{type: postgres, dsn_env: SIGNALBOX_TEST_DSN, table: %s, max_batch: 7}", table))
 	produce(t, c, 0, 30)
 	runJob(t, doc)
@@ -245,6 +229,32 @@ func TestPostgresSinkExactlyOnceFromConfig(t *testing.T) {
 	if err := conn.QueryRow(ctx, fmt.Sprintf(`SELECT name FROM %s_watermark`, table)).Scan(&name); err != nil || name != "job" {
 		t.Fatalf("checkpoint name = %q, %v; want the job's group", name, err)
 	}
+}
+
+// pgJob starts a cluster with topic "in" and connects to the test server,
+// where the tables of a fresh name with prefix are dropped when t ends; its
+// DSN is in SIGNALBOX_TEST_DSN. The cluster and connection close with t.
+func pgJob(t *testing.T, prefix string) (*embedded.Cluster, *pgx.Conn, string) {
+	dsn := pgtest.DSN(t)
+	c, err := embedded.Start(embedded.WithTopic("in", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	table := fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano())
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, s := range []string{"", "_checkpoint", "_watermark"} {
+			_, _ = conn.Exec(ctx, "DROP TABLE IF EXISTS "+table+s)
+		}
+		conn.Close(ctx)
+	})
+	t.Setenv("SIGNALBOX_TEST_DSN", dsn)
+	return c, conn, table
 }
 
 // A bulk linger of 0s means no timer of the sink's own, not its default.

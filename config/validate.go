@@ -12,6 +12,7 @@ import (
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/internal/admin"
 	"github.com/signalbox/signalbox/internal/fielderr"
+	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sources/kafka"
 	"github.com/signalbox/signalbox/timers/durable"
 )
@@ -169,6 +170,7 @@ func (j *Job) Validate() error {
 	v.size("state.memory", j.State.Memory)
 	v.duration("checkpoint_interval", j.CheckpointInterval, libraryRange)
 	j.validateLibrary(v)
+	j.processing(v)
 	if a := j.Admin.Addr; a != "" && a != admin.Off {
 		if _, err := admin.ListenAddr(a); err != nil {
 			v.bad("admin.addr", "%v", err)
@@ -200,6 +202,10 @@ func (j *Job) validateLibrary(v *validator) {
 		var s signalbox.Sink = standIn{}
 		if j.Sinks[i].exactlyOnce() {
 			s = checkpointStandIn{}
+		}
+		if j.Sinks[i].Where != "" {
+			opts = append(opts, signalbox.WithRoutedSink(s, func(*record.Record) (bool, error) { return true, nil }))
+			continue
 		}
 		opts = append(opts, signalbox.WithSink(s))
 	}

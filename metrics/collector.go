@@ -52,6 +52,7 @@ var (
 	dOut      = desc("records_out_total", "Records released to the sinks.")
 	dDead     = desc("records_dead_lettered_total", "Records sent to the dead-letter sink.")
 	dFiltered = desc("records_filtered_total", "Records skipped by a filter.")
+	dExprFail = desc("expression_failed_total", "Records dead-lettered because a processing expression failed on them, by the expression's path in the job file.", "expression")
 	dTimeless = desc("records_timeless_total", "Records of time: none inputs passed straight through.")
 	dSkipped  = desc("records_skipped_total", "Records skipped after a restart because they were already emitted.")
 	dFuture   = desc("records_future_total", "Records whose event time was too far ahead of the evidence clock (max_future): dead-lettered, never parked.")
@@ -86,7 +87,7 @@ var (
 var all = []*prometheus.Desc{
 	dPosition, dSnapshotEnd, dLatestEnd, dBehind, dPhase, dPaused, dHolds, dCommitted, dSchemaHeld, dSchemaHolds,
 	dWatermark, dWatermarkLag, dTaskWatermark, dReplayDone, dRemaining, dETA,
-	dIn, dOut, dDead, dFiltered, dTimeless, dSkipped, dFuture, dLate, dLateness,
+	dIn, dOut, dDead, dFiltered, dExprFail, dTimeless, dSkipped, dFuture, dLate, dLateness,
 	dParked, dParkedBytes, dSpilled, dStoreBytes,
 	dSinkRecords, dSinkErrors, dSinkRetries, dSinkRejected, dSinkWrite, dSinkFlush, dSinkBatch, dOutOfOrder, dRelease,
 	dCheckpoints, dCheckpointDur, dCommits, dCommitFails, dCommitSkips, dRebalances, dSinksOpen, dPublished,
@@ -125,6 +126,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	e.counter(dOut, s.Out)
 	e.counter(dDead, s.Dead)
 	e.counter(dFiltered, s.Filtered)
+	for expr, n := range s.ExpressionFailed {
+		e.counter(dExprFail, n, expr)
+	}
 	e.counter(dTimeless, s.Timeless)
 	e.counter(dSkipped, s.Skipped)
 	e.counter(dFuture, s.Future)

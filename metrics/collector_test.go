@@ -246,3 +246,18 @@ signalbox_partition_schema_held_records{partition="1",topic="orders"} 12
 		t.Fatalf("%d held-records series without a hold", n)
 	}
 }
+
+// TestExpressionFailed: each failing expression has its series, by path.
+func TestExpressionFailed(t *testing.T) {
+	s := full()
+	s.ExpressionFailed = map[string]int64{"process.map": 2, "sinks[1].where": 1}
+	want := `
+# HELP signalbox_expression_failed_total Records dead-lettered because a processing expression failed on them, by the expression's path in the job file.
+# TYPE signalbox_expression_failed_total counter
+signalbox_expression_failed_total{expression="process.map"} 2
+signalbox_expression_failed_total{expression="sinks[1].where"} 1
+`
+	if err := testutil.CollectAndCompare(collector(s), strings.NewReader(want), "signalbox_expression_failed_total"); err != nil {
+		t.Fatal(err)
+	}
+}

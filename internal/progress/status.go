@@ -3,6 +3,7 @@ package progress
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,9 +59,12 @@ type Counters struct {
 	Spilled     int64 `json:"spilled"`     // parked records held only on disk
 	StoreBytes  int64 `json:"store_bytes"` // disk space of the durable store
 	Commits     int64 `json:"commits"`
-	CommitFails int64 `json:"commit_failures"`
-	Rebalances  int64 `json:"rebalances"`
-	Future      int64 `json:"future"` // too far ahead of the evidence clock (max_future)
+	// ExpressionFailed counts the records dead-lettered by a failing
+	// processing expression, by its path in the job file.
+	ExpressionFailed map[string]int64 `json:"expression_failed,omitempty"`
+	CommitFails      int64            `json:"commit_failures"`
+	Rebalances       int64            `json:"rebalances"`
+	Future           int64            `json:"future"` // too far ahead of the evidence clock (max_future)
 }
 
 // Sink is what one sink did.
@@ -142,7 +146,7 @@ func FromStats(s signalbox.Stats) Status {
 		Counters: Counters{In: s.In, Out: s.Out, Filtered: s.Filtered, Timeless: s.Timeless, Dead: s.Dead,
 			Skipped: s.Skipped, Parked: int64(s.Parked), ParkedBytes: s.ParkedB, Checkpoints: s.Checkpoints,
 			Spilled: int64(s.Spilled), StoreBytes: s.StoreBytes, Commits: s.Delivery.Commits,
-			CommitFails: s.Delivery.CommitFailures, Rebalances: s.Rebalances, Future: s.Future},
+			CommitFails: s.Delivery.CommitFailures, Rebalances: s.Rebalances, Future: s.Future, ExpressionFailed: s.ExpressionFailed},
 		Holders:    []Holder{},
 		Partitions: []Partition{},
 		Progress:   []Input{},
@@ -273,6 +277,9 @@ func (s Status) WriteText(w io.Writer) error {
 	c := s.Counters
 	fmt.Fprintf(tw, "replay\t%s\n", replay)
 	fmt.Fprintf(tw, "records\tin %d, out %d, parked %d, dead-lettered %d (%d too far in the future), filtered %d, timeless %d\n", c.In, c.Out, c.Parked, c.Dead, c.Future, c.Filtered, c.Timeless)
+	for _, expr := range slices.Sorted(maps.Keys(c.ExpressionFailed)) {
+		fmt.Fprintf(tw, "expression failed\t%s: %d records dead-lettered\n", expr, c.ExpressionFailed[expr])
+	}
 	fmt.Fprintf(tw, "parked\t%d records, %s in memory, %d spilled to disk, store %s\n", c.Parked, bytesText(c.ParkedBytes), c.Spilled, bytesText(c.StoreBytes))
 	late := Late{}
 	for _, l := range s.Late {

@@ -6,10 +6,12 @@ package rulecases
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/record"
 )
 
 // Sink kinds of a case: an at-least-once sink (jsonl) or an exactly-once
@@ -36,6 +38,9 @@ type Case struct {
 	Inputs     []signalbox.Input
 	Sinks      []string
 	DeadLetter bool
+	// Wheres are the sinks' where expressions, by sink index (a routed
+	// sink: signalbox.WithRoutedSink).
+	Wheres map[int]string
 	// Field is the YAML path validate names (the library's field error
 	// names it or its parent: sinks[2] for sinks[2].type); "" when valid.
 	Field string
@@ -75,6 +80,11 @@ var Cases = []Case{
 	{Name: "a topic and a pattern spelt alike", Inputs: []signalbox.Input{{Topic: "a"}, {TopicPattern: "a"}}},
 	{Name: "two exactly-once sinks", Sinks: []string{AtLeastOnce, ExactlyOnce, ExactlyOnce}, Field: "sinks[2].type"},
 	{Name: "one exactly-once sink", Sinks: []string{AtLeastOnce, ExactlyOnce}},
+	{Name: "process filter and map", YAML: "process: {filter: 'value.ok', map: '{\"a\": value.a}'}",
+		Options: opts(signalbox.WithProcess(func(*record.Record) (bool, error) { return true, nil }))},
+	{Name: "a routed exactly-once sink", Sinks: []string{AtLeastOnce, ExactlyOnce}, Wheres: map[int]string{1: "late"}},
+	{Name: "a where on the 65th sink", Sinks: slices.Repeat([]string{AtLeastOnce}, 65), Wheres: map[int]string{64: "late"}, Field: "sinks[64].where"},
+	{Name: "a where on the 64th sink", Sinks: slices.Repeat([]string{AtLeastOnce}, 64), Wheres: map[int]string{63: "late"}},
 }
 
 func opts(o ...signalbox.Option) []signalbox.Option { return o }
@@ -113,10 +123,14 @@ func (c Case) Job(dir string) string {
 		}
 	}
 	sink := func(i int, kind string) string {
-		if kind == ExactlyOnce {
-			return "{type: postgres, dsn_env: " + DSNEnv + ", table: t" + fmt.Sprint(i) + "}"
+		where := ""
+		if w, ok := c.Wheres[i]; ok {
+			where = ", where: '" + w + "'"
 		}
-		return "{type: jsonl, path: '" + dir + "/out" + fmt.Sprint(i) + ".jsonl'}"
+		if kind == ExactlyOnce {
+			return "{type: postgres, dsn_env: " + DSNEnv + ", table: t" + fmt.Sprint(i) + where + "}"
+		}
+		return "{type: jsonl, path: '" + dir + "/out" + fmt.Sprint(i) + ".jsonl'" + where + "}"
 	}
 	b.WriteString("sinks:\n")
 	for i, kind := range c.sinks() {
@@ -135,7 +149,11 @@ func (c Case) Job(dir string) string {
 // stores the checkpoint).
 func (c Case) LibraryOptions(sink func(exactlyOnce bool) signalbox.Sink) []signalbox.Option {
 	o := append([]signalbox.Option{signalbox.WithInputs(c.inputs()...)}, c.Options...)
-	for _, kind := range c.sinks() {
+	for i, kind := range c.sinks() {
+		if _, ok := c.Wheres[i]; ok { // the expression's verdict is the job file's (package process)
+			o = append(o, signalbox.WithRoutedSink(sink(kind == ExactlyOnce), func(*record.Record) (bool, error) { return true, nil }))
+			continue
+		}
 		o = append(o, signalbox.WithSink(sink(kind == ExactlyOnce)))
 	}
 	if c.DeadLetter {

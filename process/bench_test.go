@@ -1,0 +1,50 @@
+package process_test
+
+import (
+	"testing"
+
+	"github.com/signalbox/signalbox/process"
+	"github.com/signalbox/signalbox/record"
+)
+
+// BenchmarkProcess is the cost per record of issue 36's filter, of its
+// three-field map, and of both (Steps, reading value once), over a
+// JSON order of 120 bytes.
+func BenchmarkProcess(b *testing.B) {
+	r := &record.Record{Topic: "orders", Key: []byte("sku-1"), EventTime: 1700000000123,
+		Value: []byte(`{"ts":1700000000123,"id":"o-000123","sku":"sku-000042","qty":3,"price":7.25,"status":"ok","site":"oslo"}`), ValueJSON: true}
+	filter, err := process.Compile("process.filter", `value.status != "test"`, process.Filter)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mapx, err := process.Compile("process.map", `{"id": value.id, "sku": value.sku, "total": value.qty * value.price}`, process.Map)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("filter", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if ok, err := filter.Bool(r); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+	b.Run("map3", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := mapx.Apply(nil, r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("filter+map3", func(b *testing.B) {
+		s := process.Steps{Filter: filter, Map: mapx}
+		b.ReportAllocs()
+		for b.Loop() {
+			rr := *r
+			if ok, err := s.Run(&rr); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,48 @@
+// Package process compiles the expressions of a job file's processing
+// (process.filter, process.map, a sink's where) with CEL (cel.dev/cel-go)
+// and runs them on records: Steps as a signalbox.Process
+// (signalbox.WithProcess), an Expr as a signalbox.Where
+// (signalbox.WithRoutedSink) or, for JSON values at ingest, a
+// signalbox.Transform. The root package does not import it: cel-go stays
+// out of the library's core.
+//
+// Invariants:
+//
+//  1. Every expression compiles against one fixed environment (Env): the
+//     variables below, CEL's standard library and the strings, math and
+//     encoders extensions, with cross-type numeric comparisons. No
+//     function reads the wall clock or any other state: an evaluation is a
+//     pure function of the record, so a replay and a live run compute the
+//     same.
+//  2. Variables: value (dyn, the record's value in the JSON model the
+//     sinks render: record.Record.DecodedValue for a schema'd value, else
+//     its bytes, which must be JSON; object → map(string, dyn), array →
+//     list(dyn), every number → double, string, bool, null; null for a
+//     record without a value), key (string: the Kafka key; reading it
+//     fails when the key is not UTF-8, key_bytes then reads it
+//     losslessly; a null key reads as ""), key_bytes (bytes), headers
+//     (map(string, bytes), the last header of a name wins), topic
+//     (string), partition and offset (int), event_time (timestamp, the
+//     record's event time; reading it fails for a `time: none` input),
+//     kafka_timestamp (timestamp), late (bool: released out of turn).
+//  3. Compile refuses, with a *CompileError naming the expression, its line
+//     and column: a syntax error, an unknown variable or function, a
+//     filter or where whose type is neither bool nor dyn, and an
+//     expression whose estimated cost, with every value, key and header at
+//     most MaxInputBytes long, exceeds MaxEstimatedCost (an unbounded
+//     estimate included).
+//  4. An evaluation never turns an error into a result: a missing key read
+//     without has(), a type mismatch, a division by zero, a value that is
+//     not JSON, a cost above MaxCost, a filter or where that is not a bool,
+//     a map result that is no JSON (a non-string map key, NaN, infinity)
+//     or is longer than MaxValueBytes are an *Error naming the expression;
+//     the root package dead-letters the record with it as the reason.
+//  5. A map's result becomes the record's value as one line of JSON
+//     (AppendJSON): map keys sorted by their bytes, an object passed
+//     through from the input unchanged in the input's member order; the
+//     same record gives the same bytes every time. A where sees the mapped
+//     value, read back from those bytes.
+//  6. Reading a field of a top-level object scans the value's bytes for
+//     that member only (internal/jsonfield); the first member of a name
+//     wins, in every read.
+package process

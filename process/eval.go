@@ -1,0 +1,171 @@
+package process
+
+// Evaluation over a record: the activation that resolves the variables,
+// Bool and Apply, and the cost estimator.
+
+import (
+	"fmt"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"cel.dev/cel-go/checker"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/interpreter"
+
+	"github.com/signalbox/signalbox/internal/jsonfield"
+	"github.com/signalbox/signalbox/record"
+)
+
+// activation resolves the variables of one record, each only when the
+// expression reads it; value is converted once per activation.
+type activation struct {
+	rec   *record.Record
+	doc   []byte // the value's JSON: the mapped value, else Doc(rec)
+	json  bool   // doc is known to be valid JSON
+	value ref.Val
+}
+
+var pool = sync.Pool{New: func() any { return new(activation) }}
+
+func getActivation(r *record.Record) *activation {
+	a := pool.Get().(*activation)
+	a.rec, a.doc, a.json, a.value = r, Doc(r), r.ValueJSON || r.DecodedValue != nil, nil
+	return a
+}
+
+func (a *activation) put() {
+	*a = activation{}
+	pool.Put(a)
+}
+
+// Doc is the bytes `value` reads from r: the value's JSON rendering when
+// the input decodes values (record.Record.DecodedValue, as the sinks
+// render it), else its bytes.
+func Doc(r *record.Record) []byte {
+	if r.DecodedValue != nil {
+		return r.DecodedValue
+	}
+	return r.Value
+}
+
+func (a *activation) Parent() interpreter.Activation { return nil }
+
+func (a *activation) ResolveName(name string) (any, bool) {
+	r := a.rec
+	switch name {
+	case "value":
+		if a.value == nil {
+			a.value = a.readValue()
+		}
+		return a.value, true
+	case "key":
+		if !utf8.Valid(r.Key) {
+			return types.NewErr("key is not valid UTF-8: read key_bytes"), true
+		}
+		return types.String(r.Key), true
+	case "key_bytes":
+		return types.Bytes(r.Key), true
+	case "headers":
+		m := make(map[ref.Val]ref.Val, len(r.Headers))
+		for _, h := range r.Headers {
+			m[types.String(h.Key)] = types.Bytes(h.Value) // the last of a name wins
+		}
+		return types.NewRefValMap(types.DefaultTypeAdapter, m), true
+	case "topic":
+		return types.String(r.Topic), true
+	case "partition":
+		return types.Int(r.Partition), true
+	case "offset":
+		return types.Int(r.Offset), true
+	case "event_time":
+		if r.Timeless {
+			return types.NewErr("event_time: the record's input has time: none"), true
+		}
+		return types.Timestamp{Time: time.UnixMilli(r.EventTime).UTC()}, true
+	case "kafka_timestamp":
+		return types.Timestamp{Time: r.Timestamp.UTC()}, true
+	case "late":
+		return types.Bool(r.Late), true
+	}
+	return nil, false
+}
+
+// readValue is `value`: null for a record without a value (a tombstone),
+// an error when the bytes are not JSON.
+func (a *activation) readValue() ref.Val {
+	if a.doc == nil {
+		return types.NullValue
+	}
+	if !a.json {
+		if d := jsonfield.Scan(a.doc, nil); !d.Valid {
+			return types.NewErr("value is not JSON")
+		}
+	}
+	return jsonValue(a.doc)
+}
+
+// Bool evaluates a Filter or Where over r.
+func (x *Expr) Bool(r *record.Record) (bool, error) {
+	a := getActivation(r)
+	defer a.put()
+	return x.boolOf(a)
+}
+
+func (x *Expr) boolOf(a *activation) (bool, error) {
+	out, err := x.eval(a)
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.(ref.Val).(types.Bool)
+	if !ok { // a dyn expression checked as bool cannot get here; refuse rather than guess
+		return false, x.fail(fmt.Errorf("result %v is not a bool", out))
+	}
+	return bool(b), nil
+}
+
+// Apply evaluates a Map over r and appends its result's JSON to dst
+// (AppendJSON). A result longer than MaxValueBytes is an error.
+func (x *Expr) Apply(dst []byte, r *record.Record) ([]byte, error) {
+	a := getActivation(r)
+	defer a.put()
+	return x.apply(dst, a)
+}
+
+func (x *Expr) apply(dst []byte, a *activation) ([]byte, error) {
+	out, err := x.eval(a)
+	if err != nil {
+		return dst, err
+	}
+	n := len(dst)
+	dst, err = AppendJSON(dst, out.(ref.Val))
+	if err != nil {
+		return dst[:n], x.fail(err)
+	}
+	if len(dst)-n > MaxValueBytes {
+		return dst[:n], x.fail(fmt.Errorf("the result is %d bytes of JSON, more than %d", len(dst)-n, MaxValueBytes))
+	}
+	return dst, nil
+}
+
+// estimator bounds the size of what the variables hold for the cost
+// estimate: a value, key or header at most MaxInputBytes long (a list in
+// a value at most half as many elements, "0," each).
+type estimator struct{}
+
+func (estimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
+	p := n.Path()
+	if len(p) == 0 {
+		return nil
+	}
+	switch p[0] {
+	case "value", "key", "key_bytes", "headers", "topic":
+		return &checker.SizeEstimate{Min: 0, Max: MaxInputBytes}
+	}
+	return nil
+}
+
+func (estimator) EstimateCallCost(function, overloadID string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+	return nil
+}
