@@ -6,6 +6,7 @@ package signalbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -121,8 +122,18 @@ func newRun(ctx context.Context, p *Pipeline) *run {
 	return r
 }
 
-// cancelled reports whether err is ctx's cancellation: a stop, not a
-// failure.
-func cancelled(ctx context.Context, err error) bool {
-	return errors.Is(err, context.Canceled) && ctx.Err() != nil
+// stopped reports whether err is ctx's end, its cancellation or its
+// deadline: a stop, not a failure.
+func stopped(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+}
+
+// stopResult is what Run returns after a clean stop by ctx: nil for a
+// cancellation, ErrDeadline (with context.DeadlineExceeded) for its
+// deadline.
+func stopResult(ctx context.Context) error {
+	if err := ctx.Err(); errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %w", ErrDeadline, err)
+	}
+	return nil
 }
