@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 	"unsafe"
 
 	"github.com/signalbox/signalbox/formats/value"
@@ -130,7 +132,7 @@ func (in Input) Validate() error {
 		bad("topic_pattern", "set topic or topic_pattern, not both")
 	case in.TopicPattern != "":
 		if _, err := topicpattern.Compile(in.TopicPattern); err != nil {
-			bad("topic_pattern", "%q is not a regular expression: %v", in.TopicPattern, err)
+			bad("topic_pattern", "%v", err)
 		}
 	}
 	switch in.Time {
@@ -145,19 +147,19 @@ func (in Input) Validate() error {
 		if in.TimeField == "" {
 			bad("time_field", "required when time is field")
 		} else if _, err := jsonfield.ParsePath(in.TimeField); err != nil {
-			bad("time_field", "%q is not a dotted JSON path such as meta.ts", in.TimeField)
+			bad("time_field", "%s is not a dotted JSON path such as meta.ts", fielderr.Quote(in.TimeField))
 		}
 	case TimeFromHeader:
 		if in.TimeField == "" {
 			bad("time_field", "required when time is header (the header name)")
 		}
 	default:
-		bad("time", "%q is not one of timestamp, field, header, none", in.Time)
+		bad("time", "%s is not one of timestamp, field, header, none", fielderr.Quote(string(in.Time)))
 	}
 	switch in.TimeFormat {
 	case FormatAuto, FormatUnixMs, FormatUnixS, FormatUnixUs, FormatUnixNs, FormatRFC3339:
 	default:
-		bad("time_format", "%q is not one of auto, unix_ms, unix_s, unix_us, unix_ns, rfc3339", in.TimeFormat)
+		bad("time_format", "%s is not one of auto, unix_ms, unix_s, unix_us, unix_ns, rfc3339", fielderr.Quote(string(in.TimeFormat)))
 	}
 	switch in.Key {
 	case KeyFromKafka:
@@ -168,10 +170,10 @@ func (in Input) Validate() error {
 		if in.KeyField == "" {
 			bad("key_field", "required when key is field")
 		} else if _, err := jsonfield.ParsePath(in.KeyField); err != nil {
-			bad("key_field", "%q is not a dotted JSON path such as meta.id", in.KeyField)
+			bad("key_field", "%s is not a dotted JSON path such as meta.id", fielderr.Quote(in.KeyField))
 		}
 	default:
-		bad("key", "%q is not one of key, field", in.Key)
+		bad("key", "%s is not one of key, field", fielderr.Quote(string(in.Key)))
 	}
 	return errors.Join(errs...)
 }
@@ -204,9 +206,89 @@ func (p *Pipeline) decoderFor(topic string) *decoder {
 	return p.fallback
 }
 
+// InputTopics returns the topics (Input.Topic) and the topic patterns
+// (Input.TopicPattern) of inputs, in order, each once: what a source must
+// read for them, so that the topics are declared once, in the inputs:
+//
+//	topics, patterns := signalbox.InputTopics(inputs...)
+//	src, err := kafka.New(kafka.Config{Brokers: brokers, Topics: topics, TopicPatterns: patterns})
+func InputTopics(inputs ...Input) (topics, patterns []string) {
+	for _, in := range inputs {
+		switch {
+		case in.TopicPattern != "" && !slices.Contains(patterns, in.TopicPattern):
+			patterns = append(patterns, in.TopicPattern)
+		case in.TopicPattern == "" && in.Topic != "" && !slices.Contains(topics, in.Topic):
+			topics = append(topics, in.Topic)
+		}
+	}
+	return topics, patterns
+}
+
+// checkRead refuses an input naming a topic the source never delivers
+// (TopicLister), each as a field error of its inputs[i] entry.
+func checkRead(src Source, inputs []Input) error {
+	tl, ok := src.(TopicLister)
+	if !ok {
+		return nil
+	}
+	topics, patterns := tl.Topics()
+	var res []*regexp.Regexp
+	for _, p := range patterns {
+		if re, err := topicpattern.Compile(p); err == nil { // the source validated it
+			res = append(res, re)
+		}
+	}
+	reads := func(topic string) bool {
+		return slices.Contains(topics, topic) ||
+			!strings.HasPrefix(topic, "__") && slices.ContainsFunc(res, func(re *regexp.Regexp) bool { return re.MatchString(topic) })
+	}
+	var errs []error
+	for i, in := range inputs {
+		switch {
+		case in.TopicPattern != "":
+			re, err := topicpattern.Compile(in.TopicPattern)
+			if err != nil || len(res) > 0 || slices.ContainsFunc(topics, re.MatchString) {
+				continue // err: Validate reports it
+			}
+			errs = append(errs, fielderr.New(fmt.Sprintf("inputs[%d].topic_pattern", i),
+				"%s matches none of the topics the source reads (%s), and the source reads no pattern: no record would ever be decoded by it",
+				fielderr.Quote(in.TopicPattern), sourceTopics(topics, patterns)))
+		case in.Topic != "" && !reads(in.Topic):
+			errs = append(errs, fielderr.New(fmt.Sprintf("inputs[%d].topic", i),
+				"%s is not a topic the source reads (%s): no record would ever be decoded by it; add it to the source's topics (InputTopics derives them from the inputs) or correct the name",
+				fielderr.Quote(in.Topic), sourceTopics(topics, patterns)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sourceTopics names what a source reads, for a message: at most 10
+// topics and 10 patterns.
+func sourceTopics(topics, patterns []string) string {
+	var parts []string
+	for _, l := range []struct {
+		what string
+		xs   []string
+	}{{"topics", topics}, {"patterns", patterns}} {
+		if len(l.xs) == 0 {
+			continue
+		}
+		var q []string
+		for _, x := range l.xs[:min(len(l.xs), 10)] {
+			q = append(q, fielderr.Quote(x))
+		}
+		part := l.what + " " + strings.Join(q, ", ")
+		if n := len(l.xs) - 10; n > 0 {
+			part += fmt.Sprintf(" and %d more", n)
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, "; ")
+}
+
 func compileInput(in Input) (*decoder, error) {
 	if err := in.Validate(); err != nil {
-		return nil, fmt.Errorf("input %q: %w", in.name(), err)
+		return nil, fmt.Errorf("input %s: %w", fielderr.Quote(in.name()), err)
 	}
 	in = in.withDefaults()
 	d := &decoder{in: in, timeless: in.Time == TimeNone}

@@ -44,13 +44,15 @@ type Pipeline struct {
 	sinksOpen atomic.Bool
 }
 
-// New builds a pipeline. It validates the options and reports every problem.
+// New builds a pipeline. It validates the options and reports every
+// problem; with a source that lists its topics (TopicLister), an Input
+// naming a topic the source never delivers is one.
 func New(src Source, opts ...Option) (*Pipeline, error) {
 	p := &Pipeline{src: src, decoders: map[string]*decoder{}, cfg: configOf(opts)}
 	if src == nil {
 		return nil, errors.New("signalbox: source: must not be nil")
 	}
-	if err := p.cfg.validate(); err != nil {
+	if err := errors.Join(p.cfg.validate(), checkRead(src, p.cfg.inputs)); err != nil {
 		return nil, fmt.Errorf("signalbox: invalid pipeline: %w", err)
 	}
 	for _, in := range p.cfg.inputs {
