@@ -58,7 +58,12 @@ type run struct {
 	pauser     Pauser
 	holdPauser Pauser
 	handledTo  HandledNotifier
-	demander   EvidenceDemander
+	// grouper is the source's GroupReader, nil when it is none; noGroup is
+	// true when it reads without a group: its commits store nothing, and
+	// none is made or counted.
+	grouper  GroupReader
+	noGroup  bool
+	demander EvidenceDemander
 	// recycler takes back the source's record arrays (recycle.go); nil
 	// when the source is no Recycler or the store is one whose use of a
 	// parked record is not known.
@@ -105,6 +110,10 @@ func newRun(ctx context.Context, p *Pipeline) *run {
 	gate := newPauseGate(p.src)
 	r.pauser, r.holdPauser = gate.pauserFor(pausedByEngine), gate.pauserFor(pausedByHold)
 	r.demander, _ = p.src.(EvidenceDemander)
+	if r.grouper, _ = p.src.(GroupReader); r.grouper != nil {
+		name, _ := r.grouper.Group()
+		r.noGroup = name == ""
+	}
 	if r.handledTo, _ = p.src.(HandledNotifier); r.handledTo != nil {
 		r.handledTo.Handled() // before the first Poll: the source holds partitions back from here on
 	}

@@ -143,7 +143,8 @@ type TopicLister interface {
 // first join, between two sessions (a rebalance) and after Close. A member
 // that joined owns partitions or not: with more members than tasks some own
 // none, and are as ready as the others (Stats.Member). Group is called
-// from the engine's goroutine after Open returned; it must not block.
+// from the engine's goroutine, before Open too (the name is known from the
+// start); it must not block.
 type GroupReader interface {
 	Group() (name string, member *record.GroupMember)
 }

@@ -17,8 +17,8 @@ func (s *Source) Topics() (topics, patterns []string) {
 // session: nil before its first join, between two sessions and after
 // Close. A session may assign no partition (more members than tasks): the
 // member has joined all the same. It implements the root package's
-// GroupReader; it is called after Open returned, from the goroutine that
-// called it.
+// GroupReader; it is called from the goroutine that calls Open, before
+// Open too.
 func (s *Source) Group() (string, *record.GroupMember) {
 	if s.group == nil {
 		return s.cfg.Group, nil
