@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -13,16 +14,9 @@ import (
 	"github.com/signalbox/signalbox/catchup"
 	"github.com/signalbox/signalbox/embedded"
 	"github.com/signalbox/signalbox/internal/admin"
-	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/sinks/jsonl"
 	"github.com/signalbox/signalbox/sources/kafka"
 )
-
-type discard struct{}
-
-func (discard) Open(context.Context) error                   { return nil }
-func (discard) Write(context.Context, []record.Record) error { return nil }
-func (discard) Flush(context.Context) error                  { return nil }
-func (discard) Close() error                                 { return nil }
 
 // TestIdleMemberIsReady: two members of one group on a topic of one
 // partition (more members than tasks) are both ready once they joined,
@@ -48,7 +42,7 @@ func TestIdleMemberIsReady(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := signalbox.New(src, signalbox.WithInputs(signalbox.Input{Topic: "orders"}), signalbox.WithSink(discard{}))
+		p, err := signalbox.New(src, signalbox.WithInputs(signalbox.Input{Topic: "orders"}), signalbox.WithSink(jsonl.New(io.Discard, jsonl.Options{})))
 		if err != nil {
 			t.Fatal(err)
 		}
