@@ -195,7 +195,9 @@
 //     partitions whose records cannot be decoded yet.
 //   - recycle.go: giving the source's record arrays back (Recycler).
 //   - input.go: Input, and how a record's event time and key are decoded;
-//     timeparse.go: an event time's text to milliseconds.
+//     timeparse.go: an event time's text to milliseconds; topics.go: the
+//     inputs' topics (InputTopics) and New's check that the source reads
+//     each (TopicLister).
 //   - options.go: the With options, their defaults and their validation.
 //   - source.go, sink.go, strategy.go: the contracts of a Source, a Sink
 //     and a ParkedStore, with their optional interfaces.
