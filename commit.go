@@ -19,7 +19,10 @@ import (
 // failed commit loses nothing (the next checkpoint commits again), except at
 // the final one, where it is an error. A commit the source skips because
 // this member does not own the partitions now is counted as skipped, never
-// as committed, and logged at warn.
+// as committed, and logged at warn. A source that reads without a consumer
+// group (GroupReader) stores no commit: none is made, none counted (unless
+// the checkpoint sink commits the offsets in its transaction, to its own
+// group).
 func (r *run) commit(ctx context.Context, cp *record.Checkpoint, final bool, fenced []record.TopicPartition) error {
 	offs := make(map[record.TopicPartition]int64, len(cp.Partitions))
 	for _, pc := range cp.Partitions {
@@ -37,6 +40,9 @@ func (r *run) commit(ctx context.Context, cp *record.Checkpoint, final bool, fen
 	if oc, ok := r.cfg.checkpointSink().(SourceOffsetCommitter); ok && oc.CommitsSourceOffsets() {
 		r.countCommit(offs, nil)
 		return nil // committed in the sink's transaction
+	}
+	if r.noGroup {
+		return nil
 	}
 	var err error
 	if cc, ok := r.p.src.(CheckpointCommitter); ok {

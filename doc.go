@@ -5,15 +5,21 @@
 // sinks/postgres, sinks/bulk) in event-time order, once the broker's end
 // offsets show that nothing older can still arrive:
 //
-//	src, err := kafka.New(kafka.Config{Brokers: []string{"localhost:9092"}, Topics: []string{"orders"}, Group: "orders-ordered"})
+//	inputs := []signalbox.Input{{Topic: "orders", Time: signalbox.TimeFromField, TimeField: "ts"}}
+//	topics, patterns := signalbox.InputTopics(inputs...) // the topics are declared once, in the inputs
+//	src, err := kafka.New(kafka.Config{Brokers: []string{"localhost:9092"}, Topics: topics, TopicPatterns: patterns, Group: "orders-ordered"})
 //	...
 //	p, err := signalbox.New(src,
-//		signalbox.WithInputs(signalbox.Input{Topic: "orders", Time: signalbox.TimeFromField, TimeField: "ts"}),
+//		signalbox.WithInputs(inputs...),
 //		signalbox.WithDelay(2*time.Second), // how late a producer may be and stay in order
 //		signalbox.WithSink(jsonl.New(os.Stdout, jsonl.Options{})),
 //	)
 //	...
-//	err = p.Run(ctx) // live until ctx is cancelled; then flushes and commits
+//	err = p.Run(ctx) // live until ctx is done; then flushes, checkpoints and commits
+//
+// New refuses an Input naming a topic the source does not read
+// (TopicLister), so that a typo never leaves a topic to the default event
+// time, the Kafka timestamp.
 //
 // WithUntil bounds a run: UntilEndOffsets stops at the end of the history
 // present at start-up, UntilTime(t) once the watermark reaches the event
@@ -189,7 +195,9 @@
 //     partitions whose records cannot be decoded yet.
 //   - recycle.go: giving the source's record arrays back (Recycler).
 //   - input.go: Input, and how a record's event time and key are decoded;
-//     timeparse.go: an event time's text to milliseconds.
+//     timeparse.go: an event time's text to milliseconds; topics.go: the
+//     inputs' topics (InputTopics) and New's check that the source reads
+//     each (TopicLister).
 //   - options.go: the With options, their defaults and their validation.
 //   - process.go: Process and Where (WithProcess, WithRoutedSink) as a
 //     record is output; the routed sinks' batches.

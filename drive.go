@@ -13,7 +13,7 @@ import (
 // Run documents. closeAll closes what open opened (the source, then the
 // sinks) and returns err, or the first error closing them; it is to be
 // called whatever open returned. A stop during start-up is a clean stop:
-// nothing was read, nothing is to commit (cancelled).
+// nothing was read, nothing is to commit (stopped).
 func (r *run) open(ctx context.Context) (closeAll func(err error) error, err error) {
 	p, cfg := r.p, r.cfg
 	sinks := cfg.sinks
@@ -63,11 +63,12 @@ func (r *run) fetchStep(ctx context.Context, p polled) error {
 	return err
 }
 
-// finish ends a run whose loop returned err: on a stop or a completed
-// bounded run, it finishes a release the stop interrupted (the watermark
-// already claims it), flushes what was released, checkpoints and commits.
+// finish ends a run whose loop returned err: on a stop (ctx cancelled or
+// past its deadline) or a completed bounded run, it finishes a release the
+// stop interrupted (the watermark already claims it), flushes what was
+// released, checkpoints and commits.
 func (r *run) finish(ctx context.Context, err error) error {
-	if err != nil && !cancelled(ctx, err) {
+	if err != nil && !stopped(ctx, err) {
 		return err
 	}
 	if err = r.releaseAll(context.Background()); err != nil {

@@ -49,13 +49,16 @@ func Example_kafka() {
 	}
 	defer c.Close()
 
-	src, err := kafka.New(kafka.Config{Brokers: c.Addrs(), Topics: []string{"orders"}})
+	// The inputs are declared once: the source reads the topics they name.
+	inputs := []signalbox.Input{{Topic: "orders", Time: signalbox.TimeFromField, TimeField: "ts"}}
+	topics, patterns := signalbox.InputTopics(inputs...)
+	src, err := kafka.New(kafka.Config{Brokers: c.Addrs(), Topics: topics, TopicPatterns: patterns})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	p, err := signalbox.New(src,
-		signalbox.WithInputs(signalbox.Input{Topic: "orders", Time: signalbox.TimeFromField, TimeField: "ts"}),
+		signalbox.WithInputs(inputs...),
 		signalbox.WithSink(jsonl.New(os.Stdout, jsonl.Options{})),
 		signalbox.WithUntil(signalbox.UntilEndOffsets),
 	)

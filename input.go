@@ -130,7 +130,7 @@ func (in Input) Validate() error {
 		bad("topic_pattern", "set topic or topic_pattern, not both")
 	case in.TopicPattern != "":
 		if _, err := topicpattern.Compile(in.TopicPattern); err != nil {
-			bad("topic_pattern", "%q is not a regular expression: %v", in.TopicPattern, err)
+			bad("topic_pattern", "%v", err)
 		}
 	}
 	switch in.Time {
@@ -145,19 +145,19 @@ func (in Input) Validate() error {
 		if in.TimeField == "" {
 			bad("time_field", "required when time is field")
 		} else if _, err := jsonfield.ParsePath(in.TimeField); err != nil {
-			bad("time_field", "%q is not a dotted JSON path such as meta.ts", in.TimeField)
+			bad("time_field", "%s is not a dotted JSON path such as meta.ts", fielderr.Quote(in.TimeField))
 		}
 	case TimeFromHeader:
 		if in.TimeField == "" {
 			bad("time_field", "required when time is header (the header name)")
 		}
 	default:
-		bad("time", "%q is not one of timestamp, field, header, none", in.Time)
+		bad("time", "%s is not one of timestamp, field, header, none", fielderr.Quote(string(in.Time)))
 	}
 	switch in.TimeFormat {
 	case FormatAuto, FormatUnixMs, FormatUnixS, FormatUnixUs, FormatUnixNs, FormatRFC3339:
 	default:
-		bad("time_format", "%q is not one of auto, unix_ms, unix_s, unix_us, unix_ns, rfc3339", in.TimeFormat)
+		bad("time_format", "%s is not one of auto, unix_ms, unix_s, unix_us, unix_ns, rfc3339", fielderr.Quote(string(in.TimeFormat)))
 	}
 	switch in.Key {
 	case KeyFromKafka:
@@ -168,10 +168,10 @@ func (in Input) Validate() error {
 		if in.KeyField == "" {
 			bad("key_field", "required when key is field")
 		} else if _, err := jsonfield.ParsePath(in.KeyField); err != nil {
-			bad("key_field", "%q is not a dotted JSON path such as meta.id", in.KeyField)
+			bad("key_field", "%s is not a dotted JSON path such as meta.id", fielderr.Quote(in.KeyField))
 		}
 	default:
-		bad("key", "%q is not one of key, field", in.Key)
+		bad("key", "%s is not one of key, field", fielderr.Quote(string(in.Key)))
 	}
 	return errors.Join(errs...)
 }
@@ -206,7 +206,7 @@ func (p *Pipeline) decoderFor(topic string) *decoder {
 
 func compileInput(in Input) (*decoder, error) {
 	if err := in.Validate(); err != nil {
-		return nil, fmt.Errorf("input %q: %w", in.name(), err)
+		return nil, fmt.Errorf("input %s: %w", fielderr.Quote(in.name()), err)
 	}
 	in = in.withDefaults()
 	d := &decoder{in: in, timeless: in.Time == TimeNone}

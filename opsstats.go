@@ -16,6 +16,9 @@ const storeSizeEvery = time.Second
 // publishes. It runs on the engine goroutine, once per publish.
 func (r *run) publishOps(s *Stats) {
 	s.Published = r.cfg.clock()
+	if r.grouper != nil {
+		s.Group, s.Member = r.grouper.Group()
+	}
 	s.Tasks = make([]TaskWatermark, 0, len(r.tasks))
 	for id, t := range r.tasks {
 		s.Tasks = append(s.Tasks, TaskWatermark{Task: id, Watermark: t.wm})

@@ -38,7 +38,7 @@ func (p LatePolicy) Validate() error {
 	case LateEmit, LateDeadLetter, LateDrop:
 		return nil
 	}
-	return fielderr.New("late", "%q is not one of emit, dead-letter, drop", p)
+	return fielderr.New("late", "%s is not one of emit, dead-letter, drop", fielderr.Quote(string(p)))
 }
 
 // Until says when a pipeline stops.
@@ -81,7 +81,7 @@ func (u Until) Validate() error {
 	if _, ok := u.Time(); ok {
 		return nil
 	}
-	return fielderr.New("until", "%q is not live, end-offsets or an event time in RFC 3339 (2026-03-08T00:00:00Z)", u)
+	return fielderr.New("until", "%s is not live, end-offsets or an event time in RFC 3339 (2026-03-08T00:00:00Z)", fielderr.Quote(string(u)))
 }
 
 // Clock returns the processing time. Tests inject their own.
@@ -459,7 +459,7 @@ func (c *config) validate() error {
 			if in.TopicPattern != "" {
 				field, val = "topic_pattern", in.TopicPattern
 			}
-			bad(prefix+field, "%q is already declared by inputs[%d]", val, prev)
+			bad(prefix+field, "%s is already declared by inputs[%d]", fielderr.Quote(val), prev)
 		} else if in.Topic != "" || in.TopicPattern != "" {
 			declared[in.name()] = i
 		}

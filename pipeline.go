@@ -12,6 +12,12 @@ import (
 	"github.com/signalbox/signalbox/internal/topicpattern"
 )
 
+// ErrDeadline surfaces from Run when its context's deadline stopped it
+// before its end: the stop was as clean as a cancellation's (released
+// records flushed, a last checkpoint taken and committed), but the run did
+// not finish. The error wraps context.DeadlineExceeded too.
+var ErrDeadline = errors.New("signalbox: stopped cleanly at the context's deadline, after a final checkpoint")
+
 // ErrNoDeadLetter surfaces from Run when a record must go to the dead-letter
 // sink but none is configured: signalbox stops rather than lose it.
 var ErrNoDeadLetter = errors.New("signalbox: record rejected and no dead-letter sink configured")
@@ -38,13 +44,15 @@ type Pipeline struct {
 	sinksOpen atomic.Bool
 }
 
-// New builds a pipeline. It validates the options and reports every problem.
+// New builds a pipeline. It validates the options and reports every
+// problem; with a source that lists its topics (TopicLister), an Input
+// naming a topic the source never delivers is one.
 func New(src Source, opts ...Option) (*Pipeline, error) {
 	p := &Pipeline{src: src, decoders: map[string]*decoder{}, cfg: configOf(opts)}
 	if src == nil {
 		return nil, errors.New("signalbox: source: must not be nil")
 	}
-	if err := p.cfg.validate(); err != nil {
+	if err := errors.Join(p.cfg.validate(), checkRead(src, p.cfg.inputs)); err != nil {
 		return nil, fmt.Errorf("signalbox: invalid pipeline: %w", err)
 	}
 	for _, in := range p.cfg.inputs {
@@ -86,24 +94,28 @@ func (p *Pipeline) Stats() Stats {
 	return s
 }
 
-// Run runs the pipeline until ctx is cancelled (live mode), until every
+// Run runs the pipeline until ctx is done (live mode), until every
 // partition reaches its start-up end offset (UntilEndOffsets), or until the
 // watermark reaches an event time (UntilTime).
 //
 // Lifecycle: Run opens the sinks, restores a checkpoint from the first
-// CheckpointSink, opens the source, and then parks and releases. On
-// cancellation it stops polling, flushes what was released, takes a last
-// checkpoint, commits, closes source and sinks, and returns nil: parked
-// records stay uncommitted and are re-read on restart. Any other error is
-// fatal and returned after the same clean-up (without the last checkpoint).
-// Run may be called once.
+// CheckpointSink, opens the source, and then parks and releases. When ctx
+// is done, cancelled or past its deadline alike, it stops polling, flushes
+// what was released, takes a last checkpoint, commits, and closes source
+// and sinks: parked records stay uncommitted and are re-read on restart,
+// and a restart re-emits nothing that was flushed. After that clean stop
+// Run returns nil for a cancellation, the caller's own request, and an
+// error wrapping ErrDeadline and context.DeadlineExceeded for a deadline,
+// which cut the run short of its end. Any other error is fatal and
+// returned after the same clean-up (without the last checkpoint). Run may
+// be called once.
 func (p *Pipeline) Run(ctx context.Context) (err error) {
 	r := newRun(ctx, p)
 	closeAll, err := r.open(ctx)
 	defer func() { err = closeAll(err) }()
 	if err != nil {
-		if cancelled(ctx, err) {
-			return nil
+		if stopped(ctx, err) {
+			return stopResult(ctx)
 		}
 		return err
 	}
@@ -120,7 +132,11 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 
 	err = r.loop(ctx, fetches)
 	stopPoll()
-	return r.shutdown(sinkDone, r.finish(ctx, err))
+	stop := stopped(ctx, err)
+	if err = r.shutdown(sinkDone, r.finish(ctx, err)); err == nil && stop {
+		err = stopResult(ctx)
+	}
+	return err
 }
 
 // shutdown ends the sink goroutine once it has written every out batch,

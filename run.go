@@ -6,6 +6,7 @@ package signalbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -60,7 +61,12 @@ type run struct {
 	pauser     Pauser
 	holdPauser Pauser
 	handledTo  HandledNotifier
-	demander   EvidenceDemander
+	// grouper is the source's GroupReader, nil when it is none; noGroup is
+	// true when it reads without a group: its commits store nothing, and
+	// none is made or counted.
+	grouper  GroupReader
+	noGroup  bool
+	demander EvidenceDemander
 	// recycler takes back the source's record arrays (recycle.go); nil
 	// when the source is no Recycler or the store is one whose use of a
 	// parked record is not known.
@@ -107,6 +113,10 @@ func newRun(ctx context.Context, p *Pipeline) *run {
 	gate := newPauseGate(p.src)
 	r.pauser, r.holdPauser = gate.pauserFor(pausedByEngine), gate.pauserFor(pausedByHold)
 	r.demander, _ = p.src.(EvidenceDemander)
+	if r.grouper, _ = p.src.(GroupReader); r.grouper != nil {
+		name, _ := r.grouper.Group()
+		r.noGroup = name == ""
+	}
 	if r.handledTo, _ = p.src.(HandledNotifier); r.handledTo != nil {
 		r.handledTo.Handled() // before the first Poll: the source holds partitions back from here on
 	}
@@ -124,8 +134,18 @@ func newRun(ctx context.Context, p *Pipeline) *run {
 	return r
 }
 
-// cancelled reports whether err is ctx's cancellation: a stop, not a
-// failure.
-func cancelled(ctx context.Context, err error) bool {
-	return errors.Is(err, context.Canceled) && ctx.Err() != nil
+// stopped reports whether err is ctx's end, its cancellation or its
+// deadline: a stop, not a failure.
+func stopped(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+}
+
+// stopResult is what Run returns after a clean stop by ctx: nil for a
+// cancellation, ErrDeadline (with context.DeadlineExceeded) for its
+// deadline.
+func stopResult(ctx context.Context) error {
+	if err := ctx.Err(); errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %w", ErrDeadline, err)
+	}
+	return nil
 }

@@ -113,3 +113,38 @@ type Recycler interface {
 type Seeker interface {
 	StartAt(offsets map[record.TopicPartition]int64)
 }
+
+// TopicLister is implemented by sources that read named topics and the
+// topics matching patterns (the Kafka source: Config.Topics and
+// Config.TopicPatterns). Topics returns both, and New checks every Input
+// against them: an Input whose topic the source never delivers fails New,
+// naming it, instead of decoding nothing while the topic meant (a typo:
+// "order" for "orders") silently takes the default, the Kafka timestamp.
+//
+//   - An Input's Topic must be one of topics, or match one of patterns (as
+//     a whole name; internal topics, "__…", match no pattern). A topic
+//     that does not exist yet but matches a pattern is accepted: the
+//     source's discovery delivers it once created, and its Input decodes
+//     it then.
+//   - An Input's TopicPattern must match one of topics, or the source must
+//     have patterns: which topics two patterns share is known only when
+//     they are found.
+//
+// InputTopics derives the source's topics from the inputs, so that they
+// are declared once. Topics is called by New, before Open.
+type TopicLister interface {
+	Topics() (topics, patterns []string)
+}
+
+// GroupReader is implemented by sources that can read as a member of a
+// consumer group (the Kafka source, with Config.Group). Group returns the
+// group's name, "" when the source reads without one (its commits then
+// store nothing), and the member's current session in it: nil before its
+// first join, between two sessions (a rebalance) and after Close. A member
+// that joined owns partitions or not: with more members than tasks some own
+// none, and are as ready as the others (Stats.Member). Group is called
+// from the engine's goroutine, before Open too (the name is known from the
+// start); it must not block.
+type GroupReader interface {
+	Group() (name string, member *record.GroupMember)
+}

@@ -120,6 +120,14 @@ type Stats struct {
 	// Rebalances counts the fetches that assigned or revoked partitions
 	// (the first assignment and discovered partitions included).
 	Rebalances int64
+	// Group is the consumer group the source reads as a member of
+	// (GroupReader), "" when it reads without one: then nothing is
+	// committed (Delivery stays empty). Member is this member's current
+	// session in the group: nil before it first joined and between two
+	// sessions; a member that joined may own no partition (more members
+	// than tasks).
+	Group  string
+	Member *record.GroupMember
 	// Spilled is the number of parked records held only on disk, and
 	// StoreBytes the disk space of the durable store; both 0 without one.
 	Spilled    int

@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -154,6 +156,13 @@ func runStopJob(t *testing.T, doc string, ctx context.Context, stop *stopper) (*
 // (a count of records written, or a time), then runs it to the end offsets.
 // It returns every record produced.
 func stopRestart(t *testing.T, c *embedded.Cluster, seed uint64, stops int, sinks string) []crashtest.Produced {
+	return stopRestartBy(t, c, seed, stops, sinks, false)
+}
+
+// stopRestartBy is stopRestart; with deadline, each run is stopped by its
+// context's deadline (context.WithTimeout) at a random time instead, and
+// must return ErrDeadline.
+func stopRestartBy(t *testing.T, c *embedded.Cluster, seed uint64, stops int, sinks string, deadline bool) []crashtest.Produced {
 	rng := rand.New(rand.NewPCG(seed, 11))
 	prod := newStopProducer(t, c, seed, 300*time.Millisecond)
 	start := time.Now().Add(-time.Hour).UnixMilli()
@@ -181,15 +190,26 @@ func stopRestart(t *testing.T, c *embedded.Cluster, seed uint64, stops int, sink
 	for run := range stops {
 		// Checkpoints now and then, or only the final one.
 		cp := []time.Duration{20 * time.Millisecond, 300 * time.Millisecond, time.Hour}[rng.IntN(3)]
+		after := 50*time.Millisecond + time.Duration(rng.Int64N(int64(1500*time.Millisecond)))
 		ctx, cancel := context.WithCancel(context.Background()) // as SIGINT does
-		timer := time.AfterFunc(50*time.Millisecond+time.Duration(rng.Int64N(int64(1500*time.Millisecond))), cancel)
 		stop := &stopper{cancel: cancel}
 		stop.n.Store(1 + rng.Int64N(history*int64(len(stopTopics)*stopParts)/2))
 		if rng.IntN(2) == 0 {
 			stop.n.Store(1 + rng.Int64N(64)) // soon: the run may still re-read what the last one had read
 		}
+		timer := time.AfterFunc(after, cancel)
+		if deadline {
+			timer.Stop()
+			cancel()
+			ctx, cancel = context.WithTimeout(context.Background(), after)
+			stop = &stopper{cancel: cancel}
+			stop.n.Store(math.MaxInt64) // only the slow reader: the deadline stops the run
+		}
 		p, err := runStopJob(t, stopJob(c, "live", cp, sinks), ctx, stop)
-		if err != nil {
+		switch {
+		case deadline && (!errors.Is(err, signalbox.ErrDeadline) || !errors.Is(err, context.DeadlineExceeded)):
+			t.Fatalf("run %d: stopped by its deadline, Run returned %v; want ErrDeadline and context.DeadlineExceeded", run, err)
+		case !deadline && err != nil:
 			t.Fatalf("run %d: %v", run, err)
 		}
 		st := p.Stats()
@@ -247,6 +267,22 @@ func TestStopRestartJSONL(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out.jsonl")
 			produced := stopRestart(t, stopCluster(t), seed, 6, fmt.Sprintf("  - {type: jsonl, path: %s}\n", out))
+			checkJSONL(t, out, produced)
+		})
+	}
+}
+
+// TestStopByDeadlineOrCancel: a library Run stopped by its context's
+// deadline stops as cleanly as one whose context is cancelled: with a
+// final checkpoint, so that two stops and a restart write every record
+// exactly once to an at-least-once sink (before, a deadline took no final
+// checkpoint and the restart re-emitted thousands). Run returns nil after a
+// cancellation and ErrDeadline after a deadline.
+func TestStopByDeadlineOrCancel(t *testing.T) {
+	for _, deadline := range []bool{false, true} {
+		t.Run(map[bool]string{false: "cancel", true: "deadline"}[deadline], func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out.jsonl")
+			produced := stopRestartBy(t, stopCluster(t), 3, 2, fmt.Sprintf("  - {type: jsonl, path: %s}\n", out), deadline)
 			checkJSONL(t, out, produced)
 		})
 	}

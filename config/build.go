@@ -44,13 +44,7 @@ func (j *Job) kafkaConfig() kafka.Config {
 		},
 		SASL: kafka.SASL{Mechanism: j.SASL.Mechanism, User: j.SASL.User, TokenFile: j.SASL.TokenFile},
 	}
-	for _, in := range j.Inputs {
-		if in.TopicPattern != "" {
-			k.TopicPatterns = append(k.TopicPatterns, in.TopicPattern)
-		} else {
-			k.Topics = append(k.Topics, in.Topic)
-		}
-	}
+	k.Topics, k.TopicPatterns = signalbox.InputTopics(j.libraryInputs()...)
 	k.GroupInstanceID = j.GroupInstanceID
 	k.StartupTimeout, _ = time.ParseDuration(j.StartupTimeout) // "": the default
 	if j.DiscoveryInterval != "" {

@@ -91,6 +91,11 @@ func TestValidationErrors(t *testing.T) {
 		{"no inputs", "brokers: [h:1]\nsinks: [{type: jsonl}]", "inputs: at least one topic or topic pattern is required"},
 		{"input topic", minimal + "  - time: none", "inputs[1].topic: required"},
 		{"duplicate topic", minimal + "  - topic: a", `inputs[1].topic: "a" is already declared by inputs[0]`},
+		{"input topic name", minimal + "  - topic: 'bad topic/with:chars'", `inputs[1].topic: "bad topic/with:chars" is not a Kafka topic name (letters, digits, '.', '_', '-'; at most 249) (line 7)`},
+		{"input topic dot", minimal + "  - topic: '..'", `inputs[1].topic: ".." is not a Kafka topic name`},
+		{"input topic 250", minimal + "  - topic: " + strings.Repeat("t", 250), "inputs[1].topic: \"" + strings.Repeat("t", 100) + "…\" (250 bytes) is 250 characters long: a Kafka topic name has at most 249"},
+		{"input topic_pattern", minimal + "  - topic_pattern: 'a('", `inputs[1].topic_pattern: not a regular expression: missing closing ): "a("`},
+		{"input topic_pattern long", minimal + "  - topic_pattern: 'a" + strings.Repeat("|a", 2048) + "'", "inputs[1].topic_pattern: 4097 bytes long: a pattern has at most 4096"},
 		{"time", minimal + "  - {topic: b, time: clock}", `inputs[1].time: "clock" is not one of timestamp, field, header, none`},
 		{"time_field missing", strings.Replace(minimal, "- topic: a", "- topic: a\n  - topic: b\n  - {topic: c, time: field}", 1), "inputs[2].time_field: required when time is field"},
 		{"time_field path", minimal + "  - {topic: b, time: field, time_field: 'a..b'}", `inputs[1].time_field: "a..b" is not a dotted JSON path`},
@@ -171,6 +176,31 @@ func TestValidationErrors(t *testing.T) {
 			}
 			t.Fatalf("want a problem containing %q, got %q", tc.want, got)
 		})
+	}
+}
+
+// TestHugeValuesGiveShortErrors: a value of 900,000 characters is refused
+// with a message that repeats at most 100 of them, wherever it is written.
+func TestHugeValuesGiveShortErrors(t *testing.T) {
+	huge := strings.Repeat("x", 900_000)
+	for _, doc := range []string{
+		minimal + "  - topic: " + huge,
+		minimal + "  - topic_pattern: '" + huge + "'",
+		minimal + "  - {topic: b, time: field, time_field: '" + huge + ".'}",
+		minimal + "  - {topic: b, time: " + huge + "}",
+		withSink("{type: kafka, topic: " + huge + "}"),
+		minimal + "late: " + huge,
+		minimal + "delay: " + huge,
+	} {
+		got := problems(t, doc)
+		if len(got) == 0 {
+			t.Errorf("%.80s...: accepted", doc)
+		}
+		for _, p := range got {
+			if len(p) > 400 {
+				t.Errorf("%d bytes of error: %.200s...", len(p), p)
+			}
+		}
 	}
 }
 

@@ -3,9 +3,9 @@ package config
 import (
 	"cmp"
 	"fmt"
-	"regexp"
 
 	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/internal/topicpattern"
 	kafkasink "github.com/signalbox/signalbox/sinks/kafka"
 	"github.com/signalbox/signalbox/sources/kafka"
 )
@@ -20,15 +20,11 @@ type KafkaSink struct {
 	MaxBufferedRecords int      `yaml:"max_buffered_records"`
 }
 
-// A Kafka topic name: 1 to 249 of these characters, not "." or "..".
-var topicRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
-
 func (s *KafkaSink) validate(v *validator, p string) {
-	switch {
-	case s.Topic == "":
+	if s.Topic == "" {
 		v.bad(p+".topic", "required for a kafka sink: the output topic, which must exist")
-	case !topicRE.MatchString(s.Topic) || s.Topic == "." || s.Topic == "..":
-		v.bad(p+".topic", "%q is not a Kafka topic name (letters, digits, '.', '_', '-'; at most 249)", s.Topic)
+	} else if err := topicpattern.CheckName(s.Topic); err != nil {
+		v.bad(p+".topic", "%v", err)
 	}
 	for i, b := range s.Brokers {
 		if err := kafka.CheckBroker(b); err != nil {

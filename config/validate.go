@@ -12,6 +12,7 @@ import (
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/internal/admin"
 	"github.com/signalbox/signalbox/internal/fielderr"
+	"github.com/signalbox/signalbox/internal/topicpattern"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sources/kafka"
 	"github.com/signalbox/signalbox/timers/durable"
@@ -68,7 +69,7 @@ func (v *validator) fields(prefix string, err error) {
 // oneOf checks an enumerated field; "" is accepted as the default.
 func (v *validator) oneOf(path, val string, allowed []string) {
 	if val != "" && !slices.Contains(allowed, val) {
-		v.bad(path, "%q is not one of %s", val, strings.Join(allowed, ", "))
+		v.bad(path, "%s is not one of %s", fielderr.Quote(val), strings.Join(allowed, ", "))
 	}
 }
 
@@ -94,7 +95,7 @@ func (v *validator) duration(path, val string, rule durationRule) time.Duration 
 	d, err := time.ParseDuration(val)
 	switch {
 	case err != nil:
-		v.bad(path, "%q is not a duration such as 2s or 500ms", val)
+		v.bad(path, "%s is not a duration such as 2s or 500ms", fielderr.Quote(val))
 	case rule == notNegative && d < 0:
 		v.bad(path, "%s is negative: must be ≥ 0", val)
 	case rule == notZero && d == 0:
@@ -249,9 +250,11 @@ func optionPath(field string) (path, near string) {
 // validateConnection maps the Kafka source's verdict on the connection
 // (kafka.Config.Validate, the one copy of those rules) onto the job's YAML
 // paths, and checks what only the job file has: password_env and
-// group_instance_id_env. The topics and topic patterns are the inputs',
-// checked there (Input.Validate); that there is at least one is the
-// source's rule, reported at inputs.
+// group_instance_id_env. The topics and topic patterns are the inputs':
+// each topic name is checked at its input by the rule of every Kafka topic
+// name (topicpattern.CheckName, the source's and the kafka sink's), the
+// patterns by Input.Validate; that there is at least one is the source's
+// rule, reported at inputs.
 func (j *Job) validateConnection(v *validator) {
 	k := j.kafkaConfig()
 	if j.SASL.PasswordEnv != "" {
@@ -274,6 +277,14 @@ func (j *Job) validateConnection(v *validator) {
 			v.bad("group_instance_id_env", "%s", fe.Msg)
 		default:
 			v.bad(fe.Field, "%s", fe.Msg)
+		}
+	}
+	for i, in := range j.Inputs {
+		if in.Topic == "" {
+			continue // required unless topic_pattern is set: Input.Validate says which
+		}
+		if err := topicpattern.CheckName(in.Topic); err != nil {
+			v.bad(fmt.Sprintf("inputs[%d].topic", i), "%v", err)
 		}
 	}
 	switch s := j.SASL; {

@@ -81,6 +81,32 @@ type unknownKind struct{ kind string }
 
 func (u *unknownKind) Error() string { return "no API type for " + u.kind + " in this test" }
 
+// kubectlExtensions are the files `kubectl apply -f <dir>` reads in a
+// directory (k8s.io/cli-runtime's FileExtensions); it skips any other.
+var kubectlExtensions = []string{".json", ".yaml", ".yml"}
+
+// applied lists the files `kubectl apply -f kubernetes/` applies, and, to
+// be safe, those `kubectl apply -R -f kubernetes/` would add from folders
+// below; examples lists the others whose name ends in .example.
+func applied(t *testing.T) (files, examples []string) {
+	t.Helper()
+	err := filepath.WalkDir("kubernetes", func(path string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil || d.IsDir():
+			return err
+		case slices.Contains(kubectlExtensions, filepath.Ext(path)):
+			files = append(files, path)
+		case strings.HasSuffix(path, ".example"):
+			examples = append(examples, path)
+		}
+		return nil
+	})
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no manifests in kubernetes/: %v", err)
+	}
+	return files, examples
+}
+
 // objects is every manifest of deploy/kubernetes, decoded.
 type objects struct {
 	configMaps   map[string]*corev1.ConfigMap
@@ -95,12 +121,34 @@ var (
 	comment = regexp.MustCompile(`(?m)^#.*$`)
 )
 
+// loadManifests decodes the manifests `kubectl apply -f kubernetes/`
+// applies: a StatefulSet, a Service, a PodMonitor and a ConfigMap, and no
+// Secret (its example is not applied: loadExamples).
 func loadManifests(t *testing.T) objects {
 	t.Helper()
-	files, err := filepath.Glob("kubernetes/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no manifests in kubernetes/: %v", err)
+	files, _ := applied(t)
+	o := decodeFiles(t, files)
+	if len(o.statefulSets) != 1 || len(o.services) != 1 || len(o.podMonitors) != 1 || len(o.configMaps) != 1 || len(o.secrets) != 0 {
+		t.Fatalf("want one StatefulSet, Service, PodMonitor and ConfigMap applied, and no Secret; have %d, %d, %d, %d, %d",
+			len(o.statefulSets), len(o.services), len(o.podMonitors), len(o.configMaps), len(o.secrets))
 	}
+	return o
+}
+
+// loadExamples decodes the examples beside the manifests, which kubectl
+// does not apply: the Secret.
+func loadExamples(t *testing.T) objects {
+	t.Helper()
+	_, examples := applied(t)
+	o := decodeFiles(t, examples)
+	if len(o.secrets) != 1 || len(o.statefulSets)+len(o.services)+len(o.podMonitors)+len(o.configMaps) != 0 {
+		t.Fatalf("want one example, a Secret; have %d Secrets in %q", len(o.secrets), examples)
+	}
+	return o
+}
+
+func decodeFiles(t *testing.T, files []string) objects {
+	t.Helper()
 	o := objects{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -129,10 +177,6 @@ func loadManifests(t *testing.T) objects {
 				o.podMonitors = append(o.podMonitors, v)
 			}
 		}
-	}
-	if len(o.statefulSets) != 1 || len(o.services) != 1 || len(o.podMonitors) != 1 || len(o.configMaps) != 1 || len(o.secrets) != 1 {
-		t.Fatalf("want one StatefulSet, Service, PodMonitor, ConfigMap and Secret; have %d, %d, %d, %d, %d",
-			len(o.statefulSets), len(o.services), len(o.podMonitors), len(o.configMaps), len(o.secrets))
 	}
 	return o
 }
@@ -212,6 +256,10 @@ func TestKubernetesManifests(t *testing.T) {
 			secretEnv = append(secretEnv, c.AuthEnv)
 		}
 	}
+	// The Secret is created by the command docs/operations.md gives (and
+	// the example's header repeats), never applied with the manifests: the
+	// example and the command hold every key the StatefulSet refers to.
+	examples := loadExamples(t).secrets
 	for _, name := range secretEnv {
 		if name == "" {
 			continue
@@ -222,14 +270,14 @@ func TestKubernetesManifests(t *testing.T) {
 			continue
 		}
 		ref := e.ValueFrom.SecretKeyRef
-		s := o.secrets[ref.Name]
-		if s == nil {
-			t.Errorf("%s: Secret %q is not among the manifests", name, ref.Name)
-			continue
+		if s := examples[ref.Name]; s == nil {
+			t.Errorf("%s: Secret %q has no example", name, ref.Name)
+		} else if _, ok := s.StringData[ref.Key]; !ok {
+			t.Errorf("%s: the example of Secret %s has no key %q", name, s.Name, ref.Key)
 		}
-		if _, ok := s.StringData[ref.Key]; !ok {
-			if _, ok := s.Data[ref.Key]; !ok {
-				t.Errorf("%s: Secret %s has no key %q", name, s.Name, ref.Key)
+		for _, f := range []string{"../docs/operations.md", "kubernetes/secret.yaml.example"} {
+			if keys := createSecretKeys(t, f, ref.Name); !slices.Contains(keys, ref.Key) {
+				t.Errorf("%s: %s has no `kubectl create secret generic %s` with --from-literal=%s= (it has %q)", name, f, ref.Name, ref.Key, keys)
 			}
 		}
 	}
@@ -244,14 +292,12 @@ func TestKubernetesManifests(t *testing.T) {
 	} else if mount.ReadOnly {
 		t.Errorf("state.dir %s is on a read-only mount", job.State.Dir)
 	}
-	var dl *config.JSONLSink
-	if job.DeadLetter != nil {
-		dl, _ = job.DeadLetter.Settings.(*config.JSONLSink)
-	}
-	if dl != nil && dl.Path != "" {
-		if m, _ := mountOf(t, c, pod.Volumes, dl.Path); m == nil || m.ReadOnly {
-			t.Errorf("dead_letter.path %s is not on a writable volume (the root file system is read-only)", dl.Path)
-		}
+	// The dead letters go to a Kafka topic a downstream consumer reads, not
+	// to a file on each pod's volume.
+	if job.DeadLetter == nil {
+		t.Error("the job has no dead_letter sink")
+	} else if dl, ok := job.DeadLetter.Settings.(*config.KafkaSink); !ok || dl.Topic == "" {
+		t.Errorf("dead_letter is a %T, want a kafka sink with a topic", job.DeadLetter.Settings)
 	}
 
 	// The admin server on every interface of the pod, its port named admin,
@@ -300,6 +346,56 @@ func TestKubernetesManifests(t *testing.T) {
 	}
 	if len(pm.Spec.PodMetricsEndpoints) != 1 || pm.Spec.PodMetricsEndpoints[0].Port != "admin" || pm.Spec.PodMetricsEndpoints[0].Path != "/metrics" {
 		t.Errorf("PodMonitor endpoints %+v: want port admin, path /metrics", pm.Spec.PodMetricsEndpoints)
+	}
+}
+
+// createSecretKeys returns the keys of the `kubectl create secret generic
+// name` command in file (its --from-literal and --from-file keys, over
+// continued lines).
+func createSecretKeys(t *testing.T, file, name string) []string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(b), "\n#", "\n")
+	i := strings.Index(text, "kubectl create secret generic "+name+" ")
+	if i < 0 {
+		return nil
+	}
+	var cmd strings.Builder
+	for _, line := range strings.Split(text[i:], "\n") {
+		cmd.WriteString(line)
+		if !strings.HasSuffix(strings.TrimSpace(line), "\\") {
+			break
+		}
+	}
+	var keys []string
+	for _, m := range regexp.MustCompile(`--from-(?:literal|file)=([A-Za-z0-9._-]+)=`).FindAllStringSubmatch(cmd.String(), -1) {
+		keys = append(keys, m[1])
+	}
+	return keys
+}
+
+// TestSecretIsNotApplied: `kubectl apply -f deploy/kubernetes/` applies no
+// Secret and no placeholder password; the example that shows the Secret's
+// shape is a file kubectl skips.
+func TestSecretIsNotApplied(t *testing.T) {
+	files, examples := applied(t)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "change-me") {
+			t.Errorf("%s, applied by kubectl apply -f, holds a placeholder password", f)
+		}
+	}
+	if !slices.Contains(examples, filepath.Join("kubernetes", "secret.yaml.example")) {
+		t.Errorf("no kubernetes/secret.yaml.example among %q", examples)
+	}
+	if s := loadExamples(t).secrets["signalbox-secrets"]; s == nil {
+		t.Error("the example is not the signalbox-secrets Secret")
 	}
 }
 

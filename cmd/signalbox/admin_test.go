@@ -203,6 +203,9 @@ admin:
 		{"signalbox_watermark_seconds", nil, func(v float64) bool { return v > 1_700_000_000 }},
 		{"signalbox_rebalances_total", nil, func(v float64) bool { return v == 1 }},
 		{"signalbox_sinks_open", nil, func(v float64) bool { return v == 1 }},
+		// Without a group nothing is committed: no commit is counted.
+		{"signalbox_commits_total", nil, func(v float64) bool { return v == 0 }},
+		{"signalbox_checkpoints_total", nil, func(v float64) bool { return v >= 1 }},
 	} {
 		if v, ok := sample(t, body, want.name, want.labels); !ok || !want.check(v) {
 			t.Errorf("%s%v = %v (present %v)", want.name, want.labels, v, ok)
@@ -232,6 +235,11 @@ admin:
 	code, text, errs := cli(t, ctx, "status", "--addr", url)
 	if code != 0 || !strings.Contains(text, "held by    nobody") || !strings.Contains(text, "jsonl") {
 		t.Errorf("status: exit %d\n%s\n%s", code, text, errs)
+	}
+	// Without a group: no commits, no rebalances, no COMMITTED column.
+	if !strings.Contains(text, "; no consumer group, so no offsets are committed") || strings.Contains(text, "COMMITTED") ||
+		strings.Contains(text, "commits") || strings.Contains(text, "rebalances") {
+		t.Errorf("status of a job without a group shows commits:\n%s", text)
 	}
 	stop()
 	if code := <-done; code != 0 {

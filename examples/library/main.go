@@ -41,18 +41,6 @@ func main() {
 }
 
 func run(brokers, topics, group, timeField, start string, delay time.Duration, replay bool) error {
-	// The source: which cluster, which topics, and where to start. Every
-	// other field takes its documented default.
-	src, err := kafka.New(kafka.Config{
-		Brokers: strings.Split(brokers, ","),
-		Topics:  strings.Split(topics, ","),
-		Group:   group,
-		Start:   start,
-	})
-	if err != nil {
-		return err
-	}
-
 	// How each topic's records are decoded: where the event time is.
 	var inputs []signalbox.Input
 	for _, t := range strings.Split(topics, ",") {
@@ -61,6 +49,21 @@ func run(brokers, topics, group, timeField, start string, delay time.Duration, r
 			in.Time, in.TimeField = signalbox.TimeFromField, timeField
 		}
 		inputs = append(inputs, in)
+	}
+
+	// The source: which cluster, the topics the inputs name (declared once:
+	// New refuses an input naming a topic the source does not read), and
+	// where to start. Every other field takes its documented default.
+	names, patterns := signalbox.InputTopics(inputs...)
+	src, err := kafka.New(kafka.Config{
+		Brokers:       strings.Split(brokers, ","),
+		Topics:        names,
+		TopicPatterns: patterns,
+		Group:         group,
+		Start:         start,
+	})
+	if err != nil {
+		return err
 	}
 
 	until := signalbox.UntilLive

@@ -185,18 +185,26 @@ func Healthy(s signalbox.Stats, now time.Time, stallAfter time.Duration) (bool, 
 	return true, "ok"
 }
 
-// Ready reports whether the job is ready: every sink open and at least one
-// partition assigned.
+// Ready reports whether the job is ready: every sink open, and, in a
+// consumer group, the member joined (whether or not the group gave it a
+// partition: with more members than tasks some own none, and a rolling
+// update must not wait on them), else at least one partition assigned.
 func Ready(s signalbox.Stats) (bool, string) {
 	var not []string
 	if !s.SinksOpen {
 		not = append(not, "the sinks are not open")
 	}
-	if len(s.Partitions) == 0 {
+	switch {
+	case s.Group != "" && s.Member == nil:
+		not = append(not, fmt.Sprintf("not a member of group %s now (joining, or rebalancing)", s.Group))
+	case s.Group == "" && len(s.Partitions) == 0:
 		not = append(not, "no partition is assigned")
 	}
 	if len(not) > 0 {
 		return false, "not ready: " + strings.Join(not, ", ")
+	}
+	if s.Group != "" {
+		return true, fmt.Sprintf("ready: sinks open, member of group %s (generation %d), %d partitions assigned", s.Group, s.Member.Generation, len(s.Partitions))
 	}
 	return true, fmt.Sprintf("ready: sinks open, %d partitions assigned", len(s.Partitions))
 }

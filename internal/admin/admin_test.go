@@ -19,6 +19,7 @@ import (
 	"github.com/signalbox/signalbox/internal/admin"
 	"github.com/signalbox/signalbox/internal/progress"
 	"github.com/signalbox/signalbox/internal/version"
+	"github.com/signalbox/signalbox/record"
 )
 
 func TestListenAddr(t *testing.T) {
@@ -151,6 +152,11 @@ func TestHealthAndReadiness(t *testing.T) {
 	check("/readyz", 503, "no partition is assigned")
 	s.Partitions = []catchup.Status{{ID: catchup.ID{Input: "a"}}}
 	check("/readyz", 200, "1 partitions assigned")
+	// In a group: ready once joined, with or without a partition.
+	s.Group, s.Partitions = "g", nil
+	check("/readyz", 503, "not a member of group g now")
+	s.Member = &record.GroupMember{Group: "g", Generation: 3}
+	check("/readyz", 200, "member of group g (generation 3), 0 partitions assigned")
 	s.Published = now.Add(-61 * time.Second)
 	check("/healthz", 503, "published nothing for 1m1s")
 	check("/status", 200, `"watermark"`)

@@ -18,7 +18,10 @@
 //  3. /healthz answers 503 only when the engine loop has published stats
 //     before and has not for StallAfter: a job still opening its sinks or
 //     restoring state is alive. /readyz answers 200 only while every sink
-//     is open and at least one partition is assigned.
+//     is open and, in a consumer group, the member has joined it (whether
+//     or not it owns a partition: a member idle because the group has
+//     more members than tasks is ready), else while at least one
+//     partition is assigned.
 //  4. Every connection has read, write and idle timeouts: a client that
 //     stops reading or keeps a connection open idle cannot hold resources.
 package admin

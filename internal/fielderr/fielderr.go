@@ -10,9 +10,15 @@
 //     was validated (e.g. "time_field", "brokers[0]", "tls.cert_file").
 //  2. All finds every *Error in a tree of joined and wrapped errors, in
 //     order; it never loses one.
+//  3. Quote repeats at most MaxEcho characters of a value, so that a
+//     message about a huge value stays short.
 package fielderr
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
 
 // Error is one problem with one field.
 type Error struct {
@@ -46,4 +52,25 @@ func All(err error) []*Error {
 		return All(u.Unwrap())
 	}
 	return nil
+}
+
+// MaxEcho is how many characters of a refused value a message repeats.
+const MaxEcho = 100
+
+// Quote is v quoted as %q quotes it, for a message that repeats a value: a
+// value longer than MaxEcho characters is cut there, marked with "…" and
+// followed by its length in bytes.
+func Quote(v string) string {
+	if utf8.RuneCountInString(v) <= MaxEcho {
+		return strconv.Quote(v)
+	}
+	cut, n := 0, 0
+	for i := range v {
+		if n == MaxEcho {
+			cut = i
+			break
+		}
+		n++
+	}
+	return strconv.Quote(v[:cut]+"…") + " (" + strconv.Itoa(len(v)) + " bytes)"
 }

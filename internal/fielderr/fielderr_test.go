@@ -3,6 +3,7 @@ package fielderr
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -23,5 +24,20 @@ func TestAllFindsEveryFieldError(t *testing.T) {
 	}
 	if All(nil) != nil || All(errors.New("plain")) != nil {
 		t.Fatal("All of an error without fields must be empty")
+	}
+}
+
+// TestQuoteIsBounded: a short value is quoted as %q quotes it; a long one
+// is cut at MaxEcho characters (runes, never inside one), with its length.
+func TestQuoteIsBounded(t *testing.T) {
+	if got := Quote(`a "b"`); got != `"a \"b\""` {
+		t.Errorf("Quote = %s", got)
+	}
+	if got, want := Quote(strings.Repeat("é", MaxEcho)), fmt.Sprintf("%q", strings.Repeat("é", MaxEcho)); got != want {
+		t.Errorf("Quote of MaxEcho runes = %s, want %s", got, want)
+	}
+	long := strings.Repeat("é", 900_000)
+	if got, want := Quote(long), `"`+strings.Repeat("é", MaxEcho)+`…" (1800000 bytes)`; got != want {
+		t.Errorf("Quote of 900,000 runes = %.300s, want %s", got, want)
 	}
 }

@@ -149,6 +149,7 @@ func TestStatusExplainsHolders(t *testing.T) {
 	s.Spilled, s.StoreBytes = 3, 3<<20
 	s.Sinks = []signalbox.SinkStats{{Name: "jsonl", Records: 7, Retries: 2, Errors: 2}}
 	s.Delivery.Committed = []signalbox.CommittedOffset{{TopicPartition: record.TopicPartition{Topic: "stock", Partition: 1}, Offset: 9}}
+	s.Group = "g"
 	var text bytes.Buffer
 	if err := FromStats(s).WriteText(&text); err != nil {
 		t.Fatal(err)
@@ -167,6 +168,48 @@ func TestStatusExplainsHolders(t *testing.T) {
 	}
 	if !regexp.MustCompile(`stock/1\s+caught-up.*\s9\n`).MatchString(text.String()) {
 		t.Errorf("no committed offset 9 for stock/1:\n%s", text.String())
+	}
+}
+
+// TestStatusDeliveryByGroup: a job in a consumer group shows its commits,
+// rebalances and each partition's committed offset; one without a group
+// commits nothing, and shows no commits, no rebalances and no COMMITTED
+// column.
+func TestStatusDeliveryByGroup(t *testing.T) {
+	s := sample(true)
+	s.Checkpoints, s.Rebalances = 3, 1
+	text := func(group string) string {
+		t.Helper()
+		s.Group = group
+		var b bytes.Buffer
+		if err := FromStats(s).WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	grouped := text("orders-ordered")
+	for _, want := range []string{"delivery   3 checkpoints, 0 commits (0 failed), 1 rebalances of group orders-ordered", "BEHIND  PAUSED  COMMITTED\n"} {
+		if !strings.Contains(grouped, want) {
+			t.Errorf("with a group, the text lacks %q:\n%s", want, grouped)
+		}
+	}
+	alone := text("")
+	if !strings.Contains(alone, "delivery   3 checkpoints; no consumer group, so no offsets are committed\n") || !strings.Contains(alone, "BEHIND  PAUSED\n") {
+		t.Errorf("without a group, the text lacks its delivery line or partitions header:\n%s", alone)
+	}
+	for _, not := range []string{"COMMITTED", "commits", "rebalances"} {
+		if strings.Contains(alone, not) {
+			t.Errorf("without a group, the text shows %q:\n%s", not, alone)
+		}
+	}
+	if st := FromStats(s); st.Group != "" {
+		t.Errorf("/status group = %q, want \"\"", st.Group)
+	}
+	// Without a group, a checkpoint sink may commit the offsets in its
+	// transactions, to a group of its own: those commits are shown.
+	s.Delivery.Commits = 2
+	if sink := text(""); !strings.Contains(sink, "delivery   3 checkpoints, 2 commits (0 failed)\n") || !strings.Contains(sink, "COMMITTED") {
+		t.Errorf("commits by the checkpoint sink not shown:\n%s", sink)
 	}
 }
 

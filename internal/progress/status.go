@@ -32,6 +32,11 @@ type Status struct {
 	// SchemaHolds are the partitions held because a record's schema cannot
 	// be fetched yet (signalbox.Stats.SchemaHolds).
 	SchemaHolds []SchemaHold `json:"schema_holds"`
+	// Group is the consumer group the job reads as a member of, "" without
+	// one: nothing is committed then (but by a checkpoint sink that commits
+	// the offsets to a group of its own), and WriteText shows no commits,
+	// rebalances or COMMITTED column.
+	Group string `json:"group"`
 }
 
 // SchemaHold is one partition held for its schema registry.
@@ -143,6 +148,7 @@ func FromStats(s signalbox.Stats) Status {
 	st := Status{
 		Watermark:  FormatTime(s.Watermark),
 		ReplayDone: s.ReplayDone,
+		Group:      s.Group,
 		Counters: Counters{In: s.In, Out: s.Out, Filtered: s.Filtered, Timeless: s.Timeless, Dead: s.Dead,
 			Skipped: s.Skipped, Parked: int64(s.Parked), ParkedBytes: s.ParkedB, Checkpoints: s.Checkpoints,
 			Spilled: int64(s.Spilled), StoreBytes: s.StoreBytes, Commits: s.Delivery.Commits,
@@ -287,7 +293,14 @@ func (s Status) WriteText(w io.Writer) error {
 		late.MaxLateByMs = max(late.MaxLateByMs, l.MaxLateByMs)
 	}
 	fmt.Fprintf(tw, "late\t%d (emitted %d, dead-lettered %d, dropped %d), most late by %v\n", late.Count, late.Emitted, late.DeadLettered, late.Dropped, time.Duration(late.MaxLateByMs)*time.Millisecond)
-	fmt.Fprintf(tw, "delivery\t%d checkpoints, %d commits (%d failed), %d rebalances\n", c.Checkpoints, c.Commits, c.CommitFails, c.Rebalances)
+	switch {
+	case s.Group != "":
+		fmt.Fprintf(tw, "delivery\t%d checkpoints, %d commits (%d failed), %d rebalances of group %s\n", c.Checkpoints, c.Commits, c.CommitFails, c.Rebalances, s.Group)
+	case s.committing(): // by the checkpoint sink, in its transactions
+		fmt.Fprintf(tw, "delivery\t%d checkpoints, %d commits (%d failed)\n", c.Checkpoints, c.Commits, c.CommitFails)
+	default:
+		fmt.Fprintf(tw, "delivery\t%d checkpoints; no consumer group, so no offsets are committed\n", c.Checkpoints)
+	}
 	for _, h := range s.SchemaHolds {
 		fmt.Fprintf(tw, "schema hold\t%s/%d at offset %d: %d records wait for the schema registry since %s (%d attempts): %s\n",
 			h.Topic, h.Partition, h.Offset, h.Records, h.Since, h.Attempts, h.Error)
@@ -313,13 +326,20 @@ func (s Status) WriteText(w io.Writer) error {
 		}
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintf(tw, "PARTITION\tPHASE\tPOSITION\tSNAPSHOT END\tLATEST END\tBEHIND\tPAUSED\tCOMMITTED\n")
+	committedCol := ""
+	if s.committing() {
+		committedCol = "\tCOMMITTED"
+	}
+	fmt.Fprintf(tw, "PARTITION\tPHASE\tPOSITION\tSNAPSHOT END\tLATEST END\tBEHIND\tPAUSED%s\n", committedCol)
 	for _, p := range s.Partitions {
-		committed := "-"
-		if p.Committed != nil {
-			committed = strconv.FormatInt(*p.Committed, 10)
+		committed := ""
+		if s.committing() {
+			committed = "\t-"
+			if p.Committed != nil {
+				committed = "\t" + strconv.FormatInt(*p.Committed, 10)
+			}
 		}
-		fmt.Fprintf(tw, "%s/%d\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", p.Topic, p.Partition, p.Phase, p.Position, p.SnapshotEnd, p.LatestEnd, p.Behind, yesNo(p.Paused), committed)
+		fmt.Fprintf(tw, "%s/%d\t%s\t%d\t%d\t%d\t%d\t%s%s\n", p.Topic, p.Partition, p.Phase, p.Position, p.SnapshotEnd, p.LatestEnd, p.Behind, yesNo(p.Paused), committed)
 	}
 	if len(s.Sinks) > 0 {
 		fmt.Fprintln(tw)
@@ -336,6 +356,13 @@ func (s Status) WriteText(w io.Writer) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// committing reports whether the job commits offsets: as a member of a
+// consumer group, or in its checkpoint sink's transactions (a Kafka sink's
+// own group) once one committed.
+func (s Status) committing() bool {
+	return s.Group != "" || s.Counters.Commits+s.Counters.CommitFails > 0
 }
 
 // replaySummary sums the inputs' progress: offsets read, partitions caught

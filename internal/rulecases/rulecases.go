@@ -78,6 +78,8 @@ var Cases = []Case{
 	{Name: "duplicate topic", Inputs: []signalbox.Input{{Topic: "a"}, {Topic: "b"}, {Topic: "a"}}, Field: "inputs[2].topic"},
 	{Name: "duplicate topic_pattern", Inputs: []signalbox.Input{{TopicPattern: "a.*"}, {TopicPattern: "a.*"}}, Field: "inputs[1].topic_pattern"},
 	{Name: "a topic and a pattern spelt alike", Inputs: []signalbox.Input{{Topic: "a"}, {TopicPattern: "a"}}},
+	{Name: "topic_pattern of 4096 bytes", Inputs: []signalbox.Input{{TopicPattern: "a" + strings.Repeat("|a", 2047) + "b"}}},
+	{Name: "topic_pattern of 4097 bytes", Inputs: []signalbox.Input{{TopicPattern: "a" + strings.Repeat("|a", 2048)}}, Field: "inputs[0].topic_pattern"},
 	{Name: "two exactly-once sinks", Sinks: []string{AtLeastOnce, ExactlyOnce, ExactlyOnce}, Field: "sinks[2].type"},
 	{Name: "one exactly-once sink", Sinks: []string{AtLeastOnce, ExactlyOnce}},
 	{Name: "process filter and map", YAML: "process: {filter: 'value.ok', map: '{\"a\": value.a}'}",

@@ -278,8 +278,8 @@ func (c *Config) Validate() error {
 		bad("group_instance_id", "requires a group")
 	}
 	for i, t := range c.Topics {
-		if t == "" {
-			bad(fmt.Sprintf("topics[%d]", i), "empty topic name")
+		if err := topicpattern.CheckName(t); err != nil {
+			bad(fmt.Sprintf("topics[%d]", i), "%v", err)
 		}
 	}
 	if _, _, err := ParseStart(c.Start, time.Now()); err != nil {
