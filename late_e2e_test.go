@@ -47,7 +47,7 @@ func lateJob(c *embedded.Cluster, policy, sinks, deadLetter string) string {
 
 // TestLateSameEveryRunOverKafka: issue 34's set-up (jumpTopic) in the
 // embedded broker, read over TCP by the same bounded job several times:
-// every run flags the same 1,900 records late and writes the same output,
+// every run flags the same 1,899 records late and writes the same output,
 // byte for byte.
 func TestLateSameEveryRunOverKafka(t *testing.T) {
 	c := startCluster(t, embedded.WithTopic("in", 3))
