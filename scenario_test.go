@@ -137,10 +137,10 @@ func lateTimeline() *timeline {
 		{Assigned: []record.PartitionInfo{{TopicPartition: a, Start: 0, End: 2}, {TopicPartition: b, Start: 0, End: 2}}},
 		// a/0 delivers everything; b/0 still holds the watermark at −∞.
 		fetched(a, 2, 2, tsRecord("a", 0, 0, "x", 1000), tsRecord("a", 0, 1, "y", 5000)),
-		// b/0 at 6000: watermark 6000 − 1000 = 5000 releases a/0@0 and a/0@1.
+		// b/0 at 6000: watermark 6000 − 1000 − 1 = 4999 releases a/0@0.
 		fetched(b, 1, 2, tsRecord("b", 0, 0, "x", 6000)),
-		// b/0 at 2000 ≤ 5000: late by 3000 ms. b/0 is then caught up: the
-		// bounded run flushes b/0@0.
+		// b/0 at 2000 ≤ 4999: late by 2999 ms. b/0 is then caught up: the
+		// bounded run flushes a/0@1, b/0@1 (parked at 5000) and b/0@0.
 		fetched(b, 2, 2, tsRecord("b", 0, 1, "z", 2000)),
 	}}
 }
@@ -156,21 +156,21 @@ func TestLatePolicies(t *testing.T) {
 	}{
 		{
 			policy: signalbox.LateEmit,
-			out:    []string{"a/0@0 t=1000", "a/0@1 t=5000", "b/0@1 t=2000 late=3000ms", "b/0@0 t=6000"},
-			counters: signalbox.LateCounter{Count: 1, Emitted: 1, MaxLateBy: 3000, SumLateBy: 3000,
+			out:    []string{"a/0@0 t=1000", "a/0@1 t=5000", "b/0@1 t=2000 late=2999ms", "b/0@0 t=6000"},
+			counters: signalbox.LateCounter{Count: 1, Emitted: 1, MaxLateBy: 2999, SumLateBy: 2999,
 				Histogram: []int64{0, 0, 0, 0, 1, 0, 0, 0, 0}},
 		},
 		{
 			policy: signalbox.LateDeadLetter,
 			out:    []string{"a/0@0 t=1000", "a/0@1 t=5000", "b/0@0 t=6000"},
-			dead:   []string{"b/0@1 t=2000 late=3000ms reason=late by 3000ms"},
-			counters: signalbox.LateCounter{Count: 1, DeadLettered: 1, MaxLateBy: 3000, SumLateBy: 3000,
+			dead:   []string{"b/0@1 t=2000 late=2999ms reason=late by 2999ms"},
+			counters: signalbox.LateCounter{Count: 1, DeadLettered: 1, MaxLateBy: 2999, SumLateBy: 2999,
 				Histogram: []int64{0, 0, 0, 0, 1, 0, 0, 0, 0}},
 		},
 		{
 			policy: signalbox.LateDrop,
 			out:    []string{"a/0@0 t=1000", "a/0@1 t=5000", "b/0@0 t=6000"},
-			counters: signalbox.LateCounter{Count: 1, Dropped: 1, MaxLateBy: 3000, SumLateBy: 3000,
+			counters: signalbox.LateCounter{Count: 1, Dropped: 1, MaxLateBy: 2999, SumLateBy: 2999,
 				Histogram: []int64{0, 0, 0, 0, 1, 0, 0, 0, 0}},
 		},
 	} {
