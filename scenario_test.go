@@ -105,7 +105,7 @@ func tsInputs(topics ...string) signalbox.Option {
 }
 
 // frozen is a clock stopped at the epoch: the processing-time fallback
-// (now − delay) then never releases anything, so only evidence does. Every
+// (now − delay − 1 ms) then never releases anything, so only evidence does. Every
 // record's event time is then far ahead of the clock, so tests that use it
 // turn the poison guard off (WithMaxFuture(0)).
 func frozen() time.Time { return time.UnixMilli(0) }
