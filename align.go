@@ -14,7 +14,7 @@ import (
 // that what it holds does not grow with the history.
 //
 //   - Alignment (WithAlignment). A partition's contribution is its newest
-//     event time − delay. It is paused while its contribution is more than
+//     event time − delay − 1 ms. It is paused while its contribution is more than
 //     the window, plus the event time its last answer spanned (counted for
 //     at most aheadRecords of its records), ahead of its base: the released
 //     watermark, or its own first contribution while the watermark is still
@@ -84,7 +84,7 @@ func (c *core) align(lowest *partState) {
 		if ps != lowest && !ps.restoring {
 			ctb := ps.contribution(c.cfg.delay)
 			if window > 0 && ps.maxET != watermark.MinTime {
-				base := max(c.wm, ps.firstET-c.cfg.delay.Milliseconds())
+				base := max(c.wm, watermark.Settled(ps.firstET, c.cfg.delay.Milliseconds()))
 				allowance := window + ps.ahead()
 				if ctb <= nextC {
 					allowance += ps.span // a lookahead partition: one answer more
@@ -191,14 +191,13 @@ func (c *core) ackHandled() {
 	c.handledTPs = c.handledTPs[:0]
 }
 
-// contribution is the partition's contribution to the watermark as far as
-// flow control is concerned: its newest event time − delay, −∞ before its
-// first record.
+// contribution is the partition's contribution to the watermark while it
+// holds it, as the watermark package computes it (watermark.Settled): its
+// newest event time − delay − 1 ms, −∞ before its first record. Flow
+// control compares it with the watermark; ingest uses it as the mark by
+// the data (dataMark).
 func (ps *partState) contribution(delay time.Duration) int64 {
-	if ps.maxET == watermark.MinTime {
-		return watermark.MinTime
-	}
-	return ps.maxET - delay.Milliseconds()
+	return watermark.Settled(ps.maxET, delay.Milliseconds())
 }
 
 // unpause forgets a partition's pause when it leaves the engine, so that a

@@ -112,7 +112,8 @@ func (d *demandingSource) WantEvidence(at time.Time) {
 
 // TestEvidenceIsDemandedWhenARecordIsDue: once everything is caught up, the
 // engine tells the source when the first parked record is due (event time
-// + delay), so the source can answer right then rather than after its long
+// + delay + 1 ms: the first clock whose fallback, now − delay − 1 ms,
+// reaches it), so the source can answer right then rather than after its long
 // poll; once nothing is parked, it withdraws the demand.
 func TestEvidenceIsDemandedWhenARecordIsDue(t *testing.T) {
 	et := time.Now().Add(300 * time.Millisecond).UnixMilli()
@@ -137,7 +138,7 @@ func TestEvidenceIsDemandedWhenARecordIsDue(t *testing.T) {
 	}
 	src.mu.Lock()
 	defer src.mu.Unlock()
-	due := time.UnixMilli(et).Add(100 * time.Millisecond)
+	due := time.UnixMilli(et + 1).Add(100 * time.Millisecond)
 	if len(src.demands) < 2 || !src.demands[0].Equal(due) || !src.demands[len(src.demands)-1].IsZero() {
 		t.Fatalf("demands %v: want the due time %v, then none", src.demands, due)
 	}

@@ -160,17 +160,13 @@ func (c *core) late(ps *partState, rec *record.Record, byData, mark int64) error
 	return c.output(ps, rec)
 }
 
-// dataMark is ps's mark by the data: a record at or below it is late by
-// the data (design L1), whatever the fetch timing. It is the partition's
-// newest event time so far (poison records excluded) minus the delay, or
-// minus 1 ms under a delay of 0 (so that records of equal event times are
-// not late); watermark.MinTime before its first record.
-func (ps *partState) dataMark(delay time.Duration) int64 {
-	if ps.maxET == watermark.MinTime {
-		return watermark.MinTime
-	}
-	return ps.maxET - max(delay.Milliseconds(), 1)
-}
+// dataMark is ps's mark by the data: a record at or below it, more than
+// the delay behind the partition's newest event time so far (poison
+// records excluded), is late by the data (design L1), whatever the fetch
+// timing. It is the partition's contribution to the watermark
+// (contribution: newest − delay − 1 ms), which the watermark cannot pass
+// while the partition holds it; watermark.MinTime before its first record.
+func (ps *partState) dataMark(delay time.Duration) int64 { return ps.contribution(delay) }
 
 // parkedAt is where a record of event time et, read when its partition's
 // mark by the data was byData, is released (posOf): at et, or, late by the

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/signalbox/signalbox/timers"
+	"github.com/signalbox/signalbox/watermark"
 )
 
 // loop is the engine: it returns nil when a bounded run is complete, or the
@@ -153,7 +156,7 @@ func (c *core) nextWake(now time.Time) time.Duration {
 		return d
 	}
 	if pos, ok := c.store.Min(); ok {
-		due := time.UnixMilli(pos.EventTime).Add(c.cfg.delay)
+		due := c.dueAt(pos)
 		if w := due.Sub(now); w < d {
 			d = max(w, 0)
 		}
@@ -171,13 +174,19 @@ func (c *core) demandEvidence(holding bool) {
 	var at time.Time
 	if c.replayed && !holding {
 		if pos, ok := c.store.Min(); ok {
-			at = time.UnixMilli(pos.EventTime).Add(c.cfg.delay)
+			at = c.dueAt(pos)
 		}
 	}
 	if !at.Equal(c.demanded) {
 		c.demanded = at
 		c.fx.evidence, c.fx.wantEvidence = at, true
 	}
+}
+
+// dueAt is when the processing-time fallback releases a record parked at
+// pos: the clock at which its event time is settled (watermark.SettledAt).
+func (c *core) dueAt(pos timers.Pos) time.Time {
+	return time.UnixMilli(watermark.SettledAt(pos.EventTime, c.cfg.delay.Milliseconds()))
 }
 
 func resetTimer(t *time.Timer, d time.Duration) {

@@ -24,7 +24,7 @@ type Hold struct {
 	State        string // the catch-up phase, e.g. "replaying"
 	Behind       int64  // offsets between its position and its end offset
 	MaxEventTime int64  // MinTime when nothing was seen
-	Contribution int64  // MaxEventTime − delay, or MinTime
+	Contribution int64  // Settled(MaxEventTime, delay): MaxEventTime − delay − 1 ms, or MinTime
 }
 
 type part struct {
@@ -113,7 +113,7 @@ func (t *Tracker) Advance(now time.Time) int64 {
 	case !timed:
 		return t.wm // invariant 3
 	case !held:
-		cand = sub(now.UnixMilli(), t.delay) // invariant 2
+		cand = Settled(now.UnixMilli(), t.delay) // invariant 2
 	}
 	if cand > t.wm {
 		t.wm = cand
@@ -131,12 +131,28 @@ func (t *Tracker) Restore(wm int64) {
 	}
 }
 
-func (t *Tracker) contribution(p *part) int64 {
-	if p.maxEvent == MinTime {
+func (t *Tracker) contribution(p *part) int64 { return Settled(p.maxEvent, t.delay) }
+
+// Settled is the watermark that evidence up to t allows under a delay of
+// delay ms: t − delay − 1 ms (MinTime for t = MinTime). A record still to
+// come that is at most delay behind t carries an event time ≥ t − delay,
+// and the watermark must not have passed it; so only what is strictly
+// older is settled. For a holding partition, t is its newest event time:
+// it may still deliver more records at that very time (many records per
+// millisecond). For the processing-time fallback, t is now, the evidence
+// clock (record.Fetch invariant 4): a record appended from now on, within
+// the delay bound, is at most delay behind now.
+func Settled(t, delay int64) int64 {
+	if t == MinTime {
 		return MinTime
 	}
-	return sub(p.maxEvent, t.delay)
+	return sub(sub(t, delay), 1)
 }
+
+// SettledAt is the earliest evidence time t, in ms, at which Settled(t,
+// delay) reaches eventTime: when the processing-time fallback releases a
+// record of that event time.
+func SettledAt(eventTime, delay int64) int64 { return eventTime + delay + 1 }
 
 // Holders returns the partitions holding the watermark, lowest contribution
 // first (ties by input, partition). It allocates; call it for status views
