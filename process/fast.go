@@ -378,11 +378,7 @@ func (c *fastCompiler) call(call ast.CallExpr) fnode {
 		}
 		ne := fn == operators.NotEquals
 		return func(a *activation) (fval, bool) {
-			l, ok := x[0](a)
-			if !ok {
-				return fval{}, false
-			}
-			r, ok := x[1](a)
+			l, r, ok := both(x, a)
 			if !ok {
 				return fval{}, false
 			}
@@ -420,11 +416,7 @@ func (c *fastCompiler) call(call ast.CallExpr) fnode {
 	}
 	native := nativeBinary(fn)
 	return func(a *activation) (fval, bool) {
-		l, ok := x[0](a)
-		if !ok {
-			return fval{}, false
-		}
-		r, ok := x[1](a)
+		l, r, ok := both(x, a)
 		if !ok {
 			return fval{}, false
 		}
@@ -442,6 +434,14 @@ func (c *fastCompiler) call(call ast.CallExpr) fnode {
 		}
 		return fromVal(b.Binary(lv, rv))
 	}
+}
+
+// both evaluates a binary operator's operands, left first.
+func both(x []fnode, a *activation) (l, r fval, ok bool) {
+	if l, ok = x[0](a); ok {
+		r, ok = x[1](a)
+	}
+	return l, r, ok
 }
 
 // equal is types.Equal(l.val(), r.val()), natively for two values of one
