@@ -105,6 +105,12 @@ type Expr struct {
 	kind Kind
 	prg  cel.Program
 	cost uint64 // the estimated maximum cost
+
+	// The fast path (fast.go), nil when the expression is not a fast shape
+	// or its estimated cost is above MaxCost (the fast path tracks no
+	// cost): fast for a filter or where, render for a map.
+	fast   fnode
+	render frender
 }
 
 // Compile compiles src, named name (the job file's path to it, e.g.
@@ -142,7 +148,26 @@ func Compile(name, src string, k Kind) (*Expr, error) {
 	if err != nil {
 		return nil, &CompileError{Name: name, Line: 1, Column: 1, Msg: err.Error()}
 	}
-	return &Expr{name: name, src: src, kind: k, prg: prg, cost: est.Max}, nil
+	x := &Expr{name: name, src: src, kind: k, prg: prg, cost: est.Max}
+	if est.Max <= MaxCost {
+		c := fastCompilerOf(e)
+		if k == Map {
+			x.render = c.render(ast.NativeRep().Expr(), 0)
+		} else {
+			x.fast = c.node(ast.NativeRep().Expr())
+		}
+	}
+	return x, nil
+}
+
+var (
+	fastOnce sync.Once
+	fastComp *fastCompiler
+)
+
+func fastCompilerOf(e *cel.Env) *fastCompiler {
+	fastOnce.Do(func() { fastComp = newFastCompiler(e) })
+	return fastComp
 }
 
 // Name is the expression's name, as given to Compile.

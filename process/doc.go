@@ -44,5 +44,22 @@
 //     value, read back from those bytes.
 //  6. Reading a field of a top-level object scans the value's bytes for
 //     that member only (internal/jsonfield); the first member of a name
-//     wins, in every read.
+//     wins, in every read. On the fast path (7) the top-level members are
+//     scanned once per record (jsonfield.Members) for every read of the
+//     filter and the map.
+//  7. The fast path (fast.go) changes the speed, never a result: an
+//     expression made only of `value`'s field paths, topic, partition,
+//     offset, key, late, literals, == != < <= > >=, + - * / %, unary -,
+//     && || ! and ?:, and (for a map) map literals of distinct constant
+//     string keys, whose estimated cost is at most MaxCost, runs as Go
+//     closures when the record's value, key and topic are at most
+//     MaxInputBytes long (so its cost cannot pass MaxCost and needs no
+//     tracking). A map literal is rendered entry by entry, its keys sorted
+//     at compile time, no CEL map built. The closures compute with
+//     cel-go's own operator bindings (or their exact native equivalent)
+//     and give up on anything else (an error, an array, an object used as
+//     an operand, a string with escapes): cel-go's interpreter then
+//     evaluates the whole expression, so every error and its text are
+//     cel-go's. TestFastPathIsTheInterpreter and FuzzEval compare the two
+//     paths' bytes and errors.
 package process

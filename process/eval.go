@@ -25,6 +25,70 @@ type activation struct {
 	doc   []byte // the value's JSON: the mapped value, else Doc(rec)
 	json  bool   // doc is known to be valid JSON
 	value ref.Val
+	shape docShape // what doc is, once looked at
+
+	// Kept across uses (the pool): the members of an object doc, scanned
+	// once for every field the fast path reads (membersOK: 0 not yet, 1
+	// scanned, -1 failed), and the buffer a map's result is rendered in.
+	members   []jsonfield.Member
+	membersOK int8
+	buf       []byte
+}
+
+// maxPooledBuf bounds the buffer an activation keeps for the next record.
+const maxPooledBuf = 64 << 10
+
+// fields is the members of the object doc, scanned once; ok is false when
+// the doc is no object or the scan fails.
+func (a *activation) fields() (ms []jsonfield.Member, ok bool) {
+	if a.membersOK == 0 {
+		a.membersOK = -1
+		if doc, ok := a.object(); ok {
+			if ms, err := jsonfield.Members(a.members[:0], doc); err == nil {
+				a.members, a.membersOK = ms, 1
+			}
+		}
+	}
+	return a.members, a.membersOK > 0
+}
+
+// docShape is what an activation's doc is.
+type docShape uint8
+
+const (
+	shapeUnknown docShape = iota
+	shapeObject           // a valid JSON object
+	shapeOther            // valid JSON, not an object
+	shapeInvalid          // not JSON
+)
+
+// docShape looks at the doc once: validated (jsonfield.Scan) unless known
+// to be JSON.
+func (a *activation) docShape() docShape {
+	if a.shape == shapeUnknown {
+		switch {
+		case !a.json && !jsonfield.Scan(a.doc, nil).Valid:
+			a.shape = shapeInvalid
+		case isObject(a.doc):
+			a.shape = shapeObject
+		default:
+			a.shape = shapeOther
+		}
+	}
+	return a.shape
+}
+
+// object is the doc when `value` is a JSON object; ok is false otherwise
+// (no value, not JSON, not an object).
+func (a *activation) object() (doc []byte, ok bool) {
+	return a.doc, a.doc != nil && a.docShape() == shapeObject
+}
+
+// bounded reports whether what the fast path reads is within the sizes
+// the cost estimate assumed (MaxInputBytes): then an expression estimated
+// at most MaxCost cannot pass MaxCost, and needs no cost tracking.
+func (a *activation) bounded() bool {
+	return len(a.doc) <= MaxInputBytes && len(a.rec.Key) <= MaxInputBytes && len(a.rec.Topic) <= MaxInputBytes
 }
 
 var pool = sync.Pool{New: func() any { return new(activation) }}
@@ -36,7 +100,12 @@ func getActivation(r *record.Record) *activation {
 }
 
 func (a *activation) put() {
-	*a = activation{}
+	clear(a.members) // they alias the record
+	ms, buf := a.members[:0], a.buf[:0]
+	if cap(buf) > maxPooledBuf {
+		buf = nil
+	}
+	*a = activation{members: ms, buf: buf}
 	pool.Put(a)
 }
 
@@ -98,10 +167,8 @@ func (a *activation) readValue() ref.Val {
 	if a.doc == nil {
 		return types.NullValue
 	}
-	if !a.json {
-		if d := jsonfield.Scan(a.doc, nil); !d.Valid {
-			return types.NewErr("value is not JSON")
-		}
+	if a.docShape() == shapeInvalid {
+		return types.NewErr("value is not JSON")
 	}
 	return jsonValue(a.doc)
 }
@@ -114,6 +181,11 @@ func (x *Expr) Bool(r *record.Record) (bool, error) {
 }
 
 func (x *Expr) boolOf(a *activation) (bool, error) {
+	if x.fast != nil && a.bounded() {
+		if v, ok := x.fast(a); ok && v.k == fBool {
+			return v.i != 0, nil
+		}
+	}
 	out, err := x.eval(a)
 	if err != nil {
 		return false, err
@@ -134,11 +206,20 @@ func (x *Expr) Apply(dst []byte, r *record.Record) ([]byte, error) {
 }
 
 func (x *Expr) apply(dst []byte, a *activation) ([]byte, error) {
+	if x.render != nil && a.bounded() {
+		// rendered in the activation's buffer, then copied once: dst
+		// (nil for a record's new value) grows once, to the exact size
+		buf, ok := x.render(a.buf[:0], a)
+		a.buf = buf[:0]
+		if ok && len(buf) <= MaxValueBytes {
+			return append(dst, buf...), nil
+		}
+	}
+	n := len(dst)
 	out, err := x.eval(a)
 	if err != nil {
 		return dst, err
 	}
-	n := len(dst)
 	dst, err = AppendJSON(dst, out.(ref.Val))
 	if err != nil {
 		return dst[:n], x.fail(err)

@@ -16,7 +16,8 @@ var (
 		"event_time", "kafka_timestamp", "late", "1", "2.5", `"s"`, "null", "true", "[1, 2]", `{"k": value.a}`, "b\"\\xff\"", "-0.0"}
 	ops = []string{"%s + %s", "%s * %s", "%s / %s", "%s == %s", "%s > %s", "has(%s.x) ? %s : 0", "%s.size() + size(%s)", "[%s, %s]",
 		`{"a": %s, "b": %s}`, "%s.exists(i, i == %s)", "%s.map(i, %s)", "string(%s) + string(%s)", "math.greatest(%s, %s)",
-		"%s.lowerAscii().contains(%s)", "base64.encode(%s) + %s", "int(%s) %% int(%s)", "%s in %s", "timestamp(%s) < %s"}
+		"%s.lowerAscii().contains(%s)", "base64.encode(%s) + %s", "int(%s) %% int(%s)", "%s in %s", "timestamp(%s) < %s",
+		"%s != %s", "%s <= %s", "%s - %s", "(%s && %s)", "(%s || !%s)", `{"z": %s, "a": {"b": %s}}`}
 )
 
 func build(prog []byte) string {
@@ -42,13 +43,15 @@ func build(prog []byte) string {
 // text) and evaluates them over random values: no panic, the same result
 // twice, a map's result one line of valid JSON within MaxValueBytes, a
 // filter's a bool or an error naming it; every evaluation ends under the
-// cost limit.
+// cost limit; and the fast path (fast.go) gives exactly what cel-go's
+// interpreter gives, bytes and error text.
 func FuzzEval(f *testing.F) {
 	f.Add([]byte{1, 2, 130}, "", []byte(`{"a":1,"b":{"c":"x"},"l":[1,2,3]}`))
 	f.Add([]byte{3, 3, 137}, "value.l.map(x, x * 2.0)", []byte(`{"l":[1e308,2]}`))
 	f.Add([]byte{0, 13, 140, 19, 145}, `{"t": value.a * value.a}`, []byte(`{"a":"s"}`))
 	f.Add([]byte{10, 11, 138}, "", []byte(`[1,{"a":null}]`))
 	f.Add([]byte{}, `value.a / 0`, []byte(`{"a":0}`))
+	f.Add([]byte{}, `{"id": value.id, "t": value.q * value.p, "ok": value.s != "test"}`, []byte(`{"id":"\u00e9","q":1e308,"p":10,"s":"x"}`))
 	f.Fuzz(func(t *testing.T, prog []byte, text string, val []byte) {
 		if len(prog) > 64 || len(text) > 512 || len(val) > 4096 {
 			return
@@ -60,6 +63,7 @@ func FuzzEval(f *testing.F) {
 				if err != nil {
 					continue
 				}
+				sameAsInterpreter(t, x, src, r)
 				if k == process.Filter {
 					b1, err1 := x.Bool(r)
 					b2, err2 := x.Bool(r)

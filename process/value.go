@@ -29,14 +29,19 @@ import (
 // (jsonfield.Scan): a lazy object for an object, the whole conversion
 // otherwise.
 func jsonValue(doc []byte) ref.Val {
+	if isObject(doc) {
+		return &jsonObject{raw: doc}
+	}
+	return convertDoc(doc)
+}
+
+// isObject reports whether the valid JSON document doc is an object.
+func isObject(doc []byte) bool {
 	i := 0
 	for i < len(doc) && (doc[i] == ' ' || doc[i] == '\t' || doc[i] == '\n' || doc[i] == '\r') {
 		i++
 	}
-	if i < len(doc) && doc[i] == '{' {
-		return &jsonObject{raw: doc}
-	}
-	return convertDoc(doc)
+	return i < len(doc) && doc[i] == '{'
 }
 
 // fieldValue converts one field read from a lazy object.

@@ -1,0 +1,145 @@
+package process_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/signalbox/signalbox/process"
+	"github.com/signalbox/signalbox/record"
+)
+
+// sameAsInterpreter fails t unless x gives over r exactly what cel-go's
+// interpreter gives: the same bool or JSON bytes, the same error text. It
+// reports whether the evaluation succeeded.
+func sameAsInterpreter(t *testing.T, x *process.Expr, src string, r *record.Record) bool {
+	t.Helper()
+	if x.Kind() == process.Map {
+		got, gerr := x.Apply(nil, r)
+		want, werr := x.InterpretedApply(nil, r)
+		if string(got) != string(want) || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+			t.Fatalf("%s over %q: fast path %s, %v; interpreter %s, %v", src, r.Value, got, gerr, want, werr)
+		}
+		return gerr == nil
+	}
+	got, gerr := x.Bool(r)
+	want, werr := x.InterpretedBool(r)
+	if got != want || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+		t.Fatalf("%s over %q: fast path %v, %v; interpreter %v, %v", src, r.Value, got, gerr, want, werr)
+	}
+	return gerr == nil
+}
+
+// TestFastPathIsTheInterpreter compiles the fast shapes (field paths,
+// literals, comparisons, arithmetic, && || ! ?:, map literals) and checks
+// each against cel-go's interpreter over random JSON values: every kind
+// of field, missing fields, escapes, invalid UTF-8, numbers out of range,
+// NaN and infinities from arithmetic, repeated keys, values that are not
+// objects or not JSON.
+func TestFastPathIsTheInterpreter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(36, 1))
+	scalars := []string{`1`, `-0`, `0`, `2.5`, `1e308`, `-1e308`, `1e400`, `3`, `"x"`, `"test"`, `""`, `"é"`, `"a\"b"`, `"\u00e9"`,
+		"\"\xff\"", `true`, `false`, `null`, `[1,2]`, `{"d":1,"d":"x"}`, `{"d":"test"}`, `{}`}
+	field := func(depth int) string {
+		if depth > 0 && rng.IntN(4) == 0 {
+			return `{"d":` + scalars[rng.IntN(len(scalars))] + `,"e":2}`
+		}
+		return scalars[rng.IntN(len(scalars))]
+	}
+	value := func() []byte {
+		switch rng.IntN(12) {
+		case 0:
+			return nil
+		case 1:
+			return []byte(`[1]`)
+		case 2:
+			return []byte(`{"a":`) // not JSON
+		case 3:
+			return []byte(`"s"`)
+		}
+		var b strings.Builder
+		b.WriteString(" {")
+		for i, k := range []string{"a", "b", "c", "a", "s"} {
+			if rng.IntN(5) == 0 {
+				continue
+			}
+			if b.Len() > 2 {
+				b.WriteString(",")
+			}
+			_ = i
+			fmt.Fprintf(&b, "%q : %s", k, field(1))
+		}
+		b.WriteString("}\n")
+		return []byte(b.String())
+	}
+	atoms := []string{"value.a", "value.b", "value.c", "value.c.d", "value.s", "value.a.d", "1", "2.5", "0.0", "-1", `"test"`, `"x"`,
+		"true", "null", "topic", "partition", "offset", "key", "late", "9223372036854775807", "(0.0 / 0.0)", "(-1.0 / 0.0)"}
+	ops := []string{"%s == %s", "%s != %s", "%s < %s", "%s <= %s", "%s > %s", "%s >= %s", "%s + %s", "%s - %s", "%s * %s",
+		"%s / %s", "%s %% %s", "(%s && %s)", "(%s || %s)", "!(%s == %s)", "-(%s - %s)", "(%s == null ? %s : 1.0)"}
+	var expr func(depth int) string
+	expr = func(depth int) string {
+		if depth == 0 || rng.IntN(3) == 0 {
+			return atoms[rng.IntN(len(atoms))]
+		}
+		return fmt.Sprintf(ops[rng.IntN(len(ops))], expr(depth-1), expr(depth-1))
+	}
+	var compiled, fast, succeeded int
+	for i := 0; i < 3000; i++ {
+		src, k := expr(3), process.Filter
+		if rng.IntN(2) == 0 {
+			src, k = fmt.Sprintf(`{"z": %s, "a": %s, "m": {"n": %s}}`, expr(2), expr(2), expr(1)), process.Map
+		}
+		x, err := process.Compile("e", src, k)
+		if err != nil {
+			continue // a type error the checker catches
+		}
+		compiled++
+		if x.Fast() {
+			fast++
+		}
+		for j := 0; j < 20; j++ {
+			r := &record.Record{Topic: "orders", Partition: int32(rng.IntN(3)), Offset: rng.Int64N(9), Key: []byte("k"),
+				Late: rng.IntN(2) == 0, Value: value(), ValueJSON: rng.IntN(2) == 0}
+			if rng.IntN(9) == 0 {
+				r.Key = []byte{0xff}
+			}
+			if sameAsInterpreter(t, x, src, r) {
+				succeeded++
+			}
+		}
+	}
+	if fast < 300 || fast*10 < compiled*9 || succeeded < 1500 {
+		t.Fatalf("%d fast expressions of %d, %d successful evaluations: the test checks too little", fast, compiled, succeeded)
+	}
+}
+
+// TestIssueExpressionsAreFast: issue 36's filter and three-field map take
+// the fast path, and allocate only the mapped value.
+func TestIssueExpressionsAreFast(t *testing.T) {
+	filter, err := process.Compile("process.filter", `value.status != "test"`, process.Filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapx, err := process.Compile("process.map", `{"id": value.id, "sku": value.sku, "total": value.qty * value.price}`, process.Map)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !filter.Fast() || !mapx.Fast() {
+		t.Fatalf("fast path: filter %v, map %v", filter.Fast(), mapx.Fast())
+	}
+	if raceEnabled {
+		return
+	}
+	r := order()
+	s := process.Steps{Filter: filter, Map: mapx}
+	rr := new(record.Record)
+	if n := testing.AllocsPerRun(100, func() {
+		*rr = *r
+		if ok, err := s.Run(rr); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+	}); n > 1 {
+		t.Fatalf("%v allocations per record, want at most 1 (the mapped value)", n)
+	}
+}
