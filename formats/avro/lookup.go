@@ -114,7 +114,10 @@ func (o *op) field(b []byte, pos int) (value.Field, bool) {
 	case kUUIDFixed:
 		return value.Field{Kind: value.KindString, Text: value.FormatUUID(b[start:end])}, true
 	}
-	js := o.appendLeaf(nil, b, v, start, end)
+	js, _, err := o.render(nil, b, pos, 1)
+	if err != nil {
+		return value.Field{}, false
+	}
 	switch o.kind {
 	case kBool:
 		return value.Field{Kind: value.KindBool, Text: string(js)}, true

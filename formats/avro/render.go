@@ -15,56 +15,136 @@ import (
 	"github.com/signalbox/signalbox/formats/value"
 )
 
-// Rendering: the JSON of a leaf the program has read and checked (read),
-// by the rules of doc.go invariant 2, and the sorting of a map's entries.
-// Nothing here reads a body or fails: the program's reads did that.
+// The program's render walk (program.go): it reads with the program's
+// reads, as check does, and appends the JSON of what they return by the
+// rules of doc.go invariant 2; it reads nothing itself.
 
-// appendLeaf appends the JSON of the leaf o read: v, and the value's bytes
-// b[start:end] (read).
-func (o *op) appendLeaf(dst, b []byte, v int64, start, end int) []byte {
+// render reads the value of o at b[pos:] as check does, at nesting depth,
+// appends its JSON to dst, and returns the position after it.
+func (o *op) render(dst, b []byte, pos, depth int) ([]byte, int, error) {
+	switch o.code {
+	case oRecord:
+		if depth >= maxDepth {
+			return nil, 0, tErr(tooDeep)
+		}
+		dst = append(dst, '{')
+		var err error
+		for i := range o.rec.ops {
+			if dst, pos, err = o.rec.ops[i].render(append(dst, o.rec.keys[i]...), b, pos, depth+1); err != nil {
+				return nil, 0, err
+			}
+		}
+		return append(dst, '}'), pos, nil
+	case oUnion:
+		a, pos, err := o.alt(b, pos, depth)
+		if err != nil {
+			return nil, 0, err
+		}
+		return a.render(dst, b, pos, depth+1)
+	case oArray, oMap:
+		return o.renderBlocks(dst, b, pos, depth)
+	}
+	v, start, end, err := o.read(b, pos)
+	if err != nil {
+		return nil, 0, err
+	}
+	// The leaf's JSON, from what read returned: v, and the value's bytes
+	// b[start:end].
 	switch o.kind {
 	case kNull:
-		return append(dst, "null"...)
+		return append(dst, "null"...), end, nil
 	case kBool:
 		if v == 1 { // only 1 is true, as in Java's reader and the library
-			return append(dst, "true"...)
+			return append(dst, "true"...), end, nil
 		}
-		return append(dst, "false"...)
+		return append(dst, "false"...), end, nil
 	case kInt, kLong:
-		return strconv.AppendInt(dst, v, 10)
+		return strconv.AppendInt(dst, v, 10), end, nil
 	case kFloat:
-		return value.AppendFloat(dst, float64(math.Float32frombits(binary.LittleEndian.Uint32(b[start:end]))), 32)
+		return value.AppendFloat(dst, float64(math.Float32frombits(binary.LittleEndian.Uint32(b[start:end]))), 32), end, nil
 	case kDouble:
-		return value.AppendFloat(dst, math.Float64frombits(binary.LittleEndian.Uint64(b[start:end])), 64)
+		return value.AppendFloat(dst, math.Float64frombits(binary.LittleEndian.Uint64(b[start:end])), 64), end, nil
 	case kString:
-		return value.AppendString(dst, unsafeString(b[start:end]))
+		return value.AppendString(dst, unsafeString(b[start:end])), end, nil
 	case kBytes, kFixed:
-		return value.AppendBytes(dst, b[start:end])
+		return value.AppendBytes(dst, b[start:end]), end, nil
 	case kUUIDFixed:
-		return value.AppendString(dst, value.FormatUUID(b[start:end]))
+		return value.AppendString(dst, value.FormatUUID(b[start:end])), end, nil
 	case kDuration:
 		le := binary.LittleEndian
-		return appendDuration(dst, le.Uint32(b[start:]), le.Uint32(b[start+4:]), le.Uint32(b[start+8:]))
+		return appendDuration(dst, le.Uint32(b[start:]), le.Uint32(b[start+4:]), le.Uint32(b[start+8:])), end, nil
 	case kEnum:
-		return append(dst, o.t.symbols[v]...)
+		return append(dst, o.t.symbols[v]...), end, nil
 	case kDate:
-		return value.AppendDate(dst, time.Unix(v*86400, 0))
+		return value.AppendDate(dst, time.Unix(v*86400, 0)), end, nil
 	case kTimeMillis:
-		return value.AppendTimeOfDay(dst, time.Duration(v)*time.Millisecond, 3)
+		return value.AppendTimeOfDay(dst, time.Duration(v)*time.Millisecond, 3), end, nil
 	case kTimeMicros:
-		return value.AppendTimeOfDay(dst, time.Duration(v)*time.Microsecond, 6)
+		return value.AppendTimeOfDay(dst, time.Duration(v)*time.Microsecond, 6), end, nil
 	case kTsMillis, kTsMicros, kTsNanos:
 		tm, digits := tsTime(o.kind, v)
-		return value.AppendTime(dst, tm, digits)
+		return value.AppendTime(dst, tm, digits), end, nil
 	case kDecimalBytes, kDecimalFixed:
 		dst = append(dst, '"')
 		dst = appendDecimal(dst, b[start:end], o.t.scale)
-		return append(dst, '"')
+		return append(dst, '"'), end, nil
 	case kBigDecimal:
 		u, scale, _ := bigDecimalParts(b[start:end]) // read checked it
-		return value.AppendString(dst, decimalText(bigDecimal(u, scale), o.t.node))
+		return value.AppendString(dst, decimalText(bigDecimal(u, scale), o.t.node)), end, nil
 	}
-	return dst
+	return dst, end, nil
+}
+
+// renderBlocks renders an array's or a map's blocks at b[pos:], as
+// checkBlocks reads them: the items, or the entries with their keys sorted
+// (of repeated keys the last wins, as in the decoded map).
+func (o *op) renderBlocks(dst, b []byte, pos, depth int) ([]byte, int, error) {
+	if depth >= maxDepth {
+		return nil, 0, tErr(tooDeep)
+	}
+	start := len(dst)
+	if o.code == oArray {
+		dst = append(dst, '[')
+	} else {
+		dst = append(dst, '{')
+	}
+	var entries []entry // a map's
+	var total int64
+	first := true
+	for {
+		n, rest, err := blockCount(b[pos:], o.n, &total)
+		if err != nil {
+			return nil, 0, err
+		}
+		if pos = at(b, rest); n == 0 {
+			break
+		}
+		for ; n > 0; n-- {
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			var e entry
+			if o.code == oMap {
+				if e.keyStart, e.keyEnd, err = bytesAt(b, pos); err != nil {
+					return nil, 0, err
+				}
+				pos, e.start = e.keyEnd, len(dst)
+				dst = append(value.AppendString(dst, unsafeString(b[e.keyStart:e.keyEnd])), ':')
+			}
+			if dst, pos, err = o.item.render(dst, b, pos, depth+1); err != nil {
+				return nil, 0, err
+			}
+			if o.code == oMap {
+				e.end = len(dst)
+				entries = append(entries, e)
+			}
+		}
+	}
+	if o.code == oArray {
+		return append(dst, ']'), pos, nil
+	}
+	return sortEntries(dst, b, start, entries), pos, nil
 }
 
 // appendDuration appends a duration as an object of its three counts.
