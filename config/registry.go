@@ -145,9 +145,10 @@ func isHTTPS(u string) bool {
 }
 
 // decoders sets the Decoder and KeyDecoder of every input whose format or
-// key_format is a schema format, all sharing one registry client.
+// key_format is a schema format, all sharing one registry client and its
+// compiled schemas (one formats.Codecs: an id compiles once for all).
 func (j *Job) decoders(inputs []signalbox.Input) error {
-	var reg *registry.Client
+	var codecs *formats.Codecs
 	for i, in := range j.Inputs {
 		for _, f := range []struct {
 			format string
@@ -157,13 +158,14 @@ func (j *Job) decoders(inputs []signalbox.Input) error {
 			if !schemaFormat(f.format) {
 				continue
 			}
-			if reg == nil {
-				var err error
-				if reg, err = j.SchemaRegistry.client(j.lines, registryAttempt); err != nil {
+			if codecs == nil {
+				reg, err := j.SchemaRegistry.client(j.lines, registryAttempt)
+				if err != nil {
 					return err
 				}
+				codecs = formats.NewCodecs(reg)
 			}
-			d, err := formats.New(formats.Config{Format: formats.Format(f.format), Registry: reg, Key: f.key})
+			d, err := formats.New(formats.Config{Format: formats.Format(f.format), Codecs: codecs, Key: f.key})
 			if err != nil {
 				return err
 			}

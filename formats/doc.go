@@ -10,7 +10,9 @@
 //
 // Lifecycle: New returns a Decoder for one format; Decode may be called
 // from any number of goroutines. Codecs are compiled on the first record of
-// each schema id and kept for the Decoder's life. A caller done with a
+// each schema id and kept in the Decoder's Codecs, one per registry client
+// when the caller shares them (Config.Codecs; config makes one per job),
+// for the life of the Codecs. A caller done with a
 // Value may hand it back (ReleaseValue) for a later decode to reuse; the
 // JSON bytes it took from it stay its own.
 //
@@ -29,7 +31,10 @@
 //     record would fail alike; or the context's error.
 //  2. Which schema decodes a record depends only on the record (its
 //     framing), never on the records before it: a new writer schema id in
-//     the middle of a topic just works, and an id is compiled once.
+//     the middle of a topic just works, and an id is compiled once per
+//     Codecs and format, by whichever Decoder meets it first, even when
+//     several meet it at once (TestCodecsSharedByInputs,
+//     TestCodecsCompileOnceConcurrently).
 //  3. The JSON of a record is a pure function of (schema, record bytes).
 //  4. Decode never panics and its memory is bounded by the record's size
 //     (the wire parser and the codecs check every length against the

@@ -71,20 +71,49 @@ type Registry interface {
 type Config struct {
 	// Format is the wire format of the data. Required.
 	Format Format
-	// Registry resolves schema ids. Required.
+	// Registry resolves schema ids. Required, unless Codecs is set.
 	Registry Registry
+	// Codecs, when set, is where the Decoder keeps the schemas it
+	// compiles, shared with every Decoder made with the same Codecs, and
+	// the registry it reads them from (NewCodecs); Registry is then left
+	// unset. When nil, the Decoder has Codecs of its own, of Registry.
+	Codecs *Codecs
 	// Key makes the Decoder read keys: the __key_schema_id header instead
 	// of __value_schema_id.
 	Key bool
+}
+
+// Codecs is the compiled schemas of one registry: every Decoder made with
+// it (Config.Codecs) finds a schema another compiled, so each schema id is
+// fetched and compiled once per format, whichever input, key or value
+// first meets it. It is safe for concurrent use.
+type Codecs struct {
+	reg     Registry
+	formats map[Format]*codecs // one per format: the same id compiles differently for each
+}
+
+// NewCodecs returns empty Codecs of reg.
+func NewCodecs(reg Registry) *Codecs {
+	c := &Codecs{reg: reg, formats: map[Format]*codecs{}}
+	for _, f := range []Format{Avro, Protobuf, JSONSchema} {
+		c.formats[f] = &codecs{}
+		c.formats[f].table.Store(&codecTable{ids: map[int]*compiled{}, guids: map[string]*compiled{}})
+	}
+	return c
+}
+
+// codecs is the compiled schemas of one format.
+type codecs struct {
+	mu       sync.Mutex                 // serialises compiling and adding to table
+	table    atomic.Pointer[codecTable] // read without a lock: copied on each addition
+	compiles int                        // schemas compiled (under mu), for the tests
 }
 
 // Decoder decodes the keys or values of one input.
 type Decoder struct {
 	cfg    Config
 	header string
-
-	mu     sync.Mutex                 // serialises adding to codecs
-	codecs atomic.Pointer[codecTable] // read without a lock: copied on each addition
+	codecs *codecs // cfg.Codecs's, of cfg.Format
 }
 
 // codecTable is the compiled schemas by id and by GUID.
@@ -117,16 +146,24 @@ func New(cfg Config) (*Decoder, error) {
 	default:
 		return nil, fmt.Errorf("formats: format %q is not one of avro, protobuf, json_schema", cfg.Format)
 	}
-	if cfg.Registry == nil {
+	switch {
+	case cfg.Codecs != nil && cfg.Registry != nil:
+		return nil, errors.New("formats: set Registry or Codecs, not both (Codecs holds its registry)")
+	case cfg.Codecs == nil && cfg.Registry != nil:
+		cfg.Codecs = NewCodecs(cfg.Registry)
+	case cfg.Codecs == nil || cfg.Codecs.reg == nil:
 		return nil, errors.New("formats: a schema registry is required for format " + string(cfg.Format))
 	}
-	d := &Decoder{cfg: cfg, header: wire.ValueHeader}
-	d.codecs.Store(&codecTable{ids: map[int]*compiled{}, guids: map[string]*compiled{}})
+	d := &Decoder{cfg: cfg, header: wire.ValueHeader, codecs: cfg.Codecs.formats[cfg.Format]}
 	if cfg.Key {
 		d.header = wire.KeyHeader
 	}
 	return d, nil
 }
+
+// Codecs is where d keeps the schemas it compiles (Config.Codecs): a
+// Decoder made with them shares them.
+func (d *Decoder) Codecs() *Codecs { return d.cfg.Codecs }
 
 // Value is one decoded key or value (a value.Decoded).
 type Value struct {
@@ -222,7 +259,7 @@ func (d *Decoder) prefixed(payload []byte, headers []record.Header) (*compiled, 
 	if !ok {
 		return nil, nil, false
 	}
-	c, ok := d.codecs.Load().ids[id]
+	c, ok := d.codecs.table.Load().ids[id]
 	if !ok || c.err != nil {
 		return nil, nil, false
 	}
@@ -334,17 +371,20 @@ func (d *Decoder) DecodeValue(ctx context.Context, payload []byte, headers []rec
 }
 
 // codec returns the compiled schema of a frame, fetching and compiling it
-// on first sight.
+// on first sight. It compiles under the lock, after looking again, so
+// Decoders sharing Codecs compile an id once even when they meet it at the
+// same moment; the fetch, which may wait on the registry, is outside it
+// (the registry client fetches an id once for all its callers).
 func (d *Decoder) codec(ctx context.Context, fr wire.Frame) (*compiled, error) {
-	if c, ok := d.codecs.Load().get(fr); ok {
+	if c, ok := d.codecs.table.Load().get(fr); ok {
 		return c, c.err
 	}
 	var s *registry.Schema
 	var err error
 	if fr.GUID != "" {
-		s, err = d.cfg.Registry.ByGUID(ctx, fr.GUID)
+		s, err = d.cfg.Codecs.reg.ByGUID(ctx, fr.GUID)
 	} else {
-		s, err = d.cfg.Registry.ByID(ctx, fr.ID)
+		s, err = d.cfg.Codecs.reg.ByID(ctx, fr.ID)
 	}
 	switch {
 	case err == nil:
@@ -353,15 +393,17 @@ func (d *Decoder) codec(ctx context.Context, fr wire.Frame) (*compiled, error) {
 	default:
 		return nil, err // unavailable, refused credentials, or the context's error: not cached
 	}
-	c := d.compile(ctx, s)
-	if c.err != nil && !errors.Is(c.err, ErrBadRecord) {
-		return nil, c.err // the context ended mid-compile: not cached
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	t := d.codecs.Load()
+	cs := d.codecs
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	t := cs.table.Load()
 	if prev, ok := t.get(fr); ok {
 		return prev, prev.err
+	}
+	c := d.compile(ctx, s)
+	cs.compiles++
+	if c.err != nil && !errors.Is(c.err, ErrBadRecord) {
+		return nil, c.err // the context ended mid-compile: not cached
 	}
 	n := &codecTable{ids: maps.Clone(t.ids), guids: maps.Clone(t.guids)}
 	if fr.GUID != "" {
@@ -369,7 +411,7 @@ func (d *Decoder) codec(ctx context.Context, fr wire.Frame) (*compiled, error) {
 	} else {
 		n.ids[fr.ID] = c
 	}
-	d.codecs.Store(n)
+	cs.table.Store(n)
 	return c, c.err
 }
 

@@ -2,8 +2,6 @@ package avro
 
 import (
 	"fmt"
-	"math"
-	"math/big"
 	"strings"
 	"sync"
 
@@ -19,8 +17,7 @@ type Codec struct {
 	// one carrying attributes of its own) to the definition it names, as
 	// resolved in its scope (resolve).
 	refs map[*avro.SchemaNode]*avro.SchemaNode
-	t    *tnode // the transcoder's tree
-	op   op     // the check program (check.go)
+	op   op // the program (program.go)
 }
 
 // Compile parses text, after the schemas it references (dependencies
@@ -42,9 +39,9 @@ func Compile(text string, references []string) (*Codec, error) {
 	if err := c.resolve(c.root, ""); err != nil {
 		return nil, err
 	}
-	c.t = c.compileT(c.root, map[string]*tnode{})
-	setMinBytes(c.t, map[*tnode]bool{})
-	c.op = compileOp(c.t, map[*tnode]*prog{})
+	t := c.compileT(c.root, map[string]*tnode{})
+	setMinBytes(t, map[*tnode]bool{})
+	c.op = compileOp(t, map[*tnode]*prog{})
 	return c, nil
 }
 
@@ -178,7 +175,7 @@ type Value struct {
 func (v *Value) JSON() []byte {
 	if v.json == nil {
 		out, err := v.c.render1(v.body)
-		if err != nil { // unreachable: Check accepted the body, and the check program fails where transcode does
+		if err != nil { // unreachable: Check accepted the body, with the program that renders it
 			return []byte("null")
 		}
 		v.json = out
@@ -186,11 +183,11 @@ func (v *Value) JSON() []byte {
 	return v.json
 }
 
-// Check checks body as Decode does, with the same errors, without
-// rendering it: the Value's Lookup reads the fields asked for, and its
-// JSON renders on demand.
+// Check checks body as Decode does, with the same program and errors,
+// without rendering it: the Value's Lookup reads the fields asked for, and
+// its JSON renders on demand.
 func (c *Codec) Check(body []byte) (Value, error) {
-	end, err := c.op.run(body, 0, 0)
+	end, err := c.op.check(body, 0, 0)
 	if err != nil {
 		return Value{}, err
 	}
@@ -200,7 +197,7 @@ func (c *Codec) Check(body []byte) (Value, error) {
 	return Value{c: c, body: body}, nil
 }
 
-// Decode decodes body and renders it, in one pass (transcode).
+// Decode checks body and renders it, in one pass of the program.
 func (c *Codec) Decode(body []byte) (Value, error) {
 	out, err := c.render1(body)
 	if err != nil {
@@ -212,12 +209,12 @@ func (c *Codec) Decode(body []byte) (Value, error) {
 // AppendJSON appends the JSON of body to dst, in one pass; on error dst
 // is returned as it was.
 func (c *Codec) AppendJSON(dst, body []byte) ([]byte, error) {
-	out, rest, err := transcode(dst, body, c.t, 0)
+	out, end, err := c.op.render(dst, body, 0, 0)
 	if err != nil {
 		return dst, err
 	}
-	if len(rest) != 0 {
-		return dst, fmt.Errorf("avro: %d bytes left after the value", len(rest))
+	if end != len(body) {
+		return dst, fmt.Errorf("avro: %d bytes left after the value", len(body)-end)
 	}
 	return out, nil
 }
@@ -264,30 +261,4 @@ func (c *Codec) render1(body []byte) ([]byte, error) {
 	}
 	*sp = out
 	return out[start:len(out):len(out)], nil
-}
-
-// decimalText is r exactly, with the schema's scale (or, for big-decimal,
-// the fewest digits that are exact).
-func decimalText(r *big.Rat, n *avro.SchemaNode) string {
-	if n.LogicalType == "decimal" {
-		return r.FloatString(n.Scale)
-	}
-	if r.IsInt() {
-		return r.FloatString(0)
-	}
-	// A big-decimal's denominator is 2^a·5^b: max(a, b) digits are exact.
-	// a and b are found from bit lengths, not by dividing b times: a scale
-	// of 65536 would take seconds.
-	twos := r.Denom().TrailingZeroBits()
-	d := new(big.Int).Rsh(r.Denom(), twos) // 5^b
-	fives := 0
-	if d.BitLen() > 1 {
-		// 5^b has floor(b·log2 5)+1 bits: this is b or b-1.
-		fives = int(float64(d.BitLen()-1) / math.Log2(5))
-		five := big.NewInt(5)
-		for p := new(big.Int).Exp(five, big.NewInt(int64(fives)), nil); p.Cmp(d) < 0; p.Mul(p, five) {
-			fives++
-		}
-	}
-	return r.FloatString(max(int(twos), fives))
 }

@@ -39,8 +39,8 @@ func benchBody(b *testing.B) []byte {
 
 // BenchmarkAvroLibraries compares the decode path of the two libraries
 // (body into a generic any), the library path to JSON (twmb/avro plus the
-// renderer), and the transcoder the decoder runs (binary to JSON in one
-// pass).
+// renderer), and the program's render the decoder runs (binary to JSON in
+// one pass).
 func BenchmarkAvroLibraries(b *testing.B) {
 	body := benchBody(b)
 	b.Run("twmb-any", func(b *testing.B) {

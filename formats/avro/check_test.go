@@ -11,8 +11,8 @@ import (
 )
 
 // recursiveSchema wraps a random type in a record that refers to itself
-// through a union, an array and a map, so that the check program's calls
-// into a record it is already in are exercised too.
+// through a union, an array and a map, so that the program's calls into a
+// record it is already in are exercised too.
 const recursiveSchema = `{"type":"record","name":"Rec","fields":[
 	{"name":"v","type":%s},
 	{"name":"next","type":["null","Rec"]},
@@ -72,7 +72,7 @@ func mutate(body, edits []byte) []byte {
 	return body
 }
 
-// FuzzCheck is the check program against the full decoder: for a random
+// FuzzCheck is the program's check walk against its render walk: for a random
 // schema (every type and logical type, nested and recursive records,
 // arrays, maps, unions; chosen by seed) and a body written with it, then
 // mutated by edits, Check refuses exactly the bodies Decode refuses, with

@@ -3,12 +3,13 @@
 // ("Schema'd values").
 //
 // github.com/twmb/avro parses the schema (with the referenced schemas
-// first). Decoding runs a transcoder compiled from that schema, which reads
-// the binary and appends JSON in one pass with no intermediate value. The
+// first). Compile resolves it (schema.go) and compiles it into one program
+// (program.go), which Decode runs rendering JSON in one pass with no
+// intermediate value (render.go), and Check runs only checking. The
 // library's own decoder, into a generic value that a renderer walks, is
 // the reference, in test files only (reference_test.go): the tests run
-// both on every case, and FuzzTranscode checks on arbitrary bodies that both fail or both give the same bytes and the
-// same lookups.
+// both on every case, and FuzzTranscode checks on arbitrary bodies that
+// both fail or both give the same bytes and the same lookups.
 //
 // Lifecycle: Compile a schema once per registry id; a *Codec is immutable
 // and safe for concurrent use. Decode runs per record.
@@ -27,12 +28,17 @@
 //     UTC with the precision of their logical type.
 //  3. Lookup of a logical timestamp or date (local-timestamp-* read as UTC)
 //     yields KindTime, so no time format is needed for it.
-//  4. Check (the check program compiled with the codec: each record a
-//     flat list of ops, nothing rendered, nothing allocated) refuses
-//     exactly the bodies Decode refuses, with the same error, and its
-//     Value looks up and renders as Decode's (FuzzCheck on random schemas
-//     and mutated bodies, FuzzTranscode). Lookup walks the body with the
-//     same program, skipping what precedes the field.
+//  4. Check and Decode run the same program, and each read of a body is
+//     written once in it: a leaf's (read), a union's branch (alt), an
+//     array's or map's blocks and keys (blockCount, bytesAt). Its two
+//     walks make the same reads in the same order: check renders nothing
+//     and allocates nothing (a record's common leaves are read inline, in
+//     the shapes read takes in one step, and go to read otherwise); render
+//     appends each value's JSON as it reads it. So Check refuses exactly
+//     the bodies Decode refuses, with the same error, and its Value looks
+//     up and renders as Decode's (FuzzCheck on random schemas and mutated
+//     bodies, FuzzTranscode). Lookup walks the body with check, skipping
+//     what precedes the field, and reads the field with read.
 //  5. A Value's JSON is its own: values render back to back into shared
 //     slabs (one allocation per slab), each keeps its exact piece, capped
 //     at its length, so appending to it never writes into another's.

@@ -599,8 +599,8 @@ func TestRecursiveTypeOfAReference(t *testing.T) {
 	}
 }
 
-// FuzzNames: on any body of a schema of testdata/names, the transcoder, the
-// check program and the library path agree (FuzzTranscode's property), so
+// FuzzNames: on any body of a schema of testdata/names, the program's
+// render and check walks and the library path agree (FuzzTranscode's property), so
 // names resolve alike on every path; seeded with hamba's bodies, each of
 // which must decode.
 func FuzzNames(f *testing.F) {

@@ -1,10 +1,10 @@
 package avro
 
-// The reference path the transcoder and the check program are tested
+// The reference path the program's render and check walks are tested
 // against (TestTranscodeRandomSchemas, FuzzTranscode, FuzzNames): the
 // library decodes a body into a generic value, which render turns into JSON
-// by the same rules. Test files only: production decodes with transcode.go
-// and check.go.
+// by the same rules. Test files only: production decodes with the program
+// (program.go).
 
 import (
 	"errors"
