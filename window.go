@@ -1,0 +1,346 @@
+package signalbox
+
+// Windows on released records (package keyed): WithWindow, and the
+// engine's part. Every window is fed in core.output, after the Process and
+// the sinks' wheres, in release order, and advanced when a release is over
+// (releaseMore) with the release watermark; its results go into the same
+// out batches as the records, routed to the window's own sinks only, so
+// that a checkpoint covers them as it covers the records released before
+// it (design K1-K4).
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/signalbox/signalbox/internal/fielderr"
+	"github.com/signalbox/signalbox/keyed"
+	"github.com/signalbox/signalbox/record"
+)
+
+// Window is a window computed on the released records (WithWindow).
+type Window struct {
+	// Spec is the window: its name, kind, sizes, allowed lateness and
+	// aggregates (keyed.Spec).
+	Spec keyed.Spec
+	// Inputs are the topics whose records it takes; none: every record
+	// with an event time (records of a `time: none` input never).
+	Inputs []string
+	// Where, when set, keeps the records for which it returns true.
+	Where Where
+	// Key returns a record's window key as JSON. Nil: the record's
+	// ordering key as a JSON string, or, when it is not UTF-8, as
+	// {"key_b64": its base64}.
+	Key func(r *record.Record) ([]byte, error)
+	// Args returns a record's argument of each aggregate, by
+	// Spec.Aggregates, as JSON (keyed.Spec.Item); an entry for a Count is
+	// not called and may be nil.
+	Args []func(r *record.Record) ([]byte, error)
+}
+
+// WindowStats is one window's activity (Stats.Windows).
+type WindowStats struct {
+	Name    string
+	Open    int64 // windows open now
+	Keys    int   // keys with an open window
+	Results int64 // results emitted
+	Late    int64 // records late for one of their windows: in none of those (keyed invariant 7)
+}
+
+// WithWindow adds a window whose results go to sinks, and to no other
+// sink: each result is a record whose Topic is the window's name, Key the
+// window key (the JSON key's text when it is a string, else its JSON),
+// Value the result's JSON object (keyed.Result), EventTime the window's
+// end − 1 ms (its last instant: the result lies in its own window, as
+// Flink's window timestamps do, so a window downstream of the same size
+// puts it in the same window), Partition 0 and Offset the result's
+// number in the window's output (0, 1, ...). The sinks added otherwise
+// receive the released records and no result. A window's sinks count
+// among the MaxRoutedSinks first sinks. A run restored from a checkpoint
+// (a group's committed offsets, a CheckpointSink's or a DurableStore's)
+// fails with windows: their state before the checkpoint is not restored
+// yet.
+func WithWindow(w Window, sinks ...Sink) Option {
+	return func(c *config) {
+		c.windows = append(c.windows, windowDef{Window: w, first: len(c.sinks), n: len(sinks)})
+		for i, s := range sinks {
+			c.sinks = append(c.sinks, s)
+			if s == nil {
+				c.nilGiven = append(c.nilGiven, fmt.Sprintf("windows[%d].sinks[%d]", len(c.windows)-1, i))
+			}
+		}
+	}
+}
+
+// windowDef is a WithWindow: its Window and its sinks, c.sinks[first:first+n].
+type windowDef struct {
+	Window
+	first, n int
+}
+
+// bits is the route of the window's results: a bit per sink of its own.
+func (d *windowDef) bits() uint64 {
+	var b uint64
+	for i := d.first; i < d.first+d.n; i++ {
+		b |= 1 << i
+	}
+	return b
+}
+
+// validateWindows is validate's part for WithWindow; it also sets
+// rawRoute, the sinks that receive released records.
+func (c *config) validateWindows() []error {
+	if len(c.windows) == 0 {
+		return nil
+	}
+	var errs []error
+	names := map[string]bool{}
+	for i := range c.windows {
+		d := &c.windows[i]
+		at := fmt.Sprintf("windows[%d]", i)
+		if err := d.Spec.Validate(); err != nil {
+			for _, e := range unjoinErr(err) {
+				errs = append(errs, fielderr.New(at, "%v", e))
+			}
+		}
+		if names[d.Spec.Name] {
+			errs = append(errs, fielderr.New(at+".name", "%q: another window has this name", d.Spec.Name))
+		}
+		names[d.Spec.Name] = true
+		if d.n == 0 {
+			errs = append(errs, fielderr.New(at+".sinks", "none: a window's results go to its own sinks"))
+		}
+		if d.first+d.n > MaxRoutedSinks {
+			errs = append(errs, fielderr.New(at+".sinks", "with windows, every sink must be one of the first %d sinks", MaxRoutedSinks))
+		}
+		if len(d.Args) != len(d.Spec.Aggregates) {
+			errs = append(errs, fielderr.New(at+".aggregate", "%d arguments for %d aggregates", len(d.Args), len(d.Spec.Aggregates)))
+			continue
+		}
+		for j, a := range d.Spec.Aggregates {
+			if a.Op != keyed.Count && d.Args[j] == nil {
+				errs = append(errs, fielderr.New(at+".aggregate."+a.Name, "%s needs an argument", a.Op))
+			}
+		}
+	}
+	if len(c.sinks) > MaxRoutedSinks {
+		errs = append(errs, fielderr.New("sinks", "with windows, at most %d sinks", MaxRoutedSinks))
+	}
+	c.rawRoute = 0
+	window := uint64(0)
+	for i := range c.windows {
+		window |= c.windows[i].bits()
+	}
+	for i := range min(len(c.sinks), 64) {
+		if window&(1<<i) == 0 && !(i < len(c.wheres) && c.wheres[i] != nil) {
+			c.rawRoute |= 1 << i
+		}
+	}
+	return errs
+}
+
+func unjoinErr(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// windowRun is one window of a run.
+type windowRun struct {
+	def    *windowDef
+	w      *keyed.Windows
+	inputs map[string]bool // nil: every input
+	bits   uint64
+	args   [][]byte
+	seq    int64 // results emitted: the next result's Offset
+}
+
+// windowsStart makes the run's windows (once per run).
+func (c *core) windowsStart() {
+	c.wins = make([]*windowRun, len(c.cfg.windows))
+	for i := range c.cfg.windows {
+		d := &c.cfg.windows[i]
+		wr := &windowRun{def: d, bits: d.bits(), args: make([][]byte, len(d.Args))}
+		if len(d.Inputs) > 0 {
+			wr.inputs = map[string]bool{}
+			for _, in := range d.Inputs {
+				wr.inputs[in] = true
+			}
+		}
+		w, err := keyed.New(d.Spec, func(r *keyed.Result) error { return c.windowResult(wr, r) })
+		if err != nil { // validate checked the spec
+			panic(err)
+		}
+		wr.w = w
+		c.wins[i] = wr
+	}
+}
+
+// windowsTake feeds rec, on its way to the sinks (output), to the windows
+// that take it: every window's where, key and arguments are evaluated
+// first, so that a record whose evaluation fails goes to the dead-letter
+// sink only (keep false) and into no window.
+func (c *core) windowsTake(rec *record.Record) (keep bool, err error) {
+	if c.wins == nil {
+		c.windowsStart()
+	}
+	if rec.Timeless {
+		return true, nil
+	}
+	items := c.winItems[:0]
+	for _, wr := range c.wins {
+		it, ok, err := wr.item(rec)
+		if err != nil {
+			return false, c.failed(rec, err)
+		}
+		if ok {
+			items = append(items, winItem{wr, it})
+		}
+	}
+	at := releaseAt(rec)
+	for _, wi := range items {
+		if _, err := wi.wr.w.Add(wi.it, at); err != nil {
+			return false, err
+		}
+	}
+	clear(items)
+	c.winItems = items[:0]
+	return true, nil
+}
+
+type winItem struct {
+	wr *windowRun
+	it keyed.Item
+}
+
+// item is wr's Item of rec; ok false when wr does not take rec.
+func (wr *windowRun) item(rec *record.Record) (it keyed.Item, ok bool, err error) {
+	d := wr.def
+	if wr.inputs != nil && !wr.inputs[rec.Topic] {
+		return it, false, nil
+	}
+	if d.Where != nil {
+		if ok, err := d.Where(rec); err != nil || !ok {
+			return it, false, err
+		}
+	}
+	var key []byte
+	if d.Key != nil {
+		if key, err = d.Key(rec); err != nil {
+			return it, false, err
+		}
+	} else {
+		key = orderKeyJSON(rec.OrderKey)
+	}
+	for i, a := range d.Spec.Aggregates {
+		wr.args[i] = nil
+		if a.Op == keyed.Count {
+			continue
+		}
+		if wr.args[i], err = d.Args[i](rec); err != nil {
+			return it, false, err
+		}
+	}
+	it, err = d.Spec.Item(key, rec.EventTime, wr.args)
+	if err != nil {
+		return it, false, &windowError{name: "windows." + d.Spec.Name, err: err}
+	}
+	return it, true, nil
+}
+
+// windowError is an argument that does not fit its aggregate.
+type windowError struct {
+	name string
+	err  error
+}
+
+func (e *windowError) Error() string      { return e.name + "." + e.err.Error() }
+func (e *windowError) Expression() string { return e.name }
+
+var _ ExpressionError = (*windowError)(nil)
+
+// orderKeyJSON is the default window key: k as a JSON string, or, when it
+// is not UTF-8, {"key_b64": its base64} (never equal to a string key).
+func orderKeyJSON(k string) []byte {
+	if !utf8.ValidString(k) {
+		return []byte(`{"key_b64":"` + base64.StdEncoding.EncodeToString([]byte(k)) + `"}`)
+	}
+	b, _ := json.Marshal(k) // valid UTF-8: cannot fail
+	return b
+}
+
+// windowResult puts one result of wr into the current out batch, routed
+// to wr's sinks only.
+func (c *core) windowResult(wr *windowRun, r *keyed.Result) error {
+	key := r.Key
+	var s string
+	if len(key) > 0 && key[0] == '"' && json.Unmarshal(key, &s) == nil {
+		key = []byte(s)
+	}
+	at := r.End - 1
+	c.cur.records = append(c.cur.records, record.Record{
+		Topic: r.Window, Partition: 0, Offset: wr.seq,
+		Key: key, OrderKey: string(key), Value: r.Value, ValueJSON: true,
+		EventTime: at, Timestamp: time.UnixMilli(at),
+	})
+	c.cur.routes = append(c.cur.routes, wr.bits)
+	wr.seq++
+	return nil
+}
+
+// windowsAdvance advances the windows to the release watermark g once a
+// release is over (MaxTime under flushAll: every window is emitted).
+func (c *core) windowsAdvance(g int64) error {
+	for _, wr := range c.wins {
+		if err := wr.w.Advance(g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// windowsClose emits every open window: the end of a bounded run.
+func (c *core) windowsClose() error {
+	for _, wr := range c.wins {
+		if err := wr.w.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errWindowsRestore is the error of a run with windows that a checkpoint
+// restores (WithWindow).
+var errWindowsRestore = errors.New("signalbox: windows: resuming from a checkpoint is not supported yet: the open windows' records before it would be missing (run without a group, a checkpoint sink or a durable store, so that the replay from the start rebuilds them)")
+
+// windowsResume refuses a restored checkpoint when there are windows.
+func (c *core) windowsResume(assigned []record.PartitionInfo) error {
+	if len(c.cfg.windows) == 0 {
+		return nil
+	}
+	if c.hasCP {
+		return errWindowsRestore
+	}
+	for _, a := range assigned {
+		if a.Checkpoint != nil {
+			return fmt.Errorf("%w: %s/%d has a committed checkpoint", errWindowsRestore, a.Topic, a.Partition)
+		}
+	}
+	return nil
+}
+
+// windowStats is Stats.Windows: a snapshot.
+func (c *core) windowStats() []WindowStats {
+	if len(c.wins) == 0 {
+		return nil
+	}
+	out := make([]WindowStats, len(c.wins))
+	for i, wr := range c.wins {
+		out[i] = WindowStats{Name: wr.def.Spec.Name, Open: wr.w.Open, Keys: wr.w.Keys(), Results: wr.w.Results, Late: wr.w.Late}
+	}
+	return out
+}
