@@ -2,6 +2,7 @@ package signalbox_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -93,25 +94,15 @@ func minuteOracle(sales []sale) []minuteResult {
 	})
 	slices.SortFunc(keys, func(a, b [2]string) int {
 		if a[0] != b[0] {
-			return cmpString(a[0], b[0])
+			return cmp.Compare(a[0], b[0])
 		}
-		return cmpString(a[1], b[1])
+		return cmp.Compare(a[1], b[1])
 	})
 	out := make([]minuteResult, len(keys))
 	for i, k := range keys {
 		out[i] = *m[k]
 	}
 	return out
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // windowJob is issue 37's job, verbatim but for the paths and the input's

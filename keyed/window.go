@@ -4,6 +4,7 @@ package keyed
 // Function of a Processor.
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -282,7 +283,7 @@ func (w *Windows) fixed(c *Context[state, Item], st state, it Item) state {
 			late = true
 			continue
 		}
-		i, found := slices.BinarySearchFunc(st, s, func(x *window, s int64) int { return cmpInt(x.start, s) })
+		i, found := slices.BinarySearchFunc(st, s, func(x *window, s int64) int { return cmp.Compare(x.start, s) })
 		if !found {
 			st = slices.Insert(st, i, &window{start: s, end: end, slots: make([]slot, len(w.spec.Aggregates))})
 			w.Open++
@@ -325,7 +326,7 @@ func (w *Windows) session(c *Context[state, Item], st state, it Item) state {
 	}
 	w.add(nw, it)
 	c.SetTimer(w.fireAt(nw.end))
-	i, _ := slices.BinarySearchFunc(kept, nw.start, func(x *window, s int64) int { return cmpInt(x.start, s) })
+	i, _ := slices.BinarySearchFunc(kept, nw.start, func(x *window, s int64) int { return cmp.Compare(x.start, s) })
 	return slices.Insert(kept, i, nw)
 }
 
@@ -446,14 +447,4 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -1,6 +1,7 @@
 package keyed_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -161,7 +162,7 @@ func oracle(s keyed.Spec, rs []rec) []result {
 		if a.end != b.end {
 			return int(a.end - b.end)
 		}
-		return cmpStr(strconv.Quote(a.key), strconv.Quote(b.key))
+		return cmp.Compare(strconv.Quote(a.key), strconv.Quote(b.key))
 	})
 	var out []result
 	for _, w := range wins {
@@ -176,16 +177,6 @@ func oracle(s keyed.Spec, rs []rec) []result {
 		out = append(out, d)
 	}
 	return out
-}
-
-func cmpStr(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // randomRecs returns n records of k keys over span ms, in release order
