@@ -136,20 +136,30 @@ windows:
 // end offsets: every (sku, minute) window exactly once with the oracle's
 // count, sum and max, in window-end order (ties by sku), each with the
 // envelope of WithWindow; the raw sink gets every record and no result;
-// a second run writes the same bytes.
+// a second run writes the same bytes. SIGNALBOX_WINDOW_RECORDS=900000
+// runs the full size.
 func TestWindowPerMinuteOverKafka(t *testing.T) {
 	c := startCluster(t, embedded.WithTopic("sales", 3))
-	parts, sales := salesTopic("sales", 30_000, 1)
+	n := 30_000
+	if s := os.Getenv("SIGNALBOX_WINDOW_RECORDS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parts, sales := salesTopic("sales", n, 1)
 	produceParts(t, c, parts)
 	want := minuteOracle(sales)
 	var first []byte
 	for run := range 2 {
 		dir := t.TempDir()
 		raw, minute := filepath.Join(dir, "raw.jsonl"), filepath.Join(dir, "minute.jsonl")
+		began := time.Now()
 		p, err := runExitPipeline(t, windowJob(c, raw, minute), zap.NewNop())
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("run %d: %d records, %d windows in %v", run, len(sales), len(want), time.Since(began).Round(time.Millisecond))
 		out, err := os.ReadFile(minute)
 		if err != nil {
 			t.Fatal(err)
