@@ -181,6 +181,7 @@ func (jw *Window) kind(v *validator, p string, s *keyed.Spec) {
 
 // aggregates compiles the aggregate calls into w.
 func (jw *Window) aggregates(v *validator, p string, w *signalbox.Window) {
+	same := map[string]func(*record.Record) ([]byte, error){} // an argument's source → its evaluation, shared
 	if _, set := v.lines[p+".aggregate"]; len(jw.Aggregate) == 0 && !set {
 		v.bad(p+".aggregate", "required: at least one, such as count: count()")
 	}
@@ -212,12 +213,42 @@ func (jw *Window) aggregates(v *validator, p string, w *signalbox.Window) {
 			w.Args = append(w.Args, nil)
 			continue
 		}
+		if f := same[arg]; f != nil {
+			w.Args = append(w.Args, f)
+			continue
+		}
 		x := compileExpr(v, ap, arg, process.Map)
 		if x == nil {
 			w.Args = append(w.Args, nil)
 			continue
 		}
-		w.Args = append(w.Args, func(r *record.Record) ([]byte, error) { return x.Apply(nil, r) })
+		f := lastOf(x)
+		same[arg] = f
+		w.Args = append(w.Args, f)
+	}
+}
+
+// lastOf evaluates x over a record, once for aggregates that share it
+// (sum(value.qty) and max(value.qty)): the engine asks for every argument
+// of one record in a row, so the last record's answer is remembered, by
+// the record's place (topic, partition, offset).
+func lastOf(x *process.Expr) func(*record.Record) ([]byte, error) {
+	var (
+		at   record.TopicPartition
+		off  int64 = -1
+		last []byte
+	)
+	return func(r *record.Record) ([]byte, error) {
+		if r.Offset == off && r.Partition == at.Partition && r.Topic == at.Topic {
+			return last, nil
+		}
+		b, err := x.Apply(nil, r)
+		if err != nil {
+			off = -1
+			return nil, err
+		}
+		at, off, last = record.TopicPartition{Topic: r.Topic, Partition: r.Partition}, r.Offset, b
+		return b, nil
 	}
 }
 
