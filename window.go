@@ -288,6 +288,9 @@ func (c *core) windowResult(wr *windowRun, r *keyed.Result) error {
 		EventTime: at, Timestamp: time.UnixMilli(at),
 	})
 	c.cur.routes = append(c.cur.routes, wr.bits)
+	if c.cfg.inflightBytes > 0 {
+		c.cur.bytes += c.cur.records[len(c.cur.records)-1].Size()
+	}
 	wr.seq++
 	return nil
 }

@@ -114,3 +114,39 @@ func TestWindowRefusesRestore(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// TestWindowBadArgumentDeadLetters: a record whose aggregate argument is
+// not a number goes to the dead-letter sink only: in no window, in no
+// other sink, counted by the window's name.
+func TestWindowBadArgumentDeadLetters(t *testing.T) {
+	w := countPerSecond
+	w.Spec.Aggregates = append(w.Spec.Aggregates[:1:1], keyed.Aggregate{Name: "sum", Op: keyed.Sum})
+	w.Args = []func(*record.Record) ([]byte, error){nil, func(r *record.Record) ([]byte, error) {
+		if r.Offset == 3 {
+			return []byte(`"three"`), nil
+		}
+		return []byte("1"), nil
+	}}
+	raw, win, dead := &collect{}, &collect{}, &collect{}
+	p, err := signalbox.New(script.New(3, 7, windowParts(10)...), tsInputs("a"),
+		signalbox.WithSink(raw), signalbox.WithWindow(w, win), signalbox.WithDeadLetter(dead),
+		signalbox.WithClock(ticking()), signalbox.WithUntil(signalbox.UntilEndOffsets))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(raw.records) != 9 || len(dead.records) != 1 || dead.records[0].Offset != 3 || len(win.records) != 2 {
+		t.Fatalf("raw %d, dead %v, results %d", len(raw.records), dead.lines(), len(win.records))
+	}
+	if got := string(win.records[1].Value); got != `{"key":"k1","start":"1970-01-01T00:16:40Z","end":"1970-01-01T00:16:41Z","n":4,"sum":4}` {
+		t.Fatal(got)
+	}
+	if reason := dead.lines()[0]; !strings.Contains(reason, `reason=windows.per_second.aggregate.sum: sum of "three", not a number`) {
+		t.Fatal(reason)
+	}
+	if n := p.Stats().ExpressionFailed["windows.per_second"]; n != 1 {
+		t.Fatalf("expression failed: %v", p.Stats().ExpressionFailed)
+	}
+}
