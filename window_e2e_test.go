@@ -251,3 +251,91 @@ func TestWindowClosesLive(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestWindowHoppingAndSessionJob: hopping and session windows from the
+// job file, side by side on one input: each gets its windows' counts, in
+// the order of their ends.
+func TestWindowHoppingAndSessionJob(t *testing.T) {
+	c := startCluster(t, embedded.WithTopic("sales", 3))
+	parts, sales := salesTopic("sales", 3_000, 3)
+	produceParts(t, c, parts)
+	dir := t.TempDir()
+	hop, ses := filepath.Join(dir, "hop.jsonl"), filepath.Join(dir, "ses.jsonl")
+	doc := fmt.Sprintf(`brokers: [%s]
+inputs: [{topic: sales, time: field, time_field: ts, time_format: unix_ms}]
+until: end-offsets
+sinks: [{type: jsonl, path: %q}]
+windows:
+  - name: hop
+    key: value.sku
+    hopping: {size: 1m, every: 20s}
+    aggregate: {n: count(), first_qty: first(value.qty), last_qty: last(value.qty)}
+    sinks: [{type: jsonl, path: %q}]
+  - name: ses
+    key: value.sku
+    session: {gap: 30s}
+    aggregate: {n: count()}
+    sinks: [{type: jsonl, path: %q}]
+`, c.Addrs()[0], filepath.Join(dir, "raw.jsonl"), hop, ses)
+	if _, err := runExitPipeline(t, doc, zap.NewNop()); err != nil {
+		t.Fatal(err)
+	}
+	type key struct {
+		sku        string
+		start, end int64
+	}
+	hopWant, sesWant := map[key]int64{}, map[key]int64{}
+	bySku := map[string][]int64{}
+	for _, s := range sales {
+		for st := s.ts - s.ts%20_000; st > s.ts-60_000; st -= 20_000 {
+			hopWant[key{s.sku, st, st + 60_000}]++
+		}
+		bySku[s.sku] = append(bySku[s.sku], s.ts)
+	}
+	for sku, ts := range bySku {
+		slices.Sort(ts)
+		start, n := ts[0], int64(1)
+		for i := 1; i <= len(ts); i++ {
+			if i == len(ts) || ts[i] >= ts[i-1]+30_000 {
+				sesWant[key{sku, start, ts[i-1] + 30_000}] = n
+				if i < len(ts) {
+					start, n = ts[i], 0
+				}
+			}
+			n++
+		}
+	}
+	for _, f := range []struct {
+		path string
+		want map[key]int64
+	}{{hop, hopWant}, {ses, sesWant}} {
+		out, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[key]int64{}
+		var lastEnd int64
+		for _, l := range bytes.Split(bytes.TrimSuffix(out, []byte("\n")), []byte("\n")) {
+			d, err := envelope.Decode(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r struct {
+				Key        string
+				Start, End time.Time
+				N          int64
+			}
+			if err := json.Unmarshal(d.Value, &r); err != nil {
+				t.Fatal(err)
+			}
+			k := key{r.Key, r.Start.UnixMilli(), r.End.UnixMilli()}
+			if _, dup := got[k]; dup || k.end < lastEnd {
+				t.Fatalf("%s: %+v twice, or out of end order", f.path, k)
+			}
+			got[k], lastEnd = r.N, k.end
+		}
+		if !reflect.DeepEqual(got, f.want) {
+			t.Fatalf("%s: %d windows, want %d", f.path, len(got), len(f.want))
+		}
+	}
+}
