@@ -32,10 +32,13 @@ type core struct {
 	hasCP  bool
 	wm     int64
 	cur    *out
-	route  uint64    // the routes of the record output is handling (process.go)
-	fx     effects   // what the core asked for since the driver last applied it
-	now    time.Time // the time of the current step
-	rel    releasing // the release under way
+	route  uint64 // the routes of the record output is handling (process.go)
+	// wins are the run's windows (window.go), made at the first record.
+	wins     []*windowRun
+	winItems []winItem
+	fx       effects   // what the core asked for since the driver last applied it
+	now      time.Time // the time of the current step
+	rel      releasing // the release under way
 	// onRelease is releasedOne, as the store's callback.
 	onRelease func(*record.Record) error
 	// batch returns an empty record batch for the next out after one of n

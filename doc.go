@@ -201,6 +201,9 @@
 //   - options.go: the With options, their defaults and their validation.
 //   - process.go: Process and Where (WithProcess, WithRoutedSink) as a
 //     record is output; the routed sinks' batches.
+//   - window.go: windows (WithWindow, package keyed) and their sinks'
+//     routes; windowrun.go: the engine's part, fed as a record is output
+//     and advanced with the release.
 //   - source.go, sink.go, strategy.go: the contracts of a Source, a Sink
 //     and a ParkedStore, with their optional interfaces.
 //   - stats.go, observe.go, opsstats.go: Stats and Event; publishing them.

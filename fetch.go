@@ -73,6 +73,9 @@ func (c *core) takeFetch(p polled, restored *record.Checkpoint, now time.Time) e
 	}
 	c.refreshRestored(f.Assigned, restored)
 	m := c.newMark(f.Assigned)
+	if err := c.windowsResume(f.Assigned); err != nil {
+		return err
+	}
 	for _, a := range f.Assigned {
 		c.assign(a, m, now)
 	}

@@ -190,6 +190,11 @@ func (c *core) output(ps *partState, rec *record.Record) error {
 		if ok, err := c.process(rec); !ok || err != nil {
 			return err
 		}
+		if len(c.cfg.windows) > 0 {
+			if ok, err := c.windowsTake(rec); !ok || err != nil {
+				return err
+			}
+		}
 		if c.cfg.routed() {
 			c.cur.routes = append(c.cur.routes, c.route)
 		}

@@ -110,7 +110,7 @@ func (c *core) endPass(now time.Time, last *passTimes) (done bool, err error) {
 	cfg := c.cfg
 	if c.untilReached {
 		c.cfg.logger.Info("the watermark reached until; stopping", zap.String("until", string(c.cfg.until)))
-		return true, nil // Run takes the last checkpoint and commits
+		return true, c.windowsClose() // Run takes the last checkpoint and commits
 	}
 	lowest := c.lowestHolder()
 	c.align(lowest)

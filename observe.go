@@ -57,6 +57,7 @@ func (r *run) publish() {
 	}
 	r.publishOps(&s)
 	s.ExpressionFailed = maps.Clone(r.stats.ExpressionFailed) // the snapshot must not share the live counters
+	s.Windows = r.windowStats()
 	r.p.mu.Lock()
 	checkpoints, delivery := r.p.stats.Checkpoints, r.p.stats.Delivery
 	r.p.stats = s

@@ -72,6 +72,10 @@ func WithRoutedSink(s Sink, where Where) Option {
 type processing struct {
 	process Process
 	wheres  []Where // by sink index, up to the last routed sink
+	windows []windowDef
+	// rawRoute, with windows, has the bit of every sink that receives
+	// every released record (no where, not a window's): validateWindows.
+	rawRoute uint64
 }
 
 // validateProcess is validate's part for WithRoutedSink.
@@ -79,11 +83,11 @@ func (c *config) validateProcess() []error {
 	if n := len(c.wheres); n > MaxRoutedSinks {
 		return []error{fielderr.New(fmt.Sprintf("sinks[%d].where", n-1), "a sink with a where must be one of the first %d sinks", MaxRoutedSinks)}
 	}
-	return nil
+	return c.validateWindows()
 }
 
 // routed reports whether some sink is routed.
-func (c *config) routed() bool { return len(c.wheres) > 0 }
+func (c *config) routed() bool { return len(c.wheres) > 0 || len(c.windows) > 0 }
 
 // process runs the Process and the sinks' Wheres on rec (output): keep is
 // false when the record was filtered or dead-lettered; the record's routes
@@ -103,7 +107,7 @@ func (c *core) process(rec *record.Record) (keep bool, err error) {
 			return false, nil
 		}
 	}
-	c.route = 0
+	c.route = c.cfg.rawRoute
 	for i, w := range c.cfg.wheres {
 		if w == nil {
 			continue
@@ -131,8 +135,11 @@ func (c *core) failed(rec *record.Record, err error) error {
 	return c.dead(rec, err.Error())
 }
 
-// routedSink reports whether sink i was added with WithRoutedSink.
-func (c *config) routedSink(i int) bool { return i < len(c.wheres) && c.wheres[i] != nil }
+// routedSink reports whether sink i was added with WithRoutedSink, or
+// receives its records by route because there are windows (WithWindow).
+func (c *config) routedSink(i int) bool {
+	return i < len(c.wheres) && c.wheres[i] != nil || len(c.windows) > 0
+}
 
 // routeBatch is the part of o's records that the routed sink i receives:
 // those whose route has its bit, copied into buf (the writer's, reused).

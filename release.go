@@ -76,7 +76,7 @@ func (c *core) releaseMore() (more bool, err error) {
 	if c.rel.flush {
 		c.flushed(c.rel.last)
 	}
-	return false, nil
+	return false, c.windowsAdvance(c.rel.g)
 }
 
 // releasedOne is released, counted for releaseMore.

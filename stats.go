@@ -142,6 +142,9 @@ type Stats struct {
 	// or Where failed, by the name of the failing expression
 	// (ExpressionError); nil when none failed.
 	ExpressionFailed map[string]int64
+	// Windows is each window's activity (WithWindow), in the order they
+	// were added; nil without windows.
+	Windows []WindowStats
 }
 
 // TaskWatermark is the watermark of one co-partitioned task.

@@ -138,6 +138,16 @@ func (j *Job) build(log *zap.Logger) (*Plan, error) {
 	if proc != nil {
 		p.Options = append(p.Options, signalbox.WithProcess(proc))
 	}
+	wins := j.windows(&v, func(s *Sink, _ string) (signalbox.Sink, error) { return j.buildSink(s) })
+	if err := v.errs.err(); err != nil {
+		return nil, err
+	}
+	for i, w := range wins {
+		p.Options = append(p.Options, signalbox.WithWindow(w.w, w.sinks...))
+		for _, s := range j.Windows[i].Sinks {
+			p.WritesStdout = p.WritesStdout || s.writesStdout()
+		}
+	}
 	if j.DeadLetter != nil {
 		s, err := j.buildSink(j.DeadLetter)
 		if err != nil {

@@ -121,6 +121,10 @@ func (d *nodeDecoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return // the zero value: the default
 	}
+	if a, ok := v.Addr().Interface().(*Aggregates); ok {
+		d.decodeAggregates(n, a, path) // in the file's order
+		return
+	}
 	switch v.Kind() {
 	case reflect.Pointer:
 		p := reflect.New(v.Type().Elem())

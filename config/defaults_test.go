@@ -13,6 +13,7 @@ import (
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/formats/registry"
 	"github.com/signalbox/signalbox/internal/admin"
+	"github.com/signalbox/signalbox/keyed"
 	"github.com/signalbox/signalbox/sinks/bulk"
 	"github.com/signalbox/signalbox/sinks/jsonl"
 	kafkasink "github.com/signalbox/signalbox/sinks/kafka"
@@ -117,6 +118,7 @@ func TestDocumentedDefaultsMatchCode(t *testing.T) {
 		"schema_registry.tls.enabled": zero(SchemaRegistry{}.TLS.Enabled),
 		"schema_registry.tls.insecure_skip_verify": zero(SchemaRegistry{}.TLS.InsecureSkipVerify),
 		"delay":             dur(0), // WithDelay: zero unless set
+		"allowed_lateness":  dur(time.Duration(keyed.Spec{}.Lateness) * time.Millisecond),
 		"late":              str(string(signalbox.DefaultLatePolicy)),
 		"until":             str(string(signalbox.DefaultUntil)),
 		"jsonl.path":        str(stdout),

@@ -44,6 +44,8 @@ type Job struct {
 	// Process filters and maps every record on its way to the sinks
 	// (process.go; nil: none).
 	Process *Process `yaml:"process"`
+	// Windows are computed on the released records (window.go).
+	Windows []Window `yaml:"windows"`
 
 	lines map[string]int // YAML path → line, filled by Parse
 }

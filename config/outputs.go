@@ -27,4 +27,9 @@ func (j *Job) validateOutputs(v *validator) {
 		check(&j.Sinks[i], fmt.Sprintf("sinks[%d]", i))
 	}
 	check(j.DeadLetter, "dead_letter")
+	for i := range j.Windows {
+		for k := range j.Windows[i].Sinks {
+			check(&j.Windows[i].Sinks[k], fmt.Sprintf("windows[%d].sinks[%d]", i, k))
+		}
+	}
 }

@@ -172,6 +172,7 @@ func (j *Job) Validate() error {
 	v.duration("checkpoint_interval", j.CheckpointInterval, libraryRange)
 	j.validateLibrary(v)
 	j.processing(v)
+	j.windows(v, nil)
 	if a := j.Admin.Addr; a != "" && a != admin.Off {
 		if _, err := admin.ListenAddr(a); err != nil {
 			v.bad("admin.addr", "%v", err)

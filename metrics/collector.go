@@ -48,16 +48,20 @@ var (
 	dRemaining     = desc("replay_remaining_records", "Offsets still to read before the input's replay is done.", "input")
 	dETA           = desc("replay_eta_seconds", "Estimated time until the input's replay is done, from its read rate. Absent while unknown.", "input")
 
-	dIn       = desc("records_in_total", "Records received from the source.")
-	dOut      = desc("records_out_total", "Records released to the sinks.")
-	dDead     = desc("records_dead_lettered_total", "Records sent to the dead-letter sink.")
-	dFiltered = desc("records_filtered_total", "Records skipped by a filter.")
-	dExprFail = desc("expression_failed_total", "Records dead-lettered because a processing expression failed on them, by the expression's path in the job file.", "expression")
-	dTimeless = desc("records_timeless_total", "Records of time: none inputs passed straight through.")
-	dSkipped  = desc("records_skipped_total", "Records skipped after a restart because they were already emitted.")
-	dFuture   = desc("records_future_total", "Records whose event time was too far ahead of the evidence clock (max_future): dead-lettered, never parked.")
-	dLate     = desc("late_records_total", "Late records (event time at or before the watermark), by what the late policy did with them; a partition has a series from its first late record, for the job's policy only.", "topic", "partition", "policy")
-	dLateness = desc("late_lateness_seconds", "How late each late record was: the watermark minus its event time.", partLabels...)
+	dIn         = desc("records_in_total", "Records received from the source.")
+	dOut        = desc("records_out_total", "Records released to the sinks.")
+	dDead       = desc("records_dead_lettered_total", "Records sent to the dead-letter sink.")
+	dFiltered   = desc("records_filtered_total", "Records skipped by a filter.")
+	dExprFail   = desc("expression_failed_total", "Records dead-lettered because a processing expression failed on them, by the expression's path in the job file.", "expression")
+	dWinOpen    = desc("window_open", "Windows open now (emitted once the watermark passes their end plus allowed_lateness), by window name.", "window")
+	dWinKeys    = desc("window_keys", "Keys with an open window, by window name.", "window")
+	dWinResults = desc("window_results_total", "Window results emitted, by window name.", "window")
+	dWinLate    = desc("window_late_total", "Records late for one of their windows (already emitted): in none of those windows, by window name.", "window")
+	dTimeless   = desc("records_timeless_total", "Records of time: none inputs passed straight through.")
+	dSkipped    = desc("records_skipped_total", "Records skipped after a restart because they were already emitted.")
+	dFuture     = desc("records_future_total", "Records whose event time was too far ahead of the evidence clock (max_future): dead-lettered, never parked.")
+	dLate       = desc("late_records_total", "Late records (event time at or before the watermark), by what the late policy did with them; a partition has a series from its first late record, for the job's policy only.", "topic", "partition", "policy")
+	dLateness   = desc("late_lateness_seconds", "How late each late record was: the watermark minus its event time.", partLabels...)
 
 	dParked      = desc("parked_records", "Records parked now, waiting for the watermark.")
 	dParkedBytes = desc("parked_bytes", "Memory accounted to parked records now.")
@@ -87,7 +91,7 @@ var (
 var all = []*prometheus.Desc{
 	dPosition, dSnapshotEnd, dLatestEnd, dBehind, dPhase, dPaused, dHolds, dCommitted, dSchemaHeld, dSchemaHolds,
 	dWatermark, dWatermarkLag, dTaskWatermark, dReplayDone, dRemaining, dETA,
-	dIn, dOut, dDead, dFiltered, dExprFail, dTimeless, dSkipped, dFuture, dLate, dLateness,
+	dIn, dOut, dDead, dFiltered, dExprFail, dWinOpen, dWinKeys, dWinResults, dWinLate, dTimeless, dSkipped, dFuture, dLate, dLateness,
 	dParked, dParkedBytes, dSpilled, dStoreBytes,
 	dSinkRecords, dSinkErrors, dSinkRetries, dSinkRejected, dSinkWrite, dSinkFlush, dSinkBatch, dOutOfOrder, dRelease,
 	dCheckpoints, dCheckpointDur, dCommits, dCommitFails, dCommitSkips, dRebalances, dSinksOpen, dPublished,
@@ -128,6 +132,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	e.counter(dFiltered, s.Filtered)
 	for expr, n := range s.ExpressionFailed {
 		e.counter(dExprFail, n, expr)
+	}
+	for _, w := range s.Windows {
+		e.gauge(dWinOpen, float64(w.Open), w.Name)
+		e.gauge(dWinKeys, float64(w.Keys), w.Name)
+		e.counter(dWinResults, w.Results, w.Name)
+		e.counter(dWinLate, w.Late, w.Name)
 	}
 	e.counter(dTimeless, s.Timeless)
 	e.counter(dSkipped, s.Skipped)

@@ -37,6 +37,18 @@ type Status struct {
 	// the offsets to a group of its own), and WriteText shows no commits,
 	// rebalances or COMMITTED column.
 	Group string `json:"group"`
+	// Windows is each window's activity (signalbox.Stats.Windows), in the
+	// job file's order; omitted without windows.
+	Windows []Window `json:"windows,omitempty"`
+}
+
+// Window is one window's activity.
+type Window struct {
+	Name    string `json:"name"`
+	Open    int64  `json:"open"`    // windows open now
+	Keys    int    `json:"keys"`    // keys with an open window
+	Results int64  `json:"results"` // results emitted
+	Late    int64  `json:"late"`    // records late for one of their windows
 }
 
 // SchemaHold is one partition held for its schema registry.
@@ -158,6 +170,7 @@ func FromStats(s signalbox.Stats) Status {
 		Progress:   []Input{},
 		Late:       []Late{},
 		Sinks:      []Sink{},
+		Windows:    windowsOf(s.Windows),
 		Build:      version.Get(),
 	}
 	st.SchemaHolds = make([]SchemaHold, 0, len(s.SchemaHolds))
@@ -286,6 +299,9 @@ func (s Status) WriteText(w io.Writer) error {
 	for _, expr := range slices.Sorted(maps.Keys(c.ExpressionFailed)) {
 		fmt.Fprintf(tw, "expression failed\t%s: %d records dead-lettered\n", expr, c.ExpressionFailed[expr])
 	}
+	for _, w := range s.Windows {
+		fmt.Fprintf(tw, "window\t%s: %d open, %d keys, %d results, %d late records\n", w.Name, w.Open, w.Keys, w.Results, w.Late)
+	}
 	fmt.Fprintf(tw, "parked\t%d records, %s in memory, %d spilled to disk, store %s\n", c.Parked, bytesText(c.ParkedBytes), c.Spilled, bytesText(c.StoreBytes))
 	late := Late{}
 	for _, l := range s.Late {
@@ -411,4 +427,13 @@ func bytesText(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// windowsOf is the status of the windows ws.
+func windowsOf(ws []signalbox.WindowStats) []Window {
+	var out []Window
+	for _, w := range ws {
+		out = append(out, Window{Name: w.Name, Open: w.Open, Keys: w.Keys, Results: w.Results, Late: w.Late})
+	}
+	return out
 }

@@ -1,0 +1,266 @@
+package config
+
+// Windows in the job file (docs/config.md, Windows and state): each
+// compiles to a signalbox.WithWindow, its expressions by package process.
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/keyed"
+	"github.com/signalbox/signalbox/process"
+	"github.com/signalbox/signalbox/record"
+)
+
+// Window is one entry of `windows`.
+type Window struct {
+	Name            string         `yaml:"name"`
+	Inputs          []string       `yaml:"inputs"`
+	Key             string         `yaml:"key"`
+	Tumbling        string         `yaml:"tumbling"`
+	Hopping         *Hopping       `yaml:"hopping"`
+	Session         *SessionWindow `yaml:"session"`
+	Where           string         `yaml:"where"`
+	Aggregate       Aggregates     `yaml:"aggregate"`
+	AllowedLateness string         `yaml:"allowed_lateness"`
+	Sinks           []Sink         `yaml:"sinks"`
+}
+
+// Hopping is `hopping: {size, every}`.
+type Hopping struct {
+	Size  string `yaml:"size"`
+	Every string `yaml:"every"`
+}
+
+// SessionWindow is `session: {gap}`.
+type SessionWindow struct {
+	Gap string `yaml:"gap"`
+}
+
+// Aggregates is a window's `aggregate` mapping, name → call, in the
+// file's order (the order of the result's members).
+type Aggregates []NamedCall
+
+// NamedCall is one aggregate: its name and its call, such as
+// `sum(value.qty)`.
+type NamedCall struct {
+	Name, Call string
+}
+
+// decodeAggregates decodes an aggregate mapping (nodeDecoder.decode).
+func (d *nodeDecoder) decodeAggregates(n *yaml.Node, a *Aggregates, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.bad(n, path, "want a mapping of names to calls such as sum(value.qty), got %s", describe(n))
+		return
+	}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		p := path + "." + k.Value
+		d.lines[p] = k.Line
+		if line, dup := seen[k.Value]; dup {
+			d.bad(k, p, "set twice in one mapping, at lines %d and %d", line, k.Line)
+			continue
+		}
+		seen[k.Value] = k.Line
+		if val.Kind != yaml.ScalarNode || k.Kind != yaml.ScalarNode {
+			d.bad(val, p, "want a call such as count() or sum(value.qty), got %s", describe(val))
+			continue
+		}
+		*a = append(*a, NamedCall{Name: k.Value, Call: val.Value})
+	}
+}
+
+var callRE = regexp.MustCompile(`(?s)^\s*([a-z]+)\s*\((.*)\)\s*$`)
+
+// windowPlan is what a window compiles to.
+type windowPlan struct {
+	w     signalbox.Window
+	sinks []signalbox.Sink
+}
+
+// windows compiles the job's windows, with every problem in v. build
+// builds their sinks (nil: validate only).
+func (j *Job) windows(v *validator, build func(s *Sink, path string) (signalbox.Sink, error)) []windowPlan {
+	var plans []windowPlan
+	names := map[string]bool{}
+	for i := range j.Windows {
+		jw := &j.Windows[i]
+		p := fmt.Sprintf("windows[%d]", i)
+		w := signalbox.Window{Spec: keyed.Spec{Name: jw.Name}}
+		switch {
+		case jw.Name == "":
+			v.bad(p+".name", "required: the results' topic and the metrics' label")
+		case names[jw.Name]:
+			v.bad(p+".name", "%q: another window has this name", jw.Name)
+		}
+		names[jw.Name] = true
+		jw.kind(v, p, &w.Spec)
+		if jw.AllowedLateness != "" {
+			w.Spec.Lateness = v.duration(p+".allowed_lateness", jw.AllowedLateness, notNegative).Milliseconds()
+		}
+		for k, in := range jw.Inputs {
+			x := j.inputOf(in)
+			switch {
+			case x < 0:
+				v.bad(fmt.Sprintf("%s.inputs[%d]", p, k), "%q is no input's topic", in)
+			case j.Inputs[x].Time == "none":
+				v.bad(fmt.Sprintf("%s.inputs[%d]", p, k), "%q has no event time (time: none): a window needs one", in)
+			}
+		}
+		w.Inputs = jw.Inputs
+		if jw.Key != "" {
+			if x := compileExpr(v, p+".key", jw.Key, process.Map); x != nil {
+				w.Key = func(r *record.Record) ([]byte, error) { return x.Apply(nil, r) }
+			}
+		}
+		if j.Group != "" && strings.TrimSpace(jw.Key) != "key" {
+			v.bad(p+".key", "with a group, a window must be keyed by the Kafka key (key: key): each member sees only its partitions, so a key's records must all be in one partition, which only the key the producer partitioned by ensures")
+		}
+		if x := compileExpr(v, p+".where", jw.Where, process.Where); x != nil {
+			w.Where = x.Where()
+		}
+		jw.aggregates(v, p, &w)
+		if len(jw.Sinks) == 0 {
+			v.bad(p+".sinks", "required: a window's results go to its own sinks")
+		}
+		var sinks []signalbox.Sink
+		for k := range jw.Sinks {
+			sp := fmt.Sprintf("%s.sinks[%d]", p, k)
+			jw.Sinks[k].validate(v, sp)
+			if jw.Sinks[k].Where != "" {
+				v.bad(sp+".where", "a window's sink takes every result of its window, and no where")
+			}
+			if build != nil && len(v.errs) == 0 {
+				s, err := build(&jw.Sinks[k], sp)
+				if err != nil {
+					v.bad(sp, "%v", err)
+					continue
+				}
+				sinks = append(sinks, s)
+			}
+		}
+		plans = append(plans, windowPlan{w: w, sinks: sinks})
+	}
+	if len(j.Windows) > 0 && j.Group != "" {
+		v.bad("group", "windows with a group are not supported yet: a member that restarts or takes a task over resumes from the committed offsets, and the open windows' records before them would be missing")
+	}
+	if len(j.Windows) > 0 && j.State.Dir != "" {
+		v.bad("state.dir", "windows with state.dir are not supported yet: a restart resumes from the stored checkpoint, and the open windows' records before it would be missing")
+	}
+	return plans
+}
+
+// kind sets s's kind and sizes from exactly one of tumbling, hopping and
+// session.
+func (jw *Window) kind(v *validator, p string, s *keyed.Spec) {
+	n := 0
+	if jw.Tumbling != "" {
+		n++
+		s.Kind, s.Size = keyed.Tumbling, positive(v, p+".tumbling", jw.Tumbling)
+	}
+	if h := jw.Hopping; h != nil {
+		n++
+		s.Kind = keyed.Hopping
+		s.Size = positive(v, p+".hopping.size", h.Size)
+		s.Every = positive(v, p+".hopping.every", h.Every)
+	}
+	if g := jw.Session; g != nil {
+		n++
+		s.Kind, s.Gap = keyed.Session, positive(v, p+".session.gap", g.Gap)
+	}
+	if n != 1 {
+		v.bad(p, "set exactly one of tumbling, hopping and session (%d set)", n)
+	}
+}
+
+// aggregates compiles the aggregate calls into w.
+func (jw *Window) aggregates(v *validator, p string, w *signalbox.Window) {
+	same := map[string]func(*record.Record) ([]byte, error){} // an argument's source → its evaluation, shared
+	if _, set := v.lines[p+".aggregate"]; len(jw.Aggregate) == 0 && !set {
+		v.bad(p+".aggregate", "required: at least one, such as count: count()")
+	}
+	for _, a := range jw.Aggregate {
+		ap := p + ".aggregate." + a.Name
+		if slices.Contains([]string{"key", "start", "end"}, a.Name) {
+			v.bad(ap, "the name is taken: key, start and end are the result's own members")
+		}
+		m := callRE.FindStringSubmatch(a.Call)
+		op, ok := keyed.Op(0), false
+		if m != nil {
+			op, ok = keyed.ParseOp(m[1])
+		}
+		if !ok {
+			v.bad(ap, "%q: want count(), or sum, min, max, avg, first or last of an expression, such as sum(value.qty)", a.Call)
+			continue
+		}
+		w.Spec.Aggregates = append(w.Spec.Aggregates, keyed.Aggregate{Name: a.Name, Op: op})
+		arg := strings.TrimSpace(m[2])
+		if op == keyed.Count {
+			if arg != "" {
+				v.bad(ap, "count() takes no argument")
+			}
+			w.Args = append(w.Args, nil)
+			continue
+		}
+		if arg == "" {
+			v.bad(ap, "%s needs an argument, such as %s(value.qty)", op, op)
+			w.Args = append(w.Args, nil)
+			continue
+		}
+		if f := same[arg]; f != nil {
+			w.Args = append(w.Args, f)
+			continue
+		}
+		x := compileExpr(v, ap, arg, process.Map)
+		if x == nil {
+			w.Args = append(w.Args, nil)
+			continue
+		}
+		f := lastOf(x)
+		same[arg] = f
+		w.Args = append(w.Args, f)
+	}
+}
+
+// lastOf evaluates x over a record, once for aggregates that share it
+// (sum(value.qty) and max(value.qty)): the engine asks for every argument
+// of one record in a row, so the last record's answer is remembered, by
+// the record's place (topic, partition, offset).
+func lastOf(x *process.Expr) func(*record.Record) ([]byte, error) {
+	var (
+		at   record.TopicPartition
+		off  int64 = -1
+		last []byte
+	)
+	return func(r *record.Record) ([]byte, error) {
+		if r.Offset == off && r.Partition == at.Partition && r.Topic == at.Topic {
+			return last, nil
+		}
+		b, err := x.Apply(nil, r)
+		if err != nil {
+			off = -1
+			return nil, err
+		}
+		at, off, last = record.TopicPartition{Topic: r.Topic, Partition: r.Partition}, r.Offset, b
+		return b, nil
+	}
+}
+
+// positive is the duration at path, in ms: required, and above 0.
+func positive(v *validator, path, val string) int64 {
+	if val == "" {
+		v.bad(path, "required: a duration such as 1m")
+		return 0
+	}
+	d := v.duration(path, val, notNegative)
+	if d > 0 && d.Milliseconds() == 0 || d == 0 {
+		v.bad(path, "%s: must be at least 1ms", val)
+	}
+	return d.Milliseconds()
+}

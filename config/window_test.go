@@ -1,0 +1,78 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestWindowValidation: every window mistake is refused at its field, with
+// the reason.
+func TestWindowValidation(t *testing.T) {
+	head := "brokers: [localhost:9092]\ninputs: [{topic: sales, time: field, time_field: ts}, {topic: ref, time: none}]\nsinks: [{type: jsonl, path: a.jsonl}]\n"
+	win := func(body string) string {
+		return "windows:\n  - name: w\n" + body + "    sinks: [{type: jsonl, path: w.jsonl}]\n"
+	}
+	for _, tc := range []struct{ name, doc, want string }{
+		{"no kind", win("    aggregate: {n: count()}\n"), "windows[0]: set exactly one of tumbling, hopping and session (0 set)"},
+		{"two kinds", win("    tumbling: 1m\n    session: {gap: 5m}\n    aggregate: {n: count()}\n"), "windows[0]: set exactly one of tumbling, hopping and session (2 set)"},
+		{"bad size", win("    tumbling: 0s\n    aggregate: {n: count()}\n"), "windows[0].tumbling: 0s: must be at least 1ms"},
+		{"hopping every", win("    hopping: {size: 1m}\n    aggregate: {n: count()}\n"), "windows[0].hopping.every: required"},
+		{"unknown function", win("    tumbling: 1m\n    aggregate: {n: median(value.qty)}\n"), `windows[0].aggregate.n: "median(value.qty)": want count(), or sum`},
+		{"count argument", win("    tumbling: 1m\n    aggregate: {n: count(value)}\n"), "windows[0].aggregate.n: count() takes no argument"},
+		{"sum without argument", win("    tumbling: 1m\n    aggregate: {n: sum()}\n"), "windows[0].aggregate.n: sum needs an argument"},
+		{"argument syntax", win("    tumbling: 1m\n    aggregate: {n: sum(value.)}\n"), "windows[0].aggregate.n: expression line 1"},
+		{"taken name", win("    tumbling: 1m\n    aggregate: {end: count()}\n"), "windows[0].aggregate.end: the name is taken"},
+		{"no aggregate", win("    tumbling: 1m\n"), "windows[0].aggregate: required"},
+		{"unknown input", win("    inputs: [sale]\n    tumbling: 1m\n    aggregate: {n: count()}\n"), `windows[0].inputs[0]: "sale" is no input's topic`},
+		{"timeless input", win("    inputs: [ref]\n    tumbling: 1m\n    aggregate: {n: count()}\n"), `windows[0].inputs[0]: "ref" has no event time`},
+		{"key syntax", win("    key: 'value.'\n    tumbling: 1m\n    aggregate: {n: count()}\n"), "windows[0].key: expression line 1"},
+		{"where type", win("    where: 'value.qty'\n    tumbling: 1m\n    aggregate: {n: count()}\n"), ""},
+		{"negative lateness", win("    tumbling: 1m\n    allowed_lateness: -1s\n    aggregate: {n: count()}\n"), "windows[0].allowed_lateness: -1s is negative"},
+		{"no sinks", "windows:\n  - name: w\n    tumbling: 1m\n    aggregate: {n: count()}\n", "windows[0].sinks: required"},
+		{"same file", "windows:\n  - name: w\n    tumbling: 1m\n    aggregate: {n: count()}\n    sinks: [{type: jsonl, path: a.jsonl}]\n", `windows[0].sinks[0].path: "a.jsonl" is the file sinks[0].path already writes to`},
+		{"no name", "windows:\n  - tumbling: 1m\n    aggregate: {n: count()}\n    sinks: [{type: jsonl, path: w.jsonl}]\n", "windows[0].name: required"},
+		{"aggregate list", win("    tumbling: 1m\n    aggregate: [count()]\n"), "windows[0].aggregate: want a mapping of names to calls"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := problems(t, head+tc.doc)
+			if tc.want == "" { // a dyn where is accepted, as a sink's where
+				if len(p) != 0 {
+					t.Fatalf("problems %q", p)
+				}
+				return
+			}
+			if len(p) != 1 || !strings.HasPrefix(p[0], tc.want) {
+				t.Fatalf("problems %q, want one starting %q", p, tc.want)
+			}
+		})
+	}
+}
+
+// TestWindowGroupRefused: with a group, windows are refused until their
+// state is restored across restarts (docs/design.md, K5), and a key other
+// than the Kafka key is refused for the reason that outlives that.
+func TestWindowGroupRefused(t *testing.T) {
+	doc := "brokers: [localhost:9092]\ngroup: g\ninputs: [{topic: sales, time: field, time_field: ts}]\nsinks: [{type: jsonl, path: a.jsonl}]\n" +
+		"windows:\n  - name: w\n    key: value.sku\n    tumbling: 1m\n    aggregate: {n: count()}\n    sinks: [{type: jsonl, path: w.jsonl}]\n"
+	p := problems(t, doc)
+	if len(p) != 2 || !strings.HasPrefix(p[1], "windows[0].key: with a group, a window must be keyed by the Kafka key (key: key)") ||
+		!strings.HasPrefix(p[0], "group: windows with a group are not supported yet") {
+		t.Fatalf("%q", p)
+	}
+	p = problems(t, strings.Replace(doc, "key: value.sku", "key: key", 1))
+	if len(p) != 1 || !strings.HasPrefix(p[0], "group: windows with a group") {
+		t.Fatalf("%q", p)
+	}
+}
+
+// TestWindowAggregateOrder: the result's members keep the file's order.
+func TestWindowAggregateOrder(t *testing.T) {
+	j, err := Parse([]byte("windows:\n  - name: w\n    aggregate:\n      z: count()\n      a: sum(value.q)\n      m: last(value)\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := j.Windows[0].Aggregate
+	if len(got) != 3 || got[0].Name != "z" || got[1] != (NamedCall{"a", "sum(value.q)"}) || got[2].Name != "m" {
+		t.Fatalf("%+v", got)
+	}
+}

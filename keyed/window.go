@@ -1,0 +1,450 @@
+package keyed
+
+// Windows: tumbling, hopping and session windows with aggregates, as a
+// Function of a Processor.
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Kind is a window's kind.
+type Kind uint8
+
+// The kinds.
+const (
+	Tumbling Kind = iota + 1 // [k·Size, (k+1)·Size)
+	Hopping                  // [k·Every, k·Every + Size): a record is in Size/Every of them
+	Session                  // records less than Gap apart, per key
+)
+
+// Op is an aggregate function.
+type Op uint8
+
+// The aggregates. Count counts the window's records; the others take one
+// JSON argument per record (Item.Args): Sum, Min, Max and Avg a number,
+// First and Last any JSON value. A null argument is skipped, as in SQL:
+// Sum, Min, Max, Avg, First and Last of a window without any non-null
+// argument are null.
+const (
+	Count Op = iota + 1
+	Sum
+	Min
+	Max
+	Avg
+	First // the argument of the record with the earliest event time, ties by the release order
+	Last  // the argument of the record with the latest event time, ties by the release order
+)
+
+var opNames = [...]string{Count: "count", Sum: "sum", Min: "min", Max: "max", Avg: "avg", First: "first", Last: "last"}
+
+func (o Op) String() string {
+	if int(o) < len(opNames) && opNames[o] != "" {
+		return opNames[o]
+	}
+	return "op(" + strconv.Itoa(int(o)) + ")"
+}
+
+// ParseOp is the Op named s ("count", "sum", ...).
+func ParseOp(s string) (Op, bool) {
+	for o, n := range opNames {
+		if n != "" && n == s {
+			return Op(o), true
+		}
+	}
+	return 0, false
+}
+
+// Aggregate is one member of a window's result: Name, computed by Op.
+type Aggregate struct {
+	Name string
+	Op   Op
+}
+
+// Spec defines a window. Durations are in milliseconds.
+type Spec struct {
+	Name       string
+	Kind       Kind
+	Size       int64 // Tumbling, Hopping
+	Every      int64 // Hopping
+	Gap        int64 // Session
+	Lateness   int64 // allowed lateness: a window is emitted when the time reaches End − 1 + Lateness
+	Aggregates []Aggregate
+}
+
+// Validate reports what is wrong with s, naming the field.
+func (s *Spec) Validate() error {
+	var errs []error
+	bad := func(f string, a ...any) { errs = append(errs, fmt.Errorf(f, a...)) }
+	if s.Name == "" {
+		bad("name: empty")
+	}
+	switch s.Kind {
+	case Tumbling, Hopping:
+		if s.Size <= 0 {
+			bad("size: %dms, must be above 0", s.Size)
+		}
+		if s.Kind == Hopping && s.Every <= 0 {
+			bad("every: %dms, must be above 0", s.Every)
+		}
+	case Session:
+		if s.Gap <= 0 {
+			bad("gap: %dms, must be above 0", s.Gap)
+		}
+	default:
+		bad("kind: none of tumbling, hopping, session")
+	}
+	if s.Lateness < 0 {
+		bad("allowed_lateness: %dms, must not be negative", s.Lateness)
+	}
+	if len(s.Aggregates) == 0 {
+		bad("aggregate: none")
+	}
+	seen := map[string]bool{"key": true, "start": true, "end": true}
+	for _, a := range s.Aggregates {
+		if seen[a.Name] {
+			bad("aggregate.%s: the name is taken (key, start and end are the result's own)", a.Name)
+		}
+		seen[a.Name] = true
+		if a.Op < Count || a.Op > Last {
+			bad("aggregate.%s: unknown function", a.Name)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Arg is one aggregate argument of one record, parsed (Spec.Item).
+type Arg struct {
+	Null bool
+	Num  float64 // Sum, Min, Max, Avg
+	JSON []byte  // First, Last
+}
+
+// Item is what a window takes of a record.
+type Item struct {
+	Key  []byte // the window key, as JSON: the state's key is its bytes
+	Time int64  // event time
+	Args []Arg  // by aggregate (Count's is unused)
+}
+
+// Item makes the Item of a record of event time t, its window key and its
+// aggregates' arguments (JSON, by aggregate; nil for Count): an error,
+// naming the aggregate, when a number is needed and the argument is not
+// one. It changes no state, so that a record whose arguments fail is in no
+// window.
+func (s *Spec) Item(key []byte, t int64, args [][]byte) (Item, error) {
+	it := Item{Key: key, Time: t, Args: make([]Arg, len(s.Aggregates))}
+	for i, a := range s.Aggregates {
+		if a.Op == Count {
+			continue
+		}
+		raw := args[i]
+		if string(raw) == "null" || raw == nil {
+			it.Args[i].Null = true
+			continue
+		}
+		switch a.Op {
+		case First, Last:
+			it.Args[i].JSON = raw
+		default:
+			f, err := strconv.ParseFloat(string(raw), 64)
+			if err != nil || raw[0] == '+' || raw[0] == '.' { // JSON numbers only
+				return Item{}, fmt.Errorf("aggregate.%s: %s of %.40s, not a number", a.Name, a.Op, raw)
+			}
+			it.Args[i].Num = f
+		}
+	}
+	return it, nil
+}
+
+// Result is one window's result.
+type Result struct {
+	Window     string // Spec.Name
+	Key        []byte // the window key, as JSON
+	Start, End int64  // the window is [Start, End)
+	// Value is the JSON object {"key", "start", "end" (RFC 3339, UTC), then
+	// each aggregate under its name, in the Spec's order}.
+	Value []byte
+}
+
+// slot is one aggregate's accumulator.
+type slot struct {
+	n   int64   // non-null arguments (records, for Count)
+	f   float64 // Sum, Avg: the sum; Min, Max: the extreme
+	raw []byte  // First, Last
+	t   int64   // First, Last: raw's event time
+	seq int64   // First, Last: raw's place in the release order
+}
+
+// window is one open window of one key.
+type window struct {
+	start, end int64
+	slots      []slot
+}
+
+// state is a key's open windows, by start (and so by end).
+type state []*window
+
+// Windows computes the windows of a Spec over records in release order: a
+// Processor of its Function. Not safe for concurrent use.
+type Windows struct {
+	spec *Spec
+	p    *Processor[state, Item]
+	emit func(*Result) error
+	seq  int64
+	// Open is the number of open windows; Results the results emitted;
+	// Late the records late for at least one of their windows.
+	Open, Results, Late int64
+}
+
+// New returns the Windows of s, which pass every result to emit, in the
+// order of their ends, ties by key (the key's JSON bytes). State is held
+// in memory (MemStore).
+func New(s Spec, emit func(*Result) error) (*Windows, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	w := &Windows{spec: &s, emit: emit}
+	w.p = NewProcessor[state, Item](windowsFn{w}, NewMemStore[state]())
+	return w, nil
+}
+
+// windowsFn is the Function of a Windows.
+type windowsFn struct{ w *Windows }
+
+func (f windowsFn) Process(c *Context[state, Item], it Item) error { return f.w.process(c, it) }
+func (f windowsFn) OnTimer(c *Context[state, Item], t int64) error { return f.w.onTimer(c, t) }
+
+// Spec is the Windows' Spec.
+func (w *Windows) Spec() *Spec { return w.spec }
+
+// Keys is the number of keys with open windows.
+func (w *Windows) Keys() int { return w.p.Keys() }
+
+// Time is the Processor's time (Processor.Time).
+func (w *Windows) Time() int64 { return w.p.Time() }
+
+// Add takes one record's Item, released at at (Processor.Process). late
+// reports that a window the record belongs in was already emitted
+// (its End − 1 + Lateness is at or below Time): the record is in none of
+// those, and counted once in Late.
+func (w *Windows) Add(it Item, at int64) (late bool, err error) {
+	before := w.Late
+	err = w.p.Process(string(it.Key), at, it)
+	return w.Late > before, err
+}
+
+// Advance is Processor.Advance: every window whose End − 1 + Lateness is
+// at or below wm is emitted.
+func (w *Windows) Advance(wm int64) error { return w.p.Advance(wm) }
+
+// Close emits every open window (the end of a bounded input).
+func (w *Windows) Close() error { return w.p.Close() }
+
+func (w *Windows) fireAt(end int64) int64 {
+	if end > MaxTime-w.spec.Lateness {
+		return MaxTime
+	}
+	return end - 1 + w.spec.Lateness
+}
+
+// process adds it to its windows.
+func (w *Windows) process(c *Context[state, Item], it Item) error {
+	w.seq++
+	st, _ := c.Get()
+	if w.spec.Kind == Session {
+		st = w.session(c, st, it)
+	} else {
+		st = w.fixed(c, st, it)
+	}
+	if len(st) > 0 {
+		c.Put(st)
+	}
+	return nil
+}
+
+// fixed adds it to its tumbling or hopping windows.
+func (w *Windows) fixed(c *Context[state, Item], st state, it Item) state {
+	every := w.spec.Size
+	if w.spec.Kind == Hopping {
+		every = w.spec.Every
+	}
+	first := floorDiv(it.Time-w.spec.Size, every)*every + every // the earliest start with start + Size > Time
+	late := false
+	for s := first; s <= it.Time; s += every {
+		end := s + w.spec.Size
+		fire := w.fireAt(end)
+		if fire <= c.Time() {
+			late = true
+			continue
+		}
+		i, found := slices.BinarySearchFunc(st, s, func(x *window, s int64) int { return cmp.Compare(x.start, s) })
+		if !found {
+			st = slices.Insert(st, i, &window{start: s, end: end, slots: make([]slot, len(w.spec.Aggregates))})
+			w.Open++
+			c.SetTimer(fire)
+		}
+		w.add(st[i], it)
+	}
+	if late {
+		w.Late++
+	}
+	return st
+}
+
+// session adds it to its session: [Time, Time + Gap), merged with every
+// open session of the key it overlaps.
+func (w *Windows) session(c *Context[state, Item], st state, it Item) state {
+	start, end := it.Time, it.Time+w.spec.Gap
+	if w.fireAt(end) <= c.Time() {
+		w.Late++
+		return st
+	}
+	nw := &window{start: start, end: end, slots: make([]slot, len(w.spec.Aggregates))}
+	w.Open++
+	kept := st[:0]
+	var merged []*window
+	for _, x := range st {
+		if x.start < end && start < x.end {
+			merged = append(merged, x)
+		} else {
+			kept = append(kept, x)
+		}
+	}
+	for _, x := range merged {
+		nw.start, nw.end = min(nw.start, x.start), max(nw.end, x.end)
+		for i := range nw.slots {
+			w.merge(i, &nw.slots[i], &x.slots[i])
+		}
+		c.DeleteTimer(w.fireAt(x.end))
+		w.Open--
+	}
+	w.add(nw, it)
+	c.SetTimer(w.fireAt(nw.end))
+	i, _ := slices.BinarySearchFunc(kept, nw.start, func(x *window, s int64) int { return cmp.Compare(x.start, s) })
+	return slices.Insert(kept, i, nw)
+}
+
+// add adds it to win.
+func (w *Windows) add(win *window, it Item) {
+	for i, a := range w.spec.Aggregates {
+		arg, sl := &it.Args[i], &win.slots[i]
+		if a.Op == Count {
+			sl.n++
+			continue
+		}
+		if arg.Null {
+			continue
+		}
+		w.merge(i, sl, &slot{n: 1, f: arg.Num, raw: arg.JSON, t: it.Time, seq: w.seq})
+	}
+}
+
+// merge merges b into a, aggregate i's accumulators.
+func (w *Windows) merge(i int, a, b *slot) {
+	if b.n == 0 {
+		return
+	}
+	op := w.spec.Aggregates[i].Op
+	switch {
+	case a.n == 0 && op != Count:
+		*a = *b
+		return
+	case op == Sum || op == Avg:
+		a.f += b.f
+	case op == Min:
+		a.f = min(a.f, b.f)
+	case op == Max:
+		a.f = max(a.f, b.f)
+	case op == First:
+		if b.t < a.t || b.t == a.t && b.seq < a.seq {
+			a.raw, a.t, a.seq = b.raw, b.t, b.seq
+		}
+	case op == Last:
+		if b.t > a.t || b.t == a.t && b.seq > a.seq {
+			a.raw, a.t, a.seq = b.raw, b.t, b.seq
+		}
+	}
+	a.n += b.n
+}
+
+// onTimer emits the key's windows due at t.
+func (w *Windows) onTimer(c *Context[state, Item], t int64) error {
+	st, _ := c.Get()
+	n := 0
+	for _, x := range st {
+		if w.fireAt(x.end) > t {
+			break // by start, and so by end
+		}
+		n++
+		w.Open--
+		w.Results++
+		if err := w.emit(w.result([]byte(c.Key()), x)); err != nil {
+			return err
+		}
+	}
+	st = slices.Delete(st, 0, n)
+	if len(st) == 0 {
+		c.Delete()
+	} else {
+		c.Put(st)
+	}
+	return nil
+}
+
+// result renders x, of key.
+func (w *Windows) result(key []byte, x *window) *Result {
+	b := make([]byte, 0, 64+len(key)+16*len(x.slots))
+	b = append(b, `{"key":`...)
+	b = append(b, key...)
+	b = append(b, `,"start":"`...)
+	b = time.UnixMilli(x.start).UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","end":"`...)
+	b = time.UnixMilli(x.end).UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
+	for i, a := range w.spec.Aggregates {
+		b = append(b, ',')
+		b = strconv.AppendQuote(b, a.Name)
+		b = append(b, ':')
+		sl := &x.slots[i]
+		switch {
+		case a.Op == Count:
+			b = strconv.AppendInt(b, sl.n, 10)
+		case sl.n == 0:
+			b = append(b, "null"...)
+		case a.Op == First || a.Op == Last:
+			b = append(b, sl.raw...)
+		case a.Op == Avg:
+			b = appendNum(b, sl.f/float64(sl.n))
+		default:
+			b = appendNum(b, sl.f)
+		}
+	}
+	b = append(b, '}')
+	return &Result{Window: w.spec.Name, Key: key, Start: x.start, End: x.end, Value: b}
+}
+
+// appendNum appends f as a JSON number: an integer without a fraction
+// when it is one (and exact), else the shortest form that reads back as f.
+func appendNum(b []byte, f float64) []byte {
+	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		return strconv.AppendInt(b, int64(f), 10)
+	}
+	if math.IsInf(f, 0) || math.IsNaN(f) { // a sum that overflowed
+		return append(b, "null"...)
+	}
+	return strconv.AppendFloat(b, f, 'g', -1, 64)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}

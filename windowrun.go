@@ -1,0 +1,217 @@
+package signalbox
+
+// The engine's part of windows (WithWindow): each run's keyed.Windows,
+// fed as a record is output (windowsTake), advanced when a release is over
+// (windowsAdvance), closed at the end of a bounded run (windowsClose); the
+// results into the out batch, routed to the window's sinks.
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/signalbox/signalbox/keyed"
+	"github.com/signalbox/signalbox/record"
+)
+
+// windowRun is one window of a run.
+type windowRun struct {
+	def    *windowDef
+	w      *keyed.Windows
+	inputs map[string]bool // nil: every input
+	bits   uint64
+	args   [][]byte
+	seq    int64 // results emitted: the next result's Offset
+}
+
+// windowsStart makes the run's windows (once per run).
+func (c *core) windowsStart() {
+	c.wins = make([]*windowRun, len(c.cfg.windows))
+	for i := range c.cfg.windows {
+		d := &c.cfg.windows[i]
+		wr := &windowRun{def: d, bits: d.bits(), args: make([][]byte, len(d.Args))}
+		if len(d.Inputs) > 0 {
+			wr.inputs = map[string]bool{}
+			for _, in := range d.Inputs {
+				wr.inputs[in] = true
+			}
+		}
+		w, err := keyed.New(d.Spec, func(r *keyed.Result) error { return c.windowResult(wr, r) })
+		if err != nil { // validate checked the spec
+			panic(err)
+		}
+		wr.w = w
+		c.wins[i] = wr
+	}
+}
+
+// windowsTake feeds rec, on its way to the sinks (output), to the windows
+// that take it: every window's where, key and arguments are evaluated
+// first, so that a record whose evaluation fails goes to the dead-letter
+// sink only (keep false) and into no window.
+func (c *core) windowsTake(rec *record.Record) (keep bool, err error) {
+	if c.wins == nil {
+		c.windowsStart()
+	}
+	if rec.Timeless {
+		return true, nil
+	}
+	items := c.winItems[:0]
+	for _, wr := range c.wins {
+		it, ok, err := wr.item(rec)
+		if err != nil {
+			return false, c.failed(rec, err)
+		}
+		if ok {
+			items = append(items, winItem{wr, it})
+		}
+	}
+	at := releaseAt(rec)
+	for _, wi := range items {
+		if _, err := wi.wr.w.Add(wi.it, at); err != nil {
+			return false, err
+		}
+	}
+	clear(items)
+	c.winItems = items[:0]
+	return true, nil
+}
+
+type winItem struct {
+	wr *windowRun
+	it keyed.Item
+}
+
+// item is wr's Item of rec; ok false when wr does not take rec.
+func (wr *windowRun) item(rec *record.Record) (it keyed.Item, ok bool, err error) {
+	d := wr.def
+	if wr.inputs != nil && !wr.inputs[rec.Topic] {
+		return it, false, nil
+	}
+	if d.Where != nil {
+		if ok, err := d.Where(rec); err != nil || !ok {
+			return it, false, err
+		}
+	}
+	var key []byte
+	if d.Key != nil {
+		if key, err = d.Key(rec); err != nil {
+			return it, false, err
+		}
+	} else {
+		key = orderKeyJSON(rec.OrderKey)
+	}
+	for i, a := range d.Spec.Aggregates {
+		wr.args[i] = nil
+		if a.Op == keyed.Count {
+			continue
+		}
+		if wr.args[i], err = d.Args[i](rec); err != nil {
+			return it, false, err
+		}
+	}
+	it, err = d.Spec.Item(key, rec.EventTime, wr.args)
+	if err != nil {
+		return it, false, &windowError{name: "windows." + d.Spec.Name, err: err}
+	}
+	return it, true, nil
+}
+
+// windowError is an argument that does not fit its aggregate.
+type windowError struct {
+	name string
+	err  error
+}
+
+func (e *windowError) Error() string      { return e.name + "." + e.err.Error() }
+func (e *windowError) Expression() string { return e.name }
+
+var _ ExpressionError = (*windowError)(nil)
+
+// orderKeyJSON is the default window key: k as a JSON string, or, when it
+// is not UTF-8, {"key_b64": its base64} (never equal to a string key).
+func orderKeyJSON(k string) []byte {
+	if !utf8.ValidString(k) {
+		return []byte(`{"key_b64":"` + base64.StdEncoding.EncodeToString([]byte(k)) + `"}`)
+	}
+	b, _ := json.Marshal(k) // valid UTF-8: cannot fail
+	return b
+}
+
+// windowResult puts one result of wr into the current out batch, routed
+// to wr's sinks only.
+func (c *core) windowResult(wr *windowRun, r *keyed.Result) error {
+	key := r.Key
+	var s string
+	if len(key) > 0 && key[0] == '"' && json.Unmarshal(key, &s) == nil {
+		key = []byte(s)
+	}
+	at := r.End - 1
+	c.cur.records = append(c.cur.records, record.Record{
+		Topic: r.Window, Partition: 0, Offset: wr.seq,
+		Key: key, OrderKey: string(key), Value: r.Value, ValueJSON: true,
+		EventTime: at, Timestamp: time.UnixMilli(at),
+	})
+	c.cur.routes = append(c.cur.routes, wr.bits)
+	if c.cfg.inflightBytes > 0 {
+		c.cur.bytes += c.cur.records[len(c.cur.records)-1].Size()
+	}
+	wr.seq++
+	return nil
+}
+
+// windowsAdvance advances the windows to the release watermark g once a
+// release is over (MaxTime under flushAll: every window is emitted).
+func (c *core) windowsAdvance(g int64) error {
+	for _, wr := range c.wins {
+		if err := wr.w.Advance(g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// windowsClose emits every open window: the end of a bounded run.
+func (c *core) windowsClose() error {
+	for _, wr := range c.wins {
+		if err := wr.w.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errWindowsRestore is the error of a run with windows that a checkpoint
+// restores (WithWindow).
+var errWindowsRestore = errors.New("signalbox: windows: resuming from a checkpoint is not supported yet: the open windows' records before it would be missing (run without a group, a checkpoint sink or a durable store, so that the replay from the start rebuilds them)")
+
+// windowsResume refuses a restored checkpoint when there are windows.
+func (c *core) windowsResume(assigned []record.PartitionInfo) error {
+	if len(c.cfg.windows) == 0 {
+		return nil
+	}
+	if c.hasCP {
+		return errWindowsRestore
+	}
+	for _, a := range assigned {
+		if a.Checkpoint != nil {
+			return fmt.Errorf("%w: %s/%d has a committed checkpoint", errWindowsRestore, a.Topic, a.Partition)
+		}
+	}
+	return nil
+}
+
+// windowStats is Stats.Windows: a snapshot.
+func (c *core) windowStats() []WindowStats {
+	if len(c.wins) == 0 {
+		return nil
+	}
+	out := make([]WindowStats, len(c.wins))
+	for i, wr := range c.wins {
+		out[i] = WindowStats{Name: wr.def.Spec.Name, Open: wr.w.Open, Keys: wr.w.Keys(), Results: wr.w.Results, Late: wr.w.Late}
+	}
+	return out
+}
