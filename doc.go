@@ -202,7 +202,9 @@
 //   - process.go: Process and Where (WithProcess, WithRoutedSink) as a
 //     record is output; the routed sinks' batches.
 //   - source.go, sink.go, strategy.go: the contracts of a Source, a Sink
-//     and a ParkedStore, with their optional interfaces.
+//     and a ParkedStore, with their optional interfaces; sink.go also
+//     reads each sink's description (describe) and picks the exactly-once
+//     sink from it, the one place that decides how a sink is treated.
 //   - stats.go, observe.go, opsstats.go: Stats and Event; publishing them.
 //   - sinkmeter.go: the meter around every sink (timings, ordering audit).
 //
