@@ -37,7 +37,7 @@ func (r *run) commit(ctx context.Context, cp *record.Checkpoint, final bool, fen
 	if len(offs) == 0 {
 		return nil
 	}
-	if oc, ok := r.cfg.checkpointSink().(SourceOffsetCommitter); ok && oc.CommitsSourceOffsets() {
+	if r.cfg.exactlyOnce >= 0 && r.cfg.sinkInfo[r.cfg.exactlyOnce].CommitsSourceOffsets {
 		r.countCommit(offs, nil)
 		return nil // committed in the sink's transaction
 	}

@@ -142,13 +142,13 @@ func lastHeader(r *record.Record, key string) (string, bool) {
 	return "", false
 }
 
-// sinkName names a sink in logs, reasons and metrics: its Name (Namer), else
-// "sink".
+// sinkName names a sink in logs and reasons: its meter's name (numbered as
+// in the metrics) once Run wrapped it, else its description's.
 func sinkName(s Sink) string {
-	if n, ok := s.(Namer); ok {
-		return n.Name()
+	if m, ok := s.(interface{ meter() *meteredSink }); ok {
+		return m.meter().name
 	}
-	return "sink"
+	return describe(s).Name
 }
 
 // retryLog writes the retry warnings, rate-limited per sink.

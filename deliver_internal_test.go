@@ -55,8 +55,9 @@ func TestWithout(t *testing.T) {
 	}
 }
 
-// TestSinkName: a sink is named by its Name (Namer), also when a wrapper
-// embeds it by its concrete type; a sink without one is "sink".
+// TestSinkName: a sink is named by its description (SinkInfo.Name), also
+// when a wrapper embeds it by its concrete type; a sink without one is
+// "sink".
 func TestSinkName(t *testing.T) {
 	type wrapper struct{ Sink }
 	type concrete struct{ *jsonl.Sink }
@@ -68,6 +69,6 @@ func TestSinkName(t *testing.T) {
 		t.Fatalf("sinkName(concrete) = %q", got)
 	}
 	if got := sinkName(wrapper{js}); got != "sink" {
-		t.Fatalf("sinkName(wrapper) = %q, want sink (the interface hides Name)", got)
+		t.Fatalf("sinkName(wrapper) = %q, want sink (the interface hides Info)", got)
 	}
 }

@@ -205,7 +205,9 @@
 //     routes; windowrun.go: the engine's part, fed as a record is output
 //     and advanced with the release.
 //   - source.go, sink.go, strategy.go: the contracts of a Source, a Sink
-//     and a ParkedStore, with their optional interfaces.
+//     and a ParkedStore, with their optional interfaces; sink.go also
+//     reads each sink's description (describe) and picks the exactly-once
+//     sink from it, the one place that decides how a sink is treated.
 //   - stats.go, observe.go, opsstats.go: Stats and Event; publishing them.
 //   - sinkmeter.go: the meter around every sink (timings, ordering audit).
 //

@@ -129,6 +129,9 @@ type config struct {
 	inputs          []Input
 	sinks           []Sink
 	deadLetter      Sink
+	sinkInfo        []SinkInfo // derived (describeSinks): what each of sinks states
+	deadInfo        SinkInfo   // derived: what deadLetter states
+	exactlyOnce     int        // derived: the index in sinks of the sink that stores the checkpoint; -1 when none
 	delay           time.Duration
 	late            LatePolicy
 	until           Until
@@ -331,13 +334,14 @@ func WithMaxFuture(d time.Duration) Option {
 }
 
 // WithFlushLinger sets how soon released records become visible in the
-// at-least-once sinks (every sink that is not a CheckpointSink, and the
-// dead-letter sink): they are flushed linger after the first record handed
-// to them since their last flush, instead of waiting for the next
+// at-least-once sinks (every sink that is not exactly once, SinkInfo, and
+// the dead-letter sink): they are flushed linger after the first record
+// handed to them since their last flush, instead of waiting for the next
 // checkpoint. Under load one flush covers every record released within
-// linger, so batching stays efficient. CheckpointSinks (PostgreSQL, Kafka)
-// are flushed only at checkpoints: what they write becomes visible with the
-// checkpoint's transaction, every WithCheckpointInterval. Default
+// linger, so batching stays efficient. The exactly-once sink (PostgreSQL,
+// transactional Kafka) is flushed only at checkpoints: what it writes
+// becomes visible with the checkpoint's transaction, every
+// WithCheckpointInterval. Default
 // DefaultFlushLinger (5ms); 0 flushes as soon as the engine has handed over
 // what it released.
 func WithFlushLinger(d time.Duration) Option {
@@ -391,6 +395,7 @@ func (c *config) derive() {
 	if c.logger == nil {
 		c.logger = zap.NewNop()
 	}
+	c.describeSinks()
 	c.batchBytes = math.MaxInt
 	if c.inflightBytes > 0 {
 		c.batchBytes = int(max(c.inflightBytes/int64(max(c.maxInflight, 1)+2), 1))
@@ -403,38 +408,16 @@ func (c *config) derive() {
 	}
 }
 
-// checkpointSink is the sink that stores the checkpoint, if any (validate
-// allows at most one).
-func (c *config) checkpointSink() CheckpointSink {
-	for _, s := range c.sinks {
-		if cs, ok := s.(CheckpointSink); ok {
-			return cs
-		}
-	}
-	return nil
-}
-
 // validate checks every rule of the options, each reported as a field
 // error named as a job file names the field (sinks[1], inputs[0].topic,
-// dead_letter, batch_size...). It never calls a sink.
+// dead_letter, batch_size...). It never opens or writes to a sink.
 func (c *config) validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) { errs = append(errs, fielderr.New(field, format, args...)) }
 	if len(c.sinks) == 0 {
 		bad("sinks", "at least one sink is required")
 	}
-	first := -1
-	for i, s := range c.sinks {
-		if _, ok := s.(CheckpointSink); !ok {
-			continue
-		}
-		if first >= 0 {
-			bad(fmt.Sprintf("sinks[%d]", i), "only one exactly-once sink (one that stores the checkpoint) per job, and sinks[%d] is one: "+
-				"a restart resumes from one sink's checkpoint, so a second would lose what its last transaction did not commit", first)
-			continue
-		}
-		first = i
-	}
+	errs = append(errs, c.validateSinks()...)
 	errs = append(errs, c.validateRanges()...)
 	if err := c.late.Validate(); err != nil {
 		errs = append(errs, err)
@@ -494,9 +477,9 @@ const (
 // delay, batch_size, checkpoint_interval, align, max_future, flush_linger,
 // parked_limit, max_inflight_batches, max_inflight_bytes, tick,
 // stale_after; clock, strategy, parked_store when given nil), joined in one
-// error. It never calls the sinks: a caller
-// may pass stand-ins that only have the right types (CheckpointSink or
-// not).
+// error. Of the sinks it only asks what they are (SinkDescriber): a caller
+// may pass stand-ins that only describe themselves, and are CheckpointSinks
+// where they say they are exactly once.
 func ValidateOptions(opts ...Option) error {
 	c := configOf(opts)
 	return c.validate()

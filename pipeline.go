@@ -69,8 +69,8 @@ func New(src Source, opts ...Option) (*Pipeline, error) {
 		p.decoders[in.Topic] = d
 	}
 	p.fallback, _ = compileInput(Input{Topic: "*"})
-	p.schemad = p.schemad && (!bytesOnly(p.cfg.sinks) || p.cfg.process != nil || p.cfg.routed()) // a Process and a Where read the JSON
-	p.markJSON = p.cfg.transform == nil && embedsValueJSON(p.cfg.sinks)
+	p.schemad = p.schemad && (!bytesOnly(p.cfg.sinkInfo) || p.cfg.process != nil || p.cfg.routed()) // a Process and a Where read the JSON
+	p.markJSON = p.cfg.transform == nil && embedsValueJSON(p.cfg.sinkInfo)
 	p.setRenderIngest()
 	if p.cfg.strategy == nil {
 		delay := p.cfg.delay

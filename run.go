@@ -109,7 +109,7 @@ func newRun(ctx context.Context, p *Pipeline) *run {
 	}
 	r.batch = r.batchFor
 	r.durable, _ = cfg.store.(DurableStore)
-	cfg.sinks, cfg.deadLetter, p.meters = instrument(cfg.sinks, cfg.deadLetter, cfg.delay, &p.live, cfg.clock)
+	cfg.sinks, cfg.deadLetter, p.meters = instrument(cfg, &p.live)
 	gate := newPauseGate(p.src)
 	r.pauser, r.holdPauser = gate.pauserFor(pausedByEngine), gate.pauserFor(pausedByHold)
 	r.demander, _ = p.src.(EvidenceDemander)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -246,14 +247,9 @@ func (d *decoder) render(ctx context.Context, r *record.Record) error {
 }
 
 // embedsValueJSON reports whether some sink trusts record.Record.ValueJSON
-// (JSONValueSink).
-func embedsValueJSON(sinks []Sink) bool {
-	for _, s := range sinks {
-		if j, ok := s.(JSONValueSink); ok && j.EmbedsValueJSON() {
-			return true
-		}
-	}
-	return false
+// (SinkInfo.EmbedsValueJSON).
+func embedsValueJSON(sinks []SinkInfo) bool {
+	return slices.ContainsFunc(sinks, func(s SinkInfo) bool { return s.EmbedsValueJSON })
 }
 
 // rendered reports whether rec's key and value were rendered at ingest
@@ -264,14 +260,9 @@ func (d *decoder) rendered(rec *record.Record) bool {
 }
 
 // bytesOnly reports whether every sink writes only original bytes
-// (BytesSink), so that none needs a record's decoded JSON.
-func bytesOnly(sinks []Sink) bool {
-	for _, s := range sinks {
-		if b, ok := s.(BytesSink); !ok || !b.BytesOnly() {
-			return false
-		}
-	}
-	return len(sinks) > 0
+// (SinkInfo.BytesOnly), so that none needs a record's decoded JSON.
+func bytesOnly(sinks []SinkInfo) bool {
+	return len(sinks) > 0 && !slices.ContainsFunc(sinks, func(s SinkInfo) bool { return !s.BytesOnly })
 }
 
 // renderOut is render for a record on its way to the sinks, on the engine

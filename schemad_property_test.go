@@ -165,8 +165,8 @@ func TestSchemadKeys(t *testing.T) {
 	}
 }
 
-// bytesSink keeps what it is written; bytesOnly is what it says to
-// signalbox.BytesSink.
+// bytesSink keeps what it is written; bytesOnly is what it says in its
+// description (signalbox.SinkInfo.BytesOnly).
 type bytesSink struct {
 	bytesOnly bool
 	got       []record.Record
@@ -179,10 +179,12 @@ func (s *bytesSink) Write(_ context.Context, b []record.Record) error {
 }
 func (s *bytesSink) Flush(context.Context) error { return nil }
 func (s *bytesSink) Close() error                { return nil }
-func (s *bytesSink) BytesOnly() bool             { return s.bytesOnly }
+func (s *bytesSink) Info() signalbox.SinkInfo {
+	return signalbox.SinkInfo{Name: "bytes", BytesOnly: s.bytesOnly}
+}
 
 // TestSchemadBytesOnlySinks: a schema'd record is decoded once. When every
-// sink writes original bytes only (signalbox.BytesSink, as the Kafka sink)
+// sink writes original bytes only (SinkInfo.BytesOnly, as the Kafka sink)
 // it is only checked at ingest (ValueChecker), never rendered; when one
 // sink wants JSON, it is decoded and rendered at ingest, once, and every
 // sink gets that JSON; with a Transform (which may change the value after

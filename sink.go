@@ -2,8 +2,10 @@ package signalbox
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/record"
 )
 
@@ -52,28 +54,28 @@ type Sink interface {
 	Close() error
 }
 
-// BytesSink is implemented by a Sink that writes keys and values as their
-// original bytes only (the Kafka sink): when every sink of a pipeline
-// reports true, the engine only checks a schema'd record at ingest and
-// never renders it as JSON (record.Record.DecodedKey and DecodedValue stay
-// nil).
-type BytesSink interface {
-	BytesOnly() bool
-}
+// SinkInfo is what a sink states about itself: its name, whether it is
+// exactly once, whether it writes original bytes only or embeds values as
+// JSON (record.SinkInfo documents each field).
+type SinkInfo = record.SinkInfo
 
-// JSONValueSink is implemented by a Sink that embeds values in JSON and
-// copies a value marked record.Record.ValueJSON without validating it (the
-// JSONL sink, through sinks/envelope). When one reports true, the engine
-// validates on its poller goroutine the values that decoding did not (the
-// time and key do not come from JSON fields), while their bytes are fresh
-// from the source, and marks the valid ones: the sink goroutine, through
-// which every record passes one at a time, then only copies them.
-type JSONValueSink interface {
-	EmbedsValueJSON() bool
+// SinkDescriber is implemented by a sink that describes itself (every
+// built-in sink). New asks each sink's Info once, and every decision about
+// the sink follows from that answer (describe, options.go): which sink
+// stores the checkpoint, which are flushed at the flush linger, whether
+// records are rendered as JSON, how the sink is named. A sink without Info
+// is named "sink", writes rendered values, and is exactly once when it is
+// a CheckpointSink.
+type SinkDescriber interface {
+	Info() SinkInfo
 }
 
 // CheckpointSink is a Sink that stores signalbox's checkpoint in the same
-// transaction as its data, which makes delivery exactly-once.
+// transaction as its data, which makes delivery exactly-once. The engine
+// treats a sink as one when its description says so (SinkInfo.ExactlyOnce;
+// a CheckpointSink without Info is exactly once): a CheckpointSink that
+// says it is not exactly once is flushed like any other sink, and none of
+// the calls below is made.
 //
 //   - Restore is called after Open, before the first Write. It returns the
 //     last committed checkpoint, or nil when there is none. Its Watermark
@@ -94,14 +96,6 @@ type CheckpointSink interface {
 	FlushCheckpoint(ctx context.Context, cp record.Checkpoint) error
 }
 
-// SourceOffsetCommitter is implemented by sinks that commit the source's
-// consumer offsets themselves, in the same transaction as their data (Kafka's
-// AddOffsetsToTxn). When one reports true, signalbox does not also commit
-// through the source.
-type SourceOffsetCommitter interface {
-	CommitsSourceOffsets() bool
-}
-
 // Claimer is implemented by CheckpointSinks that fence checkpoints by
 // partition ownership. The engine calls Claim when partitions are assigned,
 // before it reads the checkpoint again (Restore), with the group membership
@@ -114,14 +108,6 @@ type Claimer interface {
 	Claim(ctx context.Context, member *record.GroupMember, partitions []record.TopicPartition) error
 }
 
-// Namer is implemented by sinks that name themselves in logs, dead-letter
-// reasons and the sink label of the metrics (the built-in sinks: "jsonl",
-// "kafka", "postgres", "bulk"). A sink without it is named "sink"; repeats
-// of one name are numbered "#2", "#3" ….
-type Namer interface {
-	Name() string
-}
-
 // RetryReporter is implemented by sinks that retry inside a call (the HTTP
 // bulk sink retries each request on 429 and 5xx). Run's sink goroutine
 // calls ReportRetries once, before the first Write; the sink then calls
@@ -129,4 +115,89 @@ type Namer interface {
 // warn with the sink's name, rate-limited.
 type RetryReporter interface {
 	ReportRetries(hook func(attempt int, err error, wait time.Duration))
+}
+
+// describeSinks asks each sink what it is (describe) and picks the sink
+// that stores the checkpoint: the first that says it is exactly once
+// (validate refuses a second, and one that is not a CheckpointSink).
+func (c *config) describeSinks() {
+	c.sinkInfo = make([]SinkInfo, len(c.sinks))
+	c.exactlyOnce = -1
+	for i, s := range c.sinks {
+		c.sinkInfo[i] = describe(s)
+		if c.sinkInfo[i].ExactlyOnce && c.exactlyOnce < 0 {
+			c.exactlyOnce = i
+		}
+	}
+	c.deadInfo = describe(c.deadLetter)
+}
+
+// describe is what s states about itself (SinkDescriber): the one place
+// where the engine learns how to treat a sink. A sink without Info is named
+// "sink" and is exactly once when it is a CheckpointSink.
+func describe(s Sink) SinkInfo {
+	info := SinkInfo{}
+	if d, ok := s.(SinkDescriber); ok {
+		info = d.Info()
+	} else {
+		_, info.ExactlyOnce = s.(CheckpointSink)
+	}
+	if info.Name == "" {
+		info.Name = "sink"
+	}
+	return info
+}
+
+// removedDescriptions are methods by which a sink described itself before
+// SinkInfo; a sink that has one of them and no Info is refused rather than
+// silently described otherwise (CHANGELOG). (Name, the fourth, is too
+// common a method name to refuse.)
+var removedDescriptions = []struct {
+	method string
+	has    func(Sink) bool
+}{
+	{"BytesOnly", func(s Sink) bool { _, ok := s.(interface{ BytesOnly() bool }); return ok }},
+	{"EmbedsValueJSON", func(s Sink) bool { _, ok := s.(interface{ EmbedsValueJSON() bool }); return ok }},
+	{"CommitsSourceOffsets", func(s Sink) bool { _, ok := s.(interface{ CommitsSourceOffsets() bool }); return ok }},
+}
+
+// checkpointSink is the sink that stores the checkpoint, nil when none
+// (describeSinks picks it; validate makes sure it is a CheckpointSink).
+func (c *config) checkpointSink() CheckpointSink {
+	if c.exactlyOnce < 0 {
+		return nil
+	}
+	cs, _ := c.sinks[c.exactlyOnce].(CheckpointSink)
+	return cs
+}
+
+// validateSinks checks what each sink states about itself (describe): at
+// most one is exactly once, and it is a CheckpointSink; no sink describes
+// itself by a method SinkInfo replaced.
+func (c *config) validateSinks() []error {
+	var errs []error
+	check := func(field string, s Sink, info SinkInfo) {
+		if _, ok := s.(SinkDescriber); !ok && s != nil {
+			for _, m := range removedDescriptions {
+				if m.has(s) {
+					errs = append(errs, fielderr.New(field, "%T has a %s method, which no longer describes a sink: return it in Info() SinkInfo instead (CHANGELOG)", s, m.method))
+				}
+			}
+		}
+		if _, ok := s.(CheckpointSink); info.ExactlyOnce && !ok {
+			errs = append(errs, fielderr.New(field, "%T says it is exactly once (SinkInfo.ExactlyOnce) but does not store the checkpoint: it has no Restore and FlushCheckpoint (CheckpointSink)", s))
+		}
+	}
+	for i, s := range c.sinks {
+		field := fmt.Sprintf("sinks[%d]", i)
+		check(field, s, c.sinkInfo[i])
+		if c.sinkInfo[i].ExactlyOnce && i != c.exactlyOnce {
+			errs = append(errs, fielderr.New(field, "only one exactly-once sink (one that stores the checkpoint) per job, and sinks[%d] is one: "+
+				"a restart resumes from one sink's checkpoint, so a second would lose what its last transaction did not commit", c.exactlyOnce))
+		}
+	}
+	if c.deadLetter != nil {
+		check("dead_letter", c.deadLetter, c.deadInfo)
+	}
+	return errs
 }

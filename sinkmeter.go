@@ -22,13 +22,14 @@ var (
 )
 
 // meteredSink is the decorator the engine installs around every sink: it
-// times each call and runs the ordering audit. It keeps the optional
-// interfaces the engine looks for visible: CheckpointSink and
-// SourceOffsetCommitter (meteredCheckpointSink), RetryReporter and a Name;
-// an optional interface added to the engine must be forwarded here too. Its methods are called from
-// the sink goroutine only; snapshot may be called from any goroutine. The
-// per-record work is a few comparisons and, once live, one bucket search; the
-// lock is taken once per call.
+// times each call and runs the ordering audit. What the engine decides
+// about a sink it reads from the sink's description, taken before the sink
+// was wrapped (describe), so the meter passes on only the calls that carry
+// behaviour: those of the exactly-once sink (meteredCheckpointSink) and
+// RetryReporter. Its methods are called from the sink goroutine only;
+// snapshot may be called from any goroutine. The per-record work is a few
+// comparisons and, once live, one bucket search; the lock is taken once
+// per call.
 type meteredSink struct {
 	Sink
 	name  string        // for logs and reasons: the sink's kind, numbered like its metrics
@@ -41,8 +42,8 @@ type meteredSink struct {
 	now   func() time.Time
 }
 
-// meteredCheckpointSink keeps the CheckpointSink and SourceOffsetCommitter
-// methods of the sink it wraps visible to the engine.
+// meteredCheckpointSink wraps the exactly-once sink, and keeps its
+// CheckpointSink and Claimer calls visible to the engine.
 type meteredCheckpointSink struct {
 	*meteredSink
 	cs CheckpointSink
@@ -64,43 +65,39 @@ func (m meteredCheckpointSink) Claim(ctx context.Context, member *record.GroupMe
 	return c.Claim(ctx, member, partitions)
 }
 
-func (m meteredCheckpointSink) CommitsSourceOffsets() bool {
-	oc, ok := m.cs.(SourceOffsetCommitter)
-	return ok && oc.CommitsSourceOffsets()
-}
-
 // instrument wraps the job's sinks and dead-letter sink (nil stays nil) in
-// meters named after their packages.
-func instrument(sinks []Sink, dead Sink, delay time.Duration, live *atomic.Int64, clock func() time.Time) ([]Sink, Sink, []*meteredSink) {
+// meters named after their descriptions (describeSinks), numbering repeats
+// of a name; the exactly-once sink's keeps its CheckpointSink calls.
+func instrument(c *config, live *atomic.Int64) ([]Sink, Sink, []*meteredSink) {
 	var meters []*meteredSink
 	seen := map[string]int{}
-	wrap := func(s Sink, name, metric string, audit bool) Sink {
-		m := &meteredSink{Sink: s, name: name, delay: delay.Seconds(), live: live, audit: audit, now: clock}
+	wrap := func(s Sink, name, metric string, audit, exactlyOnce bool) Sink {
+		m := &meteredSink{Sink: s, name: name, delay: c.delay.Seconds(), live: live, audit: audit, now: c.clock}
 		m.st = SinkStats{Name: metric, WriteSeconds: newHistogram(LatencyBuckets), FlushSeconds: newHistogram(LatencyBuckets),
 			BatchRecords: newHistogram(BatchBuckets), ReleaseSeconds: newHistogram(ReleaseBuckets)}
 		meters = append(meters, m)
-		if cs, ok := s.(CheckpointSink); ok {
-			return meteredCheckpointSink{meteredSink: m, cs: cs}
+		if exactlyOnce {
+			return meteredCheckpointSink{meteredSink: m, cs: s.(CheckpointSink)} // validate made sure
 		}
 		return m
 	}
-	out := make([]Sink, len(sinks))
-	for i, s := range sinks {
-		name := sinkName(s)
+	out := make([]Sink, len(c.sinks))
+	for i, s := range c.sinks {
+		name := c.sinkInfo[i].Name
 		if seen[name]++; seen[name] > 1 {
 			name += "#" + strconv.Itoa(seen[name])
 		}
-		out[i] = wrap(s, name, name, true)
+		out[i] = wrap(s, name, name, true, i == c.exactlyOnce)
 	}
+	dead := c.deadLetter
 	if dead != nil {
-		dead = wrap(dead, sinkName(dead), "dead_letter", false)
+		dead = wrap(dead, c.deadInfo.Name, "dead_letter", false, false)
 	}
 	return out, dead, meters
 }
 
-// Name is the wrapped sink's name, for the writer's logs and reasons,
-// numbered as in the metrics.
-func (m *meteredSink) Name() string { return m.name }
+// meter is m itself, for sinkName.
+func (m *meteredSink) meter() *meteredSink { return m }
 
 // ReportRetries hands hook to the wrapped sink when it retries inside a
 // call (RetryReporter), counting each of those retries; for any other sink

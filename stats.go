@@ -181,7 +181,7 @@ type CommittedOffset struct {
 
 // SinkStats is what one sink did, measured around its calls by the engine.
 type SinkStats struct {
-	// Name is the sink's name (Namer: "jsonl", "postgres", …, else "sink"),
+	// Name is the sink's name (SinkInfo.Name: "jsonl", "postgres", …, else "sink"),
 	// with "#2", "#3" … for repeats, or "dead_letter".
 	Name    string
 	Records int64 // records written

@@ -15,7 +15,7 @@ import (
 // jsonSink is a Sink that trusts record.Record.ValueJSON.
 type jsonSink struct{ nopSink }
 
-func (jsonSink) EmbedsValueJSON() bool { return true }
+func (jsonSink) Info() SinkInfo { return SinkInfo{EmbedsValueJSON: true} }
 
 // FuzzPrepareMarksValueJSON: for a sink that trusts the mark, prepare marks
 // a time: timestamp record's value exactly when it is one line of valid

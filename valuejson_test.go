@@ -17,8 +17,8 @@ import (
 
 // markCounter is a Sink wrapper that counts the records handed to it marked
 // record.Record.ValueJSON, but for those of topic fielded (time: field,
-// whose decoding marks them for any sink); embedding the JSONL sink, it is
-// a signalbox.JSONValueSink.
+// whose decoding marks them for any sink); embedding the JSONL sink, it
+// describes itself as it (SinkInfo.EmbedsValueJSON).
 type markCounter struct {
 	*jsonl.Sink
 	marked int

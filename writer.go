@@ -153,12 +153,12 @@ func (w *writer) writeOne(ctx context.Context, o *out) error {
 	return nil
 }
 
-// flushPlain flushes every sink that is not a CheckpointSink: what they
-// hold becomes visible, and acknowledged. A CheckpointSink is flushed only
+// flushPlain flushes every sink that is not exactly once: what they hold
+// becomes visible, and acknowledged. The exactly-once sink is flushed only
 // with a checkpoint (its transaction commits with it).
 func (w *writer) flushPlain(ctx context.Context) error {
-	for _, s := range w.r.cfg.sinks {
-		if _, ok := s.(CheckpointSink); ok {
+	for i, s := range w.r.cfg.sinks {
+		if i == w.r.cfg.exactlyOnce {
 			continue
 		}
 		if err := w.deliver(ctx, s, "flush", nil, func(ctx context.Context, _ []record.Record) error { return s.Flush(ctx) }); err != nil {

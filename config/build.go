@@ -24,10 +24,10 @@ type Plan struct {
 	StateDir string
 	// StateMemory is state.memory in bytes (0: the store's default).
 	StateMemory int64
-	// Sinks are the sinks, unopened, in the job's order. At most one is a
-	// signalbox.CheckpointSink (the exactly-once sink); the engine flushes
-	// it after the others at each checkpoint. The dead-letter sink is not
-	// among them.
+	// Sinks are the sinks, unopened, in the job's order. At most one says
+	// it is exactly once (signalbox.SinkInfo); the engine flushes it after
+	// the others at each checkpoint. The dead-letter sink is not among
+	// them.
 	Sinks []signalbox.Sink
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/formats"
 	"github.com/signalbox/signalbox/formats/registry"
 	"github.com/signalbox/signalbox/internal/admin"
 	"github.com/signalbox/signalbox/keyed"
@@ -114,7 +115,7 @@ func TestDocumentedDefaultsMatchCode(t *testing.T) {
 		"inputs[i].time":              str(string(signalbox.DefaultTimeSource)),
 		"inputs[i].time_format":       str(string(signalbox.DefaultTimeFormat)),
 		"inputs[i].key":               str(string(signalbox.DefaultKeySource)),
-		"inputs[i].format":            str(DefaultFormat),
+		"inputs[i].format":            str(string(formats.DefaultFormat)),
 		"schema_registry.tls.enabled": zero(SchemaRegistry{}.TLS.Enabled),
 		"schema_registry.tls.insecure_skip_verify": zero(SchemaRegistry{}.TLS.InsecureSkipVerify),
 		"delay":             dur(0), // WithDelay: zero unless set

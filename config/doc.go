@@ -28,7 +28,9 @@
 //     policy and its dead-letter sink, the run mode, how many sinks and how
 //     many exactly-once ones, the range of every size and interval) are the
 //     library's, checked by signalbox.ValidateOptions on the options the job
-//     makes (with stand-ins for its sinks); those of the Kafka connection and
+//     makes (with stand-ins for its sinks, each describing itself as the
+//     sink it stands for would: its package's Config.Info, never a second
+//     opinion here); those of the Kafka connection and
 //     of each sink are kafka.Config.Validate, kafka.CheckBroker, the sinks'
 //     Validate and durable.StoreOptions.Validate. Validate maps their field
 //     errors onto YAML paths and lines, so that validate refuses what run's

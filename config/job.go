@@ -78,8 +78,9 @@ type Input struct {
 	TimeFormat   string `yaml:"time_format"`
 	Key          string `yaml:"key"`
 	KeyField     string `yaml:"key_field"`
-	// Format is the value's format (json, avro, protobuf, json_schema, raw;
-	// default json), KeyFormat the key's (default: the key's bytes).
+	// Format is the value's format (formats.Names: json, avro, protobuf,
+	// json_schema, raw; default json), KeyFormat the key's (default: the
+	// key's bytes).
 	Format    string `yaml:"format"`
 	KeyFormat string `yaml:"key_format"`
 	// Process filters and maps the input's records before the job's

@@ -152,10 +152,7 @@ func TestValidateAgreesWithLibrary(t *testing.T) {
 		errors.As(verr, &es)
 		run := runVerdict(t, j)
 		lib := fielderr.All(signalbox.ValidateOptions(c.LibraryOptions(func(exactlyOnce bool) signalbox.Sink {
-			if exactlyOnce {
-				return checkpointStandIn{}
-			}
-			return standIn{}
+			return standInFor(signalbox.SinkInfo{ExactlyOnce: exactlyOnce})
 		})...))
 		switch {
 		case c.Field == "" && (verr != nil || len(run) != 0 || len(lib) != 0):

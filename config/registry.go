@@ -11,6 +11,7 @@ import (
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/formats"
 	"github.com/signalbox/signalbox/formats/registry"
+	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/retry"
 	"github.com/signalbox/signalbox/sources/kafka"
 )
@@ -24,23 +25,6 @@ type SchemaRegistry struct {
 	PasswordEnv    string   `yaml:"password_env"`
 	BearerTokenEnv string   `yaml:"bearer_token_env"`
 	TLS            TLS      `yaml:"tls"`
-}
-
-// The values of an input's format and key_format.
-const (
-	FormatJSON       = "json"
-	FormatAvro       = "avro"
-	FormatProtobuf   = "protobuf"
-	FormatJSONSchema = "json_schema"
-	FormatRaw        = "raw"
-	DefaultFormat    = FormatJSON
-)
-
-var formatNames = []string{FormatJSON, FormatAvro, FormatProtobuf, FormatJSONSchema, FormatRaw}
-
-// schemaFormat reports whether f reads the schema registry.
-func schemaFormat(f string) bool {
-	return f == FormatAvro || f == FormatProtobuf || f == FormatJSONSchema
 }
 
 // registryAttempt bounds one attempt of the registry client: no retries
@@ -60,39 +44,42 @@ func (s *SchemaRegistry) urls() []string {
 // validateFormats checks an input's format and key_format against its
 // time and key settings and the job's schema_registry.
 func (in Input) validateFormats(v *validator, p string, reg *SchemaRegistry) {
-	v.oneOf(p+".format", in.Format, formatNames)
-	v.oneOf(p+".key_format", in.KeyFormat, formatNames)
+	v.oneOf(p+".format", in.Format, formats.Names())
+	v.oneOf(p+".key_format", in.KeyFormat, formats.Names())
 	for _, f := range []struct{ path, val string }{{p + ".format", in.Format}, {p + ".key_format", in.KeyFormat}} {
-		if schemaFormat(f.val) && reg == nil {
+		if formats.Format(f.val).Schemad() && reg == nil {
 			v.bad(f.path, "%s needs a schema_registry block (the job has none)", f.val)
 		}
 	}
-	if in.Format == FormatRaw && in.Time == string(signalbox.TimeFromField) {
-		v.bad(p+".time_field", "format raw keeps the value as opaque bytes: there is no field to read the time from")
+	if !formats.Format(in.Format).HasFields() && in.Time == string(signalbox.TimeFromField) {
+		v.bad(p+".time_field", "format %s keeps the value as opaque bytes: there is no field to read the time from", in.Format)
 	}
-	if in.Format == FormatRaw && in.Key == string(signalbox.KeyFromField) {
-		v.bad(p+".key_field", "format raw keeps the value as opaque bytes: there is no field to read the key from")
+	if !formats.Format(in.Format).HasFields() && in.Key == string(signalbox.KeyFromField) {
+		v.bad(p+".key_field", "format %s keeps the value as opaque bytes: there is no field to read the key from", in.Format)
 	}
 }
 
-// validate checks the block. It reads no environment variable.
+// validate checks the block. It reads no environment variable. The rules
+// of the client's configuration (the URLs, username or bearer token) are
+// registry.Config.Validate's and those of its TLS files kafka.TLS.Validate's,
+// mapped onto the block's fields; only what the job file alone has (the
+// secrets' environment variables) is checked here.
 func (s *SchemaRegistry) validate(v *validator) {
 	const p = "schema_registry"
-	if len(s.urls()) == 0 {
-		v.bad(p+".url", "required (or urls): the registry's base URL, such as http://localhost:8081")
+	cfg := registry.Config{URLs: s.urls(), Username: s.Username}
+	if s.BearerTokenEnv != "" {
+		cfg.BearerToken = "(bearer_token_env)" // a stand-in: the token is read by Build
 	}
-	check := func(path, raw string) {
-		if u, err := registry.ParseURL(raw); err != nil {
-			v.bad(path, "%v", err)
-		} else if _, set := u.User.Password(); set {
-			v.bad(path, "must not hold a password: use username and password_env")
+	fields := s.fields()
+	for _, fe := range fielderr.All(cfg.Validate()) {
+		v.bad(p+"."+fields[fe.Field], "%s", fe.Msg)
+	}
+	for i, raw := range cfg.URLs {
+		if u, err := registry.ParseURL(raw); err == nil && u.User != nil {
+			if _, set := u.User.Password(); set {
+				v.bad(p+"."+fields[fmt.Sprintf("urls[%d]", i)], "must not hold a password: use username and password_env")
+			}
 		}
-	}
-	if s.URL != "" {
-		check(p+".url", s.URL)
-	}
-	for i, raw := range s.URLs {
-		check(fmt.Sprintf("%s.urls[%d]", p, i), raw)
 	}
 	if s.Username != "" && s.PasswordEnv == "" {
 		v.bad(p+".password_env", "required with username: the name of the environment variable holding the password")
@@ -100,14 +87,33 @@ func (s *SchemaRegistry) validate(v *validator) {
 	if s.PasswordEnv != "" && s.Username == "" {
 		v.bad(p+".username", "required with password_env")
 	}
-	if s.BearerTokenEnv != "" && s.Username != "" {
-		v.bad(p+".bearer_token_env", "set username or bearer_token_env, not both")
-	}
 	v.envName(p+".password_env", s.PasswordEnv)
 	v.envName(p+".bearer_token_env", s.BearerTokenEnv)
-	if (s.TLS.CertFile == "") != (s.TLS.KeyFile == "") {
-		v.bad(p+".tls.key_file", "tls.cert_file and tls.key_file go together")
+	for _, fe := range fielderr.All(s.TLS.registryTLS().Validate()) {
+		v.bad(p+".tls."+fe.Field, "%s", fe.Msg)
 	}
+}
+
+// fields maps the fields of registry.Config onto the block's: its URLs
+// are url, then urls (as urls() lists them), its bearer token is
+// bearer_token_env.
+func (s *SchemaRegistry) fields() map[string]string {
+	m := map[string]string{"urls": "url", "bearer_token": "bearer_token_env"}
+	first := 0
+	if s.URL != "" {
+		m["urls[0]"], first = "url", 1
+	}
+	for i := range s.URLs {
+		m[fmt.Sprintf("urls[%d]", first+i)] = fmt.Sprintf("urls[%d]", i)
+	}
+	return m
+}
+
+// registryTLS is the TLS the registry client uses when it uses any: the
+// block needs no enabled (a CA, a client certificate or an https URL
+// enable it).
+func (t TLS) registryTLS() kafka.TLS {
+	return kafka.TLS{Enable: true, CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, InsecureSkipVerify: t.InsecureSkipVerify}
 }
 
 // client builds the registry client, reading the secrets from their
@@ -127,7 +133,7 @@ func (s *SchemaRegistry) client(lines map[string]int, policy retry.Policy) (*reg
 		}
 	}
 	if t := s.TLS; t.Enabled || t.CAFile != "" || t.CertFile != "" || slices.ContainsFunc(cfg.URLs, isHTTPS) {
-		kt := kafka.TLS{Enable: true, CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, InsecureSkipVerify: t.InsecureSkipVerify}
+		kt := t.registryTLS()
 		if cfg.TLS, err = kt.Config(); err != nil {
 			return nil, Errors{{Path: p + ".tls", Line: lines[p+".tls"], Msg: err.Error()}}
 		}
@@ -155,7 +161,7 @@ func (j *Job) decoders(inputs []signalbox.Input) error {
 			key    bool
 			set    *signalbox.ValueDecoder
 		}{{in.Format, false, &inputs[i].Decoder}, {in.KeyFormat, true, &inputs[i].KeyDecoder}} {
-			if !schemaFormat(f.format) {
+			if !formats.Format(f.format).Schemad() {
 				continue
 			}
 			if codecs == nil {

@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,9 @@ import (
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/formats"
+	"github.com/signalbox/signalbox/formats/registry"
+	"github.com/signalbox/signalbox/internal/fielderr"
+	"github.com/signalbox/signalbox/sources/kafka"
 )
 
 // TestFormatValidation: each wrong format setting is refused naming its
@@ -25,15 +29,15 @@ func TestFormatValidation(t *testing.T) {
 		{"no registry for keys", minimal + "  - {topic: b, key_format: protobuf}", "inputs[1].key_format: protobuf needs a schema_registry block"},
 		{"raw time field", minimal + "  - {topic: b, format: raw, time: field, time_field: ts}", "inputs[1].time_field: format raw keeps the value as opaque bytes"},
 		{"raw key field", minimal + "  - {topic: b, format: raw, key: field, key_field: id}", "inputs[1].key_field: format raw keeps the value as opaque bytes"},
-		{"registry url", "schema_registry: {username: u}\n" + minimal, "schema_registry.url: required (or urls)"},
-		{"registry bad url", "schema_registry: {url: 'localhost:8081'}\n" + minimal, "schema_registry.url: not an http(s) URL with a host"},
-		{"registry urls", "schema_registry: {urls: ['http://a:1', 'ftp://b']}\n" + minimal, "schema_registry.urls[1]: not an http(s) URL with a host"},
+		{"registry url", "schema_registry: {username: u}\n" + minimal, "schema_registry.url: at least one URL is required"},
+		{"registry bad url", "schema_registry: {url: 'localhost:8081'}\n" + minimal, `schema_registry.url: "localhost:8081" is not an http(s) URL with a host`},
+		{"registry urls", "schema_registry: {urls: ['http://a:1', 'ftp://b']}\n" + minimal, `schema_registry.urls[1]: "ftp://b" is not an http(s) URL with a host`},
 		{"registry password in url", "schema_registry: {url: 'http://u:secret@a:1'}\n" + minimal, "schema_registry.url: must not hold a password"},
 		{"registry password_env", "schema_registry: {url: 'http://a:1', username: u}\n" + minimal, "schema_registry.password_env: required with username"},
 		{"registry username", "schema_registry: {url: 'http://a:1', password_env: P}\n" + minimal, "schema_registry.username: required with password_env"},
-		{"registry both", "schema_registry: {url: 'http://a:1', username: u, password_env: P, bearer_token_env: T}\n" + minimal, "schema_registry.bearer_token_env: set username or bearer_token_env, not both"},
+		{"registry both", "schema_registry: {url: 'http://a:1', username: u, password_env: P, bearer_token_env: T}\n" + minimal, "schema_registry.bearer_token_env: set a username or a bearer token, not both"},
 		{"registry secret inline", "schema_registry: {url: 'http://a:1', bearer_token_env: 'abc.def'}\n" + minimal, "schema_registry.bearer_token_env: must be the NAME"},
-		{"registry tls", "schema_registry: {url: 'http://a:1', tls: {cert_file: c.pem}}\n" + minimal, "schema_registry.tls.key_file: tls.cert_file and tls.key_file go together"},
+		{"registry tls", "schema_registry: {url: 'http://a:1', tls: {cert_file: c.pem}}\n" + minimal, "schema_registry.tls.key_file: required with cert_file"},
 		{"registry unknown field", "schema_registry: {url: 'http://a:1', password: x}\n" + minimal, "schema_registry.password: unknown field"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,5 +158,41 @@ func TestCheckRegistryBearerToken(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "[redacted]") {
 		t.Fatalf("the echoed token is not marked redacted: %v", err)
+	}
+}
+
+// TestConnectionRulesAreTheOwners: the rules of the registry client's
+// configuration (registry.Config.Validate) and of TLS files
+// (kafka.TLS.Validate) are written once, by the packages that own them:
+// the job file reports each at its own field with the owner's message.
+func TestConnectionRulesAreTheOwners(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc, path string
+		owner           error // the owner's verdict on the same settings
+	}{
+		{"no registry url", "schema_registry: {}\n" + minimal, "schema_registry.url", registry.Config{}.Validate()},
+		{"bad registry url", "schema_registry: {url: 'http://c:1', urls: ['http://a:1', 'ftp://b']}\n" + minimal, "schema_registry.urls[1]",
+			registry.Config{URLs: []string{"http://c:1", "http://a:1", "ftp://b"}}.Validate()},
+		{"registry username and bearer token", "schema_registry: {url: 'http://a:1', username: u, password_env: P, bearer_token_env: T}\n" + minimal,
+			"schema_registry.bearer_token_env", registry.Config{URLs: []string{"http://a:1"}, Username: "u", BearerToken: "t"}.Validate()},
+		{"registry certificate without key", "schema_registry: {url: 'https://a:1', tls: {cert_file: c.pem}}\n" + minimal,
+			"schema_registry.tls.key_file", kafka.TLS{Enable: true, CertFile: "c.pem"}.Validate()},
+		{"registry key without certificate", "schema_registry: {url: 'https://a:1', tls: {key_file: k.pem}}\n" + minimal,
+			"schema_registry.tls.cert_file", kafka.TLS{Enable: true, KeyFile: "k.pem"}.Validate()},
+		{"kafka key without certificate", minimal + "tls: {enabled: true, key_file: k.pem}\n", "tls.cert_file", kafka.TLS{Enable: true, KeyFile: "k.pem"}.Validate()},
+	} {
+		owner := fielderr.All(tc.owner)
+		if len(owner) != 1 {
+			t.Fatalf("%s: the owner's verdict %v, want one field error", tc.name, tc.owner)
+		}
+		j, err := Parse([]byte(tc.doc))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var es Errors
+		errors.As(j.Validate(), &es)
+		if len(es) != 1 || es[0].Path != tc.path || es[0].Msg != owner[0].Msg {
+			t.Errorf("%s: validate says %v; want one problem at %s saying %q (the owner's)", tc.name, es, tc.path, owner[0].Msg)
+		}
 	}
 }

@@ -37,6 +37,8 @@ func (s *BulkSink) validate(v *validator, p string) {
 	v.envName(p+".auth_env", s.AuthEnv)
 }
 
+func (s *BulkSink) info(*Job) signalbox.SinkInfo { return bulk.Config{}.Info() }
+
 func (s *BulkSink) build(*Job) (signalbox.Sink, error) {
 	cfg := bulk.Config{URL: s.URL, Index: s.Index, MaxDocs: s.MaxDocs, MaxBytes: int(sizeOrZero(s.MaxBytes))}
 	cfg.Linger = bulkLinger(s.Linger)

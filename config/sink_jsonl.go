@@ -24,6 +24,8 @@ func (s *JSONLSink) validate(v *validator, p string) {
 	}
 }
 
+func (s *JSONLSink) info(*Job) signalbox.SinkInfo { return jsonl.Options{}.Info() }
+
 func (s *JSONLSink) build(*Job) (signalbox.Sink, error) {
 	opts := jsonl.Options{Sync: s.Sync, BufferSize: int(sizeOrZero(s.BufferSize))}
 	if s.writesStdout() {

@@ -40,6 +40,23 @@ func (s *KafkaSink) validate(v *validator, p string) {
 	}
 }
 
+// sinkConfig is the sink's library configuration but the connection
+// (build adds it). With a transactional id the transaction commits the
+// job's consumer offsets itself (AddOffsetsToTxn), to the sink's group or
+// the job's: the sink is then exactly once (kafkasink.Config.Info).
+func (s *KafkaSink) sinkConfig(j *Job) kafkasink.Config {
+	cfg := kafkasink.Config{Brokers: s.Brokers, Topic: s.Topic, TransactionalID: s.TransactionalID, MaxBufferedRecords: s.MaxBufferedRecords}
+	if cfg.TransactionalID != "" {
+		cfg.GroupID = cmp.Or(s.Group, j.Group)
+	}
+	if len(cfg.Brokers) == 0 {
+		cfg.Brokers = j.Brokers
+	}
+	return cfg
+}
+
+func (s *KafkaSink) info(j *Job) signalbox.SinkInfo { return s.sinkConfig(j).Info() }
+
 func (s *KafkaSink) build(j *Job) (signalbox.Sink, error) {
 	conn, err := j.connection()
 	if err != nil {
@@ -49,19 +66,7 @@ func (s *KafkaSink) build(j *Job) (signalbox.Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka sink: %w", err)
 	}
-	cfg := kafkasink.Config{Brokers: s.Brokers, Topic: s.Topic, TransactionalID: s.TransactionalID, Conn: co, StartupTimeout: conn.StartupTimeout,
-		MaxBufferedRecords: s.MaxBufferedRecords}
-	if cfg.TransactionalID != "" {
-		// The transaction commits the job's consumer offsets itself
-		// (AddOffsetsToTxn), and signalbox then does not commit them
-		// through the source (signalbox.SourceOffsetCommitter).
-		cfg.GroupID = cmp.Or(s.Group, j.Group)
-	}
-	if len(cfg.Brokers) == 0 {
-		cfg.Brokers = j.Brokers
-	}
-	if cfg.TransactionalID == "" || cfg.GroupID == "" {
-		return atLeastOnce{kafkasink.New(cfg)}, nil
-	}
+	cfg := s.sinkConfig(j)
+	cfg.Conn, cfg.StartupTimeout = co, conn.StartupTimeout
 	return kafkasink.New(cfg), nil
 }

@@ -42,6 +42,8 @@ func (s *PostgresSink) validate(v *validator, p string) {
 	v.fields(p, cfg.Validate())
 }
 
+func (s *PostgresSink) info(*Job) signalbox.SinkInfo { return postgres.Config{}.Info() }
+
 func (s *PostgresSink) build(j *Job) (signalbox.Sink, error) {
 	dsn, err := fromEnv("dsn_env", s.DSNEnv)
 	if err != nil {

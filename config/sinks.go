@@ -36,6 +36,10 @@ type SinkSettings interface {
 	// build makes the sink; j is the job, for the settings the sink
 	// shares with it.
 	build(j *Job) (signalbox.Sink, error)
+	// info is what the sink build makes states about itself (its
+	// package's Config.Info), without making it: validate's stand-ins
+	// (validateLibrary) describe themselves by it.
+	info(j *Job) signalbox.SinkInfo
 }
 
 // sinkKind is one sink type.
@@ -160,16 +164,13 @@ func (s *Sink) settings() SinkSettings {
 	return nil
 }
 
-// exactlyOnce reports whether s stores the checkpoint in its own
-// transaction (a CheckpointSink once built).
-func (s *Sink) exactlyOnce() bool {
-	switch c := s.settings().(type) {
-	case *PostgresSink:
-		return true
-	case *KafkaSink:
-		return c.TransactionalID != ""
+// info is what the sink s builds to states about itself (SinkSettings.info);
+// the zero SinkInfo for an unknown type.
+func (s *Sink) info(j *Job) signalbox.SinkInfo {
+	if c := s.settings(); c != nil {
+		return c.info(j)
 	}
-	return false
+	return signalbox.SinkInfo{}
 }
 
 // writesStdout reports whether the sink writes to standard output.
@@ -193,27 +194,6 @@ func (j *Job) validateSinkSet(v *validator) {
 			v.bad("dead_letter.group", "not used by a dead-letter sink: it stores no checkpoint")
 		}
 	}
-}
-
-// atLeastOnce hides the CheckpointSink methods of a sink that is not to
-// store the checkpoint: the engine then calls Flush, never FlushCheckpoint,
-// and restores nothing from it.
-type atLeastOnce struct{ signalbox.Sink }
-
-// Name passes on the wrapped sink's name (signalbox.Namer), which the
-// engine's logs and metrics label it with.
-func (a atLeastOnce) Name() string {
-	if n, ok := a.Sink.(signalbox.Namer); ok {
-		return n.Name()
-	}
-	return "sink"
-}
-
-// BytesOnly passes on the wrapped sink's signalbox.BytesSink answer, so
-// that a job whose sinks all write original bytes skips rendering them.
-func (a atLeastOnce) BytesOnly() bool {
-	b, ok := a.Sink.(signalbox.BytesSink)
-	return ok && b.BytesOnly()
 }
 
 // sizeOrZero parses a validated size; "" is 0, the default.

@@ -47,13 +47,13 @@ dead_letter: {type: postgres, dsn_env: SIGNALBOX_TEST_DSN, table: dead}
 		t.Fatalf("%d sinks, want 3", len(p.Sinks))
 	}
 	for i, s := range p.Sinks {
-		_, cp := s.(signalbox.CheckpointSink)
-		if want := i == 0; cp != want {
-			t.Errorf("sink %d (%T): CheckpointSink = %v, want %v", i, s, cp, want)
+		info := s.(signalbox.SinkDescriber).Info()
+		if want := i == 0; info.ExactlyOnce != want {
+			t.Errorf("sink %d (%T): ExactlyOnce = %v, want %v", i, s, info.ExactlyOnce, want)
 		}
-		// The engine labels logs and metrics with the sink's Name, the at-least-once kafka wrapper's too.
-		if n, ok := s.(signalbox.Namer); !ok || n.Name() != []string{"postgres", "jsonl", "kafka"}[i] {
-			t.Errorf("sink %d (%T): not a Namer of its type", i, s)
+		// The engine labels logs and metrics with the sink's name.
+		if info.Name != []string{"postgres", "jsonl", "kafka"}[i] {
+			t.Errorf("sink %d (%T): named %q", i, s, info.Name)
 		}
 	}
 	if _, err := p.Pipeline(); err != nil {
@@ -67,15 +67,13 @@ func TestBuildKafkaModes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, transactional := p.Sinks[0].(signalbox.CheckpointSink)
-	_, plain := p.Sinks[1].(signalbox.CheckpointSink)
-	if !transactional || plain {
-		t.Fatalf("CheckpointSink: %v %v; want only the transactional sink", transactional, plain)
+	transactional := p.Sinks[0].(signalbox.SinkDescriber).Info()
+	plain := p.Sinks[1].(signalbox.SinkDescriber).Info()
+	if !transactional.ExactlyOnce || !transactional.CommitsSourceOffsets || plain.ExactlyOnce {
+		t.Fatalf("ExactlyOnce: %v %v; want only the transactional sink's", transactional.ExactlyOnce, plain.ExactlyOnce)
 	}
-	for i, s := range p.Sinks { // both write original bytes: a schema'd job must not render for them
-		if b, ok := s.(signalbox.BytesSink); !ok || !b.BytesOnly() {
-			t.Errorf("sink %d (%T): not a BytesSink answering true", i, s)
-		}
+	if !transactional.BytesOnly || !plain.BytesOnly { // a schema'd job must not render for them
+		t.Errorf("BytesOnly: %v %v, want both", transactional.BytesOnly, plain.BytesOnly)
 	}
 }
 

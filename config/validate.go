@@ -201,10 +201,7 @@ func lineOrLast(line int) int {
 func (j *Job) validateLibrary(v *validator) {
 	opts := append(j.options(), signalbox.WithInputs(j.libraryInputs()...))
 	for i := range j.Sinks {
-		var s signalbox.Sink = standIn{}
-		if j.Sinks[i].exactlyOnce() {
-			s = checkpointStandIn{}
-		}
+		s := standInFor(j.Sinks[i].info(j))
 		if j.Sinks[i].Where != "" {
 			opts = append(opts, signalbox.WithRoutedSink(s, func(*record.Record) (bool, error) { return true, nil }))
 			continue
@@ -212,7 +209,7 @@ func (j *Job) validateLibrary(v *validator) {
 		opts = append(opts, signalbox.WithSink(s))
 	}
 	if j.DeadLetter != nil {
-		opts = append(opts, signalbox.WithDeadLetter(standIn{}))
+		opts = append(opts, signalbox.WithDeadLetter(standInFor(j.DeadLetter.info(j))))
 	}
 	for _, fe := range fielderr.All(signalbox.ValidateOptions(opts...)) {
 		path, near := optionPath(fe.Field)
@@ -226,13 +223,31 @@ func (j *Job) validateLibrary(v *validator) {
 	}
 }
 
-// standIn and checkpointStandIn are sinks of the types the job's sinks
-// build to (a CheckpointSink for an exactly-once one), for the library's
-// verdict, which never calls them.
+// standIn and checkpointStandIn stand for the job's sinks in the library's
+// verdict, which only asks them what they are (Info): each states what the
+// sink it stands for would (SinkSettings.info), and the exactly-once one is
+// a CheckpointSink, as the real one is.
 type (
-	standIn           struct{ signalbox.Sink }
-	checkpointStandIn struct{ signalbox.CheckpointSink }
+	standIn struct {
+		signalbox.Sink
+		info signalbox.SinkInfo
+	}
+	checkpointStandIn struct {
+		signalbox.CheckpointSink
+		info signalbox.SinkInfo
+	}
 )
+
+func (s standIn) Info() signalbox.SinkInfo           { return s.info }
+func (s checkpointStandIn) Info() signalbox.SinkInfo { return s.info }
+
+// standInFor is a stand-in for a sink that states info.
+func standInFor(info signalbox.SinkInfo) signalbox.Sink {
+	if info.ExactlyOnce {
+		return checkpointStandIn{info: info}
+	}
+	return standIn{info: info}
+}
 
 // optionPath is the YAML path of the library's field, and the field whose
 // line locates it when it is absent from the file.

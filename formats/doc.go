@@ -8,6 +8,10 @@
 // (the rendering rules and the Field a path resolves to). The rules are in
 // docs/sinks.md, "Schema'd values".
 //
+// Format names every format of a key or value a job file may name (Names:
+// json, avro, protobuf, json_schema, raw), the schema'd ones among them
+// (Schemad): the one list, which the job file validates against.
+//
 // Lifecycle: New returns a Decoder for one format; Decode may be called
 // from any number of goroutines. Codecs are compiled on the first record of
 // each schema id and kept in the Decoder's Codecs, one per registry client

@@ -22,15 +22,35 @@ import (
 	"github.com/signalbox/signalbox/record"
 )
 
-// Format is a schema'd wire format.
+// Format is the format of a record's key or value, named as a job file
+// names it (inputs[i].format, key_format).
 type Format string
 
-// The formats a Decoder reads.
+// The formats. A Decoder reads the schema'd ones (Schemad). JSON and Raw
+// need none: JSON values are read by the engine's own field reader, and
+// Raw keeps the bytes opaque (no field can be read from them).
 const (
+	JSON       Format = "json"
 	Avro       Format = "avro"
 	Protobuf   Format = "protobuf"
 	JSONSchema Format = "json_schema"
+	Raw        Format = "raw"
+	// DefaultFormat is the format of a value whose format is not given.
+	DefaultFormat = JSON
 )
+
+// Names are the formats' names, the default first: the one list of them.
+func Names() []string {
+	return []string{string(JSON), string(Avro), string(Protobuf), string(JSONSchema), string(Raw)}
+}
+
+// Schemad reports whether f is read with a schema from the registry (by a
+// Decoder).
+func (f Format) Schemad() bool { return f == Avro || f == Protobuf || f == JSONSchema }
+
+// HasFields reports whether fields (a time or key field) can be read from
+// values of format f: of every format but Raw.
+func (f Format) HasFields() bool { return f != Raw }
 
 // Field is the value at a dotted path of a decoded record.
 type Field = value.Field
@@ -141,9 +161,7 @@ type compiled struct {
 
 // New checks cfg and returns a Decoder.
 func New(cfg Config) (*Decoder, error) {
-	switch cfg.Format {
-	case Avro, Protobuf, JSONSchema:
-	default:
+	if !cfg.Format.Schemad() {
 		return nil, fmt.Errorf("formats: format %q is not one of avro, protobuf, json_schema", cfg.Format)
 	}
 	switch {

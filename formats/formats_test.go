@@ -455,3 +455,27 @@ func TestHeaderWinsOverACachedPrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestFormatNames: Names lists every format once, the default first (the
+// job file's one list, raw included), and a Decoder is made for exactly
+// the schema'd ones; fields are read from every format but raw.
+func TestFormatNames(t *testing.T) {
+	cl, err := registry.New(registry.Config{URLs: []string{"http://127.0.0.1:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := formats.Names()
+	if strings.Join(names, ",") != "json,avro,protobuf,json_schema,raw" || names[0] != string(formats.DefaultFormat) {
+		t.Fatalf("Names() = %q", names)
+	}
+	for _, n := range names {
+		f := formats.Format(n)
+		_, err := formats.New(formats.Config{Format: f, Registry: cl})
+		if (err == nil) != f.Schemad() {
+			t.Errorf("%s: New: %v, Schemad %v", f, err, f.Schemad())
+		}
+		if f.HasFields() != (f != formats.Raw) {
+			t.Errorf("%s: HasFields %v", f, f.HasFields())
+		}
+	}
+}

@@ -67,7 +67,7 @@ type Record struct {
 	// on one line: the engine's decoder sets it when finding a JSON field
 	// (time: field, key: field) validated the whole value on the way, and
 	// the engine validates the other values for a sink that trusts the
-	// mark (signalbox.JSONValueSink), so that a sink embedding values in
+	// mark (SinkInfo.EmbedsValueJSON), so that a sink embedding values in
 	// JSON (sinks/envelope) does not validate it again. False means unknown, not invalid. Whoever changes
 	// Value clears it (the engine does before a Transform); the durable
 	// store does not keep it.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/retry"
 )
 
@@ -223,13 +224,30 @@ type entry struct {
 	expires time.Time // for err
 }
 
-// New checks cfg and returns a Client.
-func New(cfg Config) (*Client, error) {
-	if len(cfg.URLs) == 0 {
-		return nil, errors.New("registry: url: at least one URL is required")
+// Validate reports the settings of c that cannot work, each naming its
+// field (fielderr: urls, urls[i], bearer_token): the one copy of these
+// rules, which New applies and the job file's schema_registry block maps
+// onto its own fields. It reads nothing and connects nowhere.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.URLs) == 0 {
+		errs = append(errs, fielderr.New("urls", "at least one URL is required: the registry's base URL, such as http://localhost:8081"))
 	}
-	if cfg.BearerToken != "" && cfg.Username != "" {
-		return nil, errors.New("registry: bearer token and username are exclusive: set one")
+	for i, raw := range c.URLs {
+		if _, err := ParseURL(raw); err != nil {
+			errs = append(errs, fielderr.New(fmt.Sprintf("urls[%d]", i), "%s is %v", fielderr.Quote(redactURL(raw)), err))
+		}
+	}
+	if c.BearerToken != "" && c.Username != "" {
+		errs = append(errs, fielderr.New("bearer_token", "set a username or a bearer token, not both"))
+	}
+	return errors.Join(errs...)
+}
+
+// New checks cfg (Validate) and returns a Client.
+func New(cfg Config) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("registry: %w", err)
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
@@ -245,10 +263,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	c := &Client{cfg: cfg, byID: map[string]*entry{}, byRef: map[string]*entry{}}
 	for i, raw := range cfg.URLs {
-		u, err := ParseURL(raw)
-		if err != nil {
-			return nil, fmt.Errorf("registry: url %d (%s): %v", i+1, redactURL(raw), err)
-		}
+		u, _ := ParseURL(raw) // checked by Validate
 		user, pass := cfg.Username, cfg.Password
 		if u.User != nil {
 			if user == "" && cfg.BearerToken == "" {

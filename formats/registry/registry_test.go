@@ -260,9 +260,9 @@ func TestConfigErrors(t *testing.T) {
 		cfg  registry.Config
 		want string
 	}{
-		{registry.Config{}, "url"},
-		{registry.Config{URLs: []string{"ftp://x"}}, "url 1"},
-		{registry.Config{URLs: []string{"http://h"}, Username: "u", BearerToken: "t"}, "exclusive"},
+		{registry.Config{}, "urls: at least one URL"},
+		{registry.Config{URLs: []string{"http://h", "ftp://x"}}, `urls[1]: "ftp://x" is not an http(s) URL`},
+		{registry.Config{URLs: []string{"http://h"}, Username: "u", BearerToken: "t"}, "bearer_token: set a username or a bearer token, not both"},
 	} {
 		if _, err := registry.New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New(%v) = %v, want an error naming %q", c.cfg, err, c.want)

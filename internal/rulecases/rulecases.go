@@ -12,13 +12,17 @@ import (
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/record"
+	kafkasink "github.com/signalbox/signalbox/sinks/kafka"
 )
 
-// Sink kinds of a case: an at-least-once sink (jsonl) or an exactly-once
-// one, which stores the checkpoint (postgres).
+// Sink kinds of a case: an at-least-once sink (jsonl), an exactly-once
+// one, which stores the checkpoint (postgres), and a Kafka sink without a
+// transactional id, at least once although it has the CheckpointSink
+// methods.
 const (
 	AtLeastOnce = "jsonl"
 	ExactlyOnce = "postgres"
+	PlainKafka  = "kafka"
 )
 
 // DSNEnv is the environment variable a case's postgres sinks name; the
@@ -82,6 +86,7 @@ var Cases = []Case{
 	{Name: "topic_pattern of 4097 bytes", Inputs: []signalbox.Input{{TopicPattern: "a" + strings.Repeat("|a", 2048)}}, Field: "inputs[0].topic_pattern"},
 	{Name: "two exactly-once sinks", Sinks: []string{AtLeastOnce, ExactlyOnce, ExactlyOnce}, Field: "sinks[2].type"},
 	{Name: "one exactly-once sink", Sinks: []string{AtLeastOnce, ExactlyOnce}},
+	{Name: "a plain kafka sink beside an exactly-once one", Sinks: []string{PlainKafka, ExactlyOnce}},
 	{Name: "process filter and map", YAML: "process: {filter: 'value.ok', map: '{\"a\": value.a}'}",
 		Options: opts(signalbox.WithProcess(func(*record.Record) (bool, error) { return true, nil }))},
 	{Name: "a routed exactly-once sink", Sinks: []string{AtLeastOnce, ExactlyOnce}, Wheres: map[int]string{1: "late"}},
@@ -129,8 +134,11 @@ func (c Case) Job(dir string) string {
 		if w, ok := c.Wheres[i]; ok {
 			where = ", where: '" + w + "'"
 		}
-		if kind == ExactlyOnce {
+		switch kind {
+		case ExactlyOnce:
 			return "{type: postgres, dsn_env: " + DSNEnv + ", table: t" + fmt.Sprint(i) + where + "}"
+		case PlainKafka:
+			return "{type: kafka, topic: out" + fmt.Sprint(i) + where + "}"
 		}
 		return "{type: jsonl, path: '" + dir + "/out" + fmt.Sprint(i) + ".jsonl'" + where + "}"
 	}
@@ -148,15 +156,20 @@ func (c Case) Job(dir string) string {
 }
 
 // LibraryOptions is c as options, its sinks made by sink (true: one that
-// stores the checkpoint).
+// stores the checkpoint); a PlainKafka sink is the Kafka sink itself
+// (sinks/kafka, never opened), whose own description is what is tested.
 func (c Case) LibraryOptions(sink func(exactlyOnce bool) signalbox.Sink) []signalbox.Option {
 	o := append([]signalbox.Option{signalbox.WithInputs(c.inputs()...)}, c.Options...)
 	for i, kind := range c.sinks() {
+		s := sink(kind == ExactlyOnce)
+		if kind == PlainKafka {
+			s = kafkasink.New(kafkasink.Config{Brokers: []string{"127.0.0.1:1"}, Topic: "out" + fmt.Sprint(i)})
+		}
 		if _, ok := c.Wheres[i]; ok { // the expression's verdict is the job file's (package process)
-			o = append(o, signalbox.WithRoutedSink(sink(kind == ExactlyOnce), func(*record.Record) (bool, error) { return true, nil }))
+			o = append(o, signalbox.WithRoutedSink(s, func(*record.Record) (bool, error) { return true, nil }))
 			continue
 		}
-		o = append(o, signalbox.WithSink(sink(kind == ExactlyOnce)))
+		o = append(o, signalbox.WithSink(s))
 	}
 	if c.DeadLetter {
 		o = append(o, signalbox.WithDeadLetter(sink(false)))

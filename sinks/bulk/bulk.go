@@ -207,8 +207,12 @@ func (s *Sink) Open(ctx context.Context) error {
 	return nil
 }
 
-// Name is the sink's name in the engine's logs, reasons and metrics.
-func (s *Sink) Name() string { return "bulk" }
+// Info describes the sink a configuration makes (signalbox.SinkDescriber):
+// "bulk", at least once, writing rendered values.
+func (c Config) Info() record.SinkInfo { return record.SinkInfo{Name: "bulk"} }
+
+// Info is the sink's description: its configuration's (Config.Info).
+func (s *Sink) Info() record.SinkInfo { return s.cfg.Info() }
 
 // Write drains a full queue (blocking while the server pushes back), then
 // queues batch and sends every full request.

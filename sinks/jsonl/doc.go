@@ -4,8 +4,8 @@
 //
 // Lifecycle: New or Create → Open → (Write | Flush)* → Close. All calls come
 // from one goroutine. It implements signalbox.Sink and
-// signalbox.JSONValueSink (structurally; this package does not import the
-// root package).
+// signalbox.SinkDescriber, saying it embeds values as JSON (structurally;
+// this package does not import the root package).
 //
 // Invariants:
 //

@@ -260,8 +260,14 @@ func dropTornLine(path string) (int64, error) {
 	return keep, f.Truncate(keep)
 }
 
-// Name is the sink's name in the engine's logs, reasons and metrics.
-func (s *Sink) Name() string { return "jsonl" }
+// Info describes the sink options make (signalbox.SinkDescriber): "jsonl",
+// at least once, and embedding values as JSON: the sink copies a value
+// marked record.Record.ValueJSON as it is (sinks/envelope), so the engine
+// validates values for it before they reach the sink goroutine.
+func (o Options) Info() record.SinkInfo { return record.SinkInfo{Name: "jsonl", EmbedsValueJSON: true} }
+
+// Info is the sink's description: its options' (Options.Info).
+func (s *Sink) Info() record.SinkInfo { return s.opts.Info() }
 
 // Write encodes batch, one line per record, into the buffer. A full buffer is
 // written to the file or writer.
@@ -298,11 +304,6 @@ func (s *Sink) Write(ctx context.Context, batch []record.Record) error {
 	}
 	return nil
 }
-
-// EmbedsValueJSON reports true: the sink copies a value marked
-// record.Record.ValueJSON as it is (sinks/envelope), so the engine validates
-// values for it before they reach the sink goroutine.
-func (s *Sink) EmbedsValueJSON() bool { return true }
 
 // Flush writes out the buffer and, with Options.Sync on a file, fsyncs it.
 func (s *Sink) Flush(ctx context.Context) error {

@@ -78,5 +78,8 @@
 // Guarantee: exactly-once Kafka→Kafka in transactional mode with
 // FlushCheckpoint, for consumers reading with isolation.level=read_committed;
 // otherwise at-least-once (a restart re-emits what was produced after the
-// last committed offsets).
+// last committed offsets). The sink says which (Config.Info: exactly once
+// with a TransactionalID and a GroupID), and signalbox asks it: without
+// them it is flushed like any at-least-once sink, and its Restore,
+// FlushCheckpoint and Claim are never called.
 package kafka

@@ -186,10 +186,22 @@ func classicTxnVersions() *kversion.Versions {
 	return v
 }
 
-// BytesOnly reports that the sink produces keys and values as their
-// original bytes (schema'd ones keep their wire format and schema id), so
-// the engine need not decode them for it (signalbox.BytesSink).
-func (s *Sink) BytesOnly() bool { return true }
+// Info describes the sink a configuration makes (signalbox.SinkDescriber).
+// It is "kafka" and produces keys and values as their original bytes
+// (schema'd ones keep their wire format and schema id), so the engine need
+// not render them for it. It is exactly once only with a TransactionalID
+// and a GroupID: its transaction then stores the checkpoint with the
+// group's offsets (invariant 5), so signalbox does not commit them through
+// the source, which would overwrite that checkpoint. Otherwise it is an
+// at-least-once sink: signalbox flushes it like any other and never calls
+// Restore, FlushCheckpoint or Claim.
+func (c Config) Info() record.SinkInfo {
+	txn := c.TransactionalID != "" && c.GroupID != ""
+	return record.SinkInfo{Name: "kafka", ExactlyOnce: txn, CommitsSourceOffsets: txn, BytesOnly: true}
+}
+
+// Info is the sink's description: its configuration's (Config.Info).
+func (s *Sink) Info() record.SinkInfo { return s.cfg.Info() }
 
 // Open connects and starts the producer. Connecting, the topic's metadata
 // and limits and the producer's initialisation share one deadline:
@@ -372,9 +384,6 @@ func (s *Sink) membership() (*record.GroupMember, bool) {
 	defer s.mmu.Unlock()
 	return s.member, s.fenced
 }
-
-// Name is the sink's name in the engine's logs, reasons and metrics.
-func (s *Sink) Name() string { return "kafka" }
 
 // Write produces batch (asynchronously; Flush waits for the acks). While the
 // sink is fenced (invariant 9) it drops batch: the partitions are another
@@ -578,18 +587,10 @@ func (s *Sink) Flush(ctx context.Context) error {
 // FlushCheckpoint commits the written records and cp's Low offsets for
 // Config.GroupID in one transaction (invariant 5).
 func (s *Sink) FlushCheckpoint(ctx context.Context, cp record.Checkpoint) error {
-	if !s.CommitsSourceOffsets() {
-		return s.flush(ctx, nil) // not transactional: a plain flush
+	if !s.cfg.Info().ExactlyOnce {
+		return s.flush(ctx, nil) // no transaction with a group to store cp in: a plain flush
 	}
 	return s.flush(ctx, &cp)
-}
-
-// CommitsSourceOffsets reports whether the sink commits the consumer
-// offsets itself, inside its transaction (transactional mode with a group).
-// signalbox then does not commit them through the source, which would
-// overwrite the checkpoint the transaction stored.
-func (s *Sink) CommitsSourceOffsets() bool {
-	return s.cfg.TransactionalID != "" && s.cfg.GroupID != ""
 }
 
 func (s *Sink) flush(ctx context.Context, cp *record.Checkpoint) error {

@@ -252,8 +252,13 @@ func (s *Sink) do(ctx context.Context, fn func(*pgx.Conn) error) error {
 
 var columns = []string{"ord", "topic", "partition", "offset", "key", "event_time", "event_time_ms", "value", "late", "late_by_ms", "reason", "key_bytes", "value_bytes", "schema_id"}
 
-// Name is the sink's name in the engine's logs, reasons and metrics.
-func (s *Sink) Name() string { return "postgres" }
+// Info describes the sink a configuration makes (signalbox.SinkDescriber):
+// "postgres", exactly once (it stores the checkpoint in the transaction of
+// its rows), writing rendered values.
+func (c Config) Info() record.SinkInfo { return record.SinkInfo{Name: "postgres", ExactlyOnce: true} }
+
+// Info is the sink's description: its configuration's (Config.Info).
+func (s *Sink) Info() record.SinkInfo { return s.cfg.Info() }
 
 // Write buffers batch, committing first when MaxBatch rows are waiting.
 func (s *Sink) Write(ctx context.Context, batch []record.Record) error {

@@ -314,14 +314,8 @@ func (c *Config) Validate() error {
 	if c.EvidenceInterval < time.Millisecond || c.EvidenceInterval > time.Minute {
 		bad("evidence_interval", "%v is out of range: must be from 1ms to 1m: a paused partition needs end-offset evidence", c.EvidenceInterval)
 	}
-	if !c.TLS.Enable && (c.TLS.CAFile != "" || c.TLS.CertFile != "" || c.TLS.KeyFile != "" || c.TLS.InsecureSkipVerify) {
-		bad("tls.enabled", "TLS files or options are set but enabled is false")
-	}
-	if c.TLS.CertFile != "" && c.TLS.KeyFile == "" {
-		bad("tls.key_file", "required with cert_file")
-	}
-	if c.TLS.KeyFile != "" && c.TLS.CertFile == "" {
-		bad("tls.cert_file", "required with key_file")
+	for _, fe := range fielderr.All(c.TLS.Validate()) {
+		bad("tls."+fe.Field, "%s", fe.Msg)
 	}
 	switch s := c.SASL; s.Mechanism {
 	case "":
@@ -369,6 +363,25 @@ func (c *Config) readCommitted() bool { return c.Isolation == ReadCommitted }
 
 // Config is the *tls.Config t describes, certificates read from their files.
 func (t *TLS) Config() (*tls.Config, error) { return t.config() }
+
+// Validate reports the settings of t that do not go together, each naming
+// its field as a job file's tls block does (enabled, cert_file,
+// key_file): the one copy of these rules, which Config.Validate and the
+// job file's schema_registry.tls apply. It reads no file.
+func (t TLS) Validate() error {
+	var errs []error
+	bad := func(field, msg string) { errs = append(errs, fielderr.New(field, "%s", msg)) }
+	if !t.Enable && (t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.InsecureSkipVerify) {
+		bad("enabled", "TLS files or options are set but enabled is false")
+	}
+	if t.CertFile != "" && t.KeyFile == "" {
+		bad("key_file", "required with cert_file")
+	}
+	if t.KeyFile != "" && t.CertFile == "" {
+		bad("cert_file", "required with key_file")
+	}
+	return errors.Join(errs...)
+}
 
 func (t *TLS) config() (*tls.Config, error) {
 	tc := &tls.Config{InsecureSkipVerify: t.InsecureSkipVerify, MinVersion: tls.VersionTLS12} //nolint:gosec // opt-in, documented
