@@ -191,8 +191,10 @@ func WithSink(s Sink) Option { return func(c *config) { c.sinks = append(c.sinks
 // Default: none, in which case such records make Run fail rather than be lost.
 func WithDeadLetter(s Sink) Option { return func(c *config) { c.deadLetter = s } }
 
-// WithDelay sets the delay bound: how far behind the newest event time the
-// watermark stays. Default 0; at most MaxDelay.
+// WithDelay sets the delay bound: a record more than d behind its
+// partition's newest event time is late, and a holding partition's
+// contribution to the watermark is its newest event time − d − 1 ms
+// (design W1, L1). Default 0; at most MaxDelay.
 func WithDelay(d time.Duration) Option { return func(c *config) { c.delay = d } }
 
 // WithLatePolicy sets the late policy. Default LateEmit.
@@ -294,7 +296,7 @@ func WithParkedStore(s ParkedStore) Option {
 // WithAlignment sets the alignment window of event-time-aligned fetching
 // (Flink's watermark alignment, Kafka Streams' lowest-timestamp choice). A
 // partition whose contribution to the watermark (its newest event time −
-// the delay) runs more than window ahead of the released watermark — or,
+// the delay − 1 ms) runs more than window ahead of the released watermark — or,
 // while the watermark is still −∞, of its own first record — is paused at
 // the source (Pauser), on top of the event time its last fetch answer
 // spanned (counted for at most 1,024 of its records: only whole big
