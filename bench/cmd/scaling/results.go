@@ -142,9 +142,12 @@ func chartOf(res results) []byte {
 		}
 		panels = append(panels, rate, rss)
 	}
-	title := "Ordered replay against franz-go's raw consumer, by history size and shape\n" +
-		"each consumer its own process, median of the rounds; franz-go (PollFetches, its defaults, no decoding, no ordering) is " + ceilingWord(res) + "\n" +
-		copyWord(res) +
+	title := "Ordered replay against franz-go's raw consumer, by history size and shape\n"
+	if hasCopy(res) {
+		title = "Ordered replay against an unordered franz-go copy into JSONL and franz-go's raw consumer, by history size and shape\n" +
+			"franz-go-jsonl (the same reads into a JSONL file through signalbox's JSONL sink, unordered) is the peer without ordering\n"
+	}
+	title += "each consumer its own process, median of the rounds; franz-go (PollFetches, its defaults, no decoding, no ordering) is " + ceilingWord(res) + "\n" +
 		strings.Join(res.Provenance.Caption(), "\n")
 	return chart.SVG(title, panels...)
 }
@@ -160,14 +163,9 @@ func ceilingWord(res results) string {
 	return "the ceiling"
 }
 
-// copyWord is the chart's line about the JSONL copy, when res has it.
-func copyWord(res results) string {
-	for _, r := range res.Rows {
-		if r.Consumer == franzJSONL {
-			return "franz-go-jsonl (the same reads into a JSONL file in signalbox's line format, unordered) is the peer without ordering\n"
-		}
-	}
-	return ""
+// hasCopy reports whether res has the unordered JSONL copy's rows.
+func hasCopy(res results) bool {
+	return slices.ContainsFunc(res.Rows, func(r row) bool { return r.Consumer == franzJSONL })
 }
 
 // shapeTitle describes a shape in words.
