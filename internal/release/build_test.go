@@ -148,9 +148,12 @@ func build(t *testing.T, g goreleaser, tg target) string {
 // buildEnv is the environment of a release build: environ (the test's
 // own, so the module cache, GOCACHE and GOPROXY carry over) with -race
 // dropped from GOFLAGS, then extra. `go test -race` does not pass -race to
-// the processes a test starts, but a GOFLAGS=-race in the environment
-// would: the release is built without the race detector, and a race build
-// of every target is what made this package's tests slow.
+// the processes a test starts (their environment holds no GOFLAGS of its
+// making), but a GOFLAGS=-race in the environment would: the release is
+// built without the race detector. Each build is a compile of the module
+// and the standard library from scratch in a fresh clone (-trimpath,
+// CGO_ENABLED=0 and the target share no cache with the tests' builds),
+// which is why the tests build two targets, not all.
 func buildEnv(environ []string, extra ...string) []string {
 	env := make([]string, 0, len(environ)+len(extra))
 	for _, kv := range environ {
