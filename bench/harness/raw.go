@@ -14,6 +14,13 @@ import (
 // end offsets listed first, counting records, with no decoding and no
 // ordering.
 func RawConsume(ctx context.Context, opts []kgo.Opt, topics []string) (int64, error) {
+	return ConsumeToEnd(ctx, opts, topics, nil)
+}
+
+// ConsumeToEnd is RawConsume handing each fetched partition's records to
+// each (nil: none), in the order the fetches bring them; it stops at each's
+// first error. It returns how many records were fetched.
+func ConsumeToEnd(ctx context.Context, opts []kgo.Opt, topics []string, each func(kgo.FetchTopicPartition) error) (int64, error) {
 	cl, err := kgo.NewClient(append(opts[:len(opts):len(opts)], kgo.ConsumeTopics(topics...))...)
 	if err != nil {
 		return 0, err
@@ -41,7 +48,14 @@ func RawConsume(ctx context.Context, opts []kgo.Opt, topics []string) (int64, er
 		if errs := fs.Errors(); len(errs) > 0 {
 			return n, fmt.Errorf("%s/%d: %w", errs[0].Topic, errs[0].Partition, errs[0].Err)
 		}
+		var err error
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if err != nil {
+				return
+			}
+			if each != nil {
+				err = each(p)
+			}
 			n += int64(len(p.Records))
 			if k := len(p.Records); k > 0 && p.Records[k-1].Offset+1 >= left[p.Topic][p.Partition] {
 				delete(left[p.Topic], p.Partition)
@@ -50,6 +64,9 @@ func RawConsume(ctx context.Context, opts []kgo.Opt, topics []string) (int64, er
 				}
 			}
 		})
+		if err != nil {
+			return n, err
+		}
 	}
 	return n, nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -135,13 +136,40 @@ func build(t *testing.T, g goreleaser, tg target) string {
 	args = append(args, "-ldflags="+g.ldflags(t), "-o", out, b.Main)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root
-	cmd.Env = append(append(os.Environ(), b.Env...), "GOOS="+tg.goos, "GOARCH="+tg.goarch)
+	cmd.Env = buildEnv(os.Environ(), append(b.Env, "GOOS="+tg.goos, "GOARCH="+tg.goarch)...)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		builds.errs[tg] = fmt.Errorf("GOOS=%s GOARCH=%s go %s: %v\n%s", tg.goos, tg.goarch, strings.Join(args, " "), err, msg)
 		t.Fatal(builds.errs[tg])
 	}
 	builds.done[tg] = out
 	return out
+}
+
+// buildEnv is the environment of a release build: environ (the test's
+// own, so the module cache, GOCACHE and GOPROXY carry over) with -race
+// dropped from GOFLAGS, then extra. `go test -race` does not pass -race to
+// the processes a test starts (their environment holds no GOFLAGS of its
+// making), but a GOFLAGS=-race in the environment would: the release is
+// built without the race detector. Each build is a compile of the module
+// and the standard library from scratch in a fresh clone (-trimpath,
+// CGO_ENABLED=0 and the target share no cache with the tests' builds),
+// which is why the tests build two targets, not all.
+func buildEnv(environ []string, extra ...string) []string {
+	env := make([]string, 0, len(environ)+len(extra))
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "GOFLAGS="); ok {
+			kv = "GOFLAGS=" + strings.Join(slices.DeleteFunc(strings.Fields(v), isRaceFlag), " ")
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
+// isRaceFlag reports whether a go command flag is -race (or --race, with
+// a value or none).
+func isRaceFlag(f string) bool {
+	name, _, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
+	return strings.HasPrefix(f, "-") && name == "race"
 }
 
 func TestMain(m *testing.M) {

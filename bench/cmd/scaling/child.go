@@ -16,8 +16,8 @@ import (
 // brokerChild is the -child value that runs the broker process.
 const brokerChild = "broker"
 
-// runChild runs the raw consumer and prints how many records it read, or
-// the broker process.
+// runChild runs the raw consumer or the JSONL copy and prints how many
+// records it read, or the broker process.
 func runChild(c config, stdout io.Writer) error {
 	if len(c.shapes) != 1 {
 		return fmt.Errorf("-child: want one shape, got %d", len(c.shapes))
@@ -31,10 +31,20 @@ func runChild(c config, stdout io.Writer) error {
 		}
 		_, err = fmt.Fprintln(stdout, n)
 		return err
+	case franzJSONL:
+		if c.file == "" {
+			return fmt.Errorf("-child %s: -file not given", franzJSONL)
+		}
+		n, err := jsonlCopy(context.Background(), remote{addrs: strings.Split(c.brokers, ","), shape: sh}, strings.Split(c.topics, ","), c.file)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(stdout, n)
+		return err
 	case brokerChild:
 		return serveBroker(c, sh, stdout)
 	}
-	return fmt.Errorf("-child: %q is not %s or %s", c.child, franz, brokerChild)
+	return fmt.Errorf("-child: %q is not %s, %s or %s", c.child, franz, franzJSONL, brokerChild)
 }
 
 // serveBroker runs the embedded cluster of shape sh with the topics of

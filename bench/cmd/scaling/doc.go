@@ -19,14 +19,21 @@
 //
 //   - franz-go: PollFetches up to the end offsets listed first, with the
 //     client's defaults and the shape's authentication, counting records
-//     (bench/harness.RawConsume, the reference);
+//     (bench/harness.RawConsume, the limit);
+//   - franz-go-jsonl, the peer a user would write without ordering: the
+//     same reads, each fetched partition's records written as they come,
+//     unordered, into a JSONL file through signalbox's JSONL sink (its
+//     line format, buffer and block reservation), event time from the
+//     Kafka timestamp as `time: timestamp` takes it (jsonlCopy);
 //   - `signalbox run` with `time: timestamp`, then with `time: field`, a
 //     JSONL file sink, `until: end-offsets` and, under -sasl, the job
 //     file's `sasl:` (SCRAM-SHA-256, the password from an environment
 //     variable).
 //
-// A consumer that reads a different number of records than the history
-// holds fails the run. Each child's peak RSS comes from its rusage
+// Each signalbox job into a JSONL file is compared with the JSONL copy of
+// the same round (records/s and peak RSS, the headline) and with franz-go
+// (records/s). A consumer that reads a different number of records than
+// the history holds fails the run. Each child's peak RSS comes from its rusage
 // (os.ProcessState.SysUsage, ru_maxrss). At -profile-size, each signalbox
 // mode runs once more with `signalbox run --cpuprofile --allocprofile`, and
 // the top of the CPU profile (`go tool pprof -top`) goes into the section;

@@ -51,9 +51,10 @@ type config struct {
 	jsonOut     string        // results file; the chart goes next to it (.svg); "": none
 	replot      string        // redraw the chart of this results file and stop
 	loadStart   string        // the machine's load average when the run started
-	child       string        // internal: run one raw consumer, or the broker process
+	child       string        // internal: run one franz-go consumer, or the broker process
 	brokers     string        // child: broker addresses
 	topics      string        // child: topics (the broker: name:partitions)
+	file        string        // child: the JSONL copy's output file
 }
 
 func parseFlags(args []string) (config, error) {
@@ -78,9 +79,10 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.vsGogc, "vs-gogc", "", "GOGC for the -vs binary's runs (empty: as -gogc); without -vs, the first binary is run again with it (an A/B of the collector's target)")
 	fs.StringVar(&c.out, "out", "docs/bench.md", "splice the section into this file; empty: print it only")
 	fs.BoolVar(&c.avro, "avro", false, "the schema'd round instead: the history also Avro-encoded in twin topics (schemas in the broker's registry), and franz-go on each, then signalbox reading JSON or Avro into a JSONL file sink and into a Kafka sink; written into its own section")
-	fs.StringVar(&c.child, "child", "", "internal: run the raw consumer ("+franz+") and print its count, or the broker process ("+brokerChild+")")
+	fs.StringVar(&c.child, "child", "", "internal: run the raw consumer ("+franz+") or the JSONL copy ("+franzJSONL+") and print its count, or the broker process ("+brokerChild+")")
 	fs.StringVar(&c.brokers, "brokers", "", "internal: the child's brokers")
 	fs.StringVar(&c.topics, "topics", "", "internal: the child's topics")
+	fs.StringVar(&c.file, "file", "", "internal: the file the "+franzJSONL+" child writes")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -173,6 +175,7 @@ func workloadOptions(size int64, avro bool, batch int) workload.Options {
 // The consumers, in the order of a round.
 const (
 	franz        = "franz-go"
+	franzJSONL   = "franz-go-jsonl" // the peer without ordering: franz-go into a JSONL file (jsonlCopy)
 	sbTimestamp  = "signalbox-timestamp"
 	sbField      = "signalbox-field"
 	vsTimestamp  = "vs-timestamp" // -vs: the second binary, time: timestamp
@@ -180,7 +183,7 @@ const (
 	profileLabel = "profile"
 )
 
-var consumers = []string{franz, sbTimestamp, vsTimestamp, sbField, vsField}
+var consumers = []string{franz, franzJSONL, sbTimestamp, vsTimestamp, sbField, vsField}
 
 // The consumers of the schema'd round (-avro): the Avro twins with their own
 // ceiling, and each format into a JSONL file sink and into a Kafka sink.
@@ -205,9 +208,26 @@ func roundOf(c config) []string {
 	return slices.DeleteFunc(slices.Clone(consumers), func(s string) bool { return s == vsTimestamp || s == vsField })
 }
 
-// isRaw reports whether consumer is a raw consumer child, not signalbox.
+// isRaw reports whether consumer is a franz-go child, not signalbox.
 func isRaw(consumer string) bool {
-	return consumer == franz || consumer == franzAvro
+	return consumer == franz || consumer == franzAvro || consumer == franzJSONL
+}
+
+// writesFile reports whether consumer writes the JSONL file whose lines
+// count its records.
+func writesFile(consumer string) bool {
+	return consumer == franzJSONL || !isRaw(consumer) && !writesKafka(consumer)
+}
+
+// peerOf is the consumer whose rate and peak RSS a consumer is compared
+// with in the headline columns: the unordered JSONL copy of the same
+// topics, for the consumers into a JSONL file of the JSON history (the
+// raw reader franz-go stays the limit, ceilingOf); "" for the others.
+func peerOf(consumer string) string {
+	if ceilingOf(consumer) == franz && writesFile(consumer) {
+		return franzJSONL
+	}
+	return ""
 }
 
 // ceilingOf is the raw consumer a consumer's rate is compared with: the
@@ -396,7 +416,12 @@ func measureSize(ctx context.Context, c config, size int64, sh shape, tmp string
 			if consumer == franzAvro {
 				child, topics = franz, append(w.AvroTwinTopics(), workload.ReferenceTopic)
 			}
-			cmd = exec.CommandContext(ctx, exe, "-child", child, "-shapes", sh.String(), "-brokers", strings.Join(addrs, ","), "-topics", strings.Join(topics, ","))
+			args := []string{"-child", child, "-shapes", sh.String(), "-brokers", strings.Join(addrs, ","), "-topics", strings.Join(topics, ",")}
+			if writesFile(consumer) {
+				os.Remove(sink)
+				args = append(args, "-file", sink)
+			}
+			cmd = exec.CommandContext(ctx, exe, args...)
 		case writesKafka(consumer):
 			if err := createOutTopic(ctx, b); err != nil {
 				return sample{}, err
@@ -433,7 +458,7 @@ func measureSize(ctx context.Context, c config, size int64, sh shape, tmp string
 		switch {
 		case err == nil && writesKafka(consumer):
 			s.Records, err = drainOutTopic(ctx, b)
-		case err == nil && !isRaw(consumer):
+		case err == nil && writesFile(consumer):
 			s.Records, err = countLines(sink)
 			os.Remove(sink)
 		}

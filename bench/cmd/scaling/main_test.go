@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -98,6 +100,14 @@ func TestTinyRun(t *testing.T) {
 	}
 	if len(res.Rows) != 2*len(consumers) || len(res.Runs) != 2 || !strings.Contains(res.Provenance.Command, "-shapes 16KiB+2brokers,1MiB+sasl") {
 		t.Errorf("results file: %d rows, %d runs, command %q; want %d rows of 2 shapes", len(res.Rows), len(res.Runs), res.Provenance.Command, 2*len(consumers))
+	}
+	for _, r := range res.Rows { // the headline: each JSONL job against the copy of the same round
+		if hasPeer := r.PeerRatio > 0 && r.PeerRSS > 0; hasPeer != (peerOf(r.Consumer) != "") {
+			t.Errorf("%s row: ratio %.2f, peak RSS %.2f to the JSONL copy; want them exactly when it has that peer", r.Consumer, r.PeerRatio, r.PeerRSS)
+		}
+	}
+	if !strings.Contains(out.String(), "| × copy | × franz-go |") {
+		t.Errorf("the table has no column against the JSONL copy:\n%s", out.String())
 	}
 	svg, err := os.ReadFile(report.SVGPath(js))
 	if err != nil || !bytes.Equal(svg, chartOf(res)) {
@@ -272,5 +282,66 @@ func TestTinyAvroRun(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), "flat  flat%"); n != 2 {
 		t.Errorf("%d CPU profiles in the section, want 2:\n%s", n, out.String())
+	}
+}
+
+// TestJSONLCopyWritesTheSinksLines: the peer without ordering writes, for
+// every record of the history, the very line signalbox's `time:
+// timestamp` job writes into its JSONL sink (the same fields and bytes;
+// only the order of the lines may differ), and counts them.
+func TestJSONLCopyWritesTheSinksLines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds signalbox and runs a broker process")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	w, err := workload.New(workloadOptions(2400, false, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	b, _, stop, err := startBroker(defaultShape, w, false, filepath.Join(dir, "broker.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	h, err := w.ProduceHistory(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := filepath.Join(dir, "copy.jsonl")
+	n, err := jsonlCopy(ctx, b, w.Topics(), copied)
+	if want := h.Records + h.Reference; err != nil || n != want {
+		t.Fatalf("the copy wrote %d records (%v), want %d", n, err, want)
+	}
+	job, err := writeJob(dir, sbTimestamp, b, w, config{delay: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.CommandContext(ctx, testBinary(t), "run", "-c", job).CombinedOutput(); err != nil {
+		t.Fatalf("signalbox run: %v\n%s", err, out)
+	}
+	lines := func(path string) []string {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		slices.Sort(ls)
+		return ls
+	}
+	got, want := lines(copied), lines(filepath.Join(dir, "out.jsonl"))
+	if int64(len(got)) != n || !slices.Equal(got, want) {
+		i := 0
+		for i < min(len(got), len(want))-1 && got[i] == want[i] {
+			i++
+		}
+		t.Fatalf("the copy's %d lines are not signalbox's %d; the first that differ (sorted):\n%s\n%s", len(got), len(want), got[i], want[i])
+	}
+	for _, field := range []string{`"topic":`, `"partition":`, `"offset":`, `"key":`, `"event_time":`, `"event_time_ms":`, `"value":`} {
+		if !strings.Contains(got[0], field) {
+			t.Errorf("the copy's line lacks %s: %s", field, got[0])
+		}
 	}
 }

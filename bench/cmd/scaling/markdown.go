@@ -37,6 +37,7 @@ func marks(c config) (string, string) {
 
 var labels = map[string]string{
 	franz:       "franz-go `PollFetches` to the end offsets, no decoding, its defaults, same auth and brokers",
+	franzJSONL:  "franz-go `PollFetches`, same, each record into a JSONL file in the sink's line format, unordered",
 	sbTimestamp: "`signalbox run`, `time: timestamp`, JSONL file sink, `until: end-offsets`",
 	sbField:     "`signalbox run`, `time: field` (`ts`), same",
 	vsTimestamp: "the `-vs` binary, `time: timestamp`, same",
@@ -73,7 +74,10 @@ func section(c config, res results, runs []sizeRun) string {
 	if c.avro {
 		p("**Avro twins.** The same history, record by record (key, partition, Kafka timestamp, item, event time, kind, padding), Avro-encoded in the Confluent wire format into a twin topic per event topic (`avro-events-NN`): schema v1 (`item`, `ts` as `timestamp-millis`, `kind`, `pad`) for the first half of each partition and v2 (plus a nullable `site`) after, both registered in the broker process's schema registry (srfake). An Avro value is about 40 bytes smaller than its JSON twin (no field names). signalbox reads them with `format: avro` and the job's `schema_registry`, event time from `ts` with no time format. The Kafka-sink jobs write into a topic of the same broker process, created before and deleted after each run; their record count is the sum of its end offsets.\n\n")
 	}
-	p("**How it is measured.** Each consumer is its own process, started after the history is produced, and reads everything up to the end offsets; within a round the consumers run one after the other, in the order of the table, and the rounds repeat that order, so a noisy stretch of the machine hits them alike. records/s = records read (signalbox: lines in its JSONL output, or records in its Kafka sink's topic) ÷ the process's wall time, start-up and connection included; the median over the rounds, with the range. The ratio is to franz-go reading the same topics of the same shape in the same round (median of the rounds' ratios). Peak RSS is the child's `ru_maxrss` (`os.ProcessState.SysUsage`), the largest over the rounds. CPU is the child's user + system time (the same rusage) per million records, the median over the rounds: on a shared machine it moves less than wall time does, and on 2 cores a consumer cannot run faster than 2 ÷ its CPU per record. Broker CPU is the broker process's user + system time while that consumer ran (from /proc), per million records: the part of the same 2 cores that serving the consumer took.\n\n")
+	if !c.avro {
+		p("**The peer without ordering** (`%s`, issue 35): what a user would write to copy the same topics into the same kind of file without signalbox. franz-go reads as the raw consumer does and writes each fetched partition's records as they come, in fetch order, through signalbox's JSONL sink (`sinks/jsonl` with its defaults: the same line, buffer and block reservation; topic, partition, offset, key, event time from the Kafka timestamp as `time: timestamp` takes it, value, late). The same bytes of work per record as signalbox's replay into its JSONL sink, minus the ordering. The **× copy** column is the headline: each signalbox job's records/s ÷ the copy's in the same round; **peak RSS ÷ copy** likewise; both the median of the rounds' ratios. The raw reader (`%s`, no decoding, no file) stays the limit.\n\n", franzJSONL, franz)
+	}
+	p("**How it is measured.** Each consumer is its own process, started after the history is produced, and reads everything up to the end offsets; within a round the consumers run one after the other, in the order of the table, and the rounds repeat that order, so a noisy stretch of the machine hits them alike. records/s = records read (signalbox and the JSONL copy: lines in the JSONL output, or records in its Kafka sink's topic) ÷ the process's wall time, start-up and connection included; the median over the rounds, with the range. The × franz-go ratio is to franz-go reading the same topics of the same shape in the same round (median of the rounds' ratios). Peak RSS is the child's `ru_maxrss` (`os.ProcessState.SysUsage`), the largest over the rounds. CPU is the child's user + system time (the same rusage) per million records, the median over the rounds: on a shared machine it moves less than wall time does, and on 2 cores a consumer cannot run faster than 2 ÷ its CPU per record. Broker CPU is the broker process's user + system time while that consumer ran (from /proc), per million records: the part of the same 2 cores that serving the consumer took.\n\n")
 	if c.vs != "" {
 		p("**A/B.** `-vs %s`: in every round, each signalbox job is run again right after, by that binary, on the same data; its rows are marked \"the `-vs` binary\"", c.vs)
 		if c.vsGogc != "" {
@@ -81,7 +85,11 @@ func section(c config, res results, runs []sizeRun) string {
 		}
 		p(".\n\n")
 	}
-	p("| history | batch | auth | brokers | consumer | records/s (median; range) | × franz-go | CPU s per 1M records | broker CPU s per 1M | peak RSS |\n|---:|---:|---|---:|---|---:|---:|---:|---:|---:|\n")
+	if c.avro {
+		p("| history | batch | auth | brokers | consumer | records/s (median; range) | × franz-go | CPU s per 1M records | broker CPU s per 1M | peak RSS |\n|---:|---:|---|---:|---|---:|---:|---:|---:|---:|\n")
+	} else {
+		p("| history | batch | auth | brokers | consumer | records/s (median; range) | × copy | × franz-go | CPU s per 1M records | broker CPU s per 1M | peak RSS | peak RSS ÷ copy |\n|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	}
 	for _, r := range res.Rows {
 		p("%s\n", rowLine(c, r))
 	}
@@ -98,10 +106,20 @@ func section(c config, res results, runs []sizeRun) string {
 	return b.String()
 }
 
-// rowLine is one row of the table.
+// rowLine is one row of the table: outside the schema'd round with the
+// ratios to the JSONL copy ("–" for a consumer compared with none).
 func rowLine(c config, r row) string {
-	return fmt.Sprintf("| %s | %s | %s | %d | %s | %.2fM (%.2f–%.2f) | %.2f | %.2f | %.2f | %s |", count(r.Records), bytesLabel(r.Shape.Batch), r.Shape.authLabel(), r.Shape.Brokers,
-		label(c, r.Consumer), r.Rate/1e6, r.RateMin/1e6, r.RateMax/1e6, r.Ratio, r.CPU, r.BrokerCP, report.MiB(r.PeakRSS))
+	head := fmt.Sprintf("| %s | %s | %s | %d | %s | %.2fM (%.2f–%.2f) |", count(r.Records), bytesLabel(r.Shape.Batch), r.Shape.authLabel(), r.Shape.Brokers,
+		label(c, r.Consumer), r.Rate/1e6, r.RateMin/1e6, r.RateMax/1e6)
+	tail := fmt.Sprintf(" %.2f | %.2f | %.2f | %s |", r.Ratio, r.CPU, r.BrokerCP, report.MiB(r.PeakRSS))
+	if c.avro {
+		return head + tail
+	}
+	peer, peerRSS := "–", "–"
+	if r.PeerRatio > 0 {
+		peer, peerRSS = fmt.Sprintf("%.2f", r.PeerRatio), fmt.Sprintf("%.2f", r.PeerRSS)
+	}
+	return head + " " + peer + " |" + tail + " " + peerRSS + " |"
 }
 
 // trimProfile drops pprof's header lines before the totals.

@@ -30,10 +30,15 @@ type row struct {
 	Rate     float64 `json:"records_per_s"` // median over the rounds
 	RateMin  float64 `json:"records_per_s_min"`
 	RateMax  float64 `json:"records_per_s_max"`
-	Ratio    float64 `json:"ratio_to_franz_go"`   // median of the rounds' ratios to franz-go on the same topics
-	CPU      float64 `json:"cpu_s_per_1m"`        // median, user + system
-	BrokerCP float64 `json:"broker_cpu_s_per_1m"` // median
-	PeakRSS  int64   `json:"peak_rss_bytes"`      // largest over the rounds
+	Ratio    float64 `json:"ratio_to_franz_go"` // median of the rounds' ratios to franz-go on the same topics
+	// PeerRatio and PeerRSS compare the consumer with the unordered JSONL
+	// copy of the same topics in the same round (peerOf), as medians of
+	// the rounds' ratios: records/s, and peak RSS. Zero when it has none.
+	PeerRatio float64 `json:"ratio_to_jsonl_copy,omitempty"`
+	PeerRSS   float64 `json:"peak_rss_to_jsonl_copy,omitempty"`
+	CPU       float64 `json:"cpu_s_per_1m"`        // median, user + system
+	BrokerCP  float64 `json:"broker_cpu_s_per_1m"` // median
+	PeakRSS   int64   `json:"peak_rss_bytes"`      // largest over the rounds
 }
 
 // commandLine is the command that reproduces a run with args.
@@ -54,38 +59,46 @@ func resultsOf(c config, args []string, runs []sizeRun, started time.Time) resul
 	res := results{Provenance: report.Here(commandLine(args), started), Rounds: c.rounds, Took: time.Since(started), Runs: runs}
 	for _, r := range runs {
 		byConsumer := map[string][]sample{}
-		ceilingRate := map[string]map[int]float64{}
+		byRound := map[string]map[int]sample{} // the references' samples: franz-go's and the JSONL copy's
 		for _, s := range r.Samples {
 			byConsumer[s.Consumer] = append(byConsumer[s.Consumer], s)
-			if s.Consumer == franz || s.Consumer == franzAvro {
-				if ceilingRate[s.Consumer] == nil {
-					ceilingRate[s.Consumer] = map[int]float64{}
+			if isRaw(s.Consumer) {
+				if byRound[s.Consumer] == nil {
+					byRound[s.Consumer] = map[int]sample{}
 				}
-				ceilingRate[s.Consumer][s.Round] = s.perSecond()
+				byRound[s.Consumer][s.Round] = s
 			}
 		}
 		for _, name := range roundOf(c) {
-			var rates, ratios, cpu, bcpu []float64
+			var rates, ratios, peer, peerRSS, cpu, bcpu []float64
 			var rss int64
 			for _, s := range byConsumer[name] {
 				rates = append(rates, s.perSecond())
 				cpu = append(cpu, s.CPU/float64(s.Records)*1e6)
 				bcpu = append(bcpu, s.BrokerCPU/float64(s.Records)*1e6)
-				ratios = append(ratios, s.perSecond()/ceilingRate[ceilingOf(name)][s.Round])
+				ratios = append(ratios, s.perSecond()/byRound[ceilingOf(name)][s.Round].perSecond())
+				if p, ok := byRound[peerOf(name)][s.Round]; ok {
+					peer = append(peer, s.perSecond()/p.perSecond())
+					peerRSS = append(peerRSS, float64(s.MaxRSS)/float64(p.MaxRSS))
+				}
 				rss = max(rss, s.MaxRSS)
 			}
 			if len(rates) == 0 {
 				continue
 			}
-			res.Rows = append(res.Rows, row{Records: r.Records, Shape: r.Shape, Consumer: name, Rate: median(rates),
-				RateMin: slices.Min(rates), RateMax: slices.Max(rates), Ratio: median(ratios), CPU: median(cpu), BrokerCP: median(bcpu), PeakRSS: rss})
+			rw := row{Records: r.Records, Shape: r.Shape, Consumer: name, Rate: median(rates),
+				RateMin: slices.Min(rates), RateMax: slices.Max(rates), Ratio: median(ratios), CPU: median(cpu), BrokerCP: median(bcpu), PeakRSS: rss}
+			if len(peer) > 0 {
+				rw.PeerRatio, rw.PeerRSS = median(peer), median(peerRSS)
+			}
+			res.Rows = append(res.Rows, rw)
 		}
 	}
 	return res
 }
 
 var consumerColors = map[string]string{
-	franz: "#7f7f7f", sarama: "#c7c7c7", sbTimestamp: "#1f77b4", sbField: "#2ca02c", vsTimestamp: "#aec7e8", vsField: "#98df8a",
+	franz: "#7f7f7f", franzJSONL: "#8c564b", sarama: "#c7c7c7", sbTimestamp: "#1f77b4", sbField: "#2ca02c", vsTimestamp: "#aec7e8", vsField: "#98df8a",
 	franzAvro: "#bcbd22", sbAvroJSONL: "#ff7f0e", sbJSONKafka: "#9467bd", sbAvroKafka: "#d62728",
 }
 
@@ -129,8 +142,12 @@ func chartOf(res results) []byte {
 		}
 		panels = append(panels, rate, rss)
 	}
-	title := "Ordered replay against franz-go's raw consumer, by history size and shape\n" +
-		"each consumer its own process, median of the rounds; franz-go (PollFetches, its defaults, no decoding, no ordering) is " + ceilingWord(res) + "\n" +
+	title := "Ordered replay against franz-go's raw consumer, by history size and shape\n"
+	if hasCopy(res) {
+		title = "Ordered replay against an unordered franz-go copy into JSONL and franz-go's raw consumer, by history size and shape\n" +
+			"franz-go-jsonl (the same reads into a JSONL file through signalbox's JSONL sink, unordered) is the peer without ordering\n"
+	}
+	title += "each consumer its own process, median of the rounds; franz-go (PollFetches, its defaults, no decoding, no ordering) is " + ceilingWord(res) + "\n" +
 		strings.Join(res.Provenance.Caption(), "\n")
 	return chart.SVG(title, panels...)
 }
@@ -144,6 +161,11 @@ func ceilingWord(res results) string {
 		}
 	}
 	return "the ceiling"
+}
+
+// hasCopy reports whether res has the unordered JSONL copy's rows.
+func hasCopy(res results) bool {
+	return slices.ContainsFunc(res.Rows, func(r row) bool { return r.Consumer == franzJSONL })
 }
 
 // shapeTitle describes a shape in words.

@@ -104,7 +104,9 @@ func TestWriteJobSASL(t *testing.T) {
 }
 
 // TestSectionRowsSayTheirShape: runs of different shapes land in one
-// table, each row with its batch, auth and brokers, in the runs' order.
+// table, each row with its batch, auth and brokers, in the runs' order,
+// and each signalbox row with its ratios to the JSONL copy of the same
+// round (records/s, then peak RSS) and to franz-go.
 func TestSectionRowsSayTheirShape(t *testing.T) {
 	c, err := parseFlags([]string{"-shapes", "16KiB,1MiB+sasl+3brokers", "-rounds", "2"})
 	if err != nil {
@@ -121,9 +123,11 @@ func TestSectionRowsSayTheirShape(t *testing.T) {
 		t.Fatalf("%d tables, want 1:\n%s", n, sec)
 	}
 	for _, want := range []string{
-		"| 2K | 16KiB | none | 1 | " + labels[franz] + " | 0.00M (0.00–0.00) | 1.00 |",
-		"| 2K | 16KiB | none | 1 | " + labels[sbField] + " | 0.00M (0.00–0.00) | 0.50 |",
-		"| 2K | 1MiB | SCRAM-SHA-256 | 3 | " + labels[sbTimestamp] + " | 0.00M (0.00–0.00) | 0.38 |",
+		"| 2K | 16KiB | none | 1 | " + labels[franz] + " | 0.00M (0.00–0.00) | – | 1.00 | 0.00 | 0.00 | 100 MiB | – |",
+		"| 2K | 16KiB | none | 1 | " + labels[franzJSONL] + " | 0.00M (0.00–0.00) | 1.00 | 0.40 | 0.00 | 0.00 | 200 MiB | 1.00 |",
+		"| 2K | 16KiB | none | 1 | " + labels[sbField] + " | 0.00M (0.00–0.00) | 1.25 | 0.50 | 0.00 | 0.00 | 60 MiB | 0.30 |",
+		// rounds at 0.5 and 0.25 of franz-go, the copy at 0.4: medians of 1.25 and 0.625, of 0.5 and 0.25
+		"| 2K | 1MiB | SCRAM-SHA-256 | 3 | " + labels[sbTimestamp] + " | 0.00M (0.00–0.00) | 0.94 | 0.38 | 0.00 | 0.00 | 50 MiB | 0.25 |",
 	} {
 		if !strings.Contains(sec, want) {
 			t.Errorf("no row %q in:\n%s", want, sec)
@@ -135,10 +139,12 @@ func TestSectionRowsSayTheirShape(t *testing.T) {
 }
 
 // fakeRound is one round's samples of 2000 records: franz-go in
-// franzSeconds, each signalbox mode at ratio of its rate.
+// franzSeconds, the JSONL copy at 0.4 of its rate, each signalbox mode at
+// ratio of it.
 func fakeRound(round int, franzSeconds, ratio float64) []sample {
 	return []sample{
 		{Consumer: franz, Round: round, Records: 2000, Seconds: franzSeconds, MaxRSS: 100 << 20},
+		{Consumer: franzJSONL, Round: round, Records: 2000, Seconds: franzSeconds / 0.4, MaxRSS: 200 << 20},
 		{Consumer: sbTimestamp, Round: round, Records: 2000, Seconds: franzSeconds / ratio, MaxRSS: 50 << 20},
 		{Consumer: sbField, Round: round, Records: 2000, Seconds: franzSeconds / ratio, MaxRSS: 60 << 20},
 	}
