@@ -288,7 +288,7 @@ func (c *core) buildCheckpoint() record.Checkpoint {
 		pos, wm := ps.emittedClaim()
 		cp.Partitions = append(cp.Partitions, record.PartitionCheckpoint{
 			TopicPartition: tp,
-			Low:            ps.low(),
+			Low:            c.windowHeld(ps, ps.low()),
 			Position:       pos,
 			End:            st.SnapshotEnd,
 			Replaying:      st.Phase == catchup.Replaying || (st.Phase == catchup.Unknown && st.Position < st.SnapshotEnd),

@@ -36,9 +36,10 @@ type core struct {
 	// wins are the run's windows (window.go), made at the first record.
 	wins     []*windowRun
 	winItems []winItem
-	fx       effects   // what the core asked for since the driver last applied it
-	now      time.Time // the time of the current step
-	rel      releasing // the release under way
+	winHold  windowHold // windowhold.go
+	fx       effects    // what the core asked for since the driver last applied it
+	now      time.Time  // the time of the current step
+	rel      releasing  // the release under way
 	// onRelease is releasedOne, as the store's callback.
 	onRelease func(*record.Record) error
 	// batch returns an empty record batch for the next out after one of n

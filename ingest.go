@@ -90,7 +90,8 @@ func (c *core) ingest(ps *partState, rec *record.Record, mark error, now time.Ti
 		return c.dead(rec, mark.Error())
 	}
 	byData := ps.dataMark(c.cfg.delay) // before rec raises the partition's newest event time
-	if ps.restoring && rec.Offset < ps.restorePos && (rec.Timeless || parkedAt(rec.EventTime, byData) <= ps.restoreWM) {
+	reread := ps.restoring && rec.Offset < ps.restorePos && (rec.Timeless || parkedAt(rec.EventTime, byData) <= ps.restoreWM)
+	if reread && (rec.Timeless || !c.windowsRestored()) {
 		c.stats.Skipped++
 		return nil
 	}
@@ -101,6 +102,9 @@ func (c *core) ingest(ps *partState, rec *record.Record, mark error, now time.Ti
 	if t := c.cfg.transform; t != nil {
 		rec.ValueJSON = false // the transform may change Value (record.Record.ValueJSON)
 		if err := t(rec); err != nil {
+			if reread {
+				return c.skipReread()
+			}
 			return c.dead(rec, "transform: "+err.Error())
 		}
 	}
@@ -109,6 +113,9 @@ func (c *core) ingest(ps *partState, rec *record.Record, mark error, now time.Ti
 		return c.output(ps, rec)
 	}
 	if rec.EventTime > c.future {
+		if reread {
+			return c.skipReread()
+		}
 		c.stats.Future++
 		return c.dead(rec, "event time "+time.UnixMilli(rec.EventTime).UTC().Format(time.RFC3339Nano)+
 			" is more than max_future ("+c.cfg.maxFuture.String()+") ahead of the evidence clock: not used to advance time")
@@ -119,6 +126,9 @@ func (c *core) ingest(ps *partState, rec *record.Record, mark error, now time.Ti
 			ps.firstET = rec.EventTime
 		}
 		ps.maxET = rec.EventTime
+	}
+	if reread {
+		return c.parkReread(ps, rec, byData)
 	}
 	if rel := max(ps.task.rel, ps.lateAt); rec.EventTime <= byData || rec.EventTime <= rel {
 		return c.late(ps, rec, byData, rel)
@@ -154,8 +164,11 @@ func (c *core) late(ps *partState, rec *record.Record, byData, mark int64) error
 	case LateDeadLetter:
 		return c.dead(rec, "late by "+strconv.FormatInt(lateBy, 10)+"ms")
 	}
-	if mark <= byData {
-		return c.park(ps, rec) // at byData + 1: at == byData
+	if mark <= byData || c.windowsRestored() {
+		// At byData + 1 (at == byData); or, while the windows rebuild
+		// after a restart, just after the mark, as it would be released
+		// at once: the release is held below the mark meanwhile.
+		return c.park(ps, rec)
 	}
 	return c.output(ps, rec)
 }
@@ -191,7 +204,7 @@ func (c *core) output(ps *partState, rec *record.Record) error {
 			return err
 		}
 		if len(c.cfg.windows) > 0 {
-			if ok, err := c.windowsTake(rec); !ok || err != nil {
+			if ok, err := c.windowsTake(ps, rec); !ok || err != nil {
 				return err
 			}
 		}

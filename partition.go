@@ -138,7 +138,7 @@ func (c *core) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 	if ps.task == nil {
 		ps.task = &task{strat: c.cfg.strategy(), rel: watermark.MinTime}
 		c.tasks[a.Partition] = ps.task
-		if !m.owned[a.Partition] && m.at != watermark.MinTime {
+		if !m.owned[a.Partition] && m.at != watermark.MinTime && !c.windowsRestored() {
 			// A task new to the engine starts at the restored watermark:
 			// it releases nothing earlier, and holds G no lower (G7).
 			ps.task.strat.Restore(m.at)
@@ -165,7 +165,9 @@ func (c *core) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 			// partition alone starts at its restored watermark.
 			ps.lateAt = max(ps.lateAt, wm)
 		} else {
-			ps.task.strat.Restore(wm)
+			if !c.windowsRestored() { // windows: the re-read records come back in order, by their data
+				ps.task.strat.Restore(wm)
+			}
 			ps.task.rel = max(ps.task.rel, wm)
 		}
 		switch {

@@ -37,6 +37,9 @@ func (c *core) release(now time.Time) {
 		g, c.untilReached = max(c.cfg.stopAt, c.wm), true
 	}
 	c.wm = g
+	if c.windowsRestored() {
+		c.wm = max(c.wm, c.cpWM) // the windows rebuild below it: a checkpoint still claims it
+	}
 	for _, t := range c.tasks {
 		t.rel = max(t.rel, g)
 	}
@@ -140,6 +143,9 @@ func (c *core) emit(ps *partState, rec *record.Record) error {
 		return nil
 	}
 	if rec.Offset < ps.restorePos && releaseAt(rec) <= ps.restoreWM {
+		if c.windowsRestored() {
+			return c.windowsReread(ps, rec)
+		}
 		c.stats.Skipped++ // emitted before the restart, per the sink's checkpoint
 		return nil
 	}

@@ -51,13 +51,14 @@ type WindowStats struct {
 // Value the result's JSON object (keyed.Result), EventTime the window's
 // end − 1 ms (its last instant: the result lies in its own window, as
 // Flink's window timestamps do, so a window downstream of the same size
-// puts it in the same window), Partition 0 and Offset the result's
-// number in the window's output (0, 1, ...). The sinks added otherwise
-// receive the released records and no result. A window's sinks count
-// among the MaxRoutedSinks first sinks. A run restored from a checkpoint
-// (a group's committed offsets, a CheckpointSink's or a DurableStore's)
-// fails with windows: their state before the checkpoint is not restored
-// yet.
+// puts it in the same window), Partition 0 and Offset a 63-bit hash of
+// its key and start (resultID: the same after a restart). The sinks added
+// otherwise receive the released records and no result. A window's sinks
+// count among the MaxRoutedSinks first sinks. A run without a group
+// resumes tumbling and hopping windows exactly from a CheckpointSink's
+// checkpoint (windowhold.go); one restored from a group's committed
+// offsets or a DurableStore's, or with session windows, fails: their state
+// before the checkpoint is not restored yet.
 func WithWindow(w Window, sinks ...Sink) Option {
 	return func(c *config) {
 		c.windows = append(c.windows, windowDef{Window: w, first: len(c.sinks), n: len(sinks)})

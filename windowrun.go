@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"time"
 	"unicode/utf8"
 
@@ -24,7 +25,6 @@ type windowRun struct {
 	inputs map[string]bool // nil: every input
 	bits   uint64
 	args   [][]byte
-	seq    int64 // results emitted: the next result's Offset
 }
 
 // windowsStart makes the run's windows (once per run).
@@ -52,7 +52,7 @@ func (c *core) windowsStart() {
 // that take it: every window's where, key and arguments are evaluated
 // first, so that a record whose evaluation fails goes to the dead-letter
 // sink only (keep false) and into no window.
-func (c *core) windowsTake(rec *record.Record) (keep bool, err error) {
+func (c *core) windowsTake(ps *partState, rec *record.Record) (keep bool, err error) {
 	if c.wins == nil {
 		c.windowsStart()
 	}
@@ -71,8 +71,12 @@ func (c *core) windowsTake(rec *record.Record) (keep bool, err error) {
 	}
 	at := releaseAt(rec)
 	for _, wi := range items {
-		if _, err := wi.wr.w.Add(wi.it, at); err != nil {
+		w := wi.wr.w
+		if _, err := w.Add(wi.it, at); err != nil {
 			return false, err
+		}
+		if timer, ok := w.LastTimer(wi.it.Time); ok && timer > w.Time() {
+			c.holdRecord(ps, rec, timer)
 		}
 	}
 	clear(items)
@@ -142,8 +146,13 @@ func orderKeyJSON(k string) []byte {
 }
 
 // windowResult puts one result of wr into the current out batch, routed
-// to wr's sinks only.
+// to wr's sinks only; after a restart, not one the restored checkpoint
+// covers (its timer at or below the restored watermark: emitted before).
 func (c *core) windowResult(wr *windowRun, r *keyed.Result) error {
+	if c.windowsRestored() && wr.w.FireAt(r.End) <= c.cpWM {
+		return nil
+	}
+	off := resultID(r)
 	key := r.Key
 	var s string
 	if len(key) > 0 && key[0] == '"' && json.Unmarshal(key, &s) == nil {
@@ -151,7 +160,7 @@ func (c *core) windowResult(wr *windowRun, r *keyed.Result) error {
 	}
 	at := r.End - 1
 	c.cur.records = append(c.cur.records, record.Record{
-		Topic: r.Window, Partition: 0, Offset: wr.seq,
+		Topic: r.Window, Partition: 0, Offset: off,
 		Key: key, OrderKey: string(key), Value: r.Value, ValueJSON: true,
 		EventTime: at, Timestamp: time.UnixMilli(at),
 	})
@@ -159,8 +168,25 @@ func (c *core) windowResult(wr *windowRun, r *keyed.Result) error {
 	if c.cfg.inflightBytes > 0 {
 		c.cur.bytes += c.cur.records[len(c.cur.records)-1].Size()
 	}
-	wr.seq++
 	return nil
+}
+
+// resultID is a result's Offset, a function of its window key and start
+// only, so that a restart gives a result the identity it had (sinks that
+// key rows by topic, partition and offset keep one): 63 bits of a mix
+// (splitmix64's finalizer, a bijection) of the key's FNV-1a hash and the
+// start. Two results of a window share it only when their 64-bit key
+// hashes collide or, about once in 2^63 pairs, their mixes' 63 bits do.
+func resultID(r *keyed.Result) int64 {
+	h := fnv.New64a()
+	h.Write(r.Key)
+	x := h.Sum64() ^ uint64(r.Start)
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return int64(x >> 1)
 }
 
 // windowsAdvance advances the windows to the release watermark g once a
@@ -185,23 +211,53 @@ func (c *core) windowsClose() error {
 }
 
 // errWindowsRestore is the error of a run with windows that a checkpoint
-// restores (WithWindow).
-var errWindowsRestore = errors.New("signalbox: windows: resuming from a checkpoint is not supported yet: the open windows' records before it would be missing (run without a group, a checkpoint sink or a durable store, so that the replay from the start rebuilds them)")
+// restores where that is not exact yet (WithWindow).
+var errWindowsRestore = errors.New("signalbox: windows: resuming from a checkpoint is supported only without a group, with a checkpoint sink, without a durable store, and for tumbling and hopping windows")
 
-// windowsResume refuses a restored checkpoint when there are windows.
+// windowsResume refuses a restored checkpoint that the windows cannot
+// resume from exactly: a durable store's (its restart re-reads from the
+// stored positions, not the held-back Low), a group's (a task that moves
+// would bring its re-read records to windows already past them), or with
+// session windows (a session's records are not held yet).
 func (c *core) windowsResume(assigned []record.PartitionInfo) error {
 	if len(c.cfg.windows) == 0 {
 		return nil
 	}
-	if c.hasCP {
-		return errWindowsRestore
-	}
+	restored := false
 	for _, a := range assigned {
-		if a.Checkpoint != nil {
-			return fmt.Errorf("%w: %s/%d has a committed checkpoint", errWindowsRestore, a.Topic, a.Partition)
+		if _, ok := c.restored[a.TopicPartition]; ok || a.Checkpoint != nil {
+			restored = true
+		}
+	}
+	if !restored {
+		return nil
+	}
+	switch {
+	case c.durable != nil:
+		return fmt.Errorf("%w: the run has a durable store", errWindowsRestore)
+	case !c.hasCP:
+		return fmt.Errorf("%w: a group's committed checkpoint", errWindowsRestore)
+	case c.inGroup():
+		return fmt.Errorf("%w: the source reads in a group", errWindowsRestore)
+	case c.wins != nil:
+		return fmt.Errorf("%w: partitions assigned after the windows started", errWindowsRestore)
+	}
+	for i := range c.cfg.windows {
+		if c.cfg.windows[i].Spec.Kind == keyed.Session {
+			return fmt.Errorf("%w: window %s is a session window", errWindowsRestore, c.cfg.windows[i].Spec.Name)
 		}
 	}
 	return nil
+}
+
+// inGroup reports whether the source reads in a consumer group.
+func (c *core) inGroup() bool {
+	g, ok := c.p.src.(GroupReader)
+	if !ok {
+		return false
+	}
+	name, _ := g.Group()
+	return name != ""
 }
 
 // windowStats is Stats.Windows: a snapshot.

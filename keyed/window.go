@@ -448,3 +448,31 @@ func floorDiv(a, b int64) int64 {
 	}
 	return q
 }
+
+// LastTimer is the timer of the latest window a record of event time t
+// belongs in (End − 1 + Lateness): every window it joins is emitted by
+// then. ok is false for session windows, whose end moves with the
+// session. A record joins no window when this is at or below Time (it is
+// late for all of them).
+func (w *Windows) LastTimer(t int64) (timer int64, ok bool) {
+	switch w.spec.Kind {
+	case Tumbling:
+		return w.fireAt(floorDiv(t, w.spec.Size)*w.spec.Size + w.spec.Size), true
+	case Hopping:
+		return w.fireAt(floorDiv(t, w.spec.Every)*w.spec.Every + w.spec.Size), true
+	}
+	return 0, false
+}
+
+// FireAt is the timer of a window ending at end: End − 1 + Lateness, the
+// time at which it is emitted.
+func (w *Windows) FireAt(end int64) int64 { return w.fireAt(end) }
+
+var kindNames = [...]string{Tumbling: "tumbling", Hopping: "hopping", Session: "session"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}

@@ -353,3 +353,46 @@ func TestSpecValidate(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// TestLastTimer: a record's last timer is its latest window's: every window
+// it joined is emitted once the time reaches it, and none before.
+func TestLastTimer(t *testing.T) {
+	for _, s := range []keyed.Spec{
+		{Name: "t", Kind: keyed.Tumbling, Size: 1000, Lateness: 5, Aggregates: []keyed.Aggregate{{Name: "n", Op: keyed.Count}}},
+		{Name: "h", Kind: keyed.Hopping, Size: 1000, Every: 300, Aggregates: []keyed.Aggregate{{Name: "n", Op: keyed.Count}}},
+	} {
+		for _, at := range []int64{0, 1, 299, 300, 999, 1000, 1999, -1, -1000} {
+			var ends []int64
+			w, _ := keyed.New(s, func(r *keyed.Result) error { ends = append(ends, r.End); return nil })
+			it, _ := s.Item([]byte(`"k"`), at, make([][]byte, 1))
+			_ = w.Advance(at - 1)
+			if _, err := w.Add(it, at); err != nil {
+				t.Fatal(err)
+			}
+			timer, ok := w.LastTimer(at)
+			if !ok {
+				t.Fatal(s.Name)
+			}
+			if err := w.Advance(timer - 1); err != nil {
+				t.Fatal(err)
+			}
+			if w.Open == 0 {
+				t.Fatalf("%s at %d: every window emitted before %d", s.Name, at, timer)
+			}
+			if err := w.Advance(timer); err != nil {
+				t.Fatal(err)
+			}
+			if w.Open != 0 || len(ends) == 0 || w.FireAt(ends[len(ends)-1]) != timer {
+				t.Fatalf("%s at %d: open %d after %d, ends %v", s.Name, at, w.Open, timer, ends)
+			}
+		}
+	}
+	if _, ok := sessionWindows().LastTimer(0); ok {
+		t.Fatal("session")
+	}
+}
+
+func sessionWindows() *keyed.Windows {
+	w, _ := keyed.New(keyed.Spec{Name: "s", Kind: keyed.Session, Gap: 10, Aggregates: []keyed.Aggregate{{Name: "n", Op: keyed.Count}}}, func(*keyed.Result) error { return nil })
+	return w
+}

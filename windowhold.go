@@ -1,0 +1,104 @@
+package signalbox
+
+// Windows across restarts (design §11, K5-K8): a partition's checkpointed
+// Low is held back to the oldest of its records in a window still open
+// (windowHeld), so that a restart re-reads every record of the windows it
+// has to emit; the re-read records the restored checkpoint says were
+// emitted go to the windows only (windowsReread), and the windows the
+// checkpoint covers are computed again and not emitted (windowResult).
+
+import (
+	"github.com/signalbox/signalbox/record"
+)
+
+// windowHold is, per partition, the lowest offset of its records in a
+// window by that window's timer (the last of the record's windows): a
+// record holds its partition's Low until the windows' time reaches it.
+type windowHold map[*partState]map[int64]int64
+
+// holdRecord notes that rec, of ps, joined windows of wr up to timer.
+func (c *core) holdRecord(ps *partState, rec *record.Record, timer int64) {
+	if c.winHold == nil {
+		c.winHold = windowHold{}
+	}
+	h := c.winHold[ps]
+	if h == nil {
+		h = map[int64]int64{}
+		c.winHold[ps] = h
+	}
+	if o, ok := h[timer]; !ok || rec.Offset < o {
+		h[timer] = rec.Offset
+	}
+}
+
+// windowHeld is low held back to the oldest record of ps in a window not
+// emitted yet (timer above the windows' time): what a checkpoint commits.
+// The checkpoints come after a release is over, so every window with a
+// timer at or below the checkpoint's watermark was emitted before it (K4).
+func (c *core) windowHeld(ps *partState, low int64) int64 {
+	h := c.winHold[ps]
+	if len(h) == 0 || len(c.wins) == 0 {
+		return low
+	}
+	now := c.wins[0].w.Time() // every window is advanced together
+	for t, o := range h {
+		if t <= now {
+			delete(h, t)
+		} else {
+			low = min(low, o)
+		}
+	}
+	return low
+}
+
+// windowsRestored reports whether the run has windows and restored a
+// checkpoint: its windows are rebuilt from the re-read records, whose
+// release must then follow their data, not the restored watermark.
+func (c *core) windowsRestored() bool { return len(c.cfg.windows) > 0 && c.hasCP }
+
+// windowsReread takes a re-read record that the restored checkpoint says
+// was emitted (the restart skip rule): it goes to the windows, as it did
+// before the restart, and to no sink, no dead-letter sink and no counter
+// but Skipped. A record the Process or a where drops, or whose evaluation
+// fails, was dealt with the first time.
+func (c *core) windowsReread(ps *partState, rec *record.Record) error {
+	c.stats.Skipped++
+	if rec.Timeless {
+		return nil
+	}
+	o, stats := c.cur, c.stats
+	dead := len(o.dead)
+	err := c.output(ps, rec)
+	if c.stats.Out > stats.Out { // rec went into the batch, last, after the results it fired
+		o.records, o.routes = o.records[:len(o.records)-1], o.routes[:len(o.routes)-1]
+		if c.cfg.inflightBytes > 0 {
+			o.bytes -= rec.Size()
+		}
+	}
+	o.dead = o.dead[:dead]
+	c.stats = stats
+	return err
+}
+
+// skipReread drops a re-read record the restored checkpoint says was
+// emitted and that fails again on its way in (the first time it went to
+// the dead-letter sink, in no window).
+func (c *core) skipReread() error {
+	c.stats.Skipped++
+	return nil
+}
+
+// parkReread parks a re-read record the restored checkpoint says was
+// emitted, so that it comes back to the windows in release order
+// (windowsReread). Late by the data, it gets its lateness, so that it
+// parks where it did, without being counted again; under late: drop or
+// dead-letter it was in no window and stays out.
+func (c *core) parkReread(ps *partState, rec *record.Record, byData int64) error {
+	if rec.EventTime <= byData {
+		rec.Late, rec.LateBy = true, byData-rec.EventTime
+		if c.cfg.late != LateEmit {
+			return c.skipReread()
+		}
+	}
+	return c.park(ps, rec)
+}
