@@ -11,9 +11,10 @@
 //  1. Every expression compiles against one fixed environment (Env): the
 //     variables below, CEL's standard library and the strings, math and
 //     encoders extensions, with cross-type numeric comparisons. No
-//     function reads the wall clock or any other state: an evaluation is a
-//     pure function of the record, so a replay and a live run compute the
-//     same.
+//     function reads the wall clock or any other state but lookup's
+//     tables (8): an evaluation is a pure function of the record and the
+//     tables' versions at or before its event time, so a replay and a live
+//     run compute the same.
 //  2. Variables: value (dyn, the record's value in the JSON model the
 //     sinks render: record.Record.DecodedValue for a schema'd value, else
 //     its bytes, which must be JSON; object → map(string, dyn), array →
