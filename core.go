@@ -42,6 +42,8 @@ type core struct {
 	// records (the driver's batchFor, which reuses the sinks' spares).
 	batch    func(n int) []record.Record
 	stats    Stats
+	// trimmedAt is the watermark each table was last trimmed at (table.go).
+	trimmedAt []int64
 	started  time.Time
 	replayed bool
 	// evidence is the source's evidence clock (record.Fetch.At); stamped

@@ -90,7 +90,7 @@ func (c *core) ingest(ps *partState, rec *record.Record, mark error, now time.Ti
 		return c.dead(rec, mark.Error())
 	}
 	byData := ps.dataMark(c.cfg.delay) // before rec raises the partition's newest event time
-	if ps.restoring && rec.Offset < ps.restorePos && (rec.Timeless || parkedAt(rec.EventTime, byData) <= ps.restoreWM) {
+	if ps.restoring && ps.table == nil && rec.Offset < ps.restorePos && (rec.Timeless || parkedAt(rec.EventTime, byData) <= ps.restoreWM) {
 		c.stats.Skipped++
 		return nil
 	}
@@ -119,6 +119,9 @@ func (c *core) ingest(ps *partState, rec *record.Record, mark error, now time.Ti
 			ps.firstET = rec.EventTime
 		}
 		ps.maxET = rec.EventTime
+	}
+	if ps.table != nil {
+		return c.version(ps, rec, byData) // late by the data or not; never by timing (table.go)
 	}
 	if rel := max(ps.task.rel, ps.lateAt); rec.EventTime <= byData || rec.EventTime <= rel {
 		return c.late(ps, rec, byData, rel)

@@ -37,6 +37,9 @@ func (c *core) release(now time.Time) {
 		g, c.untilReached = max(c.cfg.stopAt, c.wm), true
 	}
 	c.wm = g
+	if len(c.cfg.tables) > 0 {
+		c.trimTables(g)
+	}
 	for _, t := range c.tasks {
 		t.rel = max(t.rel, g)
 	}

@@ -79,6 +79,9 @@ type Stats struct {
 	ParkedB   int64 // accounted bytes parked now
 	Out       int64 // records released to the sinks
 	Timeless  int64 // records of time:none inputs passed straight through
+	// TableVersions counts the records of tables' topics applied to their
+	// table (WithTables): never output.
+	TableVersions int64
 	Dead      int64 // records sent to the dead-letter sink
 	Skipped   int64 // records skipped on restart because they were already emitted
 	Late      map[record.TopicPartition]LateCounter

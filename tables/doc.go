@@ -25,5 +25,5 @@
 //  5. A Set's names are distinct; a Lookup in a table it does not hold is
 //     an error naming the table.
 //  6. A Table is not safe for concurrent use; Beyond may be read from any
-//     goroutine. The values given to Put are copied.
+//     goroutine. The keys and values given to Put are copied.
 package tables

@@ -3,6 +3,7 @@ package tables
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -60,7 +61,7 @@ func (t *Table) Put(key string, at int64, value []byte, tomb bool) {
 	e := t.keys[key]
 	if e == nil {
 		e = &entry{}
-		t.keys[key] = e
+		t.keys[strings.Clone(key)] = e // key may alias a record's memory
 	}
 	i, found := slices.BinarySearchFunc(e.versions, at, func(v version, at int64) int { return cmpInt(v.at, at) })
 	if found {
