@@ -40,12 +40,12 @@ type core struct {
 	onRelease func(*record.Record) error
 	// batch returns an empty record batch for the next out after one of n
 	// records (the driver's batchFor, which reuses the sinks' spares).
-	batch    func(n int) []record.Record
-	stats    Stats
+	batch func(n int) []record.Record
+	stats Stats
 	// trimmedAt is the watermark each table was last trimmed at (table.go).
 	trimmedAt []int64
-	started  time.Time
-	replayed bool
+	started   time.Time
+	replayed  bool
 	// evidence is the source's evidence clock (record.Fetch.At); stamped
 	// is false for sources that keep none.
 	evidence time.Time

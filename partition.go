@@ -22,8 +22,8 @@ type partState struct {
 	// table is the table the partition's records update (WithTables);
 	// nil for an input whose records are output.
 	table *tables.Table
-	offs *offsets.Partition
-	late *LateCounter
+	offs  *offsets.Partition
+	late  *LateCounter
 	// restart: records below restorePos with event time ≤ restoreWM were
 	// already emitted before the restart.
 	restoring  bool
