@@ -40,12 +40,10 @@ type core struct {
 	onRelease func(*record.Record) error
 	// batch returns an empty record batch for the next out after one of n
 	// records (the driver's batchFor, which reuses the sinks' spares).
-	batch func(n int) []record.Record
-	stats Stats
-	// trimmedAt is the watermark each table was last trimmed at (table.go).
-	trimmedAt []int64
-	started   time.Time
-	replayed  bool
+	batch    func(n int) []record.Record
+	stats    Stats
+	started  time.Time
+	replayed bool
 	// evidence is the source's evidence clock (record.Fetch.At); stamped
 	// is false for sources that keep none.
 	evidence time.Time
@@ -54,6 +52,8 @@ type core struct {
 	// revokedAll: a Fetch revoked every partition this instance held; until
 	// the next assignment the replay is not done (a rebalance is under way).
 	revokedAll bool
+	// trimmedAt is the watermark each table was last trimmed at (table.go).
+	trimmedAt []int64
 	durable    DurableStore // the driver stores and restores it; the core only asks whether there is one
 	// restored from a DurableStore: parked records per partition, until
 	// the first assignment (design R10); late counters.

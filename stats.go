@@ -73,19 +73,16 @@ func (l *LateCounter) add(lateBy int64, p LatePolicy) {
 
 // Stats is a snapshot of a pipeline's counters.
 type Stats struct {
-	In       int64 // records received from the source
-	Filtered int64 // skipped by a filter
-	Parked   int   // records parked now
-	ParkedB  int64 // accounted bytes parked now
-	Out      int64 // records released to the sinks
-	Timeless int64 // records of time:none inputs passed straight through
-	// TableVersions counts the records of tables' topics applied to their
-	// table (WithTables): never output.
-	TableVersions int64
-	Dead          int64 // records sent to the dead-letter sink
-	Skipped       int64 // records skipped on restart because they were already emitted
-	Late          map[record.TopicPartition]LateCounter
-	Watermark     int64
+	In        int64 // records received from the source
+	Filtered  int64 // skipped by a filter
+	Parked    int   // records parked now
+	ParkedB   int64 // accounted bytes parked now
+	Out       int64 // records released to the sinks
+	Timeless  int64 // records of time:none inputs passed straight through
+	Dead      int64 // records sent to the dead-letter sink
+	Skipped   int64 // records skipped on restart because they were already emitted
+	Late      map[record.TopicPartition]LateCounter
+	Watermark int64
 	// Holders lists the partitions holding the watermark, lowest first.
 	Holders []watermark.Hold
 	// Progress is the replay progress per input.
@@ -145,6 +142,9 @@ type Stats struct {
 	// or Where failed, by the name of the failing expression
 	// (ExpressionError); nil when none failed.
 	ExpressionFailed map[string]int64
+	// TableVersions counts the records of tables' topics applied to their
+	// table (WithTables): never output.
+	TableVersions int64
 }
 
 // TaskWatermark is the watermark of one co-partitioned task.
