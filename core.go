@@ -52,12 +52,12 @@ type core struct {
 	// revokedAll: a Fetch revoked every partition this instance held; until
 	// the next assignment the replay is not done (a rebalance is under way).
 	revokedAll bool
-	// trimmedAt is the watermark each table was last trimmed at (table.go).
-	trimmedAt []int64
 	durable    DurableStore // the driver stores and restores it; the core only asks whether there is one
 	// restored from a DurableStore: parked records per partition, until
 	// the first assignment (design R10); late counters.
 	floors map[record.TopicPartition]record.Parked
+	// trimmedAt is the watermark each table was last trimmed at (table.go).
+	trimmedAt []int64
 	// late holds every partition's late counters, restored ones included;
 	// they outlive a revoke, so a partition that comes back keeps counting.
 	lateCounts map[record.TopicPartition]*LateCounter
