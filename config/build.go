@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/process"
 	"github.com/signalbox/signalbox/sources/kafka"
 )
 
@@ -124,6 +125,14 @@ func (j *Job) build(log *zap.Logger) (*Plan, error) {
 		p.WritesStdout = p.WritesStdout || j.Sinks[i].writesStdout()
 	}
 	v := validator{lines: j.lines}
+	set, withTables, err := j.tableSet()
+	if err != nil {
+		return nil, err
+	}
+	if set != nil {
+		p.Options = append(p.Options, withTables)
+		v.lookup = []process.Option{process.WithTables(set)}
+	}
 	proc, wheres := j.processing(&v)
 	if err := v.errs.err(); err != nil {
 		return nil, err // never a sink without its where

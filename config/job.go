@@ -44,6 +44,8 @@ type Job struct {
 	// Process filters and maps every record on its way to the sinks
 	// (process.go; nil: none).
 	Process *Process `yaml:"process"`
+	// Tables are topics read as versioned tables for lookup (table.go).
+	Tables []Table `yaml:"tables"`
 
 	lines map[string]int // YAML path → line, filled by Parse
 }

@@ -148,7 +148,7 @@ func isHTTPS(u string) bool {
 // key_format is a schema format, all sharing one registry client.
 func (j *Job) decoders(inputs []signalbox.Input) error {
 	var reg *registry.Client
-	for i, in := range j.Inputs {
+	for i, in := range j.readInputs() {
 		for _, f := range []struct {
 			format string
 			key    bool

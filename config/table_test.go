@@ -1,0 +1,146 @@
+package config
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/signalbox/signalbox/embedded"
+)
+
+// TestTableJobEndToEnd is issue 38's target against the embedded broker:
+// orders on three partitions (event time in a field); a products table on
+// two partitions with three versions per sku by Kafka timestamp, each
+// exactly at some order's event time, and one tombstone; the issue's map.
+// Each order is output exactly once with its product as of its own event
+// time (null before the first version and after the tombstone, the
+// version exactly at its time joined), no product record is output, and
+// the product versions produced after the orders (in offset and wall-clock
+// order) are still seen: the gate, not the fetch order, decides.
+func TestTableJobEndToEnd(t *testing.T) {
+	c, err := embedded.Start(embedded.WithTopic("orders", 3), embedded.WithTopic("products", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const n, skus, tombSku = 3200, 40, 7
+	// version k (0, 1, 2) of sku s is at order time n/4*(k+1) + s: always
+	// exactly an order's event time; sku 7's last version is a tombstone.
+	versionAt := func(s, k int) int64 { return future + int64(n/4*(k+1)+s) }
+	var orders, products []*kgo.Record
+	for i := range n {
+		orders = append(orders, embedded.Record("orders", int32(i%3), fmt.Sprint("o", i),
+			fmt.Sprintf(`{"ts":%d,"id":"o%d","sku":"sku-%d"}`, future+int64(i), i, i%skus)))
+	}
+	for k := range 3 {
+		for s := range skus {
+			r := embedded.Record("products", int32(s%2), fmt.Sprint("sku-", s), fmt.Sprintf(`{"name":"p%d","v":%d}`, s, k))
+			if s == tombSku && k == 2 {
+				r.Value = nil
+			}
+			r.Timestamp = time.UnixMilli(versionAt(s, k))
+			products = append(products, r)
+		}
+	}
+	ctx := context.Background()
+	if err := c.Produce(ctx, orders...); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Produce(ctx, products...); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	pl := runJob(t, fmt.Sprintf(`
+brokers: [%s]
+inputs: [{topic: orders, time: field, time_field: ts}]
+tables:
+  - name: products
+    topic: products
+    key: key
+    format: json
+    time: timestamp
+    history: 7d
+until: end-offsets
+process:
+  map: '{"id": value.id, "product": lookup("products", value.sku)}'
+sinks:
+  - type: jsonl
+    path: out.jsonl
+`, c.Addrs()[0]))
+	want := func(i int) string {
+		s := i % skus
+		product := "null"
+		for k := range 3 {
+			if future+int64(i) >= versionAt(s, k) {
+				product = fmt.Sprintf(`{"name":"p%d","v":%d}`, s, k)
+				if s == tombSku && k == 2 {
+					product = "null"
+				}
+			}
+		}
+		return fmt.Sprintf(`{"id":"o%d","product":%s}`, i, product)
+	}
+	lines := readLines(t, "out.jsonl")
+	if len(lines) != n {
+		t.Errorf("%d records out, want %d (the orders only)", len(lines), n)
+	}
+	seen := map[int64]bool{}
+	exact, nulls, after := 0, 0, 0
+	for _, l := range lines {
+		i := int(l.EventTimeMs - future)
+		if i < 0 || i >= n || seen[l.EventTimeMs] {
+			t.Fatalf("unexpected or repeated record at %d: %s", l.EventTimeMs, l.Value)
+		}
+		seen[l.EventTimeMs] = true
+		if string(l.Value) != want(i) {
+			t.Errorf("order %d: %s, want %s", i, l.Value, want(i))
+		}
+		if strings.Contains(string(l.Value), `"product":null`) {
+			nulls++
+			if i%skus == tombSku && i >= int(versionAt(tombSku, 2)-future) {
+				after++
+			}
+		}
+		for k := range 3 {
+			if future+int64(i) == versionAt(i%skus, k) {
+				exact++
+			}
+		}
+	}
+	if exact == 0 || nulls == 0 || after == 0 {
+		t.Fatalf("the data must have orders exactly at a version (%d), null products (%d), after the tombstone (%d)", exact, nulls, after)
+	}
+	if st := pl.Stats(); st.TableVersions != 3*skus || st.Out != n {
+		t.Errorf("stats: %d table versions, %d out; want %d, %d", st.TableVersions, st.Out, 3*skus, n)
+	}
+}
+
+// TestTableJobErrors: each problem of a table names its field.
+func TestTableJobErrors(t *testing.T) {
+	for _, c := range []struct{ tables, process, want string }{
+		{`[{topic: products}]`, ``, "tables[0].name: required"},
+		{`[{name: p, topic: orders}]`, ``, `tables[0].topic: "orders" is already an input's topic`},
+		{`[{name: p, topic: products, history: 7x}]`, ``, "tables[0].history"},
+		{`[{name: p, topic: products, time: none}]`, ``, "tables[0].time"},
+		{`[{name: p, topic: products, time: field}]`, ``, "tables[0].time_field"},
+		{`[{name: p, topic: a}, {name: p, topic: b}]`, ``, `tables[1].name: "p" names two tables`},
+		{`[{name: p, topic: products}]`, `lookup("q", value.sku)`, `lookup: no table "q"`},
+		{`[]`, `lookup("p", value.sku)`, `lookup: no tables are declared`},
+	} {
+		doc := fmt.Sprintf("brokers: [localhost:9092]\ninputs: [{topic: orders}]\ntables: %s\nsinks: [{type: jsonl, path: out.jsonl}]\n", c.tables)
+		if c.process != "" {
+			doc += fmt.Sprintf("process: {map: '%s'}\n", c.process)
+		}
+		j, err := Parse([]byte(doc))
+		if err == nil {
+			err = j.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("tables %s: %v; want %q", c.tables, err, c.want)
+		}
+	}
+}
