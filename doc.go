@@ -201,6 +201,8 @@
 //   - options.go: the With options, their defaults and their validation.
 //   - process.go: Process and Where (WithProcess, WithRoutedSink) as a
 //     record is output; the routed sinks' batches.
+//   - table.go: tables (WithTables): an input whose records are versions
+//     of a table that a Process looks up, applied as they are read.
 //   - source.go, sink.go, strategy.go: the contracts of a Source, a Sink
 //     and a ParkedStore, with their optional interfaces.
 //   - stats.go, observe.go, opsstats.go: Stats and Event; publishing them.

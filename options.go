@@ -140,7 +140,6 @@ type config struct {
 	filter          Filter
 	transform       Transform
 	processing      // WithProcess, WithRoutedSink (process.go)
-	tabling         // WithTables (table.go)
 	batchSize       int
 	maxInflight     int
 	inflightBytes   int64
@@ -522,6 +521,5 @@ func (c *config) validateRanges() []error {
 	check("parked_limit", c.parkedLimit >= 0 && c.parkedLimit <= MaxParkedLimit, c.parkedLimit, "must be ≥ 0 and at most 1 TiB")
 	check("max_future", c.maxFuture >= 0 && c.maxFuture <= MaxMaxFuture, c.maxFuture, "must be ≥ 0 and at most 8760h (365 days)")
 	check("flush_linger", c.flushLinger >= 0 && c.flushLinger <= MaxFlushLinger, c.flushLinger, "must be ≥ 0 and at most 1h")
-	errs = append(errs, c.validateTables()...)
-	return append(errs, c.validateProcess()...)
+	return append(append(errs, c.validateTables()...), c.validateProcess()...)
 }

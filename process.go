@@ -68,10 +68,12 @@ func WithRoutedSink(s Sink, where Where) Option {
 	}
 }
 
-// processing is the part of config that WithProcess and WithRoutedSink set.
+// processing is the part of config that WithProcess and WithRoutedSink
+// set, and WithTables (the tables the processing looks up: table.go).
 type processing struct {
 	process Process
 	wheres  []Where // by sink index, up to the last routed sink
+	tabling
 }
 
 // validateProcess is validate's part for WithRoutedSink.

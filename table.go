@@ -134,3 +134,13 @@ func (c *core) trimTables(g int64) {
 		}
 	}
 }
+
+// position is where ps's records are handled up to, as a checkpoint
+// claims it: a table's partition never moves past where it was assigned,
+// so that a restart re-reads, and rebuilds, the table from there.
+func (ps *partState) position() int64 {
+	if ps.table != nil {
+		return ps.start
+	}
+	return ps.offs.Position()
+}
