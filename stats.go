@@ -143,8 +143,11 @@ type Stats struct {
 	// (ExpressionError); nil when none failed.
 	ExpressionFailed map[string]int64
 	// TableVersions counts the records of tables' topics applied to their
-	// table (WithTables): never output.
-	TableVersions int64
+	// table (WithTables): never output. TableLookupsBeyond counts, by
+	// table, the lookups older than the table's history (tables.Table's
+	// Beyond): answered with the oldest version kept.
+	TableVersions      int64
+	TableLookupsBeyond map[string]int64
 }
 
 // TaskWatermark is the watermark of one co-partitioned task.

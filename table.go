@@ -12,6 +12,7 @@ import (
 	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/tables"
+	"github.com/signalbox/signalbox/watermark"
 )
 
 // Table makes the records of the input Topic versions of the table Into:
@@ -123,12 +124,18 @@ const trimEvery = 16
 // trimTables drops the versions the tables no longer need at watermark g
 // (tables.Table.Trim), each once g moved by a sixteenth of its history.
 func (c *core) trimTables(g int64) {
+	if g == watermark.MinTime {
+		return
+	}
 	if c.trimmedAt == nil {
 		c.trimmedAt = make([]int64, len(c.cfg.tables))
+		for i := range c.trimmedAt {
+			c.trimmedAt[i] = watermark.MinTime // never
+		}
 	}
 	for i, t := range c.cfg.tables {
 		step := max(t.Into.History()/trimEvery, time.Millisecond).Milliseconds()
-		if c.trimmedAt[i] == 0 || g-c.trimmedAt[i] >= step {
+		if c.trimmedAt[i] == watermark.MinTime || g-c.trimmedAt[i] >= step {
 			t.Into.Trim(g)
 			c.trimmedAt[i] = g
 		}
@@ -143,4 +150,16 @@ func (ps *partState) position() int64 {
 		return ps.start
 	}
 	return ps.offs.Position()
+}
+
+// tableBeyond is Stats.TableLookupsBeyond: safe from any goroutine.
+func (c *config) tableBeyond() map[string]int64 {
+	if len(c.tables) == 0 {
+		return nil
+	}
+	m := make(map[string]int64, len(c.tables))
+	for _, t := range c.tables {
+		m[t.Into.Name()] = t.Into.Beyond()
+	}
+	return m
 }

@@ -106,20 +106,31 @@ func TestTableInterleavingsGiveIdenticalOutput(t *testing.T) {
 			t.Fatalf("data %d: the data must give both null and found products", dataSeed)
 		}
 		for seed := range uint64(8) {
-			got, st := runTable(t, parts, dataSeed, seed, delay)
+			got, st := runTable(t, parts, dataSeed, seed, delay, time.Hour)
 			if !bytes.Equal(got, want) {
 				t.Fatalf("data %d, interleaving %d: the output differs\n%s", dataSeed, seed, firstDiff(got, want))
 			}
-			if st.TableVersions != 60 || st.Out != 120 {
-				t.Fatalf("data %d, interleaving %d: %d versions, %d out; want 60, 120", dataSeed, seed, st.TableVersions, st.Out)
+			if st.TableVersions != 60 || st.Out != 120 || st.TableLookupsBeyond["products"] != 0 {
+				t.Fatalf("data %d, interleaving %d: %d versions, %d out, %v beyond; want 60, 120, 0", dataSeed, seed, st.TableVersions, st.Out, st.TableLookupsBeyond)
 			}
 		}
 	}
 }
 
-func runTable(t *testing.T, parts []script.Partition, dataSeed, seed uint64, delay int64) ([]byte, signalbox.Stats) {
+// TestTableHistoryBeyondCounted: with a history shorter than the spread
+// of a release, lookups older than the history are answered from the
+// oldest version kept and counted.
+func TestTableHistoryBeyondCounted(t *testing.T) {
+	parts, _ := tableSet(0, 20)
+	_, st := runTable(t, parts, 0, 7, 20, time.Millisecond) // 8 records a fetch: the watermark jumps
+	if st.TableLookupsBeyond["products"] == 0 {
+		t.Fatalf("no lookup beyond a 1 ms history counted: %v", st.TableLookupsBeyond)
+	}
+}
+
+func runTable(t *testing.T, parts []script.Partition, dataSeed, seed uint64, delay int64, history time.Duration) ([]byte, signalbox.Stats) {
 	t.Helper()
-	products, err := tables.New("products", time.Hour)
+	products, err := tables.New("products", history)
 	if err != nil {
 		t.Fatal(err)
 	}
