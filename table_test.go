@@ -2,6 +2,8 @@ package signalbox_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -178,5 +180,47 @@ func TestTableValidation(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v; want %q", c.tb, err, c.want)
 		}
+	}
+}
+
+// TestTableHoldsTheWatermarkLikeAnInput: a table partition that has not
+// caught up with its start-up snapshot holds the watermark, and is named
+// among the holders (signalbox status), while the caught-up orders wait.
+func TestTableHoldsTheWatermarkLikeAnInput(t *testing.T) {
+	products, _ := tables.New("products", time.Hour)
+	orders := tsRecord("orders", 0, 0, "o", 1_000)
+	version := record.Record{Topic: "products", Partition: 0, Offset: 0, Key: []byte("s"), Value: []byte(`{}`), Timestamp: time.UnixMilli(500)}
+	src := script.New(1, 1, script.Partition{TopicPartition: tp("orders", 0), Records: []record.Record{orders}},
+		script.Partition{TopicPartition: tp("products", 0), Records: []record.Record{version}, End: 2})
+	var out bytes.Buffer
+	p, err := signalbox.New(src,
+		signalbox.WithInputs(signalbox.Input{Topic: "orders", Time: signalbox.TimeFromField, TimeField: "ts"}, signalbox.Input{Topic: "products"}),
+		signalbox.WithTables(signalbox.Table{Topic: "products", Into: products}),
+		signalbox.WithClock(frozen), signalbox.WithMaxFuture(0),
+		signalbox.WithSink(jsonl.New(&out, jsonl.Options{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := signalbox.NewStepper(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := record.Fetch{
+		Assigned: []record.PartitionInfo{{TopicPartition: tp("orders", 0), End: 1}, {TopicPartition: tp("products", 0), End: 2}},
+		Partitions: []record.PartitionFetch{
+			{TopicPartition: tp("orders", 0), Records: []record.Record{orders}, Position: 1, End: 1},
+			{TopicPartition: tp("products", 0), Records: []record.Record{version}, Position: 1, End: 2},
+		},
+	}
+	if _, err := st.Step(f); err != nil {
+		t.Fatal(err)
+	}
+	s := p.Stats()
+	if len(s.Holders) == 0 || s.Holders[0].Input != "products" || s.Out != 0 || s.TableVersions != 1 {
+		t.Fatalf("holders %+v, out %d, versions %d: want products/0 holding, nothing out, one version", s.Holders, s.Out, s.TableVersions)
+	}
+	if err := st.Stop(context.Canceled); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
 	}
 }
