@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/signalbox/signalbox/internal/fielderr"
+	"github.com/signalbox/signalbox/internal/jsonfield"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/tables"
 	"github.com/signalbox/signalbox/watermark"
@@ -20,7 +21,8 @@ import (
 // default) is the table's key, its value (the JSON the sinks would render:
 // a schema'd value decoded) the key's value from its event time on (the
 // version time; the input's Time, TimeField), a record without a value a
-// tombstone. A table's records pass WithFilter and WithTransform as any
+// tombstone; a value that is not JSON is dead-lettered. A table's
+// records pass WithFilter and WithTransform as any
 // input's, and are then never output, processed (WithProcess) nor
 // dead-lettered as late; they count in Stats.In and Stats.TableVersions.
 // Their offsets are never committed past where the partition was assigned
@@ -111,6 +113,9 @@ func (c *core) version(ps *partState, rec *record.Record, byData int64) error {
 		value = rec.DecodedValue
 	} else {
 		value = rec.Value
+	}
+	if value != nil && rec.DecodedValue == nil && !rec.ValueJSON && !jsonfield.Scan(value, nil).Valid {
+		return c.dead(rec, "table "+ps.table.Name()+": the value is not JSON") // lookup reads JSON (B1)
 	}
 	ps.table.Put(rec.OrderKey, at, value, rec.Value == nil)
 	c.stats.TableVersions++

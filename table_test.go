@@ -224,3 +224,25 @@ func TestTableHoldsTheWatermarkLikeAnInput(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTableValueNotJSONDeadLettered: a table record whose value is not
+// JSON is dead-lettered with a reason naming the table, and not applied.
+func TestTableValueNotJSONDeadLettered(t *testing.T) {
+	products, _ := tables.New("products", time.Hour)
+	bad := record.Record{Topic: "products", Partition: 0, Offset: 0, Key: []byte("s"), Value: []byte(`{"x":`), Timestamp: time.UnixMilli(5)}
+	src := script.New(1, 1, script.Partition{TopicPartition: tp("products", 0), Records: []record.Record{bad}})
+	var out, dead bytes.Buffer
+	p, err := signalbox.New(src, signalbox.WithInputs(signalbox.Input{Topic: "products"}),
+		signalbox.WithTables(signalbox.Table{Topic: "products", Into: products}),
+		signalbox.WithClock(frozen), signalbox.WithMaxFuture(0), signalbox.WithUntil(signalbox.UntilEndOffsets),
+		signalbox.WithSink(jsonl.New(&out, jsonl.Options{})), signalbox.WithDeadLetter(jsonl.New(&dead, jsonl.Options{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runBounded(t, p); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(dead.String(), "table products: the value is not JSON") || out.Len() != 0 || products.Keys() != 0 {
+		t.Fatalf("dead %q, out %q, %d keys", dead.String(), out.String(), products.Keys())
+	}
+}

@@ -119,6 +119,9 @@ func (j *Job) validateTables(v *validator) {
 		default:
 			topics[t.Topic] = "a table's"
 		}
+		if t.Format == FormatRaw {
+			v.bad(p+".format", "lookup reads a table's values as JSON: raw is not a table's format")
+		}
 		if t.Time == string(signalbox.TimeNone) {
 			v.bad(p+".time", "a table's versions need a time: timestamp (default), field or header")
 		}

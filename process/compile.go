@@ -162,6 +162,11 @@ func Compile(name, src string, k Kind, opts ...Option) (*Expr, error) {
 	x := &Expr{name: name, src: src, kind: k, prg: prg, cost: est.Max}
 	if est.Max <= MaxCost {
 		c := fastCompilerOf(base)
+		if o.tables != nil {
+			cc := *c
+			cc.tables = o.tables
+			c = &cc
+		}
 		if k == Map {
 			x.render = c.render(ast.NativeRep().Expr(), 0)
 		} else {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common"
@@ -127,4 +128,61 @@ func (e badKeyError) Error() string {
 
 func errBadKey(v ref.Val) error {
 	return badKeyError{v.Type().TypeName()}
+}
+
+// lookup compiles __lookup(name, key, __as_of) for the fast path (doc.go
+// invariant 7): a literal name and a fast key; the value as
+// jsonValue(value) is on the interpreter's path. It gives up where the
+// interpreter would fail (a key of another type, an unknown table) or
+// would convert a value the fast path does not hold.
+func (c *fastCompiler) lookup(call ast.CallExpr) fnode {
+	args := call.Args()
+	if c.tables == nil || len(args) != 3 || args[0].Kind() != ast.LiteralKind {
+		return nil
+	}
+	name, ok := args[0].AsLiteral().(types.String)
+	if !ok {
+		return nil
+	}
+	key := c.node(args[1])
+	if key == nil {
+		return nil
+	}
+	t := c.tables
+	return func(a *activation) (fval, bool) {
+		kv, ok := key(a)
+		if !ok {
+			return fval{}, false
+		}
+		var k string
+		switch kv.k {
+		case fNull:
+			return fval{k: fNull}, true
+		case fString:
+			k = kv.s
+		case fInt:
+			k = strconv.FormatInt(kv.i, 10)
+		case fDouble:
+			if kv.f != math.Trunc(kv.f) || math.Abs(kv.f) >= 1<<53 {
+				return fval{}, false
+			}
+			k = strconv.FormatInt(int64(kv.f), 10)
+		default:
+			return fval{}, false
+		}
+		asOf := a.rec.EventTime
+		if a.rec.Timeless {
+			asOf = math.MaxInt64
+		}
+		v, found, err := t.Lookup(string(name), k, asOf)
+		switch {
+		case err != nil:
+			return fval{}, false
+		case !found:
+			return fval{k: fNull}, true
+		case isObject(v):
+			return fval{k: fObject, s: unsafe.String(unsafe.SliceData(v), len(v))}, true
+		}
+		return fromVal(convertDoc(v))
+	}
 }
