@@ -21,7 +21,8 @@ import (
 // tableSet draws orders on three partitions (event time in "ts", skus
 // s0..s3) and a products table on two partitions (version time: the Kafka
 // timestamp, key: the sku), versions often exactly at an order's time, some
-// tombstones, and, on some seeds, a version late by the data. It returns
+// tombstones, offset gaps (compaction) and an empty partition, and, on
+// some seeds, a version late by the data. It returns
 // the partitions and the expected output: the orders in the total order,
 // each mapped to {"id", "product"} with the product as of its event time
 // by a model of design O3 (a version late by the data counts from its
@@ -57,7 +58,7 @@ func tableSet(seed uint64, delay int64) ([]script.Partition, []record.Record) {
 			}
 			sku := fmt.Sprintf("s%d", 2*rng.IntN(2)+int(p)) // s0, s2 on 0; s1, s3 on 1
 			val := fmt.Sprintf(`{"sku":%q,"v":%d}`, sku, i)
-			r := record.Record{Topic: "products", Partition: p, Offset: int64(i), Key: []byte(sku),
+			r := record.Record{Topic: "products", Partition: p, Offset: 3 * int64(i), Key: []byte(sku), // compacted: gaps
 				Value: []byte(val), Timestamp: time.UnixMilli(ts)}
 			if rng.IntN(6) == 0 {
 				r.Value, val = nil, ""
@@ -75,6 +76,7 @@ func tableSet(seed uint64, delay int64) ([]script.Partition, []record.Record) {
 		}
 		parts = append(parts, sp)
 	}
+	parts = append(parts, script.Partition{TopicPartition: tp("products", 2), Start: 7, End: 7}) // empty: compacted away
 	var out []record.Record
 	for _, o := range sortedTotal(orders) {
 		sku := "s" + string(o.Value[bytes.Index(o.Value, []byte(`"sku":"s`))+len(`"sku":"s`)])
