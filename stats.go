@@ -142,12 +142,9 @@ type Stats struct {
 	// or Where failed, by the name of the failing expression
 	// (ExpressionError); nil when none failed.
 	ExpressionFailed map[string]int64
-	// TableVersions counts the records of tables' topics applied to their
-	// table (WithTables): never output. TableLookupsBeyond counts, by
-	// table, the lookups older than the table's history (tables.Table's
-	// Beyond): answered with the oldest version kept.
-	TableVersions      int64
-	TableLookupsBeyond map[string]int64
+	// Tables (table.go).
+	TableVersions      int64            // tables' records applied to their table (WithTables): never output
+	TableLookupsBeyond map[string]int64 // by table: lookups older than its history (tables.Table.Beyond)
 }
 
 // TaskWatermark is the watermark of one co-partitioned task.

@@ -30,10 +30,11 @@ import (
 // rebuilds it.
 //
 // Topic must be an input's (WithInputs) plain topic, with an event time
-// (not TimeNone). Look a table up from a Process (package process's
-// lookup, or Into's AsOf at the record's EventTime): on the engine
-// goroutine, at release, every version at or before the record's event
-// time is in it.
+// (not TimeNone). Look a table up from a Process or a Where (package
+// process's lookup, or Into's AsOf at the record's EventTime): they run on
+// the engine goroutine at release, when every version at or before the
+// record's event time is in it (design O6). Not from a Filter or a
+// Transform: they run as a record is read, before the gate.
 type Table struct {
 	Topic string
 	Into  *tables.Table
