@@ -46,6 +46,7 @@ func (j *Job) kafkaConfig() kafka.Config {
 		SASL: kafka.SASL{Mechanism: j.SASL.Mechanism, User: j.SASL.User, TokenFile: j.SASL.TokenFile},
 	}
 	k.Topics, k.TopicPatterns = signalbox.InputTopics(j.libraryInputs()...)
+	k.Tables = j.tableTopics()
 	k.GroupInstanceID = j.GroupInstanceID
 	k.StartupTimeout, _ = time.ParseDuration(j.StartupTimeout) // "": the default
 	if j.DiscoveryInterval != "" {

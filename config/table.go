@@ -158,3 +158,13 @@ func (j *Job) tableSet() (*tables.Set, signalbox.Option, error) {
 	}
 	return set, signalbox.WithTables(decl...), nil
 }
+
+// tableTopics are the tables' topics: read whole by every member, from
+// the earliest offset (kafka.Config.Tables).
+func (j *Job) tableTopics() []string {
+	var ts []string
+	for _, t := range j.Tables {
+		ts = append(ts, t.Topic)
+	}
+	return ts
+}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/embedded"
 )
 
@@ -206,6 +208,172 @@ sinks: [{type: jsonl, path: %s}]
 		i := int(l.EventTimeMs - future)
 		if want := fmt.Sprintf(`{"id":"o%d","product":{"p":%d}}`, i, i%3); string(l.Value) != want {
 			t.Errorf("second run, order %d: %s, want %s", i, l.Value, want)
+		}
+	}
+}
+
+// TestTableFromEarliestWhateverStart: a job that starts at a time (a time
+// range) still reads its tables whole: versions older than the start
+// enrich the orders after it.
+func TestTableFromEarliestWhateverStart(t *testing.T) {
+	c, err := embedded.Start(embedded.WithTopic("orders", 1), embedded.WithTopic("products", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var recs []*kgo.Record
+	for i := range 30 {
+		r := embedded.Record("orders", 0, "", fmt.Sprintf(`{"ts":%d,"id":"o%d","sku":"s"}`, future+int64(i), i))
+		r.Timestamp = time.UnixMilli(future + int64(i))
+		recs = append(recs, r)
+	}
+	p := embedded.Record("products", 0, "s", `{"p":1}`)
+	p.Timestamp = time.UnixMilli(future + 5)
+	if err := c.Produce(context.Background(), append(recs, p)...); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	runJob(t, fmt.Sprintf(`
+brokers: [%s]
+start: %s
+inputs: [{topic: orders, time: field, time_field: ts}]
+tables: [{name: products, topic: products}]
+until: end-offsets
+process:
+  map: 'lookup("products", value.sku)'
+sinks: [{type: jsonl, path: out.jsonl}]
+`, c.Addrs()[0], time.UnixMilli(future+20).UTC().Format(time.RFC3339Nano)))
+	lines := readLines(t, "out.jsonl")
+	if len(lines) != 10 {
+		t.Fatalf("%d records, want the 10 orders from the start time", len(lines))
+	}
+	for _, l := range lines {
+		if string(l.Value) != `{"p":1}` {
+			t.Errorf("order at %d: %s, want the version from before the start", l.EventTimeMs, l.Value)
+		}
+	}
+}
+
+// TestTableGroupOfTwo: two live members of one group, each given half the
+// orders' tasks, both read the whole table (the task balancer gives every
+// member every table partition): the orders, produced once both have
+// joined, are each output with their product as of their event time, by
+// whichever member owns them, as one member would.
+func TestTableGroupOfTwo(t *testing.T) {
+	c, err := embedded.Start(embedded.WithTopic("orders", 4), embedded.WithTopic("products", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const n, skus = 400, 10
+	base := time.Now().Add(-10 * time.Minute).UnixMilli() // live: event times already past
+	var products []*kgo.Record
+	for k := range 2 { // version times rising within each partition: none late
+		for s := range skus {
+			r := embedded.Record("products", int32(s%2), fmt.Sprint("s", s), fmt.Sprintf(`{"s":%d,"v":%d}`, s, k))
+			r.Timestamp = time.UnixMilli(base + int64(100+200*k+s))
+			products = append(products, r)
+		}
+	}
+	ctx := context.Background()
+	if err := c.Produce(ctx, products...); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	job := func(out string) string {
+		return fmt.Sprintf(`
+brokers: [%s]
+group: tables-two
+inputs: [{topic: orders, time: field, time_field: ts}]
+tables: [{name: products, topic: products}]
+process:
+  map: '{"id": value.id, "product": lookup("products", value.sku)}'
+sinks: [{type: jsonl, path: %s}]
+`, c.Addrs()[0], out)
+	}
+	runCtx, stop := context.WithTimeout(ctx, 30*time.Second)
+	defer stop()
+	errs := make(chan error, 2)
+	var pls []*signalbox.Pipeline
+	for m := range 2 {
+		p, err := build(t, job(fmt.Sprintf("m%d.jsonl", m)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := p.Pipeline()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pls = append(pls, pl)
+		go func() { errs <- pl.Run(runCtx) }()
+	}
+	ordersOf := func(pl *signalbox.Pipeline) (orders, tables int) {
+		for _, ps := range pl.Stats().Partitions {
+			if ps.ID.Input == "orders" {
+				orders++
+			} else {
+				tables++
+			}
+		}
+		return orders, tables
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for !ok() {
+			if runCtx.Err() != nil {
+				t.Fatalf("waiting for %s: %v", what, runCtx.Err())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitFor("both members with two orders partitions and the whole table each", func() bool {
+		for _, pl := range pls {
+			if o, tb := ordersOf(pl); o != 2 || tb != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	var orders []*kgo.Record
+	for i := range n {
+		orders = append(orders, embedded.Record("orders", int32(i%4), "", fmt.Sprintf(`{"ts":%d,"id":"o%d","sku":"s%d"}`, base+int64(i), i, i%skus)))
+	}
+	if err := c.Produce(ctx, orders...); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("every order out", func() bool { return pls[0].Stats().Out+pls[1].Stats().Out >= n })
+	stop()
+	for range pls {
+		if err := <-errs; err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+	}
+	want := func(i int) string {
+		s, product := i%skus, "null"
+		for k := range 2 {
+			if int64(i) >= int64(100+200*k+s) {
+				product = fmt.Sprintf(`{"s":%d,"v":%d}`, s, k)
+			}
+		}
+		return fmt.Sprintf(`{"id":"o%d","product":%s}`, i, product)
+	}
+	seen := map[int]int{}
+	for m, pl := range pls {
+		// a rebalance re-reads the table: the same versions again
+		if st := pl.Stats(); st.TableVersions < 2*skus || st.TableVersions%(2*skus) != 0 || st.Out == 0 {
+			t.Errorf("member %d: %d table versions (want the whole table's %d, once or more), %d out (want some)", m, st.TableVersions, 2*skus, st.Out)
+		}
+		for _, l := range readLines(t, fmt.Sprintf("m%d.jsonl", m)) {
+			i := int(l.EventTimeMs - base)
+			seen[i]++
+			if string(l.Value) != want(i) {
+				t.Errorf("member %d, order %d: %s, want %s", m, i, l.Value, want(i))
+			}
+		}
+	}
+	for i := range n {
+		if seen[i] != 1 {
+			t.Errorf("order %d output %d times, want once", i, seen[i])
 		}
 	}
 }
