@@ -308,7 +308,7 @@ func (c *core) buildCheckpoint() record.Checkpoint {
 // the claim is still exact; a checkpoint never moves the position back,
 // which would make the next restart re-emit what lies between.
 func (ps *partState) emittedClaim() (pos, wm int64) {
-	pos, wm = ps.offs.Position(), max(ps.task.rel, ps.lateAt)
+	pos, wm = ps.position(), max(ps.task.rel, ps.lateAt)
 	if ps.restoring && ps.restorePos > pos {
 		return ps.restorePos, min(wm, ps.restoreWM) // min: never claim what was not released
 	}

@@ -75,6 +75,9 @@ func (r *run) commit(ctx context.Context, cp *record.Checkpoint, final bool, fen
 
 // low is the offset to commit: nothing below it is parked or unacknowledged.
 func (ps *partState) low() int64 {
+	if ps.table != nil {
+		return ps.position()
+	}
 	if ps.floorCount > 0 {
 		return min(ps.floorMin, ps.offs.Low())
 	}

@@ -60,6 +60,8 @@ type core struct {
 	// restored from a DurableStore: parked records per partition, until
 	// the first assignment (design R10); late counters.
 	floors map[record.TopicPartition]record.Parked
+	// trimmedAt is the watermark each table was last trimmed at (table.go).
+	trimmedAt []int64
 	// late holds every partition's late counters, restored ones included;
 	// they outlive a revoke, so a partition that comes back keeps counting.
 	lateCounts map[record.TopicPartition]*LateCounter

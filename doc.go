@@ -204,6 +204,8 @@
 //   - window.go: windows (WithWindow, package keyed) and their sinks'
 //     routes; windowrun.go: the engine's part, fed as a record is output
 //     and advanced with the release.
+//   - table.go: tables (WithTables): an input whose records are versions
+//     of a table that a Process looks up, applied as they are read.
 //   - source.go, sink.go, strategy.go: the contracts of a Source, a Sink
 //     and a ParkedStore, with their optional interfaces; sink.go also
 //     reads each sink's description (describe) and picks the exactly-once

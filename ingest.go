@@ -90,7 +90,7 @@ func (c *core) ingest(ps *partState, rec *record.Record, mark error, now time.Ti
 		return c.dead(rec, mark.Error())
 	}
 	byData := ps.dataMark(c.cfg.delay) // before rec raises the partition's newest event time
-	reread := ps.restoring && rec.Offset < ps.restorePos && (rec.Timeless || parkedAt(rec.EventTime, byData) <= ps.restoreWM)
+	reread := ps.restoring && ps.table == nil && rec.Offset < ps.restorePos && (rec.Timeless || parkedAt(rec.EventTime, byData) <= ps.restoreWM)
 	if reread && (rec.Timeless || !c.windowsRestored()) {
 		c.stats.Skipped++
 		return nil
@@ -126,6 +126,9 @@ func (c *core) ingest(ps *partState, rec *record.Record, mark error, now time.Ti
 			ps.firstET = rec.EventTime
 		}
 		ps.maxET = rec.EventTime
+	}
+	if ps.table != nil {
+		return c.version(ps, rec, byData) // late by the data or not; never by timing (table.go)
 	}
 	if reread {
 		return c.parkReread(ps, rec, byData)

@@ -8,6 +8,7 @@ import (
 	"github.com/signalbox/signalbox/internal/offsets"
 	"github.com/signalbox/signalbox/internal/strategy"
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/tables"
 	"github.com/signalbox/signalbox/watermark"
 )
 
@@ -18,8 +19,11 @@ type partState struct {
 	cid  catchup.ID
 	dec  *decoder
 	task *task
-	offs *offsets.Partition
-	late *LateCounter
+	// table is the table the partition's records update (WithTables);
+	// nil for an input whose records are output.
+	table *tables.Table
+	offs  *offsets.Partition
+	late  *LateCounter
 	// restart: records below restorePos with event time ≤ restoreWM were
 	// already emitted before the restart.
 	restoring  bool
@@ -123,6 +127,7 @@ func (c *core) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 		wid:   watermark.ID{Input: a.Topic, Partition: a.Partition},
 		cid:   catchup.ID{Input: a.Topic, Partition: a.Partition},
 		dec:   dec,
+		table: c.cfg.tableOf(a.Topic),
 		offs:  offsets.New(a.Start),
 		start: a.Start,
 		maxET: watermark.MinTime, firstET: watermark.MinTime, lateAt: watermark.MinTime,

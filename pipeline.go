@@ -91,6 +91,7 @@ func (p *Pipeline) Stats() Stats {
 	s.Late = maps.Clone(p.stats.Late)
 	s.ExpressionFailed = maps.Clone(p.stats.ExpressionFailed)
 	s.SinksOpen = p.sinksOpen.Load()
+	s.TableLookupsBeyond = p.cfg.tableBeyond()
 	return s
 }
 

@@ -68,7 +68,8 @@ func WithRoutedSink(s Sink, where Where) Option {
 	}
 }
 
-// processing is the part of config that WithProcess and WithRoutedSink set.
+// processing is the part of config that WithProcess and WithRoutedSink
+// set, and WithTables (the tables the processing looks up: table.go).
 type processing struct {
 	process Process
 	wheres  []Where // by sink index, up to the last routed sink
@@ -76,6 +77,7 @@ type processing struct {
 	// rawRoute, with windows, has the bit of every sink that receives
 	// every released record (no where, not a window's): validateWindows.
 	rawRoute uint64
+	tabling
 }
 
 // validateProcess is validate's part for WithRoutedSink.

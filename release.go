@@ -40,6 +40,9 @@ func (c *core) release(now time.Time) {
 	if c.windowsRestored() {
 		c.wm = max(c.wm, c.cpWM) // the windows rebuild below it: a checkpoint still claims it
 	}
+	if len(c.cfg.tables) > 0 {
+		c.trimTables(g)
+	}
 	for _, t := range c.tasks {
 		t.rel = max(t.rel, g)
 	}

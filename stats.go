@@ -145,6 +145,9 @@ type Stats struct {
 	// Windows is each window's activity (WithWindow), in the order they
 	// were added; nil without windows.
 	Windows []WindowStats
+	// Tables (table.go).
+	TableVersions      int64            // tables' records applied to their table (WithTables): never output
+	TableLookupsBeyond map[string]int64 // by table: lookups older than its history (tables.Table.Beyond)
 }
 
 // TaskWatermark is the watermark of one co-partitioned task.

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/process"
 	"github.com/signalbox/signalbox/sources/kafka"
 )
 
@@ -45,6 +46,7 @@ func (j *Job) kafkaConfig() kafka.Config {
 		SASL: kafka.SASL{Mechanism: j.SASL.Mechanism, User: j.SASL.User, TokenFile: j.SASL.TokenFile},
 	}
 	k.Topics, k.TopicPatterns = signalbox.InputTopics(j.libraryInputs()...)
+	k.Tables = j.tableTopics()
 	k.GroupInstanceID = j.GroupInstanceID
 	k.StartupTimeout, _ = time.ParseDuration(j.StartupTimeout) // "": the default
 	if j.DiscoveryInterval != "" {
@@ -124,6 +126,14 @@ func (j *Job) build(log *zap.Logger) (*Plan, error) {
 		p.WritesStdout = p.WritesStdout || j.Sinks[i].writesStdout()
 	}
 	v := validator{lines: j.lines}
+	set, withTables, err := j.tableSet()
+	if err != nil {
+		return nil, err
+	}
+	if set != nil {
+		p.Options = append(p.Options, withTables)
+		v.lookup = []process.Option{process.WithTables(set)}
+	}
 	proc, wheres := j.processing(&v)
 	if err := v.errs.err(); err != nil {
 		return nil, err // never a sink without its where

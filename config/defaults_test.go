@@ -150,6 +150,13 @@ func TestDocumentedDefaultsMatchCode(t *testing.T) {
 		"discovery_interval":         dur(k.DiscoveryInterval),
 		"startup_timeout":            dur(k.StartupTimeout),
 		"admin.addr":                 str(admin.DefaultAddr),
+		"tables[i].format":           str(string(formats.DefaultFormat)),
+		"tables[i].history": func(doc string) error {
+			if d, err := parseHistory(doc); err != nil || d != DefaultHistory {
+				return fmt.Errorf("the code's default is %v", DefaultHistory)
+			}
+			return nil
+		},
 	}
 	// Defaults that name another field rather than a value.
 	references := map[string]bool{

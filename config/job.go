@@ -46,6 +46,8 @@ type Job struct {
 	Process *Process `yaml:"process"`
 	// Windows are computed on the released records (window.go).
 	Windows []Window `yaml:"windows"`
+	// Tables are topics read as versioned tables for lookup (table.go).
+	Tables []Table `yaml:"tables"`
 
 	lines map[string]int // YAML path → line, filled by Parse
 }

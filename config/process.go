@@ -30,7 +30,7 @@ func compileExpr(v *validator, path, src string, k process.Kind) *process.Expr {
 		}
 		return nil
 	}
-	x, err := process.Compile(path, src, k)
+	x, err := process.Compile(path, src, k, v.lookup...)
 	if err != nil {
 		for _, e := range unjoin(err) {
 			var ce *process.CompileError

@@ -155,7 +155,7 @@ func isHTTPS(u string) bool {
 // compiled schemas (one formats.Codecs: an id compiles once for all).
 func (j *Job) decoders(inputs []signalbox.Input) error {
 	var codecs *formats.Codecs
-	for i, in := range j.Inputs {
+	for i, in := range j.readInputs() {
 		for _, f := range []struct {
 			format string
 			key    bool

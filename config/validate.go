@@ -13,6 +13,7 @@ import (
 	"github.com/signalbox/signalbox/internal/admin"
 	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/internal/topicpattern"
+	"github.com/signalbox/signalbox/process"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sources/kafka"
 	"github.com/signalbox/signalbox/timers/durable"
@@ -26,6 +27,8 @@ var sinkTypes = []string{"jsonl", "kafka", "postgres", "bulk"}
 type validator struct {
 	lines map[string]int
 	errs  Errors
+	// lookup lets the expressions read the job's tables (table.go).
+	lookup []process.Option
 }
 
 // bad records a problem with the field at path, with the line of the field
@@ -171,6 +174,10 @@ func (j *Job) Validate() error {
 	v.size("state.memory", j.State.Memory)
 	v.duration("checkpoint_interval", j.CheckpointInterval, libraryRange)
 	j.validateLibrary(v)
+	j.validateTables(v)
+	if set, _, _ := j.tableSet(); set != nil {
+		v.lookup = []process.Option{process.WithTables(set)}
+	}
 	j.processing(v)
 	j.windows(v, nil)
 	if a := j.Admin.Addr; a != "" && a != admin.Off {
@@ -212,7 +219,7 @@ func (j *Job) validateLibrary(v *validator) {
 		opts = append(opts, signalbox.WithDeadLetter(standInFor(j.DeadLetter.info(j))))
 	}
 	for _, fe := range fielderr.All(signalbox.ValidateOptions(opts...)) {
-		path, near := optionPath(fe.Field)
+		path, near := optionPath(j.libraryField(fe.Field))
 		v.badNear(path, near, "%s", fe.Msg)
 	}
 	if j.State.Dir != "" {
@@ -328,8 +335,9 @@ func (in Input) library() signalbox.Input {
 // libraryInputs are the signalbox.Inputs the job's inputs build, without
 // their decoders (Build adds them).
 func (j *Job) libraryInputs() []signalbox.Input {
-	inputs := make([]signalbox.Input, len(j.Inputs))
-	for i, in := range j.Inputs {
+	ins := j.readInputs() // the tables' inputs too (table.go)
+	inputs := make([]signalbox.Input, len(ins))
+	for i, in := range ins {
 		inputs[i] = in.library()
 	}
 	return inputs

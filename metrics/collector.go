@@ -58,6 +58,8 @@ var (
 	dWinResults = desc("window_results_total", "Window results emitted, by window name.", "window")
 	dWinLate    = desc("window_late_total", "Records late for one of their windows (already emitted): in none of those windows, by window name.", "window")
 	dTimeless   = desc("records_timeless_total", "Records of time: none inputs passed straight through.")
+	dTableVer   = desc("table_versions_total", "Records of tables' topics applied to their table (tables): never output.")
+	dBeyond     = desc("table_lookups_beyond_history_total", "Lookups older than the table's history, answered with the oldest version kept.", "table")
 	dSkipped    = desc("records_skipped_total", "Records skipped after a restart because they were already emitted.")
 	dFuture     = desc("records_future_total", "Records whose event time was too far ahead of the evidence clock (max_future): dead-lettered, never parked.")
 	dLate       = desc("late_records_total", "Late records (event time at or before the watermark), by what the late policy did with them; a partition has a series from its first late record, for the job's policy only.", "topic", "partition", "policy")
@@ -91,7 +93,7 @@ var (
 var all = []*prometheus.Desc{
 	dPosition, dSnapshotEnd, dLatestEnd, dBehind, dPhase, dPaused, dHolds, dCommitted, dSchemaHeld, dSchemaHolds,
 	dWatermark, dWatermarkLag, dTaskWatermark, dReplayDone, dRemaining, dETA,
-	dIn, dOut, dDead, dFiltered, dExprFail, dWinOpen, dWinKeys, dWinResults, dWinLate, dTimeless, dSkipped, dFuture, dLate, dLateness,
+	dIn, dOut, dDead, dFiltered, dExprFail, dWinOpen, dWinKeys, dWinResults, dWinLate, dTimeless, dTableVer, dBeyond, dSkipped, dFuture, dLate, dLateness,
 	dParked, dParkedBytes, dSpilled, dStoreBytes,
 	dSinkRecords, dSinkErrors, dSinkRetries, dSinkRejected, dSinkWrite, dSinkFlush, dSinkBatch, dOutOfOrder, dRelease,
 	dCheckpoints, dCheckpointDur, dCommits, dCommitFails, dCommitSkips, dRebalances, dSinksOpen, dPublished,
@@ -140,6 +142,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		e.counter(dWinLate, w.Late, w.Name)
 	}
 	e.counter(dTimeless, s.Timeless)
+	if s.TableLookupsBeyond != nil { // a job with tables
+		e.counter(dTableVer, s.TableVersions)
+		for name, n := range s.TableLookupsBeyond {
+			e.counter(dBeyond, n, name)
+		}
+	}
 	e.counter(dSkipped, s.Skipped)
 	e.counter(dFuture, s.Future)
 	for tp, l := range s.Late {

@@ -117,8 +117,19 @@ type Expr struct {
 // "process.filter"), as an expression of kind k. Its errors are
 // *CompileError: a syntax error, an unknown variable or function, a type
 // that does not fit the kind, or an estimated cost above MaxEstimatedCost.
-func Compile(name, src string, k Kind) (*Expr, error) {
-	e, err := Env()
+//
+// lookup(name, key) is available WithTables; without, it is refused (with
+// NoLookup's reason, if given).
+func Compile(name, src string, k Kind, opts ...Option) (*Expr, error) {
+	base, err := Env()
+	if err != nil {
+		return nil, err
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	e, err := lookupEnv(base, o)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +161,12 @@ func Compile(name, src string, k Kind) (*Expr, error) {
 	}
 	x := &Expr{name: name, src: src, kind: k, prg: prg, cost: est.Max}
 	if est.Max <= MaxCost {
-		c := fastCompilerOf(e)
+		c := fastCompilerOf(base)
+		if o.tables != nil {
+			cc := *c
+			cc.tables = o.tables
+			c = &cc
+		}
 		if k == Map {
 			x.render = c.render(ast.NativeRep().Expr(), 0)
 		} else {

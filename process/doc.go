@@ -11,9 +11,10 @@
 //  1. Every expression compiles against one fixed environment (Env): the
 //     variables below, CEL's standard library and the strings, math and
 //     encoders extensions, with cross-type numeric comparisons. No
-//     function reads the wall clock or any other state: an evaluation is a
-//     pure function of the record, so a replay and a live run compute the
-//     same.
+//     function reads the wall clock or any other state but lookup's
+//     tables (8): an evaluation is a pure function of the record and the
+//     tables' versions at or before its event time, so a replay and a live
+//     run compute the same.
 //  2. Variables: value (dyn, the record's value in the JSON model the
 //     sinks render: record.Record.DecodedValue for a schema'd value, else
 //     its bytes, which must be JSON; object → map(string, dyn), array →
@@ -49,7 +50,7 @@
 //     filter and the map.
 //  7. The fast path (fast.go) changes the speed, never a result: an
 //     expression made only of `value`'s field paths, topic, partition,
-//     offset, key, late, literals, == != < <= > >=, + - * / %, unary -,
+//     offset, key, late, lookup (8), literals, == != < <= > >=, + - * / %, unary -,
 //     && || ! and ?:, and (for a map) map literals of distinct constant
 //     string keys, whose estimated cost is at most MaxCost, runs as Go
 //     closures when the record's value, key and topic are at most
@@ -62,4 +63,18 @@
 //     evaluates the whole expression, so every error and its text are
 //     cel-go's. TestFastPathIsTheInterpreter and FuzzEval compare the two
 //     paths' bytes and errors.
+//  8. lookup(name, key), compiled WithTables only, is the value of key in
+//     table name as of the record's event time (a hidden variable the
+//     macro adds: lookup(n, k) is __lookup(n, k, __as_of)), read through
+//     Tables, null when there is no version at or before that time or a
+//     tombstone there, or the key is null; a `time: none` record reads the
+//     latest version. The key is a string, or an integral number read as
+//     its decimal text. A literal table name that is not a table, or
+//     lookup without tables (NoLookup says why), is a *CompileError. On
+//     the fast path (7), lookup with a literal name and a fast key is a
+//     node whose value is the table's bytes (an object passed through as
+//     the interpreter's lazy object renders it); it gives up to the
+//     interpreter on a key of another type or an unknown table. A table
+//     must hold valid JSON (the root package dead-letters a table record
+//     whose value is not). TestLookupAsOfEventTime compares both paths.
 package process

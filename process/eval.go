@@ -5,6 +5,7 @@ package process
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -157,6 +158,11 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return types.Timestamp{Time: r.Timestamp.UTC()}, true
 	case "late":
 		return types.Bool(r.Late), true
+	case asOfVar: // lookup's time (lookup.go)
+		if r.Timeless {
+			return types.Int(math.MaxInt64), true
+		}
+		return types.Int(r.EventTime), true
 	}
 	return nil, false
 }

@@ -134,6 +134,7 @@ func appendFval(dst []byte, v fval, depth int) ([]byte, bool) {
 // the standard library's implementations of the operators.
 type fastCompiler struct {
 	bindings map[string]*functions.Overload
+	tables   Tables // lookup's, nil without (lookup.go)
 }
 
 func newFastCompiler(e *cel.Env) *fastCompiler {
@@ -327,6 +328,8 @@ func (c *fastCompiler) args(call ast.CallExpr, n int) []fnode {
 func (c *fastCompiler) call(call ast.CallExpr) fnode {
 	fn := call.FunctionName()
 	switch fn {
+	case lookupFunc:
+		return c.lookup(call)
 	case operators.LogicalNot:
 		x := c.args(call, 1)
 		if x == nil {

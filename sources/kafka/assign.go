@@ -21,7 +21,10 @@ const TaskBalancerName = "signalbox-task"
 // member that does not subscribe to a topic gets none of it: that
 // partition goes to the first subscriber. It is eager: every rebalance
 // revokes everything first.
-type taskBalancer struct{}
+//
+// The topics in global (kafka.Config.Tables) are no task's: every
+// subscribed member gets every partition of them.
+type taskBalancer struct{ global []string }
 
 // NewTaskBalancer returns the balancer group mode prefers (range is the
 // fallback, so members of older versions can still join).
@@ -49,7 +52,7 @@ func (b taskBalancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kg
 }
 
 // Balance plans the assignment of topics (partition counts) to the members.
-func (taskBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32) kgo.IntoSyncAssignment {
+func (b taskBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32) kgo.IntoSyncAssignment {
 	subs := make(map[string][]string) // member → topics
 	var ids []string
 	cb.EachMember(func(m *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
@@ -61,7 +64,7 @@ func (taskBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32) k
 		byID[m.MemberID] = m
 	})
 	plan := cb.NewPlan()
-	for id, ps := range planTasks(ids, subs, topics) {
+	for id, ps := range planTasks(ids, subs, topics, b.global) {
 		for topic, parts := range ps {
 			for _, p := range parts {
 				plan.AddPartition(byID[id], topic, p)
@@ -72,13 +75,14 @@ func (taskBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32) k
 }
 
 // planTasks is the task plan: member id → topic → partitions, for members
-// subscribed to subs[id] and topics with the given partition counts.
-func planTasks(ids []string, subs map[string][]string, topics map[string]int32) map[string]map[string][]int32 {
+// subscribed to subs[id] and topics with the given partition counts; a
+// topic in global goes whole to every member subscribed to it.
+func planTasks(ids []string, subs map[string][]string, topics map[string]int32, global []string) map[string]map[string][]int32 {
 	ids = slices.Sorted(slices.Values(ids))
 	tasks := make([]int32, 0)
 	var most int32
 	for t, n := range topics {
-		if isSubscribed(subs, t) {
+		if isSubscribed(subs, t) && !slices.Contains(global, t) {
 			most = max(most, n)
 		}
 	}
@@ -106,6 +110,17 @@ func planTasks(ids []string, subs map[string][]string, topics map[string]int32) 
 			}
 		}
 		if len(subscribed) == 0 {
+			continue
+		}
+		if slices.Contains(global, topic) {
+			for _, id := range subscribed {
+				if plan[id] == nil {
+					plan[id] = make(map[string][]int32)
+				}
+				for p := range topics[topic] {
+					plan[id][topic] = append(plan[id][topic], p)
+				}
+			}
 			continue
 		}
 		for p := range topics[topic] {

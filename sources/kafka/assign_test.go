@@ -152,3 +152,20 @@ func normalize(p map[string]map[string][]int32) map[string]map[string][]int32 {
 	}
 	return out
 }
+
+// TestTaskBalancerGlobalTables: a table's topic (Config.Tables) goes whole
+// to every subscribed member, and counts for no task: the inputs' tasks
+// are planned as without it.
+func TestTaskBalancerGlobalTables(t *testing.T) {
+	members := map[string][]string{"m0": {"orders", "products"}, "m1": {"orders", "products"}, "m2": {"orders", "products"}}
+	plan := balance(t, taskBalancer{global: []string{"products"}}, members, map[string]int32{"orders": 2, "products": 5})
+	without := balance(t, NewTaskBalancer(), map[string][]string{"m0": {"orders"}, "m1": {"orders"}, "m2": {"orders"}}, map[string]int32{"orders": 2})
+	for m := range members {
+		if got := plan[m]["products"]; !reflect.DeepEqual(got, []int32{0, 1, 2, 3, 4}) {
+			t.Errorf("%s: products %v, want every partition", m, got)
+		}
+		if got, want := plan[m]["orders"], without[m]["orders"]; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: orders %v, want %v (as without the table)", m, got, want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -75,6 +76,12 @@ type Config struct {
 	// whole name must match); every topic whose name matches one is read,
 	// found at Open and then every DiscoveryInterval.
 	TopicPatterns []string
+	// Tables are topics of Topics read whole (signalbox.WithTables): in a
+	// group, the task balancer gives every member every partition of
+	// them, whatever the tasks; they always start at the earliest offset,
+	// whatever Start, a committed offset or StartAt say, so that every
+	// run, and every member, rebuilds each table from its whole topic.
+	Tables []string
 	// DiscoveryInterval is how often the source looks for new partitions
 	// of its topics, new topics matching TopicPatterns and deleted topics.
 	// The evidence clock (record.Fetch.At) never passes the start of the
@@ -276,6 +283,11 @@ func (c *Config) Validate() error {
 	}
 	if c.GroupInstanceID != "" && c.Group == "" {
 		bad("group_instance_id", "requires a group")
+	}
+	for i, t := range c.Tables {
+		if !slices.Contains(c.Topics, t) {
+			bad(fmt.Sprintf("tables[%d]", i), "%q is not one of topics: a table's topic is read as one", t)
+		}
 	}
 	for i, t := range c.Topics {
 		if err := topicpattern.CheckName(t); err != nil {

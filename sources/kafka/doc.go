@@ -108,4 +108,9 @@
 //     the first record kept back, so tp is not caught up while they wait),
 //     and the first Poll after Resume delivers them in order, before any
 //     newer record of tp. A Revoked of tp drops them.
+//  13. Tables (Config.Tables) are read whole: a table's partition starts
+//     at its earliest offset whatever Start, a committed offset or StartAt
+//     say, and in group mode the task balancer gives every subscribed
+//     member every partition of it, counting it in no task
+//     (TestTaskBalancerGlobalTables).
 package kafka

@@ -82,7 +82,8 @@ func (s *Source) openGroup(ctx context.Context) error {
 		// member, whatever the partition counts: the co-partitioned tasks
 		// signalbox orders within. Range (the same plan when the counts
 		// are equal) is the fallback for members of older versions.
-		kgo.Balancers(NewTaskBalancer(), newRangeBalancer()),
+		// Tables go whole to every member (Config.Tables).
+		kgo.Balancers(taskBalancer{global: s.cfg.Tables}, newRangeBalancer()),
 		kgo.SessionTimeout(s.cfg.SessionTimeout),
 		kgo.HeartbeatInterval(s.cfg.HeartbeatInterval),
 		kgo.RebalanceTimeout(s.cfg.RebalanceTimeout),

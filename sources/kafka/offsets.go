@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 
 	"github.com/signalbox/signalbox/record"
@@ -150,6 +151,10 @@ func (s *Source) snapshot(tps []record.TopicPartition, committed map[record.Topi
 	if err != nil {
 		return nil, err
 	}
+	tableStarts, err := s.tableStarts(tps, starts)
+	if err != nil {
+		return nil, err
+	}
 	infos := make([]record.PartitionInfo, 0, len(tps))
 	for _, tp := range tps {
 		info := record.PartitionInfo{TopicPartition: tp, End: ends[tp], Start: ends[tp]}
@@ -164,6 +169,9 @@ func (s *Source) snapshot(tps []record.TopicPartition, committed map[record.Topi
 		}
 		if o, ok := s.startAt[tp]; ok && o >= 0 {
 			info.Start, info.Checkpoint = o, nil // a sink's checkpoint outranks the group
+		}
+		if o, ok := tableStarts[tp]; ok && o >= 0 {
+			info.Start, info.Checkpoint = min(o, ends[tp]), nil // a table is read whole (Config.Tables)
 		}
 		infos = append(infos, info)
 	}
@@ -184,4 +192,28 @@ func (s *Source) unpositioned(tps []record.TopicPartition, committed map[record.
 		out = append(out, tp)
 	}
 	return out
+}
+
+// tableStarts are the earliest offsets of the partitions of tps that are
+// tables' (Config.Tables); earliest, when Start is, holds them already.
+func (s *Source) tableStarts(tps []record.TopicPartition, earliest map[record.TopicPartition]int64) (map[record.TopicPartition]int64, error) {
+	var tables []record.TopicPartition
+	for _, tp := range tps {
+		if slices.Contains(s.cfg.Tables, tp.Topic) {
+			tables = append(tables, tp)
+		}
+	}
+	if len(tables) == 0 {
+		return nil, nil
+	}
+	if s.cfg.Start != StartEarliest {
+		return s.listOffsets(tables, listEarliest)
+	}
+	out := make(map[record.TopicPartition]int64, len(tables))
+	for _, tp := range tables {
+		if o, ok := earliest[tp]; ok {
+			out[tp] = o
+		}
+	}
+	return out, nil
 }

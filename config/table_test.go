@@ -1,0 +1,379 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/embedded"
+)
+
+// TestTableJobEndToEnd is issue 38's target against the embedded broker:
+// orders on three partitions (event time in a field); a products table on
+// two partitions with three versions per sku by Kafka timestamp, each
+// exactly at some order's event time, and one tombstone; the issue's map.
+// Each order is output exactly once with its product as of its own event
+// time (null before the first version and after the tombstone, the
+// version exactly at its time joined), no product record is output, and
+// the product versions produced after the orders (in offset and wall-clock
+// order) are still seen: the gate, not the fetch order, decides.
+func TestTableJobEndToEnd(t *testing.T) {
+	c, err := embedded.Start(embedded.WithTopic("orders", 3), embedded.WithTopic("products", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const n, skus, tombSku = 3200, 40, 7
+	// version k (0, 1, 2) of sku s is at order time n/4*(k+1) + s: always
+	// exactly an order's event time; sku 7's last version is a tombstone.
+	versionAt := func(s, k int) int64 { return future + int64(n/4*(k+1)+s) }
+	var orders, products []*kgo.Record
+	for i := range n {
+		orders = append(orders, embedded.Record("orders", int32(i%3), fmt.Sprint("o", i),
+			fmt.Sprintf(`{"ts":%d,"id":"o%d","sku":"sku-%d"}`, future+int64(i), i, i%skus)))
+	}
+	for k := range 3 {
+		for s := range skus {
+			r := embedded.Record("products", int32(s%2), fmt.Sprint("sku-", s), fmt.Sprintf(`{"name":"p%d","v":%d}`, s, k))
+			if s == tombSku && k == 2 {
+				r.Value = nil
+			}
+			r.Timestamp = time.UnixMilli(versionAt(s, k))
+			products = append(products, r)
+		}
+	}
+	ctx := context.Background()
+	if err := c.Produce(ctx, orders...); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Produce(ctx, products...); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	pl := runJob(t, fmt.Sprintf(`
+brokers: [%s]
+inputs: [{topic: orders, time: field, time_field: ts}]
+tables:
+  - name: products
+    topic: products
+    key: key
+    format: json
+    time: timestamp
+    history: 7d
+until: end-offsets
+process:
+  map: '{"id": value.id, "product": lookup("products", value.sku)}'
+sinks:
+  - type: jsonl
+    path: out.jsonl
+`, c.Addrs()[0]))
+	want := func(i int) string {
+		s := i % skus
+		product := "null"
+		for k := range 3 {
+			if future+int64(i) >= versionAt(s, k) {
+				product = fmt.Sprintf(`{"name":"p%d","v":%d}`, s, k)
+				if s == tombSku && k == 2 {
+					product = "null"
+				}
+			}
+		}
+		return fmt.Sprintf(`{"id":"o%d","product":%s}`, i, product)
+	}
+	lines := readLines(t, "out.jsonl")
+	if len(lines) != n {
+		t.Errorf("%d records out, want %d (the orders only)", len(lines), n)
+	}
+	seen := map[int64]bool{}
+	exact, nulls, after := 0, 0, 0
+	for _, l := range lines {
+		i := int(l.EventTimeMs - future)
+		if i < 0 || i >= n || seen[l.EventTimeMs] {
+			t.Fatalf("unexpected or repeated record at %d: %s", l.EventTimeMs, l.Value)
+		}
+		seen[l.EventTimeMs] = true
+		if string(l.Value) != want(i) {
+			t.Errorf("order %d: %s, want %s", i, l.Value, want(i))
+		}
+		if strings.Contains(string(l.Value), `"product":null`) {
+			nulls++
+			if i%skus == tombSku && i >= int(versionAt(tombSku, 2)-future) {
+				after++
+			}
+		}
+		for k := range 3 {
+			if future+int64(i) == versionAt(i%skus, k) {
+				exact++
+			}
+		}
+	}
+	if exact == 0 || nulls == 0 || after == 0 {
+		t.Fatalf("the data must have orders exactly at a version (%d), null products (%d), after the tombstone (%d)", exact, nulls, after)
+	}
+	if st := pl.Stats(); st.TableVersions != 3*skus || st.Out != n {
+		t.Errorf("stats: %d table versions, %d out; want %d, %d", st.TableVersions, st.Out, 3*skus, n)
+	}
+}
+
+// TestTableJobErrors: each problem of a table names its field.
+func TestTableJobErrors(t *testing.T) {
+	for _, c := range []struct{ tables, process, want string }{
+		{`[{topic: products}]`, ``, "tables[0].name: required"},
+		{`[{name: p, topic: orders}]`, ``, `tables[0].topic: "orders" is already an input's topic`},
+		{`[{name: p, topic: products, history: 7x}]`, ``, "tables[0].history"},
+		{`[{name: p, topic: products, time: none}]`, ``, "tables[0].time"},
+		{`[{name: p, topic: products, time: field}]`, ``, "tables[0].time_field"},
+		{`[{name: p, topic: products, format: raw}]`, ``, "tables[0].format: lookup reads a table's values as JSON"},
+		{`[{name: p, topic: a}, {name: p, topic: b}]`, ``, `tables[1].name: "p" names two tables`},
+		{`[{name: p, topic: products}]`, `lookup("q", value.sku)`, `lookup: no table "q"`},
+		{`[]`, `lookup("p", value.sku)`, `lookup: no tables are declared`},
+	} {
+		doc := fmt.Sprintf("brokers: [localhost:9092]\ninputs: [{topic: orders}]\ntables: %s\nsinks: [{type: jsonl, path: out.jsonl}]\n", c.tables)
+		if c.process != "" {
+			doc += fmt.Sprintf("process: {map: '%s'}\n", c.process)
+		}
+		j, err := Parse([]byte(doc))
+		if err == nil {
+			err = j.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("tables %s: %v; want %q", c.tables, err, c.want)
+		}
+	}
+}
+
+// TestTableRebuiltAfterRestart: a second run of the same job (the same
+// group) resumes the orders from their committed offsets and re-reads the
+// table's topic from where the first run started it, so that its orders
+// are enriched with versions the first run read (design R: a table's
+// offsets never commit past its start).
+func TestTableRebuiltAfterRestart(t *testing.T) {
+	c, err := embedded.Start(embedded.WithTopic("orders", 2), embedded.WithTopic("products", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	order := func(i int) *kgo.Record {
+		return embedded.Record("orders", int32(i%2), "", fmt.Sprintf(`{"ts":%d,"id":"o%d","sku":"s%d"}`, future+int64(i), i, i%3))
+	}
+	var recs []*kgo.Record
+	for i := range 30 {
+		recs = append(recs, order(i))
+	}
+	for s := range 3 {
+		r := embedded.Record("products", 0, fmt.Sprint("s", s), fmt.Sprintf(`{"p":%d}`, s))
+		r.Timestamp = time.UnixMilli(future + 5)
+		recs = append(recs, r)
+	}
+	if err := c.Produce(ctx, recs...); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	job := func(out string) string {
+		return fmt.Sprintf(`
+brokers: [%s]
+group: tables-restart
+inputs: [{topic: orders, time: field, time_field: ts}]
+tables: [{name: products, topic: products}]
+until: end-offsets
+process:
+  map: '{"id": value.id, "product": lookup("products", value.sku)}'
+sinks: [{type: jsonl, path: %s}]
+`, c.Addrs()[0], out)
+	}
+	runJob(t, job("first.jsonl"))
+	if got := len(readLines(t, "first.jsonl")); got != 30 {
+		t.Fatalf("first run: %d records, want 30", got)
+	}
+	recs = recs[:0]
+	for i := 30; i < 40; i++ {
+		recs = append(recs, order(i))
+	}
+	if err := c.Produce(ctx, recs...); err != nil {
+		t.Fatal(err)
+	}
+	runJob(t, job("second.jsonl"))
+	lines := readLines(t, "second.jsonl")
+	if len(lines) != 10 {
+		t.Fatalf("second run: %d records, want the 10 new orders", len(lines))
+	}
+	for _, l := range lines {
+		i := int(l.EventTimeMs - future)
+		if want := fmt.Sprintf(`{"id":"o%d","product":{"p":%d}}`, i, i%3); string(l.Value) != want {
+			t.Errorf("second run, order %d: %s, want %s", i, l.Value, want)
+		}
+	}
+}
+
+// TestTableFromEarliestWhateverStart: a job that starts at a time (a time
+// range) still reads its tables whole: versions older than the start
+// enrich the orders after it.
+func TestTableFromEarliestWhateverStart(t *testing.T) {
+	c, err := embedded.Start(embedded.WithTopic("orders", 1), embedded.WithTopic("products", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var recs []*kgo.Record
+	for i := range 30 {
+		r := embedded.Record("orders", 0, "", fmt.Sprintf(`{"ts":%d,"id":"o%d","sku":"s"}`, future+int64(i), i))
+		r.Timestamp = time.UnixMilli(future + int64(i))
+		recs = append(recs, r)
+	}
+	p := embedded.Record("products", 0, "s", `{"p":1}`)
+	p.Timestamp = time.UnixMilli(future + 5)
+	if err := c.Produce(context.Background(), append(recs, p)...); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	runJob(t, fmt.Sprintf(`
+brokers: [%s]
+start: %s
+inputs: [{topic: orders, time: field, time_field: ts}]
+tables: [{name: products, topic: products}]
+until: end-offsets
+process:
+  map: 'lookup("products", value.sku)'
+sinks: [{type: jsonl, path: out.jsonl}]
+`, c.Addrs()[0], time.UnixMilli(future+20).UTC().Format(time.RFC3339Nano)))
+	lines := readLines(t, "out.jsonl")
+	if len(lines) != 10 {
+		t.Fatalf("%d records, want the 10 orders from the start time", len(lines))
+	}
+	for _, l := range lines {
+		if string(l.Value) != `{"p":1}` {
+			t.Errorf("order at %d: %s, want the version from before the start", l.EventTimeMs, l.Value)
+		}
+	}
+}
+
+// TestTableGroupOfTwo: two live members of one group, each given half the
+// orders' tasks, both read the whole table (the task balancer gives every
+// member every table partition): the orders, produced once both have
+// joined, are each output with their product as of their event time, by
+// whichever member owns them, as one member would.
+func TestTableGroupOfTwo(t *testing.T) {
+	c, err := embedded.Start(embedded.WithTopic("orders", 4), embedded.WithTopic("products", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const n, skus = 400, 10
+	base := time.Now().Add(-10 * time.Minute).UnixMilli() // live: event times already past
+	var products []*kgo.Record
+	for k := range 2 { // version times rising within each partition: none late
+		for s := range skus {
+			r := embedded.Record("products", int32(s%2), fmt.Sprint("s", s), fmt.Sprintf(`{"s":%d,"v":%d}`, s, k))
+			r.Timestamp = time.UnixMilli(base + int64(100+200*k+s))
+			products = append(products, r)
+		}
+	}
+	ctx := context.Background()
+	if err := c.Produce(ctx, products...); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	job := func(out string) string {
+		return fmt.Sprintf(`
+brokers: [%s]
+group: tables-two
+inputs: [{topic: orders, time: field, time_field: ts}]
+tables: [{name: products, topic: products}]
+process:
+  map: '{"id": value.id, "product": lookup("products", value.sku)}'
+sinks: [{type: jsonl, path: %s}]
+`, c.Addrs()[0], out)
+	}
+	runCtx, stop := context.WithTimeout(ctx, 30*time.Second)
+	defer stop()
+	errs := make(chan error, 2)
+	var pls []*signalbox.Pipeline
+	for m := range 2 {
+		p, err := build(t, job(fmt.Sprintf("m%d.jsonl", m)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := p.Pipeline()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pls = append(pls, pl)
+		go func() { errs <- pl.Run(runCtx) }()
+	}
+	ordersOf := func(pl *signalbox.Pipeline) (orders, tables int) {
+		for _, ps := range pl.Stats().Partitions {
+			if ps.ID.Input == "orders" {
+				orders++
+			} else {
+				tables++
+			}
+		}
+		return orders, tables
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for !ok() {
+			if runCtx.Err() != nil {
+				t.Fatalf("waiting for %s: %v", what, runCtx.Err())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitFor("both members with two orders partitions and the whole table each", func() bool {
+		for _, pl := range pls {
+			if o, tb := ordersOf(pl); o != 2 || tb != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	var orders []*kgo.Record
+	for i := range n {
+		orders = append(orders, embedded.Record("orders", int32(i%4), "", fmt.Sprintf(`{"ts":%d,"id":"o%d","sku":"s%d"}`, base+int64(i), i, i%skus)))
+	}
+	if err := c.Produce(ctx, orders...); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("every order out", func() bool { return pls[0].Stats().Out+pls[1].Stats().Out >= n })
+	stop()
+	for range pls {
+		if err := <-errs; err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+	}
+	want := func(i int) string {
+		s, product := i%skus, "null"
+		for k := range 2 {
+			if int64(i) >= int64(100+200*k+s) {
+				product = fmt.Sprintf(`{"s":%d,"v":%d}`, s, k)
+			}
+		}
+		return fmt.Sprintf(`{"id":"o%d","product":%s}`, i, product)
+	}
+	seen := map[int]int{}
+	for m, pl := range pls {
+		// a rebalance re-reads the table: the same versions again
+		if st := pl.Stats(); st.TableVersions < 2*skus || st.TableVersions%(2*skus) != 0 || st.Out == 0 {
+			t.Errorf("member %d: %d table versions (want the whole table's %d, once or more), %d out (want some)", m, st.TableVersions, 2*skus, st.Out)
+		}
+		for _, l := range readLines(t, fmt.Sprintf("m%d.jsonl", m)) {
+			i := int(l.EventTimeMs - base)
+			seen[i]++
+			if string(l.Value) != want(i) {
+				t.Errorf("member %d, order %d: %s, want %s", m, i, l.Value, want(i))
+			}
+		}
+	}
+	for i := range n {
+		if seen[i] != 1 {
+			t.Errorf("order %d output %d times, want once", i, seen[i])
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package process_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/signalbox/signalbox/process"
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/tables"
+)
+
+// products is a table with versions of sku-1 at 100 and 200, a tombstone
+// at 300, and sku 42 (a number key) at 0.
+func products(t *testing.T) *tables.Set {
+	t.Helper()
+	tb, err := tables.New("products", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.Put("sku-1", 100, []byte(`{"name":"pen","price":1.5}`), false)
+	tb.Put("sku-1", 200, []byte(`{"name":"pen","price":2}`), false)
+	tb.Put("sku-1", 300, nil, true)
+	tb.Put("42", 0, []byte(`"answer"`), false)
+	s, err := tables.NewSet(tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestLookupAsOfEventTime: the issue's map joins the version as of each
+// record's event time: none before the first, the one exactly at the
+// time, not one 1 ms later, null after the tombstone; a `time: none`
+// record the latest.
+func TestLookupAsOfEventTime(t *testing.T) {
+	x, err := process.Compile("process.map", `{"id": value.id, "product": lookup("products", value.sku)}`, process.Map, process.WithTables(products(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := func(et int64, sku string) *record.Record {
+		return &record.Record{Topic: "orders", EventTime: et, Value: []byte(`{"id":"o","sku":` + sku + `}`)}
+	}
+	timeless := rec(0, `"sku-1"`)
+	timeless.Timeless = true
+	for _, c := range []struct {
+		r    *record.Record
+		want string
+	}{
+		{rec(99, `"sku-1"`), `{"id":"o","product":null}`},
+		{rec(100, `"sku-1"`), `{"id":"o","product":{"name":"pen","price":1.5}}`},
+		{rec(199, `"sku-1"`), `{"id":"o","product":{"name":"pen","price":1.5}}`},
+		{rec(200, `"sku-1"`), `{"id":"o","product":{"name":"pen","price":2}}`},
+		{rec(300, `"sku-1"`), `{"id":"o","product":null}`},
+		{rec(5, `42`), `{"id":"o","product":"answer"}`},
+		{rec(5, `null`), `{"id":"o","product":null}`},
+		{rec(5, `"nope"`), `{"id":"o","product":null}`},
+		{timeless, `{"id":"o","product":null}`}, // the latest: the tombstone
+	} {
+		got, err := x.Apply(nil, c.r)
+		if err != nil || string(got) != c.want {
+			t.Errorf("at %d: %s, %v; want %s", c.r.EventTime, got, err, c.want)
+		}
+		interp, err2 := x.InterpretedApply(nil, c.r)
+		if string(interp) != string(got) || (err == nil) != (err2 == nil) {
+			t.Errorf("the fast path and the interpreter differ: %s vs %s", got, interp)
+		}
+	}
+	if !x.Fast() {
+		t.Error("the issue's map has no fast path")
+	}
+	where, err := process.Compile("sinks[0].where", `lookup("products", value.sku).price > 1.7`, process.Where, process.WithTables(products(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for et, want := range map[int64]bool{150: false, 250: true} {
+		if ok, err := where.Bool(rec(et, `"sku-1"`)); err != nil || ok != want {
+			t.Errorf("where at %d: %v, %v", et, ok, err)
+		}
+	}
+	if _, err := where.Bool(rec(99, `"sku-1"`)); err == nil {
+		t.Error("a field of a null lookup: no error")
+	}
+	bad, err := process.Compile("process.map", `lookup("products", value.sku)`, process.Map, process.WithTables(products(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bad.Apply(nil, rec(1, `1.5`)); err == nil || !strings.Contains(err.Error(), "integral") {
+		t.Errorf("a fractional key: %v", err)
+	}
+	dyn, err := process.Compile("process.map", `lookup(value.t, "42")`, process.Map, process.WithTables(products(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Apply(nil, &record.Record{Value: []byte(`{"t":"prodcts"}`)}); err == nil || !strings.Contains(err.Error(), `no table "prodcts"`) {
+		t.Errorf("an unknown table at run time: %v", err)
+	}
+}
+
+// TestLookupCompileErrors: an unknown table named literally, no tables,
+// and an expression where lookup is refused, each say so.
+func TestLookupCompileErrors(t *testing.T) {
+	for _, c := range []struct {
+		opts []process.Option
+		src  string
+		want string
+	}{
+		{[]process.Option{process.WithTables(products(t))}, `lookup("prodcts", "a")`, `lookup: no table "prodcts" (tables: products)`},
+		{nil, `lookup("products", "a")`, "lookup: no tables are declared"},
+		{[]process.Option{process.NoLookup("not in an input's process")}, `lookup("products", "a")`, "lookup: not in an input's process"},
+		{[]process.Option{process.WithTables(products(t))}, `lookup("products")`, "undeclared reference to 'lookup'"},
+	} {
+		_, err := process.Compile("process.map", c.src, process.Map, c.opts...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want %q", c.src, err, c.want)
+		}
+	}
+}
