@@ -177,8 +177,8 @@
 //     the stepped driver: open, one Fetch's steps, the graceful finish.
 //   - fetch.go: handling one Fetch (rebalance, records, evidence): the
 //     driver's handle and the core's beginFetch and takeFetch.
-//   - ingest.go: decoding (prepare) and parking (ingest) one record; late
-//     and dead records.
+//   - ingest.go: decoding (prepare) and parking (ingest) one record; dead
+//     records. late.go: late records (the mark by the data, the policy).
 //   - partition.go: a partition's and a task's state; assign, revoke, phases.
 //   - release.go: the watermark, release and flushAll.
 //   - handoff.go: out batches: sealed by the core (seal), handed to the
@@ -203,7 +203,8 @@
 //     record is output; the routed sinks' batches.
 //   - window.go: windows (WithWindow, package keyed) and their sinks'
 //     routes; windowrun.go: the engine's part, fed as a record is output
-//     and advanced with the release.
+//     and advanced with the release; windowhold.go: windows across
+//     restarts (the held Low, the re-read records, the refused restores).
 //   - table.go: tables (WithTables): an input whose records are versions
 //     of a table that a Process looks up, applied as they are read.
 //   - source.go, sink.go, strategy.go: the contracts of a Source, a Sink

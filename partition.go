@@ -14,14 +14,12 @@ import (
 
 // partState is the engine's state of one assigned partition.
 type partState struct {
-	tp   record.TopicPartition
-	wid  watermark.ID
-	cid  catchup.ID
-	dec  *decoder
-	task *task
-	// table is the table the partition's records update (WithTables);
-	// nil for an input whose records are output.
-	table *tables.Table
+	tp    record.TopicPartition
+	wid   watermark.ID
+	cid   catchup.ID
+	dec   *decoder
+	task  *task
+	table *tables.Table // what its records update (WithTables); nil: output
 	offs  *offsets.Partition
 	late  *LateCounter
 	// restart: records below restorePos with event time ≤ restoreWM were

@@ -142,8 +142,7 @@ type Stats struct {
 	// or Where failed, by the name of the failing expression
 	// (ExpressionError); nil when none failed.
 	ExpressionFailed map[string]int64
-	// Windows is each window's activity (WithWindow), in the order they
-	// were added; nil without windows.
+	// Windows is each window's activity (WithWindow), in the order added.
 	Windows []WindowStats
 	// Tables (table.go).
 	TableVersions      int64            // tables' records applied to their table (WithTables): never output

@@ -6,8 +6,13 @@ package signalbox
 // has to emit; the re-read records the restored checkpoint says were
 // emitted go to the windows only (windowsReread), and the windows the
 // checkpoint covers are computed again and not emitted (windowResult).
+// windowsResume refuses the restores that are not exact yet.
 
 import (
+	"errors"
+	"fmt"
+
+	"github.com/signalbox/signalbox/keyed"
 	"github.com/signalbox/signalbox/record"
 )
 
@@ -101,4 +106,54 @@ func (c *core) parkReread(ps *partState, rec *record.Record, byData int64) error
 		}
 	}
 	return c.park(ps, rec)
+}
+
+// errWindowsRestore is the error of a run with windows that a checkpoint
+// restores where that is not exact yet (WithWindow).
+var errWindowsRestore = errors.New("signalbox: windows: resuming from a checkpoint is supported only without a group, with a checkpoint sink, without a durable store, and for tumbling and hopping windows")
+
+// windowsResume refuses a restored checkpoint that the windows cannot
+// resume from exactly: a durable store's (its restart re-reads from the
+// stored positions, not the held-back Low), a group's (a task that moves
+// would bring its re-read records to windows already past them), or with
+// session windows (a session's records are not held yet).
+func (c *core) windowsResume(assigned []record.PartitionInfo) error {
+	if len(c.cfg.windows) == 0 {
+		return nil
+	}
+	restored := false
+	for _, a := range assigned {
+		if _, ok := c.restored[a.TopicPartition]; ok || a.Checkpoint != nil {
+			restored = true
+		}
+	}
+	if !restored {
+		return nil
+	}
+	switch {
+	case c.durable != nil:
+		return fmt.Errorf("%w: the run has a durable store", errWindowsRestore)
+	case !c.hasCP:
+		return fmt.Errorf("%w: a group's committed checkpoint", errWindowsRestore)
+	case c.inGroup():
+		return fmt.Errorf("%w: the source reads in a group", errWindowsRestore)
+	case c.wins != nil:
+		return fmt.Errorf("%w: partitions assigned after the windows started", errWindowsRestore)
+	}
+	for i := range c.cfg.windows {
+		if c.cfg.windows[i].Spec.Kind == keyed.Session {
+			return fmt.Errorf("%w: window %s is a session window", errWindowsRestore, c.cfg.windows[i].Spec.Name)
+		}
+	}
+	return nil
+}
+
+// inGroup reports whether the source reads in a consumer group.
+func (c *core) inGroup() bool {
+	g, ok := c.p.src.(GroupReader)
+	if !ok {
+		return false
+	}
+	name, _ := g.Group()
+	return name != ""
 }
