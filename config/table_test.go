@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -24,38 +25,9 @@ import (
 // the product versions produced after the orders (in offset and wall-clock
 // order) are still seen: the gate, not the fetch order, decides.
 func TestTableJobEndToEnd(t *testing.T) {
-	c, err := embedded.Start(embedded.WithTopic("orders", 3), embedded.WithTopic("products", 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	const n, skus, tombSku = 3200, 40, 7
-	// version k (0, 1, 2) of sku s is at order time n/4*(k+1) + s: always
-	// exactly an order's event time; sku 7's last version is a tombstone.
-	versionAt := func(s, k int) int64 { return future + int64(n/4*(k+1)+s) }
-	var orders, products []*kgo.Record
-	for i := range n {
-		orders = append(orders, embedded.Record("orders", int32(i%3), fmt.Sprint("o", i),
-			fmt.Sprintf(`{"ts":%d,"id":"o%d","sku":"sku-%d"}`, future+int64(i), i, i%skus)))
-	}
-	for k := range 3 {
-		for s := range skus {
-			r := embedded.Record("products", int32(s%2), fmt.Sprint("sku-", s), fmt.Sprintf(`{"name":"p%d","v":%d}`, s, k))
-			if s == tombSku && k == 2 {
-				r.Value = nil
-			}
-			r.Timestamp = time.UnixMilli(versionAt(s, k))
-			products = append(products, r)
-		}
-	}
-	ctx := context.Background()
-	if err := c.Produce(ctx, orders...); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Produce(ctx, products...); err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(t.TempDir())
+	fx := startTableFixture(t)
+	const n, skus, tombSku = fixtureOrders, fixtureSkus, fixtureTombSku
+	versionAt := fixtureVersionAt
 	pl := runJob(t, fmt.Sprintf(`
 brokers: [%s]
 inputs: [{topic: orders, time: field, time_field: ts}]
@@ -72,20 +44,8 @@ process:
 sinks:
   - type: jsonl
     path: out.jsonl
-`, c.Addrs()[0]))
-	want := func(i int) string {
-		s := i % skus
-		product := "null"
-		for k := range 3 {
-			if future+int64(i) >= versionAt(s, k) {
-				product = fmt.Sprintf(`{"name":"p%d","v":%d}`, s, k)
-				if s == tombSku && k == 2 {
-					product = "null"
-				}
-			}
-		}
-		return fmt.Sprintf(`{"id":"o%d","product":%s}`, i, product)
-	}
+`, fx.addr))
+	want := func(i int) string { return fmt.Sprintf(`{"id":"o%d","product":%s}`, i, fx.product(i)) }
 	lines := readLines(t, "out.jsonl")
 	if len(lines) != n {
 		t.Errorf("%d records out, want %d (the orders only)", len(lines), n)
@@ -374,6 +334,136 @@ sinks: [{type: jsonl, path: %s}]
 	for i := range n {
 		if seen[i] != 1 {
 			t.Errorf("order %d output %d times, want once", i, seen[i])
+		}
+	}
+}
+
+// The orders and products of the tables' end-to-end tests: order i is at
+// event time future+i on partition i%3, of sku i%fixtureSkus; version k
+// (0, 1, 2) of sku s is at fixtureVersionAt(s, k), always exactly some
+// order's event time, and sku fixtureTombSku's last version is a
+// tombstone.
+const fixtureOrders, fixtureSkus, fixtureTombSku = 3200, 40, 7
+
+func fixtureVersionAt(s, k int) int64 { return future + int64(fixtureOrders/4*(k+1)+s) }
+
+type tableFixture struct{ addr string }
+
+// startTableFixture produces the orders, then the products (after them in
+// offset and wall-clock order), into a broker that lives as long as t, and
+// makes t's working directory a fresh one.
+func startTableFixture(t *testing.T) tableFixture {
+	t.Helper()
+	c, err := embedded.Start(embedded.WithTopic("orders", 3), embedded.WithTopic("products", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	var orders, products []*kgo.Record
+	for i := range fixtureOrders {
+		orders = append(orders, embedded.Record("orders", int32(i%3), fmt.Sprint("o", i),
+			fmt.Sprintf(`{"ts":%d,"id":"o%d","sku":"sku-%d"}`, future+int64(i), i, i%fixtureSkus)))
+	}
+	for k := range 3 {
+		for s := range fixtureSkus {
+			r := embedded.Record("products", int32(s%2), fmt.Sprint("sku-", s), fmt.Sprintf(`{"name":"p%d","v":%d}`, s, k))
+			if s == fixtureTombSku && k == 2 {
+				r.Value = nil
+			}
+			r.Timestamp = time.UnixMilli(fixtureVersionAt(s, k))
+			products = append(products, r)
+		}
+	}
+	ctx := context.Background()
+	if err := c.Produce(ctx, orders...); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Produce(ctx, products...); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	return tableFixture{addr: c.Addrs()[0]}
+}
+
+// product is the JSON of order i's product as of its event time: the
+// latest version at or before it, null before the first and after the
+// tombstone.
+func (tableFixture) product(i int) string {
+	s := i % fixtureSkus
+	product := "null"
+	for k := range 3 {
+		if future+int64(i) >= fixtureVersionAt(s, k) {
+			product = fmt.Sprintf(`{"name":"p%d","v":%d}`, s, k)
+			if s == fixtureTombSku && k == 2 {
+				product = "null"
+			}
+		}
+	}
+	return product
+}
+
+// TestTableLookupInWindow: lookup works in a window's key, as of each
+// record's event time: orders counted per second by the version of their
+// product they saw (-1 without one) match the fixture's versions.
+func TestTableLookupInWindow(t *testing.T) {
+	fx := startTableFixture(t)
+	runJob(t, fmt.Sprintf(`
+brokers: [%s]
+inputs: [{topic: orders, time: field, time_field: ts}]
+tables:
+  - {name: products, topic: products}
+until: end-offsets
+sinks:
+  - {type: jsonl, path: raw.jsonl}
+windows:
+  - name: per_version
+    key: 'lookup("products", value.sku) == null ? -1.0 : lookup("products", value.sku).v'
+    tumbling: 1s
+    aggregate:
+      count: count()
+    sinks:
+      - {type: jsonl, path: windows.jsonl}
+`, fx.addr))
+	want := map[string]int{} // "start key" → count
+	for i := range fixtureOrders {
+		key := -1.0
+		if p := fx.product(i); p != "null" {
+			var v struct{ V float64 }
+			if err := json.Unmarshal([]byte(p), &v); err != nil {
+				t.Fatal(err)
+			}
+			key = v.V
+		}
+		start := (future + int64(i)) / 1000 * 1000
+		want[fmt.Sprint(time.UnixMilli(start).UTC().Format(time.RFC3339Nano), " ", key)]++
+	}
+	got := map[string]int{}
+	for _, l := range readLines(t, "windows.jsonl") {
+		var r struct {
+			Key   float64 `json:"key"`
+			Start string  `json:"start"`
+			Count int     `json:"count"`
+		}
+		if err := json.Unmarshal(l.Value, &r); err != nil {
+			t.Fatalf("%s: %v", l.Value, err)
+		}
+		k := fmt.Sprint(r.Start, " ", r.Key)
+		if _, dup := got[k]; dup {
+			t.Errorf("window %s emitted twice", k)
+		}
+		got[k] = r.Count
+	}
+	if len(want) < 4 {
+		t.Fatalf("the data must spread over several versions and windows: %v", want)
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("window %s: count %d, want %d", k, got[k], n)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("unexpected window %s: %d", k, got[k])
 		}
 	}
 }
