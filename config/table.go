@@ -105,13 +105,7 @@ func (j *Job) validateTables(v *validator) {
 	}
 	for i, t := range j.Tables {
 		p := fmt.Sprintf("tables[%d]", i)
-		switch {
-		case t.Name == "":
-			v.bad(p+".name", "required: the name lookup(name, key) reads the table by")
-		case names[t.Name]:
-			v.bad(p+".name", "%q names two tables", t.Name)
-		}
-		names[t.Name] = true
+		v.uniqueName(names, p+".name", t.Name, "the name lookup(name, key) reads the table by", "another table has this name")
 		switch {
 		case t.Topic == "":
 			v.bad(p+".topic", "required: the topic holding the table's versions")

@@ -90,7 +90,7 @@ func TestTableJobErrors(t *testing.T) {
 		{`[{name: p, topic: products, time: none}]`, ``, "tables[0].time"},
 		{`[{name: p, topic: products, time: field}]`, ``, "tables[0].time_field"},
 		{`[{name: p, topic: products, format: raw}]`, ``, "tables[0].format: lookup reads a table's values as JSON"},
-		{`[{name: p, topic: a}, {name: p, topic: b}]`, ``, `tables[1].name: "p" names two tables`},
+		{`[{name: p, topic: a}, {name: p, topic: b}]`, ``, `tables[1].name: "p": another table has this name`},
 		{`[{name: p, topic: products}]`, `lookup("q", value.sku)`, `lookup: no table "q"`},
 		{`[]`, `lookup("p", value.sku)`, `lookup: no tables are declared`},
 	} {

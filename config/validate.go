@@ -69,6 +69,18 @@ func (v *validator) fields(prefix string, err error) {
 	}
 }
 
+// uniqueName checks the name at path: required (what it is for, in the
+// message), and not one seen before (dup says so); it records it in seen.
+func (v *validator) uniqueName(seen map[string]bool, path, name, required, dup string) {
+	switch {
+	case name == "":
+		v.bad(path, "required: %s", required)
+	case seen[name]:
+		v.bad(path, "%q: %s", name, dup)
+	}
+	seen[name] = true
+}
+
 // oneOf checks an enumerated field; "" is accepted as the default.
 func (v *validator) oneOf(path, val string, allowed []string) {
 	if val != "" && !slices.Contains(allowed, val) {

@@ -93,13 +93,7 @@ func (j *Job) windows(v *validator, build func(s *Sink, path string) (signalbox.
 		jw := &j.Windows[i]
 		p := fmt.Sprintf("windows[%d]", i)
 		w := signalbox.Window{Spec: keyed.Spec{Name: jw.Name}}
-		switch {
-		case jw.Name == "":
-			v.bad(p+".name", "required: the results' topic and the metrics' label")
-		case names[jw.Name]:
-			v.bad(p+".name", "%q: another window has this name", jw.Name)
-		}
-		names[jw.Name] = true
+		v.uniqueName(names, p+".name", jw.Name, "the results' topic and the metrics' label", "another window has this name")
 		jw.kind(v, p, &w.Spec)
 		if jw.AllowedLateness != "" {
 			w.Spec.Lateness = v.duration(p+".allowed_lateness", jw.AllowedLateness, notNegative).Milliseconds()
