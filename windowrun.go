@@ -23,6 +23,9 @@ type windowRun struct {
 	inputs map[string]bool // nil: every input
 	bits   uint64
 	args   [][]byte
+	// suppressed counts the results a restored checkpoint covered: computed
+	// again and not emitted (windowResult), so not in Stats.Windows.
+	suppressed int64
 }
 
 // windowsStart makes the run's windows (once per run).
@@ -148,6 +151,7 @@ func orderKeyJSON(k string) []byte {
 // covers (its timer at or below the restored watermark: emitted before).
 func (c *core) windowResult(wr *windowRun, r *keyed.Result) error {
 	if c.windowsRestored() && wr.w.FireAt(r.End) <= c.cpWM {
+		wr.suppressed++
 		return nil
 	}
 	off := resultID(r)
@@ -215,7 +219,7 @@ func (c *core) windowStats() []WindowStats {
 	}
 	out := make([]WindowStats, len(c.wins))
 	for i, wr := range c.wins {
-		out[i] = WindowStats{Name: wr.def.Spec.Name, Open: wr.w.Open, Keys: wr.w.Keys(), Results: wr.w.Results, Late: wr.w.Late}
+		out[i] = WindowStats{Name: wr.def.Spec.Name, Open: wr.w.Open, Keys: wr.w.Keys(), Results: wr.w.Results - wr.suppressed, Late: wr.w.Late}
 	}
 	return out
 }
