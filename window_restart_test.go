@@ -85,7 +85,10 @@ func windowRestartRun(t *testing.T, w signalbox.Window, tx *txSink, seed uint64,
 		t.Fatal(err)
 	}
 	err = p.Run(ctx)
-	return p.Stats().Windows[0].Results, err
+	if ws := p.Stats().Windows; len(ws) > 0 {
+		return ws[0].Results, err
+	}
+	return 0, err // stopped before the windows started
 }
 
 func resultLines(rs []record.Record) []string {
