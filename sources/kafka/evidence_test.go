@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -78,8 +79,16 @@ func TestIdleFetcherWaitsAtHome(t *testing.T) {
 	src, col, take := caughtUpWatched(t)
 	tp := record.TopicPartition{Topic: "a", Partition: 0}
 	src.Pause(tp)
-	col.pollFor(50 * time.Millisecond) // a fetch sent before the pause may still arrive
-	take()
+	// A fetch sent before the pause may still arrive, however late the
+	// machine's load makes it; the fetcher sends its next only after it,
+	// so the first fetch that asks for no wait shows the pause in effect.
+	for deadline, paused := time.Now().Add(10*time.Second), false; !paused; {
+		if time.Now().After(deadline) {
+			t.Fatal("no fetch without a wait within 10 s of the pause")
+		}
+		col.pollFor(20 * time.Millisecond)
+		paused = slices.Contains(take(), 0)
+	}
 	col.pollFor(300 * time.Millisecond)
 	idle := take()
 	if len(idle) < 2 {
