@@ -28,11 +28,14 @@ type core struct {
 	// fenced are the partitions whose checkpoint the checkpoint sink
 	// refused (EventFenced): their revoke must not remember what was emitted.
 	fenced map[record.TopicPartition]bool
-	cpWM   int64 // the restored checkpoint's watermark, when hasCP
-	hasCP  bool
-	wm     int64
-	cur    *out
-	route  uint64 // the routes of the record output is handling (process.go)
+	// rereading is set while a re-read record goes to the windows only
+	// (windowsReread): nothing it does is counted again.
+	rereading bool
+	cpWM      int64 // the restored checkpoint's watermark, when hasCP
+	hasCP     bool
+	wm        int64
+	cur       *out
+	route     uint64 // the routes of the record output is handling (process.go)
 	// wins are the run's windows (window.go), made at the first record.
 	wins     []*windowRun
 	winItems []winItem

@@ -128,7 +128,7 @@ func (c *core) process(rec *record.Record) (keep bool, err error) {
 // failed dead-letters rec, counting err by expression.
 func (c *core) failed(rec *record.Record, err error) error {
 	var ee ExpressionError
-	if errors.As(err, &ee) {
+	if errors.As(err, &ee) && !c.rereading {
 		if c.stats.ExpressionFailed == nil {
 			c.stats.ExpressionFailed = map[string]int64{}
 		}

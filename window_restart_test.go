@@ -153,3 +153,39 @@ func windowRestartExact(t *testing.T, w signalbox.Window) {
 		}
 	}
 }
+
+// TestWindowRestartCountsFailuresOnce: a record whose window argument
+// fails is dead-lettered once, and counted in Stats.ExpressionFailed once,
+// across a clean stop and a restart that re-reads it for the windows.
+func TestWindowRestartCountsFailuresOnce(t *testing.T) {
+	w := sumPerSecond
+	w.Args = []func(*record.Record) ([]byte, error){nil, func(r *record.Record) ([]byte, error) {
+		if r.Offset%13 == 5 {
+			return []byte(`"x"`), nil // not a number: sum fails, the record is dead-lettered
+		}
+		return offsetMod7(r)
+	}, offsetMod7}
+	tx, dead := &txSink{}, &collect{}
+	failed := int64(0)
+	for i, stopAt := range []int{77, 0} {
+		ctx, cancel := context.WithCancel(context.Background())
+		raw := &windowStopper{n: stopAt, cancel: cancel}
+		p, err := signalbox.New(script.New(uint64(i), 4, restartParts()...), tsInputs("a"),
+			signalbox.WithSink(raw), signalbox.WithWindow(w, tx), signalbox.WithDeadLetter(dead),
+			signalbox.WithCheckpointInterval(1), signalbox.WithBatchSize(8),
+			signalbox.WithClock(ticking()), signalbox.WithUntil(signalbox.UntilEndOffsets))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+		cancel()
+		for _, n := range p.Stats().ExpressionFailed {
+			failed += n
+		}
+	}
+	if n := int64(len(dead.records)); n == 0 || failed != n {
+		t.Errorf("%d failures counted over both runs, %d records dead-lettered", failed, n)
+	}
+}

@@ -73,7 +73,9 @@ func (c *core) windowsReread(ps *partState, rec *record.Record) error {
 	}
 	o, stats := c.cur, c.stats
 	dead := len(o.dead)
+	c.rereading = true // failed counts nothing: the map is not in the stats' copy
 	err := c.output(ps, rec)
+	c.rereading = false
 	if c.stats.Out > stats.Out { // rec went into the batch, last, after the results it fired
 		o.records, o.routes = o.records[:len(o.records)-1], o.routes[:len(o.routes)-1]
 		if c.cfg.inflightBytes > 0 {
