@@ -140,6 +140,11 @@ func appendFloat(dst []byte, f float64) ([]byte, error) {
 	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'
 	}
+	if format == 'f' && f != 0 {
+		if out, ok := appendShortFloat(dst, f); ok {
+			return out, nil
+		}
+	}
 	n := len(dst)
 	dst = strconv.AppendFloat(dst, f, format, -1, 64)
 	if format == 'e' {

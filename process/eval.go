@@ -4,6 +4,7 @@ package process
 // Bool and Apply, and the cost estimator.
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -28,29 +29,35 @@ type activation struct {
 	value ref.Val
 	shape docShape // what doc is, once looked at
 
-	// Kept across uses (the pool): the members of an object doc, scanned
-	// once for every field the fast path reads (membersOK: 0 not yet, 1
-	// scanned, -1 failed), and the buffer a map's result is rendered in.
-	members   []jsonfield.Member
-	membersOK int8
-	buf       []byte
+	// Kept across uses (the pool): the scan of an object doc's top-level
+	// members, shared by every field the fast path reads (scanning: 0 not
+	// started, 1 started, -1 the doc is no object), and the buffer a map's
+	// result is rendered in.
+	scan     memberScan
+	scanning int8
+	buf      []byte
 }
 
 // maxPooledBuf bounds the buffer an activation keeps for the next record.
 const maxPooledBuf = 64 << 10
 
-// fields is the members of the object doc, scanned once; ok is false when
-// the doc is no object or the scan fails.
-func (a *activation) fields() (ms []jsonfield.Member, ok bool) {
-	if a.membersOK == 0 {
-		a.membersOK = -1
+// errNoObject is member's error for a value that is no JSON object.
+var errNoObject = errors.New("value is no JSON object")
+
+// member is the top-level member key of the object doc, exactly as
+// jsonfield.Get(doc, Path{key}) reads it, or errNoObject.
+func (a *activation) member(key string) (jsonfield.Value, error) {
+	if a.scanning == 0 {
+		a.scanning = -1
 		if doc, ok := a.object(); ok {
-			if ms, err := jsonfield.Members(a.members[:0], doc); err == nil {
-				a.members, a.membersOK = ms, 1
-			}
+			a.scan.reset(doc)
+			a.scanning = 1
 		}
 	}
-	return a.members, a.membersOK > 0
+	if a.scanning < 0 {
+		return jsonfield.Value{}, errNoObject
+	}
+	return a.scan.find(key)
 }
 
 // docShape is what an activation's doc is.
@@ -101,12 +108,11 @@ func getActivation(r *record.Record) *activation {
 }
 
 func (a *activation) put() {
-	clear(a.members) // they alias the record
-	ms, buf := a.members[:0], a.buf[:0]
+	buf := a.buf[:0]
 	if cap(buf) > maxPooledBuf {
 		buf = nil
 	}
-	*a = activation{members: ms, buf: buf}
+	*a = activation{scan: memberScan{ms: a.scan.ms[:0]}, buf: buf}
 	pool.Put(a)
 }
 

@@ -14,6 +14,7 @@ package process
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -162,6 +163,9 @@ func (c *fastCompiler) render(e ast.Expr, depth int) frender {
 	if depth > maxDepth {
 		return nil
 	}
+	if path := valuePath(e); path != nil {
+		return fieldRender(path, depth)
+	}
 	if e.Kind() != ast.MapKind {
 		n := c.node(e)
 		if n == nil {
@@ -238,23 +242,31 @@ func (c *fastCompiler) node(e ast.Expr) fnode {
 	case ast.IdentKind:
 		return identNode(e.AsIdent())
 	case ast.SelectKind:
-		var path jsonfield.Path
-		for e.Kind() == ast.SelectKind {
-			s := e.AsSelect()
-			if s.IsTestOnly() {
-				return nil
-			}
-			path = append(jsonfield.Path{[]byte(s.FieldName())}, path...)
-			e = s.Operand()
+		if path := valuePath(e); path != nil {
+			return fieldNode(path)
 		}
-		if e.Kind() != ast.IdentKind || e.AsIdent() != "value" {
-			return nil
-		}
-		return fieldNode(path)
+		return nil
 	case ast.CallKind:
 		return c.call(e.AsCall())
 	}
 	return nil
+}
+
+// valuePath is the path of e when e is value.<path> (no has()), else nil.
+func valuePath(e ast.Expr) jsonfield.Path {
+	var path jsonfield.Path
+	for e.Kind() == ast.SelectKind {
+		s := e.AsSelect()
+		if s.IsTestOnly() {
+			return nil
+		}
+		path = append(jsonfield.Path{[]byte(s.FieldName())}, path...)
+		e = s.Operand()
+	}
+	if path == nil || e.Kind() != ast.IdentKind || e.AsIdent() != "value" {
+		return nil
+	}
+	return path
 }
 
 func identNode(name string) fnode {
@@ -279,37 +291,90 @@ func identNode(name string) fnode {
 // fieldNode reads value.<path>: what jsonObject.Find reads, field by
 // field; the top-level field from the members scanned once per record.
 func fieldNode(path jsonfield.Path) fnode {
+	raw := fieldRaw(path)
 	return func(a *activation) (fval, bool) {
-		ms, ok := a.fields()
+		v, ok := raw(a)
 		if !ok {
 			return fval{}, false
 		}
-		v, err := jsonfield.Find(ms, path[0])
-		if err == nil && len(path) > 1 {
-			v, err = jsonfield.Get(v.Raw, path[1:])
-		}
-		if err != nil {
-			return fval{}, false
-		}
-		switch v.Kind {
-		case jsonfield.String:
-			inner := v.Raw[1 : len(v.Raw)-1]
-			if bytes.IndexByte(inner, '\\') >= 0 || !utf8.Valid(inner) {
-				return fval{}, false // Text unescapes or replaces
-			}
-			return fval{k: fString, s: unsafe.String(unsafe.SliceData(inner), len(inner))}, true
-		case jsonfield.Number:
-			f, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(v.Raw), len(v.Raw)), 64)
-			return fval{k: fDouble, f: f}, err == nil
-		case jsonfield.Bool:
-			return fbool(v.Raw[0] == 't'), true
-		case jsonfield.Null:
-			return fval{k: fNull}, true
-		case jsonfield.Object:
-			return fval{k: fObject, s: unsafe.String(unsafe.SliceData(v.Raw), len(v.Raw))}, true
-		}
-		return fval{}, false // an array is converted whole: the interpreter's
+		return rawFval(v)
 	}
+}
+
+// fieldRaw reads value.<path> unconverted; ok is false when it is missing
+// or the value is no object (the interpreter's error, or has()).
+func fieldRaw(path jsonfield.Path) func(a *activation) (jsonfield.Value, bool) {
+	key, rest := string(path[0]), path[1:]
+	return func(a *activation) (jsonfield.Value, bool) {
+		v, err := a.member(key)
+		if err == nil && len(rest) > 0 {
+			v, err = jsonfield.Get(v.Raw, rest)
+		}
+		return v, err == nil
+	}
+}
+
+// rawFval converts a field as fieldValue does, or gives up.
+func rawFval(v jsonfield.Value) (fval, bool) {
+	switch v.Kind {
+	case jsonfield.String:
+		inner := v.Raw[1 : len(v.Raw)-1]
+		if !plainASCII(inner) && (bytes.IndexByte(inner, '\\') >= 0 || !utf8.Valid(inner)) {
+			return fval{}, false // Text unescapes or replaces
+		}
+		return fval{k: fString, s: unsafe.String(unsafe.SliceData(inner), len(inner))}, true
+	case jsonfield.Number:
+		f, ok := parseNumber(v.Raw)
+		return fval{k: fDouble, f: f}, ok
+	case jsonfield.Bool:
+		return fbool(v.Raw[0] == 't'), true
+	case jsonfield.Null:
+		return fval{k: fNull}, true
+	case jsonfield.Object:
+		return fval{k: fObject, s: unsafe.String(unsafe.SliceData(v.Raw), len(v.Raw))}, true
+	}
+	return fval{}, false // an array is converted whole: the interpreter's
+}
+
+// fieldRender renders value.<path> in a map's result: a string of plain
+// ASCII (no escape in it, none needed: what jsonstr.Append copies as it is)
+// is copied from the value with its quotes, without converting it.
+func fieldRender(path jsonfield.Path, depth int) frender {
+	raw := fieldRaw(path)
+	return func(dst []byte, a *activation) ([]byte, bool) {
+		v, ok := raw(a)
+		if !ok {
+			return dst, false
+		}
+		if v.Kind == jsonfield.String && plainASCII(v.Raw[1:len(v.Raw)-1]) {
+			return append(dst, v.Raw...), true
+		}
+		fv, ok := rawFval(v)
+		if !ok {
+			return dst, false
+		}
+		return appendFval(dst, fv, depth)
+	}
+}
+
+// plainASCII reports whether the body of a JSON string (with no control
+// byte and no unescaped quote: a scanned one) is all ASCII without a
+// backslash: then it reads as itself, and jsonstr.Append writes it back
+// unchanged.
+func plainASCII(b []byte) bool {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if (((x^ones*'\\')-ones)|x)&highs != 0 {
+			return false
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i] >= utf8.RuneSelf || b[i] == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *fastCompiler) args(call ast.CallExpr, n int) []fnode {

@@ -40,7 +40,9 @@ func sameAsInterpreter(t *testing.T, x *process.Expr, src string, r *record.Reco
 func TestFastPathIsTheInterpreter(t *testing.T) {
 	rng := rand.New(rand.NewPCG(36, 1))
 	scalars := []string{`1`, `-0`, `0`, `2.5`, `1e308`, `-1e308`, `1e400`, `3`, `"x"`, `"test"`, `""`, `"é"`, `"a\"b"`, `"\u00e9"`,
-		"\"\xff\"", `true`, `false`, `null`, `[1,2]`, `{"d":1,"d":"x"}`, `{"d":"test"}`, `{}`}
+		"\"\xff\"", `true`, `false`, `null`, `[1,2]`, `{"d":1,"d":"x"}`, `{"d":"test"}`, `{}`,
+		`7.25`, `0.1`, `-12.5`, `123456789012345678`, `999999999999999`, `1e-7`, `0.000001`, `"\u0074est"`, `"sku-000042 and a longer text"`,
+		`"3"`, `"\u2028"`, `{"d":{"d":[1,{"e":"x"}]}}`}
 	field := func(depth int) string {
 		if depth > 0 && rng.IntN(4) == 0 {
 			return `{"d":` + scalars[rng.IntN(len(scalars))] + `,"e":2}`
@@ -60,15 +62,16 @@ func TestFastPathIsTheInterpreter(t *testing.T) {
 		}
 		var b strings.Builder
 		b.WriteString(" {")
-		for i, k := range []string{"a", "b", "c", "a", "s"} {
+		keys := []string{`"a"`, `"b"`, `"c"`, `"a"`, `"s"`, `"\u0062"`, `"c\/"`, `"pad"`}
+		rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+		for _, k := range keys {
 			if rng.IntN(5) == 0 {
 				continue
 			}
 			if b.Len() > 2 {
 				b.WriteString(",")
 			}
-			_ = i
-			fmt.Fprintf(&b, "%q : %s", k, field(1))
+			fmt.Fprintf(&b, "%s : %s", k, field(1))
 		}
 		b.WriteString("}\n")
 		return []byte(b.String())
@@ -141,5 +144,79 @@ func TestIssueExpressionsAreFast(t *testing.T) {
 		}
 	}); n > 1 {
 		t.Fatalf("%v allocations per record, want at most 1 (the mapped value)", n)
+	}
+}
+
+// TestStepsAreTheInterpreter runs a filter and a map as Steps (one
+// activation, one scan of the value for both) over random values, and
+// compares the record they leave, their verdict and their error with the
+// same Steps through cel-go's interpreter only.
+func TestStepsAreTheInterpreter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(36, 2))
+	filters := []string{`value.status != "test"`, `value.qty > 3.0`, `value.status == "ok" && value.price < 10.0`, `has(value.id) || value.sku == "x"`, `late || value.qty * value.price >= 20.0`}
+	maps := []string{`{"id": value.id, "sku": value.sku, "total": value.qty * value.price}`, `{"sku": value.sku, "q": value.qty, "m": value.meta}`,
+		`{"id": value.id, "v": value.meta.v, "d": value.price / value.qty}`, `value.qty - value.price`}
+	vals := map[string][]string{
+		"id":     {`"o-000123"`, `"\u006f-1"`, `1`, `null`, `"é"`},
+		"sku":    {`"sku-000042"`, `"x"`, `"a\"b"`, `["x"]`, "\"\xff\""},
+		"qty":    {`3`, `0`, `-2`, `"3"`, `1e308`, `12345678901234567890`, `2.5`},
+		"price":  {`7.25`, `0.1`, `10`, `"7.25"`, `null`, `1e-300`},
+		"status": {`"ok"`, `"test"`, `"t\u0065st"`, `true`},
+		"meta":   {`{"v":1}`, `{"v":"x","v":2}`, `{}`, `[1]`},
+	}
+	names := []string{"ts", "id", "sku", "qty", "price", "status", "meta", "site"}
+	var fs, ms []*process.Expr
+	for _, f := range filters {
+		x, err := process.Compile("process.filter", f, process.Filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs = append(fs, x)
+	}
+	for _, m := range maps {
+		x, err := process.Compile("process.map", m, process.Map)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, x)
+	}
+	var kept int
+	for range 20000 {
+		var b strings.Builder
+		b.WriteString("{")
+		for _, n := range rng.Perm(len(names)) {
+			name := names[n]
+			if rng.IntN(8) == 0 {
+				continue
+			}
+			v := `1700000000123`
+			if vs, ok := vals[name]; ok {
+				v = vs[rng.IntN(len(vs))]
+			} else if name == "site" {
+				v = `"oslo"`
+			}
+			if b.Len() > 1 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, "%q:%s", name, v)
+		}
+		b.WriteString("}")
+		s := process.Steps{Filter: fs[rng.IntN(len(fs))], Map: ms[rng.IntN(len(ms))]}
+		if rng.IntN(5) == 0 {
+			s.Filter = nil
+		}
+		r := &record.Record{Topic: "orders", Value: []byte(b.String()), ValueJSON: rng.IntN(2) == 0, Late: rng.IntN(2) == 0}
+		r1, r2 := *r, *r
+		k1, e1 := s.Run(&r1)
+		k2, e2 := s.Interpreted().Run(&r2)
+		if k1 != k2 || fmt.Sprint(e1) != fmt.Sprint(e2) || string(r1.Value) != string(r2.Value) || r1.ValueJSON != r2.ValueJSON {
+			t.Fatalf("%s over %s: fast path %v %v %s; interpreter %v %v %s", s, r.Value, k1, e1, r1.Value, k2, e2, r2.Value)
+		}
+		if k1 {
+			kept++
+		}
+	}
+	if kept < 2000 {
+		t.Fatalf("%d records kept: the test checks too little", kept)
 	}
 }

@@ -1,0 +1,251 @@
+package process
+
+// The fast path's reads of the value's top-level members (invariant 6 of
+// doc.go): one scan per record, shared by every field the filter and the
+// map read, that goes no further into the value than the last member
+// read so far needs.
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/signalbox/signalbox/internal/jsonfield"
+)
+
+// memberScan reads the members of a JSON object on demand: find scans on
+// from where the last find stopped, keeping every member it passed, so
+// that the members are scanned at most once per record whatever the
+// number of reads. find(k) is exactly jsonfield.Get(doc, Path{k}): the
+// same kind, bytes at the same address and error, for every input
+// (TestMemberScanIsGet, FuzzMemberScan): members before the key are
+// checked as strictly as Get checks them, and a malformed member stops the
+// scan.
+type memberScan struct {
+	doc  []byte
+	pos  int      // where the next member (or the closing brace) starts
+	done bool     // the scan reached the end of the object, or a malformed member
+	bad  bool     // ... a malformed one
+	ms   []member // the members scanned so far
+}
+
+// member is a scanned member: its quoted key and its value, as offsets
+// into the doc (no pointers: appending one needs no write barrier).
+type member struct {
+	ks, ke, vs, ve uint32
+	kind           jsonfield.Kind
+	escaped        bool // the key has escapes
+}
+
+func (s *memberScan) value(m *member) jsonfield.Value {
+	return jsonfield.Value{Kind: m.kind, Raw: s.doc[m.vs:m.ve:m.ve]}
+}
+
+// reset starts a scan of doc, which must begin (after whitespace) with '{'
+// for find to find anything, and be shorter than 4 GiB.
+func (s *memberScan) reset(doc []byte) {
+	*s = memberScan{doc: doc, ms: s.ms[:0]}
+	i := skipSpace(doc, 0)
+	if i >= len(doc) || doc[i] != '{' || uint64(len(doc)) > math.MaxUint32 {
+		s.done, s.bad = true, true
+		return
+	}
+	i = skipSpace(doc, i+1)
+	if i < len(doc) && doc[i] == '}' {
+		s.done = true
+		return
+	}
+	s.pos = i
+}
+
+// find is the first member whose unescaped key is key, as jsonfield.Get
+// finds it.
+func (s *memberScan) find(key string) (jsonfield.Value, error) {
+	for i := range s.ms {
+		if s.keyIs(&s.ms[i], key) {
+			return s.value(&s.ms[i]), nil
+		}
+	}
+	for !s.done {
+		m, ok := s.next()
+		if !ok {
+			break
+		}
+		if s.keyIs(m, key) {
+			return s.value(m), nil
+		}
+	}
+	if s.bad {
+		return jsonfield.Value{}, jsonfield.ErrMalformed
+	}
+	return jsonfield.Value{}, jsonfield.ErrNotFound
+}
+
+// next scans the member at pos; ok is false at the end of the object, or
+// when the member is malformed (then bad is set).
+func (s *memberScan) next() (m *member, ok bool) {
+	doc, i := s.doc, skipSpace(s.doc, s.pos)
+	fail := func() (*member, bool) {
+		s.done, s.bad = true, true
+		return nil, false
+	}
+	if i >= len(doc) || doc[i] != '"' {
+		return fail()
+	}
+	ks := i
+	ke, escaped, ok := skipString(doc, i)
+	if !ok {
+		return fail()
+	}
+	i = skipSpace(doc, ke)
+	if i >= len(doc) || doc[i] != ':' {
+		return fail()
+	}
+	vs := skipSpace(doc, i+1)
+	kind, ve, ok := skipJSON(doc, vs, 0)
+	if !ok {
+		return fail()
+	}
+	s.ms = append(s.ms, member{ks: uint32(ks), ke: uint32(ke), vs: uint32(vs), ve: uint32(ve), kind: kind, escaped: escaped})
+	i = skipSpace(doc, ve)
+	switch {
+	case i < len(doc) && doc[i] == ',':
+		s.pos = i + 1
+	case i < len(doc) && doc[i] == '}':
+		s.done = true
+	default:
+		// Get would have returned this member had it been the key; a read
+		// of any later key is malformed
+		s.done, s.bad = true, true
+	}
+	return &s.ms[len(s.ms)-1], true
+}
+
+// keyIs reports whether m's key, unescaped, is key.
+func (s *memberScan) keyIs(m *member, key string) bool {
+	if !m.escaped {
+		return int(m.ke-m.ks) == len(key)+2 && string(s.doc[m.ks+1:m.ke-1]) == key
+	}
+	q := s.doc[m.ks:m.ke]
+	k, err := jsonfield.Value{Kind: jsonfield.String, Raw: q}.Text()
+	return err == nil && k == key
+}
+
+// maxScanDepth is jsonfield.Get's limit on the nesting of a member's value.
+const maxScanDepth = 512
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// SWAR constants: one in every byte, the high bit of every byte.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// skipString scans the string whose opening quote is at i and returns the
+// index after its closing quote: a control byte in it is malformed, an
+// escape skips the byte after the backslash (what Get checks). Eight bytes
+// at a time while none of them can be '"', '\\' or a control byte.
+func skipString(b []byte, i int) (end int, escaped, ok bool) {
+	for i++; i < len(b); {
+		if i+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[i:])
+			t := ((x ^ ones*'"') - ones) | ((x ^ ones*'\\') - ones) | (x - ones*0x20)
+			if t&^x&highs == 0 {
+				i += 8
+				continue
+			}
+		}
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, escaped, true
+		case c == '\\':
+			escaped = true
+			i += 2
+		case c < 0x20:
+			return 0, false, false
+		default:
+			i++
+		}
+	}
+	return 0, false, false
+}
+
+// skipJSON scans the value at i as jsonfield.Get skips a member's value:
+// a string as skipString, a number as a run of number bytes after '-' or
+// a digit, true, false, null, and objects and arrays member by member,
+// nested at most maxScanDepth levels.
+func skipJSON(b []byte, i, depth int) (jsonfield.Kind, int, bool) {
+	if i >= len(b) || depth > maxScanDepth {
+		return jsonfield.Invalid, 0, false
+	}
+	switch c := b[i]; {
+	case c == '"':
+		e, _, ok := skipString(b, i)
+		return jsonfield.String, e, ok
+	case c == '-' || (c >= '0' && c <= '9'):
+		j := i + 1
+		for j < len(b) && numByte(b[j]) {
+			j++
+		}
+		return jsonfield.Number, j, true
+	case c == '{' || c == '[':
+		return skipContainer(b, i, depth)
+	case word(b, i, "true"):
+		return jsonfield.Bool, i + 4, true
+	case word(b, i, "false"):
+		return jsonfield.Bool, i + 5, true
+	case word(b, i, "null"):
+		return jsonfield.Null, i + 4, true
+	}
+	return jsonfield.Invalid, 0, false
+}
+
+// skipContainer scans the object or array opening at i.
+func skipContainer(b []byte, i, depth int) (jsonfield.Kind, int, bool) {
+	kind, closer := jsonfield.Object, byte('}')
+	if b[i] == '[' {
+		kind, closer = jsonfield.Array, ']'
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == closer {
+		return kind, i + 1, true
+	}
+	for {
+		if kind == jsonfield.Object {
+			i = skipSpace(b, i)
+			if i >= len(b) || b[i] != '"' {
+				return jsonfield.Invalid, 0, false
+			}
+			e, _, ok := skipString(b, i)
+			if i = skipSpace(b, e); !ok || i >= len(b) || b[i] != ':' {
+				return jsonfield.Invalid, 0, false
+			}
+			i++
+		}
+		_, e, ok := skipJSON(b, skipSpace(b, i), depth+1)
+		if i = skipSpace(b, e); !ok || i >= len(b) {
+			return jsonfield.Invalid, 0, false
+		}
+		switch b[i] {
+		case ',':
+			i++
+		case closer:
+			return kind, i + 1, true
+		default:
+			return jsonfield.Invalid, 0, false
+		}
+	}
+}
+
+func numByte(c byte) bool {
+	return (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'
+}
+
+func word(b []byte, i int, w string) bool {
+	return len(b)-i >= len(w) && string(b[i:i+len(w)]) == w
+}
