@@ -24,7 +24,9 @@ func (x *Expr) InterpretedApply(dst []byte, r *record.Record) ([]byte, error) {
 func (x *Expr) Fast() bool { return x.fast != nil || x.render != nil }
 
 // Interpreted is s with both expressions through cel-go's interpreter only.
-func (s Steps) Interpreted() Steps { return Steps{Filter: s.Filter.interpreted(), Map: s.Map.interpreted()} }
+func (s Steps) Interpreted() Steps {
+	return Steps{Filter: s.Filter.interpreted(), Map: s.Map.interpreted()}
+}
 
 // String names s's expressions, for a test's message.
 func (s Steps) String() string {
