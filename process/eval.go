@@ -36,6 +36,32 @@ type activation struct {
 	scan     memberScan
 	scanning int8
 	buf      []byte
+	// values is where Steps.Run carves new values from (newValue).
+	values []byte
+}
+
+// valueChunk is the size of the chunks new values are carved from; a value
+// larger than a quarter of it gets an allocation of its own.
+const valueChunk = 16 << 10
+
+// newValue is a copy of v in memory of its own, carved from the
+// activation's chunk: one allocation per chunk instead of one per record.
+// Each value starts on an 8-byte boundary and is capped at its length, so
+// nothing written through one value (an append) reaches another. A chunk is
+// never written again where a value was carved; it lives as long as one of
+// its values does.
+func (a *activation) newValue(v []byte) []byte {
+	n := len(v)
+	if n > valueChunk/4 {
+		return append([]byte(nil), v...)
+	}
+	if cap(a.values) < n {
+		a.values = make([]byte, 0, valueChunk)
+	}
+	out := append(a.values[:0:n], v...) // within a.values' array: cap(a.values) >= n
+	skip := min((n+7)&^7, cap(a.values))
+	a.values = a.values[skip:skip]
+	return out
 }
 
 // maxPooledBuf bounds the buffer an activation keeps for the next record.
@@ -112,7 +138,7 @@ func (a *activation) put() {
 	if cap(buf) > maxPooledBuf {
 		buf = nil
 	}
-	*a = activation{scan: memberScan{ms: a.scan.ms[:0]}, buf: buf}
+	*a = activation{scan: memberScan{ms: a.scan.ms[:0]}, buf: buf, values: a.values}
 	pool.Put(a)
 }
 
@@ -240,6 +266,20 @@ func (x *Expr) apply(dst []byte, a *activation) ([]byte, error) {
 		return dst[:n], x.fail(fmt.Errorf("the result is %d bytes of JSON, more than %d", len(dst)-n, MaxValueBytes))
 	}
 	return dst, nil
+}
+
+// newValue is apply's result as a record's new value: rendered in the
+// activation's buffer, then copied into memory of its own
+// (activation.newValue).
+func (x *Expr) newValue(a *activation) ([]byte, error) {
+	buf, err := x.apply(a.buf[:0], a)
+	if cap(buf) <= maxPooledBuf {
+		a.buf = buf[:0]
+	}
+	if err != nil {
+		return nil, err
+	}
+	return a.newValue(buf), nil
 }
 
 // estimator bounds the size of what the variables hold for the cost

@@ -17,6 +17,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 	"unsafe"
 
@@ -231,6 +232,18 @@ func (c *fastCompiler) render(e ast.Expr, depth int) frender {
 // rendering changes once it is measured or compared, which a closure
 // would not reproduce; its fields are.
 func (c *fastCompiler) node(e ast.Expr) fnode {
+	g := c.generic(e)
+	if g == nil {
+		return nil
+	}
+	if sp := c.special(e, g); sp != nil {
+		return sp
+	}
+	return g
+}
+
+// generic compiles e to closures over fvals, or returns nil.
+func (c *fastCompiler) generic(e ast.Expr) fnode {
 	switch e.Kind() {
 	case ast.LiteralKind:
 		v, ok := fromVal(e.AsLiteral())
@@ -584,4 +597,158 @@ func nativeBinary(op string) func(l, r fval) (v fval, done bool) {
 		}
 		return fval{}, false
 	}
+}
+
+// special compiles the commonest shapes of e more directly than generic
+// (g): arithmetic and comparisons of doubles read from the value's
+// numbers (fnum), and a field compared with a string literal on its raw
+// bytes. Each computes only what g would compute, and calls g for
+// anything else (a field of another type, a string with escapes), so
+// that g decides; nil when e is none of these shapes.
+func (c *fastCompiler) special(e ast.Expr, g fnode) fnode {
+	if e.Kind() != ast.CallKind {
+		return nil
+	}
+	call := e.AsCall()
+	if n := c.num(e); n != nil {
+		return func(a *activation) (fval, bool) {
+			if f, ok := n(a); ok {
+				return fval{k: fDouble, f: f}, true
+			}
+			return g(a)
+		}
+	}
+	args := call.Args()
+	if call.IsMemberFunction() || len(args) != 2 {
+		return nil
+	}
+	fn := call.FunctionName()
+	if l, r, rel := c.num(args[0]), c.num(args[1]), relation(fn); l != nil && r != nil && rel != nil {
+		return func(a *activation) (fval, bool) {
+			if x, ok := l(a); ok {
+				if y, ok := r(a); ok {
+					return fbool(rel(x, y)), true
+				}
+			}
+			return g(a)
+		}
+	}
+	if fn != operators.Equals && fn != operators.NotEquals {
+		return nil
+	}
+	lit, path := args[1], valuePath(args[0])
+	if path == nil {
+		lit, path = args[0], valuePath(args[1])
+	}
+	ls, ok := literalString(lit)
+	if path == nil || !ok {
+		return nil
+	}
+	raw, ne := fieldRaw(path), fn == operators.NotEquals
+	plain := !strings.Contains(ls, `\`) // then bytes equal to ls read as ls
+	return func(a *activation) (fval, bool) {
+		if v, ok := raw(a); ok && v.Kind == jsonfield.String {
+			inner := v.Raw[1 : len(v.Raw)-1]
+			if plain && string(inner) == ls { // ls is valid UTF-8, so is inner, and it has no escape
+				return fbool(!ne), true
+			}
+			if plainASCII(inner) {
+				return fbool(ne), true // it reads as itself, and is not ls
+			}
+		}
+		return g(a)
+	}
+}
+
+// literalString is e's value when e is a string literal.
+func literalString(e ast.Expr) (string, bool) {
+	if e.Kind() != ast.LiteralKind {
+		return "", false
+	}
+	s, ok := e.AsLiteral().(types.String)
+	return string(s), ok
+}
+
+// relation is the standard library's relation op on two doubles that are
+// not NaN; with a NaN every relation is false, as its binding returns.
+func relation(op string) func(x, y float64) bool {
+	switch op {
+	case operators.Less:
+		return func(x, y float64) bool { return x < y }
+	case operators.LessEquals:
+		return func(x, y float64) bool { return x <= y }
+	case operators.Greater:
+		return func(x, y float64) bool { return x > y }
+	case operators.GreaterEquals:
+		return func(x, y float64) bool { return x >= y }
+	case operators.Equals:
+		return func(x, y float64) bool { return x == y }
+	case operators.NotEquals:
+		return func(x, y float64) bool { return x != y }
+	}
+	return nil
+}
+
+// fnum evaluates a sub-expression whose value is a double; ok is false
+// when it is not one (then the generic node decides).
+type fnum func(a *activation) (float64, bool)
+
+// num compiles e as a double: a double literal, a field of the value
+// that is a JSON number, or + - * / of two of these (the standard
+// library's double arithmetic: IEEE, no error); nil for any other shape.
+// An int literal is not one: int and double do not mix in arithmetic.
+func (c *fastCompiler) num(e ast.Expr) fnum {
+	switch e.Kind() {
+	case ast.LiteralKind:
+		d, ok := e.AsLiteral().(types.Double)
+		if !ok {
+			return nil
+		}
+		return func(*activation) (float64, bool) { return float64(d), true }
+	case ast.SelectKind:
+		path := valuePath(e)
+		if path == nil {
+			return nil
+		}
+		raw := fieldRaw(path)
+		return func(a *activation) (float64, bool) {
+			v, ok := raw(a)
+			if !ok || v.Kind != jsonfield.Number {
+				return 0, false
+			}
+			return parseNumber(v.Raw)
+		}
+	case ast.CallKind:
+		call := e.AsCall()
+		args := call.Args()
+		if call.IsMemberFunction() || len(args) != 2 {
+			return nil
+		}
+		var op func(x, y float64) float64
+		switch call.FunctionName() {
+		case operators.Add:
+			op = func(x, y float64) float64 { return x + y }
+		case operators.Subtract:
+			op = func(x, y float64) float64 { return x - y }
+		case operators.Multiply:
+			op = func(x, y float64) float64 { return x * y }
+		case operators.Divide:
+			op = func(x, y float64) float64 { return x / y }
+		default:
+			return nil
+		}
+		l, r := c.num(args[0]), c.num(args[1])
+		if l == nil || r == nil {
+			return nil
+		}
+		return func(a *activation) (float64, bool) {
+			x, ok := l(a)
+			if !ok {
+				return 0, false
+			}
+			y, ok := r(a)
+			return op(x, y), ok
+		}
+	}
+	return nil
 }

@@ -42,7 +42,7 @@ func TestFastPathIsTheInterpreter(t *testing.T) {
 	scalars := []string{`1`, `-0`, `0`, `2.5`, `1e308`, `-1e308`, `1e400`, `3`, `"x"`, `"test"`, `""`, `"é"`, `"a\"b"`, `"\u00e9"`,
 		"\"\xff\"", `true`, `false`, `null`, `[1,2]`, `{"d":1,"d":"x"}`, `{"d":"test"}`, `{}`,
 		`7.25`, `0.1`, `-12.5`, `123456789012345678`, `999999999999999`, `1e-7`, `0.000001`, `"\u0074est"`, `"sku-000042 and a longer text"`,
-		`"3"`, `"\u2028"`, `{"d":{"d":[1,{"e":"x"}]}}`}
+		`"3"`, `"\u2028"`, `{"d":{"d":[1,{"e":"x"}]}}`, `"a\\b"`, `"a\\\\b"`}
 	field := func(depth int) string {
 		if depth > 0 && rng.IntN(4) == 0 {
 			return `{"d":` + scalars[rng.IntN(len(scalars))] + `,"e":2}`
@@ -77,7 +77,8 @@ func TestFastPathIsTheInterpreter(t *testing.T) {
 		return []byte(b.String())
 	}
 	atoms := []string{"value.a", "value.b", "value.c", "value.c.d", "value.s", "value.a.d", "1", "2.5", "0.0", "-1", `"test"`, `"x"`,
-		"true", "null", "topic", "partition", "offset", "key", "late", "9223372036854775807", "(0.0 / 0.0)", "(-1.0 / 0.0)"}
+		"true", "null", "topic", "partition", "offset", "key", "late", "9223372036854775807", "(0.0 / 0.0)", "(-1.0 / 0.0)",
+		`"a\\\\b"`, `"é"`, "7.25", "-0.0"}
 	ops := []string{"%s == %s", "%s != %s", "%s < %s", "%s <= %s", "%s > %s", "%s >= %s", "%s + %s", "%s - %s", "%s * %s",
 		"%s / %s", "%s %% %s", "(%s && %s)", "(%s || %s)", "!(%s == %s)", "-(%s - %s)", "(%s == null ? %s : 1.0)"}
 	var expr func(depth int) string
@@ -86,6 +87,23 @@ func TestFastPathIsTheInterpreter(t *testing.T) {
 			return atoms[rng.IntN(len(atoms))]
 		}
 		return fmt.Sprintf(ops[rng.IntN(len(ops))], expr(depth-1), expr(depth-1))
+	}
+	// every scalar against every literal, with the operators the fast
+	// path specializes, in both orders
+	literals := []string{`"test"`, `"x"`, `"a\\\\b"`, `"a\\b"`, `"é"`, `""`, "7.25", "3.0", "3", "-0.0", "null", "true", "(0.0 / 0.0)"}
+	for _, sc := range scalars {
+		r := &record.Record{Value: []byte(`{"a":` + sc + `}`)}
+		for _, lit := range literals {
+			for _, op := range []string{"==", "!=", "<", ">=", "+", "*", "/"} {
+				for _, src := range []string{"value.a " + op + " " + lit, lit + " " + op + " value.a"} {
+					for _, k := range []process.Kind{process.Filter, process.Map} {
+						if x, err := process.Compile("e", src, k); err == nil {
+							sameAsInterpreter(t, x, src, r)
+						}
+					}
+				}
+			}
+		}
 	}
 	var compiled, fast, succeeded int
 	for i := 0; i < 3000; i++ {

@@ -8,6 +8,7 @@ package process
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 
 	"github.com/signalbox/signalbox/internal/jsonfield"
 )
@@ -155,10 +156,11 @@ func skipString(b []byte, i int) (end int, escaped, ok bool) {
 		if i+8 <= len(b) {
 			x := binary.LittleEndian.Uint64(b[i:])
 			t := ((x ^ ones*'"') - ones) | ((x ^ ones*'\\') - ones) | (x - ones*0x20)
-			if t&^x&highs == 0 {
+			if t = t &^ x & highs; t == 0 {
 				i += 8
 				continue
 			}
+			i += bits.TrailingZeros64(t) / 8 // the first byte flagged is one: borrows run upwards only
 		}
 		switch c := b[i]; {
 		case c == '"':

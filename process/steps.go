@@ -29,7 +29,7 @@ func (s Steps) Run(r *record.Record) (keep bool, err error) {
 		}
 	}
 	if s.Map != nil {
-		v, err := s.Map.apply(nil, a)
+		v, err := s.Map.newValue(a)
 		if err != nil {
 			return false, err
 		}

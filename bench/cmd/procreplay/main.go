@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/process"
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/sinks/jsonl"
+)
+
+// The issue's expressions (issue 36, Targets).
+const (
+	filterSrc = `value.status != "test"`
+	mapSrc    = `{"id": value.id, "sku": value.sku, "total": value.qty * value.price}`
+)
+
+// gcPercent is what `signalbox run` sets with the in-memory store
+// (cmd/signalbox GCPercent), unless GOGC is set.
+const gcPercent = 150
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "procreplay:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	n       int64
+	batch   int
+	mode    string // "replay" or "source"
+	process bool
+	at      string // where the processing runs: "release" or "ingest"
+	out     string
+}
+
+func run(args []string, stdout io.Writer) error {
+	var o options
+	fs := flag.NewFlagSet("procreplay", flag.ContinueOnError)
+	n := fs.String("n", "4M", "records to generate (suffix K or M)")
+	fs.IntVar(&o.batch, "batch", 500, "records per fetch (one partition's)")
+	fs.StringVar(&o.mode, "mode", "replay", "replay: the ordered replay; source: drain the generator only")
+	fs.BoolVar(&o.process, "process", false, "run issue 36's filter and three-field map (package process)")
+	fs.StringVar(&o.at, "at", "release", "with -process, where it runs: release (signalbox.WithProcess, as `signalbox run` does) or ingest (the filter as a signalbox.Filter and the map as a signalbox.Transform, before parking; an estimate of running processing there, see doc.go)")
+	fs.StringVar(&o.out, "out", os.DevNull, "the JSONL sink's file")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var err error
+	if o.n, err = parseCount(*n); err != nil {
+		return fmt.Errorf("-n: %w", err)
+	}
+	if o.batch < 1 {
+		return errors.New("-batch: must be at least 1")
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
+	label := "plain"
+	if o.process {
+		label = "filter+map3@" + o.at
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var written int64
+	cpu0, start := cpuTime(), time.Now()
+	switch o.mode {
+	case "replay":
+		written, err = replay(o)
+	case "source":
+		label, written, err = "source", 0, drain(newGenerator(o.n, o.batch))
+	default:
+		err = fmt.Errorf("-mode: %q is neither replay nor source", o.mode)
+	}
+	if err != nil {
+		return err
+	}
+	wall, cpu := time.Since(start), cpuTime()-cpu0
+	_, err = fmt.Fprintf(stdout, "%s records=%d written=%d wall=%.3fs cpu=%.3fs cpu-ns/record=%.0f\n",
+		label, o.n, written, wall.Seconds(), cpu.Seconds(), float64(cpu.Nanoseconds())/float64(o.n))
+	return err
+}
+
+// replay runs the ordered replay of the generated history and returns
+// the records written.
+func replay(o options) (int64, error) {
+	f, err := os.Create(o.out)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var in []signalbox.Input
+	for _, t := range topicNames() {
+		in = append(in, signalbox.Input{Topic: t, Time: signalbox.TimeFromField, TimeField: "ts"})
+	}
+	opts := []signalbox.Option{signalbox.WithInputs(in...), signalbox.WithDelay(time.Second),
+		signalbox.WithSink(jsonl.New(f, jsonl.Options{})), signalbox.WithUntil(signalbox.UntilEndOffsets)}
+	if o.process {
+		filter, err := process.Compile("process.filter", filterSrc, process.Filter)
+		if err != nil {
+			return 0, err
+		}
+		mapx, err := process.Compile("process.map", mapSrc, process.Map)
+		if err != nil {
+			return 0, err
+		}
+		switch o.at {
+		case "release":
+			opts = append(opts, signalbox.WithProcess(process.Steps{Filter: filter, Map: mapx}.Process()))
+		case "ingest":
+			t := mapx.Transform()
+			opts = append(opts, signalbox.WithFilter(func(r *record.Record) bool {
+				ok, err := filter.Bool(r)
+				return ok || err != nil // no error in this history
+			}), signalbox.WithTransform(func(r *record.Record) error {
+				// the engine clears the mark before a Transform; `time:
+				// field` validated the value, so it may be kept (doc.go)
+				r.ValueJSON = true
+				return t(r)
+			}))
+		default:
+			return 0, fmt.Errorf("-at: %q is neither release nor ingest", o.at)
+		}
+	}
+	p, err := signalbox.New(newGenerator(o.n, o.batch), opts...)
+	if err != nil {
+		return 0, err
+	}
+	if err := p.Run(context.Background()); err != nil {
+		return 0, err
+	}
+	st := p.Stats()
+	if want := o.n - testRecords(o.n, o.process); st.Out != want {
+		return st.Out, fmt.Errorf("%d records written, want %d (%d filtered)", st.Out, want, st.Filtered)
+	}
+	return st.Out, nil
+}
+
+// drain polls the generator to its end, as the engine would, and drops
+// the records.
+func drain(g *generator) error {
+	ctx := context.Background()
+	if err := g.Open(ctx); err != nil {
+		return err
+	}
+	defer g.Close()
+	for !g.done() {
+		f, err := g.Poll(ctx)
+		if err != nil {
+			return err
+		}
+		for _, pf := range f.Partitions {
+			g.Recycle(pf.Records)
+		}
+	}
+	return nil
+}
+
+// parseCount reads a count with an optional K or M suffix.
+func parseCount(s string) (int64, error) {
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(s, "M"):
+		s, mult = strings.TrimSuffix(s, "M"), 1_000_000
+	case strings.HasSuffix(s, "K"):
+		s, mult = strings.TrimSuffix(s, "K"), 1_000
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%q is not a positive count", s)
+	}
+	return n * mult, nil
+}
+
+// cpuTime is the process's user + system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
