@@ -82,32 +82,65 @@ func (s *memberScan) find(key string) (jsonfield.Value, error) {
 }
 
 // next scans the member at pos; ok is false at the end of the object, or
-// when the member is malformed (then bad is set).
+// when the member is malformed (then bad is set). Compact JSON (no
+// whitespace between tokens, short keys, strings and numbers as values)
+// takes the shortest way; the checks are skipString's and skipJSON's.
 func (s *memberScan) next() (m *member, ok bool) {
-	doc, i := s.doc, skipSpace(s.doc, s.pos)
-	fail := func() (*member, bool) {
-		s.done, s.bad = true, true
-		return nil, false
+	doc, i := s.doc, s.pos
+	if i < len(doc) && doc[i] != '"' {
+		i = skipSpace(doc, i)
 	}
 	if i >= len(doc) || doc[i] != '"' {
-		return fail()
+		return s.fail()
 	}
-	ks := i
-	ke, escaped, ok := skipString(doc, i)
-	if !ok {
-		return fail()
+	ks, escaped := i, false
+	for i++; ; i++ { // the key, byte by byte: keys are short
+		if i >= len(doc) {
+			return s.fail()
+		}
+		c := doc[i]
+		if c == '"' {
+			break
+		}
+		if c == '\\' {
+			escaped = true
+			i++
+		} else if c < 0x20 {
+			return s.fail()
+		}
 	}
-	i = skipSpace(doc, ke)
+	ke := i + 1
+	if i = ke; i < len(doc) && doc[i] != ':' {
+		i = skipSpace(doc, i)
+	}
 	if i >= len(doc) || doc[i] != ':' {
-		return fail()
+		return s.fail()
 	}
-	vs := skipSpace(doc, i+1)
-	kind, ve, ok := skipJSON(doc, vs, 0)
+	if i++; i < len(doc) && (doc[i] == ' ' || doc[i] == '\t' || doc[i] == '\n' || doc[i] == '\r') {
+		i = skipSpace(doc, i)
+	}
+	vs, kind, ve := i, jsonfield.Invalid, 0
+	switch {
+	case i >= len(doc):
+		return s.fail()
+	case doc[i] == '"':
+		kind = jsonfield.String
+		ve, _, ok = skipString(doc, i)
+	case doc[i] == '-' || doc[i] >= '0' && doc[i] <= '9':
+		kind, ve, ok = jsonfield.Number, i+1, true
+		for ve < len(doc) && numByte(doc[ve]) {
+			ve++
+		}
+	default:
+		kind, ve, ok = skipJSON(doc, i, 0)
+	}
 	if !ok {
-		return fail()
+		return s.fail()
 	}
 	s.ms = append(s.ms, member{ks: uint32(ks), ke: uint32(ke), vs: uint32(vs), ve: uint32(ve), kind: kind, escaped: escaped})
-	i = skipSpace(doc, ve)
+	if i = ve; i < len(doc) && doc[i] != ',' && doc[i] != '}' {
+		i = skipSpace(doc, i)
+	}
 	switch {
 	case i < len(doc) && doc[i] == ',':
 		s.pos = i + 1
@@ -121,10 +154,15 @@ func (s *memberScan) next() (m *member, ok bool) {
 	return &s.ms[len(s.ms)-1], true
 }
 
+func (s *memberScan) fail() (*member, bool) {
+	s.done, s.bad = true, true
+	return nil, false
+}
+
 // keyIs reports whether m's key, unescaped, is key.
 func (s *memberScan) keyIs(m *member, key string) bool {
 	if !m.escaped {
-		return int(m.ke-m.ks) == len(key)+2 && string(s.doc[m.ks+1:m.ke-1]) == key
+		return int(m.ke-m.ks) == len(key)+2 && (len(key) == 0 || s.doc[m.ks+1] == key[0]) && string(s.doc[m.ks+1:m.ke-1]) == key
 	}
 	q := s.doc[m.ks:m.ke]
 	k, err := jsonfield.Value{Kind: jsonfield.String, Raw: q}.Text()
