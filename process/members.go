@@ -61,9 +61,11 @@ func (s *memberScan) reset(doc []byte) {
 // find is the first member whose unescaped key is key, as jsonfield.Get
 // finds it.
 func (s *memberScan) find(key string) (jsonfield.Value, error) {
-	for i := range s.ms {
-		if s.keyIs(&s.ms[i], key) {
-			return s.value(&s.ms[i]), nil
+	for i := range s.ms { // keyIs, by hand: too big to inline
+		m := &s.ms[i]
+		if m.escaped && s.escapedKeyIs(m, key) ||
+			!m.escaped && int(m.ke-m.ks) == len(key)+2 && string(s.doc[m.ks+1:m.ke-1]) == key {
+			return s.value(m), nil
 		}
 	}
 	for !s.done {
@@ -137,7 +139,15 @@ func (s *memberScan) next() (m *member, ok bool) {
 	if !ok {
 		return s.fail()
 	}
-	s.ms = append(s.ms, member{ks: uint32(ks), ke: uint32(ke), vs: uint32(vs), ve: uint32(ve), kind: kind, escaped: escaped})
+	// written field by field into the slice: a member built on the stack
+	// and copied is read back before its stores are done (a stall)
+	n := len(s.ms)
+	if n == cap(s.ms) {
+		s.ms = append(s.ms, member{})
+	}
+	s.ms = s.ms[:n+1]
+	m = &s.ms[n]
+	m.ks, m.ke, m.vs, m.ve, m.kind, m.escaped = uint32(ks), uint32(ke), uint32(vs), uint32(ve), kind, escaped
 	if i = ve; i < len(doc) && doc[i] != ',' && doc[i] != '}' {
 		i = skipSpace(doc, i)
 	}
@@ -151,7 +161,7 @@ func (s *memberScan) next() (m *member, ok bool) {
 		// of any later key is malformed
 		s.done, s.bad = true, true
 	}
-	return &s.ms[len(s.ms)-1], true
+	return m, true
 }
 
 func (s *memberScan) fail() (*member, bool) {
@@ -161,11 +171,14 @@ func (s *memberScan) fail() (*member, bool) {
 
 // keyIs reports whether m's key, unescaped, is key.
 func (s *memberScan) keyIs(m *member, key string) bool {
-	if !m.escaped {
-		return int(m.ke-m.ks) == len(key)+2 && (len(key) == 0 || s.doc[m.ks+1] == key[0]) && string(s.doc[m.ks+1:m.ke-1]) == key
+	if m.escaped {
+		return s.escapedKeyIs(m, key)
 	}
-	q := s.doc[m.ks:m.ke]
-	k, err := jsonfield.Value{Kind: jsonfield.String, Raw: q}.Text()
+	return int(m.ke-m.ks) == len(key)+2 && string(s.doc[m.ks+1:m.ke-1]) == key
+}
+
+func (s *memberScan) escapedKeyIs(m *member, key string) bool {
+	k, err := jsonfield.Value{Kind: jsonfield.String, Raw: s.doc[m.ks:m.ke]}.Text()
 	return err == nil && k == key
 }
 

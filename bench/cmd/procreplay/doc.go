@@ -30,12 +30,12 @@
 // block is. -mode source drains the generator without a pipeline: its CPU
 // is in both replays.
 //
-// -at ingest runs the same expressions before parking instead, as a
-// signalbox.Filter and a signalbox.Transform, to estimate what moving the
-// processing there would save; it is not what `signalbox run` does. The
-// engine clears record.Record.ValueJSON before a Transform; this mode sets
-// it again (the `time: field` decoder validated every value), as a root
-// change that kept the mark for a Transform that leaves Value alone would.
+// -at ingest runs the same Steps before parking instead, inside a
+// signalbox.Filter (on the engine goroutine, right after the record was
+// decoded, its value still in cache), to estimate what running the
+// processing there would save. It is not what `signalbox run` does, and
+// not a use a Filter allows (a Filter must not change the record): an
+// estimate of a root-package change only.
 //
 // It prints one line: the mode, the records generated and written, the
 // wall time, and the process's user + system CPU in total and per
