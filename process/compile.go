@@ -111,6 +111,8 @@ type Expr struct {
 	// cost): fast for a filter or where, render for a map.
 	fast   fnode
 	render frender
+
+	release bool // it reads late or a table (NeedsRelease)
 }
 
 // Compile compiles src, named name (the job file's path to it, e.g.
@@ -160,6 +162,11 @@ func Compile(name, src string, k Kind, opts ...Option) (*Expr, error) {
 		return nil, &CompileError{Name: name, Line: 1, Column: 1, Msg: err.Error()}
 	}
 	x := &Expr{name: name, src: src, kind: k, prg: prg, cost: est.Max}
+	for _, r := range ast.NativeRep().ReferenceMap() {
+		if r.Name == "late" || r.Name == asOfVar { // a comprehension's variable of that name too: conservative
+			x.release = true
+		}
+	}
 	if est.Max <= MaxCost {
 		c := fastCompilerOf(base)
 		if o.tables != nil {
@@ -185,6 +192,15 @@ func fastCompilerOf(e *cel.Env) *fastCompiler {
 	fastOnce.Do(func() { fastComp = newFastCompiler(e) })
 	return fastComp
 }
+
+// NeedsRelease reports whether x reads what is only known once the record
+// is released: late, or a table through lookup (the versions up to the
+// record's event time are all there only then). Otherwise x computes the
+// same from a decoded record before it is parked as at its release, for
+// a value that is JSON as it arrives (a schema'd value is rendered into
+// record.Record.DecodedValue at release): issue 36's "a filter may run
+// before parking when it reads nothing that changes at release".
+func (x *Expr) NeedsRelease() bool { return x.release }
 
 // Name is the expression's name, as given to Compile.
 func (x *Expr) Name() string { return x.name }

@@ -116,3 +116,41 @@ func TestLookupCompileErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestNeedsRelease: an expression that reads late or a table needs the
+// record's release; one that reads only the record's own data does not,
+// and neither do Steps made of such expressions.
+func TestNeedsRelease(t *testing.T) {
+	tables := process.WithTables(products(t))
+	for _, c := range []struct {
+		src  string
+		kind process.Kind
+		want bool
+	}{
+		{`value.status != "test"`, process.Filter, false},
+		{`{"id": value.id, "sku": value.sku, "total": value.qty * value.price}`, process.Map, false},
+		{`topic == "orders" && offset > 3 && event_time > timestamp("2024-01-01T00:00:00Z")`, process.Filter, false},
+		{`!late`, process.Filter, true},
+		{`{"late": late}`, process.Map, true},
+		{`{"product": lookup("products", value.sku)}`, process.Map, true},
+		{`[1, 2].exists(x, x > 1)`, process.Filter, false},
+	} {
+		x, err := process.Compile("e", c.src, c.kind, tables)
+		if err != nil {
+			t.Fatal(c.src, err)
+		}
+		if got := x.NeedsRelease(); got != c.want {
+			t.Errorf("%s: NeedsRelease %v, want %v", c.src, got, c.want)
+		}
+		s := process.Steps{Filter: x}
+		if c.kind == process.Map {
+			s = process.Steps{Map: x}
+		}
+		if s.NeedsRelease() != c.want {
+			t.Errorf("%s: Steps.NeedsRelease %v, want %v", c.src, s.NeedsRelease(), c.want)
+		}
+	}
+	if (process.Steps{}).NeedsRelease() {
+		t.Error("empty Steps need the release")
+	}
+}

@@ -38,6 +38,13 @@ func (s Steps) Run(r *record.Record) (keep bool, err error) {
 	return true, nil
 }
 
+// NeedsRelease reports whether either step reads what is only known once
+// the record is released (Expr.NeedsRelease): when it does not, the steps
+// may run before parking, on a JSON value, with the same results.
+func (s Steps) NeedsRelease() bool {
+	return s.Filter != nil && s.Filter.NeedsRelease() || s.Map != nil && s.Map.NeedsRelease()
+}
+
 // SetValue makes v, one line of JSON, r's value: what every sink writes,
 // and what `value` reads from here on (a where sees the mapped value). A
 // schema'd value's rendering and schema id are cleared: the new value is
