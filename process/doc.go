@@ -46,8 +46,10 @@
 //  6. Reading a field of a top-level object scans the value's bytes for
 //     that member only (internal/jsonfield); the first member of a name
 //     wins, in every read. On the fast path (7) the top-level members are
-//     scanned once per record (jsonfield.Members) for every read of the
-//     filter and the map.
+//     scanned at most once per record for every read of the filter and the
+//     map, and only as far as the last member read so far (members.go:
+//     each read is exactly jsonfield.Get's, errors included;
+//     TestMemberScanIsGet, FuzzMemberScan).
 //  7. The fast path (fast.go) changes the speed, never a result: an
 //     expression made only of `value`'s field paths, topic, partition,
 //     offset, key, late, lookup (8), literals, == != < <= > >=, + - * / %, unary -,
@@ -61,8 +63,16 @@
 //     and give up on anything else (an error, an array, an object used as
 //     an operand, a string with escapes): cel-go's interpreter then
 //     evaluates the whole expression, so every error and its text are
-//     cel-go's. TestFastPathIsTheInterpreter and FuzzEval compare the two
-//     paths' bytes and errors.
+//     cel-go's. Double arithmetic and comparisons over the value's numbers,
+//     and a field compared with a string literal, are read straight from
+//     the value's bytes, falling back to the general closures for any other
+//     type; a number -?d+(.d+)? of at most 15 digits is read, and a double
+//     that such a decimal denotes is written, without strconv's general
+//     algorithms and with its exact results (numbers.go,
+//     TestNumbersAreStrconv); a string of plain ASCII is copied into a
+//     map's result as it is. TestFastPathIsTheInterpreter,
+//     TestStepsAreTheInterpreter and FuzzEval compare the two paths' bytes
+//     and errors.
 //  8. lookup(name, key), compiled WithTables only, is the value of key in
 //     table name as of the record's event time (a hidden variable the
 //     macro adds: lookup(n, k) is __lookup(n, k, __as_of)), read through
@@ -77,4 +87,12 @@
 //     interpreter on a key of another type or an unknown table. A table
 //     must hold valid JSON (the root package dead-letters a table record
 //     whose value is not). TestLookupAsOfEventTime compares both paths.
+//  9. Steps.Run gives the record a new value in memory of its own, never
+//     the old value's bytes nor another record's: values are carved from
+//     chunks an activation holds (one allocation per 16 KiB of values),
+//     each capped at its length, and a chunk's bytes are never written
+//     again once carved.
+//  10. Expr.NeedsRelease is true when the expression reads late or a table
+//     (lookup): otherwise it computes the same before parking, on a value
+//     that is JSON as it arrives, as at release.
 package process
