@@ -95,23 +95,11 @@ func (s *memberScan) next() (m *member, ok bool) {
 	if i >= len(doc) || doc[i] != '"' {
 		return s.fail()
 	}
-	ks, escaped := i, false
-	for i++; ; i++ { // the key, byte by byte: keys are short
-		if i >= len(doc) {
-			return s.fail()
-		}
-		c := doc[i]
-		if c == '"' {
-			break
-		}
-		if c == '\\' {
-			escaped = true
-			i++
-		} else if c < 0x20 {
-			return s.fail()
-		}
+	ks := i
+	ke, escaped, ok := skipString(doc, i)
+	if !ok {
+		return s.fail()
 	}
-	ke := i + 1
 	if i = ke; i < len(doc) && doc[i] != ':' {
 		i = skipSpace(doc, i)
 	}
@@ -128,11 +116,8 @@ func (s *memberScan) next() (m *member, ok bool) {
 	case doc[i] == '"':
 		kind = jsonfield.String
 		ve, _, ok = skipString(doc, i)
-	case doc[i] == '-' || doc[i] >= '0' && doc[i] <= '9':
-		kind, ve, ok = jsonfield.Number, i+1, true
-		for ve < len(doc) && numByte(doc[ve]) {
-			ve++
-		}
+	case doc[i] == '-' || doc[i]-'0' < 10:
+		kind, ve, ok = jsonfield.Number, skipNumber(doc, i), true
 	default:
 		kind, ve, ok = skipJSON(doc, i, 0)
 	}
@@ -241,11 +226,7 @@ func skipJSON(b []byte, i, depth int) (jsonfield.Kind, int, bool) {
 		e, _, ok := skipString(b, i)
 		return jsonfield.String, e, ok
 	case c == '-' || (c >= '0' && c <= '9'):
-		j := i + 1
-		for j < len(b) && numByte(b[j]) {
-			j++
-		}
-		return jsonfield.Number, j, true
+		return jsonfield.Number, skipNumber(b, i), true
 	case c == '{' || c == '[':
 		return skipContainer(b, i, depth)
 	case word(b, i, "true"):
@@ -293,6 +274,21 @@ func skipContainer(b []byte, i, depth int) (jsonfield.Kind, int, bool) {
 			return jsonfield.Invalid, 0, false
 		}
 	}
+}
+
+// skipNumber returns the end of the run of number bytes after b[i] ('-'
+// or a digit), as Get skips a number: digits eight at a time.
+func skipNumber(b []byte, i int) int {
+	for i++; i+8 <= len(b); i += 8 {
+		if t := jsonfield.NonDigits(binary.LittleEndian.Uint64(b[i:])); t != 0 {
+			i += bits.TrailingZeros64(t) >> 3
+			break
+		}
+	}
+	for i < len(b) && numByte(b[i]) {
+		i++
+	}
+	return i
 }
 
 func numByte(c byte) bool {
