@@ -548,21 +548,30 @@ func equal(l, r fval) (eq, ok bool) {
 	return bool(b), ok
 }
 
+// doubleArith is the standard library's binding of the arithmetic
+// operator op for two doubles (IEEE, no error), nil for another op.
+func doubleArith(op string) func(x, y float64) float64 {
+	switch op {
+	case operators.Add:
+		return func(x, y float64) float64 { return x + y }
+	case operators.Subtract:
+		return func(x, y float64) float64 { return x - y }
+	case operators.Multiply:
+		return func(x, y float64) float64 { return x * y }
+	case operators.Divide:
+		return func(x, y float64) float64 { return x / y }
+	}
+	return nil
+}
+
 // nativeBinary is the standard library's binding of op for two doubles,
 // two ints (comparisons only) or two strings (comparisons only), done
 // natively; done is false for any other operands.
 func nativeBinary(op string) func(l, r fval) (v fval, done bool) {
-	var arith func(x, y float64) float64
+	arith := doubleArith(op)
 	var rel func(c int) bool
 	switch op {
-	case operators.Add:
-		arith = func(x, y float64) float64 { return x + y }
-	case operators.Subtract:
-		arith = func(x, y float64) float64 { return x - y }
-	case operators.Multiply:
-		arith = func(x, y float64) float64 { return x * y }
-	case operators.Divide:
-		arith = func(x, y float64) float64 { return x / y }
+	case operators.Add, operators.Subtract, operators.Multiply, operators.Divide:
 	case operators.Less:
 		rel = func(c int) bool { return c < 0 }
 	case operators.LessEquals:
@@ -724,21 +733,9 @@ func (c *fastCompiler) num(e ast.Expr) fnum {
 		if call.IsMemberFunction() || len(args) != 2 {
 			return nil
 		}
-		var op func(x, y float64) float64
-		switch call.FunctionName() {
-		case operators.Add:
-			op = func(x, y float64) float64 { return x + y }
-		case operators.Subtract:
-			op = func(x, y float64) float64 { return x - y }
-		case operators.Multiply:
-			op = func(x, y float64) float64 { return x * y }
-		case operators.Divide:
-			op = func(x, y float64) float64 { return x / y }
-		default:
-			return nil
-		}
+		op := doubleArith(call.FunctionName())
 		l, r := c.num(args[0]), c.num(args[1])
-		if l == nil || r == nil {
+		if op == nil || l == nil || r == nil {
 			return nil
 		}
 		return func(a *activation) (float64, bool) {

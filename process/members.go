@@ -133,19 +133,10 @@ func (s *memberScan) next() (m *member, ok bool) {
 	s.ms = s.ms[:n+1]
 	m = &s.ms[n]
 	m.ks, m.ke, m.vs, m.ve, m.kind, m.escaped = uint32(ks), uint32(ke), uint32(vs), uint32(ve), kind, escaped
-	if i = ve; i < len(doc) && doc[i] != ',' && doc[i] != '}' {
-		i = skipSpace(doc, i)
-	}
-	switch {
-	case i < len(doc) && doc[i] == ',':
-		s.pos = i + 1
-	case i < len(doc) && doc[i] == '}':
-		s.done = true
-	default:
-		// Get would have returned this member had it been the key; a read
-		// of any later key is malformed
-		s.done, s.bad = true, true
-	}
+	next, closed, ok := after(doc, ve, '}')
+	// !ok: Get would have returned this member had it been the key; a
+	// read of any later key is malformed
+	s.pos, s.done, s.bad = next, closed || !ok, !ok
 	return m, true
 }
 
@@ -262,18 +253,33 @@ func skipContainer(b []byte, i, depth int) (jsonfield.Kind, int, bool) {
 			i++
 		}
 		_, e, ok := skipJSON(b, skipSpace(b, i), depth+1)
-		if i = skipSpace(b, e); !ok || i >= len(b) {
-			return jsonfield.Invalid, 0, false
+		var closed bool
+		if ok {
+			i, closed, ok = after(b, e, closer)
 		}
-		switch b[i] {
-		case ',':
-			i++
-		case closer:
-			return kind, i + 1, true
-		default:
+		switch {
+		case !ok:
 			return jsonfield.Invalid, 0, false
+		case closed:
+			return kind, i, true
 		}
 	}
+}
+
+// after reads what follows a value that ends at i inside a container that
+// closer closes: the index after a ',' (closed false) or after closer
+// (closed true); ok is false for anything else.
+func after(b []byte, i int, closer byte) (next int, closed, ok bool) {
+	if i < len(b) && b[i] != ',' && b[i] != closer {
+		i = skipSpace(b, i)
+	}
+	switch {
+	case i < len(b) && b[i] == ',':
+		return i + 1, false, true
+	case i < len(b) && b[i] == closer:
+		return i + 1, true, true
+	}
+	return i, false, false
 }
 
 // skipNumber returns the end of the run of number bytes after b[i] ('-'
