@@ -133,12 +133,13 @@ func getActivation(r *record.Record) *activation {
 	return a
 }
 
+// put returns a to the pool, keeping its buffers but nothing of the
+// record (getActivation sets the rest; a scan starts with reset).
 func (a *activation) put() {
-	buf := a.buf[:0]
-	if cap(buf) > maxPooledBuf {
-		buf = nil
+	if cap(a.buf) > maxPooledBuf {
+		a.buf = nil
 	}
-	*a = activation{scan: memberScan{ms: a.scan.ms[:0]}, buf: buf, values: a.values}
+	a.rec, a.doc, a.value, a.scan.doc, a.shape, a.scanning = nil, nil, nil, nil, shapeUnknown, 0
 	pool.Put(a)
 }
 

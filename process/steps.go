@@ -22,7 +22,12 @@ func (s Steps) Run(r *record.Record) (keep bool, err error) {
 		return true, nil
 	}
 	a := getActivation(r)
-	defer a.put()
+	keep, err = s.run(a)
+	a.put()
+	return keep, err
+}
+
+func (s Steps) run(a *activation) (keep bool, err error) {
 	if s.Filter != nil {
 		if ok, err := s.Filter.boolOf(a); err != nil || !ok {
 			return false, err
@@ -33,7 +38,7 @@ func (s Steps) Run(r *record.Record) (keep bool, err error) {
 		if err != nil {
 			return false, err
 		}
-		SetValue(r, v)
+		SetValue(a.rec, v)
 	}
 	return true, nil
 }
