@@ -83,13 +83,10 @@ func (x *Expr) Where() signalbox.Where { return x.Bool }
 // rendered yet (`value` reads its original bytes and fails). WithProcess
 // has neither limit.
 func (x *Expr) Transform() signalbox.Transform {
+	s := Steps{Map: x}
 	return func(r *record.Record) error {
-		v, err := x.Apply(nil, r)
-		if err != nil {
-			return err
-		}
-		SetValue(r, v)
-		return nil
+		_, err := s.Run(r)
+		return err
 	}
 }
 
