@@ -73,17 +73,6 @@ func (r *run) commit(ctx context.Context, cp *record.Checkpoint, final bool, fen
 	return nil
 }
 
-// low is the offset to commit: nothing below it is parked or unacknowledged.
-func (ps *partState) low() int64 {
-	if ps.table != nil {
-		return ps.position()
-	}
-	if ps.floorCount > 0 {
-		return min(ps.floorMin, ps.offs.Low())
-	}
-	return ps.offs.Low()
-}
-
 // ownedCheckpoint is cp restricted to the partitions of offs.
 func ownedCheckpoint(cp *record.Checkpoint, offs map[record.TopicPartition]int64) record.Checkpoint {
 	if len(offs) == len(cp.Partitions) {

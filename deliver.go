@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/signalbox/signalbox/internal/engine"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/retry"
 )
@@ -63,11 +64,11 @@ func (w *writer) deadLetter(ctx context.Context, s Sink, rej *retry.RejectedErro
 		reasons[i] = "sink " + sinkName(s) + ": " + rj.Reason
 	}
 	if dl == nil {
-		return errNoDeadLetter(&rej.Rejections[0].Record, reasons[0])
+		return engine.NoDeadLetter(&rej.Rejections[0].Record, reasons[0])
 	}
 	dead := make([]record.Record, len(rej.Rejections))
 	for i := range rej.Rejections {
-		dead[i] = deadLetter(&rej.Rejections[i].Record, reasons[i])
+		dead[i] = engine.DeadLetter(&rej.Rejections[i].Record, reasons[i])
 	}
 	if err := w.toDeadLetter(ctx, "write", dead, dl.Write); err != nil {
 		return err
@@ -77,7 +78,7 @@ func (w *writer) deadLetter(ctx context.Context, s Sink, rej *retry.RejectedErro
 	}
 	r.sinkDead.Add(int64(len(dead)))
 	for i := range dead {
-		w.report(deadEvent(&dead[i], reasons[i]))
+		w.report(event(engine.DeadEvent(&dead[i], reasons[i])))
 	}
 	return nil
 }

@@ -51,29 +51,3 @@ func (r *run) open(ctx context.Context) (closeAll func(err error) error, err err
 	srcOpen = true
 	return closeAll, nil
 }
-
-// fetchStep is the driver's work for one polled Fetch: the core's steps for
-// it (handle), their effects applied, its partitions noted as handled.
-func (r *run) fetchStep(ctx context.Context, p polled) error {
-	err := r.handle(ctx, p)
-	if err == nil {
-		err = r.apply(ctx)
-	}
-	r.noteHandled(&p.f)
-	return err
-}
-
-// finish ends a run whose loop returned err: on a stop (ctx cancelled or
-// past its deadline) or a completed bounded run, it finishes a release the
-// stop interrupted (the watermark already claims it), flushes what was
-// released, checkpoints and commits.
-func (r *run) finish(ctx context.Context, err error) error {
-	if err != nil && !stopped(ctx, err) {
-		return err
-	}
-	if err = r.releaseAll(context.Background()); err != nil {
-		return err
-	}
-	r.checkpoint(r.cfg.clock(), true, false)
-	return r.apply(context.Background())
-}

@@ -3,15 +3,16 @@ package signalbox
 import (
 	"context"
 
+	"github.com/signalbox/signalbox/internal/engine"
 	"github.com/signalbox/signalbox/record"
 )
 
 // MemStore is the default in-memory ParkedStore, for the external tests to
 // wrap (align_test.go's peakStore).
-type MemStore = memStore
+type MemStore = engine.MemStore
 
 // NewMemStore returns an empty in-memory store.
-func NewMemStore() *MemStore { return newMemStore() }
+func NewMemStore() *MemStore { return engine.NewMemStore() }
 
 // Stepper drives a Pipeline's engine core on the caller's goroutine, one
 // Fetch at a time, as Run's loop does but with no poller, no sink
@@ -23,7 +24,6 @@ type Stepper struct {
 	r        *run
 	ctx      context.Context
 	h        *holds
-	last     passTimes
 	closeAll func(error) error
 }
 
@@ -35,7 +35,7 @@ func NewStepper(ctx context.Context, p *Pipeline) (*Stepper, error) {
 	if err != nil {
 		return nil, closeAll(err)
 	}
-	return &Stepper{r: r, ctx: ctx, h: newHolds(r), last: passTimes{cp: r.cfg.clock()}, closeAll: closeAll}, nil
+	return &Stepper{r: r, ctx: ctx, h: newHolds(r), closeAll: closeAll}, nil
 }
 
 // Step takes f, decoded as the poller does, then runs the pass after it at
@@ -48,7 +48,7 @@ func (s *Stepper) Step(f record.Fetch) (done bool, err error) {
 	if err := s.r.fetchStep(s.ctx, polled{f: f, marks: marks}); err != nil {
 		return true, err
 	}
-	return s.r.pass(s.ctx, s.r.cfg.clock(), &s.last)
+	return s.r.pass(s.ctx, s.r.cfg.clock())
 }
 
 // Stop ends the run as Run does once its loop returned err (nil: a
@@ -56,8 +56,8 @@ func (s *Stepper) Step(f record.Fetch) (done bool, err error) {
 // source and the sinks.
 func (s *Stepper) Stop(err error) error {
 	err = s.r.finish(s.ctx, err)
-	for _, e := range s.r.fx.events { // a failed step's, not applied
-		s.r.notify(e)
+	for _, e := range s.r.eng.Ready().Events { // a failed step's, not applied
+		s.r.notify(event(e))
 	}
 	s.r.publish()
 	return s.closeAll(err)

@@ -4,60 +4,55 @@ package signalbox
 // snapshot.
 
 import (
-	"maps"
-	"slices"
-
+	"github.com/signalbox/signalbox/internal/engine"
 	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/watermark"
 )
 
-// event is the core's report of e: the driver reports it to the observer
-// at the next apply (effects).
-func (c *core) event(e Event) {
-	if c.cfg.observer != nil {
-		c.fx.events = append(c.fx.events, e)
-	}
+// event is the engine's event e as an Event (the kinds share their values:
+// TestEventKindsMatchEngine).
+func event(e engine.Event) Event {
+	return Event{Kind: EventKind(e.Kind), Partition: e.Partition, From: e.From, To: e.To,
+		Watermark: e.Watermark, Offset: e.Offset, LateBy: e.LateBy, Reason: e.Reason}
 }
 
 // notify reports e to the observer (WithObserver), from the engine
-// goroutine: the core's events (apply) and the sink goroutine's
-// acknowledgements, which are the core's input too (EventFenced).
+// goroutine: the engine's events (apply) and the sink goroutine's
+// acknowledgements, of which EventFenced is the engine's input too.
 func (r *run) notify(e Event) {
 	if e.Kind == EventFenced {
-		r.fenced[e.Partition] = true // what this instance emitted of it was not stored
+		r.eng.Fenced(e.Partition) // what this instance emitted of it was not stored
 	}
 	if r.cfg.observer != nil {
 		r.cfg.observer(e)
 	}
 }
 
+// publish makes the Stats snapshot that Pipeline.Stats returns.
 func (r *run) publish() {
-	s := r.stats
-	s.Dead += r.sinkDead.Load()
-	s.Watermark = r.wm
-	s.Parked, s.ParkedB = r.store.Len(), r.store.Bytes()
-	s.Holders = nil
-	for _, t := range r.tasks {
-		s.Holders = append(s.Holders, t.strat.Holders()...)
+	es := r.eng.Snapshot()
+	c := es.Counters
+	s := Stats{
+		In: c.In, Filtered: c.Filtered, Out: c.Out, Timeless: c.Timeless, Dead: c.Dead + r.sinkDead.Load(),
+		Skipped: c.Skipped, Future: c.Future, Rebalances: c.Rebalances, TableVersions: c.TableVersions,
+		ExpressionFailed: c.ExpressionFailed, ReplayDone: c.ReplayDone, ReplayTime: c.ReplayTime,
+		Watermark: es.Watermark, Parked: es.Parked, ParkedB: es.ParkedB, Holders: es.Holders, Paused: es.Paused,
+		Progress: es.Progress, Partitions: es.Partitions,
 	}
-	watermark.SortHolds(s.Holders)
-	s.Paused = r.pausedList()
 	r.heldMu.Lock()
 	s.SchemaHolds = r.heldSnap
 	r.heldMu.Unlock()
-	s.Progress = r.catch.Progress()
-	s.Partitions = r.catch.Statuses()
-	s.Late = make(map[record.TopicPartition]LateCounter, len(r.lateCounts))
-	for tp, c := range r.lateCounts {
-		if c.Count > 0 {
-			cc := *c
-			cc.Histogram = slices.Clone(c.Histogram) // the snapshot must not share the live counters
-			s.Late[tp] = cc
-		}
+	s.Late = make(map[record.TopicPartition]LateCounter, len(es.Late))
+	for tp, l := range es.Late {
+		s.Late[tp] = LateCounter(l)
+	}
+	s.Tasks = make([]TaskWatermark, len(es.Tasks))
+	for i, t := range es.Tasks {
+		s.Tasks[i] = TaskWatermark(t)
+	}
+	for _, w := range es.Windows {
+		s.Windows = append(s.Windows, WindowStats(w))
 	}
 	r.publishOps(&s)
-	s.ExpressionFailed = maps.Clone(r.stats.ExpressionFailed) // the snapshot must not share the live counters
-	s.Windows = r.windowStats()
 	r.p.mu.Lock()
 	checkpoints, delivery := r.p.stats.Checkpoints, r.p.stats.Delivery
 	r.p.stats = s

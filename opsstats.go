@@ -1,7 +1,6 @@
 package signalbox
 
 import (
-	"cmp"
 	"slices"
 	"time"
 
@@ -19,20 +18,15 @@ func (r *run) publishOps(s *Stats) {
 	if r.grouper != nil {
 		s.Group, s.Member = r.grouper.Group()
 	}
-	s.Tasks = make([]TaskWatermark, 0, len(r.tasks))
-	for id, t := range r.tasks {
-		s.Tasks = append(s.Tasks, TaskWatermark{Task: id, Watermark: t.wm})
-	}
-	slices.SortFunc(s.Tasks, func(a, b TaskWatermark) int { return cmp.Compare(a.Task, b.Task) })
-	if sp, ok := r.store.(interface{ SpilledLen() int }); ok {
+	if sp, ok := r.cfg.store.(interface{ SpilledLen() int }); ok {
 		s.Spilled = sp.SpilledLen()
 	}
 	// Wall time: a rate limit on a costly call, not a processing-time decision.
-	if ds, ok := r.store.(interface{ DiskBytes() int64 }); ok && time.Since(r.storeSizeAt) >= storeSizeEvery {
+	if ds, ok := r.cfg.store.(interface{ DiskBytes() int64 }); ok && time.Since(r.storeSizeAt) >= storeSizeEvery {
 		r.storeSizeAt = time.Now() // wall time, as above
-		r.stats.StoreBytes = ds.DiskBytes()
-		s.StoreBytes = r.stats.StoreBytes
+		r.storeBytes = ds.DiskBytes()
 	}
+	s.StoreBytes = r.storeBytes
 	s.Sinks = make([]SinkStats, len(r.p.meters))
 	for i, m := range r.p.meters {
 		s.Sinks[i] = m.snapshot()

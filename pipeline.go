@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/signalbox/signalbox/internal/engine"
 	"github.com/signalbox/signalbox/internal/strategy"
 	"github.com/signalbox/signalbox/internal/topicpattern"
 )
@@ -20,7 +21,7 @@ var ErrDeadline = errors.New("signalbox: stopped cleanly at the context's deadli
 
 // ErrNoDeadLetter surfaces from Run when a record must go to the dead-letter
 // sink but none is configured: signalbox stops rather than lose it.
-var ErrNoDeadLetter = errors.New("signalbox: record rejected and no dead-letter sink configured")
+var ErrNoDeadLetter = engine.ErrNoDeadLetter
 
 // Pipeline reads from one Source and releases records in event-time order to
 // its sinks. Build it with New, run it once with Run.
@@ -77,7 +78,7 @@ func New(src Source, opts ...Option) (*Pipeline, error) {
 		p.cfg.strategy = func() strategy.Strategy { return strategy.OffsetGate(delay) }
 	}
 	if p.cfg.store == nil {
-		p.cfg.store = newMemStore()
+		p.cfg.store = engine.NewMemStore()
 	}
 	return p, nil
 }
@@ -144,8 +145,8 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 // reporting its acknowledgements meanwhile, and returns err, or the sink
 // goroutine's error if err is nil.
 func (r *run) shutdown(sinkDone <-chan struct{}, err error) error {
-	for _, e := range r.fx.events { // a failed step's, not applied
-		r.notify(e)
+	for _, e := range r.eng.Ready().Events { // a failed step's, not applied
+		r.notify(event(e))
 	}
 	close(r.outs)
 	for done := false; !done; {

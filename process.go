@@ -9,7 +9,6 @@ package signalbox
 // package.
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/signalbox/signalbox/internal/fielderr"
@@ -88,55 +87,6 @@ func (c *config) validateProcess() []error {
 	return c.validateWindows()
 }
 
-// routed reports whether some sink is routed.
-func (c *config) routed() bool { return len(c.wheres) > 0 || len(c.windows) > 0 }
-
-// process runs the Process and the sinks' Wheres on rec (output): keep is
-// false when the record was filtered or dead-lettered; the record's routes
-// (a bit per sink index, for routed sinks) are left in c.route.
-func (c *core) process(rec *record.Record) (keep bool, err error) {
-	var orig record.Record
-	if c.cfg.routed() {
-		orig = *rec // the dead-letter sink gets the record as it came
-	}
-	if p := c.cfg.process; p != nil {
-		ok, err := p(rec)
-		if err != nil {
-			return false, c.failed(rec, err)
-		}
-		if !ok {
-			c.stats.Filtered++
-			return false, nil
-		}
-	}
-	c.route = c.cfg.rawRoute
-	for i, w := range c.cfg.wheres {
-		if w == nil {
-			continue
-		}
-		ok, err := w(rec)
-		if err != nil {
-			return false, c.failed(&orig, err)
-		}
-		if ok {
-			c.route |= 1 << i
-		}
-	}
-	return true, nil
-}
-
-// failed dead-letters rec, counting err by expression.
-func (c *core) failed(rec *record.Record, err error) error {
-	var ee ExpressionError
-	if errors.As(err, &ee) && !c.rereading {
-		if c.stats.ExpressionFailed == nil {
-			c.stats.ExpressionFailed = map[string]int64{}
-		}
-		c.stats.ExpressionFailed[ee.Expression()]++
-	}
-	return c.dead(rec, err.Error())
-}
-
 // routedSink reports whether sink i was added with WithRoutedSink, or
 // receives its records by route because there are windows (WithWindow).
 func (c *config) routedSink(i int) bool {
@@ -147,10 +97,13 @@ func (c *config) routedSink(i int) bool {
 // those whose route has its bit, copied into buf (the writer's, reused).
 func routeBatch(o *out, i int, buf []record.Record) []record.Record {
 	buf = buf[:0]
-	for j, r := range o.routes {
+	for j, r := range o.Routes {
 		if r&(1<<i) != 0 {
-			buf = append(buf, o.records[j])
+			buf = append(buf, o.Records[j])
 		}
 	}
 	return buf
 }
+
+// routed reports whether some sink is routed.
+func (c *config) routed() bool { return len(c.wheres) > 0 || len(c.windows) > 0 }

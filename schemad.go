@@ -265,29 +265,31 @@ func bytesOnly(sinks []SinkInfo) bool {
 	return len(sinks) > 0 && !slices.ContainsFunc(sinks, func(s SinkInfo) bool { return !s.BytesOnly })
 }
 
-// renderOut is render for a record on its way to the sinks, on the engine
-// goroutine, unless it was rendered at ingest (rendered). A record that was
-// checked at ingest decodes again from the decoder's cache; only one
-// restored from a durable store after a restart may need the registry, and
-// while the registry cannot answer the engine waits here, with backoff
-// (holding, never skipping; a fatal error stops the run). ok is false when
-// rec was dead-lettered instead. dec is rec's input's decoder (partState.dec).
-func (c *core) renderOut(dec *decoder, rec *record.Record) (ok bool, err error) {
+// renderOut is render for a record on its way to the sinks, called by the
+// engine (engine.Config.Render) on its goroutine, unless it was rendered at
+// ingest (rendered). A record that was checked at ingest decodes again from
+// the decoder's cache; only one restored from a durable store after a
+// restart, or changed by a Transform, may need the registry, and while the
+// registry cannot answer the engine waits here, with backoff (holding,
+// never skipping; a fatal error stops the run). dead is the dead-letter
+// reason of a record that cannot be decoded.
+func (p *Pipeline) renderOut(ctx context.Context, rec *record.Record) (dead string, err error) {
+	dec := p.decoderFor(rec.Topic)
 	if !dec.schemad() || dec.rendered(rec) {
-		return true, nil
+		return "", nil
 	}
 	var h *holdError
-	if err = dec.render(c.ctx, rec); errors.As(err, &h) { // the retry policy only once the first try is held
+	if err = dec.render(ctx, rec); errors.As(err, &h) { // the retry policy only once the first try is held
 		var logged time.Time
 		logWait := func(attempt int, err error, _ time.Duration) { // the engine waits: say so, at most every holdLogEvery
 			if now := time.Now(); now.Sub(logged) >= holdLogEvery { // wall time: a log rate limit
 				logged = now
-				c.cfg.logger.Warn("schema'd record cannot be decoded for the sinks yet: release waits, retrying",
+				p.cfg.logger.Warn("schema'd record cannot be decoded for the sinks yet: release waits, retrying",
 					zap.String("topic", rec.Topic), zap.Int32("partition", rec.Partition), zap.Int64("offset", rec.Offset),
 					zap.Int("attempt", attempt), zap.Error(err))
 			}
 		}
-		err = retry.Policy{MaxElapsed: -1, OnRetry: logWait}.Do(c.ctx, func(ctx context.Context) error {
+		err = retry.Policy{MaxElapsed: -1, OnRetry: logWait}.Do(ctx, func(ctx context.Context) error {
 			if err := dec.render(ctx, rec); errors.As(err, &h) {
 				return retry.Retryable(err)
 			} else {
@@ -297,11 +299,11 @@ func (c *core) renderOut(dec *decoder, rec *record.Record) (ok bool, err error) 
 	}
 	switch {
 	case err == nil:
-		return true, nil
-	case c.ctx.Err() != nil || retry.IsFatal(err):
-		return false, cmp.Or(c.ctx.Err(), err)
+		return "", nil
+	case ctx.Err() != nil || retry.IsFatal(err):
+		return "", cmp.Or(ctx.Err(), err)
 	}
-	return false, c.dead(rec, err.Error())
+	return err.Error(), nil
 }
 
 // setRenderIngest makes every schema'd input render its keys and values at

@@ -52,25 +52,6 @@ type LateCounter struct {
 	SumLateBy    int64   // ms, the sum of every late record's lateness
 }
 
-func (l *LateCounter) add(lateBy int64, p LatePolicy) {
-	if l.Histogram == nil {
-		l.Histogram = make([]int64, len(LateBuckets)+1)
-	}
-	l.Count++
-	switch p {
-	case LateEmit:
-		l.Emitted++
-	case LateDeadLetter:
-		l.DeadLettered++
-	case LateDrop:
-		l.Dropped++
-	}
-	l.MaxLateBy = max(l.MaxLateBy, lateBy)
-	l.SumLateBy += lateBy
-	i := sort.Search(len(LateBuckets), func(i int) bool { return lateBy <= LateBuckets[i] })
-	l.Histogram[i]++
-}
-
 // Stats is a snapshot of a pipeline's counters.
 type Stats struct {
 	In        int64 // records received from the source

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/signalbox/signalbox/internal/engine"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/retry"
 )
@@ -61,10 +62,10 @@ func newWriter(r *run, report func(Event)) *writer {
 // giveBack returns o's batch to the engine as a spare once it is written,
 // if it is large (batchFor).
 func (w *writer) giveBack(o *out) {
-	if cap(o.records) > smallBatch {
-		clear(o.records) // nothing keeps the records' buffers reachable
+	if cap(o.Records) > engine.SmallBatch {
+		clear(o.Records) // nothing keeps the records' buffers reachable
 		select {
-		case w.r.spare <- o.records[:0]:
+		case w.r.spare <- o.Records[:0]:
 		default:
 		}
 	}
@@ -79,14 +80,14 @@ func (w *writer) all() []Sink {
 
 func (w *writer) writeOne(ctx context.Context, o *out) error {
 	r, cfg := w.r, w.r.cfg
-	if len(o.dead) > 0 {
-		if err := w.toDeadLetter(ctx, "write", o.dead, cfg.deadLetter.Write); err != nil {
+	if len(o.Dead) > 0 {
+		if err := w.toDeadLetter(ctx, "write", o.Dead, cfg.deadLetter.Write); err != nil {
 			return err
 		}
 	}
-	if len(o.records) > 0 {
+	if len(o.Records) > 0 {
 		for i, s := range cfg.sinks {
-			batch := o.records
+			batch := o.Records
 			if cfg.routedSink(i) {
 				w.routed = routeBatch(o, i, w.routed)
 				if batch = w.routed; len(batch) == 0 {
@@ -99,8 +100,8 @@ func (w *writer) writeOne(ctx context.Context, o *out) error {
 		}
 		clear(w.routed) // nothing keeps the records' buffers reachable
 	}
-	if o.cp == nil {
-		if o.flush {
+	if o.CP == nil {
+		if o.Flush {
 			// Idle flush (WithFlushLinger): the at-least-once sinks make
 			// what they hold visible; nothing is committed.
 			if err := w.flushDeadLetter(ctx); err != nil {
@@ -124,7 +125,7 @@ func (w *writer) writeOne(ctx context.Context, o *out) error {
 	}
 	var fenced []record.TopicPartition
 	if cs := cfg.checkpointSink(); cs != nil {
-		err := w.deliver(ctx, cs, "checkpoint", nil, func(ctx context.Context, _ []record.Record) error { return cs.FlushCheckpoint(ctx, *o.cp) })
+		err := w.deliver(ctx, cs, "checkpoint", nil, func(ctx context.Context, _ []record.Record) error { return cs.FlushCheckpoint(ctx, *o.CP) })
 		if fe := retry.AsFenced(err); fe != nil {
 			// Another member owns these partitions now: their records are
 			// its to write, from the last checkpoint. This member learns
@@ -139,12 +140,12 @@ func (w *writer) writeOne(ctx context.Context, o *out) error {
 			return err
 		}
 	}
-	if !o.noCommit {
-		if err := r.commit(ctx, o.cp, o.final, fenced); err != nil {
+	if !o.NoCommit {
+		if err := r.commit(ctx, o.CP, o.Final, fenced); err != nil {
 			return err
 		}
-		r.countCheckpoint(o.cpAt)
-		w.report(Event{Kind: EventCheckpoint, Watermark: o.cp.Watermark}) // the engine goroutine emits it
+		r.countCheckpoint(o.CPAt)
+		w.report(Event{Kind: EventCheckpoint, Watermark: o.CP.Watermark}) // the engine goroutine emits it
 	}
 	if o.ack != nil {
 		o.fenced = fenced // read by the engine after ack (noCommit)

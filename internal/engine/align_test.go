@@ -1,4 +1,4 @@
-package signalbox
+package engine
 
 import (
 	"math/rand/v2"
@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/sources/kafka"
 	"github.com/signalbox/signalbox/watermark"
 )
 
@@ -34,9 +33,6 @@ func TestAlignmentAheadCountsRecords(t *testing.T) {
 	}
 }
 
-// The Kafka source reports handled answers (sources/kafka handledGate).
-var _ HandledNotifier = (*kafka.Source)(nil)
-
 // TestNextHolders: the bound nextHolders returns is, for random partitions
 // (some timeless, caught up or without a record yet, ties frequent), the
 // lookahead-th lowest contribution of the timed holders other than the
@@ -44,15 +40,14 @@ var _ HandledNotifier = (*kafka.Source)(nil)
 // all gives it.
 func TestNextHolders(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	timed, timeless := &decoder{}, &decoder{timeless: true}
 	for range 2000 {
-		c := &core{cfg: &config{}, parts: map[record.TopicPartition]*partState{}}
+		c := &Engine{cfg: &Config{}, parts: map[record.TopicPartition]*partState{}}
 		var all []*partState
 		for p := range int32(rng.IntN(8)) {
-			ps := &partState{tp: record.TopicPartition{Topic: "t", Partition: p}, dec: timed, holds: rng.IntN(4) > 0,
+			ps := &partState{tp: record.TopicPartition{Topic: "t", Partition: p}, holds: rng.IntN(4) > 0,
 				maxET: int64(rng.IntN(6))}
 			if rng.IntN(6) == 0 {
-				ps.dec = timeless
+				ps.timeless = true
 			}
 			if rng.IntN(6) == 0 {
 				ps.maxET = watermark.MinTime
@@ -66,7 +61,7 @@ func TestNextHolders(t *testing.T) {
 		}
 		var ctbs []int64
 		for _, ps := range all {
-			if ps != lowest && !ps.dec.timeless && ps.holds && ps.maxET != watermark.MinTime {
+			if ps != lowest && !ps.timeless && ps.holds && ps.maxET != watermark.MinTime {
 				ctbs = append(ctbs, ps.contribution(0))
 			}
 		}

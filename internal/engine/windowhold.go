@@ -1,12 +1,4 @@
-package signalbox
-
-// Windows across restarts (design §11, K5-K8): a partition's checkpointed
-// Low is held back to the oldest of its records in a window still open
-// (windowHeld), so that a restart re-reads every record of the windows it
-// has to emit; the re-read records the restored checkpoint says were
-// emitted go to the windows only (windowsReread), and the windows the
-// checkpoint covers are computed again and not emitted (windowResult).
-// windowsResume refuses the restores that are not exact yet.
+package engine
 
 import (
 	"errors"
@@ -22,7 +14,7 @@ import (
 type windowHold map[*partState]map[int64]int64
 
 // holdRecord notes that rec, of ps, joined windows of wr up to timer.
-func (c *core) holdRecord(ps *partState, rec *record.Record, timer int64) {
+func (c *Engine) holdRecord(ps *partState, rec *record.Record, timer int64) {
 	if c.winHold == nil {
 		c.winHold = windowHold{}
 	}
@@ -40,7 +32,7 @@ func (c *core) holdRecord(ps *partState, rec *record.Record, timer int64) {
 // emitted yet (timer above the windows' time): what a checkpoint commits.
 // The checkpoints come after a release is over, so every window with a
 // timer at or below the checkpoint's watermark was emitted before it (K4).
-func (c *core) windowHeld(ps *partState, low int64) int64 {
+func (c *Engine) windowHeld(ps *partState, low int64) int64 {
 	h := c.winHold[ps]
 	if len(h) == 0 || len(c.wins) == 0 {
 		return low
@@ -59,30 +51,30 @@ func (c *core) windowHeld(ps *partState, low int64) int64 {
 // windowsRestored reports whether the run has windows and restored a
 // checkpoint: its windows are rebuilt from the re-read records, whose
 // release must then follow their data, not the restored watermark.
-func (c *core) windowsRestored() bool { return len(c.cfg.windows) > 0 && c.hasCP }
+func (c *Engine) windowsRestored() bool { return len(c.cfg.Windows) > 0 && c.hasCP }
 
 // windowsReread takes a re-read record that the restored checkpoint says
 // was emitted (the restart skip rule): it goes to the windows, as it did
 // before the restart, and to no sink, no dead-letter sink and no counter
 // but Skipped. A record the Process or a where drops, or whose evaluation
 // fails, was dealt with the first time.
-func (c *core) windowsReread(ps *partState, rec *record.Record) error {
+func (c *Engine) windowsReread(ps *partState, rec *record.Record) error {
 	c.stats.Skipped++
 	if rec.Timeless {
 		return nil
 	}
 	o, stats := c.cur, c.stats
-	dead := len(o.dead)
+	dead := len(o.Dead)
 	c.rereading = true // failed counts nothing: the map is not in the stats' copy
 	err := c.output(ps, rec)
 	c.rereading = false
 	if c.stats.Out > stats.Out { // rec went into the batch, last, after the results it fired
-		o.records, o.routes = o.records[:len(o.records)-1], o.routes[:len(o.routes)-1]
-		if c.cfg.inflightBytes > 0 {
-			o.bytes -= rec.Size()
+		o.Records, o.Routes = o.Records[:len(o.Records)-1], o.Routes[:len(o.Routes)-1]
+		if c.cfg.InflightBytes > 0 {
+			o.Bytes -= rec.Size()
 		}
 	}
-	o.dead = o.dead[:dead]
+	o.Dead = o.Dead[:dead]
 	c.stats = stats
 	return err
 }
@@ -90,7 +82,7 @@ func (c *core) windowsReread(ps *partState, rec *record.Record) error {
 // skipReread drops a re-read record the restored checkpoint says was
 // emitted and that fails again on its way in (the first time it went to
 // the dead-letter sink, in no window).
-func (c *core) skipReread() error {
+func (c *Engine) skipReread() error {
 	c.stats.Skipped++
 	return nil
 }
@@ -100,10 +92,10 @@ func (c *core) skipReread() error {
 // (windowsReread). Late by the data, it gets its lateness, so that it
 // parks where it did, without being counted again; under late: drop or
 // dead-letter it was in no window and stays out.
-func (c *core) parkReread(ps *partState, rec *record.Record, byData int64) error {
+func (c *Engine) parkReread(ps *partState, rec *record.Record, byData int64) error {
 	if rec.EventTime <= byData {
 		rec.Late, rec.LateBy = true, byData-rec.EventTime
-		if c.cfg.late != LateEmit {
+		if c.cfg.Late != LateEmit {
 			return c.skipReread()
 		}
 	}
@@ -119,8 +111,8 @@ var errWindowsRestore = errors.New("signalbox: windows: resuming from a checkpoi
 // stored positions, not the held-back Low), a group's (a task that moves
 // would bring its re-read records to windows already past them), or with
 // session windows (a session's records are not held yet).
-func (c *core) windowsResume(assigned []record.PartitionInfo) error {
-	if len(c.cfg.windows) == 0 {
+func (c *Engine) windowsResume(assigned []record.PartitionInfo) error {
+	if len(c.cfg.Windows) == 0 {
 		return nil
 	}
 	restored := false
@@ -133,29 +125,19 @@ func (c *core) windowsResume(assigned []record.PartitionInfo) error {
 		return nil
 	}
 	switch {
-	case c.durable != nil:
+	case c.cfg.Durable:
 		return fmt.Errorf("%w: the run has a durable store", errWindowsRestore)
 	case !c.hasCP:
 		return fmt.Errorf("%w: a group's committed checkpoint", errWindowsRestore)
-	case c.inGroup():
+	case c.cfg.InGroup:
 		return fmt.Errorf("%w: the source reads in a group", errWindowsRestore)
 	case c.wins != nil:
 		return fmt.Errorf("%w: partitions assigned after the windows started", errWindowsRestore)
 	}
-	for i := range c.cfg.windows {
-		if c.cfg.windows[i].Spec.Kind == keyed.Session {
-			return fmt.Errorf("%w: window %s is a session window", errWindowsRestore, c.cfg.windows[i].Spec.Name)
+	for i := range c.cfg.Windows {
+		if c.cfg.Windows[i].Spec.Kind == keyed.Session {
+			return fmt.Errorf("%w: window %s is a session window", errWindowsRestore, c.cfg.Windows[i].Spec.Name)
 		}
 	}
 	return nil
-}
-
-// inGroup reports whether the source reads in a consumer group.
-func (c *core) inGroup() bool {
-	g, ok := c.p.src.(GroupReader)
-	if !ok {
-		return false
-	}
-	name, _ := g.Group()
-	return name != ""
 }

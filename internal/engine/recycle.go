@@ -1,4 +1,4 @@
-package signalbox
+package engine
 
 // Giving a source's record arrays back once nothing refers to them.
 
@@ -9,7 +9,7 @@ import (
 )
 
 // parkedArray is one delivered record array with records still parked in
-// the store: the store refers to them by pointer (ParkedStore.Park), so the
+// the store: the store refers to them by pointer (Store.Park), so the
 // array goes back to the source only once each of them is released.
 type parkedArray struct {
 	recs   []record.Record
@@ -29,12 +29,12 @@ const maxParkedArrays = 256
 // for ps, of which parked records went into the store: with none parked, or
 // a store that copies what it parks, it goes back to the source at once,
 // else once they are released (unparked).
-func (c *core) retire(ps *partState, recs []record.Record, parked int) {
-	if !c.recycles || cap(recs) == 0 {
+func (c *Engine) retire(ps *partState, recs []record.Record, parked int) {
+	if !c.cfg.Recycles || cap(recs) == 0 {
 		return
 	}
-	if parked == 0 || !c.parkRefs {
-		c.fx.recycle = append(c.fx.recycle, recs)
+	if parked == 0 || !c.cfg.ParkRefs {
+		c.fx.Recycle = append(c.fx.Recycle, recs)
 		return
 	}
 	if len(ps.arrays) == maxParkedArrays {
@@ -56,7 +56,7 @@ func (c *core) retire(ps *partState, recs []record.Record, parked int) {
 // where the search starts. An array given back out of turn stays listed,
 // empty, until the ones before it are given back, so that the list only
 // ever loses its first entries.
-func (c *core) unparked(ps *partState, rec *record.Record) {
+func (c *Engine) unparked(ps *partState, rec *record.Record) {
 	p := uintptr(unsafe.Pointer(rec))
 	for i := range ps.arrays {
 		a := &ps.arrays[i]
@@ -64,7 +64,7 @@ func (c *core) unparked(ps *partState, rec *record.Record) {
 			continue
 		}
 		if a.live--; a.live == 0 {
-			c.fx.recycle = append(c.fx.recycle, a.recs)
+			c.fx.Recycle = append(c.fx.Recycle, a.recs)
 			*a = parkedArray{}
 			for len(ps.arrays) > 0 && ps.arrays[0].recs == nil {
 				ps.arrays = ps.arrays[1:]

@@ -1,4 +1,4 @@
-package signalbox
+package engine
 
 import (
 	"testing"

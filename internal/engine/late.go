@@ -1,4 +1,4 @@
-package signalbox
+package engine
 
 // Late records (design L1-L3): the mark by the data, where a record late
 // by the data is parked, and what the late policy does with a late record.
@@ -20,13 +20,13 @@ import (
 // while its partition holds the watermark: where it lands in the output is
 // then a function of the data too. One that mark already passed (late by
 // timing, or a restored mark above byData) is released at once.
-func (c *core) late(ps *partState, rec *record.Record, byData, mark int64) error {
+func (c *Engine) late(ps *partState, rec *record.Record, byData, mark int64) error {
 	at := max(byData, mark)
 	lateBy := at - rec.EventTime
-	ps.late.add(lateBy, c.cfg.late)
+	ps.late.add(lateBy, c.cfg.Late)
 	c.event(Event{Kind: EventLate, Partition: ps.tp, Offset: rec.Offset, LateBy: lateBy, Watermark: at})
 	rec.Late, rec.LateBy = true, lateBy // the dead letter says so too
-	switch c.cfg.late {
+	switch c.cfg.Late {
 	case LateDrop:
 		return nil
 	case LateDeadLetter:

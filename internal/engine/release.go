@@ -1,4 +1,4 @@
-package signalbox
+package engine
 
 // Deciding the watermark and releasing what it passes into the current out
 // batch (handoff.go hands the batches to the sink goroutine).
@@ -12,11 +12,11 @@ import (
 )
 
 // release advances the watermark and starts releasing every parked record
-// at or below it into the out batches, in timer order (releaseMore goes
+// at or below it into the out batches, in timer order (ReleaseMore goes
 // on). The strategy sees the source's evidence clock when it keeps one: the
 // processing-time fallback must not run ahead of what the broker has been
 // asked (record invariant 4).
-func (c *core) release(now time.Time) {
+func (c *Engine) release(now time.Time) {
 	if c.stamped && c.evidence.Before(now) {
 		now = c.evidence
 	}
@@ -32,15 +32,15 @@ func (c *core) release(now time.Time) {
 		return // no timed partition: no evidence, nothing moves
 	}
 	g = min(g, c.restoreHold())
-	if c.cfg.stopSet && g >= c.cfg.stopAt {
+	if c.cfg.StopSet && g >= c.cfg.StopAt {
 		// UntilTime: hold the watermark at the stop, and end the run.
-		g, c.untilReached = max(c.cfg.stopAt, c.wm), true
+		g, c.untilReached = max(c.cfg.StopAt, c.wm), true
 	}
 	c.wm = g
 	if c.windowsRestored() {
 		c.wm = max(c.wm, c.cpWM) // the windows rebuild below it: a checkpoint still claims it
 	}
-	if len(c.cfg.tables) > 0 {
+	if len(c.cfg.Tables) > 0 {
 		c.trimTables(g)
 	}
 	for _, t := range c.tasks {
@@ -50,7 +50,7 @@ func (c *core) release(now time.Time) {
 }
 
 // releasing is a release under way: the store releases up to g one
-// WithBatchSize chunk at a time (releaseMore), so that the driver hands the
+// WithBatchSize chunk at a time (ReleaseMore), so that the driver hands the
 // batches sealed meanwhile to the sinks (backpressure) before the next
 // chunk leaves the store.
 type releasing struct {
@@ -61,9 +61,9 @@ type releasing struct {
 	n      int   // records the current chunk released
 }
 
-// releaseMore releases the next chunk of the release under way; more
+// ReleaseMore releases the next chunk of the release under way; more
 // reports that it may not be over.
-func (c *core) releaseMore() (more bool, err error) {
+func (c *Engine) ReleaseMore() (more bool, err error) {
 	if !c.rel.active {
 		return false, nil
 	}
@@ -71,11 +71,11 @@ func (c *core) releaseMore() (more bool, err error) {
 	if c.onRelease == nil {
 		c.onRelease = c.releasedOne // once: a method value allocates
 	}
-	if err := c.store.Release(c.rel.g, c.cfg.batchSize, c.onRelease); err != nil {
+	if err := c.store.Release(c.rel.g, c.cfg.BatchSize, c.onRelease); err != nil {
 		c.rel.active = false
 		return false, err
 	}
-	if c.rel.n == c.cfg.batchSize {
+	if c.rel.n == c.cfg.BatchSize {
 		return true, nil
 	}
 	c.rel.active = false
@@ -85,8 +85,8 @@ func (c *core) releaseMore() (more bool, err error) {
 	return false, c.windowsAdvance(c.rel.g)
 }
 
-// releasedOne is released, counted for releaseMore.
-func (c *core) releasedOne(rec *record.Record) error {
+// releasedOne is released, counted for ReleaseMore.
+func (c *Engine) releasedOne(rec *record.Record) error {
 	c.rel.n++
 	c.rel.last = max(c.rel.last, releaseAt(rec))
 	return c.released(rec)
@@ -99,7 +99,7 @@ func (c *core) releasedOne(rec *record.Record) error {
 // claim (emittedClaim), so a stop at any moment re-emits nothing. A
 // partition caught up below that position (its records were deleted) does
 // not hold.
-func (c *core) restoreHold() int64 {
+func (c *Engine) restoreHold() int64 {
 	if c.restoringN == 0 {
 		return watermark.MaxTime
 	}
@@ -107,7 +107,7 @@ func (c *core) restoreHold() int64 {
 	for _, ps := range c.parts {
 		if ps.restoring {
 			n++
-			if ps.holds && !ps.dec.timeless {
+			if ps.holds && !ps.timeless {
 				hold = min(hold, ps.restoreWM)
 			}
 		}
@@ -120,20 +120,20 @@ func (c *core) restoreHold() int64 {
 // outstanding offsets and goes into the current out batch, unless it belongs
 // to a revoked partition (the new owner re-reads it) or a restart found it
 // already emitted.
-func (c *core) released(rec *record.Record) error {
+func (c *Engine) released(rec *record.Record) error {
 	ps := c.partOf(rec)
 	if ps == nil {
 		return nil
 	}
 	err := c.emit(ps, rec)
-	if c.parkRefs {
+	if c.cfg.ParkRefs {
 		c.unparked(ps, rec) // last: the source may overwrite rec from here on
 	}
 	return err
 }
 
 // emit is released's part for a record of an assigned partition.
-func (c *core) emit(ps *partState, rec *record.Record) error {
+func (c *Engine) emit(ps *partState, rec *record.Record) error {
 	switch {
 	case rec.Offset >= ps.start:
 		ps.offs.Done(rec.Offset)
@@ -155,7 +155,7 @@ func (c *core) emit(ps *partState, rec *record.Record) error {
 	if err := c.output(ps, rec); err != nil {
 		return err
 	}
-	if len(c.cur.records) >= c.cfg.batchSize || c.cur.bytes >= c.cfg.batchBytes {
+	if len(c.cur.Records) >= c.cfg.BatchSize || c.cur.Bytes >= c.cfg.BatchBytes {
 		c.seal(c.now)
 	}
 	return nil
@@ -177,7 +177,7 @@ const partCacheBits = 8
 // top bits of a multiplicative hash: topic strings allocated one after the
 // other sit a few bytes apart, and their low address bits combined with
 // small partition numbers would share slots.
-func (c *core) partOf(rec *record.Record) *partState {
+func (c *Engine) partOf(rec *record.Record) *partState {
 	const golden = 0x9E3779B97F4A7C15
 	h := (uint64(uintptr(unsafe.Pointer(unsafe.StringData(rec.Topic)))) + uint64(rec.Partition)*golden) * golden
 	slot := &c.pcache[h>>(64-partCacheBits)]
@@ -192,15 +192,15 @@ func (c *core) partOf(rec *record.Record) *partState {
 }
 
 // flushAll starts releasing everything parked (end of a bounded run;
-// releaseMore goes on), then raises the watermark to the last released
+// ReleaseMore goes on), then raises the watermark to the last released
 // event time, so that a later restart treats all of it as emitted.
-func (c *core) flushAll() {
+func (c *Engine) flushAll() {
 	c.rel = releasing{g: watermark.MaxTime, active: true, flush: true, last: c.wm}
 }
 
 // flushed ends flushAll once everything is released; last is the newest
 // event time released.
-func (c *core) flushed(last int64) {
+func (c *Engine) flushed(last int64) {
 	for _, t := range c.tasks {
 		t.strat.Restore(last)
 		t.rel = max(t.rel, last)

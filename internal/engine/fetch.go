@@ -1,41 +1,21 @@
-package signalbox
-
-// Handling one Fetch on the engine goroutine: rebalances, then each
-// partition's records and evidence.
+package engine
 
 import (
-	"context"
 	"time"
-
-	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox/catchup"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/watermark"
 )
 
-// handle takes one Fetch: the core's steps for it (beginFetch,
-// takeFetch), with the revoke barrier and the checkpoint sink's reads
-// (readRestored) done in between.
-func (r *run) handle(ctx context.Context, p polled) error {
-	now := r.cfg.clock()
-	r.beginFetch(&p.f, now)
-	if err := r.apply(ctx); err != nil {
-		return err
-	}
-	cp, err := r.readRestored(ctx, p.f.Assigned, p.f.Member)
-	if err != nil {
-		return err
-	}
-	return r.takeFetch(p, cp, now)
-}
+// Handling one Fetch: rebalances, then each partition's records and evidence.
 
-// beginFetch is the core's first step for a Fetch f at now: the evidence
+// BeginFetch is the core's first step for a Fetch f at now: the evidence
 // clock, the poison guard's bound, and, when f revokes partitions, a
 // checkpoint barrier (effects): the safe offsets are committed before the
 // partitions go, as the source acknowledges the rebalance at the next Poll
 // and the new owner starts from what is committed.
-func (c *core) beginFetch(f *record.Fetch, now time.Time) {
+func (c *Engine) BeginFetch(f *record.Fetch, now time.Time) {
 	c.now = now
 	c.fetched = true
 	if len(f.Revoked) > 0 || len(f.Assigned) > 0 {
@@ -57,12 +37,11 @@ func (c *core) beginFetch(f *record.Fetch, now time.Time) {
 	}
 }
 
-// takeFetch is the core's second step for a Fetch, once beginFetch's
+// TakeFetch is the core's second step for a Fetch, once BeginFetch's
 // barrier is done: it lets go of the revoked partitions, assigns the new
 // ones (restored is the checkpoint sink's checkpoint read for them,
 // readRestored), and ingests each partition's records and evidence.
-func (c *core) takeFetch(p polled, restored *record.Checkpoint, now time.Time) error {
-	f := p.f
+func (c *Engine) TakeFetch(f *record.Fetch, marks map[*record.Record]error, restored *record.Checkpoint, now time.Time) error {
 	for _, tp := range f.Revoked {
 		c.revoke(tp)
 	}
@@ -85,7 +64,7 @@ func (c *core) takeFetch(p polled, restored *record.Checkpoint, now time.Time) e
 		c.floors = nil
 	}
 	for i := range f.Partitions {
-		if err := c.take(&f.Partitions[i], p.marks, now); err != nil {
+		if err := c.take(&f.Partitions[i], marks, now); err != nil {
 			return err
 		}
 	}
@@ -94,17 +73,17 @@ func (c *core) takeFetch(p polled, restored *record.Checkpoint, now time.Time) e
 
 // take ingests one partition's part of a Fetch: its records (marks are
 // prepare's), then its position and end-offset evidence.
-func (c *core) take(pf *record.PartitionFetch, marks map[*record.Record]error, now time.Time) error {
+func (c *Engine) take(pf *record.PartitionFetch, marks map[*record.Record]error, now time.Time) error {
 	ps := c.parts[pf.TopicPartition]
 	if ps == nil {
-		c.cfg.logger.Warn("fetch for an unassigned partition", zap.String("topic", pf.Topic), zap.Int32("partition", pf.Partition))
+		c.warn("fetch for an unassigned partition", "topic", pf.Topic, "partition", pf.Partition)
 		return nil
 	}
 	if pf.Err != nil {
 		if t, ok := c.catch.Fail(ps.cid, now); ok {
 			c.phase(t)
 		}
-		c.cfg.logger.Warn("fetch failed: partition holds the watermark", zap.String("topic", pf.Topic), zap.Int32("partition", pf.Partition), zap.Error(pf.Err))
+		c.warn("fetch failed: partition holds the watermark", "topic", pf.Topic, "partition", pf.Partition, "error", pf.Err)
 		return nil
 	}
 	before := ps.maxET

@@ -1,20 +1,18 @@
-package signalbox
+package engine
 
 import (
-	"math"
 	"testing"
-	"time"
 
 	"github.com/signalbox/signalbox/record"
 )
 
-// spareRun is a run with n spare batches of batch records waiting.
-func spareRun(n, batch int) *run {
-	r := &run{core: core{cfg: &config{batchSize: batch}}, spare: make(chan []record.Record, n+1), spareLow: math.MaxInt}
+// spareRun is an engine with n spare batches of batch records waiting.
+func spareRun(n, batch int) *Engine {
+	c := New(&Config{BatchSize: batch})
 	for range n {
-		r.spare <- make([]record.Record, 0, batch)
+		c.Spare(make([]record.Record, 0, batch))
 	}
-	return r
+	return c
 }
 
 // A spare window drops only the spares that waited unused through it: a
@@ -23,7 +21,6 @@ func spareRun(n, batch int) *run {
 // engine that took none.
 func TestTrimSparesDropsOnlyUnused(t *testing.T) {
 	const n, batch = 17, 4096
-	now := time.Now()
 
 	burst := spareRun(n, batch)
 	var taken [][]record.Record
@@ -31,34 +28,34 @@ func TestTrimSparesDropsOnlyUnused(t *testing.T) {
 		taken = append(taken, burst.batchFor(batch))
 	}
 	for _, b := range taken { // the sink writes them and gives them back
-		burst.spare <- b[:0]
+		burst.Spare(b[:0])
 	}
-	burst.trimSpares(now)
-	if got := len(burst.spare); got != n {
+	burst.TrimSpares()
+	if got := burst.Spares(); got != n {
 		t.Errorf("after a burst that needed all %d spares, %d are kept", n, got)
 	}
 
 	trickle := spareRun(n, batch)
 	for range 100 {
 		b := trickle.batchFor(10)
-		trickle.spare <- b[:0]
+		trickle.Spare(b[:0])
 	}
-	trickle.trimSpares(now)
-	if got := len(trickle.spare); got != idleSpareBatches {
+	trickle.TrimSpares()
+	if got := trickle.Spares(); got != idleSpareBatches {
 		t.Errorf("after a trickle that needed one spare at a time, %d of %d are kept, want %d", got, n, idleSpareBatches)
 	}
 
 	idle := spareRun(n, batch)
-	idle.trimSpares(now)
-	if got := len(idle.spare); got != idleSpareBatches {
+	idle.TrimSpares()
+	if got := idle.Spares(); got != idleSpareBatches {
 		t.Errorf("after a window with no batch taken, %d of %d are kept, want %d", got, n, idleSpareBatches)
 	}
 	// The next window starts afresh: a burst in it keeps what it used.
 	for range idleSpareBatches {
-		idle.spare <- idle.batchFor(batch)[:0]
+		idle.Spare(idle.batchFor(batch)[:0])
 	}
-	idle.trimSpares(now.Add(time.Second))
-	if got := len(idle.spare); got != idleSpareBatches {
+	idle.TrimSpares()
+	if got := idle.Spares(); got != idleSpareBatches {
 		t.Errorf("a later window dropped spares it used: %d kept, want %d", got, idleSpareBatches)
 	}
 }

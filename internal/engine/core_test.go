@@ -1,30 +1,41 @@
-package signalbox
+package engine
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/signalbox/signalbox/internal/strategy"
 	"github.com/signalbox/signalbox/record"
 )
 
-// testCore is the core of a run of topic "a", delay 0, with opts, with a/0
-// assigned (end offset end) at the epoch.
-func testCore(t *testing.T, end int64, opts ...Option) *run {
+// testConfig is the configuration of a run of topic "a", delay 0, as the
+// root package's defaults make it: a plain value, no source, no sink.
+func testConfig() *Config {
+	return &Config{
+		BatchSize: 4096, BatchBytes: 1 << 30, Tick: 100 * time.Millisecond, CheckpointEvery: time.Second,
+		Strategy: func() strategy.Strategy { return strategy.OffsetGate(0) },
+		Store:    NewMemStore(), ParkRefs: true,
+		Timeless: func(string) bool { return false },
+		Start:    time.UnixMilli(0),
+	}
+}
+
+// testCore is an engine of testConfig, changed by opts, with a/0 assigned
+// (end offset end) at the epoch.
+func testCore(t *testing.T, end int64, opts ...func(*Config)) *Engine {
 	t.Helper()
-	p, err := New(nopSource{}, append([]Option{WithInputs(Input{Topic: "a", Time: TimeFromField, TimeField: "ts"}),
-		WithSink(nopSink{}), WithClock(func() time.Time { return time.UnixMilli(0) })}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
+	cfg := testConfig()
+	for _, o := range opts {
+		o(cfg)
 	}
-	r := newRun(context.Background(), p)
+	c := New(cfg)
 	f := record.Fetch{Assigned: []record.PartitionInfo{{TopicPartition: record.TopicPartition{Topic: "a"}, End: end}}}
-	r.beginFetch(&f, time.UnixMilli(0))
-	if err := r.takeFetch(polled{f: f}, nil, time.UnixMilli(0)); err != nil {
+	c.BeginFetch(&f, time.UnixMilli(0))
+	if err := c.TakeFetch(&f, nil, nil, time.UnixMilli(0)); err != nil {
 		t.Fatal(err)
 	}
-	return r
+	return c
 }
 
 // records of a/0 at offsets 0, 1, ... with the event times ets.
@@ -39,17 +50,17 @@ func records(ets ...int64) []record.Record {
 // releaseChunks steps the release under way to its end, as the driver
 // does, and returns the offsets of the batches sealed by each chunk;
 // between two chunks it calls between, if not nil, with the chunks so far.
-func releaseChunks(t *testing.T, r *run, between func(n int)) [][]int {
+func releaseChunks(t *testing.T, r *Engine, between func(n int)) [][]int {
 	t.Helper()
 	var chunks [][]int
 	for more := true; more; {
 		var err error
-		if more, err = r.releaseMore(); err != nil {
+		if more, err = r.ReleaseMore(); err != nil {
 			t.Fatal(err)
 		}
 		var got []int
-		for _, o := range r.fx.outs {
-			for _, rec := range o.records {
+		for _, o := range r.Ready().Outs {
+			for _, rec := range o.Records {
 				got = append(got, int(rec.Offset))
 			}
 		}
@@ -57,7 +68,7 @@ func releaseChunks(t *testing.T, r *run, between func(n int)) [][]int {
 		if more && between != nil {
 			between(len(chunks))
 		}
-		r.fx.outs = nil // the driver hands them over
+		r.Advance(0) // the driver hands them over
 	}
 	return chunks
 }
@@ -67,22 +78,22 @@ func releaseChunks(t *testing.T, r *run, between func(n int)) [][]int {
 // nothing reaches the sinks while the core steps, and what the driver has
 // not taken stays parked.
 func TestCoreReleasesChunkByChunk(t *testing.T) {
-	r := testCore(t, 5, WithBatchSize(2), WithUntil(UntilEndOffsets))
+	r := testCore(t, 5, func(c *Config) { c.BatchSize, c.UntilEnd = 2, true })
 	a0 := record.TopicPartition{Topic: "a"}
 	f := record.Fetch{Partitions: []record.PartitionFetch{{TopicPartition: a0, Records: records(10, 20, 30, 40, 50), Position: 5, End: 5}}}
 	now := time.UnixMilli(1)
-	r.beginFetch(&f, now)
-	if err := r.takeFetch(polled{f: f}, nil, now); err != nil {
+	r.BeginFetch(&f, now)
+	if err := r.TakeFetch(&f, nil, nil, now); err != nil {
 		t.Fatal(err)
 	}
-	r.startPass(now)
+	r.StartPass(now)
 	chunks := releaseChunks(t, r, nil)
 	// The partition is caught up, so the watermark follows the clock: at 1ms
 	// nothing is due. The end of the replay releases everything.
 	if len(chunks) != 1 || len(chunks[0]) != 0 {
 		t.Fatalf("at 1ms the release put out %v, want nothing", chunks)
 	}
-	if done, err := r.endPass(now, &passTimes{cp: now, pub: now}); !done || err != nil {
+	if done, err := r.EndPass(now); !done || err != nil {
 		t.Fatalf("endPass: done %v, err %v; want the bounded run done", done, err)
 	}
 	chunks = releaseChunks(t, r, func(n int) {
@@ -94,7 +105,7 @@ func TestCoreReleasesChunkByChunk(t *testing.T) {
 	if len(chunks) != 3 || !slices.Equal(chunks[0], want[0]) || !slices.Equal(chunks[1], want[1]) || len(chunks[2]) != 0 {
 		t.Fatalf("flush chunks %v, want %v then the last record left in the current batch", chunks, want)
 	}
-	if got := r.cur.records; len(got) != 1 || got[0].Offset != 4 {
+	if got := r.cur.Records; len(got) != 1 || got[0].Offset != 4 {
 		t.Fatalf("current batch %v, want offset 4", got)
 	}
 	if r.wm != 50 {
@@ -111,27 +122,27 @@ func TestCoreRevokeWaitsForTheBarrier(t *testing.T) {
 	a0 := record.TopicPartition{Topic: "a"}
 	now := time.UnixMilli(1)
 	f := record.Fetch{Partitions: []record.PartitionFetch{{TopicPartition: a0, Records: records(10), Position: 1, End: 2}}}
-	r.beginFetch(&f, now)
-	if err := r.takeFetch(polled{f: f}, nil, now); err != nil {
+	r.BeginFetch(&f, now)
+	if err := r.TakeFetch(&f, nil, nil, now); err != nil {
 		t.Fatal(err)
 	}
 	rev := record.Fetch{Revoked: []record.TopicPartition{a0}}
-	r.beginFetch(&rev, now)
-	b := r.fx.barrier
+	r.BeginFetch(&rev, now)
+	b := r.Ready().Barrier
 	if b == nil {
 		t.Fatal("a revoke asked for no barrier")
 	}
-	if len(b.cp.Partitions) != 1 || b.cp.Partitions[0].Low != 0 || b.cp.Partitions[0].Position != 1 {
-		t.Fatalf("barrier checkpoint %+v, want a/0 low 0 (offset 0 parked) position 1", b.cp.Partitions)
+	if len(b.CP.Partitions) != 1 || b.CP.Partitions[0].Low != 0 || b.CP.Partitions[0].Position != 1 {
+		t.Fatalf("barrier checkpoint %+v, want a/0 low 0 (offset 0 parked) position 1", b.CP.Partitions)
 	}
-	if len(r.fx.outs) != 1 || r.fx.outs[0] != b.o {
+	if outs := r.Ready().Outs; len(outs) != 1 || outs[0] != b.Out {
 		t.Fatal("the barrier's batch is not the one sealed for the driver")
 	}
 	if r.parts[a0] == nil {
 		t.Fatal("the partition was let go before the barrier was done")
 	}
-	r.fx = effects{} // the driver did the barrier
-	if err := r.takeFetch(polled{f: rev}, nil, now); err != nil {
+	r.Advance(0) // the driver did the barrier
+	if err := r.TakeFetch(&rev, nil, nil, now); err != nil {
 		t.Fatal(err)
 	}
 	if r.parts[a0] != nil {
@@ -142,50 +153,34 @@ func TestCoreRevokeWaitsForTheBarrier(t *testing.T) {
 	}
 }
 
-// An acknowledgement the loop receives from the sink goroutine is the
-// core's input whether or not an observer listens: a fence it reports is
-// remembered, so that a revoke then forgets what was emitted (R9).
-func TestLoopTakesInAcknowledgementsWithoutAnObserver(t *testing.T) {
-	r := testCore(t, 1)
-	a0 := record.TopicPartition{Topic: "a"}
-	r.acks <- Event{Kind: EventFenced, Partition: a0}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.loop(ctx, make(chan polled)) }()
-	for len(r.acks) > 0 { // wait until the loop took it
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	<-done
-	if !r.fenced[a0] {
-		t.Fatal("the fence the sink goroutine reported was not taken in")
-	}
-}
-
-// apply hands the out batches over in place: the slice keeps its capacity
-// (no allocation per batch), and on a stop the ones not handed over stay,
-// first and in order, for the final checkpoint.
-func TestApplyKeepsOutsUnsent(t *testing.T) {
-	r := testCore(t, 0)
-	r.fx.outs = append(r.fx.outs, &out{})
-	if err := r.apply(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if len(r.fx.outs) != 0 || cap(r.fx.outs) == 0 {
-		t.Fatalf("after apply: len %d cap %d, want 0 and the capacity kept", len(r.fx.outs), cap(r.fx.outs))
-	}
-	<-r.outs
-	for len(r.outs) < cap(r.outs)-1 {
-		r.outs <- &out{} // the sink goroutine lags: room for one more
-	}
-	o1, o2, o3 := &out{}, &out{}, &out{}
-	r.fx.outs = append(r.fx.outs, o1, o2, o3)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := r.apply(ctx); err == nil {
-		t.Fatal("apply with the sinks full and ctx cancelled: no error")
-	}
-	if !slices.Equal(r.fx.outs, []*out{o2, o3}) {
-		t.Fatalf("unsent outs %p, want %p %p", r.fx.outs, o2, o3)
+// A fenced partition's revoke forgets what this instance emitted of it
+// (design R9): the checkpoint sink refused its checkpoint, so the sink's
+// checkpoint, not this run's memory, says what a re-read skips; an
+// unfenced one's revoke remembers its position.
+func TestFencedRevoke(t *testing.T) {
+	for _, fenced := range []bool{false, true} {
+		r := testCore(t, 2)
+		a0 := record.TopicPartition{Topic: "a"}
+		now := time.UnixMilli(1)
+		f := record.Fetch{Partitions: []record.PartitionFetch{{TopicPartition: a0, Records: records(10), Position: 1, End: 2}}}
+		r.BeginFetch(&f, now)
+		if err := r.TakeFetch(&f, nil, nil, now); err != nil {
+			t.Fatal(err)
+		}
+		if fenced {
+			r.Fenced(a0)
+		}
+		rev := record.Fetch{Revoked: []record.TopicPartition{a0}}
+		r.BeginFetch(&rev, now)
+		r.Advance(0)
+		if err := r.TakeFetch(&rev, nil, nil, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, kept := r.restored[a0]; kept == fenced {
+			t.Errorf("fenced %v: the revoke remembered the partition: %v", fenced, kept)
+		}
+		if r.IsFenced(a0) {
+			t.Errorf("fenced %v: the fence outlived the revoke", fenced)
+		}
 	}
 }

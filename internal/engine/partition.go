@@ -1,4 +1,4 @@
-package signalbox
+package engine
 
 import (
 	"slices"
@@ -14,14 +14,15 @@ import (
 
 // partState is the engine's state of one assigned partition.
 type partState struct {
-	tp    record.TopicPartition
-	wid   watermark.ID
-	cid   catchup.ID
-	dec   *decoder
-	task  *task
-	table *tables.Table // what its records update (WithTables); nil: output
-	offs  *offsets.Partition
-	late  *LateCounter
+	tp  record.TopicPartition
+	wid watermark.ID
+	cid catchup.ID
+	// timeless: its input has no event time (Config.Timeless).
+	timeless bool
+	task     *task
+	table    *tables.Table // what its records update (WithTables); nil: output
+	offs     *offsets.Partition
+	late     *LateCounter
 	// restart: records below restorePos with event time ≤ restoreWM were
 	// already emitted before the restart.
 	restoring  bool
@@ -86,7 +87,7 @@ type restoredMark struct {
 // CheckpointCommitter); −∞ when there is neither. A committed watermark
 // more than max_future ahead of the clock is not used: nothing restores
 // such a time (checkRestoredWatermark).
-func (c *core) newMark(assigned []record.PartitionInfo) restoredMark {
+func (c *Engine) newMark(assigned []record.PartitionInfo) restoredMark {
 	m, found := restoredMark{at: watermark.MinTime}, false
 	future := c.futureBound(c.now)
 	for _, a := range assigned {
@@ -112,23 +113,23 @@ func (c *core) newMark(assigned []record.PartitionInfo) restoredMark {
 // isNew reports whether a partition is new to the engine: it has no
 // checkpoint, neither restored (or remembered at a revoke) nor committed
 // with its offset.
-func (c *core) isNew(a record.PartitionInfo) bool {
+func (c *Engine) isNew(a record.PartitionInfo) bool {
 	_, ok := c.restored[a.TopicPartition]
 	return !ok && a.Checkpoint == nil
 }
 
 // assign starts tracking a partition; m is its assignment's newMark.
-func (c *core) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
-	dec := c.p.decoderFor(a.Topic)
+func (c *Engine) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
+	timeless := c.cfg.Timeless(a.Topic)
 	ps := &partState{
-		tp:    a.TopicPartition,
-		wid:   watermark.ID{Input: a.Topic, Partition: a.Partition},
-		cid:   catchup.ID{Input: a.Topic, Partition: a.Partition},
-		dec:   dec,
-		table: c.cfg.tableOf(a.Topic),
-		offs:  offsets.New(a.Start),
-		start: a.Start,
-		maxET: watermark.MinTime, firstET: watermark.MinTime, lateAt: watermark.MinTime,
+		tp:       a.TopicPartition,
+		wid:      watermark.ID{Input: a.Topic, Partition: a.Partition},
+		cid:      catchup.ID{Input: a.Topic, Partition: a.Partition},
+		timeless: timeless,
+		table:    c.tableOf(a.Topic),
+		offs:     offsets.New(a.Start),
+		start:    a.Start,
+		maxET:    watermark.MinTime, firstET: watermark.MinTime, lateAt: watermark.MinTime,
 	}
 	if ps.late = c.lateCounts[a.TopicPartition]; ps.late == nil {
 		ps.late = &LateCounter{}
@@ -139,7 +140,7 @@ func (c *core) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 	}
 	ps.task = c.tasks[a.Partition]
 	if ps.task == nil {
-		ps.task = &task{strat: c.cfg.strategy(), rel: watermark.MinTime}
+		ps.task = &task{strat: c.cfg.Strategy(), rel: watermark.MinTime}
 		c.tasks[a.Partition] = ps.task
 		if !m.owned[a.Partition] && m.at != watermark.MinTime && !c.windowsRestored() {
 			// A task new to the engine starts at the restored watermark:
@@ -152,7 +153,7 @@ func (c *core) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 		ps.lateAt = m.at
 	}
 	ps.task.parts = append(ps.task.parts, ps)
-	if !dec.timeless {
+	if !timeless {
 		ps.task.timed++
 	}
 	end := a.End
@@ -175,7 +176,7 @@ func (c *core) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 		}
 		switch {
 		case !cp.Replaying || cp.End <= 0:
-		case c.cfg.until == UntilEndOffsets:
+		case c.cfg.UntilEnd:
 			// A bounded run stops at this start-up's snapshot (M2), and
 			// never before the original one (R2).
 			end = max(end, cp.End)
@@ -186,7 +187,7 @@ func (c *core) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 	}
 	c.parts[a.TopicPartition] = ps
 	c.pcache = partCache{}
-	ps.task.strat.Add(ps.wid, dec.timeless, now)
+	ps.task.strat.Add(ps.wid, timeless, now)
 	ph := c.catch.Assign(ps.cid, a.Start, end, now)
 	st, _ := c.catch.Status(ps.cid)
 	ps.holds = ph.Holds()
@@ -205,7 +206,7 @@ func (ps *partState) othersHold() bool {
 	return false
 }
 
-func (c *core) revoke(tp record.TopicPartition) {
+func (c *Engine) revoke(tp record.TopicPartition) {
 	ps := c.parts[tp]
 	if ps == nil {
 		return
@@ -228,7 +229,7 @@ func (c *core) revoke(tp record.TopicPartition) {
 	c.catch.Revoke(ps.cid)
 	ps.task.strat.Remove(ps.wid)
 	ps.task.parts = slices.DeleteFunc(ps.task.parts, func(o *partState) bool { return o == ps })
-	if !ps.dec.timeless {
+	if !ps.timeless {
 		ps.task.timed--
 	}
 	if len(ps.task.parts) == 0 {
@@ -237,7 +238,7 @@ func (c *core) revoke(tp record.TopicPartition) {
 	c.event(Event{Kind: EventRevoked, Partition: tp})
 }
 
-func (c *core) phase(t catchup.Transition) {
+func (c *Engine) phase(t catchup.Transition) {
 	ps := c.parts[record.TopicPartition{Topic: t.Input, Partition: t.Partition}]
 	if ps == nil {
 		return

@@ -1,4 +1,4 @@
-package signalbox
+package engine
 
 // The engine's part of windows (WithWindow): each run's keyed.Windows,
 // fed as a record is output (windowsTake), advanced when a release is over
@@ -18,7 +18,7 @@ import (
 
 // windowRun is one window of a run.
 type windowRun struct {
-	def    *windowDef
+	def    *Window
 	w      *keyed.Windows
 	inputs map[string]bool // nil: every input
 	bits   uint64
@@ -29,11 +29,11 @@ type windowRun struct {
 }
 
 // windowsStart makes the run's windows (once per run).
-func (c *core) windowsStart() {
-	c.wins = make([]*windowRun, len(c.cfg.windows))
-	for i := range c.cfg.windows {
-		d := &c.cfg.windows[i]
-		wr := &windowRun{def: d, bits: d.bits(), args: make([][]byte, len(d.Args))}
+func (c *Engine) windowsStart() {
+	c.wins = make([]*windowRun, len(c.cfg.Windows))
+	for i := range c.cfg.Windows {
+		d := &c.cfg.Windows[i]
+		wr := &windowRun{def: d, bits: d.Bits, args: make([][]byte, len(d.Args))}
 		if len(d.Inputs) > 0 {
 			wr.inputs = map[string]bool{}
 			for _, in := range d.Inputs {
@@ -53,7 +53,7 @@ func (c *core) windowsStart() {
 // that take it: every window's where, key and arguments are evaluated
 // first, so that a record whose evaluation fails goes to the dead-letter
 // sink only (keep false) and into no window.
-func (c *core) windowsTake(ps *partState, rec *record.Record) (keep bool, err error) {
+func (c *Engine) windowsTake(ps *partState, rec *record.Record) (keep bool, err error) {
 	if c.wins == nil {
 		c.windowsStart()
 	}
@@ -149,7 +149,7 @@ func orderKeyJSON(k string) []byte {
 // windowResult puts one result of wr into the current out batch, routed
 // to wr's sinks only; after a restart, not one the restored checkpoint
 // covers (its timer at or below the restored watermark: emitted before).
-func (c *core) windowResult(wr *windowRun, r *keyed.Result) error {
+func (c *Engine) windowResult(wr *windowRun, r *keyed.Result) error {
 	if c.windowsRestored() && wr.w.FireAt(r.End) <= c.cpWM {
 		wr.suppressed++
 		return nil
@@ -161,14 +161,14 @@ func (c *core) windowResult(wr *windowRun, r *keyed.Result) error {
 		key = []byte(s)
 	}
 	at := r.End - 1
-	c.cur.records = append(c.cur.records, record.Record{
+	c.cur.Records = append(c.cur.Records, record.Record{
 		Topic: r.Window, Partition: 0, Offset: off,
 		Key: key, OrderKey: string(key), Value: r.Value, ValueJSON: true,
 		EventTime: at, Timestamp: time.UnixMilli(at),
 	})
-	c.cur.routes = append(c.cur.routes, wr.bits)
-	if c.cfg.inflightBytes > 0 {
-		c.cur.bytes += c.cur.records[len(c.cur.records)-1].Size()
+	c.cur.Routes = append(c.cur.Routes, wr.bits)
+	if c.cfg.InflightBytes > 0 {
+		c.cur.Bytes += c.cur.Records[len(c.cur.Records)-1].Size()
 	}
 	return nil
 }
@@ -193,7 +193,7 @@ func resultID(r *keyed.Result) int64 {
 
 // windowsAdvance advances the windows to the release watermark g once a
 // release is over (MaxTime under flushAll: every window is emitted).
-func (c *core) windowsAdvance(g int64) error {
+func (c *Engine) windowsAdvance(g int64) error {
 	for _, wr := range c.wins {
 		if err := wr.w.Advance(g); err != nil {
 			return err
@@ -203,7 +203,7 @@ func (c *core) windowsAdvance(g int64) error {
 }
 
 // windowsClose emits every open window: the end of a bounded run.
-func (c *core) windowsClose() error {
+func (c *Engine) windowsClose() error {
 	for _, wr := range c.wins {
 		if err := wr.w.Close(); err != nil {
 			return err
@@ -213,7 +213,7 @@ func (c *core) windowsClose() error {
 }
 
 // windowStats is Stats.Windows: a snapshot.
-func (c *core) windowStats() []WindowStats {
+func (c *Engine) windowStats() []WindowStats {
 	if len(c.wins) == 0 {
 		return nil
 	}
