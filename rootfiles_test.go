@@ -67,10 +67,10 @@ var overLong = map[string]struct {
 	max int
 	why string
 }{
-	"options.go":    {525, "the public option API: one documented With function per setting, the defaults and their validation, which docs/config.md mirrors"},
-	"input.go":      {361, "Input, its validation and the JSON event-time and key decoding: not split yet (the decoding could move out)"},
-	"schemad.go":    {328, "schema'd values (ValueDecoder) and their decoding and rendering: not split yet"},
-	"hold.go":       {269, "the holds of partitions whose records cannot be decoded yet: not split yet"},
+	"options.go": {525, "the public option API: one documented With function per setting, the defaults and their validation, which docs/config.md mirrors"},
+	"input.go":   {361, "Input, its validation and the JSON event-time and key decoding: not split yet (the decoding could move out)"},
+	"schemad.go": {328, "schema'd values (ValueDecoder) and their decoding and rendering: not split yet"},
+	"hold.go":    {269, "the holds of partitions whose records cannot be decoded yet: not split yet"},
 }
 
 // TestRootFilesShort holds every non-test Go file of the package to
