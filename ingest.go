@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/signalbox/signalbox/internal/decode"
 	"github.com/signalbox/signalbox/internal/engine"
 	"github.com/signalbox/signalbox/internal/jsonfield"
 	"github.com/signalbox/signalbox/record"
@@ -27,16 +28,16 @@ func (p *Pipeline) prepare(ctx context.Context, f *record.Fetch, h *holds) (map[
 		if h.absorb(pf) || len(pf.Records) == 0 {
 			continue
 		}
-		dec := p.decoderFor(pf.Topic)
+		dec := p.decoders.For(pf.Topic)
 		for j := range pf.Records {
 			rec := &pf.Records[j]
 			err := p.prepareRecord(ctx, dec, rec)
 			if err == nil {
 				continue
 			}
-			var hold *holdError
+			var hold *decode.HoldError
 			if errors.As(err, &hold) {
-				h.start(pf, j, hold.err, time.Now()) // wall time: the hold's retry backoff (poll.go)
+				h.start(pf, j, hold.Unwrap(), time.Now()) // wall time: the hold's retry backoff (poll.go)
 				break
 			}
 			if ctx.Err() != nil {
@@ -57,14 +58,14 @@ func (p *Pipeline) prepare(ctx context.Context, f *record.Fetch, h *holds) (map[
 // prepareRecord is prepare for one record: engine.ErrFiltered, or decode's error.
 // A decoded record's value is marked record.Record.ValueJSON here when a
 // sink trusts the mark and decoding did not validate the value already.
-func (p *Pipeline) prepareRecord(ctx context.Context, dec *decoder, rec *record.Record) error {
+func (p *Pipeline) prepareRecord(ctx context.Context, dec *decode.Decoder, rec *record.Record) error {
 	if mf := p.cfg.metaFilter; mf != nil && !mf(rec) {
 		return engine.ErrFiltered
 	}
-	if err := dec.decode(ctx, rec); err != nil {
+	if err := dec.Decode(ctx, rec); err != nil {
 		return err
 	}
-	if p.markJSON && !dec.needsJSON && !dec.schemad() && rec.Value != nil {
+	if p.markJSON && !dec.NeedsJSON() && !dec.Schemad() && rec.Value != nil {
 		d := jsonfield.Scan(rec.Value, nil)
 		rec.ValueJSON = d.Valid && !d.Multiline
 	}

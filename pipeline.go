@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/signalbox/signalbox/internal/decode"
 	"github.com/signalbox/signalbox/internal/engine"
 	"github.com/signalbox/signalbox/internal/strategy"
 	"github.com/signalbox/signalbox/internal/topicpattern"
@@ -28,11 +29,9 @@ var ErrNoDeadLetter = engine.ErrNoDeadLetter
 type Pipeline struct {
 	src      Source
 	cfg      config
-	decoders map[string]*decoder
-	patterns []topicPattern // TopicPattern inputs, in order
-	fallback *decoder
-	schemad  bool // some input has a ValueDecoder and a sink wants JSON: output renders (schemad.go)
-	markJSON bool // a sink trusts record.Record.ValueJSON and no transform clears it: prepare marks values
+	decoders *decode.Set // the inputs, compiled
+	schemad  bool        // some input has a ValueDecoder and a sink wants JSON: output renders (schemad.go)
+	markJSON bool        // a sink trusts record.Record.ValueJSON and no transform clears it: prepare marks values
 
 	mu    sync.Mutex
 	stats Stats
@@ -49,7 +48,7 @@ type Pipeline struct {
 // problem; with a source that lists its topics (TopicLister), an Input
 // naming a topic the source never delivers is one.
 func New(src Source, opts ...Option) (*Pipeline, error) {
-	p := &Pipeline{src: src, decoders: map[string]*decoder{}, cfg: configOf(opts)}
+	p := &Pipeline{src: src, decoders: decode.NewSet(), cfg: configOf(opts)}
 	if src == nil {
 		return nil, errors.New("signalbox: source: must not be nil")
 	}
@@ -61,15 +60,14 @@ func New(src Source, opts ...Option) (*Pipeline, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.schemad = p.schemad || d.schemad()
+		p.schemad = p.schemad || d.Schemad()
 		if in.TopicPattern != "" {
 			re, _ := topicpattern.Compile(in.TopicPattern) // checked by compileInput
-			p.patterns = append(p.patterns, topicPattern{re, d})
+			p.decoders.AddPattern(re, d)
 			continue
 		}
-		p.decoders[in.Topic] = d
+		p.decoders.Add(in.Topic, d)
 	}
-	p.fallback, _ = compileInput(Input{Topic: "*"})
 	p.schemad = p.schemad && (!bytesOnly(p.cfg.sinkInfo) || p.cfg.process != nil || p.cfg.routed()) // a Process and a Where read the JSON
 	p.markJSON = p.cfg.transform == nil && embedsValueJSON(p.cfg.sinkInfo)
 	p.setRenderIngest()

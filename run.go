@@ -129,7 +129,7 @@ func (r *run) engineConfig(ctx context.Context, parkRefs bool) engine.Config {
 		CanPause: r.pauser != nil, TellsHandled: r.handledTo != nil, Demands: r.demander != nil,
 		InGroup: r.grouper != nil && !r.noGroup,
 		Filter:  cfg.filter, Transform: cfg.transform, Process: cfg.process, RawRoute: cfg.rawRoute,
-		Timeless: func(topic string) bool { return p.decoderFor(topic).timeless },
+		Timeless: func(topic string) bool { return p.decoders.For(topic).Timeless() },
 		Start:    cfg.clock(),
 	}
 	for _, w := range cfg.wheres {

@@ -1,4 +1,4 @@
-package signalbox
+package decode
 
 // An event time's text, from a JSON field or a header, to milliseconds
 // since the epoch.
@@ -15,7 +15,7 @@ import (
 )
 
 // parseTime parses b in format f to milliseconds since the epoch.
-func parseTime(b []byte, f TimeFormat, isNumber bool) (int64, error) {
+func parseTime(b []byte, f string, isNumber bool) (int64, error) {
 	if f == FormatAuto {
 		f = FormatUnixMs
 		if !isNumber && !looksNumeric(b) {
@@ -44,7 +44,7 @@ func parseTime(b []byte, f TimeFormat, isNumber bool) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("not a number: %q", truncate(b))
 	}
-	scale := map[TimeFormat]float64{FormatUnixS: 1000, FormatUnixMs: 1, FormatUnixUs: 1e-3, FormatUnixNs: 1e-6}[f]
+	scale := map[string]float64{FormatUnixS: 1000, FormatUnixMs: 1, FormatUnixUs: 1e-3, FormatUnixNs: 1e-6}[f]
 	ms := x * scale
 	if ms != ms || ms > 9e15 || ms < -9e15 {
 		return 0, fmt.Errorf("out of range: %q", truncate(b))
