@@ -1,5 +1,9 @@
 package signalbox
 
+// Restoring the checkpoints a restart resumes from (a checkpoint sink's, a
+// durable store's) and storing them with the durable store; the engine
+// decides what a checkpoint claims (internal/engine checkpoint.go).
+
 import (
 	"context"
 	"encoding/json"

@@ -1,5 +1,7 @@
 package signalbox
 
+// The With options, their defaults and their validation.
+
 import (
 	"errors"
 	"fmt"

@@ -1,5 +1,8 @@
 package signalbox
 
+// Pipeline: New, Stats and Run, the lifecycle (opening the sinks and the
+// source, the goroutines, the clean stop).
+
 import (
 	"context"
 	"errors"
@@ -44,9 +47,20 @@ type Pipeline struct {
 	sinksOpen atomic.Bool
 }
 
-// New builds a pipeline. It validates the options and reports every
-// problem; with a source that lists its topics (TopicLister), an Input
-// naming a topic the source never delivers is one.
+// New builds a pipeline that reads src and runs once (Run). Options set
+// the inputs (WithInputs: event time and key per topic), the sinks
+// (WithSink, WithRoutedSink, WithDeadLetter), processing (WithProcess,
+// WithWindow, WithTables), time (WithDelay, WithLatePolicy, WithUntil,
+// WithClock) and bounds (WithParkedLimit, WithParkedStore, WithAlignment,
+// WithBatchSize, WithCheckpointInterval, …); each With function states its
+// default and range, and an option left out takes its default.
+//
+// New validates every option and reports every problem in one error, each
+// naming the option as a job file names it; with a source that lists its
+// topics (TopicLister), an Input naming a topic the source never delivers
+// is one. It decides here how each sink is treated, from what each states
+// (SinkInfo): the one exactly-once sink is the checkpoint sink; a second
+// is refused. New opens nothing: Run opens the sinks and the source.
 func New(src Source, opts ...Option) (*Pipeline, error) {
 	p := &Pipeline{src: src, decoders: decode.NewSet(), cfg: configOf(opts)}
 	if src == nil {
@@ -167,4 +181,47 @@ func (r *run) shutdown(sinkDone <-chan struct{}, err error) error {
 	}
 	r.publish()
 	return err
+}
+
+// open opens the sinks, restores the checkpoints and opens the source, as
+// Run documents. closeAll closes what open opened (the source, then the
+// sinks) and returns err, or the first error closing them; it is to be
+// called whatever open returned. A stop during start-up is a clean stop:
+// nothing was read, nothing is to commit (stopped).
+func (r *run) open(ctx context.Context) (closeAll func(err error) error, err error) {
+	p, cfg := r.p, r.cfg
+	sinks := cfg.sinks
+	if cfg.deadLetter != nil {
+		sinks = append(sinks[:len(sinks):len(sinks)], cfg.deadLetter)
+	}
+	opened, srcOpen := 0, false
+	closeAll = func(err error) error {
+		if srcOpen {
+			if cerr := p.src.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("signalbox: closing source: %w", cerr)
+			}
+		}
+		p.sinksOpen.Store(false)
+		for _, s := range sinks[:opened] {
+			if cerr := s.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("signalbox: closing sink: %w", cerr)
+			}
+		}
+		return err
+	}
+	for _, s := range sinks {
+		if err := s.Open(ctx); err != nil {
+			return closeAll, fmt.Errorf("signalbox: opening sink: %w", err)
+		}
+		opened++
+	}
+	p.sinksOpen.Store(true)
+	if err := r.restore(ctx); err != nil {
+		return closeAll, err
+	}
+	if err := p.src.Open(ctx); err != nil {
+		return closeAll, fmt.Errorf("signalbox: opening source: %w", err)
+	}
+	srcOpen = true
+	return closeAll, nil
 }

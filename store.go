@@ -1,5 +1,8 @@
 package signalbox
 
+// The ParkedStore contracts: where parked records wait (the default in
+// memory, internal/engine; timers/durable spills to pebble).
+
 import (
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/timers"
