@@ -88,25 +88,25 @@
 // and acknowledged with Advance). The driver does the I/O, on three
 // goroutines of one Run, connected by bounded channels:
 //
-//	source fetchers ──▶ poller ──fetches──▶ engine ──outs──▶ sink writer
-//	                    (poll.go poll)      (loop.go loop)   (writer.go write)
+//		source fetchers ──▶ poller ──fetches──▶ engine ──outs──▶ sink writer
+//		                    (poll.go poll)      (loop.go loop)   (writer.go write)
 //
-//   - The poller calls Source.Poll and decodes every record off the
-//     engine's goroutine (poll.go prepare; internal/decode: event time,
-//     ordering key, schema'd values; P6). A record whose ValueDecoder
-//     cannot answer yet holds its partition there, retried with backoff
-//     (hold.go: B4).
-//   - The engine goroutine feeds the engine each Fetch and each wake-up at
-//     the time WithClock gives, and does its effects at fixed points
-//     (loop.go: apply; S2): events to the observer, pauses and resumes at
-//     the source, out batches to the sink goroutine (backpressure), and
-//     barriers: wait until the sinks acknowledged a checkpoint, then, with
-//     a DurableStore, store it and commit (checkpoint.go restores them).
-//   - The sink goroutine writes each out batch to every sink in order,
-//     flushes the at-least-once sinks after the flush linger, and at a
-//     checkpoint flushes every sink, checkpoint sink last, then commits
-//     (writer.go; deliver.go calls a sink under the retry policy, meters
-//     it, and dead-letters what it rejects: C3).
+//	  - The poller calls Source.Poll and decodes every record off the
+//	    engine's goroutine (poll.go prepare; internal/decode: event time,
+//	    ordering key, schema'd values; P6). A record whose ValueDecoder
+//	    cannot answer yet holds its partition there, retried with backoff
+//	    (hold.go: B4).
+//	  - The engine goroutine feeds the engine each Fetch and each wake-up at
+//	    the time WithClock gives, and does its effects at fixed points
+//	    (loop.go: apply; S2): events to the observer, pauses and resumes at
+//	    the source, out batches to the sink goroutine (backpressure), and
+//	    barriers: wait until the sinks acknowledged a checkpoint, then, with
+//	    a DurableStore, store it and commit (checkpoint.go restores them).
+//	  - The sink goroutine writes each out batch to every sink in order,
+//	    flushes the at-least-once sinks after the flush linger, and at a
+//	    checkpoint flushes every sink, checkpoint sink last, then commits
+//	    (writer.go; deliver.go calls a sink under the retry policy, meters
+//	    it, and dead-letters what it rejects: C3).
 //
 // Every wall-clock read in this package says why wall time is right
 // (TestClockReadsGoThroughWithClock); the engine reads none.
