@@ -24,9 +24,12 @@ import (
 // written as cockroachdb/datadriven transcripts, as watermark/testdata is for
 // the watermark alone. A transcript declares what the source delivers, step
 // by step (fetches, rebalances, clock ticks), and how the sink behaves, then
-// runs the pipeline and prints what came out: the released records in
-// order, the dead letters, the late counts, the committed offsets and what
-// the source saw (pauses, resumes, the commits at a revoke). Regenerate the
+// runs the pipeline and prints what the engine decided and what came out:
+// its effects step by step (Stepper.Effects: what it released, paused,
+// resumed, dead-lettered, checkpointed, and the barriers a commit waits
+// at), then the released records in order, the dead letters, the late
+// counts, the committed offsets and what the source saw (pauses, resumes,
+// the commits at a revoke). Regenerate the
 // expected output with
 //
 //	go test . -run TestEngineTranscripts -rewrite
@@ -422,7 +425,7 @@ func (e *engineScript) run(t *testing.T) string {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	src.stop = stop
-	runErr := stepThrough(runCtx, p, src)
+	effects, runErr := stepThrough(runCtx, p, src)
 	if ctx.Err() != nil {
 		t.Fatalf("the run did not end by itself (a transcript must let every partition reach its end offset): %v", runErr)
 	}
@@ -434,15 +437,22 @@ func (e *engineScript) run(t *testing.T) string {
 	if cps != nil {
 		e.cp = cps.checkpoint()
 	}
-	return e.report(p, out, dead, events, runErr)
+	return e.report(p, out, dead, events, effects, runErr)
 }
 
 // stepThrough runs p on this goroutine as Run would, stepping its engine
 // core (signalbox.Stepper) through what src delivers, one Fetch at a time.
-func stepThrough(ctx context.Context, p *signalbox.Pipeline, src *transcriptSource) error {
+// It returns what the engine decided at each step (Stepper.Effects), each
+// line labelled with the step.
+func stepThrough(ctx context.Context, p *signalbox.Pipeline, src *transcriptSource) (effects []string, err error) {
 	st, err := signalbox.NewStepper(ctx, p)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	note := func(label string) {
+		for _, l := range st.Effects() {
+			effects = append(effects, label+": "+l)
+		}
 	}
 	for {
 		f, err := src.Poll(ctx)
@@ -450,17 +460,25 @@ func stepThrough(ctx context.Context, p *signalbox.Pipeline, src *transcriptSour
 			if ctx.Err() == nil {
 				err = fmt.Errorf("signalbox: source: %w", err)
 			}
-			return st.Stop(err)
+			err = st.Stop(err)
+			note("stop")
+			return effects, err
 		}
+		src.mu.Lock()
+		label := src.last
+		src.mu.Unlock()
 		done, err := st.Step(f)
+		note(label)
 		if done || err != nil {
-			return st.Stop(err)
+			err = st.Stop(err)
+			note("stop")
+			return effects, err
 		}
 	}
 }
 
 // report prints what a run put out.
-func (e *engineScript) report(p *signalbox.Pipeline, out *failingSink, dead *collect, events []string, runErr error) string {
+func (e *engineScript) report(p *signalbox.Pipeline, out *failingSink, dead *collect, events, effects []string, runErr error) string {
 	var b strings.Builder
 	section := func(name string, lines []string) {
 		fmt.Fprintf(&b, "%s:", name)
@@ -472,6 +490,7 @@ func (e *engineScript) report(p *signalbox.Pipeline, out *failingSink, dead *col
 			fmt.Fprintf(&b, "  %s\n", l)
 		}
 	}
+	section("effects", effects)
 	section("released", out.lines())
 	section("dead-letter", dead.lines())
 	st := p.Stats()

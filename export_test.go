@@ -2,6 +2,10 @@ package signalbox
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
 
 	"github.com/signalbox/signalbox/internal/engine"
 	"github.com/signalbox/signalbox/record"
@@ -25,6 +29,7 @@ type Stepper struct {
 	ctx      context.Context
 	h        *holds
 	closeAll func(error) error
+	effects  []string // what the engine asked for since Effects was last called
 }
 
 // NewStepper opens p as Run does (sinks, checkpoints, source).
@@ -35,7 +40,9 @@ func NewStepper(ctx context.Context, p *Pipeline) (*Stepper, error) {
 	if err != nil {
 		return nil, closeAll(err)
 	}
-	return &Stepper{r: r, ctx: ctx, h: newHolds(r), closeAll: closeAll}, nil
+	s := &Stepper{r: r, ctx: ctx, h: newHolds(r), closeAll: closeAll}
+	r.trace = func(fx *engine.Effects) { s.effects = append(s.effects, describeEffects(fx)...) }
+	return s, nil
 }
 
 // Step takes f, decoded as the poller does, then runs the pass after it at
@@ -65,3 +72,83 @@ func (s *Stepper) Stop(err error) error {
 
 // HeldUnpausedLimit is heldUnpausedLimit (hold.go).
 const HeldUnpausedLimit = heldUnpausedLimit
+
+// Effects returns what the engine asked the driver to do since the last
+// call, one effect a line, in the order asked: flow control, evidence
+// demands, each out batch (its released records, dead letters, flush and
+// checkpoint), and a barrier (the commit waits for the sinks' acknowledgement).
+func (s *Stepper) Effects() []string {
+	e := s.effects
+	s.effects = nil
+	return e
+}
+
+func describeEffects(fx *engine.Effects) []string {
+	var out []string
+	tps := func(tps []record.TopicPartition) string {
+		var b []string
+		for _, tp := range tps {
+			b = append(b, fmt.Sprintf("%s/%d", tp.Topic, tp.Partition))
+		}
+		return strings.Join(b, " ")
+	}
+	recs := func(rs []record.Record) string {
+		var b []string
+		for _, r := range rs {
+			b = append(b, fmt.Sprintf("%s/%d@%d", r.Topic, r.Partition, r.Offset))
+		}
+		return strings.Join(b, " ")
+	}
+	if len(fx.Resume) > 0 {
+		out = append(out, "resume "+tps(fx.Resume))
+	}
+	if len(fx.Pause) > 0 {
+		out = append(out, "pause "+tps(fx.Pause))
+	}
+	if fx.WantEvidence {
+		if fx.Evidence.IsZero() {
+			out = append(out, "want evidence: none due")
+		} else {
+			out = append(out, fmt.Sprintf("want evidence at %d", fx.Evidence.UnixMilli()))
+		}
+	}
+	if fx.Live != 0 {
+		out = append(out, fmt.Sprintf("live at %d", fx.Live))
+	}
+	for _, o := range fx.Outs {
+		if len(o.Records) > 0 {
+			out = append(out, "release "+recs(o.Records))
+		}
+		if len(o.Dead) > 0 {
+			out = append(out, "dead-letter "+recs(o.Dead))
+		}
+		if o.Flush {
+			out = append(out, "flush")
+		}
+		if o.CP != nil {
+			l := "checkpoint watermark=" + markString(o.CP.Watermark)
+			for _, pc := range o.CP.Partitions {
+				l += fmt.Sprintf(" %s/%d low=%d position=%d", pc.Topic, pc.Partition, pc.Low, pc.Position)
+			}
+			if o.Final {
+				l += " final"
+			}
+			out = append(out, l)
+		}
+	}
+	if b := fx.Barrier; b != nil {
+		l := "barrier: the commit waits for the sinks"
+		if b.Revoke {
+			l += ", then the revoke"
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func markString(m int64) string {
+	if m == math.MinInt64 {
+		return "-inf"
+	}
+	return strconv.FormatInt(m, 10)
+}

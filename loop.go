@@ -143,6 +143,9 @@ func resetTimer(t *time.Timer, d time.Duration) {
 func (r *run) apply(ctx context.Context) error {
 	r.takeSpares()
 	fx := r.eng.Ready()
+	if r.trace != nil {
+		r.trace(fx)
+	}
 	for _, e := range fx.Events {
 		r.notify(event(e))
 	}

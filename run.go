@@ -74,6 +74,9 @@ type run struct {
 	// ValueDecoder (hold.go), for publish.
 	heldMu   sync.Mutex
 	heldSnap []SchemaHold
+	// trace, when set (a test's Stepper), sees each engine.Effects before
+	// apply does them.
+	trace func(*engine.Effects)
 }
 
 // newRun returns the state of one Run of p, with its sinks instrumented.
