@@ -33,7 +33,7 @@ type Pipeline struct {
 	src      Source
 	cfg      config
 	decoders *decode.Set // the inputs, compiled
-	schemad  bool        // some input has a ValueDecoder and a sink wants JSON: output renders (schemad.go)
+	schemad  bool        // some input has a ValueDecoder and a sink wants JSON: output renders (renderOut)
 	markJSON bool        // a sink trusts record.Record.ValueJSON and no transform clears it: prepare marks values
 
 	mu    sync.Mutex

@@ -180,7 +180,7 @@ func (p *Pipeline) prepareRecord(ctx context.Context, dec *decode.Decoder, rec *
 // the engine (bad input, late, poison) and the sink goroutine (records a
 // sink rejects).
 
-// Who pauses a partition: the engine's flow control (align.go) on the
+// Who pauses a partition: the engine's flow control (internal/engine align.go) on the
 // engine goroutine, a schema hold (hold.go) on the poller's.
 const (
 	pausedByEngine uint8 = 1 << iota

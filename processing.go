@@ -70,7 +70,7 @@ func WithRoutedSink(s Sink, where Where) Option {
 }
 
 // processing is the part of config that WithProcess and WithRoutedSink
-// set, and WithTables (the tables the processing looks up: table.go).
+// set, and WithTables (the tables the processing looks up).
 type processing struct {
 	process Process
 	wheres  []Where // by sink index, up to the last routed sink
@@ -150,7 +150,7 @@ type WindowStats struct {
 // otherwise receive the released records and no result. A window's sinks
 // count among the MaxRoutedSinks first sinks. A run without a group
 // resumes tumbling and hopping windows exactly from a CheckpointSink's
-// checkpoint (windowhold.go); one restored from a group's committed
+// checkpoint (internal/engine windowhold.go); one restored from a group's committed
 // offsets or a DurableStore's, or with session windows, fails: their state
 // before the checkpoint is not restored yet.
 func WithWindow(w Window, sinks ...Sink) Option {

@@ -129,7 +129,7 @@ type Stats struct {
 	ExpressionFailed map[string]int64
 	// Windows is each window's activity (WithWindow), in the order added.
 	Windows []WindowStats
-	// Tables (table.go).
+	// Tables (WithTables).
 	TableVersions      int64            // tables' records applied to their table (WithTables): never output
 	TableLookupsBeyond map[string]int64 // by table: lookups older than its history (tables.Table.Beyond)
 }

@@ -2,7 +2,7 @@ package decode
 
 // An input's compiled form: its event time and ordering key, from JSON
 // values, headers, the Kafka timestamp, or a ValueDecoder's decoded value
-// (schemad.go).
+// (schemad.go here).
 
 import (
 	"context"
