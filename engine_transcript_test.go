@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -505,9 +504,9 @@ func (e *engineScript) report(p *signalbox.Pipeline, out *failingSink, dead *col
 	if e.cpSink {
 		var cp []string
 		if e.cp != nil {
-			cp = append(cp, "watermark="+fmtMark(e.cp.Watermark))
+			cp = append(cp, "watermark="+signalbox.MarkString(e.cp.Watermark))
 			for _, pc := range e.cp.Partitions {
-				cp = append(cp, fmt.Sprintf("%s/%d low=%d position=%d watermark=%s", pc.Topic, pc.Partition, pc.Low, pc.Position, fmtMark(pc.Watermark)))
+				cp = append(cp, fmt.Sprintf("%s/%d low=%d position=%d watermark=%s", pc.Topic, pc.Partition, pc.Low, pc.Position, signalbox.MarkString(pc.Watermark)))
 			}
 		}
 		section("checkpoint", cp)
@@ -533,17 +532,9 @@ func committedLines(committed map[record.TopicPartition]int64, cps map[record.To
 	for _, id := range slices.SortedFunc(maps.Keys(committed), record.TopicPartition.Compare) {
 		l := fmt.Sprintf("%s/%d=%d", id.Topic, id.Partition, committed[id])
 		if pc, ok := cps[id]; ok {
-			l += fmt.Sprintf(" position=%d watermark=%s", pc.Position, fmtMark(pc.Watermark))
+			l += fmt.Sprintf(" position=%d watermark=%s", pc.Position, signalbox.MarkString(pc.Watermark))
 		}
 		lines = append(lines, l)
 	}
 	return lines
-}
-
-// fmtMark prints a watermark in ms, −∞ as such.
-func fmtMark(m int64) string {
-	if m == math.MinInt64 {
-		return "-inf"
-	}
-	return strconv.FormatInt(m, 10)
 }

@@ -126,7 +126,7 @@ func describeEffects(fx *engine.Effects) []string {
 			out = append(out, "flush")
 		}
 		if o.CP != nil {
-			l := "checkpoint watermark=" + markString(o.CP.Watermark)
+			l := "checkpoint watermark=" + MarkString(o.CP.Watermark)
 			for _, pc := range o.CP.Partitions {
 				l += fmt.Sprintf(" %s/%d low=%d position=%d", pc.Topic, pc.Partition, pc.Low, pc.Position)
 			}
@@ -146,7 +146,8 @@ func describeEffects(fx *engine.Effects) []string {
 	return out
 }
 
-func markString(m int64) string {
+// MarkString prints a watermark in ms, −∞ as such.
+func MarkString(m int64) string {
 	if m == math.MinInt64 {
 		return "-inf"
 	}

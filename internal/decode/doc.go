@@ -23,7 +23,7 @@
 //     records decode).
 //  5. With SetRenderIngest, a schema'd key and value are rendered to their
 //     JSON as they are decoded (Rendered); otherwise only checked
-//     (ValueChecker), and rendered again later (Render).
+//     (CheckValue), and rendered again later (Render).
 //  6. A Decoder is safe for concurrent use once compiled; SetRenderIngest
 //     is called before the first record.
 package decode

@@ -15,32 +15,25 @@ import (
 )
 
 // ValueDecoder decodes a schema'd key or value (the root package's
-// ValueDecoder documents the contract); ValueChecker and ValueReleaser are
-// what it may also be.
+// ValueDecoder documents the contract, and that a decoder may also check
+// a payload without rendering it, CheckValue, and take back the values it
+// returned, ReleaseValue).
 type ValueDecoder interface {
 	DecodeValue(ctx context.Context, payload []byte, headers []record.Header) (value.Decoded, error)
 }
 
-// ValueChecker checks a payload and reads its fields without rendering it.
-type ValueChecker interface {
-	CheckValue(ctx context.Context, payload []byte, headers []record.Header) (value.Decoded, error)
-}
-
-// ValueReleaser takes back the values its decoder returned.
-type ValueReleaser interface {
-	ReleaseValue(v value.Decoded)
-}
-
 // release hands v back to vd when vd reuses its values.
 func release(vd ValueDecoder, v value.Decoded) {
-	if r, ok := vd.(ValueReleaser); ok && v != nil {
+	if r, ok := vd.(interface{ ReleaseValue(value.Decoded) }); ok && v != nil {
 		r.ReleaseValue(v)
 	}
 }
 
 // check is vd's CheckValue when it has one, else its DecodeValue.
 func check(ctx context.Context, vd ValueDecoder, payload []byte, headers []record.Header) (value.Decoded, error) {
-	if c, ok := vd.(ValueChecker); ok {
+	if c, ok := vd.(interface {
+		CheckValue(context.Context, []byte, []record.Header) (value.Decoded, error)
+	}); ok {
 		return c.CheckValue(ctx, payload, headers)
 	}
 	return vd.DecodeValue(ctx, payload, headers)
@@ -71,7 +64,7 @@ func Classify(ctx context.Context, err error, what string) error {
 // decodeSchemad is decode for an input with a Decoder or a KeyDecoder.
 // With d.renderIngest the key and value are decoded and rendered here, in
 // one pass each, and their JSON travels with the record (renderOut then has
-// nothing to do); otherwise they are only checked (ValueChecker), and
+// nothing to do); otherwise they are only checked (CheckValue), and
 // rendered at release if a sink wants JSON.
 func (d *Decoder) decodeSchemad(ctx context.Context, r *record.Record) error {
 	var val, key value.Decoded

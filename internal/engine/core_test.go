@@ -118,14 +118,7 @@ func TestCoreReleasesChunkByChunk(t *testing.T) {
 // the partition stays assigned; only takeFetch, once the driver has done
 // the barrier, lets it go.
 func TestCoreRevokeWaitsForTheBarrier(t *testing.T) {
-	r := testCore(t, 2)
-	a0 := record.TopicPartition{Topic: "a"}
-	now := time.UnixMilli(1)
-	f := record.Fetch{Partitions: []record.PartitionFetch{{TopicPartition: a0, Records: records(10), Position: 1, End: 2}}}
-	r.BeginFetch(&f, now)
-	if err := r.TakeFetch(&f, nil, nil, now); err != nil {
-		t.Fatal(err)
-	}
+	r, a0, now := oneParked(t)
 	rev := record.Fetch{Revoked: []record.TopicPartition{a0}}
 	r.BeginFetch(&rev, now)
 	b := r.Ready().Barrier
@@ -159,14 +152,7 @@ func TestCoreRevokeWaitsForTheBarrier(t *testing.T) {
 // unfenced one's revoke remembers its position.
 func TestFencedRevoke(t *testing.T) {
 	for _, fenced := range []bool{false, true} {
-		r := testCore(t, 2)
-		a0 := record.TopicPartition{Topic: "a"}
-		now := time.UnixMilli(1)
-		f := record.Fetch{Partitions: []record.PartitionFetch{{TopicPartition: a0, Records: records(10), Position: 1, End: 2}}}
-		r.BeginFetch(&f, now)
-		if err := r.TakeFetch(&f, nil, nil, now); err != nil {
-			t.Fatal(err)
-		}
+		r, a0, now := oneParked(t)
 		if fenced {
 			r.Fenced(a0)
 		}
@@ -183,4 +169,19 @@ func TestFencedRevoke(t *testing.T) {
 			t.Errorf("fenced %v: the fence outlived the revoke", fenced)
 		}
 	}
+}
+
+// oneParked is testCore with a/0's offset 0 (at 10 ms) parked, read at
+// 1 ms: end offset 2, position 1.
+func oneParked(t *testing.T) (*Engine, record.TopicPartition, time.Time) {
+	t.Helper()
+	r := testCore(t, 2)
+	a0 := record.TopicPartition{Topic: "a"}
+	now := time.UnixMilli(1)
+	f := record.Fetch{Partitions: []record.PartitionFetch{{TopicPartition: a0, Records: records(10), Position: 1, End: 2}}}
+	r.BeginFetch(&f, now)
+	if err := r.TakeFetch(&f, nil, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	return r, a0, now
 }
