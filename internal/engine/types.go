@@ -73,7 +73,9 @@ type ExpressionError interface {
 // last bucket counts everything above the last bound.
 var LateBuckets = []int64{1, 10, 100, 1_000, 10_000, 60_000, 600_000, 3_600_000}
 
-// LateCounter counts the late records of one partition.
+// LateCounter counts the late records of one partition. It mirrors the
+// root package's public LateCounter field for field: the driver converts
+// one into the other, so the compiler keeps the two equal.
 type LateCounter struct {
 	Count        int64
 	Emitted      int64
