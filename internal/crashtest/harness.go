@@ -414,6 +414,10 @@ type status struct {
 		Total, Remaining int64
 	} `json:"progress"`
 	WatermarkMs *int64 `json:"watermark_ms"`
+	Windows     []struct {
+		Name                      string
+		Open, Keys, Results, Late int64
+	} `json:"windows"`
 }
 
 func (s *status) done() float64 {
