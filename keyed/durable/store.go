@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/signalbox/signalbox/keyed"
@@ -25,15 +26,15 @@ type Codec[S any] interface {
 type Options struct {
 	// MemoryBudget bounds what the store holds in memory: pebble's
 	// memtables and block cache are those of a parked store of this
-	// budget (timers/durable.StoreOptions), and the rest of the parked
-	// store's in-memory part goes to CacheBytes and TimerBytes. Default
-	// 256 MiB.
+	// budget (timers/durable.StoreOptions), and the parked store's
+	// in-memory part (StoreOptions.InMemoryBudget) goes to CacheBytes and
+	// TimerBytes. Default 256 MiB.
 	MemoryBudget int64
 	// CacheBytes bounds the state kept in memory (invariant 3). Default:
 	// three quarters of the in-memory part of the budget.
 	CacheBytes int64
-	// TimerBytes bounds the timers kept in memory. Default: the other
-	// quarter.
+	// TimerBytes bounds the timers kept in memory. Default: a quarter of
+	// the in-memory part of the budget.
 	TimerBytes int64
 	// TimerReadAhead is how many timers Due moves from pebble to memory
 	// at once. Default 1024.
@@ -104,14 +105,20 @@ func Open[S any](dir string, codec Codec[S], o Options) (*Store[S], error) {
 		return nil, fmt.Errorf("keyed/durable: %w", err)
 	}
 	cache := pebble.NewCache(po.CacheSize)
-	db, err := pebble.Open(dir, &pebble.Options{
+	pebbleOpts := &pebble.Options{
 		FS:                 o.FS,
 		Cache:              cache,
 		MemTableSize:       po.MemTableSize,
 		DisableWAL:         true, // scratch: nothing is read back after a crash
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             quiet{},
-	})
+	}
+	// Most Gets of a new key miss: a bloom filter answers them without
+	// reading a block.
+	for i := range pebbleOpts.Levels {
+		pebbleOpts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	db, err := pebble.Open(dir, pebbleOpts)
 	if err != nil {
 		cache.Unref()
 		return nil, fmt.Errorf("keyed/durable: open %s: %w", dir, err)

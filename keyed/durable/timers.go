@@ -136,7 +136,9 @@ func (q *Timers) spill() {
 // read moves the least readAhead timers in pebble to memory, and sets
 // pmin to the least one left.
 func (q *Timers) read() {
-	it, err := q.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTimer}, UpperBound: []byte{prefixTimer + 1}})
+	// From pmin, not the prefix: the timers read before are deleted, and
+	// an iterator would step over each of their tombstones.
+	it, err := q.db.NewIter(&pebble.IterOptions{LowerBound: timerKey(nil, q.pmin), UpperBound: []byte{prefixTimer + 1}})
 	if err != nil {
 		q.error(err)
 		return
