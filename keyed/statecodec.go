@@ -88,18 +88,12 @@ type decoder struct {
 	bad bool
 }
 
-func (d *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.bad, d.b = true, nil
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *decoder) uvarint() uint64 { return next(d, binary.Uvarint) }
+func (d *decoder) varint() int64   { return next(d, binary.Varint) }
 
-func (d *decoder) varint() int64 {
-	v, n := binary.Varint(d.b)
+// next reads one varint with f (binary.Uvarint or binary.Varint).
+func next[T uint64 | int64](d *decoder, f func([]byte) (T, int)) T {
+	v, n := f(d.b)
 	if n <= 0 {
 		d.bad, d.b = true, nil
 		return 0
