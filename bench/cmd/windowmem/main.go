@@ -18,6 +18,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -41,6 +42,7 @@ func main() {
 	budgetS := flag.String("budget", "64MiB", "state budget of the durable store (MiB)")
 	dir := flag.String("dir", "", "directory of the durable store (default: a temporary one)")
 	prof := flag.String("cpuprofile", "", "write a CPU profile here")
+	flag.StringVar(&heapProfile, "heapprofile", "", "write a heap profile here when every key has an open window")
 	flag.Parse()
 	if *prof != "" {
 		f, err := os.Create(*prof)
@@ -58,6 +60,21 @@ func main() {
 		log.Print(err)
 		defer os.Exit(1)
 	}
+}
+
+var heapProfile string
+
+// writeHeap writes the heap profile (after a collection), if asked.
+func writeHeap() error {
+	if heapProfile == "" {
+		return nil
+	}
+	f, err := os.Create(heapProfile)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	return errors.Join(pprof.WriteHeapProfile(f), f.Close())
 }
 
 func mib(s string) (int64, error) {
@@ -138,6 +155,11 @@ func run(store string, keys, minutes int, budget int64, dir string) error {
 				return err
 			}
 			n++
+			if n == int64(keys) {
+				if err := writeHeap(); err != nil {
+					return err
+				}
+			}
 			if n%1000 == 0 {
 				peakOpen = max(peakOpen, w.Open)
 				if err := w.Advance(t); err != nil {
