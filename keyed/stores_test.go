@@ -29,7 +29,7 @@ type storeKind struct {
 var storeKinds = []storeKind{
 	{name: "mem"},
 	{name: "durable-none-in-memory", opts: &durable.Options{CacheBytes: 1, TimerBytes: 1, MemoryBudget: 16 << 20}},
-	{name: "durable-small", opts: &durable.Options{CacheBytes: 2 << 10, TimerBytes: 1 << 10, TimerReadAhead: 3, MemoryBudget: 16 << 20}},
+	{name: "durable-small", opts: &durable.Options{CacheBytes: 4 << 10, TimerBytes: 1 << 10, TimerReadAhead: 3, FilterMinKeys: 4, MemoryBudget: 16 << 20}},
 }
 
 // forStores runs f once per storeKind, as a subtest.

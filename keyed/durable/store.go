@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -39,6 +40,10 @@ type Options struct {
 	// TimerReadAhead is how many timers Due moves from pebble to memory
 	// at once. Default 1024.
 	TimerReadAhead int
+	// FilterMinKeys is the fewest keys the Bloom filter of the keys in
+	// pebble is sized for (it grows with them; 10 bits a key, counted in
+	// CacheBytes). Default 4096.
+	FilterMinKeys int
 	// FS is the file system; tests pass vfs.NewMem. Default vfs.Default.
 	FS vfs.FS
 }
@@ -58,6 +63,7 @@ type Store[S any] struct {
 	err    error
 	buf    []byte
 	timers *Timers
+	filter *filter // of the keys in pebble
 }
 
 // entry is a key's state in the cache. present: the key has state (s);
@@ -96,6 +102,9 @@ func Open[S any](dir string, codec Codec[S], o Options) (*Store[S], error) {
 	if o.TimerBytes <= 0 {
 		o.TimerBytes = in / 4
 	}
+	if o.FilterMinKeys <= 0 {
+		o.FilterMinKeys = 1 << 12
+	}
 	if o.TimerReadAhead <= 0 {
 		o.TimerReadAhead = 1024
 	}
@@ -123,8 +132,8 @@ func Open[S any](dir string, codec Codec[S], o Options) (*Store[S], error) {
 		cache.Unref()
 		return nil, fmt.Errorf("keyed/durable: open %s: %w", dir, err)
 	}
-	s := &Store[S]{codec: codec, db: db, cache: cache, fs: o.FS, dir: dir, m: map[string]*entry[S]{}, limit: o.CacheBytes}
-	s.timers = &Timers{db: db, err: &s.err, mem: keyed.NewMemTimers(), limit: o.TimerBytes, readAhead: o.TimerReadAhead}
+	s := &Store[S]{codec: codec, db: db, cache: cache, fs: o.FS, dir: dir, m: map[string]*entry[S]{}, limit: o.CacheBytes, filter: newFilter(db, o.FilterMinKeys)}
+	s.timers = &Timers{db: db, err: &s.err, filter: s.filter, mem: keyed.NewMemTimers(), limit: o.TimerBytes, readAhead: o.TimerReadAhead}
 	return s, nil
 }
 
@@ -202,7 +211,10 @@ func (s *Store[S]) load(key string) *entry[S] {
 	s.evict(s.limit)
 	e := &entry[S]{}
 	s.buf = append(append(s.buf[:0], prefixState), key...)
-	v, closer, err := s.db.Get(s.buf)
+	v, closer, err := []byte(nil), io.Closer(nil), pebble.ErrNotFound
+	if s.filter.mayHave(s.buf) {
+		v, closer, err = s.db.Get(s.buf)
+	}
 	switch {
 	case err == nil:
 		st, derr := s.codec.Decode(v)
@@ -232,9 +244,10 @@ func (s *Store[S]) resize(key string, e *entry[S]) {
 }
 
 // evict spills entries, in the map's (random) order, down to half of
-// limit once the cache holds more than limit: the dirty ones are written
-// to pebble in one batch.
+// limit once the cache (and the filter) holds more than limit: the dirty
+// ones are written to pebble in one batch.
 func (s *Store[S]) evict(limit int64) {
+	limit -= s.filter.Bytes()
 	if s.bytes <= limit || s.err != nil {
 		return
 	}
@@ -248,8 +261,10 @@ func (s *Store[S]) evict(limit int64) {
 				n := len(s.buf)
 				s.buf = s.codec.Append(s.buf, e.s)
 				err = b.Set(s.buf[:n], s.buf[n:], nil)
+				s.filter.add(s.buf[:n])
 			} else {
 				err = b.Delete(s.buf, nil)
+				s.filter.deleted()
 			}
 			if err != nil {
 				s.fail(err)
@@ -263,6 +278,10 @@ func (s *Store[S]) evict(limit int64) {
 		}
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
+		s.fail(err)
+		return
+	}
+	if err := s.filter.maybeRebuild(); err != nil {
 		s.fail(err)
 	}
 }

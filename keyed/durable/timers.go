@@ -16,14 +16,15 @@ import (
 // pebble (exactly the least one after a read), so that Due reads pebble
 // only when its least timer may come first.
 type Timers struct {
-	db    *pebble.DB
-	err   *error // the Store's
-	mem   *keyed.MemTimers
-	bytes int64 // of mem (timerCost)
-	limit int64
-	pn    int // timers in pebble
-	pmin  keyed.Timer
-	buf   []byte
+	db     *pebble.DB
+	err    *error  // the Store's
+	filter *filter // the Store's
+	mem    *keyed.MemTimers
+	bytes  int64 // of mem (timerCost)
+	limit  int64
+	pn     int // timers in pebble
+	pmin   keyed.Timer
+	buf    []byte
 	// readAhead is how many timers read moves from pebble to memory.
 	readAhead int
 }
@@ -53,6 +54,9 @@ func (q *Timers) onDisk(t keyed.Timer) bool {
 		return false
 	}
 	q.buf = timerKey(q.buf[:0], t)
+	if !q.filter.mayHave(q.buf) {
+		return false
+	}
 	_, closer, err := q.db.Get(q.buf)
 	if err == nil {
 		_ = closer.Close()
@@ -88,6 +92,7 @@ func (q *Timers) Delete(t keyed.Timer) {
 			q.error(err)
 			return
 		}
+		q.filter.deleted()
 		q.pn--
 	}
 }
@@ -122,8 +127,13 @@ func (q *Timers) spill() {
 			q.error(err)
 			return
 		}
+		q.filter.add(q.buf)
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
+		q.error(err)
+		return
+	}
+	if err := q.filter.maybeRebuild(); err != nil {
 		q.error(err)
 		return
 	}
@@ -157,6 +167,7 @@ func (q *Timers) read() {
 			q.error(err)
 			return
 		}
+		q.filter.deleted()
 		q.mem.Set(t)
 		q.bytes += timerCost(t)
 		n++
