@@ -20,7 +20,9 @@
 //     (Codec.Size plus the key and an entry's overhead; it spills the rest
 //     to pebble, down to half of it, once over), plus the one entry being
 //     handled; the in-memory timers take at most Options.TimerBytes, plus
-//     one read-ahead chunk from pebble. pebble's memtables and block cache
+//     one read-ahead chunk from pebble. A Bloom filter of the keys in
+//     pebble (10 bits a key, counted in CacheBytes) has no false
+//     negatives: a Get or a timer's check that it rules out skips pebble. pebble's memtables and block cache
 //     are sized from Options.MemoryBudget as the parked store's are
 //     (timers/durable.StoreOptions).
 //  4. An error of pebble or of the Codec is sticky (Err): every later
