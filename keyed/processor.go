@@ -124,6 +124,7 @@ type Processor[S, I any] struct {
 	fn     Function[S, I]
 	store  Store[S]
 	timers TimerQueue
+	mem    *MemTimers // timers, when they are MemTimers
 	fails  []Failer
 	time   int64
 	ctx    Context[S, I]
@@ -136,7 +137,8 @@ func NewProcessor[S, I any](fn Function[S, I], store Store[S]) *Processor[S, I] 
 	if ts, ok := store.(TimerStore); ok {
 		p.timers = ts.Timers()
 	} else {
-		p.timers = NewMemTimers()
+		p.mem = NewMemTimers()
+		p.timers = p.mem
 	}
 	for _, x := range []any{store, p.timers} {
 		if f, ok := x.(Failer); ok {
@@ -149,6 +151,13 @@ func NewProcessor[S, I any](fn Function[S, I], store Store[S]) *Processor[S, I] 
 
 // err is the first error of the store or the timers.
 func (p *Processor[S, I]) err() error {
+	if len(p.fails) == 0 {
+		return nil
+	}
+	return p.failed()
+}
+
+func (p *Processor[S, I]) failed() error {
 	for _, f := range p.fails {
 		if err := f.Err(); err != nil {
 			return err
@@ -194,7 +203,7 @@ func (p *Processor[S, I]) Advance(wm int64) error {
 		if err := p.err(); err != nil {
 			return err
 		}
-		t, ok := p.timers.Due(p.time)
+		t, ok := p.due()
 		if !ok {
 			return p.err()
 		}
@@ -203,6 +212,15 @@ func (p *Processor[S, I]) Advance(wm int64) error {
 			return err
 		}
 	}
+}
+
+// due is p.timers.Due(p.time), called directly for MemTimers (once per
+// record, mostly with nothing due).
+func (p *Processor[S, I]) due() (Timer, bool) {
+	if p.mem != nil {
+		return p.mem.Due(p.time)
+	}
+	return p.timers.Due(p.time)
 }
 
 // Close fires every timer (Advance(MaxTime)): the end of a bounded input.

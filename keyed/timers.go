@@ -69,15 +69,18 @@ func (s *MemTimers) Peek() (Timer, bool) {
 	return Timer{}, false
 }
 
-// Due removes and returns the first timer at or below now.
+// Due removes and returns the first timer at or below now. It reads the
+// heap's top before the live set: a call with nothing due (once per
+// record) is a comparison.
 func (s *MemTimers) Due(now int64) (Timer, bool) {
-	t, ok := s.Peek()
-	if !ok || t.At > now {
-		return Timer{}, false
+	for len(s.h) > 0 && s.h[0].At <= now {
+		t := heap.Pop(&s.h).(Timer)
+		if s.live[t] {
+			delete(s.live, t)
+			return t, true
+		}
 	}
-	heap.Pop(&s.h)
-	delete(s.live, t)
-	return t, true
+	return Timer{}, false
 }
 
 // TakeLast removes the n last timers (in (At, Key) order) and returns them

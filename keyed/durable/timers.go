@@ -97,20 +97,21 @@ func (q *Timers) Delete(t keyed.Timer) {
 	}
 }
 
-// Due removes and returns the least timer at or below now.
+// Due removes and returns the least timer at or below now: from memory,
+// unless pebble may hold one before memory's first (then it reads).
 func (q *Timers) Due(now int64) (keyed.Timer, bool) {
 	for *q.err == nil {
-		m, ok := q.mem.Peek()
-		if q.pn > 0 && q.pmin.At <= now && (!ok || q.pmin.Less(m)) {
-			q.read()
-			continue
+		if q.pn > 0 && q.pmin.At <= now {
+			if m, ok := q.mem.Peek(); !ok || q.pmin.Less(m) {
+				q.read()
+				continue
+			}
 		}
-		if !ok || m.At > now {
-			break
+		t, ok := q.mem.Due(now)
+		if ok {
+			q.bytes -= timerCost(t)
 		}
-		q.mem.Due(now)
-		q.bytes -= timerCost(m)
-		return m, true
+		return t, ok
 	}
 	return keyed.Timer{}, false
 }
