@@ -112,6 +112,11 @@ func TestStoreInvariant(t *testing.T) {
 				if got != want || ok != wok || s.Len() != len(ref) {
 					t.Fatalf("seed %d op %d: %s: got %d %v, want %d %v; len %d, want %d", seed, i, key, got, ok, want, wok, s.Len(), len(ref))
 				}
+				// durable invariant 3: the cache within its bytes, plus the
+				// entry being handled (its key, overhead and int).
+				if d, ok := s.(*durable.Store[int]); ok && d.CacheBytes() > k.opts.CacheBytes+128 {
+					t.Fatalf("seed %d op %d: the cache holds %d bytes, above %d", seed, i, d.CacheBytes(), k.opts.CacheBytes)
+				}
 			}
 		}
 	})
