@@ -113,7 +113,12 @@ func Open[S any](dir string, codec Codec[S], o Options) (*Store[S], error) {
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("keyed/durable: %w", err)
 	}
-	cache := pebble.NewCache(po.CacheSize)
+	// pebble reserves its memtables in the block cache (Cache.Reserve), so
+	// a cache of CacheSize alone, smaller than two memtables, holds no
+	// block at all (BlockCache.Hits stays 0): the memtables come on top,
+	// so that CacheSize is left for blocks. The memory is the same, as the
+	// memtables are allocated apart from the cache.
+	cache := pebble.NewCache(po.CacheSize + 2*int64(po.MemTableSize))
 	pebbleOpts := &pebble.Options{
 		FS:                 o.FS,
 		Cache:              cache,
