@@ -22,9 +22,11 @@
 //     handled; the in-memory timers take at most Options.TimerBytes, plus
 //     one read-ahead chunk from pebble. A Bloom filter of the keys in
 //     pebble (10 bits a key, counted in CacheBytes) has no false
-//     negatives: a Get or a timer's check that it rules out skips pebble. pebble's memtables and block cache
-//     are sized from Options.MemoryBudget as the parked store's are
-//     (timers/durable.StoreOptions).
+//     negatives: a Get or a timer's check that it rules out skips pebble.
+//     pebble's memtables and block cache are sized from
+//     Options.MemoryBudget as the parked store's are
+//     (timers/durable.StoreOptions); the cache is created two memtables
+//     larger, as pebble reserves its memtables in it.
 //  4. An error of pebble or of the Codec is sticky (Err): every later
 //     call is a no-op, and the keyed.Processor returns it.
 package durable
