@@ -124,6 +124,12 @@ type Window struct {
 	// ordering key as a JSON string, or, when it is not UTF-8, as
 	// {"key_b64": its base64}.
 	Key func(r *record.Record) ([]byte, error)
+	// Store, when set, keeps the window's state and timers (keyed.WithStore):
+	// keyed/durable's spills to pebble beyond a memory budget. The state is
+	// scratch, rebuilt from the re-read records after a restart like the
+	// in-memory one (a durable store of parked records is refused with
+	// windows, WithWindow). Nil: in memory.
+	Store keyed.Store[keyed.State]
 	// Args returns a record's argument of each aggregate, by
 	// Spec.Aggregates, as JSON (keyed.Spec.Item); an entry for a Count is
 	// not called and may be nil.

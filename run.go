@@ -142,7 +142,7 @@ func (r *run) engineConfig(ctx context.Context, parkRefs bool) engine.Config {
 		d := &cfg.windows[i]
 		args := make([]func(*record.Record) ([]byte, error), len(d.Args))
 		copy(args, d.Args)
-		ec.Windows = append(ec.Windows, engine.Window{Spec: d.Spec, Inputs: d.Inputs, Where: d.Where, Key: d.Key, Args: args, Bits: d.bits()})
+		ec.Windows = append(ec.Windows, engine.Window{Spec: d.Spec, Inputs: d.Inputs, Where: d.Where, Key: d.Key, Args: args, Bits: d.bits(), Store: d.Store})
 	}
 	for _, t := range cfg.tables {
 		ec.Tables = append(ec.Tables, engine.Table{Topic: t.Topic, Into: t.Into})

@@ -130,6 +130,8 @@ type Window struct {
 	Key    func(*record.Record) ([]byte, error)
 	Args   []func(*record.Record) ([]byte, error)
 	Bits   uint64
+	// Store keeps the window's state (nil: in memory, keyed.MemStore).
+	Store keyed.Store[keyed.State]
 }
 
 // WindowStats is one window's activity.

@@ -40,7 +40,11 @@ func (c *Engine) windowsStart() {
 				wr.inputs[in] = true
 			}
 		}
-		w, err := keyed.New(d.Spec, func(r *keyed.Result) error { return c.windowResult(wr, r) })
+		var opts []keyed.Option
+		if d.Store != nil {
+			opts = append(opts, keyed.WithStore(d.Store))
+		}
+		w, err := keyed.New(d.Spec, func(r *keyed.Result) error { return c.windowResult(wr, r) }, opts...)
 		if err != nil { // validate checked the spec
 			panic(err)
 		}
