@@ -1,5 +1,9 @@
 package signalbox
 
+// Restoring the checkpoints a restart resumes from (a checkpoint sink's, a
+// durable store's) and storing them with the durable store; the engine
+// decides what a checkpoint claims (internal/engine checkpoint.go).
+
 import (
 	"context"
 	"encoding/json"
@@ -10,9 +14,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/signalbox/signalbox/catchup"
+	"github.com/signalbox/signalbox/internal/engine"
 	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/watermark"
 )
 
 // lateBlob is the key under which a DurableStore keeps the late counters.
@@ -22,44 +25,6 @@ type lateEntry struct {
 	Topic     string      `json:"topic"`
 	Partition int32       `json:"partition"`
 	Counter   LateCounter `json:"counter"`
-}
-
-// checkpoint checkpoints everything released so far, at now.
-//
-// Without a DurableStore it queues the checkpoint behind the released
-// records: the sink goroutine flushes, stores it in a CheckpointSink's
-// transaction, and commits Low offsets.
-//
-// With a DurableStore it is a barrier (effects): the driver waits until the
-// sinks have flushed everything released so far, then stores the parked set
-// with the checkpoint, then commits (awaitBarrier).
-//
-// With revoke set (a rebalance is about to revoke partitions), it is always
-// a barrier, so the new owner starts from the safe offsets.
-//
-// With no partition assigned (a stop before the first assignment) there is
-// nothing to checkpoint, and an empty checkpoint would replace the one the
-// run restored (a DurableStore's, or a sink's that is stored whole), so that
-// the next restart would skip nothing: it only flushes, if final.
-func (c *core) checkpoint(now time.Time, final, revoke bool) {
-	if len(c.parts) == 0 {
-		if final {
-			c.cur.flush = true
-			c.seal(now)
-		}
-		return
-	}
-	cp := c.buildCheckpoint()
-	c.cur.cp, c.cur.final, c.cur.cpAt = &cp, final, now
-	if c.durable == nil && !revoke {
-		if final {
-			c.seal(now)
-		}
-		return
-	}
-	c.cur.noCommit = c.durable != nil
-	c.fx.barrier = &barrier{o: c.cur, cp: &cp, start: now, final: final, revoke: revoke}
-	c.seal(now)
 }
 
 // storable is cp as a DurableStore keeps it: without the partitions whose
@@ -95,7 +60,7 @@ func (r *run) checkRestoredWatermark(cp *record.Checkpoint, fromStore bool) erro
 		return nil
 	}
 	now := r.cfg.clock()
-	bound := r.futureBound(now)
+	bound := r.eng.FutureBound(now)
 	wm := cp.Watermark
 	for _, pc := range cp.Partitions {
 		wm = max(wm, pc.Watermark)
@@ -112,21 +77,10 @@ func (r *run) checkRestoredWatermark(cp *record.Checkpoint, fromStore bool) erro
 		now.UTC().Format(time.RFC3339), fix)
 }
 
-// futureBound is max_future ahead of now (MaxTime without max_future): the
-// highest watermark a checkpoint may restore, and the poison guard's bound.
-func (c *core) futureBound(now time.Time) int64 {
-	if c.cfg.maxFuture <= 0 {
-		return watermark.MaxTime
-	}
-	return now.Add(c.cfg.maxFuture).UnixMilli()
-}
-
-func (c *core) blobs() map[string][]byte {
+func (r *run) blobs() map[string][]byte {
 	var ls []lateEntry
-	for tp, c := range c.lateCounts {
-		if c.Count > 0 {
-			ls = append(ls, lateEntry{Topic: tp.Topic, Partition: tp.Partition, Counter: *c})
-		}
+	for tp, c := range r.eng.LateCounters() {
+		ls = append(ls, lateEntry{Topic: tp.Topic, Partition: tp.Partition, Counter: LateCounter(c)})
 	}
 	slices.SortFunc(ls, func(a, b lateEntry) int {
 		return record.TopicPartition{Topic: a.Topic, Partition: a.Partition}.Compare(record.TopicPartition{Topic: b.Topic, Partition: b.Partition})
@@ -148,21 +102,22 @@ func (c *core) blobs() map[string][]byte {
 // With only a DurableStore, its checkpoint plays both roles.
 func (r *run) restore(ctx context.Context) error {
 	var storeCP, sinkCP *record.Checkpoint
+	var in engine.Restored
 	if r.durable != nil {
 		cp, blobs, err := r.durable.Restore()
 		if err != nil {
 			return fmt.Errorf("signalbox: restoring parked state: %w", err)
 		}
 		storeCP = cp
-		r.floors = r.durable.ParkedByPartition()
+		in.Floors = r.durable.ParkedByPartition()
 		if b := blobs[lateBlob]; len(b) > 0 {
 			var ls []lateEntry
 			if err := json.Unmarshal(b, &ls); err != nil {
 				return fmt.Errorf("signalbox: restoring late counters: %w", err)
 			}
+			in.Late = make(map[record.TopicPartition]engine.LateCounter, len(ls))
 			for _, l := range ls {
-				c := l.Counter
-				r.lateCounts[record.TopicPartition{Topic: l.Topic, Partition: l.Partition}] = &c
+				in.Late[record.TopicPartition{Topic: l.Topic, Partition: l.Partition}] = engine.LateCounter(l.Counter)
 			}
 		}
 	}
@@ -178,16 +133,14 @@ func (r *run) restore(ctx context.Context) error {
 		filter = storeCP
 	}
 	if filter == nil {
+		r.eng.Restore(in)
 		return nil
 	}
 	if err := r.checkRestoredWatermark(filter, storeCP != nil); err != nil {
 		return err
 	}
-	r.cpWM, r.hasCP = filter.Watermark, true // per task: see assign
-	r.wm = max(r.wm, filter.Watermark)
-	for _, pc := range filter.Partitions {
-		r.restored[pc.TopicPartition] = pc
-	}
+	in.Checkpoint = filter
+	r.eng.Restore(in)
 	starts := map[record.TopicPartition]int64{}
 	if storeCP != nil {
 		for _, pc := range storeCP.Partitions {
@@ -233,84 +186,4 @@ func (r *run) readRestored(ctx context.Context, assigned []record.PartitionInfo,
 		return nil, fmt.Errorf("signalbox: restoring checkpoint at rebalance: %w", err)
 	}
 	return cp, nil
-}
-
-// refreshRestored takes the checkpoints of assigned partitions: of cp, the
-// checkpoint sink's (readRestored), the newest position per partition wins.
-//
-// With neither a checkpoint sink nor a DurableStore, the checkpoint the
-// source committed with the partition's offset (CheckpointCommitter) plays
-// that role: a clean stop re-emits nothing. One whose watermark is more
-// than max_future ahead of the clock is not restored (a checkpoint never
-// restores such a time); the partition then skips nothing.
-func (c *core) refreshRestored(assigned []record.PartitionInfo, cp *record.Checkpoint) {
-	if c.cfg.checkpointSink() == nil && c.durable == nil {
-		for _, a := range assigned {
-			switch {
-			case a.Checkpoint == nil:
-			case a.Checkpoint.Watermark > c.futureBound(c.now):
-				c.cfg.logger.Warn("committed checkpoint watermark ahead of the clock by more than max_future: not restored",
-					zap.String("topic", a.Topic), zap.Int32("partition", a.Partition), zap.Int64("watermark", a.Checkpoint.Watermark))
-			default:
-				c.restoreNewer(*a.Checkpoint)
-			}
-		}
-		return
-	}
-	if cp == nil {
-		return
-	}
-	for _, pc := range cp.Partitions {
-		for _, a := range assigned {
-			if a.TopicPartition == pc.TopicPartition {
-				c.restoreNewer(pc)
-			}
-		}
-	}
-}
-
-// restoreNewer makes pc the partition's restored checkpoint unless the one
-// it has is at least as far: each says truly what was emitted, and the
-// further one skips more.
-func (c *core) restoreNewer(pc record.PartitionCheckpoint) {
-	if old, ok := c.restored[pc.TopicPartition]; ok && old.Position >= pc.Position {
-		return
-	}
-	c.restored[pc.TopicPartition] = pc
-}
-
-// buildCheckpoint builds the checkpoint as of everything released so far.
-func (c *core) buildCheckpoint() record.Checkpoint {
-	cp := record.Checkpoint{Watermark: c.wm, Partitions: make([]record.PartitionCheckpoint, 0, len(c.parts))}
-	for _, st := range c.catch.Statuses() {
-		tp := record.TopicPartition{Topic: st.Input, Partition: st.Partition}
-		ps := c.parts[tp]
-		pos, wm := ps.emittedClaim()
-		cp.Partitions = append(cp.Partitions, record.PartitionCheckpoint{
-			TopicPartition: tp,
-			Low:            c.windowHeld(ps, ps.low()),
-			Position:       pos,
-			End:            st.SnapshotEnd,
-			Replaying:      st.Phase == catchup.Replaying || (st.Phase == catchup.Unknown && st.Position < st.SnapshotEnd),
-			Watermark:      wm,
-		})
-	}
-	return cp
-}
-
-// emittedClaim is what a checkpoint says of ps: its records below pos with
-// event time at or below wm were emitted, and no other record of it was.
-// Normally that is its position and its task's release watermark, or its
-// own lateAt if higher (its records at or below lateAt are late). While ps
-// re-reads below its restored checkpoint's position, it is that
-// checkpoint's claim: the run has read less than the one before it, and
-// releases nothing past the restored watermark meanwhile (restoreHold), so
-// the claim is still exact; a checkpoint never moves the position back,
-// which would make the next restart re-emit what lies between.
-func (ps *partState) emittedClaim() (pos, wm int64) {
-	pos, wm = ps.position(), max(ps.task.rel, ps.lateAt)
-	if ps.restoring && ps.restorePos > pos {
-		return ps.restorePos, min(wm, ps.restoreWM) // min: never claim what was not released
-	}
-	return pos, wm
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,9 +23,12 @@ import (
 // written as cockroachdb/datadriven transcripts, as watermark/testdata is for
 // the watermark alone. A transcript declares what the source delivers, step
 // by step (fetches, rebalances, clock ticks), and how the sink behaves, then
-// runs the pipeline and prints what came out: the released records in
-// order, the dead letters, the late counts, the committed offsets and what
-// the source saw (pauses, resumes, the commits at a revoke). Regenerate the
+// runs the pipeline and prints what the engine decided and what came out:
+// its effects step by step (Stepper.Effects: what it released, paused,
+// resumed, dead-lettered, checkpointed, and the barriers a commit waits
+// at), then the released records in order, the dead letters, the late
+// counts, the committed offsets and what the source saw (pauses, resumes,
+// the commits at a revoke). Regenerate the
 // expected output with
 //
 //	go test . -run TestEngineTranscripts -rewrite
@@ -422,7 +424,7 @@ func (e *engineScript) run(t *testing.T) string {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	src.stop = stop
-	runErr := stepThrough(runCtx, p, src)
+	effects, runErr := stepThrough(runCtx, p, src)
 	if ctx.Err() != nil {
 		t.Fatalf("the run did not end by itself (a transcript must let every partition reach its end offset): %v", runErr)
 	}
@@ -434,15 +436,22 @@ func (e *engineScript) run(t *testing.T) string {
 	if cps != nil {
 		e.cp = cps.checkpoint()
 	}
-	return e.report(p, out, dead, events, runErr)
+	return e.report(p, out, dead, events, effects, runErr)
 }
 
 // stepThrough runs p on this goroutine as Run would, stepping its engine
 // core (signalbox.Stepper) through what src delivers, one Fetch at a time.
-func stepThrough(ctx context.Context, p *signalbox.Pipeline, src *transcriptSource) error {
+// It returns what the engine decided at each step (Stepper.Effects), each
+// line labelled with the step.
+func stepThrough(ctx context.Context, p *signalbox.Pipeline, src *transcriptSource) (effects []string, err error) {
 	st, err := signalbox.NewStepper(ctx, p)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	note := func(label string) {
+		for _, l := range st.Effects() {
+			effects = append(effects, label+": "+l)
+		}
 	}
 	for {
 		f, err := src.Poll(ctx)
@@ -450,17 +459,25 @@ func stepThrough(ctx context.Context, p *signalbox.Pipeline, src *transcriptSour
 			if ctx.Err() == nil {
 				err = fmt.Errorf("signalbox: source: %w", err)
 			}
-			return st.Stop(err)
+			err = st.Stop(err)
+			note("stop")
+			return effects, err
 		}
+		src.mu.Lock()
+		label := src.last
+		src.mu.Unlock()
 		done, err := st.Step(f)
+		note(label)
 		if done || err != nil {
-			return st.Stop(err)
+			err = st.Stop(err)
+			note("stop")
+			return effects, err
 		}
 	}
 }
 
 // report prints what a run put out.
-func (e *engineScript) report(p *signalbox.Pipeline, out *failingSink, dead *collect, events []string, runErr error) string {
+func (e *engineScript) report(p *signalbox.Pipeline, out *failingSink, dead *collect, events, effects []string, runErr error) string {
 	var b strings.Builder
 	section := func(name string, lines []string) {
 		fmt.Fprintf(&b, "%s:", name)
@@ -472,6 +489,7 @@ func (e *engineScript) report(p *signalbox.Pipeline, out *failingSink, dead *col
 			fmt.Fprintf(&b, "  %s\n", l)
 		}
 	}
+	section("effects", effects)
 	section("released", out.lines())
 	section("dead-letter", dead.lines())
 	st := p.Stats()
@@ -486,9 +504,9 @@ func (e *engineScript) report(p *signalbox.Pipeline, out *failingSink, dead *col
 	if e.cpSink {
 		var cp []string
 		if e.cp != nil {
-			cp = append(cp, "watermark="+fmtMark(e.cp.Watermark))
+			cp = append(cp, "watermark="+signalbox.MarkString(e.cp.Watermark))
 			for _, pc := range e.cp.Partitions {
-				cp = append(cp, fmt.Sprintf("%s/%d low=%d position=%d watermark=%s", pc.Topic, pc.Partition, pc.Low, pc.Position, fmtMark(pc.Watermark)))
+				cp = append(cp, fmt.Sprintf("%s/%d low=%d position=%d watermark=%s", pc.Topic, pc.Partition, pc.Low, pc.Position, signalbox.MarkString(pc.Watermark)))
 			}
 		}
 		section("checkpoint", cp)
@@ -514,17 +532,9 @@ func committedLines(committed map[record.TopicPartition]int64, cps map[record.To
 	for _, id := range slices.SortedFunc(maps.Keys(committed), record.TopicPartition.Compare) {
 		l := fmt.Sprintf("%s/%d=%d", id.Topic, id.Partition, committed[id])
 		if pc, ok := cps[id]; ok {
-			l += fmt.Sprintf(" position=%d watermark=%s", pc.Position, fmtMark(pc.Watermark))
+			l += fmt.Sprintf(" position=%d watermark=%s", pc.Position, signalbox.MarkString(pc.Watermark))
 		}
 		lines = append(lines, l)
 	}
 	return lines
-}
-
-// fmtMark prints a watermark in ms, −∞ as such.
-func fmtMark(m int64) string {
-	if m == math.MinInt64 {
-		return "-inf"
-	}
-	return strconv.FormatInt(m, 10)
 }

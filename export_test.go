@@ -2,16 +2,21 @@ package signalbox
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
 
+	"github.com/signalbox/signalbox/internal/engine"
 	"github.com/signalbox/signalbox/record"
 )
 
 // MemStore is the default in-memory ParkedStore, for the external tests to
 // wrap (align_test.go's peakStore).
-type MemStore = memStore
+type MemStore = engine.MemStore
 
 // NewMemStore returns an empty in-memory store.
-func NewMemStore() *MemStore { return newMemStore() }
+func NewMemStore() *MemStore { return engine.NewMemStore() }
 
 // Stepper drives a Pipeline's engine core on the caller's goroutine, one
 // Fetch at a time, as Run's loop does but with no poller, no sink
@@ -23,8 +28,8 @@ type Stepper struct {
 	r        *run
 	ctx      context.Context
 	h        *holds
-	last     passTimes
 	closeAll func(error) error
+	effects  []string // what the engine asked for since Effects was last called
 }
 
 // NewStepper opens p as Run does (sinks, checkpoints, source).
@@ -35,7 +40,9 @@ func NewStepper(ctx context.Context, p *Pipeline) (*Stepper, error) {
 	if err != nil {
 		return nil, closeAll(err)
 	}
-	return &Stepper{r: r, ctx: ctx, h: newHolds(r), last: passTimes{cp: r.cfg.clock()}, closeAll: closeAll}, nil
+	s := &Stepper{r: r, ctx: ctx, h: newHolds(r), closeAll: closeAll}
+	r.trace = func(fx *engine.Effects) { s.effects = append(s.effects, describeEffects(fx)...) }
+	return s, nil
 }
 
 // Step takes f, decoded as the poller does, then runs the pass after it at
@@ -48,7 +55,7 @@ func (s *Stepper) Step(f record.Fetch) (done bool, err error) {
 	if err := s.r.fetchStep(s.ctx, polled{f: f, marks: marks}); err != nil {
 		return true, err
 	}
-	return s.r.pass(s.ctx, s.r.cfg.clock(), &s.last)
+	return s.r.pass(s.ctx, s.r.cfg.clock())
 }
 
 // Stop ends the run as Run does once its loop returned err (nil: a
@@ -56,8 +63,8 @@ func (s *Stepper) Step(f record.Fetch) (done bool, err error) {
 // source and the sinks.
 func (s *Stepper) Stop(err error) error {
 	err = s.r.finish(s.ctx, err)
-	for _, e := range s.r.fx.events { // a failed step's, not applied
-		s.r.notify(e)
+	for _, e := range s.r.eng.Ready().Events { // a failed step's, not applied
+		s.r.notify(event(e))
 	}
 	s.r.publish()
 	return s.closeAll(err)
@@ -65,3 +72,84 @@ func (s *Stepper) Stop(err error) error {
 
 // HeldUnpausedLimit is heldUnpausedLimit (hold.go).
 const HeldUnpausedLimit = heldUnpausedLimit
+
+// Effects returns what the engine asked the driver to do since the last
+// call, one effect a line, in the order asked: flow control, evidence
+// demands, each out batch (its released records, dead letters, flush and
+// checkpoint), and a barrier (the commit waits for the sinks' acknowledgement).
+func (s *Stepper) Effects() []string {
+	e := s.effects
+	s.effects = nil
+	return e
+}
+
+func describeEffects(fx *engine.Effects) []string {
+	var out []string
+	tps := func(tps []record.TopicPartition) string {
+		var b []string
+		for _, tp := range tps {
+			b = append(b, fmt.Sprintf("%s/%d", tp.Topic, tp.Partition))
+		}
+		return strings.Join(b, " ")
+	}
+	recs := func(rs []record.Record) string {
+		var b []string
+		for _, r := range rs {
+			b = append(b, fmt.Sprintf("%s/%d@%d", r.Topic, r.Partition, r.Offset))
+		}
+		return strings.Join(b, " ")
+	}
+	if len(fx.Resume) > 0 {
+		out = append(out, "resume "+tps(fx.Resume))
+	}
+	if len(fx.Pause) > 0 {
+		out = append(out, "pause "+tps(fx.Pause))
+	}
+	if fx.WantEvidence {
+		if fx.Evidence.IsZero() {
+			out = append(out, "want evidence: none due")
+		} else {
+			out = append(out, fmt.Sprintf("want evidence at %d", fx.Evidence.UnixMilli()))
+		}
+	}
+	if fx.Live != 0 {
+		out = append(out, fmt.Sprintf("live at %d", fx.Live))
+	}
+	for _, o := range fx.Outs {
+		if len(o.Records) > 0 {
+			out = append(out, "release "+recs(o.Records))
+		}
+		if len(o.Dead) > 0 {
+			out = append(out, "dead-letter "+recs(o.Dead))
+		}
+		if o.Flush {
+			out = append(out, "flush")
+		}
+		if o.CP != nil {
+			l := "checkpoint watermark=" + MarkString(o.CP.Watermark)
+			for _, pc := range o.CP.Partitions {
+				l += fmt.Sprintf(" %s/%d low=%d position=%d", pc.Topic, pc.Partition, pc.Low, pc.Position)
+			}
+			if o.Final {
+				l += " final"
+			}
+			out = append(out, l)
+		}
+	}
+	if b := fx.Barrier; b != nil {
+		l := "barrier: the commit waits for the sinks"
+		if b.Revoke {
+			l += ", then the revoke"
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// MarkString prints a watermark in ms, −∞ as such.
+func MarkString(m int64) string {
+	if m == math.MinInt64 {
+		return "-inf"
+	}
+	return strconv.FormatInt(m, 10)
+}

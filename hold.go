@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/signalbox/signalbox/internal/decode"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/retry"
 )
@@ -151,7 +152,7 @@ func (h *holds) due() (at time.Time, ok bool) {
 type probed struct {
 	tp   record.TopicPartition
 	hp   *held
-	hold *holdError // nil: it decodes (or is bad: either way, retry it)
+	hold *decode.HoldError // nil: it decodes (or is bad: either way, retry it)
 }
 
 // probe tries, off the poller's goroutine, the held record of every
@@ -164,12 +165,12 @@ func (h *holds) probe(ctx context.Context, now time.Time, out chan<- probed, wg 
 			continue
 		}
 		hp.probing = true
-		rec, dec := hp.recs[0], h.r.p.decoderFor(tp.Topic) // a copy: decode writes to it
+		rec, dec := hp.recs[0], h.r.p.decoders.For(tp.Topic) // a copy: decode writes to it
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var hold *holdError
-			errors.As(dec.decode(ctx, &rec), &hold)
+			var hold *decode.HoldError
+			errors.As(dec.Decode(ctx, &rec), &hold)
 			select {
 			case out <- probed{tp: tp, hp: hp, hold: hold}:
 			case <-ctx.Done():
@@ -187,7 +188,7 @@ func (h *holds) answered(ctx context.Context, a probed, now time.Time) (*polled,
 	}
 	a.hp.probing = false
 	if a.hold != nil {
-		h.again(a.tp, a.hp, a.hold.err, now)
+		h.again(a.tp, a.hp, a.hold.Unwrap(), now)
 		return nil, nil
 	}
 	return h.retry(ctx, a.tp, a.hp, now)
@@ -198,9 +199,9 @@ func (h *holds) answered(ctx context.Context, a probed, now time.Time) (*polled,
 // first that cannot be decoded yet stay held. Its error ends the poller.
 func (h *holds) retry(ctx context.Context, tp record.TopicPartition, hp *held, now time.Time) (*polled, error) {
 	marks := map[*record.Record]error{}
-	dec := h.r.p.decoderFor(tp.Topic)
+	dec := h.r.p.decoders.For(tp.Topic)
 	out := make([]record.Record, 0, len(hp.recs))
-	var hold *holdError
+	var hold *decode.HoldError
 	for _, rec := range hp.recs {
 		out = append(out, rec)
 		err := h.r.p.prepareRecord(ctx, dec, &out[len(out)-1])
@@ -218,7 +219,7 @@ func (h *holds) retry(ctx context.Context, tp record.TopicPartition, hp *held, n
 	pf := record.PartitionFetch{TopicPartition: tp, Records: out, Position: hp.position, End: hp.end}
 	hp.recs = hp.recs[len(out):]
 	if hold != nil {
-		h.again(tp, hp, hold.err, now)
+		h.again(tp, hp, hold.Unwrap(), now)
 		pf.Position = hp.recs[0].Offset
 	} else {
 		h.resume(tp, hp, now)

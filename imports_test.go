@@ -32,7 +32,7 @@ var ioStd = []string{"os", "os/exec", "os/signal", "net", "syscall", "io/ioutil"
 // depend on the library, never the reverse. timers/durable is the storage
 // engine's adapter: the root reaches it only through the interfaces it owns
 // (ParkedStore, DurableStore, ParkCopier).
-var adapters = []string{"sources", "sinks", "bench", "cmd", "config", "formats", "timers/durable", "process"}
+var adapters = []string{"sources", "sinks", "bench", "cmd", "config", "formats", "timers/durable", "keyed/durable", "process"}
 
 // adapterExempt are packages under adapters that the root may import: the
 // types its decoder hook names (ValueDecoder), stdlib-only.

@@ -1,17 +1,25 @@
 package signalbox
 
+// Input: how a topic's records are decoded (event time, ordering key), its
+// validation and compiled form (internal/decode); the ValueDecoder contract
+// of schema'd formats, and rendering their JSON for the sinks.
+
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
-	"unsafe"
+	"slices"
+	"time"
 
 	"github.com/signalbox/signalbox/formats/value"
+	"github.com/signalbox/signalbox/internal/decode"
 	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/internal/jsonfield"
 	"github.com/signalbox/signalbox/internal/topicpattern"
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/retry"
+	"go.uber.org/zap"
 )
 
 // TimeSource says where an input's event time comes from.
@@ -77,20 +85,6 @@ type Input struct {
 	// ordering key is the decoded key's text, and the JSON sinks write the
 	// decoded key. Nil: the key is its bytes.
 	KeyDecoder ValueDecoder
-}
-
-// decoder is the compiled form of an Input.
-type decoder struct {
-	in        Input
-	timePath  jsonfield.Path
-	keyPath   jsonfield.Path
-	timeless  bool
-	needsJSON bool
-	// the paths split for ValueDecoder lookups (Input.Decoder set)
-	timeNames, keyNames []string
-	// renderIngest: decode schema'd keys and values into their JSON at
-	// ingest, once (decodeSchemad); set by NewPipeline.
-	renderIngest bool
 }
 
 // The defaults of an Input's fields.
@@ -184,46 +178,20 @@ func (in Input) name() string {
 	return in.Topic
 }
 
-// topicPattern is a TopicPattern input, compiled.
-type topicPattern struct {
-	re  *regexp.Regexp
-	dec *decoder
-}
-
-// decoderFor returns the decoder of topic: its Topic input, else the first
-// TopicPattern input that matches, else the default (timestamp, key).
-func (p *Pipeline) decoderFor(topic string) *decoder {
-	if d := p.decoders[topic]; d != nil {
-		return d
-	}
-	for _, tp := range p.patterns {
-		if tp.re.MatchString(topic) {
-			return tp.dec
-		}
-	}
-	return p.fallback
-}
-
-func compileInput(in Input) (*decoder, error) {
+// compileInput validates in and compiles it (internal/decode).
+func compileInput(in Input) (*decode.Decoder, error) {
 	if err := in.Validate(); err != nil {
 		return nil, fmt.Errorf("input %s: %w", fielderr.Quote(in.name()), err)
 	}
 	in = in.withDefaults()
-	d := &decoder{in: in, timeless: in.Time == TimeNone}
-	if in.Time == TimeFromField {
-		d.timePath, _ = jsonfield.ParsePath(in.TimeField)
-		d.needsJSON = true
-	}
-	if in.Key == KeyFromField {
-		d.keyPath, _ = jsonfield.ParsePath(in.KeyField)
-		d.needsJSON = true
-	}
+	s := decode.Spec{Time: string(in.Time), TimeField: in.TimeField, TimeFormat: string(in.TimeFormat), Key: string(in.Key), KeyField: in.KeyField}
 	if in.Decoder != nil {
-		d.needsJSON = false
-		d.timeNames, _ = value.SplitPath(in.TimeField)
-		d.keyNames, _ = value.SplitPath(in.KeyField)
+		s.Decoder = in.Decoder
 	}
-	return d, nil
+	if in.KeyDecoder != nil {
+		s.KeyDecoder = in.KeyDecoder
+	}
+	return decode.Compile(s), nil
 }
 
 // The accepted event-time range, in milliseconds since the Unix epoch: the
@@ -233,129 +201,108 @@ func compileInput(in Input) (*decoder, error) {
 // timestamp, a field or header in any format), is malformed: the record goes
 // to the dead-letter sink with the reason.
 const (
-	MinEventTime int64 = -62135596800000 // 0001-01-01T00:00:00Z
-	MaxEventTime int64 = 253402300799999 // 9999-12-31T23:59:59.999Z
+	MinEventTime = decode.MinEventTime // 0001-01-01T00:00:00Z
+	MaxEventTime = decode.MaxEventTime // 9999-12-31T23:59:59.999Z
 )
 
-// decode fills r.EventTime, r.OrderKey and r.Timeless. The error text is the
-// dead-letter reason, except a hold or the context's error from a
-// ValueDecoder (classify). When the event time cannot be decoded the record
-// is left Timeless (EventTime 0): a dead-lettered record then carries no
-// event time rather than a wrong one (1970).
-func (d *decoder) decode(ctx context.Context, r *record.Record) error {
-	if d.in.Decoder != nil || d.in.KeyDecoder != nil {
-		return d.decodeSchemad(ctx, r)
-	}
-	return d.decodeJSON(r)
+// ValueDecoder decodes the key or value of a record in a schema'd format
+// (Input.Decoder, Input.KeyDecoder). *formats.Decoder implements it.
+//
+// DecodeValue is called from the poller goroutine at ingest, where the
+// record's JSON is kept with it for the sinks when some sink wants JSON and
+// no Transform may change the record; otherwise ingest calls CheckValue
+// (when the decoder is a ValueChecker), and DecodeValue runs again on the
+// engine goroutine when the record is handed to a sink that wants JSON, as
+// it does for a record restored from a durable store. It must be safe for
+// concurrent use, and decode the same bytes to the same result every time.
+// Its error is one of:
+//   - retry.IsRetryable: the decoder could not answer (a schema registry
+//     down): the record is held, with the records after it in its
+//     partition, and tried again with backoff; the partition holds the
+//     watermark meanwhile, as one that has not delivered;
+//   - the context's error (ctx is done), or a retry.IsFatal one: Run stops;
+//   - anything else: the record is bad, and goes to the dead-letter sink
+//     with the error's text as the reason.
+type ValueDecoder interface {
+	DecodeValue(ctx context.Context, payload []byte, headers []record.Header) (value.Decoded, error)
 }
 
-// setTime fills r.Timeless and r.EventTime from the input's settings and
-// the decoded time t (err: it could not be decoded), range-checked. A
-// record without a good event time is left Timeless, at 0.
-func (d *decoder) setTime(r *record.Record, t int64, err error) error {
-	r.Timeless = d.timeless
-	if d.timeless {
-		return nil
-	}
-	if err == nil && (t < MinEventTime || t > MaxEventTime) {
-		err = fmt.Errorf("event time %d ms is outside the accepted range [%d, %d] (years 0001 to 9999)", t, MinEventTime, MaxEventTime)
-	}
-	if err != nil {
-		r.Timeless, r.EventTime = true, 0
-		return err
-	}
-	r.EventTime = t
-	return nil
+// ValueChecker is implemented by a ValueDecoder that can check a payload
+// and read its fields without rendering it (*formats.Decoder): at ingest
+// of a record whose JSON is not wanted there (every sink writes original
+// bytes, or a Transform runs; see ValueDecoder), where only the event time
+// and key fields are read, the engine calls CheckValue instead of
+// DecodeValue. CheckValue must fail exactly where DecodeValue fails, with
+// the same error, and its value must look up and render as DecodeValue's.
+type ValueChecker interface {
+	CheckValue(ctx context.Context, payload []byte, headers []record.Header) (value.Decoded, error)
 }
 
-// decodeJSON is decode for an input whose value is JSON (or opaque bytes).
-func (d *decoder) decodeJSON(r *record.Record) error {
-	var t int64
-	var err error
-	if !d.timeless {
-		t, err = d.eventTime(r)
-	}
-	if err := d.setTime(r, t, err); err != nil {
-		return err
-	}
-	switch d.in.Key {
-	case KeyFromField:
-		if r.Value == nil {
-			return fmt.Errorf("tombstone: no value to read the key field %q from", d.in.KeyField)
-		}
-		var v jsonfield.Value
-		var err error
-		if d.in.Time == TimeFromField {
-			v, err = jsonfield.Get(r.Value, d.keyPath) // the time field's scan validated the value
-		} else {
-			v, err = d.field(r, d.keyPath)
-		}
-		if err != nil {
-			return fmt.Errorf("key field %q: %w", d.in.KeyField, err)
-		}
-		if r.OrderKey, err = v.Text(); err != nil {
-			return fmt.Errorf("key field %q: %w", d.in.KeyField, err)
-		}
-	default:
-		// No copy: a source never rewrites a delivered record's bytes
-		// (record.Record.OrderKey).
-		r.OrderKey = unsafe.String(unsafe.SliceData(r.Key), len(r.Key))
-	}
-	return nil
+// ValueReleaser is implemented by a ValueDecoder that reuses the values it
+// returns (*formats.Decoder): the engine hands each back with ReleaseValue
+// once it has read its fields and taken its JSON, and uses it no more.
+type ValueReleaser interface {
+	ReleaseValue(v value.Decoded)
 }
 
-// eventTime decodes r's event time in milliseconds, not yet range-checked.
-func (d *decoder) eventTime(r *record.Record) (int64, error) {
-	switch d.in.Time {
-	case TimeFromTimestamp:
-		if r.Timestamp.IsZero() {
-			return 0, errors.New("event time: record has no timestamp")
-		}
-		return r.Timestamp.UnixMilli(), nil
-	case TimeFromHeader:
-		for _, h := range r.Headers {
-			if h.Key == d.in.TimeField {
-				t, err := parseTime(h.Value, d.in.TimeFormat, false)
-				if err != nil {
-					return 0, fmt.Errorf("event time header %q: %w", d.in.TimeField, err)
-				}
-				return t, nil
+// embedsValueJSON reports whether some sink trusts record.Record.ValueJSON
+// (SinkInfo.EmbedsValueJSON).
+func embedsValueJSON(sinks []SinkInfo) bool {
+	return slices.ContainsFunc(sinks, func(s SinkInfo) bool { return s.EmbedsValueJSON })
+}
+
+// bytesOnly reports whether every sink writes only original bytes
+// (SinkInfo.BytesOnly), so that none needs a record's decoded JSON.
+func bytesOnly(sinks []SinkInfo) bool {
+	return len(sinks) > 0 && !slices.ContainsFunc(sinks, func(s SinkInfo) bool { return !s.BytesOnly })
+}
+
+// renderOut is render for a record on its way to the sinks, called by the
+// engine (engine.Config.Render) on its goroutine, unless it was rendered at
+// ingest (rendered). A record that was checked at ingest decodes again from
+// the decoder's cache; only one restored from a durable store after a
+// restart, or changed by a Transform, may need the registry, and while the
+// registry cannot answer the engine waits here, with backoff (holding,
+// never skipping; a fatal error stops the run). dead is the dead-letter
+// reason of a record that cannot be decoded.
+func (p *Pipeline) renderOut(ctx context.Context, rec *record.Record) (dead string, err error) {
+	dec := p.decoders.For(rec.Topic)
+	if !dec.Schemad() || dec.Rendered(rec) {
+		return "", nil
+	}
+	var h *decode.HoldError
+	if err = dec.Render(ctx, rec); errors.As(err, &h) { // the retry policy only once the first try is held
+		var logged time.Time
+		logWait := func(attempt int, err error, _ time.Duration) { // the engine waits: say so, at most every holdLogEvery
+			if now := time.Now(); now.Sub(logged) >= holdLogEvery { // wall time: a log rate limit
+				logged = now
+				p.cfg.logger.Warn("schema'd record cannot be decoded for the sinks yet: release waits, retrying",
+					zap.String("topic", rec.Topic), zap.Int32("partition", rec.Partition), zap.Int64("offset", rec.Offset),
+					zap.Int("attempt", attempt), zap.Error(err))
 			}
 		}
-		return 0, fmt.Errorf("event time header %q: missing", d.in.TimeField)
+		err = retry.Policy{MaxElapsed: -1, OnRetry: logWait}.Do(ctx, func(ctx context.Context) error {
+			if err := dec.Render(ctx, rec); errors.As(err, &h) {
+				return retry.Retryable(err)
+			} else {
+				return err
+			}
+		})
 	}
-	if r.Value == nil {
-		return 0, fmt.Errorf("tombstone: no value to read the event time field %q from", d.in.TimeField)
+	switch {
+	case err == nil:
+		return "", nil
+	case ctx.Err() != nil || retry.IsFatal(err):
+		return "", cmp.Or(ctx.Err(), err)
 	}
-	v, err := d.field(r, d.timePath)
-	if err != nil {
-		return 0, fmt.Errorf("event time field %q: %w", d.in.TimeField, err)
-	}
-	raw, quoted := v.Raw, false
-	switch v.Kind {
-	case jsonfield.String:
-		raw, quoted = raw[1:len(raw)-1], true
-	case jsonfield.Number:
-	default:
-		return 0, fmt.Errorf("event time field %q: not a number or string", d.in.TimeField)
-	}
-	t, err := parseTime(raw, d.in.TimeFormat, !quoted)
-	if err != nil {
-		return 0, fmt.Errorf("event time field %q: %w", d.in.TimeField, err)
-	}
-	return t, nil
+	return err.Error(), nil
 }
 
-// field finds path in r's value like jsonfield.Get, in one pass that also
-// validates the whole value: a valid value on one line is marked
-// record.Record.ValueJSON, so that a sink embedding it does not scan it
-// again. An invalid value gets Get's answer (it reads up to the field
-// only), so validation never changes which records decode.
-func (d *decoder) field(r *record.Record, path jsonfield.Path) (jsonfield.Value, error) {
-	doc := jsonfield.Scan(r.Value, path)
-	if !doc.Valid {
-		return jsonfield.Get(r.Value, path)
-	}
-	r.ValueJSON = !doc.Multiline
-	return doc.Field, doc.Err
+// setRenderIngest makes every schema'd input render its keys and values at
+// ingest when a sink wants their JSON and no Transform can change a record
+// after that (it runs on the engine goroutine, after ingest): the one pass
+// that checks a value then also renders it, off the engine goroutine.
+func (p *Pipeline) setRenderIngest() {
+	on := p.schemad && p.cfg.transform == nil
+	p.decoders.Each(func(d *decode.Decoder) { d.SetRenderIngest(on) })
 }

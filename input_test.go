@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"math/rand/v2"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,46 +80,6 @@ func TestDecodeMarksValidJSON(t *testing.T) {
 	}
 }
 
-// TestParseIntWords: numbers of every length the word-at-a-time path reads
-// (8 to 18 digits), signed or not, and each with one byte changed to any
-// value at any place, agree with strconv.ParseInt.
-func TestParseIntWords(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	check := func(b []byte) {
-		n, ok := parseInt(b)
-		want, err := strconv.ParseInt(string(b), 10, 64)
-		if ok != (err == nil) || ok && n != want {
-			t.Fatalf("parseInt(%q) = %d, %v; strconv: %d, %v", b, n, ok, want, err)
-		}
-	}
-	for digits := 8; digits <= 18; digits++ {
-		for range 2000 {
-			b := []byte([]string{"", "-", "+"}[rng.IntN(3)])
-			for range digits {
-				b = append(b, byte('0'+rng.IntN(10)))
-			}
-			check(b)
-			b[rng.IntN(len(b))] = byte(rng.IntN(256))
-			check(b)
-		}
-	}
-}
-
-// FuzzParseInt: the fast path agrees with strconv.ParseInt on every input.
-func FuzzParseInt(f *testing.F) {
-	for _, s := range []string{"0", "-0", "+7", "1700000000123", "-", "+", "", "999999999999999999", "9223372036854775807", "-9223372036854775808", "9223372036854775808", "1_000", "12a", " 1", "0x10", "٣",
-		"12345678", "-123456789", "1700000000:23", "17000000/0123", "170000000012345678", "1234567890123456789", "12345678 ", "@2345678", "+00000000000000001"} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		n, ok := parseInt(b)
-		want, err := strconv.ParseInt(string(b), 10, 64)
-		if ok != (err == nil) || ok && n != want {
-			t.Fatalf("parseInt(%q) = %d, %v; strconv: %d, %v", b, n, ok, want, err)
-		}
-	})
-}
-
 // FuzzDecode feeds arbitrary payloads to the JSONL decoding path: it must
 // never panic, and whenever encoding/json reads "ts" as an integer and "id"
 // as a string, the decoder must agree.
@@ -135,7 +93,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, value []byte) {
 		r := record.Record{Value: value}
-		derr := d.decode(context.Background(), &r)
+		derr := d.Decode(context.Background(), &r)
 		if r.ValueJSON && !(json.Valid(value) && utf8.Valid(value) && !bytes.ContainsAny(value, "\r\n")) {
 			t.Fatalf("decode(%q) marked the value as one line of valid JSON", value)
 		}
@@ -265,7 +223,7 @@ func decodeCase(t *testing.T, in Input, rec record.Record) (record.Record, error
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rec, d.decode(context.Background(), &rec)
+	return rec, d.Decode(context.Background(), &rec)
 }
 
 // TestDecodeTombstone: a record without a value (a tombstone) under a time
@@ -289,18 +247,5 @@ func TestDecodeTombstone(t *testing.T) {
 	// Without a field to read, a tombstone decodes.
 	if r, err := decodeCase(t, Input{Topic: "t"}, record.Record{Key: []byte("k"), Timestamp: ts}); err != nil || r.EventTime != ts.UnixMilli() {
 		t.Fatalf("tombstone with a timestamp: %v %+v", err, r)
-	}
-}
-
-// BenchmarkParseInt is an event time in epoch milliseconds, as a JSON field
-// holds it:
-//
-//	go test -run '^$' -bench ParseInt .
-func BenchmarkParseInt(b *testing.B) {
-	ts := []byte("1764479604123")
-	for b.Loop() {
-		if n, ok := parseInt(ts); !ok || n != 1764479604123 {
-			b.Fatal(n, ok)
-		}
 	}
 }

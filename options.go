@@ -1,5 +1,7 @@
 package signalbox
 
+// The With options, their defaults and their validation.
+
 import (
 	"errors"
 	"fmt"
@@ -142,7 +144,7 @@ type config struct {
 	metaFilter      MetaFilter
 	filter          Filter
 	transform       Transform
-	processing      // WithProcess, WithRoutedSink (process.go)
+	processing      // WithProcess, WithRoutedSink, WithWindow, WithTables (processing.go)
 	batchSize       int
 	maxInflight     int
 	inflightBytes   int64
@@ -153,7 +155,7 @@ type config struct {
 	strategy        func() strategy.Strategy
 	store           ParkedStore
 	observer        func(Event)
-	// flow control and guards (align.go, ingest.go)
+	// flow control and guards (internal/engine align.go, ingest.go)
 	align       time.Duration
 	parkedLimit int64
 	limitSet    bool // the default depends on the store (WithParkedLimit)

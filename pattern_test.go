@@ -36,13 +36,13 @@ func TestTopicPatternInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.decoderFor("ev-new").timeless {
+	if !p.decoders.For("ev-new").Timeless() {
 		t.Error("ev-new did not get the pattern's settings")
 	}
-	if p.decoderFor("ev-fixed").timeless {
+	if p.decoders.For("ev-fixed").Timeless() {
 		t.Error("a Topic input lost to a pattern")
 	}
-	if p.decoderFor("xev-new") != p.fallback {
+	if p.decoders.For("xev-new") != p.decoders.For("") {
 		t.Error("the pattern matched part of a name: patterns match whole names")
 	}
 	for _, in := range []Input{{Topic: "a", TopicPattern: "a"}, {TopicPattern: "("}} {

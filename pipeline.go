@@ -1,5 +1,8 @@
 package signalbox
 
+// Pipeline: New, Stats and Run, the lifecycle (opening the sinks and the
+// source, the goroutines, the clean stop).
+
 import (
 	"context"
 	"errors"
@@ -8,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/signalbox/signalbox/internal/decode"
+	"github.com/signalbox/signalbox/internal/engine"
 	"github.com/signalbox/signalbox/internal/strategy"
 	"github.com/signalbox/signalbox/internal/topicpattern"
 )
@@ -20,18 +25,16 @@ var ErrDeadline = errors.New("signalbox: stopped cleanly at the context's deadli
 
 // ErrNoDeadLetter surfaces from Run when a record must go to the dead-letter
 // sink but none is configured: signalbox stops rather than lose it.
-var ErrNoDeadLetter = errors.New("signalbox: record rejected and no dead-letter sink configured")
+var ErrNoDeadLetter = engine.ErrNoDeadLetter
 
 // Pipeline reads from one Source and releases records in event-time order to
 // its sinks. Build it with New, run it once with Run.
 type Pipeline struct {
 	src      Source
 	cfg      config
-	decoders map[string]*decoder
-	patterns []topicPattern // TopicPattern inputs, in order
-	fallback *decoder
-	schemad  bool // some input has a ValueDecoder and a sink wants JSON: output renders (schemad.go)
-	markJSON bool // a sink trusts record.Record.ValueJSON and no transform clears it: prepare marks values
+	decoders *decode.Set // the inputs, compiled
+	schemad  bool        // some input has a ValueDecoder and a sink wants JSON: output renders (renderOut)
+	markJSON bool        // a sink trusts record.Record.ValueJSON and no transform clears it: prepare marks values
 
 	mu    sync.Mutex
 	stats Stats
@@ -44,11 +47,22 @@ type Pipeline struct {
 	sinksOpen atomic.Bool
 }
 
-// New builds a pipeline. It validates the options and reports every
-// problem; with a source that lists its topics (TopicLister), an Input
-// naming a topic the source never delivers is one.
+// New builds a pipeline that reads src and runs once (Run). Options set
+// the inputs (WithInputs: event time and key per topic), the sinks
+// (WithSink, WithRoutedSink, WithDeadLetter), processing (WithProcess,
+// WithWindow, WithTables), time (WithDelay, WithLatePolicy, WithUntil,
+// WithClock) and bounds (WithParkedLimit, WithParkedStore, WithAlignment,
+// WithBatchSize, WithCheckpointInterval, …); each With function states its
+// default and range, and an option left out takes its default.
+//
+// New validates every option and reports every problem in one error, each
+// naming the option as a job file names it; with a source that lists its
+// topics (TopicLister), an Input naming a topic the source never delivers
+// is one. It decides here how each sink is treated, from what each states
+// (SinkInfo): the one exactly-once sink is the checkpoint sink; a second
+// is refused. New opens nothing: Run opens the sinks and the source.
 func New(src Source, opts ...Option) (*Pipeline, error) {
-	p := &Pipeline{src: src, decoders: map[string]*decoder{}, cfg: configOf(opts)}
+	p := &Pipeline{src: src, decoders: decode.NewSet(), cfg: configOf(opts)}
 	if src == nil {
 		return nil, errors.New("signalbox: source: must not be nil")
 	}
@@ -60,15 +74,14 @@ func New(src Source, opts ...Option) (*Pipeline, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.schemad = p.schemad || d.schemad()
+		p.schemad = p.schemad || d.Schemad()
 		if in.TopicPattern != "" {
 			re, _ := topicpattern.Compile(in.TopicPattern) // checked by compileInput
-			p.patterns = append(p.patterns, topicPattern{re, d})
+			p.decoders.AddPattern(re, d)
 			continue
 		}
-		p.decoders[in.Topic] = d
+		p.decoders.Add(in.Topic, d)
 	}
-	p.fallback, _ = compileInput(Input{Topic: "*"})
 	p.schemad = p.schemad && (!bytesOnly(p.cfg.sinkInfo) || p.cfg.process != nil || p.cfg.routed()) // a Process and a Where read the JSON
 	p.markJSON = p.cfg.transform == nil && embedsValueJSON(p.cfg.sinkInfo)
 	p.setRenderIngest()
@@ -77,7 +90,7 @@ func New(src Source, opts ...Option) (*Pipeline, error) {
 		p.cfg.strategy = func() strategy.Strategy { return strategy.OffsetGate(delay) }
 	}
 	if p.cfg.store == nil {
-		p.cfg.store = newMemStore()
+		p.cfg.store = engine.NewMemStore()
 	}
 	return p, nil
 }
@@ -144,8 +157,8 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 // reporting its acknowledgements meanwhile, and returns err, or the sink
 // goroutine's error if err is nil.
 func (r *run) shutdown(sinkDone <-chan struct{}, err error) error {
-	for _, e := range r.fx.events { // a failed step's, not applied
-		r.notify(e)
+	for _, e := range r.eng.Ready().Events { // a failed step's, not applied
+		r.notify(event(e))
 	}
 	close(r.outs)
 	for done := false; !done; {
@@ -168,4 +181,47 @@ func (r *run) shutdown(sinkDone <-chan struct{}, err error) error {
 	}
 	r.publish()
 	return err
+}
+
+// open opens the sinks, restores the checkpoints and opens the source, as
+// Run documents. closeAll closes what open opened (the source, then the
+// sinks) and returns err, or the first error closing them; it is to be
+// called whatever open returned. A stop during start-up is a clean stop:
+// nothing was read, nothing is to commit (stopped).
+func (r *run) open(ctx context.Context) (closeAll func(err error) error, err error) {
+	p, cfg := r.p, r.cfg
+	sinks := cfg.sinks
+	if cfg.deadLetter != nil {
+		sinks = append(sinks[:len(sinks):len(sinks)], cfg.deadLetter)
+	}
+	opened, srcOpen := 0, false
+	closeAll = func(err error) error {
+		if srcOpen {
+			if cerr := p.src.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("signalbox: closing source: %w", cerr)
+			}
+		}
+		p.sinksOpen.Store(false)
+		for _, s := range sinks[:opened] {
+			if cerr := s.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("signalbox: closing sink: %w", cerr)
+			}
+		}
+		return err
+	}
+	for _, s := range sinks {
+		if err := s.Open(ctx); err != nil {
+			return closeAll, fmt.Errorf("signalbox: opening sink: %w", err)
+		}
+		opened++
+	}
+	p.sinksOpen.Store(true)
+	if err := r.restore(ctx); err != nil {
+		return closeAll, err
+	}
+	if err := p.src.Open(ctx); err != nil {
+		return closeAll, fmt.Errorf("signalbox: opening source: %w", err)
+	}
+	srcOpen = true
+	return closeAll, nil
 }

@@ -1,15 +1,21 @@
 package signalbox
 
 // The poller: it feeds the engine the source's fetches, decoded off the
-// engine's goroutine (doc.go maps the stages).
+// engine's goroutine (prepare, internal/decode), and the pause gate that
+// the engine's flow control and the holds share.
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/signalbox/signalbox/internal/decode"
+	"github.com/signalbox/signalbox/internal/engine"
+	"github.com/signalbox/signalbox/internal/jsonfield"
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/retry"
 )
 
 // polled is one Fetch on its way to the engine. For a Fetch that revokes
@@ -107,5 +113,150 @@ func (r *run) pollSource(ctx context.Context, raw chan<- polled) {
 				return
 			}
 		}
+	}
+}
+
+// prepare runs on the poller goroutine, off the engine's: the meta filter
+// and the decoding of every record of f (event time, ordering key), so that
+// the engine goroutine only parks and releases. It returns the records that
+// were filtered (engine.ErrFiltered) or did not decode (the dead-letter reason);
+// nil when there are none, which is the common case. A record a
+// ValueDecoder cannot decode yet starts a hold of its partition, and the
+// records of a held partition join the hold (hold.go); the error is the
+// context's, when it ends, or a fatal decoder error (retry.IsFatal).
+func (p *Pipeline) prepare(ctx context.Context, f *record.Fetch, h *holds) (map[*record.Record]error, error) {
+	var marks map[*record.Record]error
+	h.forget(f)
+	for i := range f.Partitions {
+		pf := &f.Partitions[i]
+		if h.absorb(pf) || len(pf.Records) == 0 {
+			continue
+		}
+		dec := p.decoders.For(pf.Topic)
+		for j := range pf.Records {
+			rec := &pf.Records[j]
+			err := p.prepareRecord(ctx, dec, rec)
+			if err == nil {
+				continue
+			}
+			var hold *decode.HoldError
+			if errors.As(err, &hold) {
+				h.start(pf, j, hold.Unwrap(), time.Now()) // wall time: the hold's retry backoff (poll.go)
+				break
+			}
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if retry.IsFatal(err) {
+				return nil, err
+			}
+			if marks == nil {
+				marks = make(map[*record.Record]error)
+			}
+			marks[rec] = err
+		}
+	}
+	return marks, nil
+}
+
+// prepareRecord is prepare for one record: engine.ErrFiltered, or decode's error.
+// A decoded record's value is marked record.Record.ValueJSON here when a
+// sink trusts the mark and decoding did not validate the value already.
+func (p *Pipeline) prepareRecord(ctx context.Context, dec *decode.Decoder, rec *record.Record) error {
+	if mf := p.cfg.metaFilter; mf != nil && !mf(rec) {
+		return engine.ErrFiltered
+	}
+	if err := dec.Decode(ctx, rec); err != nil {
+		return err
+	}
+	if p.markJSON && !dec.NeedsJSON() && !dec.Schemad() && rec.Value != nil {
+		d := jsonfield.Scan(rec.Value, nil)
+		rec.ValueJSON = d.Valid && !d.Multiline
+	}
+	return nil
+}
+
+// The three pieces of sending a record to the dead-letter sink, shared by
+// the engine (bad input, late, poison) and the sink goroutine (records a
+// sink rejects).
+
+// Who pauses a partition: the engine's flow control (internal/engine align.go) on the
+// engine goroutine, a schema hold (hold.go) on the poller's.
+const (
+	pausedByEngine uint8 = 1 << iota
+	pausedByHold
+)
+
+// pauseGate shares the source's Pauser between the engine and the schema
+// holds: a partition stays paused while either wants it paused, so that
+// one resuming it never lifts the other's pause (the source's own pause is
+// not counted).
+type pauseGate struct {
+	mu  sync.Mutex
+	src Pauser
+	by  map[record.TopicPartition]uint8
+}
+
+// pauserFor returns the Pauser through which who pauses the partitions of
+// src (nil when src cannot pause).
+func (g *pauseGate) pauserFor(who uint8) Pauser {
+	if g == nil {
+		return nil
+	}
+	return gatedPauser{g, who}
+}
+
+// newPauseGate returns the gate of src, nil when src is not a Pauser.
+func newPauseGate(src Source) *pauseGate {
+	p, ok := src.(Pauser)
+	if !ok {
+		return nil
+	}
+	return &pauseGate{src: p, by: map[record.TopicPartition]uint8{}}
+}
+
+type gatedPauser struct {
+	g   *pauseGate
+	who uint8
+}
+
+// Pause pauses in the source the partitions of tps that nobody paused yet.
+func (p gatedPauser) Pause(tps ...record.TopicPartition) {
+	g := p.g
+	g.mu.Lock()
+	defer g.mu.Unlock() // held across the source's call: a concurrent Resume must not overtake it
+	var fresh []record.TopicPartition
+	for _, tp := range tps {
+		if g.by[tp] == 0 {
+			fresh = append(fresh, tp)
+		}
+		g.by[tp] |= p.who
+	}
+	if len(fresh) > 0 {
+		g.src.Pause(fresh...)
+	}
+}
+
+// Resume lifts p's pause of tps, and resumes in the source those that
+// nobody else keeps paused.
+func (p gatedPauser) Resume(tps ...record.TopicPartition) {
+	g := p.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var free []record.TopicPartition
+	for _, tp := range tps {
+		by, ok := g.by[tp]
+		if !ok || by&p.who == 0 {
+			continue
+		}
+		if by &^= p.who; by != 0 {
+			g.by[tp] = by
+			continue
+		}
+		delete(g.by, tp)
+		free = append(free, tp)
+	}
+	if len(free) > 0 {
+		g.src.Resume(free...)
 	}
 }

@@ -1,61 +1,60 @@
 package signalbox
 
-// The state of one Run, which only the engine goroutine touches, and the
-// out batches it hands to the sink goroutine.
+// The driver's state of one Run, which only the engine goroutine touches,
+// and the engine it drives (internal/engine), built from the options.
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/signalbox/signalbox/catchup"
+	"github.com/signalbox/signalbox/internal/engine"
 	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/watermark"
 )
 
-// out is one unit of work for the sink goroutine.
+// out is one out batch on its way to the sink goroutine: the engine's,
+// with what the sink goroutine reports of it.
 type out struct {
-	records []record.Record
-	bytes   int // records' Size, counted only under WithMaxInflightBytes
-	dead    []record.Record
-	cp      *record.Checkpoint // flush, then checkpoint and commit
-	cpAt    time.Time          // when cp was taken (WithClock)
-	flush   bool               // flush the at-least-once sinks (WithFlushLinger)
-	final   bool
-	// With a DurableStore the engine commits after storing the checkpoint:
-	// the sink goroutine only flushes, then closes ack.
-	noCommit bool
-	ack      chan struct{}
-	fenced   []record.TopicPartition // set by the sink goroutine before it closes ack
-	// routes has a bit per routed sink for each of records, under
-	// WithRoutedSink (process.go).
-	routes []uint64
+	*engine.Out
+	// ack, for a barrier's batch, is closed once the sinks acknowledged
+	// it; fenced is set before (the partitions the checkpoint sink
+	// refused).
+	ack    chan struct{}
+	fenced []record.TopicPartition
 }
 
-// run is one Run: the driver around its core, touched by the engine
+// run is one Run: the driver around its engine, touched by the engine
 // goroutine only (the sink goroutine uses outs, spare, errs, acks and
 // sinkDead; the poller errs and the holds' fields).
 type run struct {
-	core
+	p   *Pipeline
+	cfg *config
+	eng *engine.Engine
+	// ecfg is the engine's configuration (engineConfig).
+	ecfg engine.Config
 	outs chan *out
-	// spare returns record batches of more than smallBatch records'
+	// spare returns record batches of more than engine.SmallBatch records'
 	// capacity from the sink goroutine once every sink has written them,
-	// cleared, for the engine to fill again; each tick the engine drops
-	// those that waited unused (trimSpares).
+	// cleared; the driver gives them to the engine (engine.Engine.Spare).
 	spare    chan []record.Record
 	errs     chan error
 	acks     chan Event // checkpoint acknowledgements from the sink goroutine
 	sinkDone chan struct{}
 	// stepped writes the out batches on the engine's goroutine when a
-	// driver steps the core without a sink goroutine (send).
+	// driver steps the engine without a sink goroutine (send).
 	stepped *writer
-	// storeSizeAt is when publish last asked the store for its disk usage.
+	// storeSizeAt is when publish last asked the store for its disk usage;
+	// storeBytes is its answer.
 	storeSizeAt time.Time
+	storeBytes  int64
+	// spareWindow is the wall time the engine's spare window began
+	// (engine.Engine.TrimSpares).
+	spareWindow time.Time
 	sinkDead    atomic.Int64 // records the sinks rejected, dead-lettered by the sink goroutine (writer.go)
+	durable     DurableStore
 	// The source's Pauser, if it has one; holdPauser is the schema holds'
 	// (hold.go): both go through one pauseGate.
 	pauser     Pauser
@@ -67,47 +66,30 @@ type run struct {
 	grouper  GroupReader
 	noGroup  bool
 	demander EvidenceDemander
-	// recycler takes back the source's record arrays (recycle.go); nil
-	// when the source is no Recycler or the store is one whose use of a
-	// parked record is not known.
+	// recycler takes back the source's record arrays; nil when the source
+	// is no Recycler or the store is one whose use of a parked record is
+	// not known.
 	recycler Recycler
-	// spareLow is the fewest spare batches that waited whenever the engine
-	// took one since spareWindow, the wall time the window began
-	// (trimSpares).
-	spareLow    int
-	spareWindow time.Time
 	// heldMu guards heldSnap, the partitions the poller holds for their
 	// ValueDecoder (hold.go), for publish.
 	heldMu   sync.Mutex
 	heldSnap []SchemaHold
+	// trace, when set (a test's Stepper), sees each engine.Effects before
+	// apply does them.
+	trace func(*engine.Effects)
 }
 
 // newRun returns the state of one Run of p, with its sinks instrumented.
 func newRun(ctx context.Context, p *Pipeline) *run {
 	cfg := &p.cfg
 	r := &run{
-		core: core{
-			p: p, cfg: cfg, ctx: ctx,
-			parts:      map[record.TopicPartition]*partState{},
-			catch:      catchup.New(catchup.Options{StaleAfter: cfg.staleAfter}),
-			tasks:      map[int32]*task{},
-			store:      cfg.store,
-			wm:         watermark.MinTime,
-			cpWM:       watermark.MinTime,
-			started:    cfg.clock(),
-			restored:   map[record.TopicPartition]record.PartitionCheckpoint{},
-			fenced:     map[record.TopicPartition]bool{},
-			lateCounts: map[record.TopicPartition]*LateCounter{},
-			cur:        &out{},
-		},
+		p: p, cfg: cfg,
 		outs:        make(chan *out, cfg.maxInflight),
 		spare:       make(chan []record.Record, cfg.maxInflight+1),
-		spareLow:    math.MaxInt,
-		spareWindow: time.Now(), // wall time, as trimSpares
+		spareWindow: time.Now(), // wall time, as TrimSpares
 		errs:        make(chan error, 2),
 		acks:        make(chan Event, cfg.maxInflight+2),
 	}
-	r.batch = r.batchFor
 	r.durable, _ = cfg.store.(DurableStore)
 	cfg.sinks, cfg.deadLetter, p.meters = instrument(cfg, &p.live)
 	gate := newPauseGate(p.src)
@@ -120,19 +102,62 @@ func newRun(ctx context.Context, p *Pipeline) *run {
 	if r.handledTo, _ = p.src.(HandledNotifier); r.handledTo != nil {
 		r.handledTo.Handled() // before the first Poll: the source holds partitions back from here on
 	}
+	parkRefs := false
 	switch s := cfg.store.(type) {
-	case *memStore:
+	case *engine.MemStore:
 		r.recycler, _ = p.src.(Recycler)
-		r.parkRefs = true
+		parkRefs = true
 	case ParkCopier:
 		if s.ParkCopies() {
 			r.recycler, _ = p.src.(Recycler)
 		}
 	}
-	r.canPause, r.tellsHandled = r.pauser != nil, r.handledTo != nil
-	r.demands, r.recycles = r.demander != nil, r.recycler != nil
+	r.ecfg = r.engineConfig(ctx, parkRefs)
+	r.eng = engine.New(&r.ecfg)
 	return r
 }
+
+// engineConfig is the engine's configuration for this run.
+func (r *run) engineConfig(ctx context.Context, parkRefs bool) engine.Config {
+	cfg, p := r.cfg, r.p
+	ec := engine.Config{
+		Delay: cfg.delay, Late: latePolicies[cfg.late], MaxFuture: cfg.maxFuture,
+		BatchSize: cfg.batchSize, BatchBytes: cfg.batchBytes, InflightBytes: cfg.inflightBytes,
+		Align: cfg.align, ParkedLimit: cfg.parkedLimit,
+		Tick: cfg.tick, FlushLinger: cfg.flushLinger, CheckpointEvery: cfg.checkpointEvery, StaleAfter: cfg.staleAfter,
+		UntilEnd: cfg.until == UntilEndOffsets, StopSet: cfg.stopSet, StopAt: cfg.stopAt,
+		Strategy: cfg.strategy,
+		Store:    cfg.store, Durable: r.durable != nil, ParkRefs: parkRefs, Recycles: r.recycler != nil,
+		DeadLetter: cfg.deadLetter != nil, CheckpointSink: cfg.checkpointSink() != nil, Observe: cfg.observer != nil,
+		CanPause: r.pauser != nil, TellsHandled: r.handledTo != nil, Demands: r.demander != nil,
+		InGroup: r.grouper != nil && !r.noGroup,
+		Filter:  cfg.filter, Transform: cfg.transform, Process: cfg.process, RawRoute: cfg.rawRoute,
+		Timeless: func(topic string) bool { return p.decoders.For(topic).Timeless() },
+		Start:    cfg.clock(),
+	}
+	for _, w := range cfg.wheres {
+		ec.Wheres = append(ec.Wheres, w)
+	}
+	for i := range cfg.windows {
+		d := &cfg.windows[i]
+		args := make([]func(*record.Record) ([]byte, error), len(d.Args))
+		copy(args, d.Args)
+		ec.Windows = append(ec.Windows, engine.Window{Spec: d.Spec, Inputs: d.Inputs, Where: d.Where, Key: d.Key, Args: args, Bits: d.bits(), Store: d.Store})
+	}
+	for _, t := range cfg.tables {
+		ec.Tables = append(ec.Tables, engine.Table{Topic: t.Topic, Into: t.Into})
+	}
+	if p.schemad {
+		ec.Render = func(rec *record.Record) (string, error) { return p.renderOut(ctx, rec) }
+	}
+	if cfg.logger != nil {
+		ec.Log = cfg.logger.Sugar()
+	}
+	return ec
+}
+
+// latePolicies maps the late policies to the engine's.
+var latePolicies = map[LatePolicy]engine.LatePolicy{LateEmit: engine.LateEmit, LateDeadLetter: engine.LateDeadLetter, LateDrop: engine.LateDrop}
 
 // stopped reports whether err is ctx's end, its cancellation or its
 // deadline: a stop, not a failure.

@@ -1,5 +1,8 @@
 package signalbox
 
+// The Sink contract, its optional interfaces, and what each sink states
+// (describe): the one place that decides how a sink is treated.
+
 import (
 	"context"
 	"fmt"

@@ -1,11 +1,15 @@
 package signalbox
 
+// What a run reports: Stats and Event, and publishing the snapshot
+// (engine counters, sinks' meters, delivery).
+
 import (
 	"slices"
 	"sort"
 	"time"
 
 	"github.com/signalbox/signalbox/catchup"
+	"github.com/signalbox/signalbox/internal/engine"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/watermark"
 )
@@ -50,25 +54,6 @@ type LateCounter struct {
 	MaxLateBy    int64   // ms
 	Histogram    []int64 // len(LateBuckets)+1 counts
 	SumLateBy    int64   // ms, the sum of every late record's lateness
-}
-
-func (l *LateCounter) add(lateBy int64, p LatePolicy) {
-	if l.Histogram == nil {
-		l.Histogram = make([]int64, len(LateBuckets)+1)
-	}
-	l.Count++
-	switch p {
-	case LateEmit:
-		l.Emitted++
-	case LateDeadLetter:
-		l.DeadLettered++
-	case LateDrop:
-		l.Dropped++
-	}
-	l.MaxLateBy = max(l.MaxLateBy, lateBy)
-	l.SumLateBy += lateBy
-	i := sort.Search(len(LateBuckets), func(i int) bool { return lateBy <= LateBuckets[i] })
-	l.Histogram[i]++
 }
 
 // Stats is a snapshot of a pipeline's counters.
@@ -144,7 +129,7 @@ type Stats struct {
 	ExpressionFailed map[string]int64
 	// Windows is each window's activity (WithWindow), in the order added.
 	Windows []WindowStats
-	// Tables (table.go).
+	// Tables (WithTables).
 	TableVersions      int64            // tables' records applied to their table (WithTables): never output
 	TableLookupsBeyond map[string]int64 // by table: lookups older than its history (tables.Table.Beyond)
 }
@@ -247,4 +232,129 @@ func (s Stats) LateTotal() LateCounter {
 		t.MaxLateBy = max(t.MaxLateBy, l.MaxLateBy)
 	}
 	return t
+}
+
+// event is the engine's event e as an Event (the kinds share their values:
+// TestEventKindsMatchEngine).
+func event(e engine.Event) Event {
+	return Event{Kind: EventKind(e.Kind), Partition: e.Partition, From: e.From, To: e.To,
+		Watermark: e.Watermark, Offset: e.Offset, LateBy: e.LateBy, Reason: e.Reason}
+}
+
+// notify reports e to the observer (WithObserver), from the engine
+// goroutine: the engine's events (apply) and the sink goroutine's
+// acknowledgements, of which EventFenced is the engine's input too.
+func (r *run) notify(e Event) {
+	if e.Kind == EventFenced {
+		r.eng.Fenced(e.Partition) // what this instance emitted of it was not stored
+	}
+	if r.cfg.observer != nil {
+		r.cfg.observer(e)
+	}
+}
+
+// publish makes the Stats snapshot that Pipeline.Stats returns.
+func (r *run) publish() {
+	es := r.eng.Snapshot()
+	c := es.Counters
+	s := Stats{
+		In: c.In, Filtered: c.Filtered, Out: c.Out, Timeless: c.Timeless, Dead: c.Dead + r.sinkDead.Load(),
+		Skipped: c.Skipped, Future: c.Future, Rebalances: c.Rebalances, TableVersions: c.TableVersions,
+		ExpressionFailed: c.ExpressionFailed, ReplayDone: c.ReplayDone, ReplayTime: c.ReplayTime,
+		Watermark: es.Watermark, Parked: es.Parked, ParkedB: es.ParkedB, Holders: es.Holders, Paused: es.Paused,
+		Progress: es.Progress, Partitions: es.Partitions,
+	}
+	r.heldMu.Lock()
+	s.SchemaHolds = r.heldSnap
+	r.heldMu.Unlock()
+	s.Late = make(map[record.TopicPartition]LateCounter, len(es.Late))
+	for tp, l := range es.Late {
+		s.Late[tp] = LateCounter(l)
+	}
+	s.Tasks = make([]TaskWatermark, len(es.Tasks))
+	for i, t := range es.Tasks {
+		s.Tasks[i] = TaskWatermark(t)
+	}
+	for _, w := range es.Windows {
+		s.Windows = append(s.Windows, WindowStats(w))
+	}
+	r.publishOps(&s)
+	r.p.mu.Lock()
+	checkpoints, delivery := r.p.stats.Checkpoints, r.p.stats.Delivery
+	r.p.stats = s
+	r.p.stats.Checkpoints, r.p.stats.Delivery = checkpoints, delivery
+	r.p.mu.Unlock()
+}
+
+// storeSizeEvery is how often publish asks a durable store for its disk
+// usage, which costs more than a counter.
+const storeSizeEvery = time.Second
+
+// publishOps fills the operational fields of a snapshot the engine
+// publishes. It runs on the engine goroutine, once per publish.
+func (r *run) publishOps(s *Stats) {
+	s.Published = r.cfg.clock()
+	if r.grouper != nil {
+		s.Group, s.Member = r.grouper.Group()
+	}
+	if sp, ok := r.cfg.store.(interface{ SpilledLen() int }); ok {
+		s.Spilled = sp.SpilledLen()
+	}
+	// Wall time: a rate limit on a costly call, not a processing-time decision.
+	if ds, ok := r.cfg.store.(interface{ DiskBytes() int64 }); ok && time.Since(r.storeSizeAt) >= storeSizeEvery {
+		r.storeSizeAt = time.Now() // wall time, as above
+		r.storeBytes = ds.DiskBytes()
+	}
+	s.StoreBytes = r.storeBytes
+	s.Sinks = make([]SinkStats, len(r.p.meters))
+	for i, m := range r.p.meters {
+		s.Sinks[i] = m.snapshot()
+	}
+}
+
+// countCheckpoint counts a committed checkpoint taken at start.
+func (r *run) countCheckpoint(start time.Time) {
+	d := r.cfg.clock().Sub(start).Seconds()
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	r.p.stats.Checkpoints++
+	h := &r.p.stats.Delivery.CheckpointSeconds
+	if h.Counts == nil {
+		*h = newHistogram(LatencyBuckets)
+	} else {
+		*h = h.clone() // snapshots handed out share the old counts
+	}
+	h.Observe(d)
+}
+
+// countCommitSkipped counts an offset commit skipped, in whole or in part,
+// because this member does not own the partitions now.
+func (r *run) countCommitSkipped() {
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	r.p.stats.Delivery.CommitsSkipped++
+}
+
+// countCommit counts an offset commit of offs and its outcome.
+func (r *run) countCommit(offs map[record.TopicPartition]int64, err error) {
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	dl := &r.p.stats.Delivery
+	if err != nil {
+		dl.CommitFailures++
+		return
+	}
+	dl.Commits++
+	// A new slice each time: snapshots handed out keep the old one.
+	next := make([]CommittedOffset, 0, max(len(dl.Committed), len(offs)))
+	for _, c := range dl.Committed {
+		if _, ok := offs[c.TopicPartition]; !ok {
+			next = append(next, c)
+		}
+	}
+	for tp, o := range offs {
+		next = append(next, CommittedOffset{TopicPartition: tp, Offset: o})
+	}
+	slices.SortFunc(next, func(a, b CommittedOffset) int { return a.TopicPartition.Compare(b.TopicPartition) })
+	dl.Committed = next
 }

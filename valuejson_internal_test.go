@@ -29,7 +29,7 @@ func FuzzPrepareMarksValueJSON(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	dec := p.decoderFor("t")
+	dec := p.decoders.For("t")
 	f.Fuzz(func(t *testing.T, value []byte) {
 		value = append([]byte{}, value...) // a payload, never a tombstone
 		r := record.Record{Topic: "t", Offset: 3, Key: []byte("k"), Value: value, Timestamp: time.UnixMilli(1_700_000_000_123)}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/keyed"
+	"github.com/signalbox/signalbox/keyed/durable"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sources/script"
 )
@@ -27,12 +28,41 @@ func windowParts(n int) []script.Partition {
 
 // TestWithWindowRouting: a window's results go to its sinks only; the
 // other sinks, a routed one included, get the released records only; a
-// run until an event time closes every open window at the end.
+// run until an event time closes every open window at the end. The same
+// with the window's state in keyed/durable's pebble store (Window.Store),
+// with room for no state in memory: every state and timer goes through
+// pebble.
 func TestWithWindowRouting(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { testWindowRouting(t, countPerSecond) })
+	t.Run("pebble", func(t *testing.T) {
+		st, err := durable.Open[keyed.State](t.TempDir()+"/state", keyed.StateCodec{}, durable.Options{MemoryBudget: 1 << 20, CacheBytes: 1, TimerBytes: 1, TimerReadAhead: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		w := countPerSecond
+		counted := &countingStore{Store: st}
+		w.Store = counted
+		testWindowRouting(t, w)
+		if counted.puts == 0 {
+			t.Fatal("the window never put its state in the store it was given")
+		}
+	})
+}
+
+// countingStore counts the state a window puts in its store.
+type countingStore struct {
+	*durable.Store[keyed.State]
+	puts int
+}
+
+func (s *countingStore) Put(key string, st keyed.State) { s.puts++; s.Store.Put(key, st) }
+
+func testWindowRouting(t *testing.T, window signalbox.Window) {
 	raw, odd, win := &collect{}, &collect{}, &collect{}
 	p, err := signalbox.New(script.New(3, 7, windowParts(45)...), tsInputs("a"),
 		signalbox.WithSink(raw),
-		signalbox.WithWindow(countPerSecond, win),
+		signalbox.WithWindow(window, win),
 		signalbox.WithRoutedSink(odd, func(r *record.Record) (bool, error) { return r.Offset%2 == 1, nil }),
 		signalbox.WithClock(ticking()),
 		signalbox.WithUntil(signalbox.UntilTime(time.UnixMilli(1_003_250))),

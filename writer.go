@@ -1,17 +1,20 @@
 package signalbox
 
 // The sink goroutine: each out batch to every sink in order, the flushes,
-// and a checkpoint's flush and commit (deliver.go calls a sink, commit.go
-// commits).
+// and a checkpoint's flush and commit (deliver.go calls a sink); the
+// commit of a checkpoint's offsets to the source.
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strconv"
 	"time"
 
-	"go.uber.org/zap"
-
+	"github.com/signalbox/signalbox/internal/engine"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/retry"
+	"go.uber.org/zap"
 )
 
 // write is the sink goroutine: it writes each out batch to every sink in
@@ -61,10 +64,10 @@ func newWriter(r *run, report func(Event)) *writer {
 // giveBack returns o's batch to the engine as a spare once it is written,
 // if it is large (batchFor).
 func (w *writer) giveBack(o *out) {
-	if cap(o.records) > smallBatch {
-		clear(o.records) // nothing keeps the records' buffers reachable
+	if cap(o.Records) > engine.SmallBatch {
+		clear(o.Records) // nothing keeps the records' buffers reachable
 		select {
-		case w.r.spare <- o.records[:0]:
+		case w.r.spare <- o.Records[:0]:
 		default:
 		}
 	}
@@ -79,14 +82,14 @@ func (w *writer) all() []Sink {
 
 func (w *writer) writeOne(ctx context.Context, o *out) error {
 	r, cfg := w.r, w.r.cfg
-	if len(o.dead) > 0 {
-		if err := w.toDeadLetter(ctx, "write", o.dead, cfg.deadLetter.Write); err != nil {
+	if len(o.Dead) > 0 {
+		if err := w.toDeadLetter(ctx, "write", o.Dead, cfg.deadLetter.Write); err != nil {
 			return err
 		}
 	}
-	if len(o.records) > 0 {
+	if len(o.Records) > 0 {
 		for i, s := range cfg.sinks {
-			batch := o.records
+			batch := o.Records
 			if cfg.routedSink(i) {
 				w.routed = routeBatch(o, i, w.routed)
 				if batch = w.routed; len(batch) == 0 {
@@ -99,8 +102,8 @@ func (w *writer) writeOne(ctx context.Context, o *out) error {
 		}
 		clear(w.routed) // nothing keeps the records' buffers reachable
 	}
-	if o.cp == nil {
-		if o.flush {
+	if o.CP == nil {
+		if o.Flush {
 			// Idle flush (WithFlushLinger): the at-least-once sinks make
 			// what they hold visible; nothing is committed.
 			if err := w.flushDeadLetter(ctx); err != nil {
@@ -124,7 +127,7 @@ func (w *writer) writeOne(ctx context.Context, o *out) error {
 	}
 	var fenced []record.TopicPartition
 	if cs := cfg.checkpointSink(); cs != nil {
-		err := w.deliver(ctx, cs, "checkpoint", nil, func(ctx context.Context, _ []record.Record) error { return cs.FlushCheckpoint(ctx, *o.cp) })
+		err := w.deliver(ctx, cs, "checkpoint", nil, func(ctx context.Context, _ []record.Record) error { return cs.FlushCheckpoint(ctx, *o.CP) })
 		if fe := retry.AsFenced(err); fe != nil {
 			// Another member owns these partitions now: their records are
 			// its to write, from the last checkpoint. This member learns
@@ -139,12 +142,12 @@ func (w *writer) writeOne(ctx context.Context, o *out) error {
 			return err
 		}
 	}
-	if !o.noCommit {
-		if err := r.commit(ctx, o.cp, o.final, fenced); err != nil {
+	if !o.NoCommit {
+		if err := r.commit(ctx, o.CP, o.Final, fenced); err != nil {
 			return err
 		}
-		r.countCheckpoint(o.cpAt)
-		w.report(Event{Kind: EventCheckpoint, Watermark: o.cp.Watermark}) // the engine goroutine emits it
+		r.countCheckpoint(o.CPAt)
+		w.report(Event{Kind: EventCheckpoint, Watermark: o.CP.Watermark}) // the engine goroutine emits it
 	}
 	if o.ack != nil {
 		o.fenced = fenced // read by the engine after ack (noCommit)
@@ -166,4 +169,92 @@ func (w *writer) flushPlain(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// commit commits every partition's Low offset of cp to the source, with
+// the rest of cp where the source keeps it (CheckpointCommitter), except
+// the fenced ones (their checkpoint was refused by the checkpoint sink). A
+// failed commit loses nothing (the next checkpoint commits again), except at
+// the final one, where it is an error. A commit the source skips because
+// this member does not own the partitions now is counted as skipped, never
+// as committed, and logged at warn. A source that reads without a consumer
+// group (GroupReader) stores no commit: none is made, none counted (unless
+// the checkpoint sink commits the offsets in its transaction, to its own
+// group).
+func (r *run) commit(ctx context.Context, cp *record.Checkpoint, final bool, fenced []record.TopicPartition) error {
+	offs := make(map[record.TopicPartition]int64, len(cp.Partitions))
+	for _, pc := range cp.Partitions {
+		offs[pc.TopicPartition] = pc.Low
+	}
+	for _, tp := range fenced {
+		delete(offs, tp)
+	}
+	if len(fenced) > 0 {
+		r.countCommitSkipped()
+	}
+	if len(offs) == 0 {
+		return nil
+	}
+	if r.cfg.exactlyOnce >= 0 && r.cfg.sinkInfo[r.cfg.exactlyOnce].CommitsSourceOffsets {
+		r.countCommit(offs, nil)
+		return nil // committed in the sink's transaction
+	}
+	if r.noGroup {
+		return nil
+	}
+	var err error
+	if cc, ok := r.p.src.(CheckpointCommitter); ok {
+		err = cc.CommitCheckpoint(ctx, ownedCheckpoint(cp, offs))
+	} else {
+		err = r.p.src.Commit(ctx, offs)
+	}
+	var skip *record.CommitSkippedError
+	if errors.As(err, &skip) {
+		r.cfg.logger.Warn("offset commit skipped: this member does not own the partitions now; their owner re-reads from the last commit",
+			zap.Stringers("partitions", tpStringers(skip.Partitions)), zap.String("reason", skip.Reason))
+		r.countCommitSkipped()
+		for _, tp := range skip.Partitions {
+			delete(offs, tp)
+		}
+		if len(offs) == 0 {
+			return nil
+		}
+		err = nil
+	}
+	r.countCommit(offs, err)
+	if err != nil {
+		if final {
+			return fmt.Errorf("signalbox: commit: %w", err)
+		}
+		r.cfg.logger.Warn("offset commit failed; will retry at the next checkpoint", zap.Error(err))
+	}
+	return nil
+}
+
+// ownedCheckpoint is cp restricted to the partitions of offs.
+func ownedCheckpoint(cp *record.Checkpoint, offs map[record.TopicPartition]int64) record.Checkpoint {
+	if len(offs) == len(cp.Partitions) {
+		return *cp
+	}
+	out := *cp
+	out.Partitions = make([]record.PartitionCheckpoint, 0, len(offs))
+	for _, pc := range cp.Partitions {
+		if _, ok := offs[pc.TopicPartition]; ok {
+			out.Partitions = append(out.Partitions, pc)
+		}
+	}
+	return out
+}
+
+// tpString prints a partition as topic/partition in logs.
+type tpString record.TopicPartition
+
+func (t tpString) String() string { return t.Topic + "/" + strconv.Itoa(int(t.Partition)) }
+
+func tpStringers(tps []record.TopicPartition) []tpString {
+	out := make([]tpString, len(tps))
+	for i, tp := range tps {
+		out[i] = tpString(tp)
+	}
+	return out
 }

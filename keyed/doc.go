@@ -4,7 +4,12 @@
 // A Processor calls a Function once per record, in the order the caller
 // passes them (the engine's release order: event time, key, input,
 // partition, offset), with per-key state (a Store: get, put, delete) and
-// per-key event-time timers. Windows is such a Function: tumbling, hopping
+// per-key event-time timers (a TimerQueue: MemTimers, or the Store's own
+// when it is a TimerStore). The Store is MemStore by default; package
+// keyed/durable has one in pebble, with a bounded cache, that holds the
+// timers too (New's WithStore for Windows), so that state and timers go
+// beyond memory. A Store or TimerQueue that can fail (a Failer) has its
+// sticky error returned by the Processor call during which it happened. Windows is such a Function: tumbling, hopping
 // and session windows per key, with count, sum, min, max, avg, first and
 // last. Like watermark/ and timers/, the package does no I/O and keeps no
 // clock: the caller passes each record's place in the release order and
@@ -33,7 +38,10 @@
 //     schedule of Advance calls: output is a function of the data, as the
 //     release order is.
 //  4. A Store's Get returns what the last Put stored for the key (until a
-//     Delete); Len counts the keys with state.
+//     Delete); Len counts the keys with state. A TimerQueue is a set of
+//     timers in (At, Key) order: Due returns its least one at or below
+//     now. Invariants 1 to 8 hold whatever the Store and TimerQueue
+//     (the package's tests run them against MemStore and keyed/durable).
 //  5. Windows: a record at event time t is in every window [start, end)
 //     with start ≤ t < end: tumbling ones start at multiples of Size,
 //     hopping ones at multiples of Every (epoch-aligned); a session is

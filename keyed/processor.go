@@ -3,10 +3,7 @@ package keyed
 // The Processor: per-key state and event-time timers over records taken in
 // the engine's release order.
 
-import (
-	"container/heap"
-	"math"
-)
+import "math"
 
 // MinTime and MaxTime bound event time (milliseconds since the Unix
 // epoch). Advance(MaxTime) is Close.
@@ -43,6 +40,46 @@ func (m *MemStore[S]) Delete(key string) { delete(m.m, key) }
 // Len is the number of keys in state.
 func (m *MemStore[S]) Len() int { return len(m.m) }
 
+// TimerStore is a Store that also holds the Processor's timers (a
+// durable store, whose timers spill with its state): NewProcessor takes
+// them from Timers. A Processor over any other Store keeps its timers in
+// memory (MemTimers).
+type TimerStore interface {
+	Timers() TimerQueue
+}
+
+// Failer is a Store or TimerQueue that can fail (a durable one): Err is
+// its first error, sticky. The Processor returns it from the call during
+// which it happened, and from every later call; its methods are no-ops
+// once it has failed.
+type Failer interface {
+	Err() error
+}
+
+// Timer is one key's event-time timer.
+type Timer struct {
+	At  int64
+	Key string
+}
+
+// Less orders timers by (At, Key): the order in which they fire.
+func (a Timer) Less(b Timer) bool {
+	if a.At != b.At {
+		return a.At < b.At
+	}
+	return a.Key < b.Key
+}
+
+// TimerQueue holds a Processor's timers: a set, in (At, Key) order.
+type TimerQueue interface {
+	Set(t Timer)    // adds t; setting a timer already set changes nothing
+	Delete(t Timer) // removes t, if set
+	// Due removes and returns the first timer in (At, Key) order if its At
+	// is at or below now.
+	Due(now int64) (Timer, bool)
+	Len() int // timers set
+}
+
 // Function is a keyed process function (Flink's KeyedProcessFunction): the
 // Processor calls Process once per record, and OnTimer once per timer that
 // fires, both with a Context scoped to the record's or the timer's key.
@@ -76,26 +113,57 @@ func (c *Context[S, I]) Delete() { c.p.store.Delete(c.key) }
 // SetTimer sets an event-time timer at t for the key; setting the same
 // (t, key) twice sets one timer. A timer at or below Time fires before the
 // next record, or at the next Advance, whichever comes first.
-func (c *Context[S, I]) SetTimer(t int64) { c.p.timers.set(timer{t, c.key}) }
+func (c *Context[S, I]) SetTimer(t int64) { c.p.timers.Set(Timer{t, c.key}) }
 
 // DeleteTimer deletes the key's timer at t, if set.
-func (c *Context[S, I]) DeleteTimer(t int64) { c.p.timers.del(timer{t, c.key}) }
+func (c *Context[S, I]) DeleteTimer(t int64) { c.p.timers.Delete(Timer{t, c.key}) }
 
 // Processor runs a Function over records in release order (invariants 1
 // to 4 of the package doc). It is not safe for concurrent use.
 type Processor[S, I any] struct {
 	fn     Function[S, I]
 	store  Store[S]
-	timers timerSet
+	timers TimerQueue
+	mem    *MemTimers // timers, when they are MemTimers
+	fails  []Failer
 	time   int64
 	ctx    Context[S, I]
 }
 
-// NewProcessor returns a Processor of fn over store, at time MinTime.
+// NewProcessor returns a Processor of fn over store, at time MinTime. Its
+// timers are the store's if it is a TimerStore, else in memory.
 func NewProcessor[S, I any](fn Function[S, I], store Store[S]) *Processor[S, I] {
-	p := &Processor[S, I]{fn: fn, store: store, time: MinTime, timers: timerSet{live: map[timer]bool{}}}
+	p := &Processor[S, I]{fn: fn, store: store, time: MinTime}
+	if ts, ok := store.(TimerStore); ok {
+		p.timers = ts.Timers()
+	} else {
+		p.mem = NewMemTimers()
+		p.timers = p.mem
+	}
+	for _, x := range []any{store, p.timers} {
+		if f, ok := x.(Failer); ok {
+			p.fails = append(p.fails, f)
+		}
+	}
 	p.ctx.p = p
 	return p
+}
+
+// err is the first error of the store or the timers.
+func (p *Processor[S, I]) err() error {
+	if len(p.fails) == 0 {
+		return nil
+	}
+	return p.failed()
+}
+
+func (p *Processor[S, I]) failed() error {
+	for _, f := range p.fails {
+		if err := f.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Time is the Processor's time: every timer at or below it has fired. A
@@ -107,7 +175,7 @@ func (p *Processor[S, I]) Time() int64 { return p.time }
 func (p *Processor[S, I]) Keys() int { return p.store.Len() }
 
 // Timers is the number of timers set and not fired.
-func (p *Processor[S, I]) Timers() int { return len(p.timers.live) }
+func (p *Processor[S, I]) Timers() int { return p.timers.Len() }
 
 // Process takes one record of key, released at at (its place in the
 // release order: its event time, or later for a record released out of
@@ -119,7 +187,10 @@ func (p *Processor[S, I]) Process(key string, at int64, in I) error {
 		}
 	}
 	p.ctx.key = key
-	return p.fn.Process(&p.ctx, in)
+	if err := p.fn.Process(&p.ctx, in); err != nil {
+		return err
+	}
+	return p.err()
 }
 
 // Advance raises the time to wm, the release watermark once every record
@@ -129,88 +200,28 @@ func (p *Processor[S, I]) Process(key string, at int64, in I) error {
 func (p *Processor[S, I]) Advance(wm int64) error {
 	p.time = max(p.time, wm)
 	for {
-		t, ok := p.timers.due(p.time)
-		if !ok {
-			return nil
+		if err := p.err(); err != nil {
+			return err
 		}
-		p.ctx.key = t.key
-		if err := p.fn.OnTimer(&p.ctx, t.at); err != nil {
+		t, ok := p.due()
+		if !ok {
+			return p.err()
+		}
+		p.ctx.key = t.Key
+		if err := p.fn.OnTimer(&p.ctx, t.At); err != nil {
 			return err
 		}
 	}
 }
 
+// due is p.timers.Due(p.time), called directly for MemTimers (once per
+// record, mostly with nothing due).
+func (p *Processor[S, I]) due() (Timer, bool) {
+	if p.mem != nil {
+		return p.mem.Due(p.time)
+	}
+	return p.timers.Due(p.time)
+}
+
 // Close fires every timer (Advance(MaxTime)): the end of a bounded input.
 func (p *Processor[S, I]) Close() error { return p.Advance(MaxTime) }
-
-// timer is one key's timer at one event time.
-type timer struct {
-	at  int64
-	key string
-}
-
-func (a timer) less(b timer) bool {
-	if a.at != b.at {
-		return a.at < b.at
-	}
-	return a.key < b.key
-}
-
-// timerSet is the set timers: a heap in (at, key) order, deleted entries
-// dropped when they reach its top, or all at once when they outnumber the
-// live ones (a session that a record extends moves its timer each time).
-type timerSet struct {
-	h    timerHeap
-	live map[timer]bool
-}
-
-func (s *timerSet) set(t timer) {
-	if s.live[t] {
-		return
-	}
-	s.live[t] = true
-	heap.Push(&s.h, t)
-}
-
-func (s *timerSet) del(t timer) {
-	if !s.live[t] {
-		return
-	}
-	delete(s.live, t)
-	if len(s.h) > 64 && len(s.h) > 2*len(s.live) {
-		h := s.h[:0]
-		for _, t := range s.h {
-			if s.live[t] {
-				h = append(h, t)
-			}
-		}
-		clear(s.h[len(h):])
-		s.h = h
-		heap.Init(&s.h)
-	}
-}
-
-// due pops the first timer at or below now.
-func (s *timerSet) due(now int64) (timer, bool) {
-	for len(s.h) > 0 && s.h[0].at <= now {
-		t := heap.Pop(&s.h).(timer)
-		if s.live[t] {
-			delete(s.live, t)
-			return t, true
-		}
-	}
-	return timer{}, false
-}
-
-type timerHeap []timer
-
-func (h timerHeap) Len() int           { return len(h) }
-func (h timerHeap) Less(i, j int) bool { return h[i].less(h[j]) }
-func (h timerHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap) Push(x any)        { *h = append(*h, x.(timer)) }
-func (h *timerHeap) Pop() any {
-	old := *h
-	t := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return t
-}

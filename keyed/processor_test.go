@@ -44,9 +44,11 @@ func (f *tracer) OnTimer(c *keyed.Context[int, ev], t int64) error {
 
 // TestTimerTieRule: a timer at t fires after every record at t and before
 // any record after t; timers of one time fire in key order.
-func TestTimerTieRule(t *testing.T) {
+func TestTimerTieRule(t *testing.T) { forStores(t, testTimerTieRule) }
+
+func testTimerTieRule(t *testing.T, k storeKind) {
 	f := &tracer{every: 10}
-	p := keyed.NewProcessor[int, ev](f, keyed.NewMemStore[int]())
+	p := keyed.NewProcessor[int, ev](f, k.ints(t))
 	for _, e := range []ev{{"b", 0}, {"a", 0}, {"a", 10}, {"b", 10}, {"a", 11}} {
 		if err := p.Process(e.key, e.t, e); err != nil {
 			t.Fatal(err)
@@ -73,7 +75,9 @@ func TestTimerTieRule(t *testing.T) {
 // TestProcessorScheduleFree: the trace (records, timers, timers a timer
 // sets below the time) is the same whatever the watermark schedule, as
 // long as Advance never passes a record not yet processed.
-func TestProcessorScheduleFree(t *testing.T) {
+func TestProcessorScheduleFree(t *testing.T) { forStores(t, testProcessorScheduleFree) }
+
+func testProcessorScheduleFree(t *testing.T, k storeKind) {
 	for seed := range uint64(50) {
 		rnd := rand.New(rand.NewPCG(seed, 1))
 		var evs []ev
@@ -84,7 +88,7 @@ func TestProcessorScheduleFree(t *testing.T) {
 		var ref []string
 		for sched := range 5 {
 			f := &tracer{every: 1 + int64(seed%7)}
-			p := keyed.NewProcessor[int, ev](f, keyed.NewMemStore[int]())
+			p := keyed.NewProcessor[int, ev](f, k.ints(t))
 			for i, e := range evs {
 				if err := p.Process(e.key, e.t, e); err != nil {
 					t.Fatal(err)

@@ -187,14 +187,16 @@ type window struct {
 	slots      []slot
 }
 
-// state is a key's open windows, by start (and so by end).
-type state []*window
+// State is a key's open windows, by start (and so by end): the state of
+// Windows in its Store. Its content is the package's; StateCodec encodes
+// it for a durable Store.
+type State []*window
 
 // Windows computes the windows of a Spec over records in release order: a
 // Processor of its Function. Not safe for concurrent use.
 type Windows struct {
 	spec *Spec
-	p    *Processor[state, Item]
+	p    *Processor[State, Item]
 	emit func(*Result) error
 	seq  int64
 	// Open is the number of open windows; Results the results emitted;
@@ -202,23 +204,41 @@ type Windows struct {
 	Open, Results, Late int64
 }
 
+// Option is an option of New.
+type Option func(*options)
+
+type options struct{ store Store[State] }
+
+// WithStore makes the Windows keep their state in store (empty) instead of
+// a MemStore, and their timers too if it is a TimerStore: a durable store
+// (keyed/durable) keeps them beyond memory. Results are the same whatever
+// the store.
+func WithStore(store Store[State]) Option { return func(o *options) { o.store = store } }
+
 // New returns the Windows of s, which pass every result to emit, in the
 // order of their ends, ties by key (the key's JSON bytes). State is held
-// in memory (MemStore).
-func New(s Spec, emit func(*Result) error) (*Windows, error) {
+// in memory (MemStore) unless WithStore says otherwise.
+func New(s Spec, emit func(*Result) error, opts ...Option) (*Windows, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.store == nil {
+		o.store = NewMemStore[State]()
+	}
 	w := &Windows{spec: &s, emit: emit}
-	w.p = NewProcessor[state, Item](windowsFn{w}, NewMemStore[state]())
+	w.p = NewProcessor[State, Item](windowsFn{w}, o.store)
 	return w, nil
 }
 
 // windowsFn is the Function of a Windows.
 type windowsFn struct{ w *Windows }
 
-func (f windowsFn) Process(c *Context[state, Item], it Item) error { return f.w.process(c, it) }
-func (f windowsFn) OnTimer(c *Context[state, Item], t int64) error { return f.w.onTimer(c, t) }
+func (f windowsFn) Process(c *Context[State, Item], it Item) error { return f.w.process(c, it) }
+func (f windowsFn) OnTimer(c *Context[State, Item], t int64) error { return f.w.onTimer(c, t) }
 
 // Spec is the Windows' Spec.
 func (w *Windows) Spec() *Spec { return w.spec }
@@ -254,7 +274,7 @@ func (w *Windows) fireAt(end int64) int64 {
 }
 
 // process adds it to its windows.
-func (w *Windows) process(c *Context[state, Item], it Item) error {
+func (w *Windows) process(c *Context[State, Item], it Item) error {
 	w.seq++
 	st, _ := c.Get()
 	if w.spec.Kind == Session {
@@ -269,7 +289,7 @@ func (w *Windows) process(c *Context[state, Item], it Item) error {
 }
 
 // fixed adds it to its tumbling or hopping windows.
-func (w *Windows) fixed(c *Context[state, Item], st state, it Item) state {
+func (w *Windows) fixed(c *Context[State, Item], st State, it Item) State {
 	every := w.spec.Size
 	if w.spec.Kind == Hopping {
 		every = w.spec.Every
@@ -299,7 +319,7 @@ func (w *Windows) fixed(c *Context[state, Item], st state, it Item) state {
 
 // session adds it to its session: [Time, Time + Gap), merged with every
 // open session of the key it overlaps.
-func (w *Windows) session(c *Context[state, Item], st state, it Item) state {
+func (w *Windows) session(c *Context[State, Item], st State, it Item) State {
 	start, end := it.Time, it.Time+w.spec.Gap
 	if w.fireAt(end) <= c.Time() {
 		w.Late++
@@ -374,7 +394,7 @@ func (w *Windows) merge(i int, a, b *slot) {
 }
 
 // onTimer emits the key's windows due at t.
-func (w *Windows) onTimer(c *Context[state, Item], t int64) error {
+func (w *Windows) onTimer(c *Context[State, Item], t int64) error {
 	st, _ := c.Get()
 	n := 0
 	for _, x := range st {

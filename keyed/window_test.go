@@ -62,9 +62,9 @@ func (r result) String() string {
 // run feeds rs (in release order) to the windows of s, advancing the
 // watermark between records at random when rnd is set, and closes them at
 // the end unless open.
-func run(t *testing.T, s keyed.Spec, rs []rec, rnd *rand.Rand, open bool) (out []result, w *keyed.Windows) {
+func run(t *testing.T, k storeKind, s keyed.Spec, rs []rec, rnd *rand.Rand, open bool) (out []result, w *keyed.Windows) {
 	t.Helper()
-	w, err := keyed.New(s, func(r *keyed.Result) error {
+	w = k.windows(t, s, func(r *keyed.Result) error {
 		var d result
 		if err := json.Unmarshal(r.Value, &d); err != nil {
 			t.Fatalf("%s: %v", r.Value, err)
@@ -73,9 +73,6 @@ func run(t *testing.T, s keyed.Spec, rs []rec, rnd *rand.Rand, open bool) (out [
 		out = append(out, d)
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for i, r := range rs {
 		if _, err := w.Add(item(t, &s, r), r.t); err != nil {
 			t.Fatal(err)
@@ -205,30 +202,34 @@ func TestWindowsMatchOracle(t *testing.T) {
 		{Name: "session", Kind: keyed.Session, Gap: 400},
 		{Name: "session_late", Kind: keyed.Session, Gap: 150, Lateness: 700},
 	}
-	for _, s := range specs {
-		s.Aggregates = aggs
-		t.Run(s.Name, func(t *testing.T) {
-			for seed := range uint64(40) {
-				rnd := rand.New(rand.NewPCG(seed, 37))
-				rs := randomRecs(rnd, 1+rnd.IntN(400), 1+rnd.IntN(6), 1+rnd.Int64N(20_000))
-				want := oracle(s, rs)
-				got, w := run(t, s, rs, rnd, false)
-				if !reflect.DeepEqual(got, want) {
-					t.Fatalf("seed %d: %d results, oracle %d\n got %v\nwant %v", seed, len(got), len(want), got, want)
+	forStores(t, func(t *testing.T, k storeKind) {
+		for _, s := range specs {
+			s.Aggregates = aggs
+			t.Run(s.Name, func(t *testing.T) {
+				for seed := range uint64(40) {
+					rnd := rand.New(rand.NewPCG(seed, 37))
+					rs := randomRecs(rnd, 1+rnd.IntN(400), 1+rnd.IntN(6), 1+rnd.Int64N(20_000))
+					want := oracle(s, rs)
+					got, w := run(t, k, s, rs, rnd, false)
+					if !reflect.DeepEqual(got, want) {
+						t.Fatalf("seed %d: %d results, oracle %d\n got %v\nwant %v", seed, len(got), len(want), got, want)
+					}
+					if w.Open != 0 || w.Keys() != 0 || w.Late != 0 {
+						t.Fatalf("seed %d: after Close: %d open, %d keys, %d late", seed, w.Open, w.Keys(), w.Late)
+					}
 				}
-				if w.Open != 0 || w.Keys() != 0 || w.Late != 0 {
-					t.Fatalf("seed %d: after Close: %d open, %d keys, %d late", seed, w.Open, w.Keys(), w.Late)
-				}
-			}
-		})
-	}
+			})
+		}
+	})
 }
 
 // TestWindowBoundary: a record exactly on a boundary belongs to [start,
 // end): the window it starts, not the one it ends.
-func TestWindowBoundary(t *testing.T) {
+func TestWindowBoundary(t *testing.T) { forStores(t, testWindowBoundary) }
+
+func testWindowBoundary(t *testing.T, k storeKind) {
 	s := keyed.Spec{Name: "m", Kind: keyed.Tumbling, Size: 60_000, Aggregates: aggs}
-	got, _ := run(t, s, []rec{{"a", 59_999, 1, 0}, {"a", 60_000, 2, 1}}, nil, false)
+	got, _ := run(t, k, s, []rec{{"a", 59_999, 1, 0}, {"a", 60_000, 2, 1}}, nil, false)
 	if len(got) != 2 || got[0].End != rfc(60_000) || got[0].Count != 1 || got[0].Qty != 1 ||
 		got[1].Start != rfc(60_000) || got[1].Count != 1 || got[1].Qty != 2 {
 		t.Fatalf("%v", got)
@@ -240,13 +241,12 @@ func TestWindowBoundary(t *testing.T) {
 // starts a new session. Released in order, a record cannot bridge two
 // sessions (the first closed before the second began); released out of
 // turn within the allowed lateness, it can.
-func TestSessionMerge(t *testing.T) {
+func TestSessionMerge(t *testing.T) { forStores(t, testSessionMerge) }
+
+func testSessionMerge(t *testing.T, k storeKind) {
 	s := keyed.Spec{Name: "s", Kind: keyed.Session, Gap: 100, Lateness: 1000, Aggregates: aggs}
 	var out []*keyed.Result
-	w, err := keyed.New(s, func(r *keyed.Result) error { out = append(out, r); return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := k.windows(t, s, func(r *keyed.Result) error { out = append(out, r); return nil })
 	// Released out of turn (at 300), the record at 75 bridges [0,100) and
 	// [150,250); the one at 250 is exactly a gap after the last (150).
 	for i, r := range []struct{ t, at int64 }{{0, 0}, {150, 150}, {75, 300}, {250, 400}} {
@@ -277,11 +277,13 @@ func TestSessionMerge(t *testing.T) {
 // TestLateAfterClose: a record whose window was emitted is late: counted,
 // in no window, and the window is never emitted again; within the allowed
 // lateness, it joins the still-open window, which is emitted once, later.
-func TestLateAfterClose(t *testing.T) {
+func TestLateAfterClose(t *testing.T) { forStores(t, testLateAfterClose) }
+
+func testLateAfterClose(t *testing.T, k storeKind) {
 	for _, lateness := range []int64{0, 500} {
 		s := keyed.Spec{Name: "m", Kind: keyed.Tumbling, Size: 1000, Lateness: lateness, Aggregates: aggs}
 		var out []*keyed.Result
-		w, _ := keyed.New(s, func(r *keyed.Result) error { out = append(out, r); return nil })
+		w := k.windows(t, s, func(r *keyed.Result) error { out = append(out, r); return nil })
 		if _, err := w.Add(item(t, &s, rec{"a", 10, 1, 0}), 10); err != nil {
 			t.Fatal(err)
 		}
@@ -314,10 +316,12 @@ func TestLateAfterClose(t *testing.T) {
 // TestIdleKeyCloses: a key that gets no more records still has its window
 // emitted when the watermark passes it (Kafka Streams' suppress does not:
 // its time moves only with records).
-func TestIdleKeyCloses(t *testing.T) {
+func TestIdleKeyCloses(t *testing.T) { forStores(t, testIdleKeyCloses) }
+
+func testIdleKeyCloses(t *testing.T, k storeKind) {
 	s := keyed.Spec{Name: "m", Kind: keyed.Tumbling, Size: 1000, Aggregates: aggs}
 	var out []*keyed.Result
-	w, _ := keyed.New(s, func(r *keyed.Result) error { out = append(out, r); return nil })
+	w := k.windows(t, s, func(r *keyed.Result) error { out = append(out, r); return nil })
 	if _, err := w.Add(item(t, &s, rec{"quiet", 10, 1, 0}), 10); err != nil {
 		t.Fatal(err)
 	}
@@ -356,14 +360,16 @@ func TestSpecValidate(t *testing.T) {
 
 // TestLastTimer: a record's last timer is its latest window's: every window
 // it joined is emitted once the time reaches it, and none before.
-func TestLastTimer(t *testing.T) {
+func TestLastTimer(t *testing.T) { forStores(t, testLastTimer) }
+
+func testLastTimer(t *testing.T, k storeKind) {
 	for _, s := range []keyed.Spec{
 		{Name: "t", Kind: keyed.Tumbling, Size: 1000, Lateness: 5, Aggregates: []keyed.Aggregate{{Name: "n", Op: keyed.Count}}},
 		{Name: "h", Kind: keyed.Hopping, Size: 1000, Every: 300, Aggregates: []keyed.Aggregate{{Name: "n", Op: keyed.Count}}},
 	} {
 		for _, at := range []int64{0, 1, 299, 300, 999, 1000, 1999, -1, -1000} {
 			var ends []int64
-			w, _ := keyed.New(s, func(r *keyed.Result) error { ends = append(ends, r.End); return nil })
+			w := k.windows(t, s, func(r *keyed.Result) error { ends = append(ends, r.End); return nil })
 			it, _ := s.Item([]byte(`"k"`), at, make([][]byte, 1))
 			_ = w.Advance(at - 1)
 			if _, err := w.Add(it, at); err != nil {

@@ -78,6 +78,11 @@ type crashRun struct {
 // produces the history, and prepares a crasher for a job whose sinks are
 // given by sinks(dir, broker).
 func setUp(t *testing.T, extraTopics []string, sinks func(dir string, b *Broker) (yaml, extra string)) *crashRun {
+	return setUpGroup(t, "crashtest", extraTopics, sinks)
+}
+
+// setUpGroup is setUp with the job in group ("": in none).
+func setUpGroup(t *testing.T, group string, extraTopics []string, sinks func(dir string, b *Broker) (yaml, extra string)) *crashRun {
 	s := seed(t)
 	h := fnv.New64a()
 	h.Write([]byte(t.Name()))
@@ -99,7 +104,7 @@ func setUp(t *testing.T, extraTopics []string, sinks func(dir string, b *Broker)
 		t.Fatal(err)
 	}
 	yaml, extra := sinks(dir, b)
-	job := &Job{Brokers: b.Addr, Group: "crashtest", Topics: sc.topics, Delay: sc.delay, Sinks: yaml, Extra: extra}
+	job := &Job{Brokers: b.Addr, Group: group, Topics: sc.topics, Delay: sc.delay, Sinks: yaml, Extra: extra}
 	// Fail (or skip) on the job file before any kill.
 	path := filepath.Join(dir, "check.yaml")
 	if err := os.WriteFile(path, []byte(job.YAML("live")), 0o644); err != nil {
@@ -311,10 +316,25 @@ func TestCrashKafka(t *testing.T) {
 // readCommitted reads topic from the start with read_committed until it
 // has at least want records and a poll of a second brings nothing more.
 func readCommitted(t *testing.T, b *Broker, topic string, want int) []Out {
+	var outs []Out
+	for _, rec := range readCommittedRecords(t, b, topic, want) {
+		o, err := ParseEnvelope(rec.Value, fmt.Sprintf("%s/%d@%d", rec.Topic, rec.Partition, rec.Offset))
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs = append(outs, o)
+	}
+	return outs
+}
+
+// readCommittedRecords reads topic from the start with read_committed
+// until it has at least want records and a poll of a second brings nothing
+// more.
+func readCommittedRecords(t *testing.T, b *Broker, topic string, want int) []*kgo.Record {
 	cl := b.Client(t, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	deadline := time.Now().Add(HangGuard)
-	var outs []Out
+	var recs []*kgo.Record
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		fs := cl.PollFetches(ctx)
@@ -322,21 +342,17 @@ func readCommitted(t *testing.T, b *Broker, topic string, want int) []Out {
 		n := 0
 		fs.EachRecord(func(rec *kgo.Record) {
 			n++
-			o, err := ParseEnvelope(rec.Value, fmt.Sprintf("%s/%d@%d", rec.Topic, rec.Partition, rec.Offset))
-			if err != nil {
-				t.Fatal(err)
-			}
-			outs = append(outs, o)
+			recs = append(recs, rec)
 		})
 		for _, e := range fs.Errors() {
 			if e.Err != context.DeadlineExceeded {
 				t.Fatalf("reading %s: %v", topic, e.Err)
 			}
 		}
-		if n == 0 && len(outs) >= want {
-			return outs
+		if n == 0 && len(recs) >= want {
+			return recs
 		}
 	}
-	t.Errorf("read %d records of %s, want at least %d, before the hang guard (%v)", len(outs), topic, want, HangGuard)
-	return outs
+	t.Errorf("read %d records of %s, want at least %d, before the hang guard (%v)", len(recs), topic, want, HangGuard)
+	return recs
 }

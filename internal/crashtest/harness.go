@@ -278,7 +278,7 @@ func (p *Producer) Records() []Produced {
 // Job describes the job file of a crash test.
 type Job struct {
 	Brokers string
-	Group   string
+	Group   string // "": no group (a restart resumes from the checkpoint sink's checkpoint)
 	Topics  []string
 	Delay   time.Duration
 	// Sinks is the YAML of the sinks list items after the first, indented
@@ -301,8 +301,11 @@ func (j *Job) YAML(until string) string {
 	if cp == 0 {
 		cp = 200 * time.Millisecond
 	}
-	fmt.Fprintf(&b, "brokers: [%q]\ngroup: %s\ndelay: %s\nlate: emit\nuntil: %s\ncheckpoint_interval: %s\nbatch_size: 256\n",
-		j.Brokers, j.Group, j.Delay, until, cp)
+	fmt.Fprintf(&b, "brokers: [%q]\n", j.Brokers)
+	if j.Group != "" {
+		fmt.Fprintf(&b, "group: %s\n", j.Group)
+	}
+	fmt.Fprintf(&b, "delay: %s\nlate: emit\nuntil: %s\ncheckpoint_interval: %s\nbatch_size: 256\n", j.Delay, until, cp)
 	b.WriteString("inputs:\n")
 	for _, tp := range j.Topics {
 		fmt.Fprintf(&b, "  - topic: %s\n    time: field\n    time_field: ts\n    time_format: unix_ms\n    key: key\n", tp)
@@ -369,7 +372,10 @@ type Crasher struct {
 	// Signals stop the runs, in turn; nil: SIGKILL. A run stopped by
 	// another signal must exit 0 by itself (a graceful stop).
 	Signals []syscall.Signal
-	Kills   []KillPoint
+	// ReplayOnly aims every kill at the replay (a run whose replay is seen
+	// done first is killed then), for a job without live traffic.
+	ReplayOnly bool
+	Kills      []KillPoint
 }
 
 // StdoutOutputs parses the stdout JSONL of every run, in order. The last
@@ -408,6 +414,10 @@ type status struct {
 		Total, Remaining int64
 	} `json:"progress"`
 	WatermarkMs *int64 `json:"watermark_ms"`
+	Windows     []struct {
+		Name                      string
+		Open, Keys, Results, Late int64
+	} `json:"windows"`
 }
 
 func (s *status) done() float64 {
@@ -545,15 +555,15 @@ func getStatus(url string) (*status, error) {
 }
 
 // Crash runs the job `kills` times, each killed with SIGKILL at a planned
-// point, evicting the dead member from the group after each kill. The first
-// kill aims at the replay of the history, the others alternate at random
-// between replay and live.
+// point, evicting the dead member from the group (if any) after each kill.
+// The first kill aims at the replay of the history, the others alternate at
+// random between replay and live (or all aim at the replay: ReplayOnly).
 func (c *Crasher) Crash(kills int) {
 	c.T.Helper()
 	targets := make([]string, kills)
 	for i := range targets {
 		targets[i] = "live"
-		if i < kills/2 {
+		if i < kills/2 || c.ReplayOnly {
 			targets[i] = "replay"
 		}
 	}
@@ -584,6 +594,9 @@ func (c *Crasher) Crash(kills int) {
 		k.Run, k.Target = run, target
 		c.Kills = append(c.Kills, k)
 		c.T.Log(k)
+		if c.Job.Group == "" {
+			continue
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), HangGuard)
 		err := EvictGroup(ctx, c.Admin, c.Job.Group)
 		cancel()

@@ -1,0 +1,143 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/signalbox/signalbox/keyed"
+	"github.com/signalbox/signalbox/record"
+)
+
+// windowHold is, per partition, the lowest offset of its records in a
+// window by that window's timer (the last of the record's windows): a
+// record holds its partition's Low until the windows' time reaches it.
+type windowHold map[*partState]map[int64]int64
+
+// holdRecord notes that rec, of ps, joined windows of wr up to timer.
+func (c *Engine) holdRecord(ps *partState, rec *record.Record, timer int64) {
+	if c.winHold == nil {
+		c.winHold = windowHold{}
+	}
+	h := c.winHold[ps]
+	if h == nil {
+		h = map[int64]int64{}
+		c.winHold[ps] = h
+	}
+	if o, ok := h[timer]; !ok || rec.Offset < o {
+		h[timer] = rec.Offset
+	}
+}
+
+// windowHeld is low held back to the oldest record of ps in a window not
+// emitted yet (timer above the windows' time): what a checkpoint commits.
+// The checkpoints come after a release is over, so every window with a
+// timer at or below the checkpoint's watermark was emitted before it (K4).
+func (c *Engine) windowHeld(ps *partState, low int64) int64 {
+	h := c.winHold[ps]
+	if len(h) == 0 || len(c.wins) == 0 {
+		return low
+	}
+	now := c.wins[0].w.Time() // every window is advanced together
+	for t, o := range h {
+		if t <= now {
+			delete(h, t)
+		} else {
+			low = min(low, o)
+		}
+	}
+	return low
+}
+
+// windowsRestored reports whether the run has windows and restored a
+// checkpoint: its windows are rebuilt from the re-read records, whose
+// release must then follow their data, not the restored watermark.
+func (c *Engine) windowsRestored() bool { return len(c.cfg.Windows) > 0 && c.hasCP }
+
+// windowsReread takes a re-read record that the restored checkpoint says
+// was emitted (the restart skip rule): it goes to the windows, as it did
+// before the restart, and to no sink, no dead-letter sink and no counter
+// but Skipped. A record the Process or a where drops, or whose evaluation
+// fails, was dealt with the first time.
+func (c *Engine) windowsReread(ps *partState, rec *record.Record) error {
+	c.stats.Skipped++
+	if rec.Timeless {
+		return nil
+	}
+	o, stats := c.cur, c.stats
+	dead := len(o.Dead)
+	c.rereading = true // failed counts nothing: the map is not in the stats' copy
+	err := c.output(ps, rec)
+	c.rereading = false
+	if c.stats.Out > stats.Out { // rec went into the batch, last, after the results it fired
+		o.Records, o.Routes = o.Records[:len(o.Records)-1], o.Routes[:len(o.Routes)-1]
+		if c.cfg.InflightBytes > 0 {
+			o.Bytes -= rec.Size()
+		}
+	}
+	o.Dead = o.Dead[:dead]
+	c.stats = stats
+	return err
+}
+
+// skipReread drops a re-read record the restored checkpoint says was
+// emitted and that fails again on its way in (the first time it went to
+// the dead-letter sink, in no window).
+func (c *Engine) skipReread() error {
+	c.stats.Skipped++
+	return nil
+}
+
+// parkReread parks a re-read record the restored checkpoint says was
+// emitted, so that it comes back to the windows in release order
+// (windowsReread). Late by the data, it gets its lateness, so that it
+// parks where it did, without being counted again; under late: drop or
+// dead-letter it was in no window and stays out.
+func (c *Engine) parkReread(ps *partState, rec *record.Record, byData int64) error {
+	if rec.EventTime <= byData {
+		rec.Late, rec.LateBy = true, byData-rec.EventTime
+		if c.cfg.Late != LateEmit {
+			return c.skipReread()
+		}
+	}
+	return c.park(ps, rec)
+}
+
+// errWindowsRestore is the error of a run with windows that a checkpoint
+// restores where that is not exact yet (WithWindow).
+var errWindowsRestore = errors.New("signalbox: windows: resuming from a checkpoint is supported only without a group, with a checkpoint sink, without a durable store, and for tumbling and hopping windows")
+
+// windowsResume refuses a restored checkpoint that the windows cannot
+// resume from exactly: a durable store's (its restart re-reads from the
+// stored positions, not the held-back Low), a group's (a task that moves
+// would bring its re-read records to windows already past them), or with
+// session windows (a session's records are not held yet).
+func (c *Engine) windowsResume(assigned []record.PartitionInfo) error {
+	if len(c.cfg.Windows) == 0 {
+		return nil
+	}
+	restored := false
+	for _, a := range assigned {
+		if _, ok := c.restored[a.TopicPartition]; ok || a.Checkpoint != nil {
+			restored = true
+		}
+	}
+	if !restored {
+		return nil
+	}
+	switch {
+	case c.cfg.Durable:
+		return fmt.Errorf("%w: the run has a durable store", errWindowsRestore)
+	case !c.hasCP:
+		return fmt.Errorf("%w: a group's committed checkpoint", errWindowsRestore)
+	case c.cfg.InGroup:
+		return fmt.Errorf("%w: the source reads in a group", errWindowsRestore)
+	case c.wins != nil:
+		return fmt.Errorf("%w: partitions assigned after the windows started", errWindowsRestore)
+	}
+	for i := range c.cfg.Windows {
+		if c.cfg.Windows[i].Spec.Kind == keyed.Session {
+			return fmt.Errorf("%w: window %s is a session window", errWindowsRestore, c.cfg.Windows[i].Spec.Name)
+		}
+	}
+	return nil
+}
