@@ -5,6 +5,20 @@
 // and keeps no clock: the engine puts versions and trims with the
 // watermark it decided; lookups pass the record's event time.
 //
+// A table lives in memory (New, or Open without a Dir) or in pebble
+// (Open with Options.Dir): every version on disk, keyed by (key, version
+// time), and in memory only a cache of the entries of the keys used last
+// and pebble's memtables and block cache, all within Options.MemoryBudget,
+// whatever the number of keys. Both storages change and answer a key
+// through the same code (entry), so the invariants below hold alike; the
+// tests run on both and compare them on random operations. The pebble
+// storage is not durable: Open wipes its directory (only an absent, empty
+// or table's directory, marked SIGNALBOX-TABLE), has no WAL, and Close
+// removes it, because the engine never commits a table's offsets past
+// where it was assigned and rebuilds a table by re-reading its topic after
+// every restart. A trim reads an index of the versions by the time they
+// expire, so it visits only the keys with a version to drop.
+//
 // Invariants:
 //
 //  1. AsOf(key, t) is the version with the greatest version time at or
@@ -26,4 +40,9 @@
 //     an error naming the table.
 //  6. A Table is not safe for concurrent use; Beyond may be read from any
 //     goroutine. The keys and values given to Put are copied.
+//  7. In pebble, the Go heap a table keeps is bounded by its
+//     Options.MemoryBudget, not by its size (TestPebbleHeapBound). A
+//     storage failure is sticky: Err reports it, and from then on Put and
+//     Trim do nothing and AsOf finds nothing, so the caller must check Err
+//     and stop the run.
 package tables

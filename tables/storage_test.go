@@ -1,0 +1,197 @@
+package tables
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestStoragesAgree: random puts (tombstones, replacements, out of
+// order), trims and lookups answer alike in memory and in pebble, sizes
+// and Beyond included: the storages keep the same invariants.
+func TestStoragesAgree(t *testing.T) {
+	for seed := uint64(1); seed <= 8; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		mem := storages[0].open(t, 50*time.Millisecond)
+		dsk := storages[1].open(t, 50*time.Millisecond)
+		wm := int64(0)
+		for op := 0; op < 2000; op++ {
+			key := "k" + strconv.Itoa(rng.IntN(30))
+			at := wm - 100 + rng.Int64N(300)
+			switch r := rng.IntN(20); {
+			case r < 8:
+				val := []byte(fmt.Sprintf("v%d", rng.IntN(1000)))
+				tomb := rng.IntN(6) == 0
+				mem.Put(key, at, val, tomb)
+				dsk.Put(key, at, val, tomb)
+			case r < 9:
+				wm += rng.Int64N(60)
+				mem.Trim(wm)
+				dsk.Trim(wm)
+			default:
+				if m, d := asOf(mem, key, at), asOf(dsk, key, at); m != d {
+					t.Fatalf("seed %d op %d: AsOf(%s, %d): memory %s, pebble %s", seed, op, key, at, m, d)
+				}
+			}
+			if m, d := sizes(mem), sizes(dsk); m != d {
+				t.Fatalf("seed %d op %d: memory %s, pebble %s", seed, op, m, d)
+			}
+		}
+		if err := dsk.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func sizes(tb *Table) string {
+	return fmt.Sprintf("%d keys, %d versions, %d bytes, %d beyond", tb.Keys(), tb.Versions(), tb.Bytes(), tb.Beyond())
+}
+
+// TestOpenWipes: a table's directory starts empty whatever a previous run
+// left there (the table is rebuilt from its topic); a directory that is
+// not a table's is not wiped.
+func TestOpenWipes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "products")
+	tb, err := Open("products", time.Hour, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.Put("a", 1, []byte("v"), false)
+	tb.disk.commit(true)
+	if err := tb.disk.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	_ = tb.disk.it.Close()
+	_ = tb.disk.b.Close()
+	if err := tb.disk.db.Close(); err != nil { // as a killed run leaves it
+		t.Fatal(err)
+	}
+	tb, err = Open("products", time.Hour, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := asOf(tb, "a", 1); got != "<none>" || tb.Keys() != 0 {
+		t.Fatalf("reopened: AsOf(a) = %s, %d keys", got, tb.Keys())
+	}
+	if err := tb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("Close left %s: %v", dir, err)
+	}
+
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, "precious"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open("products", time.Hour, Options{Dir: other}); err == nil {
+		t.Fatal("opened over a directory that is not a table's")
+	}
+	if _, err := os.Stat(filepath.Join(other, "precious")); err != nil {
+		t.Fatalf("wiped a directory that is not a table's: %v", err)
+	}
+	if _, err := Open("products", time.Hour, Options{Dir: t.TempDir(), MemoryBudget: 1 << 20}); err == nil {
+		t.Fatal("budget below the minimum accepted")
+	}
+}
+
+// manyKeys is TestPebbleHeapBound's table size: TABLES_KEYS, default
+// 20,000 (a few seconds under -race).
+func manyKeys(t *testing.T) int {
+	n := 20_000
+	if s := os.Getenv("TABLES_KEYS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n
+}
+
+// TestPebbleHeapBound: a table of many keys in pebble keeps the Go heap
+// under its budget plus a margin, where the same table in memory takes
+// several times more (its values alone are twice the bound). Run with
+// TABLES_KEYS=10000000 (and TABLES_VALUE=100, bytes per value) to measure
+// a 10M-key table: it logs the peak RSS. TABLES_MEMORY=1 runs it in
+// memory, to watch it fail.
+func TestPebbleHeapBound(t *testing.T) {
+	n := manyKeys(t)
+	const budget = MinMemoryBudget
+	dir := filepath.Join(t.TempDir(), "big")
+	if os.Getenv("TABLES_DIR") != "" {
+		dir = os.Getenv("TABLES_DIR")
+	}
+	opts := Options{Dir: dir, MemoryBudget: budget}
+	if os.Getenv("TABLES_MEMORY") != "" { // to watch the test fail
+		opts = Options{}
+	}
+	tb, err := Open("big", time.Hour, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tb.Close() }()
+	size := 2*(budget+margin)/n + 1
+	if s := os.Getenv("TABLES_VALUE"); s != "" { // bytes per value
+		var err error
+		if size, err = strconv.Atoi(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	value := make([]byte, size)
+	for i := range value {
+		value[i] = 'a' + byte(i%26)
+	}
+	start := time.Now()
+	var peak uint64
+	for i := range n {
+		key := fmt.Sprintf("sku-%09d", i)
+		tb.Put(key, int64(i%1000), value, false)
+		if i%(n/4) == n/4-1 { // a second version of some keys
+			tb.Put(key, 5000, value, false)
+		}
+		if i%(n/8) == 0 {
+			peak = max(peak, liveHeap())
+		}
+	}
+	loaded := time.Since(start)
+	rng := rand.New(rand.NewPCG(1, 1))
+	for range 10_000 {
+		i := rng.IntN(n)
+		if v, ok := tb.AsOf(fmt.Sprintf("sku-%09d", i), 2000); !ok || len(v) != len(value) {
+			t.Fatalf("key %d: %d bytes, %v", i, len(v), ok)
+		}
+	}
+	tb.Trim(5000 + time.Hour.Milliseconds() + 1)
+	peak = max(peak, liveHeap())
+	if err := tb.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if tb.Keys() != n {
+		t.Fatalf("%d keys, want %d", tb.Keys(), n)
+	}
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	t.Logf("%d keys of %d bytes: loaded in %v, %d versions, live heap peak %d MiB, peak RSS %d MiB",
+		n, len(value), loaded, tb.Versions(), peak>>20, ru.Maxrss>>10)
+	if peak > budget+margin {
+		t.Fatalf("live heap %d MiB, above the budget of %d MiB + %d MiB", peak>>20, budget>>20, margin>>20)
+	}
+}
+
+// margin is the Go heap TestPebbleHeapBound allows beyond the table's
+// budget: the test's and the runtime's own.
+const margin = 8 << 20
+
+// liveHeap is the Go heap in use after a collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
