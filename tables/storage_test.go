@@ -104,12 +104,18 @@ func TestOpenWipes(t *testing.T) {
 // manyKeys is TestPebbleHeapBound's table size: TABLES_KEYS, default
 // 20,000 (a few seconds under -race).
 func manyKeys(t *testing.T) int {
-	n := 20_000
-	if s := os.Getenv("TABLES_KEYS"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil {
-			t.Fatal(err)
-		}
+	return envInt(t, "TABLES_KEYS", 20_000)
+}
+
+// envInt is the environment variable name's integer, def when unset.
+func envInt(t *testing.T, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
 	}
 	return n
 }
@@ -118,16 +124,17 @@ func manyKeys(t *testing.T) int {
 // under its budget plus a margin, where the same table in memory takes
 // several times more (its values alone are twice the bound). Run with
 // TABLES_KEYS=10000000 (and TABLES_VALUE=100, bytes per value) to measure
-// a 10M-key table: it logs the peak RSS. TABLES_MEMORY=1 runs it in
+// a 10M-key table: it logs the peak RSS; TABLES_BUDGET sets the budget
+// (default MinMemoryBudget). TABLES_MEMORY=1 runs it in
 // memory, to watch it fail.
 func TestPebbleHeapBound(t *testing.T) {
 	n := manyKeys(t)
-	const budget = MinMemoryBudget
+	budget := int(envInt(t, "TABLES_BUDGET", MinMemoryBudget))
 	dir := filepath.Join(t.TempDir(), "big")
 	if os.Getenv("TABLES_DIR") != "" {
 		dir = os.Getenv("TABLES_DIR")
 	}
-	opts := Options{Dir: dir, MemoryBudget: budget}
+	opts := Options{Dir: dir, MemoryBudget: int64(budget)}
 	if os.Getenv("TABLES_MEMORY") != "" { // to watch the test fail
 		opts = Options{}
 	}
@@ -136,13 +143,7 @@ func TestPebbleHeapBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tb.Close() }()
-	size := 2*(budget+margin)/n + 1
-	if s := os.Getenv("TABLES_VALUE"); s != "" { // bytes per value
-		var err error
-		if size, err = strconv.Atoi(s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	size := envInt(t, "TABLES_VALUE", 2*(budget+margin)/n+1) // bytes per value
 	value := make([]byte, size)
 	for i := range value {
 		value[i] = 'a' + byte(i%26)
@@ -179,7 +180,7 @@ func TestPebbleHeapBound(t *testing.T) {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	t.Logf("%d keys of %d bytes: loaded in %v, %d versions, live heap peak %d MiB, peak RSS %d MiB",
 		n, len(value), loaded, tb.Versions(), peak>>20, ru.Maxrss>>10)
-	if peak > budget+margin {
+	if peak > uint64(budget+margin) {
 		t.Fatalf("live heap %d MiB, above the budget of %d MiB + %d MiB", peak>>20, budget>>20, margin>>20)
 	}
 }
