@@ -134,7 +134,8 @@ func printSummary(out io.Writer, s demo.Summary) {
 	if slow == "" {
 		slow = "none"
 	}
-	row("scenario", "%d topics × %d partitions + reference topic %q, seed %d", s.Topics, s.Partitions, workload.ReferenceTopic, s.Seed)
+	row("scenario", "%d topics × %d partitions + reference topic %q read as table %q, seed %d",
+		s.Topics, s.Partitions, workload.ReferenceTopic, demo.ReferenceTableName, s.Seed)
 	avro := strings.Join(s.AvroTopics, ", ")
 	if avro == "" {
 		avro = "none"
@@ -144,6 +145,7 @@ func printSummary(out io.Writer, s demo.Summary) {
 	row("delay bound", "%s", s.Delay)
 	row("records", "%d history + %d reference + %d live (%d producer-delayed)", s.HistoryRecords, s.ReferenceRecords, s.LiveRecords, s.ProducerDelayed)
 	row("in / out", "%d / %d (%d still parked at stop)", s.In, s.Out, s.ParkedAtEnd)
+	row("enriched", "%d of %d out with their item as of their event time: %s", s.Enriched, s.Out, demo.EnrichMap)
 	row("out of order", "%d", s.OutOfOrder)
 	row("late", "%d", s.Late)
 	lat := func(l demo.Latency) string {
