@@ -31,11 +31,13 @@ func newDemoCmd() *cobra.Command {
 		Use:   "demo",
 		Short: "Run the reference scenario on an embedded broker and print the summary",
 		Long: `demo starts an embedded Kafka-protocol broker, produces a compressed week of
-keyed history into 13 topics × 3 partitions plus a reference topic without
-event time (the first 6 topics in Avro, with their schemas in an embedded
+keyed history into 13 topics × 3 partitions plus a reference topic of items
+(the first 6 topics in Avro, with their schemas in an embedded
 schema registry and a schema change halfway through each partition; the
 others in JSON), makes one topic slow to connect, runs signalbox on it, then sends
-live traffic for a few seconds. It prints records in and out, late and
+live traffic for a few seconds. The reference topic is read as a table that
+enriches every event with its item as of the event's time (process.map
+with lookup). It prints records in and out, how many came out enriched, late and
 out-of-order counts (0 unless --producer-delayed asks for late records),
 two latencies beyond the delay in the live phase (release: when the engine
 hands a record to the sinks; visible: when a reader of a real sink sees it,
