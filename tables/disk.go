@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -27,9 +28,10 @@ type Options struct {
 	// MemoryBudget of the table, whatever its size.
 	Dir string
 	// MemoryBudget bounds, in bytes, what the table keeps in memory with a
-	// Dir: pebble's memtables (two of a sixteenth each) and block cache (an
-	// eighth), the pending writes (a thirty-second) and the cache of
-	// entries (a quarter); the rest is the garbage collector's headroom.
+	// Dir: pebble's memtables (up to three of a sixteenth each, outside the
+	// Go heap with cgo) and block cache (an eighth, likewise), the pending
+	// writes (a thirty-second) and the cache of entries (a quarter); the
+	// rest is the garbage collector's headroom.
 	// Default DefaultMemoryBudget; at least MinMemoryBudget.
 	MemoryBudget int64
 	// FS is the file system; tests may pass vfs.NewMem. Default vfs.Default.
@@ -113,22 +115,30 @@ func openDisk(o Options) (*disk, error) {
 	if err := wipe(o.FS, o.Dir); err != nil {
 		return nil, err
 	}
+	memTable := min(o.MemoryBudget/16, 64<<20)
 	d := &disk{
-		fs:       o.FS,
-		dir:      o.Dir,
-		cache:    pebble.NewCache(min(o.MemoryBudget/8, 256<<20)),
+		fs:  o.FS,
+		dir: o.Dir,
+		// pebble reserves its memtables (up to two, and one being
+		// flushed) and large batches in the block cache: room for four
+		cache:    pebble.NewCache(min(o.MemoryBudget/8, 256<<20) + 4*memTable),
 		batchMax: int(min(o.MemoryBudget/32, 16<<20)),
 		cacheMax: o.MemoryBudget / 4,
 		entries:  make(map[string]*list.Element),
 	}
-	db, err := pebble.Open(o.Dir, &pebble.Options{
+	po := &pebble.Options{
 		FS:                 o.FS,
 		Cache:              d.cache,
-		MemTableSize:       uint64(min(o.MemoryBudget/16, 64<<20)),
+		MemTableSize:       uint64(memTable),
 		DisableWAL:         true,
 		Logger:             quietLogger{},
 		FormatMajorVersion: pebble.FormatNewest,
-	})
+	}
+	for i := range po.Levels {
+		// a lookup reads a block: no decompression, the OS caches the files
+		po.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+	}
+	db, err := pebble.Open(o.Dir, po)
 	if err != nil {
 		d.cache.Unref()
 		return nil, fmt.Errorf("open %s: %w", o.Dir, err)
