@@ -116,12 +116,13 @@ func openDisk(o Options) (*disk, error) {
 		return nil, err
 	}
 	memTable := min(o.MemoryBudget/16, 64<<20)
+	// pebble reserves its memtables (up to two, and one being flushed)
+	// and large batches in the block cache: room for four
+	cache := pebble.NewCache(min(o.MemoryBudget/8, 256<<20) + 4*memTable)
 	d := &disk{
-		fs:  o.FS,
-		dir: o.Dir,
-		// pebble reserves its memtables (up to two, and one being
-		// flushed) and large batches in the block cache: room for four
-		cache:    pebble.NewCache(min(o.MemoryBudget/8, 256<<20) + 4*memTable),
+		fs:       o.FS,
+		dir:      o.Dir,
+		cache:    cache,
 		batchMax: int(min(o.MemoryBudget/32, 16<<20)),
 		cacheMax: o.MemoryBudget / 4,
 		entries:  make(map[string]*list.Element),
