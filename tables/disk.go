@@ -128,7 +128,7 @@ func openDisk(o Options) (*disk, error) {
 		entries:  make(map[string]*list.Element),
 	}
 	po := &pebble.Options{
-		FS:                 o.FS,
+		FS:                 noSyncFS{o.FS},
 		Cache:              d.cache,
 		MemTableSize:       uint64(memTable),
 		DisableWAL:         true,
@@ -237,13 +237,22 @@ func (d *disk) commit(force bool) {
 	}
 }
 
-// iter is the iterator, seeing every write.
-func (d *disk) iter() *pebble.Iterator {
+// iter is the iterator, seeing every write, bounded to [lower, upper):
+// it reads no block beyond them. The bounds must not change until the
+// next call.
+func (d *disk) iter(lower, upper []byte) *pebble.Iterator {
 	if d.stale {
-		d.it.SetOptions(&pebble.IterOptions{})
+		d.it.SetOptions(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 		d.stale = false
+	} else {
+		d.it.SetBounds(lower, upper)
 	}
 	return d.it
+}
+
+// upperOf is the least key above every key with prefix p.
+func upperOf(p []byte) []byte {
+	return append(bytes.Clone(p), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
 }
 
 func (d *disk) close() error {
@@ -307,11 +316,10 @@ func (d *disk) entry(key string) *entry {
 
 // load reads key's entry from pebble.
 func (d *disk) load(key string) (*entry, error) {
-	d.buf = prefix(d.buf, 'k', key)
-	p := d.buf
-	it := d.iter()
+	p := prefix(nil, 'k', key)
+	it := d.iter(p, upperOf(p))
 	var e *entry
-	for ok := it.SeekGE(p); ok && bytes.HasPrefix(it.Key(), p); ok = it.Next() {
+	for ok := it.First(); ok; ok = it.Next() {
 		if e == nil {
 			e = &entry{}
 		}
@@ -414,8 +422,8 @@ func (d *disk) trim(t *Table, bound int64) {
 	for d.err == nil {
 		var keys []string
 		clear(seen)
-		it := d.iter()
-		for ok := it.SeekGE(from); ok && bytes.Compare(it.Key(), upper) < 0 && len(keys) < trimChunk; ok = it.Next() {
+		it := d.iter(bytes.Clone(from), upper)
+		for ok := it.First(); ok && len(keys) < trimChunk; ok = it.Next() {
 			key, _, err := parseExpiry(it.Key())
 			if err != nil {
 				d.fail(err)
