@@ -1,23 +1,26 @@
 // Package tables keeps versioned tables: for each key, the versions a
 // table topic's records made of it, each valid from its version time on,
 // so that a record can be enriched with the version as of its own event
-// time (issue 38, docs/config.md "Tables and enrichment"). It does no I/O
-// and keeps no clock: the engine puts versions and trims with the
-// watermark it decided; lookups pass the record's event time.
+// time (issue 38, docs/config.md "Tables and enrichment"). It keeps no
+// clock: the engine puts versions and trims with the watermark it
+// decided; lookups pass the record's event time.
 //
-// A table lives in memory (New, or Open without a Dir) or in pebble
-// (Open with Options.Dir): every version on disk, keyed by (key, version
-// time), and in memory only a cache of the entries of the keys used last
-// and pebble's memtables and block cache, all within Options.MemoryBudget,
-// whatever the number of keys. Both storages change and answer a key
-// through the same code (entry), so the invariants below hold alike; the
-// tests run on both and compare them on random operations. The pebble
-// storage is not durable: Open wipes its directory (only an absent, empty
-// or table's directory, marked SIGNALBOX-TABLE), has no WAL, and Close
-// removes it, because the engine never commits a table's offsets past
-// where it was assigned and rebuilds a table by re-reading its topic after
-// every restart. A trim reads an index of the versions by the time they
-// expire, so it visits only the keys with a version to drop.
+// A table lives in memory (New, or Open without a Dir: no I/O) or in
+// pebble (Open with Options.Dir): every version on disk, keyed by (key,
+// version time), and in memory only a cache of the entries of the keys
+// used last, and pebble's memtables and block cache, all within
+// Options.MemoryBudget whatever the number of keys. Both storages change
+// and answer a key through the same code (entry), so the invariants below
+// hold alike; the tests run on both and compare them on random
+// operations. A trim in pebble reads an index of the versions by the time
+// they expire, so it visits only the keys with a version to drop.
+//
+// The pebble storage is not durable, on purpose: the engine never commits
+// a table's offsets past where its partition was assigned, and rebuilds a
+// table by re-reading its topic after every restart. So Open wipes the
+// directory (only an absent, empty or table's directory, marked
+// SIGNALBOX-TABLE), pebble runs without a WAL and never syncs a file, and
+// Close removes the directory.
 //
 // Invariants:
 //
