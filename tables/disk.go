@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -68,14 +69,18 @@ func Open(name string, history time.Duration, opts Options) (*Table, error) {
 
 // disk is a table's pebble storage. Keys:
 //
-//	'k' uvarint(len(key)) key          the key lost versions to a trim (entry.trimmed)
-//	'k' uvarint(len(key)) key time     a version: a byte 1 for a tombstone, else 0, then the value
-//	'x' expiry uvarint(len(key)) key time   the version expires (expiry) at expiry
+//	'k' uvarint(len(key)) key         the key lost versions to a trim (entry.trimmed)
+//	'k' uvarint(len(key)) key time    a version: a byte 1 for a tombstone, else 0, then the value
+//	'x' time uvarint(len(key)) key    the key has a version at time that no trim has seen
 //
 // times big-endian with the sign bit flipped, so that they sort as
-// numbers. A trim reads the 'x' keys below its bound: the keys it has to
-// trim, and only those. Writes go to an indexed batch, read through with
-// the DB, committed (without a WAL: nothing is durable) once large.
+// numbers. A put writes blindly, reading nothing: its version, and its
+// 'x' key. A trim to bound reads the 'x' keys below bound: the keys with a
+// version a trim may drop, and only those (a key none of whose versions
+// below bound is new since the last trim has at most one there, which a
+// trim keeps, invariant 3); it trims each, and deletes its 'x' keys below
+// bound. Writes go to an indexed batch, read through with the DB,
+// committed (without a WAL: nothing is durable) once large.
 type disk struct {
 	fs    vfs.FS
 	dir   string
@@ -92,7 +97,6 @@ type disk struct {
 	lru              list.List
 	cached, cacheMax int64
 	err              error
-	buf, buf2        []byte
 }
 
 // cachedEntry is an element of disk.lru.
@@ -392,33 +396,51 @@ func (d *disk) forget(key string) {
 	}
 }
 
-// put is Table.Put's: the entry changed as in memory, and the change
-// written.
-func (d *disk) put(t *Table, key string, v version) {
-	e := d.entry(key)
+// put is Table.Put's: the version and its 'x' key written, and a cached
+// entry changed as in memory.
+func (d *disk) put(key string, v version) {
 	if d.err != nil {
 		return
 	}
-	var old entry
-	if e == nil {
-		e = &entry{}
-		t.nkeys++
-	} else {
-		old = entry{versions: slicesClone(e.versions), trimmed: e.trimmed}
+	if el := d.entries[key]; el != nil {
+		e := el.Value.(*cachedEntry).e
+		e.put(v)
+		d.remember(key, e)
 	}
-	t.count(e.put(v))
-	d.save(key, &old, e)
-	d.remember(key, e)
+	p := prefix(nil, 'k', key)
+	d.write(d.b.Set(appendTime(p, v.at), encodeVersion(nil, v), nil))
+	d.write(d.b.Set(indexKey(v.at, key), nil, nil))
 	d.commit(false)
 }
 
-func slicesClone(vs []version) []version { return append([]version(nil), vs...) }
+// write notes a write to the batch.
+func (d *disk) write(err error) {
+	if err != nil {
+		d.fail(err)
+	}
+	d.stale = true
+}
 
-// trimChunk is how many expiring versions a trim reads before it writes.
+// indexKey is the 'x' key of key's version at at.
+func indexKey(at int64, key string) []byte {
+	return append(appendTime([]byte{'x'}, at), prefix(nil, 0, key)[1:]...)
+}
+
+// parseIndex is the key of an 'x' key.
+func parseIndex(k []byte) (string, error) {
+	rest := k[min(len(k), 9):]
+	n, w := binary.Uvarint(rest)
+	if len(k) < 9 || w <= 0 || uint64(len(rest)-w) != n {
+		return "", fmt.Errorf("corrupt index key %x", k)
+	}
+	return string(rest[w:]), nil
+}
+
+// trimChunk is how many 'x' keys a trim reads before it writes.
 const trimChunk = 1024
 
-// trim is Table.Trim's: the keys with a version expiring before bound,
-// each trimmed as in memory and the change written.
+// trim is Table.Trim's: each key with an 'x' key below bound trimmed as in
+// memory, and the change written.
 func (d *disk) trim(t *Table, bound int64) {
 	upper := appendTime([]byte{'x'}, bound)
 	from := []byte{'x'}
@@ -428,7 +450,7 @@ func (d *disk) trim(t *Table, bound int64) {
 		clear(seen)
 		it := d.iter(bytes.Clone(from), upper)
 		for ok := it.First(); ok && len(keys) < trimChunk; ok = it.Next() {
-			key, _, err := parseExpiry(it.Key())
+			key, err := parseIndex(it.Key())
 			if err != nil {
 				d.fail(err)
 				return
@@ -453,109 +475,83 @@ func (d *disk) trim(t *Table, bound int64) {
 	}
 }
 
-// trimKey trims key, which has a version expiring before bound.
+// trimKey trims key, which has an 'x' key below bound: the versions it
+// drops, its 'x' keys below bound and its trimmed mark written.
 func (d *disk) trimKey(t *Table, key string, bound int64) {
 	e := d.entry(key)
 	if e == nil {
 		if d.err == nil {
-			d.fail(fmt.Errorf("corrupt: %q expires but has no version", key))
+			d.fail(fmt.Errorf("corrupt: %q is indexed but has no version", key))
 		}
 		return
 	}
-	old := entry{versions: slicesClone(e.versions), trimmed: e.trimmed}
-	if t.trimmed(e, bound) {
-		d.save(key, &old, nil)
+	old := append([]version(nil), e.versions...)
+	wasTrimmed := e.trimmed
+	forget := t.trimmed(e, bound)
+	p := prefix(nil, 'k', key)
+	kept := e.versions
+	if forget {
+		kept = nil
 		d.forget(key)
 	} else {
-		d.save(key, &old, e)
 		d.remember(key, e)
+	}
+	for _, v := range old {
+		if _, found := slices.BinarySearchFunc(kept, v.at, func(k version, at int64) int { return cmpInt(k.at, at) }); !found {
+			d.write(d.b.Delete(appendTime(p, v.at), nil))
+		}
+		if v.at < bound {
+			d.write(d.b.Delete(indexKey(v.at, key), nil))
+		}
+	}
+	switch {
+	case forget && wasTrimmed:
+		d.write(d.b.Delete(p, nil))
+	case !forget && e.trimmed && !wasTrimmed:
+		d.write(d.b.Set(p, nil, nil))
 	}
 	d.commit(false)
 }
 
-// parseExpiry is the key and version time of an 'x' key.
-func parseExpiry(k []byte) (key string, at int64, err error) {
-	rest := k[min(len(k), 9):]
-	n, w := binary.Uvarint(rest)
-	if len(k) < 9 || w <= 0 || uint64(len(rest)-w) != n+8 {
-		return "", 0, fmt.Errorf("corrupt expiry key %x", k)
+// sizes are the table's keys, versions and their values' bytes, read
+// from pebble: a scan of the whole table.
+func (d *disk) sizes() (keys, versions int, bytes int64) {
+	if d.err != nil {
+		return 0, 0, 0
 	}
-	return string(rest[w : w+int(n)]), readTime(rest[w+int(n):]), nil
-}
-
-// save writes the change of key's entry from old to e (nil: forgotten):
-// the versions added, replaced or dropped, their expiries, and the
-// trimmed mark.
-func (d *disk) save(key string, old, e *entry) {
-	var vs []version
-	trimmed := false
-	if e != nil {
-		vs, trimmed = e.versions, e.trimmed
-	}
-	pk := prefix(d.buf, 'k', key)
-	d.buf = pk
-	write := func(err error) {
+	it := d.iter([]byte{'k'}, []byte{'k' + 1})
+	var last []byte
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		n, w := binary.Uvarint(k[1:])
+		if w <= 0 || len(k) < 1+w+int(n) {
+			d.fail(fmt.Errorf("corrupt key %x", k))
+			return 0, 0, 0
+		}
+		if p := k[:1+w+int(n)]; !slicesEqual(p, last) {
+			keys++
+			last = append(last[:0], p...)
+		}
+		if len(k) == 1+w+int(n) {
+			continue // the trimmed mark
+		}
+		versions++
+		v, err := it.ValueAndErr()
 		if err != nil {
 			d.fail(err)
+			return 0, 0, 0
 		}
-		d.stale = true
-	}
-	if trimmed != old.trimmed {
-		if trimmed {
-			write(d.b.Set(pk, nil, nil))
-		} else {
-			write(d.b.Delete(pk, nil))
+		if len(v) > 0 && v[0] == 0 {
+			bytes += int64(len(v) - 1)
 		}
 	}
-	ov := old.versions
-	i, j := 0, 0
-	for i < len(ov) || j < len(vs) {
-		switch {
-		case j == len(vs) || (i < len(ov) && ov[i].at < vs[j].at): // dropped
-			write(d.b.Delete(appendTime(pk, ov[i].at), nil))
-			d.expire(key, ov, i, false)
-			i++
-		case i == len(ov) || vs[j].at < ov[i].at: // added
-			write(d.b.Set(appendTime(pk, vs[j].at), encodeVersion(d.buf2[:0], vs[j]), nil))
-			d.expire(key, vs, j, true)
-			j++
-		default: // kept or replaced
-			if vs[j].tomb != ov[i].tomb || !bytes.Equal(vs[j].value, ov[i].value) {
-				write(d.b.Set(appendTime(pk, vs[j].at), encodeVersion(d.buf2[:0], vs[j]), nil))
-			}
-			oe, oset := expiry(ov, i)
-			ne, nset := expiry(vs, j)
-			if oe != ne || oset != nset {
-				d.expire(key, ov, i, false)
-				d.expire(key, vs, j, true)
-			}
-			i++
-			j++
-		}
-	}
-}
-
-// expire sets (or deletes) the 'x' key of the i-th of key's versions vs,
-// when it expires.
-func (d *disk) expire(key string, vs []version, i int, set bool) {
-	at, ok := expiry(vs, i)
-	if !ok {
-		return
-	}
-	k := appendTime(d.buf2[:0], at)
-	k = append(append([]byte{'x'}, k...), prefix(nil, 0, key)[1:]...)
-	k = appendTime(k, vs[i].at)
-	var err error
-	if set {
-		err = d.b.Set(k, nil, nil)
-	} else {
-		err = d.b.Delete(k, nil)
-	}
-	if err != nil {
+	if err := it.Error(); err != nil {
 		d.fail(err)
 	}
-	d.stale = true
+	return keys, versions, bytes
 }
+
+func slicesEqual(a, b []byte) bool { return string(a) == string(b) }
 
 func encodeVersion(buf []byte, v version) []byte {
 	if v.tomb {

@@ -39,6 +39,9 @@ func TestStoragesAgree(t *testing.T) {
 					t.Fatalf("seed %d op %d: AsOf(%s, %d): memory %s, pebble %s", seed, op, key, at, m, d)
 				}
 			}
+			if op%25 != 24 { // sizes read the whole table in pebble
+				continue
+			}
 			if m, d := sizes(mem), sizes(dsk); m != d {
 				t.Fatalf("seed %d op %d: memory %s, pebble %s", seed, op, m, d)
 			}

@@ -83,17 +83,6 @@ func (e *entry) trim(bound int64) (dropped int, dbytes int64, forget bool) {
 	return dropped, dbytes, false
 }
 
-// expiry is the time from which a trim drops e's i-th version, when it
-// does: once the bound passes its successor's time, or, the newest version
-// being a tombstone, its own (then with the whole key). The newest version
-// that is no tombstone never expires.
-func expiry(vs []version, i int) (int64, bool) {
-	if i+1 < len(vs) {
-		return vs[i+1].at, true
-	}
-	return vs[i].at, vs[i].tomb
-}
-
 // Table is one versioned table, kept in memory (New) or in pebble
 // (Open with a Dir).
 type Table struct {
@@ -139,7 +128,7 @@ func (t *Table) Put(key string, at int64, value []byte, tomb bool) {
 		v.value = append(make([]byte, 0, len(value)), value...)
 	}
 	if t.disk != nil {
-		t.disk.put(t, key, v)
+		t.disk.put(key, v)
 		return
 	}
 	e := t.keys[key]
@@ -211,10 +200,31 @@ func (t *Table) trimmed(e *entry, bound int64) (forget bool) {
 }
 
 // Keys, Versions and Bytes are the table's size: keys known, versions
-// kept, and the bytes of their values.
-func (t *Table) Keys() int     { return t.nkeys }
-func (t *Table) Versions() int { return t.nvers }
-func (t *Table) Bytes() int64  { return t.bytes }
+// kept, and the bytes of their values. In pebble, where a put reads
+// nothing, each reads the whole table: they are for tests and tools.
+func (t *Table) Keys() int {
+	if t.disk != nil {
+		k, _, _ := t.disk.sizes()
+		return k
+	}
+	return t.nkeys
+}
+
+func (t *Table) Versions() int {
+	if t.disk != nil {
+		_, v, _ := t.disk.sizes()
+		return v
+	}
+	return t.nvers
+}
+
+func (t *Table) Bytes() int64 {
+	if t.disk != nil {
+		_, _, b := t.disk.sizes()
+		return b
+	}
+	return t.bytes
+}
 
 // Beyond counts the lookups older than the history kept (invariant 4).
 func (t *Table) Beyond() int64 { return t.beyond.Load() }
