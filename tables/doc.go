@@ -12,8 +12,9 @@
 // Options.MemoryBudget whatever the number of keys. Both storages change
 // and answer a key through the same code (entry), so the invariants below
 // hold alike; the tests run on both and compare them on random
-// operations. A trim in pebble reads an index of the versions by the time
-// they expire, so it visits only the keys with a version to drop.
+// operations. A put in pebble reads nothing; a trim reads an index of the
+// versions put since the last trim, by version time, so it visits only
+// the keys that may have a version to drop (disk's comment says why).
 //
 // The pebble storage is not durable, on purpose: the engine never commits
 // a table's offsets past where its partition was assigned, and rebuilds a
