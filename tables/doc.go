@@ -1,9 +1,27 @@
 // Package tables keeps versioned tables: for each key, the versions a
 // table topic's records made of it, each valid from its version time on,
 // so that a record can be enriched with the version as of its own event
-// time (issue 38, docs/config.md "Tables and enrichment"). It does no I/O
-// and keeps no clock: the engine puts versions and trims with the
-// watermark it decided; lookups pass the record's event time.
+// time (issue 38, docs/config.md "Tables and enrichment"). It keeps no
+// clock: the engine puts versions and trims with the watermark it
+// decided; lookups pass the record's event time.
+//
+// A table lives in memory (New, or Open without a Dir: no I/O) or in
+// pebble (Open with Options.Dir): every version on disk, keyed by (key,
+// version time), and in memory only a cache of the entries of the keys
+// used last, and pebble's memtables and block cache, all within
+// Options.MemoryBudget whatever the number of keys. Both storages change
+// and answer a key through the same code (entry), so the invariants below
+// hold alike; the tests run on both and compare them on random
+// operations. A put in pebble reads nothing; a trim reads an index of the
+// versions put since the last trim, by version time, so it visits only
+// the keys that may have a version to drop (disk's comment says why).
+//
+// The pebble storage is not durable, on purpose: the engine never commits
+// a table's offsets past where its partition was assigned, and rebuilds a
+// table by re-reading its topic after every restart. So Open wipes the
+// directory (only an absent, empty or table's directory, marked
+// SIGNALBOX-TABLE), pebble runs without a WAL and never syncs a file, and
+// Close removes the directory.
 //
 // Invariants:
 //
@@ -26,4 +44,9 @@
 //     an error naming the table.
 //  6. A Table is not safe for concurrent use; Beyond may be read from any
 //     goroutine. The keys and values given to Put are copied.
+//  7. In pebble, the Go heap a table keeps is bounded by its
+//     Options.MemoryBudget, not by its size (TestPebbleHeapBound). A
+//     storage failure is sticky: Err reports it, and from then on Put and
+//     Trim do nothing and AsOf finds nothing, so the caller must check Err
+//     and stop the run.
 package tables

@@ -17,32 +17,99 @@ type version struct {
 }
 
 // entry is the versions of one key, ascending by at; trimmed says a trim
-// dropped older ones (invariant 4).
+// dropped older ones (invariant 4). Both storages answer and change a key
+// through its entry's methods, so they keep the invariants alike.
 type entry struct {
 	versions []version
 	trimmed  bool
 }
 
-// Table is one versioned table.
+// search is the index of the first version of e at or after at, and
+// whether it is exactly at at.
+func (e *entry) search(at int64) (int, bool) {
+	return slices.BinarySearchFunc(e.versions, at, func(v version, at int64) int { return cmpInt(v.at, at) })
+}
+
+// put adds v, or replaces the version at v.at (invariant 2): added says a
+// version was added, dbytes is the change of the values' bytes.
+func (e *entry) put(v version) (added bool, dbytes int64) {
+	i, found := e.search(v.at)
+	if found {
+		dbytes = int64(len(v.value) - len(e.versions[i].value))
+		e.versions[i] = v
+		return false, dbytes
+	}
+	e.versions = slices.Insert(e.versions, i, v)
+	return true, int64(len(v.value))
+}
+
+// asOf is the version as of at (invariants 1 and 4): ok is false when
+// there is none; beyond says at is older than what a trim kept.
+func (e *entry) asOf(at int64) (v version, ok, beyond bool) {
+	i, exact := e.search(at)
+	if !exact {
+		if i == 0 {
+			if !e.trimmed {
+				return version{}, false, false
+			}
+			beyond = true // invariant 4: the oldest version kept
+			i = 1
+		}
+		i--
+	}
+	return e.versions[i], true, beyond
+}
+
+// trim drops the versions older than bound except the newest of them
+// (invariant 3): dropped versions of dbytes bytes; forget says the key is
+// to be forgotten (its only version left is a tombstone older than bound),
+// its remaining versions counted in dropped and dbytes too.
+func (e *entry) trim(bound int64) (dropped int, dbytes int64, forget bool) {
+	// n versions before bound; keep the newest of them
+	n, _ := e.search(bound)
+	if n > 1 {
+		for _, v := range e.versions[:n-1] {
+			dbytes += int64(len(v.value))
+		}
+		dropped = n - 1
+		e.versions = slices.Delete(e.versions, 0, n-1)
+		e.trimmed = true
+	}
+	if n >= 1 && len(e.versions) == 1 && e.versions[0].tomb {
+		dropped++
+		dbytes += int64(len(e.versions[0].value))
+		return dropped, dbytes, true
+	}
+	return dropped, dbytes, false
+}
+
+// Table is one versioned table, kept in memory (New) or in pebble
+// (Open with a Dir).
 type Table struct {
 	name    string
 	history time.Duration
-	keys    map[string]*entry
+	keys    map[string]*entry // in memory: every key; nil with disk
+	disk    *disk
+	nkeys   int
 	nvers   int
 	bytes   int64
 	beyond  atomic.Int64
 }
 
-// New returns an empty table named name that keeps versions history
-// behind the watermark (Trim); history must be positive.
+// New returns an empty table named name, kept in memory, that keeps
+// versions history behind the watermark (Trim); history must be positive.
 func New(name string, history time.Duration) (*Table, error) {
+	return Open(name, history, Options{})
+}
+
+func newTable(name string, history time.Duration) (*Table, error) {
 	if name == "" {
 		return nil, fmt.Errorf("tables: a table needs a name")
 	}
 	if history <= 0 {
 		return nil, fmt.Errorf("tables: table %q: history must be positive, got %v", name, history)
 	}
-	return &Table{name: name, history: history, keys: make(map[string]*entry)}, nil
+	return &Table{name: name, history: history}, nil
 }
 
 // Name is the table's name.
@@ -53,95 +120,133 @@ func (t *Table) History() time.Duration { return t.history }
 
 // Put records that key has value from version time at (ms) on; tomb true
 // deletes the key from at on (value is then ignored). value is copied.
+// With pebble, a failure of the storage makes Put do nothing and Err
+// report it.
 func (t *Table) Put(key string, at int64, value []byte, tomb bool) {
 	v := version{at: at, tomb: tomb}
 	if !tomb {
 		v.value = append(make([]byte, 0, len(value)), value...)
 	}
+	if t.disk != nil {
+		t.disk.put(key, v)
+		return
+	}
 	e := t.keys[key]
 	if e == nil {
 		e = &entry{}
 		t.keys[strings.Clone(key)] = e // key may alias a record's memory
+		t.nkeys++
 	}
-	i, found := slices.BinarySearchFunc(e.versions, at, func(v version, at int64) int { return cmpInt(v.at, at) })
-	if found {
-		t.bytes += int64(len(v.value) - len(e.versions[i].value))
-		e.versions[i] = v
-		return
+	t.count(e.put(v))
+}
+
+// count adds a put's outcome to the table's size.
+func (t *Table) count(added bool, dbytes int64) {
+	if added {
+		t.nvers++
 	}
-	e.versions = slices.Insert(e.versions, i, v)
-	t.nvers++
-	t.bytes += int64(len(v.value))
+	t.bytes += dbytes
 }
 
 // AsOf returns key's value as of time at (invariant 1): found is false
 // when there is no version at or before at, or that version is a
 // tombstone. The value must not be written into; it is valid until the
-// next Put or Trim.
+// next Put or Trim. With pebble, after a failure (Err) nothing is found.
 func (t *Table) AsOf(key string, at int64) (value []byte, found bool) {
-	e := t.keys[key]
+	var e *entry
+	if t.disk != nil {
+		e = t.disk.entry(key)
+	} else {
+		e = t.keys[key]
+	}
 	if e == nil {
 		return nil, false
 	}
-	i, exact := slices.BinarySearchFunc(e.versions, at, func(v version, at int64) int { return cmpInt(v.at, at) })
-	if !exact {
-		if i == 0 {
-			if !e.trimmed {
-				return nil, false
-			}
-			t.beyond.Add(1) // invariant 4: the oldest version kept
-			i = 1
-		}
-		i--
+	v, ok, beyond := e.asOf(at)
+	if beyond {
+		t.beyond.Add(1)
 	}
-	v := e.versions[i]
-	return v.value, !v.tomb
+	return v.value, ok && !v.tomb
 }
 
 // Trim drops the versions older than watermark − history, keeping the
-// newest of them for each key (invariant 3).
+// newest of them for each key (invariant 3). In memory it visits every
+// key; in pebble only the keys with a version to drop.
 func (t *Table) Trim(watermark int64) {
 	bound := watermark - t.history.Milliseconds()
 	if bound > watermark { // overflow near the minimum time
 		return
 	}
+	if t.disk != nil {
+		t.disk.trim(t, bound)
+		return
+	}
 	for k, e := range t.keys {
-		// n versions before bound; keep the newest of them
-		n, _ := slices.BinarySearchFunc(e.versions, bound, func(v version, at int64) int { return cmpInt(v.at, at) })
-		if n <= 1 {
-			if n == 1 && len(e.versions) == 1 && e.versions[0].tomb {
-				t.forget(k, e)
-			}
-			continue
-		}
-		for _, v := range e.versions[:n-1] {
-			t.bytes -= int64(len(v.value))
-		}
-		t.nvers -= n - 1
-		e.versions = slices.Delete(e.versions, 0, n-1)
-		e.trimmed = true
-		if len(e.versions) == 1 && e.versions[0].tomb {
-			t.forget(k, e)
+		if t.trimmed(e, bound) {
+			delete(t.keys, k)
 		}
 	}
 }
 
-func (t *Table) forget(k string, e *entry) {
-	t.nvers -= len(e.versions)
-	for _, v := range e.versions {
-		t.bytes -= int64(len(v.value))
+// trimmed trims e and counts it; it reports whether e's key is forgotten.
+func (t *Table) trimmed(e *entry, bound int64) (forget bool) {
+	dropped, dbytes, forget := e.trim(bound)
+	t.nvers -= dropped
+	t.bytes -= dbytes
+	if forget {
+		t.nkeys--
 	}
-	delete(t.keys, k)
+	return forget
 }
 
 // Keys, Versions and Bytes are the table's size: keys known, versions
-// kept, and the bytes of their values.
-func (t *Table) Keys() int     { return len(t.keys) }
-func (t *Table) Versions() int { return t.nvers }
-func (t *Table) Bytes() int64  { return t.bytes }
+// kept, and the bytes of their values. In pebble, where a put reads
+// nothing, each reads the whole table: they are for tests and tools.
+func (t *Table) Keys() int {
+	if t.disk != nil {
+		k, _, _ := t.disk.sizes()
+		return k
+	}
+	return t.nkeys
+}
+
+func (t *Table) Versions() int {
+	if t.disk != nil {
+		_, v, _ := t.disk.sizes()
+		return v
+	}
+	return t.nvers
+}
+
+func (t *Table) Bytes() int64 {
+	if t.disk != nil {
+		_, _, b := t.disk.sizes()
+		return b
+	}
+	return t.bytes
+}
 
 // Beyond counts the lookups older than the history kept (invariant 4).
 func (t *Table) Beyond() int64 { return t.beyond.Load() }
+
+// Err is the failure of the table's pebble storage, nil in memory: once
+// it is not nil, the table answers nothing more and the run must stop.
+func (t *Table) Err() error {
+	if t.disk == nil {
+		return nil
+	}
+	return t.disk.err
+}
+
+// Close releases the table's storage: pebble's files and memory. The table
+// must not be used after.
+func (t *Table) Close() error {
+	if t.disk == nil {
+		t.keys = nil
+		return nil
+	}
+	return t.disk.close()
+}
 
 func cmpInt(a, b int64) int {
 	switch {

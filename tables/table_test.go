@@ -2,17 +2,54 @@ package tables
 
 import (
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 	"time"
 )
 
-func mustNew(t *testing.T, history time.Duration) *Table {
-	t.Helper()
-	tb, err := New("products", history)
-	if err != nil {
-		t.Fatal(err)
+// opener opens an empty table named products of the given history in one
+// of the storages.
+type opener func(t *testing.T, history time.Duration) *Table
+
+// storages are the table's storages: every test of the invariants runs on
+// each. The pebble one gets a tiny cache and batch, so that lookups load
+// entries from pebble and writes are committed.
+var storages = []struct {
+	name string
+	open opener
+}{
+	{"memory", func(t *testing.T, history time.Duration) *Table {
+		t.Helper()
+		tb, err := New("products", history)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tb
+	}},
+	{"pebble", func(t *testing.T, history time.Duration) *Table {
+		t.Helper()
+		tb, err := Open("products", history, Options{Dir: filepath.Join(t.TempDir(), "products"), MemoryBudget: MinMemoryBudget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb.disk.cacheMax, tb.disk.batchMax = 600, 300
+		t.Cleanup(func() {
+			if err := tb.Err(); err != nil {
+				t.Error(err)
+			}
+			if err := tb.Close(); err != nil {
+				t.Error(err)
+			}
+		})
+		return tb
+	}},
+}
+
+// eachStorage runs test on every storage, as subtests.
+func eachStorage(t *testing.T, test func(t *testing.T, open opener)) {
+	for _, s := range storages {
+		t.Run(s.name, func(t *testing.T) { test(t, s.open) })
 	}
-	return tb
 }
 
 func asOf(tb *Table, key string, at int64) string {
@@ -23,8 +60,10 @@ func asOf(tb *Table, key string, at int64) string {
 	return string(v)
 }
 
-func TestAsOfBoundaries(t *testing.T) {
-	tb := mustNew(t, time.Hour)
+func TestAsOfBoundaries(t *testing.T) { eachStorage(t, testAsOfBoundaries) }
+
+func testAsOfBoundaries(t *testing.T, open opener) {
+	tb := open(t, time.Hour)
 	tb.Put("a", 100, []byte("v1"), false)
 	tb.Put("a", 200, []byte("v2"), false)
 	for _, c := range []struct {
@@ -46,8 +85,10 @@ func TestAsOfBoundaries(t *testing.T) {
 	}
 }
 
-func TestTombstone(t *testing.T) {
-	tb := mustNew(t, time.Hour)
+func TestTombstone(t *testing.T) { eachStorage(t, testTombstone) }
+
+func testTombstone(t *testing.T, open opener) {
+	tb := open(t, time.Hour)
 	tb.Put("a", 100, []byte("v1"), false)
 	tb.Put("a", 200, []byte("ignored"), true)
 	tb.Put("a", 300, []byte("v3"), false)
@@ -60,12 +101,14 @@ func TestTombstone(t *testing.T) {
 
 // TestOutOfOrderPuts: versions put in any order answer as if put in order;
 // a put at a version time already there replaces it (the later wins).
-func TestOutOfOrderPuts(t *testing.T) {
+func TestOutOfOrderPuts(t *testing.T) { eachStorage(t, testOutOfOrderPuts) }
+
+func testOutOfOrderPuts(t *testing.T, open opener) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := 0; round < 200; round++ {
 		times := []int64{10, 20, 30, 40, 50}
 		rng.Shuffle(len(times), func(i, j int) { times[i], times[j] = times[j], times[i] })
-		tb := mustNew(t, time.Hour)
+		tb := open(t, time.Hour)
 		for _, at := range times {
 			tb.Put("k", at, []byte{byte('0' + at/10)}, at == 30)
 		}
@@ -81,8 +124,10 @@ func TestOutOfOrderPuts(t *testing.T) {
 	}
 }
 
-func TestPutCopiesValue(t *testing.T) {
-	tb := mustNew(t, time.Hour)
+func TestPutCopiesValue(t *testing.T) { eachStorage(t, testPutCopiesValue) }
+
+func testPutCopiesValue(t *testing.T, open opener) {
+	tb := open(t, time.Hour)
 	b := []byte("v1")
 	tb.Put("a", 1, b, false)
 	b[0] = 'x'
@@ -94,8 +139,10 @@ func TestPutCopiesValue(t *testing.T) {
 // TestTrim: versions older than watermark − history go except the newest
 // of them; lookups at or after the bound answer as before, older ones get
 // the oldest version kept and count in Beyond.
-func TestTrim(t *testing.T) {
-	tb := mustNew(t, 100*time.Millisecond)
+func TestTrim(t *testing.T) { eachStorage(t, testTrim) }
+
+func testTrim(t *testing.T, open opener) {
+	tb := open(t, 100*time.Millisecond)
 	for _, at := range []int64{100, 200, 300, 400} {
 		tb.Put("a", at, []byte{byte('0' + at/100)}, false)
 	}
@@ -135,8 +182,10 @@ func TestTrim(t *testing.T) {
 	}
 }
 
-func TestSet(t *testing.T) {
-	a := mustNew(t, time.Hour)
+func TestSet(t *testing.T) { eachStorage(t, testSet) }
+
+func testSet(t *testing.T, open opener) {
+	a := open(t, time.Hour)
 	a.Put("k", 1, []byte("v"), false)
 	if _, err := NewSet(a, a); err == nil {
 		t.Fatal("two tables of one name accepted")

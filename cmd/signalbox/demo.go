@@ -31,11 +31,13 @@ func newDemoCmd() *cobra.Command {
 		Use:   "demo",
 		Short: "Run the reference scenario on an embedded broker and print the summary",
 		Long: `demo starts an embedded Kafka-protocol broker, produces a compressed week of
-keyed history into 13 topics × 3 partitions plus a reference topic without
-event time (the first 6 topics in Avro, with their schemas in an embedded
+keyed history into 13 topics × 3 partitions plus a reference topic of items
+(the first 6 topics in Avro, with their schemas in an embedded
 schema registry and a schema change halfway through each partition; the
 others in JSON), makes one topic slow to connect, runs signalbox on it, then sends
-live traffic for a few seconds. It prints records in and out, late and
+live traffic for a few seconds. The reference topic is read as a table that
+enriches every event with its item as of the event's time (process.map
+with lookup). It prints records in and out, how many came out enriched, late and
 out-of-order counts (0 unless --producer-delayed asks for late records),
 two latencies beyond the delay in the live phase (release: when the engine
 hands a record to the sinks; visible: when a reader of a real sink sees it,
@@ -134,7 +136,8 @@ func printSummary(out io.Writer, s demo.Summary) {
 	if slow == "" {
 		slow = "none"
 	}
-	row("scenario", "%d topics × %d partitions + reference topic %q, seed %d", s.Topics, s.Partitions, workload.ReferenceTopic, s.Seed)
+	row("scenario", "%d topics × %d partitions + reference topic %q read as table %q, seed %d",
+		s.Topics, s.Partitions, workload.ReferenceTopic, demo.ReferenceTableName, s.Seed)
 	avro := strings.Join(s.AvroTopics, ", ")
 	if avro == "" {
 		avro = "none"
@@ -144,6 +147,7 @@ func printSummary(out io.Writer, s demo.Summary) {
 	row("delay bound", "%s", s.Delay)
 	row("records", "%d history + %d reference + %d live (%d producer-delayed)", s.HistoryRecords, s.ReferenceRecords, s.LiveRecords, s.ProducerDelayed)
 	row("in / out", "%d / %d (%d still parked at stop)", s.In, s.Out, s.ParkedAtEnd)
+	row("enriched", "%d of %d out with their item as of their event time: %s", s.Enriched, s.Out, demo.EnrichMap)
 	row("out of order", "%d", s.OutOfOrder)
 	row("late", "%d", s.Late)
 	lat := func(l demo.Latency) string {

@@ -25,6 +25,7 @@ type Summary struct {
 	ParkedAtEnd      int64    `json:"parked_at_end"`
 	Late             int64    `json:"late"`
 	OutOfOrder       int64    `json:"out_of_order"`
+	Enriched         int64    `json:"enriched"`                  // out with their item from the reference table
 	Decoded          int64    `json:"decoded"`                   // out with a value decoded from Avro
 	WriterSchemas    int      `json:"writer_schemas"`            // distinct writer schema ids among them
 	LiveLatency      Latency  `json:"live_latency_beyond_delay"` // release: at the sink's Write
@@ -43,12 +44,15 @@ type Summary struct {
 // unless producer-delayed records were asked for (each is late, by design).
 //
 // Zero fields of o take the defaults of Options, except that the demo has
-// live traffic for 5s by default.
+// live traffic for 5s by default, and reads the reference topic as a
+// table that enriches every event (Options.ReferenceTable), as in the seed
+// texts' case.
 func RunDemo(ctx context.Context, o Options, log *zap.Logger) (Summary, error) {
 	start := time.Now()
 	if o.Workload.LiveFor == 0 {
 		o.Workload.LiveFor = 5 * time.Second
 	}
+	o.ReferenceTable = true
 	o.EnsureDefaults()
 	if err := o.Validate(); err != nil {
 		return Summary{}, err
@@ -75,7 +79,7 @@ func RunDemo(ctx context.Context, o Options, log *zap.Logger) (Summary, error) {
 	if len(res) == 1 {
 		r := res[0]
 		s.In, s.Out, s.ParkedAtEnd, s.Late, s.OutOfOrder = r.In, r.Out, r.Parked, r.Late, r.OutOfOrder
-		s.Decoded, s.WriterSchemas = r.Decoded, r.WriterSchemas
+		s.Enriched, s.Decoded, s.WriterSchemas = r.Enriched, r.Decoded, r.WriterSchemas
 		s.LiveLatency, s.VisibleLatency, s.ReplaySeconds = r.LiveLatency, r.VisibleLatency, r.ReplaySeconds
 	}
 	s.Took = time.Since(start).Seconds()

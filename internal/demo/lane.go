@@ -66,6 +66,10 @@ type Options struct {
 	// Registry is the URL of the schema registry of the workload's Avro
 	// topics, for Replay (Setup's cluster serves one; Ordering uses it).
 	Registry string `json:"-"`
+	// ReferenceTable reads the reference topic as a table
+	// (workload.ReferenceTable) that enriches every event (EnrichMap)
+	// instead of forwarding its records. Default false; RunDemo sets it.
+	ReferenceTable bool `json:"reference_table,omitempty"`
 	// OnPipeline, when set, is called with each ordering lane's strategy
 	// name and stats before the lane runs (the demo serves them on its
 	// admin server).
@@ -117,6 +121,7 @@ type Result struct {
 	OutOfOrder    int64   `json:"out_of_order"`
 	OutOfOrderPct float64 `json:"out_of_order_pct"` // of the timed records emitted
 	Late          int64   `json:"late"`
+	Enriched      int64   `json:"enriched"`       // emitted enriched from the reference table (ReferenceTable)
 	Decoded       int64   `json:"decoded"`        // emitted with a value decoded from Avro
 	WriterSchemas int     `json:"writer_schemas"` // distinct writer schema ids among them
 	LiveLatency   Latency `json:"live_latency_beyond_delay"`
@@ -197,19 +202,30 @@ func newLane(s Strategy, o *Options, w *workload.Workload, brokers []string, reg
 			return nil, err
 		}
 	}
-	src, err := kafka.New(kafka.Config{Brokers: brokers, Topics: w.Topics(), PartitionMaxBytes: o.FetchBytes, Logger: log.Named(s.Name)})
+	kc := kafka.Config{Brokers: brokers, Topics: w.Topics(), PartitionMaxBytes: o.FetchBytes, Logger: log.Named(s.Name)}
+	inputs := w.Inputs(avro)
+	m := newMeasure(w.HistoryEnd(), o.Delay)
+	var opts []signalbox.Option
+	if o.ReferenceTable {
+		kc.Tables = []string{workload.ReferenceTopic}
+		inputs = append(w.EventInputs(avro), w.ReferenceTable())
+		var err error
+		if opts, err = enrich(m); err != nil {
+			return nil, err
+		}
+	}
+	src, err := kafka.New(kc)
 	if err != nil {
 		return nil, err
 	}
-	m := newMeasure(w.HistoryEnd(), o.Delay)
-	opts := []signalbox.Option{
-		signalbox.WithInputs(w.Inputs(avro)...),
+	opts = append(opts,
+		signalbox.WithInputs(inputs...),
 		signalbox.WithSink(m),
 		signalbox.WithDelay(o.Delay),
 		strategy.Option(s.New).(signalbox.Option),
 		signalbox.WithUntil(until),
 		signalbox.WithLogger(log.Named(s.Name)),
-	}
+	)
 	if tp != nil {
 		opts = append(opts, signalbox.WithSink(tp.sink))
 	}
@@ -281,7 +297,7 @@ func (l *lane) result() Result {
 	r := Result{
 		Strategy: l.name, In: st.In, Out: l.m.out, Timeless: l.m.timeless, Parked: int64(st.Parked),
 		OutOfOrder: l.m.ooo, Late: st.LateTotal().Count, LiveLatency: summarize(l.m.lat),
-		Decoded: l.m.decoded, WriterSchemas: len(l.m.schemas),
+		Enriched: l.m.enriched, Decoded: l.m.decoded, WriterSchemas: len(l.m.schemas),
 		VisibleLatency: summarize(l.visible), ReplaySeconds: st.ReplayTime.Seconds(),
 	}
 	if timed := l.m.out - l.m.timeless; timed > 0 {

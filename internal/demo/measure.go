@@ -19,6 +19,7 @@ type measure struct {
 
 	out, timeless, ooo, lateFlagged int64
 	maxET                           int64
+	enriched                        int64          // records enriched from the reference table
 	decoded                         int64          // records with a decoded (schema'd) value
 	schemas                         map[int32]bool // their writer schema ids
 	lastWrite                       time.Time
@@ -40,9 +41,9 @@ func (m *measure) Write(_ context.Context, batch []record.Record) error {
 	for i := range batch {
 		r := &batch[i]
 		m.out++
-		if r.DecodedValue != nil {
-			m.decoded++
-			m.schemas[r.ValueSchemaID] = true
+		m.countDecoded(r)
+		if isEnriched(r.Value) {
+			m.enriched++
 		}
 		if r.Timeless {
 			m.timeless++
@@ -61,6 +62,14 @@ func (m *measure) Write(_ context.Context, batch []record.Record) error {
 		}
 	}
 	return nil
+}
+
+// countDecoded counts r when its value was decoded from a schema'd one.
+func (m *measure) countDecoded(r *record.Record) {
+	if r.DecodedValue != nil {
+		m.decoded++
+		m.schemas[r.ValueSchemaID] = true
+	}
 }
 
 // Latency summarizes release latency beyond the delay, in milliseconds.

@@ -7,7 +7,10 @@
 // partitions, keyed by item (keys are co-partitioned: item i always lands in
 // partition i mod Partitions of every topic), with JSON values
 // {"item":"i-042","ts":<unix ms>,"kind":"sold"}, plus one reference topic
-// (ReferenceTopic) whose records carry no event time (`time: none`).
+// (ReferenceTopic) whose records carry no event time (`time: none`,
+// Inputs), or are read as a table (ReferenceTable): one version per item,
+// {"item":"i-042","name":"item 42"}, at the Kafka timestamp ReferenceTime,
+// before every event.
 //
 // Schema'd values: the first Options.AvroTopics event topics carry the same
 // events in Avro (Confluent wire format: magic byte 0, schema id, body;

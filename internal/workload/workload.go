@@ -184,6 +184,25 @@ func (w *Workload) SlowTopics() []string {
 // from their timestamp-millis field ts; the reference topic is `time:
 // none`.
 func (w *Workload) Inputs(avro signalbox.ValueDecoder) []signalbox.Input {
+	return append(w.EventInputs(avro), signalbox.Input{Topic: ReferenceTopic, Time: signalbox.TimeNone})
+}
+
+// ReferenceTable is the reference topic read as a table's input: each
+// record a version of its item (the Kafka key) from its Kafka timestamp,
+// ReferenceTime, on.
+func (w *Workload) ReferenceTable() signalbox.Input {
+	return signalbox.Input{Topic: ReferenceTopic, Time: signalbox.TimeFromTimestamp}
+}
+
+// ReferenceTime is the Kafka timestamp of the reference records: 1 ms
+// before the history's earliest event time (invariant 4), so that a table
+// of them has every item's version as of every event.
+func (w *Workload) ReferenceTime() int64 {
+	return w.end.UnixMilli() - w.opts.HistorySpan.Milliseconds() - 1
+}
+
+// EventInputs are Inputs without the reference topic's.
+func (w *Workload) EventInputs(avro signalbox.ValueDecoder) []signalbox.Input {
 	var in []signalbox.Input
 	for ti, t := range w.EventTopics() {
 		if w.isAvro(ti) {
@@ -192,7 +211,7 @@ func (w *Workload) Inputs(avro signalbox.ValueDecoder) []signalbox.Input {
 		}
 		in = append(in, signalbox.Input{Topic: t, Time: signalbox.TimeFromField, TimeField: TimeField, TimeFormat: signalbox.FormatUnixMs})
 	}
-	return append(in, signalbox.Input{Topic: ReferenceTopic, Time: signalbox.TimeNone})
+	return in
 }
 
 // AllTopics lists every topic the scenario produces: Topics, then the
@@ -407,7 +426,8 @@ func (w *Workload) ProduceHistory(ctx context.Context, b Broker) (History, error
 	for i := 0; i < o.Items; i++ {
 		it := item(i)
 		s.send(ctx, &kgo.Record{Topic: ReferenceTopic, Partition: int32(i % o.Partitions), Key: []byte(it),
-			Value: []byte(`{"item":"` + it + `","name":"item ` + strconv.Itoa(i) + `"}`)})
+			Timestamp: time.UnixMilli(w.ReferenceTime()),
+			Value:     []byte(`{"item":"` + it + `","name":"item ` + strconv.Itoa(i) + `"}`)})
 		h.Reference++
 	}
 	if err := s.wait(); err != nil {

@@ -1,0 +1,215 @@
+package tables
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestStoragesAgree: random puts (tombstones, replacements, out of
+// order), trims and lookups answer alike in memory and in pebble, sizes
+// and Beyond included: the storages keep the same invariants.
+func TestStoragesAgree(t *testing.T) {
+	for seed := uint64(1); seed <= 8; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		mem := storages[0].open(t, 50*time.Millisecond)
+		dsk := storages[1].open(t, 50*time.Millisecond)
+		wm := int64(0)
+		for op := 0; op < 2000; op++ {
+			key := "k" + strconv.Itoa(rng.IntN(30))
+			at := wm - 100 + rng.Int64N(300)
+			switch r := rng.IntN(20); {
+			case r < 8:
+				val := []byte(fmt.Sprintf("v%d", rng.IntN(1000)))
+				tomb := rng.IntN(6) == 0
+				mem.Put(key, at, val, tomb)
+				dsk.Put(key, at, val, tomb)
+			case r < 9:
+				wm += rng.Int64N(60)
+				mem.Trim(wm)
+				dsk.Trim(wm)
+			default:
+				if m, d := asOf(mem, key, at), asOf(dsk, key, at); m != d {
+					t.Fatalf("seed %d op %d: AsOf(%s, %d): memory %s, pebble %s", seed, op, key, at, m, d)
+				}
+			}
+			if op%25 != 24 { // sizes read the whole table in pebble
+				continue
+			}
+			if m, d := sizes(mem), sizes(dsk); m != d {
+				t.Fatalf("seed %d op %d: memory %s, pebble %s", seed, op, m, d)
+			}
+		}
+		if err := dsk.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func sizes(tb *Table) string {
+	return fmt.Sprintf("%d keys, %d versions, %d bytes, %d beyond", tb.Keys(), tb.Versions(), tb.Bytes(), tb.Beyond())
+}
+
+// TestOpenWipes: a table's directory starts empty whatever a previous run
+// left there (the table is rebuilt from its topic); a directory that is
+// not a table's is not wiped.
+func TestOpenWipes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "products")
+	tb, err := Open("products", time.Hour, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.Put("a", 1, []byte("v"), false)
+	tb.disk.commit(true)
+	if err := tb.disk.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	_ = tb.disk.it.Close()
+	_ = tb.disk.b.Close()
+	if err := tb.disk.db.Close(); err != nil { // as a killed run leaves it
+		t.Fatal(err)
+	}
+	tb, err = Open("products", time.Hour, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := asOf(tb, "a", 1); got != "<none>" || tb.Keys() != 0 {
+		t.Fatalf("reopened: AsOf(a) = %s, %d keys", got, tb.Keys())
+	}
+	if err := tb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("Close left %s: %v", dir, err)
+	}
+
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, "precious"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open("products", time.Hour, Options{Dir: other}); err == nil {
+		t.Fatal("opened over a directory that is not a table's")
+	}
+	if _, err := os.Stat(filepath.Join(other, "precious")); err != nil {
+		t.Fatalf("wiped a directory that is not a table's: %v", err)
+	}
+	if _, err := Open("products", time.Hour, Options{Dir: t.TempDir(), MemoryBudget: 1 << 20}); err == nil {
+		t.Fatal("budget below the minimum accepted")
+	}
+}
+
+// manyKeys is TestPebbleHeapBound's table size: TABLES_KEYS, default
+// 20,000, 10,000 under -race (a few seconds).
+func manyKeys(t *testing.T) int {
+	if raceEnabled {
+		return envInt(t, "TABLES_KEYS", 10_000)
+	}
+	return envInt(t, "TABLES_KEYS", 20_000)
+}
+
+// envInt is the environment variable name's integer, def when unset.
+func envInt(t *testing.T, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return n
+}
+
+// TestPebbleHeapBound: a table of many keys in pebble keeps the Go heap
+// under its budget plus a margin, where the same table in memory takes
+// several times more (its values alone are twice the bound). Every key
+// gets a version, then a second one (the table's topic published again);
+// lookups find each, and a trim drops every first version. Run with
+// TABLES_KEYS=10000000 (and TABLES_VALUE=100, bytes per value) to measure
+// a 10M-key table: it logs the times and the peak RSS; TABLES_BUDGET sets
+// the budget (default MinMemoryBudget). TABLES_MEMORY=1 runs it in
+// memory, to watch it fail.
+func TestPebbleHeapBound(t *testing.T) {
+	n := manyKeys(t)
+	budget := envInt(t, "TABLES_BUDGET", MinMemoryBudget)
+	dir := filepath.Join(t.TempDir(), "big")
+	if os.Getenv("TABLES_DIR") != "" {
+		dir = os.Getenv("TABLES_DIR")
+	}
+	opts := Options{Dir: dir, MemoryBudget: int64(budget)}
+	if os.Getenv("TABLES_MEMORY") != "" { // to watch the test fail
+		opts = Options{}
+	}
+	tb, err := Open("big", time.Hour, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tb.Close() }()
+	size := (budget+margin)/n + 1 // in memory, the values pass the bound
+	if raceEnabled {
+		size = 100 // pebble, checking its invariants, is slow to write much
+	}
+	size = envInt(t, "TABLES_VALUE", size) // bytes per value
+	values := [2][]byte{make([]byte, size), make([]byte, size)}
+	for i := range size {
+		values[0][i], values[1][i] = 'a'+byte(i%26), 'A'+byte(i%26)
+	}
+	var peak uint64
+	var took [2]time.Duration
+	for v, at := range []int64{1000, 5000} {
+		start := time.Now()
+		for i := range n {
+			tb.Put(fmt.Sprintf("sku-%09d", i), at+int64(i%1000), values[v], false)
+			if i%(n/4) == 0 {
+				peak = max(peak, liveHeap())
+			}
+		}
+		took[v] = time.Since(start)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	start := time.Now()
+	lookups := min(n, 10_000)
+	for j := range lookups {
+		i := rng.IntN(n)
+		if v, ok := tb.AsOf(fmt.Sprintf("sku-%09d", i), 2000+4000*int64(j%2)); !ok || string(v) != string(values[j%2]) {
+			t.Fatalf("key %d: %.10q, %v; want %.10q", i, v, ok, values[j%2])
+		}
+	}
+	looked := time.Since(start) / time.Duration(lookups)
+	peak = max(peak, liveHeap())
+	start = time.Now()
+	tb.Trim(6000 + time.Hour.Milliseconds()) // drops every first version
+	trimmed := time.Since(start)
+	peak = max(peak, liveHeap())
+	if err := tb.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if tb.Keys() != n || tb.Versions() != n || tb.Bytes() != int64(n*size) {
+		t.Fatalf("after the trim: %d keys, %d versions, %d bytes; want %d, %d, %d", tb.Keys(), tb.Versions(), tb.Bytes(), n, n, n*size)
+	}
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	t.Logf("%d keys × 2 versions of %d bytes: put in %v + %v, %v a random lookup, trimmed in %v; live heap peak %d MiB, peak RSS %d MiB",
+		n, size, took[0], took[1], looked, trimmed, peak>>20, ru.Maxrss>>10)
+	if peak > uint64(budget+margin) {
+		t.Fatalf("live heap %d MiB, above the budget of %d MiB + %d MiB", peak>>20, budget>>20, margin>>20)
+	}
+}
+
+// margin is the Go heap TestPebbleHeapBound allows beyond the table's
+// budget: the test's and the runtime's own.
+const margin = 8 << 20
+
+// liveHeap is the Go heap in use after a collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
