@@ -11,6 +11,8 @@ import (
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/process"
 	"github.com/signalbox/signalbox/sources/kafka"
+	"github.com/signalbox/signalbox/tables"
+	"github.com/signalbox/signalbox/timers/durable"
 )
 
 // Plan is what Build makes of a Job: the Kafka source configuration and the
@@ -25,6 +27,10 @@ type Plan struct {
 	StateDir string
 	// StateMemory is state.memory in bytes (0: the store's default).
 	StateMemory int64
+	// Tables are the job's tables, open: in pebble under
+	// TablesDir(StateDir) when state.dir is set, else in memory. Close
+	// closes them.
+	Tables *tables.Set
 	// Sinks are the sinks, unopened, in the job's order. At most one says
 	// it is exactly once (signalbox.SinkInfo); the engine flushes it after
 	// the others at each checkpoint. The dead-letter sink is not among
@@ -103,40 +109,56 @@ func (j *Job) Build(log *zap.Logger) (*Plan, error) {
 // build is Build without Validate: what `run` would make of the job if
 // validate let it through.
 func (j *Job) build(log *zap.Logger) (*Plan, error) {
+	p := &Plan{StateDir: j.State.Dir, StateMemory: sizeOrZero(j.State.Memory)}
+	if err := j.plan(p, log); err != nil {
+		_ = p.Close() // the tables it opened
+		return nil, err
+	}
+	return p, nil
+}
+
+// plan fills p: build's work.
+func (j *Job) plan(p *Plan, log *zap.Logger) error {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	p := &Plan{StateDir: j.State.Dir, StateMemory: sizeOrZero(j.State.Memory)}
 	var err error
 	if p.Kafka, err = j.connection(); err != nil {
-		return nil, err
+		return err
 	}
 	p.Kafka.Logger = log
 	inputs := j.libraryInputs()
 	if err := j.decoders(inputs); err != nil {
-		return nil, err
+		return err
 	}
 	p.Options = append(j.options(), signalbox.WithInputs(inputs...), signalbox.WithLogger(log))
 	for i := range j.Sinks {
 		s, err := j.buildSink(&j.Sinks[i])
 		if err != nil {
-			return nil, Errors{{Path: fmt.Sprintf("sinks[%d]", i), Line: j.lines[fmt.Sprintf("sinks[%d]", i)], Msg: err.Error()}}
+			return Errors{{Path: fmt.Sprintf("sinks[%d]", i), Line: j.lines[fmt.Sprintf("sinks[%d]", i)], Msg: err.Error()}}
 		}
 		p.Sinks = append(p.Sinks, s)
 		p.WritesStdout = p.WritesStdout || j.Sinks[i].writesStdout()
 	}
 	v := validator{lines: j.lines}
-	set, withTables, err := j.tableSet()
-	if err != nil {
-		return nil, err
+	var tablesBudget int64
+	if j.State.Dir != "" && len(j.Tables) > 0 {
+		mem := cmp.Or(p.StateMemory, durable.DefaultMemoryBudget)
+		tablesBudget = mem / tablesShare
+		p.StateMemory = mem - tablesBudget
 	}
+	set, withTables, err := j.tableSet(TablesDir(j.State.Dir), tablesBudget)
+	if err != nil {
+		return err
+	}
+	p.Tables = set
 	if set != nil {
 		p.Options = append(p.Options, withTables)
 		v.lookup = []process.Option{process.WithTables(set)}
 	}
 	proc, wheres := j.processing(&v)
 	if err := v.errs.err(); err != nil {
-		return nil, err // never a sink without its where
+		return err // never a sink without its where
 	}
 	for i, s := range p.Sinks {
 		if wheres[i] != nil {
@@ -150,7 +172,7 @@ func (j *Job) build(log *zap.Logger) (*Plan, error) {
 	}
 	wins := j.windows(&v, func(s *Sink, _ string) (signalbox.Sink, error) { return j.buildSink(s) })
 	if err := v.errs.err(); err != nil {
-		return nil, err
+		return err
 	}
 	for i, w := range wins {
 		p.Options = append(p.Options, signalbox.WithWindow(w.w, w.sinks...))
@@ -161,12 +183,12 @@ func (j *Job) build(log *zap.Logger) (*Plan, error) {
 	if j.DeadLetter != nil {
 		s, err := j.buildSink(j.DeadLetter)
 		if err != nil {
-			return nil, Errors{{Path: "dead_letter", Line: j.lines["dead_letter"], Msg: err.Error()}}
+			return Errors{{Path: "dead_letter", Line: j.lines["dead_letter"], Msg: err.Error()}}
 		}
 		p.Options = append(p.Options, signalbox.WithDeadLetter(s))
 		p.WritesStdout = p.WritesStdout || j.DeadLetter.writesStdout()
 	}
-	return p, nil
+	return nil
 }
 
 // options are the pipeline options of the job's settings, but its inputs,
@@ -218,4 +240,17 @@ func (p *Plan) Pipeline(extra ...signalbox.Option) (*signalbox.Pipeline, error) 
 		return nil, err
 	}
 	return signalbox.New(src, append(p.Options[:len(p.Options):len(p.Options)], extra...)...)
+}
+
+// Close releases what Build opened: the tables' pebble storage, when
+// state.dir is set. The pipeline must not run after.
+func (p *Plan) Close() error {
+	if p.Tables == nil {
+		return nil
+	}
+	var ts []*tables.Table
+	for _, n := range p.Tables.Names() {
+		ts = append(ts, p.Tables.Table(n))
+	}
+	return closeTables(ts)
 }

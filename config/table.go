@@ -6,6 +6,7 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -128,8 +129,13 @@ func (j *Job) validateTables(v *validator) {
 }
 
 // tableSet builds the job's tables: the set lookup reads, and the
-// pipeline's WithTables (nil when the job has none).
-func (j *Job) tableSet() (*tables.Set, signalbox.Option, error) {
+// pipeline's WithTables (nil when the job has none). With a directory
+// (TablesDir: state.dir is set) each table lives in pebble under
+// dir/<name> within budget bytes of memory (tables.Open; budget is split
+// between the tables); the caller closes the tables (closeTables). A
+// table's pebble files are scratch: wiped at every open, as a table is
+// rebuilt by re-reading its topic (its offsets are never committed).
+func (j *Job) tableSet(dir string, budget int64) (*tables.Set, signalbox.Option, error) {
 	if len(j.Tables) == 0 {
 		return nil, nil, nil
 	}
@@ -138,10 +144,17 @@ func (j *Job) tableSet() (*tables.Set, signalbox.Option, error) {
 	for i, t := range j.Tables {
 		h, err := parseHistory(t.History)
 		if err != nil {
+			closeTables(ts)
 			return nil, nil, fmt.Errorf("tables[%d].history: %w", i, err)
 		}
-		tb, err := tables.New(t.Name, h)
+		var tb *tables.Table
+		if dir == "" {
+			tb, err = tables.New(t.Name, h)
+		} else {
+			tb, err = tables.Open(t.Name, h, tables.Options{Dir: filepath.Join(dir, t.Name), MemoryBudget: max(budget/int64(len(j.Tables)), tables.MinMemoryBudget)})
+		}
 		if err != nil {
+			closeTables(ts)
 			return nil, nil, fmt.Errorf("tables[%d]: %w", i, err)
 		}
 		ts = append(ts, tb)
@@ -149,10 +162,37 @@ func (j *Job) tableSet() (*tables.Set, signalbox.Option, error) {
 	}
 	set, err := tables.NewSet(ts...)
 	if err != nil {
+		closeTables(ts)
 		return nil, nil, err
 	}
 	return set, signalbox.WithTables(decl...), nil
 }
+
+// closeTables closes ts (their pebble storage, if any), returning the
+// first error.
+func closeTables(ts []*tables.Table) error {
+	var first error
+	for _, tb := range ts {
+		if err := tb.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// TablesDir is where the tables of a job with state dir live: beside it,
+// not in it (the parked store owns state.dir, and --reset-state removes
+// only its files).
+func TablesDir(stateDir string) string {
+	if stateDir == "" {
+		return ""
+	}
+	return filepath.Clean(stateDir) + "-tables"
+}
+
+// tablesShare is the part of state.memory the tables get when the job has
+// tables and a state.dir: a quarter; the parked store keeps the rest.
+const tablesShare = 4
 
 // tableTopics are the tables' topics: read whole by every member, from
 // the earliest offset (kafka.Config.Tables).

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,12 +25,52 @@ import (
 // time (null before the first version and after the tombstone, the
 // version exactly at its time joined), no product record is output, and
 // the product versions produced after the orders (in offset and wall-clock
-// order) are still seen: the gate, not the fetch order, decides.
+// order) are still seen: the gate, not the fetch order, decides. The same
+// with state.dir: the table in pebble (TablesDir), with its files while
+// the job runs and none once the plan is closed.
 func TestTableJobEndToEnd(t *testing.T) {
+	t.Run("memory", func(t *testing.T) {
+		testTableJob(t, "", func(doc string) *signalbox.Pipeline { return runJob(t, doc) })
+	})
+	t.Run("pebble", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "state")
+		testTableJob(t, fmt.Sprintf("state: {dir: %s, memory: 64MiB}\n", dir), func(doc string) *signalbox.Pipeline {
+			p, err := build(t, doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			marker := filepath.Join(TablesDir(dir), "products", "SIGNALBOX-TABLE")
+			if _, err := os.Stat(marker); err != nil {
+				t.Fatalf("the table is not in pebble under %s: %v", TablesDir(dir), err)
+			}
+			if p.StateMemory != 48<<20 {
+				t.Errorf("the parked store gets %d bytes of state.memory, want three quarters (48 MiB)", p.StateMemory)
+			}
+			pl, err := p.Pipeline()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := pl.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("after Close the table's files remain: %v", err)
+			}
+			return pl
+		})
+	})
+}
+
+func testTableJob(t *testing.T, state string, run func(doc string) *signalbox.Pipeline) {
 	fx := startTableFixture(t)
 	const n, skus, tombSku = fixtureOrders, fixtureSkus, fixtureTombSku
 	versionAt := fixtureVersionAt
-	pl := runJob(t, fmt.Sprintf(`
+	pl := run(state + fmt.Sprintf(`
 brokers: [%s]
 inputs: [{topic: orders, time: field, time_field: ts}]
 tables:

@@ -187,7 +187,7 @@ func (j *Job) Validate() error {
 	v.duration("checkpoint_interval", j.CheckpointInterval, libraryRange)
 	j.validateLibrary(v)
 	j.validateTables(v)
-	if set, _, _ := j.tableSet(); set != nil {
+	if set, _, _ := j.tableSet("", 0); set != nil {
 		v.lookup = []process.Option{process.WithTables(set)}
 	}
 	j.processing(v)

@@ -43,6 +43,11 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return usageError(err)
 			}
+			defer func() {
+				if err := plan.Close(); err != nil {
+					log.Error("closing the tables", zap.Error(err))
+				}
+			}()
 			// The admin address is checked before anything is changed:
 			// a typo must not cost a --reset-state its store.
 			addr, setting := job.Admin.Addr, "admin.addr"

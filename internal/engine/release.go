@@ -4,6 +4,7 @@ package engine
 // batch (handoff.go hands the batches to the sink goroutine).
 
 import (
+	"fmt"
 	"time"
 	"unsafe"
 
@@ -81,6 +82,11 @@ func (c *Engine) ReleaseMore() (more bool, err error) {
 	c.rel.active = false
 	if c.rel.flush {
 		c.flushed(c.rel.last)
+	}
+	for _, t := range c.cfg.Tables {
+		if err := t.Into.Err(); err != nil {
+			return false, fmt.Errorf("table %s: %w", t.Into.Name(), err) // a trim failed
+		}
 	}
 	return false, c.windowsAdvance(c.rel.g)
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/signalbox/signalbox/internal/jsonfield"
@@ -29,6 +30,9 @@ func (c *Engine) version(ps *partState, rec *record.Record, byData int64) error 
 		return c.dead(rec, "table "+ps.table.Name()+": the value is not JSON") // lookup reads JSON (B1)
 	}
 	ps.table.Put(rec.OrderKey, at, value, rec.Value == nil)
+	if err := ps.table.Err(); err != nil {
+		return fmt.Errorf("table %s: %w", ps.table.Name(), err) // its storage failed: lookups would be wrong
+	}
 	c.stats.TableVersions++
 	return nil
 }
@@ -38,7 +42,8 @@ func (c *Engine) version(ps *partState, rec *record.Record, byData int64) error 
 const trimEvery = 16
 
 // trimTables drops the versions the tables no longer need at watermark g
-// (tables.Table.Trim), each once g moved by a sixteenth of its history.
+// (tables.Table.Trim), each once g moved by a sixteenth of its history. A
+// table whose storage failed fails the release (ReleaseMore).
 func (c *Engine) trimTables(g int64) {
 	if g == watermark.MinTime {
 		return
