@@ -31,8 +31,10 @@ var ioStd = []string{"os", "os/exec", "os/signal", "net", "syscall", "io/ioutil"
 // must not depend on, directly or through another package: the adapters
 // depend on the library, never the reverse. timers/durable is the storage
 // engine's adapter: the root reaches it only through the interfaces it owns
-// (ParkedStore, DurableStore, ParkCopier).
-var adapters = []string{"sources", "sinks", "bench", "cmd", "config", "formats", "timers/durable", "keyed/durable", "process"}
+// (ParkedStore, DurableStore, ParkCopier); so are keyed/durable (a window's
+// state, through keyed.Store) and tables (a table may live in pebble:
+// through TableStore).
+var adapters = []string{"sources", "sinks", "bench", "cmd", "config", "formats", "timers/durable", "keyed/durable", "process", "tables"}
 
 // adapterExempt are packages under adapters that the root may import: the
 // types its decoder hook names (ValueDecoder), stdlib-only.

@@ -10,11 +10,11 @@ package signalbox
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/keyed"
 	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/tables"
 )
 
 // Process runs on every record on its way to the sinks, in release order,
@@ -266,7 +266,25 @@ func unjoinErr(err error) []error {
 // Transform: they run as a record is read, before the gate.
 type Table struct {
 	Topic string
-	Into  *tables.Table
+	// Into is the table: a *tables.Table (in memory, tables.New, or in
+	// pebble beyond a memory budget, tables.Open).
+	Into TableStore
+}
+
+// TableStore is what the engine does with a table declared with WithTables
+// (*tables.Table is one): it puts each version as its record is read,
+// trims the versions older than the history behind the watermark, and
+// fails the run when its storage fails (Err). Beyond counts the lookups
+// older than the history (Stats.TableLookupsBeyond); it may be read from
+// any goroutine. The root package names the interface rather than the
+// type so that it links no storage engine (package tables may use pebble).
+type TableStore interface {
+	Name() string
+	History() time.Duration
+	Put(key string, at int64, value []byte, tomb bool)
+	Trim(watermark int64)
+	Beyond() int64
+	Err() error
 }
 
 // WithTables declares tables. Default none.
@@ -277,16 +295,6 @@ func WithTables(ts ...Table) Option {
 // tabling is the part of config that WithTables sets.
 type tabling struct {
 	tables []Table
-}
-
-// tableOf is topic's table, nil when topic is no table's.
-func (c *config) tableOf(topic string) *tables.Table {
-	for _, t := range c.tables {
-		if t.Topic == topic {
-			return t.Into
-		}
-	}
-	return nil
 }
 
 // inputNamed is the input whose Topic is topic, nil when none.
@@ -310,7 +318,7 @@ func (c *config) validateTables() []error {
 		in := c.inputNamed(t.Topic)
 		switch {
 		case t.Into == nil:
-			bad("into", "a table needs its tables.Table")
+			bad("into", "a table needs its store (a *tables.Table)")
 		case t.Topic == "":
 			bad("topic", "required")
 		case in == nil:

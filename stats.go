@@ -131,7 +131,7 @@ type Stats struct {
 	Windows []WindowStats
 	// Tables (WithTables).
 	TableVersions      int64            // tables' records applied to their table (WithTables): never output
-	TableLookupsBeyond map[string]int64 // by table: lookups older than its history (tables.Table.Beyond)
+	TableLookupsBeyond map[string]int64 // by table: lookups older than its history (TableStore.Beyond)
 }
 
 // TaskWatermark is the watermark of one co-partitioned task.

@@ -7,7 +7,6 @@ import (
 	"github.com/signalbox/signalbox/catchup"
 	"github.com/signalbox/signalbox/internal/strategy"
 	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/tables"
 	"github.com/signalbox/signalbox/watermark"
 )
 
@@ -98,7 +97,17 @@ type Logger interface {
 // Table makes the records of the input Topic versions of Into (design O6).
 type Table struct {
 	Topic string
-	Into  *tables.Table
+	Into  TableStore
+}
+
+// TableStore is a table the engine puts versions into and trims (the root
+// package's TableStore; *tables.Table is one).
+type TableStore interface {
+	Name() string
+	History() time.Duration
+	Put(key string, at int64, value []byte, tomb bool)
+	Trim(watermark int64)
+	Err() error
 }
 
 // Engine is the state of one run that the steps change (doc.go).

@@ -8,7 +8,6 @@ import (
 	"github.com/signalbox/signalbox/internal/offsets"
 	"github.com/signalbox/signalbox/internal/strategy"
 	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/tables"
 	"github.com/signalbox/signalbox/watermark"
 )
 
@@ -20,7 +19,7 @@ type partState struct {
 	// timeless: its input has no event time (Config.Timeless).
 	timeless bool
 	task     *task
-	table    *tables.Table // what its records update (WithTables); nil: output
+	table    TableStore // what its records update (Config.Tables); nil: output
 	offs     *offsets.Partition
 	late     *LateCounter
 	// restart: records below restorePos with event time ≤ restoreWM were

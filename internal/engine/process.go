@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/signalbox/signalbox/record"
-	"github.com/signalbox/signalbox/tables"
 )
 
 // process runs the Process and the sinks' Wheres on rec (output): keep is
@@ -57,7 +56,7 @@ func (c *Engine) failed(rec *record.Record, err error) error {
 func (c *Engine) routed() bool { return len(c.cfg.Wheres) > 0 || len(c.cfg.Windows) > 0 }
 
 // tableOf is topic's table, nil when topic is no table's.
-func (c *Engine) tableOf(topic string) *tables.Table {
+func (c *Engine) tableOf(topic string) TableStore {
 	for _, t := range c.cfg.Tables {
 		if t.Topic == topic {
 			return t.Into

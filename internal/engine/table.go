@@ -42,7 +42,7 @@ func (c *Engine) version(ps *partState, rec *record.Record, byData int64) error 
 const trimEvery = 16
 
 // trimTables drops the versions the tables no longer need at watermark g
-// (tables.Table.Trim), each once g moved by a sixteenth of its history. A
+// (TableStore.Trim), each once g moved by a sixteenth of its history. A
 // table whose storage failed fails the release (ReleaseMore).
 func (c *Engine) trimTables(g int64) {
 	if g == watermark.MinTime {
