@@ -78,7 +78,7 @@ func testTimerTieRule(t *testing.T, k storeKind) {
 func TestProcessorScheduleFree(t *testing.T) { forStores(t, testProcessorScheduleFree) }
 
 func testProcessorScheduleFree(t *testing.T, k storeKind) {
-	for seed := range uint64(50) {
+	for seed := range k.seeds(50) {
 		rnd := rand.New(rand.NewPCG(seed, 1))
 		var evs []ev
 		for range 200 {

@@ -39,6 +39,16 @@ func forStores(t *testing.T, f func(t *testing.T, k storeKind)) {
 	}
 }
 
+// seeds is how many random seeds a property test runs with k: n, or a
+// quarter under -race with a durable store (pebble is slow there; the
+// MemStore keeps them all).
+func (k storeKind) seeds(n uint64) uint64 {
+	if k.opts != nil && raceEnabled {
+		return n / 4
+	}
+	return n
+}
+
 // open opens a durable Store of S in memory, closed with the test.
 func open[S any](t testing.TB, k storeKind, c durable.Codec[S]) *durable.Store[S] {
 	t.Helper()

@@ -206,7 +206,7 @@ func TestWindowsMatchOracle(t *testing.T) {
 		for _, s := range specs {
 			s.Aggregates = aggs
 			t.Run(s.Name, func(t *testing.T) {
-				for seed := range uint64(40) {
+				for seed := range k.seeds(40) {
 					rnd := rand.New(rand.NewPCG(seed, 37))
 					rs := randomRecs(rnd, 1+rnd.IntN(400), 1+rnd.IntN(6), 1+rnd.Int64N(20_000))
 					want := oracle(s, rs)
