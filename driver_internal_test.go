@@ -78,3 +78,43 @@ func TestApplyKeepsOutsUnsent(t *testing.T) {
 		t.Fatalf("unsent outs %p, want %p %p", fx.Outs, o2, o3)
 	}
 }
+
+// A barrier whose batch went out before a stop cut the hand-over short
+// (a flush batch sealed after it was not sent) is still awaited at the
+// next apply, on that batch's acknowledgement.
+func TestApplyAwaitsABarrierSentBeforeAStop(t *testing.T) {
+	r := testRun(t, 0)
+	for len(r.outs) < cap(r.outs)-1 {
+		r.outs <- &out{Out: &engine.Out{}} // the sink goroutine lags: room for one more
+	}
+	fx := r.eng.Ready()
+	withCP, flush := &engine.Out{CP: &record.Checkpoint{}}, &engine.Out{Flush: true}
+	fx.Outs = append(fx.Outs, withCP, flush)
+	fx.Barrier = &engine.Barrier{Out: withCP, CP: withCP.CP}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := r.apply(ctx); err == nil {
+		t.Fatal("apply with the sinks full and ctx cancelled: no error")
+	}
+	if fx := r.eng.Ready(); len(fx.Outs) != 1 || fx.Outs[0] != flush || fx.Barrier == nil {
+		t.Fatalf("after the stop: outs %v, barrier %v; want the flush batch and the barrier", fx.Outs, fx.Barrier)
+	}
+	acked := make(chan bool, 1)
+	go func() { // the sink goroutine: it acknowledges the checkpoint's batch
+		for o := range r.outs {
+			if o.Out == withCP {
+				acked <- true
+				close(o.ack)
+				return
+			}
+		}
+	}()
+	if err := r.apply(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-acked:
+	default:
+		t.Fatal("apply returned before the barrier's batch was acknowledged")
+	}
+}

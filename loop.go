@@ -171,11 +171,10 @@ func (r *run) apply(ctx context.Context) error {
 		r.publish()
 	}
 	b := fx.Barrier
-	var ack *out
 	for i, o := range fx.Outs {
 		w := &out{Out: o}
 		if b != nil && o == b.Out {
-			w.ack, ack = make(chan struct{}), w
+			w.ack, r.barrierOut = make(chan struct{}), w
 		}
 		if err := r.send(ctx, w); err != nil {
 			r.eng.Advance(len(fx.Outs) - i)
@@ -187,7 +186,14 @@ func (r *run) apply(ctx context.Context) error {
 	if b == nil {
 		return nil
 	}
-	return r.awaitBarrier(ctx, b, ack)
+	// The barrier's batch went out in this apply, or in one a stop cut
+	// short after it (Advance kept the barrier with the batches after it).
+	o := r.barrierOut
+	r.barrierOut = nil
+	if o == nil || o.Out != b.Out {
+		return errors.New("signalbox: a barrier whose batch was never handed over") // the engine seals it first (S2)
+	}
+	return r.awaitBarrier(ctx, b, o)
 }
 
 // takeSpares gives the engine the batches the sink goroutine gave back.

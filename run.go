@@ -74,6 +74,9 @@ type run struct {
 	// ValueDecoder (hold.go), for publish.
 	heldMu   sync.Mutex
 	heldSnap []SchemaHold
+	// barrierOut is the out batch of the barrier last asked for, once it
+	// is handed over, until apply waits for it.
+	barrierOut *out
 	// trace, when set (a test's Stepper), sees each engine.Effects before
 	// apply does them.
 	trace func(*engine.Effects)
