@@ -7,7 +7,8 @@
 //	/usr/bin/time -v /tmp/procreplay -n 4M                 # plain
 //	/usr/bin/time -v /tmp/procreplay -n 4M -process        # filter + map
 //	/usr/bin/time -v /tmp/procreplay -n 4M -window         # plain + issue 37's window
-//	/usr/bin/time -v /tmp/procreplay -n 4M -keys 1M        # plain, skus over 1M keys
+//	/usr/bin/time -v /tmp/procreplay -n 4M -job           # plain, from a job file
+//	/usr/bin/time -v /tmp/procreplay -n 4M -job -keys 1M  # the same, skus over 1M keys
 //	/usr/bin/time -v /tmp/procreplay -n 4M -keys 1M -lookup # + issue 38's table and lookup
 //	/usr/bin/time -v /tmp/procreplay -n 4M -mode source    # the generator alone
 //
@@ -62,8 +63,8 @@
 // job's is, and its load is in the measured time; then the orders, whose
 // skus with -keys other than 1000 are their place in the history times
 // 7919 modulo -keys (every key as often, consecutive orders far apart).
-// The plain replay to compare with is `-keys 1M` without -lookup: the same
-// orders, no table.
+// The plain replay to compare with is `-job` (the plain job file, built
+// the same way), with `-keys 1M` for -lookup: the same orders, no table.
 //
 // It prints one line: the mode, the records generated and written, the
 // wall time, and the process's user + system CPU in total and per

@@ -48,6 +48,7 @@ type options struct {
 	window  bool  // issue 37's window (jobfile.go)
 	winOut  string
 	lookup  bool // issue 38's table and lookup (jobfile.go)
+	job     bool // the options from a job file even without -window or -lookup
 }
 
 func run(args []string, stdout io.Writer) error {
@@ -61,7 +62,8 @@ func run(args []string, stdout io.Writer) error {
 	fs.StringVar(&o.out, "out", os.DevNull, "the JSONL sink's file")
 	keys := fs.String("keys", "1000", "distinct skus (suffix K or M); with -lookup, the products table's keys")
 	fs.BoolVar(&o.window, "window", false, "issue 37: a tumbling one-minute count, sum and max of value.qty per value.sku (a job file's window, package config)")
-	fs.StringVar(&o.winOut, "window-out", os.DevNull, "with -window, the JSONL file of the window's results")
+	fs.BoolVar(&o.job, "job", false, "build the plain replay's options from a job file too (package config), as -window and -lookup do")
+	fs.StringVar(&o.winOut, "window-out", "/dev/zero", "with -window, the JSONL file of the window's results (not -out's: a job's sinks each need their own file)")
 	fs.BoolVar(&o.lookup, "lookup", false, "issue 38: a products table of -keys keys read first from its topic, and the map {id, product: lookup(\"products\", value.sku)} (a job file's, package config)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
@@ -80,8 +82,8 @@ func run(args []string, stdout io.Writer) error {
 	if o.batch < 1 {
 		return errors.New("-batch: must be at least 1")
 	}
-	if o.process && (o.window || o.lookup) {
-		return errors.New("-process: not with -window or -lookup")
+	if o.process && (o.window || o.lookup || o.job) {
+		return errors.New("-process: not with -window, -lookup or -job")
 	}
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
@@ -96,6 +98,8 @@ func run(args []string, stdout io.Writer) error {
 		label = "window"
 	case o.lookup:
 		label = "lookup"
+	case o.job:
+		label = "plain@job"
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -130,7 +134,7 @@ func run(args []string, stdout io.Writer) error {
 // replay runs the ordered replay of the generated history and returns
 // the records written.
 func replay(o options) (int64, error) {
-	if o.window || o.lookup {
+	if o.window || o.lookup || o.job {
 		return replayJob(o)
 	}
 	f, err := os.Create(o.out)
