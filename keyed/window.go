@@ -152,7 +152,7 @@ func (s *Spec) Item(key []byte, t int64, args [][]byte) (Item, error) {
 		case First, Last:
 			it.Args[i].JSON = raw
 		default:
-			f, err := strconv.ParseFloat(string(raw), 64)
+			f, err := parseNumber(raw)
 			if err != nil || raw[0] == '+' || raw[0] == '.' { // JSON numbers only
 				return Item{}, fmt.Errorf("aggregate.%s: %s of %.40s, not a number", a.Name, a.Op, raw)
 			}
@@ -160,6 +160,32 @@ func (s *Spec) Item(key []byte, t int64, args [][]byte) (Item, error) {
 		}
 	}
 	return it, nil
+}
+
+// parseNumber is strconv.ParseFloat(raw, 64), its result and its error: an
+// integer of 1 to 15 digits (exact in a float64; a longer one, up to 18,
+// would be rounded as strconv rounds, but is left to it), the usual aggregate
+// argument, is read without strconv's general algorithm (and without
+// converting raw to a string).
+func parseNumber(raw []byte) (float64, error) {
+	digits := raw
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 {
+		return strconv.ParseFloat(string(raw), 64)
+	}
+	var v int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return strconv.ParseFloat(string(raw), 64)
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if len(digits) < len(raw) {
+		return -float64(v), nil // -0 for "-0", as strconv
+	}
+	return float64(v), nil
 }
 
 // Result is one window's result.

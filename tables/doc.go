@@ -12,7 +12,10 @@
 // Options.MemoryBudget whatever the number of keys. Both storages change
 // and answer a key through the same code (entry), so the invariants below
 // hold alike; the tests run on both and compare them on random
-// operations. A put in pebble reads nothing; a trim reads an index of the
+// operations. In memory a new key is two allocations: its entry with
+// room for one version, and its key's bytes followed by its first value's,
+// so that a lookup of a key of one version reads two places. A put in
+// pebble reads nothing; a trim reads an index of the
 // versions put since the last trim, by version time, so it visits only
 // the keys that may have a version to drop (disk's comment says why).
 //

@@ -3,9 +3,9 @@ package tables
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // version is one version of a key: valid from at (ms) on; tomb marks a
@@ -83,6 +83,14 @@ func (e *entry) trim(bound int64) (dropped int, dbytes int64, forget bool) {
 	return dropped, dbytes, false
 }
 
+// entryOne is an entry with room for its first version beside it: a key
+// of one version (most keys of most tables) is one allocation, and its
+// lookup reads the version where it read the entry (memory only).
+type entryOne struct {
+	entry
+	one [1]version
+}
+
 // Table is one versioned table, kept in memory (New) or in pebble
 // (Open with a Dir).
 type Table struct {
@@ -124,19 +132,36 @@ func (t *Table) History() time.Duration { return t.history }
 // report it.
 func (t *Table) Put(key string, at int64, value []byte, tomb bool) {
 	v := version{at: at, tomb: tomb}
-	if !tomb {
-		v.value = append(make([]byte, 0, len(value)), value...)
-	}
 	if t.disk != nil {
+		if !tomb {
+			v.value = append(make([]byte, 0, len(value)), value...)
+		}
 		t.disk.put(key, v)
 		return
 	}
 	e := t.keys[key]
-	if e == nil {
-		e = &entry{}
-		t.keys[strings.Clone(key)] = e // key may alias a record's memory
-		t.nkeys++
+	if e != nil {
+		if !tomb {
+			v.value = append(make([]byte, 0, len(value)), value...)
+		}
+		t.count(e.put(v))
+		return
 	}
+	// A new key: its bytes and the value's in one allocation (key may
+	// alias a record's memory), so that a lookup's comparison of the key
+	// brings the value's first bytes into the cache; neither is ever
+	// written into (AsOf's values are read-only).
+	kv := make([]byte, len(key)+len(value))
+	copy(kv, key)
+	if !tomb {
+		copy(kv[len(key):], value)
+		v.value = kv[len(key):len(kv):len(kv)]
+	}
+	eo := &entryOne{}
+	eo.versions = eo.one[:0]
+	e = &eo.entry
+	t.keys[unsafe.String(unsafe.SliceData(kv), len(key))] = e
+	t.nkeys++
 	t.count(e.put(v))
 }
 

@@ -1,10 +1,15 @@
 // Command procreplay measures what a job's processing (issue 36: one
-// filter, a three-field map) costs an ordered replay, per record, one
-// replay per process so that each is timed alone:
+// filter, a three-field map), a window (issue 37) or a table lookup
+// (issue 38) costs an ordered replay, per record, one replay per process
+// so that each is timed alone:
 //
 //	go build -o /tmp/procreplay ./bench/cmd/procreplay
 //	/usr/bin/time -v /tmp/procreplay -n 4M                 # plain
 //	/usr/bin/time -v /tmp/procreplay -n 4M -process        # filter + map
+//	/usr/bin/time -v /tmp/procreplay -n 4M -window         # plain + issue 37's window
+//	/usr/bin/time -v /tmp/procreplay -n 4M -job           # plain, from a job file
+//	/usr/bin/time -v /tmp/procreplay -n 4M -job -keys 1M  # the same, skus over 1M keys
+//	/usr/bin/time -v /tmp/procreplay -n 4M -keys 1M -lookup # + issue 38's table and lookup
 //	/usr/bin/time -v /tmp/procreplay -n 4M -mode source    # the generator alone
 //
 // The history is generated in the process, without a broker, so that the
@@ -36,6 +41,30 @@
 // processing there would save. It is not what `signalbox run` does, and
 // not a use a Filter allows (a Filter must not change the record): an
 // estimate of a root-package change only.
+//
+// -window and -lookup build the replay's options from a job file with
+// package config (config.Job.Build), as `signalbox run` does (jobfile.go):
+// the same inputs, delay, until and JSONL sink, and with -window issue
+// 37's window
+//
+//	windows:
+//	  - name: per_minute
+//	    key: value.sku
+//	    tumbling: 1m
+//	    aggregate: {count: count(), qty: sum(value.qty), max_qty: max(value.qty)}
+//	    sinks: [{type: jsonl, path: <-window-out, /dev/null>}]
+//
+// over the 1,000 skus; with -lookup a table `products` (Kafka key, JSON,
+// `time: timestamp`, the default 7d history, in memory) and the map
+// `{"id": value.id, "product": lookup("products", value.sku)}`. The
+// generator then first answers the table's topic, 3 partitions holding
+// one version of each of -keys skus (about 70 bytes of JSON, a minute
+// before the first order), so the table is loaded through the engine as a
+// job's is, and its load is in the measured time; then the orders, whose
+// skus with -keys other than 1000 are their place in the history times
+// 7919 modulo -keys (every key as often, consecutive orders far apart).
+// The plain replay to compare with is `-job` (the plain job file, built
+// the same way), with `-keys 1M` for -lookup: the same orders, no table.
 //
 // It prints one line: the mode, the records generated and written, the
 // wall time, and the process's user + system CPU in total and per

@@ -11,11 +11,13 @@ import (
 	"github.com/signalbox/signalbox/record"
 )
 
-// The history's shape: 8 topics × 3 partitions, 1000 items.
+// The history's shape: 8 topics × 3 partitions, 1000 items (skus) unless
+// -keys says otherwise; with -lookup, a products table on 3 partitions.
 const (
 	topics     = 8
 	partitions = 3
 	items      = 1000
+	tableParts = 3
 	disorder   = 200 // ms of event-time disorder inside a partition
 	testEvery  = 100 // one record in testEvery is a test record
 	baseTime   = int64(1_700_000_000_000)
@@ -58,10 +60,12 @@ func partitionSizes(n int64) []int64 {
 // next partition in turn with up to batch records.
 type generator struct {
 	batch int
-	parts []genPart
-	next  int // the partition the next Poll answers
+	keys  int64     // distinct skus
+	parts []genPart // the orders' partitions, then the table's
+	next  int       // the orders' partition the next Poll answers
 	open  bool
 	left  int // partitions not at their end
+	table int // the table's partitions not at their end: answered first
 
 	mu    sync.Mutex // guards spare: Recycle comes from the engine goroutine
 	spare [][]record.Record
@@ -74,8 +78,10 @@ type genPart struct {
 
 var _ signalbox.Recycler = (*generator)(nil)
 
-func newGenerator(n int64, batch int) *generator {
-	g := &generator{batch: batch}
+// newGenerator generates n orders over keys skus; with table, first a
+// products table of one version of each sku (tableValue).
+func newGenerator(n int64, batch int, keys int64, table bool) *generator {
+	g := &generator{batch: batch, keys: keys}
 	names := topicNames()
 	for i, size := range partitionSizes(n) {
 		tp := record.TopicPartition{Topic: names[i/partitions], Partition: int32(i % partitions)}
@@ -84,7 +90,43 @@ func newGenerator(n int64, batch int) *generator {
 			g.left++
 		}
 	}
+	if !table {
+		return g
+	}
+	for p := range tableParts {
+		size := keys / tableParts
+		if int64(p) < keys%tableParts {
+			size++
+		}
+		g.parts = append(g.parts, genPart{tp: record.TopicPartition{Topic: tableName, Partition: int32(p)}, end: size})
+		if size > 0 {
+			g.left++
+			g.table++
+		}
+	}
 	return g
+}
+
+// item is the sku of an order: with the default 1000 skus the harness's
+// original (offset·7 + partition) mod 1000; with other counts the order's
+// place in the history (offset·24 + partition index) times 7919 mod keys,
+// a bijection when keys divides a power of ten (7919 is prime), so that
+// consecutive orders hit keys far apart, as random skus would.
+func (g *generator) item(off int64, index int) int64 {
+	if g.keys == items {
+		return (off*7 + int64(index%partitions)) % items
+	}
+	return (off*topics*partitions + int64(index)) * 7919 % g.keys
+}
+
+// tableKey is the sku of a table partition's record at off: the
+// partitions hold consecutive keys, partition p from p·(keys/3) on.
+func (g *generator) tableKey(p int32, off int64) int64 {
+	var start int64
+	for q := range p {
+		start += g.parts[topics*partitions+int(q)].end
+	}
+	return start + off
 }
 
 func (g *generator) Open(context.Context) error { return nil }
@@ -138,34 +180,89 @@ func (g *generator) Poll(ctx context.Context) (record.Fetch, error) {
 		}
 		return f, nil
 	}
-	g.next %= len(g.parts)
-	for g.parts[g.next].pos == g.parts[g.next].end {
-		g.next = (g.next + 1) % len(g.parts)
+	if g.table > 0 {
+		return g.tableFetch(), nil
 	}
-	p := &g.parts[g.next]
+	orders := topics * partitions
+	g.next %= orders
+	for g.parts[g.next].pos == g.parts[g.next].end {
+		g.next = (g.next + 1) % orders
+	}
+	index := g.next
+	p := &g.parts[index]
 	g.next++
 	n := int(min(int64(g.batch), p.end-p.pos))
 	recs := g.records()[:0]
 	buf := make([]byte, 0, n*128) // one allocation for the batch's keys and values, as a fetch's
 	for i := range n {
 		off := p.pos + int64(i)
-		item := (off*7 + int64(p.tp.Partition)) % items
-		ts := baseTime + off*topics*partitions + int64(g.next) - (off*7919)%disorder // g.next: the partition's index + 1
+		ts := baseTime + off*topics*partitions + int64(index+1) - (off*7919)%disorder
 		start := len(buf)
 		buf = append(buf, "sku-"...)
-		buf = appendPadded(buf, item, 6)
+		buf = appendPadded(buf, g.item(off, index), 6)
 		key := buf[start:len(buf):len(buf)]
 		start = len(buf)
 		buf = appendValue(buf, off, ts, key, p.tp.Partition)
 		recs = append(recs, record.Record{Topic: p.tp.Topic, Partition: p.tp.Partition, Offset: off, Key: key,
 			Value: buf[start:len(buf):len(buf)], Timestamp: time.UnixMilli(ts)})
 	}
+	g.advance(p, n)
+	f.Partitions = append(f.Partitions, record.PartitionFetch{TopicPartition: p.tp, Records: recs, Position: p.pos, End: p.end})
+	return f, nil
+}
+
+// advance moves p past n records.
+func (g *generator) advance(p *genPart, n int) {
 	p.pos += int64(n)
 	if p.pos == p.end {
 		g.left--
+		if p.tp.Topic == tableName {
+			g.table--
+		}
 	}
-	f.Partitions = append(f.Partitions, record.PartitionFetch{TopicPartition: p.tp, Records: recs, Position: p.pos, End: p.end})
-	return f, nil
+}
+
+// tableFetch answers the first table partition not at its end with up to
+// batch versions, all a minute before the first order (Kafka timestamp):
+// the bootstrap, read before any order.
+func (g *generator) tableFetch() record.Fetch {
+	p := &g.parts[topics*partitions]
+	for p.pos == p.end {
+		p = &g.parts[topics*partitions+int(p.tp.Partition)+1]
+	}
+	n := int(min(int64(g.batch), p.end-p.pos))
+	recs := g.records()[:0]
+	buf := make([]byte, 0, n*96)
+	at := time.UnixMilli(baseTime - 60_000)
+	for i := range n {
+		off := p.pos + int64(i)
+		k := g.tableKey(p.tp.Partition, off)
+		start := len(buf)
+		buf = append(buf, "sku-"...)
+		buf = appendPadded(buf, k, 6)
+		key := buf[start:len(buf):len(buf)]
+		start = len(buf)
+		buf = tableValue(buf, key, k)
+		recs = append(recs, record.Record{Topic: p.tp.Topic, Partition: p.tp.Partition, Offset: off, Key: key,
+			Value: buf[start:len(buf):len(buf)], Timestamp: at})
+	}
+	g.advance(p, n)
+	return record.Fetch{Partitions: []record.PartitionFetch{{TopicPartition: p.tp, Records: recs, Position: p.pos, End: p.end}}}
+}
+
+// tableValue appends a product of about 70 bytes:
+// {"sku":"sku-000042","name":"product 42","price":7.25,"stock":12}.
+func tableValue(b, sku []byte, k int64) []byte {
+	b = append(b, `{"sku":"`...)
+	b = append(b, sku...)
+	b = append(b, `","name":"product `...)
+	b = strconv.AppendInt(b, k, 10)
+	b = append(b, `","price":`...)
+	b = strconv.AppendInt(b, 1+k%40, 10)
+	b = append(b, '.', "0257"[k%4], '5')
+	b = append(b, `,"stock":`...)
+	b = strconv.AppendInt(b, k%100, 10)
+	return append(b, '}')
 }
 
 // appendValue appends an order of about 110 bytes: every testEvery-th

@@ -44,6 +44,11 @@ type options struct {
 	process bool
 	at      string // where the processing runs: "release" or "ingest"
 	out     string
+	keys    int64 // distinct skus
+	window  bool  // issue 37's window (jobfile.go)
+	winOut  string
+	lookup  bool // issue 38's table and lookup (jobfile.go)
+	job     bool // the options from a job file even without -window or -lookup
 }
 
 func run(args []string, stdout io.Writer) error {
@@ -55,6 +60,11 @@ func run(args []string, stdout io.Writer) error {
 	fs.BoolVar(&o.process, "process", false, "run issue 36's filter and three-field map (package process)")
 	fs.StringVar(&o.at, "at", "release", "with -process, where it runs: release (signalbox.WithProcess, as `signalbox run` does) or ingest (before parking, inside a signalbox.Filter: an estimate of running it there, see doc.go)")
 	fs.StringVar(&o.out, "out", os.DevNull, "the JSONL sink's file")
+	keys := fs.String("keys", "1000", "distinct skus (suffix K or M); with -lookup, the products table's keys")
+	fs.BoolVar(&o.window, "window", false, "issue 37: a tumbling one-minute count, sum and max of value.qty per value.sku (a job file's window, package config)")
+	fs.BoolVar(&o.job, "job", false, "build the plain replay's options from a job file too (package config), as -window and -lookup do")
+	fs.StringVar(&o.winOut, "window-out", "/dev/zero", "with -window, the JSONL file of the window's results (not -out's: a job's sinks each need their own file)")
+	fs.BoolVar(&o.lookup, "lookup", false, "issue 38: a products table of -keys keys read first from its topic, and the map {id, product: lookup(\"products\", value.sku)} (a job file's, package config)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -63,15 +73,33 @@ func run(args []string, stdout io.Writer) error {
 	if o.n, err = parseCount(*n); err != nil {
 		return fmt.Errorf("-n: %w", err)
 	}
+	if o.keys, err = parseCount(*keys); err != nil {
+		return fmt.Errorf("-keys: %w", err)
+	}
+	if o.keys > 1_000_000 {
+		return errors.New("-keys: at most 1M (a sku has 6 digits)")
+	}
 	if o.batch < 1 {
 		return errors.New("-batch: must be at least 1")
+	}
+	if o.process && (o.window || o.lookup || o.job) {
+		return errors.New("-process: not with -window, -lookup or -job")
 	}
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}
 	label := "plain"
-	if o.process {
+	switch {
+	case o.process:
 		label = "filter+map3@" + o.at
+	case o.window && o.lookup:
+		label = "window+lookup"
+	case o.window:
+		label = "window"
+	case o.lookup:
+		label = "lookup"
+	case o.job:
+		label = "plain@job"
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -90,7 +118,7 @@ func run(args []string, stdout io.Writer) error {
 	case "replay":
 		written, err = replay(o)
 	case "source":
-		label, written, err = "source", 0, drain(newGenerator(o.n, o.batch))
+		label, written, err = "source", 0, drain(newGenerator(o.n, o.batch, o.keys, o.lookup))
 	default:
 		err = fmt.Errorf("-mode: %q is neither replay nor source", o.mode)
 	}
@@ -98,14 +126,17 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 	wall, cpu := time.Since(start), cpuTime()-cpu0
-	_, err = fmt.Fprintf(stdout, "%s records=%d written=%d wall=%.3fs cpu=%.3fs cpu-ns/record=%.0f\n",
-		label, o.n, written, wall.Seconds(), cpu.Seconds(), float64(cpu.Nanoseconds())/float64(o.n))
+	_, err = fmt.Fprintf(stdout, "%s records=%d keys=%d written=%d wall=%.3fs cpu=%.3fs cpu-ns/record=%.0f\n",
+		label, o.n, o.keys, written, wall.Seconds(), cpu.Seconds(), float64(cpu.Nanoseconds())/float64(o.n))
 	return err
 }
 
 // replay runs the ordered replay of the generated history and returns
 // the records written.
 func replay(o options) (int64, error) {
+	if o.window || o.lookup || o.job {
+		return replayJob(o)
+	}
 	f, err := os.Create(o.out)
 	if err != nil {
 		return 0, err
@@ -142,7 +173,7 @@ func replay(o options) (int64, error) {
 			return 0, fmt.Errorf("-at: %q is neither release nor ingest", o.at)
 		}
 	}
-	p, err := signalbox.New(newGenerator(o.n, o.batch), opts...)
+	p, err := signalbox.New(newGenerator(o.n, o.batch, o.keys, false), opts...)
 	if err != nil {
 		return 0, err
 	}
