@@ -10,7 +10,7 @@ import (
 
 // Handling one Fetch: rebalances, then each partition's records and evidence.
 
-// BeginFetch is the core's first step for a Fetch f at now: the evidence
+// BeginFetch is the engine's first step for a Fetch f at now: the evidence
 // clock, the poison guard's bound, and, when f revokes partitions, a
 // checkpoint barrier (effects): the safe offsets are committed before the
 // partitions go, as the source acknowledges the rebalance at the next Poll
@@ -37,7 +37,7 @@ func (c *Engine) BeginFetch(f *record.Fetch, now time.Time) {
 	}
 }
 
-// TakeFetch is the core's second step for a Fetch, once BeginFetch's
+// TakeFetch is the engine's second step for a Fetch, once BeginFetch's
 // barrier is done: it lets go of the revoked partitions, assigns the new
 // ones (restored is the checkpoint sink's checkpoint read for them,
 // readRestored), and ingests each partition's records and evidence.

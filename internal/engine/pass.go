@@ -9,7 +9,7 @@ import (
 
 // A pass: the steps after each wake-up.
 
-// StartPass is the core's step at time now after each wake-up: catch-up's
+// StartPass is the engine's step at time now after each wake-up: catch-up's
 // ticks, then the watermark, and the release of what it passes starts.
 func (c *Engine) StartPass(now time.Time) {
 	c.now = now
@@ -19,7 +19,7 @@ func (c *Engine) StartPass(now time.Time) {
 	c.release(now)
 }
 
-// EndPass is the core's step once a pass's release is over: flow control,
+// EndPass is the engine's step once a pass's release is over: flow control,
 // the end of the replay, checkpoints, sealing the out batch and the
 // published stats. done reports that the run is over.
 func (c *Engine) EndPass(now time.Time) (done bool, err error) {
