@@ -27,7 +27,7 @@ func (c *Engine) lowestHolder() *partState {
 }
 
 // align decides which partitions to pause and resume at the source
-// (effects), sparing lowest (the lowest holder). It is called after every
+// (Effects), sparing lowest (the lowest holder). It is called after every
 // handled Fetch and every release.
 func (c *Engine) align(lowest *partState) {
 	if !c.cfg.CanPause || (c.cfg.Align <= 0 && c.cfg.ParkedLimit <= 0) || len(c.parts) == 0 {
@@ -144,7 +144,7 @@ func (c *Engine) NoteHandled(f *record.Fetch) {
 }
 
 // ackHandled reports the partitions NoteHandled remembered as handled
-// (effects); it is called after align, so their pauses go first.
+// (Effects); it is called after align, so their pauses go first.
 func (c *Engine) ackHandled() {
 	if !c.cfg.TellsHandled || len(c.handledTPs) == 0 {
 		return
@@ -163,7 +163,7 @@ func (ps *partState) contribution(delay time.Duration) int64 {
 }
 
 // unpause forgets a partition's pause when it leaves the engine, so that a
-// later assignment of it starts fetching (effects).
+// later assignment of it starts fetching (Effects).
 func (c *Engine) unpause(ps *partState) {
 	if ps.paused != "" && c.cfg.CanPause {
 		c.fx.Resume = append(c.fx.Resume, ps.tp)

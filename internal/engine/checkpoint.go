@@ -16,7 +16,7 @@ import (
 // records: the sink goroutine flushes, stores it in a CheckpointSink's
 // transaction, and commits Low offsets.
 //
-// With a DurableStore it is a barrier (effects): the driver waits until the
+// With a DurableStore it is a barrier (Effects): the driver waits until the
 // sinks have flushed everything released so far, then stores the parked set
 // with the checkpoint, then commits (awaitBarrier).
 //

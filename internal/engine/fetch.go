@@ -12,7 +12,7 @@ import (
 
 // BeginFetch is the engine's first step for a Fetch f at now: the evidence
 // clock, the poison guard's bound, and, when f revokes partitions, a
-// checkpoint barrier (effects): the safe offsets are committed before the
+// checkpoint barrier (Effects): the safe offsets are committed before the
 // partitions go, as the source acknowledges the rebalance at the next Poll
 // and the new owner starts from what is committed.
 func (c *Engine) BeginFetch(f *record.Fetch, now time.Time) {

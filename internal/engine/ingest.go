@@ -57,7 +57,7 @@ func (c *Engine) ingest(ps *partState, rec *record.Record, mark error, now time.
 		return c.dead(rec, "event time "+time.UnixMilli(rec.EventTime).UTC().Format(time.RFC3339Nano)+
 			" is more than max_future ("+c.cfg.MaxFuture.String()+") ahead of the evidence clock: not used to advance time")
 	}
-	ps.fetchMax = max(ps.fetchMax, rec.EventTime) // observed once per answer (handle)
+	ps.fetchMax = max(ps.fetchMax, rec.EventTime) // observed once per answer (take)
 	if rec.EventTime > ps.maxET {
 		if ps.maxET == watermark.MinTime {
 			ps.firstET = rec.EventTime

@@ -80,7 +80,7 @@ func (c *Engine) NextWake(now time.Time) time.Duration {
 	return d
 }
 
-// demandEvidence asks an EvidenceDemander source (effects) when the first parked
+// demandEvidence asks an EvidenceDemander source (Effects) when the first parked
 // record is due, once only the evidence clock keeps it back: every timed
 // partition is caught up, so the watermark follows that clock.
 func (c *Engine) demandEvidence(holding bool) {

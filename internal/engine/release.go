@@ -51,7 +51,7 @@ func (c *Engine) release(now time.Time) {
 }
 
 // releasing is a release under way: the store releases up to g one
-// WithBatchSize chunk at a time (ReleaseMore), so that the driver hands the
+// Config.BatchSize chunk at a time (ReleaseMore), so that the driver hands the
 // batches sealed meanwhile to the sinks (backpressure) before the next
 // chunk leaves the store.
 type releasing struct {
