@@ -383,15 +383,11 @@ type Crasher struct {
 // acknowledged): it is dropped and counted in torn. Any other unparsable
 // line is a problem.
 func (c *Crasher) StdoutOutputs() (outs []Out, torn int, problems []string) {
-	for run := 0; run <= len(c.Kills); run++ {
-		data, err := os.ReadFile(c.stdoutPath(run))
-		if err != nil {
-			return nil, 0, append(problems, err.Error())
-		}
-		if i := bytes.LastIndexByte(data, '\n'); i+1 < len(data) && run < len(c.Kills) {
-			data = data[:i+1]
-			torn++
-		}
+	runs, torn, err := c.StdoutRuns()
+	if err != nil {
+		return nil, 0, []string{err.Error()}
+	}
+	for run, data := range runs {
 		o, ps := ParseJSONL(data)
 		for i := range o {
 			o[i].Where = fmt.Sprintf("stdout of run %d, %s", run, o[i].Where)
@@ -402,6 +398,24 @@ func (c *Crasher) StdoutOutputs() (outs []Out, torn int, problems []string) {
 		}
 	}
 	return outs, torn, problems
+}
+
+// StdoutRuns returns the stdout of every run, in order, each without the
+// last line of a killed run when the SIGKILL cut it short (it was never
+// acknowledged), counted in torn.
+func (c *Crasher) StdoutRuns() (runs [][]byte, torn int, err error) {
+	for run := 0; run <= len(c.Kills); run++ {
+		data, err := os.ReadFile(c.stdoutPath(run))
+		if err != nil {
+			return nil, 0, err
+		}
+		if i := bytes.LastIndexByte(data, '\n'); i+1 < len(data) && run < len(c.Kills) {
+			data = data[:i+1]
+			torn++
+		}
+		runs = append(runs, data)
+	}
+	return runs, torn, nil
 }
 
 // status is the part of the /status document the crasher reads.
