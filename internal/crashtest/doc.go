@@ -20,6 +20,14 @@
 //     and the restart, at the last checkpoint's lower watermark, released
 //     it in order (Mode.Delay); counted too.
 //
+// TestCrashTableKafka and TestCrashTableKafkaState kill a table job (issue
+// 38: orders enriched with lookup("products", value.sku)) during its
+// replay, each run only once it has committed a checkpoint, so that a
+// restart resumes the orders from inside them while it rebuilds the table
+// from the table topic's beginning; the exactly-once output must hold every
+// order once, in order, with the product as of its event time (AsOf, the
+// oracle; CheckEnriched), and no table record.
+//
 // On failure the work directory (job files, per-run logs and outputs) is
 // kept and its path logged.
 //

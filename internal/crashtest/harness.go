@@ -3,6 +3,7 @@ package crashtest
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -292,6 +293,15 @@ type Job struct {
 	Extra string
 	// CheckpointInterval; default 200ms.
 	CheckpointInterval time.Duration
+	// BatchSize; default 256. StdoutBuffer: the buffer_size of the stdout
+	// sink; 0: the sink's default (256KiB). The engine releases up to 16
+	// batches ahead of the sinks, which buffer more, and a checkpoint
+	// commits only once the sinks have written everything released before
+	// it: with stdout read at a bounded rate, a smaller batch and buffer
+	// make checkpoints commit during a replay, and the replay last until
+	// the records are nearly all written.
+	BatchSize    int
+	StdoutBuffer int
 }
 
 // YAML renders the job file with the given until mode.
@@ -305,12 +315,15 @@ func (j *Job) YAML(until string) string {
 	if j.Group != "" {
 		fmt.Fprintf(&b, "group: %s\n", j.Group)
 	}
-	fmt.Fprintf(&b, "delay: %s\nlate: emit\nuntil: %s\ncheckpoint_interval: %s\nbatch_size: 256\n", j.Delay, until, cp)
+	fmt.Fprintf(&b, "delay: %s\nlate: emit\nuntil: %s\ncheckpoint_interval: %s\nbatch_size: %d\n", j.Delay, until, cp, cmp.Or(j.BatchSize, 256))
 	b.WriteString("inputs:\n")
 	for _, tp := range j.Topics {
 		fmt.Fprintf(&b, "  - topic: %s\n    time: field\n    time_field: ts\n    time_format: unix_ms\n    key: key\n", tp)
 	}
 	b.WriteString("sinks:\n  - type: jsonl\n    path: \"-\"\n")
+	if j.StdoutBuffer > 0 {
+		fmt.Fprintf(&b, "    buffer_size: %d\n", j.StdoutBuffer)
+	}
 	b.WriteString(j.Sinks)
 	b.WriteString(j.Extra)
 	return b.String()
@@ -375,7 +388,12 @@ type Crasher struct {
 	// ReplayOnly aims every kill at the replay (a run whose replay is seen
 	// done first is killed then), for a job without live traffic.
 	ReplayOnly bool
-	Kills      []KillPoint
+	// Checkpoints: a replay target is killed only once the run has
+	// committed this many checkpoints (the status's counter), so that each
+	// restart resumes from a later checkpoint than the run before it, not
+	// from the same one again (0: no such condition).
+	Checkpoints int64
+	Kills       []KillPoint
 }
 
 // StdoutOutputs parses the stdout JSONL of every run, in order. The last
@@ -422,7 +440,7 @@ func (c *Crasher) StdoutRuns() (runs [][]byte, torn int, err error) {
 type status struct {
 	ReplayDone bool `json:"replay_done"`
 	Counters   struct {
-		In, Out, Parked int64
+		In, Out, Parked, Checkpoints int64
 	} `json:"counters"`
 	Progress []struct {
 		Total, Remaining int64
@@ -451,7 +469,7 @@ func (s *status) String() string {
 	if s.WatermarkMs != nil {
 		wm = time.UnixMilli(*s.WatermarkMs).UTC().Format("15:04:05.000")
 	}
-	return fmt.Sprintf("replayed %.0f%%, in %d, out %d, parked %d, watermark %s", 100*s.done(), s.Counters.In, s.Counters.Out, s.Counters.Parked, wm)
+	return fmt.Sprintf("replayed %.0f%%, in %d, out %d, parked %d, %d checkpoints, watermark %s", 100*s.done(), s.Counters.In, s.Counters.Out, s.Counters.Parked, s.Counters.Checkpoints, wm)
 }
 
 // proc is one `signalbox run`.
@@ -623,8 +641,9 @@ func (c *Crasher) Crash(kills int) {
 // killWhen polls the job's status until the kill condition holds, then
 // sends the job sig and waits for it: killed by SIGKILL, or exited 0 after
 // any other signal. A replay target is killed `after` the status server
-// first answers or once the share frac of the replay is read, if the replay
-// is still on by then, else as soon as the replay is seen done; a live
+// first answers or once the share frac of the replay is read, and once the
+// run has committed c.Checkpoints checkpoints, if the replay is still on by
+// then, else as soon as the replay is seen done; a live
 // target `after` the replay is seen done. The kill point's detail gives the
 // planned wait too: a kill much later than planned means the test process
 // (the harness, and the producer with it) stalled, and the status it acted
@@ -653,7 +672,7 @@ func (c *Crasher) killWhen(p *proc, url, target string, after time.Duration, fra
 		if up.IsZero() {
 			up = time.Now()
 		}
-		if !s.ReplayDone && target == "replay" && (time.Since(up) >= after || s.done() >= frac) {
+		if !s.ReplayDone && target == "replay" && s.Counters.Checkpoints >= c.Checkpoints && (time.Since(up) >= after || s.done() >= frac) {
 			k.Phase, k.Detail = "replay", fmt.Sprintf("%v after the status was up (planned %v); %s", time.Since(up).Round(time.Millisecond), after.Round(time.Millisecond), s)
 			break
 		}

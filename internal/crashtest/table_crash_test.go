@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,6 +41,13 @@ process:
 `
 )
 
+// orderPad pads each order (the map drops it) so that a partition's orders
+// take several fetches (a fetch brings at most 1 MiB of a partition): the
+// engine releases what a fetch made due in one pass and checkpoints only
+// between passes, so that a replay fetched whole commits no checkpoint
+// before its end, and every kill restarts it from the beginning.
+var orderPad = strings.Repeat("x", 6000)
+
 // tableData is what the table crash test produced: the orders, and the
 // products' versions in production order.
 type tableData struct {
@@ -64,7 +72,7 @@ func produceTableData(t *testing.T, b *Broker, rng *rand.Rand, perPart int, diso
 			ts := start + int64(i)*100 - rng.Int64N(disorder.Milliseconds()+1)
 			sku := fmt.Sprintf("sku-%02d", rng.IntN(tableSkus))
 			id := fmt.Sprintf("o/%d/%d", p, i)
-			v := fmt.Sprintf(`{"id":%q,"ts":%d,"sku":%q}`, id, ts, sku)
+			v := fmt.Sprintf(`{"id":%q,"ts":%d,"sku":%q,"pad":%q}`, id, ts, sku, orderPad)
 			recs = append(recs, &kgo.Record{Topic: ordersTopic, Partition: p, Key: []byte(sku), Value: []byte(v)})
 		}
 	}
@@ -189,22 +197,35 @@ func TestCrashTableKafkaState(t *testing.T) {
 func crashTable(t *testing.T, state bool) {
 	sc := newScenario()
 	r, rng := newRun(t, sc, []string{fmt.Sprintf("%s:%d", ordersTopic, orderParts), fmt.Sprintf("%s:%d", productsTopic, productParts), enrichedTopic + ":1"})
-	// As many orders as the other crash tests have records: a replay slow
-	// enough (stdout is read at a bounded rate) to be killed in its middle.
-	d := produceTableData(t, r.broker, rng, sc.history*len(sc.topics)*int(sc.parts)/orderParts, sc.disorder)
+	// Padded orders (orderPad), enough for a replay of several fetches.
+	perPart := 1000
+	if testing.Short() {
+		perPart = 500
+	}
+	d := produceTableData(t, r.broker, rng, perPart, sc.disorder)
 	exact, msAfter, before, afterTomb := d.coverage()
 	t.Logf("%d orders, %d versions; orders with a version exactly at their time %d, 1 ms after it %d, before the first version %d, after the tombstone %d",
 		len(d.orders), len(d.versions), exact, msAfter, before, afterTomb)
 	if exact == 0 || msAfter == 0 || before == 0 || afterTomb == 0 {
 		t.Fatal("the data does not cover every case of the oracle")
 	}
-	extra := tableJobSection
+	// A checkpoint commits only between the engine's passes (a pass
+	// releases everything a fetch made due) and once the sinks have
+	// written everything released before it. Event-time-aligned fetching
+	// (align: 1ms), a small memory budget, small batches and a small stdout
+	// buffer keep the reading and the release close to the slow stdout,
+	// so that a run commits a checkpoint before its replay is over.
+	extra := tableJobSection + "align: 1ms\nstate:\n  memory: 1MiB\n"
 	if state {
-		extra += fmt.Sprintf("state:\n  dir: %s\n  memory: 8MiB\n", filepath.Join(r.dir, "state"))
+		extra = tableJobSection + fmt.Sprintf("align: 1ms\nstate:\n  dir: %s\n  memory: 4MiB\n", filepath.Join(r.dir, "state"))
 	}
-	r.prepare(rng, &Job{Brokers: r.broker.Addr, Topics: []string{ordersTopic}, Delay: sc.delay, Extra: extra,
+	r.prepare(rng, &Job{Brokers: r.broker.Addr, Topics: []string{ordersTopic}, Delay: sc.delay, Extra: extra, BatchSize: 8, StdoutBuffer: 4096,
 		Sinks: fmt.Sprintf("  - type: kafka\n    topic: %s\n    transactional_id: %s\n    group: %s\n", enrichedTopic, tableTxnID, tableTxnID)})
 	r.c.ReplayOnly = true
+	// A run is killed during its replay only once it has committed a
+	// checkpoint (else as soon as its replay is seen done): its restart
+	// resumes the orders from there, while it re-reads the table whole.
+	r.c.Checkpoints = 1
 	r.c.Crash(sc.kills / 2)
 	r.c.Finish()
 	replay, _ := r.c.Phases()
@@ -245,4 +266,9 @@ func crashTable(t *testing.T, state bool) {
 		}
 	}
 	report(t, "stdout sink", Check(d.orders, Outs(out), Mode{Delay: sc.delay.Milliseconds()}), append(problems, CheckEnriched(d.orders, d.versions, out)...)...)
+	// The point of the test: a restart that resumed the orders from a
+	// checkpoint inside them, with the table rebuilt from its beginning.
+	if n := bytes.Count(runs[len(runs)-1], []byte{'\n'}); n >= len(d.orders) {
+		t.Errorf("the final run output %d orders, all of them: no restart resumed the orders from a checkpoint", n)
+	}
 }

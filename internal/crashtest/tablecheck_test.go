@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestAsOf: the oracle joins a version exactly at the record's time, not
+// TestTableAsOf: the oracle joins a version exactly at the record's time, not
 // one 1 ms later, and answers null before the first version and after a
 // tombstone.
-func TestAsOf(t *testing.T) {
+func TestTableAsOf(t *testing.T) {
 	vs := []Version{{"a", 10, []byte("1")}, {"b", 5, []byte("b")}, {"a", 20, []byte("2")}, {"a", 30, nil}}
 	for _, c := range []struct {
 		t    int64
@@ -21,10 +21,10 @@ func TestAsOf(t *testing.T) {
 	}
 }
 
-// TestCheckEnriched: the oracle's own output passes; a wrong product, a
+// TestTableCheckEnriched: the oracle's own output passes; a wrong product, a
 // product where the oracle has null and null where it has one are named;
 // a table's record is no enriched order.
-func TestCheckEnriched(t *testing.T) {
+func TestTableCheckEnriched(t *testing.T) {
 	orders := []Produced{{ID: "o1", Key: "a", TS: 15}, {ID: "o2", Key: "a", TS: 5}, {ID: "o3", Key: "a", TS: 40}}
 	vs := []Version{{"a", 10, []byte(`{"v":1,"name":"p"}`)}, {"a", 20, []byte(`{"v":2}`)}, {"a", 30, nil}}
 	parse := func(lines ...string) []Enriched {
