@@ -44,16 +44,13 @@ type Enriched struct {
 // value of an envelope (a JSONL line). Anything else, a table's record
 // among them, is an error.
 func ParseEnriched(b []byte, where string) (Enriched, error) {
-	var e envelope
-	if err := json.Unmarshal(b, &e); err != nil {
-		return Enriched{}, fmt.Errorf("%s: not JSON: %.120s", where, b)
-	}
-	if e.Topic != nil {
-		b = e.Value
+	b, err := unwrap(b, where)
+	if err != nil {
+		return Enriched{}, err
 	}
 	var m map[string]json.RawMessage
 	var id string
-	if err := json.Unmarshal(b, &m); err != nil || len(m) != 2 || m["product"] == nil || json.Unmarshal(m["id"], &id) != nil || id == "" {
+	if json.Unmarshal(b, &m) != nil || len(m) != 2 || m["product"] == nil || json.Unmarshal(m["id"], &id) != nil || id == "" {
 		return Enriched{}, fmt.Errorf("%s: not an enriched order (a table's record?): %.200s", where, b)
 	}
 	return Enriched{ID: id, Product: m["product"], Where: where}, nil
