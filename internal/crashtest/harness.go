@@ -590,6 +590,7 @@ func getStatus(url string) (*status, error) {
 // point, evicting the dead member from the group (if any) after each kill.
 // The first kill aims at the replay of the history, the others alternate at
 // random between replay and live (or all aim at the replay: ReplayOnly).
+// Another call goes on with the runs after those of the calls before it.
 func (c *Crasher) Crash(kills int) {
 	c.T.Helper()
 	targets := make([]string, kills)
@@ -600,7 +601,8 @@ func (c *Crasher) Crash(kills int) {
 		}
 	}
 	c.Rng.Shuffle(len(targets)-1, func(i, j int) { targets[i+1], targets[j+1] = targets[j+1], targets[i+1] })
-	for run, target := range targets {
+	for _, target := range targets {
+		run := len(c.Kills) // a later call goes on with the runs
 		// Kill `after` the status is up (replay), or after the replay (live).
 		// A restart replays only what its last checkpoint left, so a replay
 		// target after the first run reads stdout 4× slower and is killed
