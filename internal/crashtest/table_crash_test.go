@@ -5,8 +5,10 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +16,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/signalbox/signalbox/config"
 )
 
 // The table crash test's topics and table: orders on three partitions,
@@ -213,8 +217,10 @@ func crashTable(t *testing.T, state bool) {
 	// buffer keep the reading and the release close to the slow stdout,
 	// so that a run commits a checkpoint before its replay is over.
 	extra := tableJobSection + "align: 1ms\nstate:\n  memory: 1MiB\n"
+	stateDir := filepath.Join(r.dir, "state")
+	tableMarker := filepath.Join(config.TablesDir(stateDir), "products", "SIGNALBOX-TABLE")
 	if state {
-		extra = tableJobSection + fmt.Sprintf("align: 1ms\nstate:\n  dir: %s\n  memory: 4MiB\n", filepath.Join(r.dir, "state"))
+		extra = tableJobSection + fmt.Sprintf("align: 1ms\nstate:\n  dir: %s\n  memory: 4MiB\n", stateDir)
 	}
 	r.prepare(rng, &Job{Brokers: r.broker.Addr, Topics: []string{ordersTopic}, Delay: sc.delay, Extra: extra, BatchSize: 8, StdoutBuffer: 4096,
 		Sinks: fmt.Sprintf("  - type: kafka\n    topic: %s\n    transactional_id: %s\n    group: %s\n", enrichedTopic, tableTxnID, tableTxnID)})
@@ -236,7 +242,13 @@ func crashTable(t *testing.T, state bool) {
 			break
 		}
 	}
+	if _, err := os.Stat(tableMarker); state && err != nil {
+		t.Errorf("after the kills, no table in pebble that the next start must wipe: %v", err)
+	}
 	r.c.Finish()
+	if _, err := os.Stat(tableMarker); state && !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after the final run, the table's files remain: %v", err)
+	}
 	replay, _ := r.c.Phases()
 	t.Logf("seed %d: %d kills, %d during the replay, each after a checkpoint", r.seed, len(r.c.Kills), replay)
 	if replay == 0 {
