@@ -3,7 +3,6 @@ package crashtest
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -293,15 +292,6 @@ type Job struct {
 	Extra string
 	// CheckpointInterval; default 200ms.
 	CheckpointInterval time.Duration
-	// BatchSize; default 256. StdoutBuffer: the buffer_size of the stdout
-	// sink; 0: the sink's default (256KiB). The engine releases up to 16
-	// batches ahead of the sinks, which buffer more, and a checkpoint
-	// commits only once the sinks have written everything released before
-	// it: with stdout read at a bounded rate, a smaller batch and buffer
-	// make checkpoints commit during a replay, and the replay last until
-	// the records are nearly all written.
-	BatchSize    int
-	StdoutBuffer int
 }
 
 // YAML renders the job file with the given until mode.
@@ -315,15 +305,12 @@ func (j *Job) YAML(until string) string {
 	if j.Group != "" {
 		fmt.Fprintf(&b, "group: %s\n", j.Group)
 	}
-	fmt.Fprintf(&b, "delay: %s\nlate: emit\nuntil: %s\ncheckpoint_interval: %s\nbatch_size: %d\n", j.Delay, until, cp, cmp.Or(j.BatchSize, 256))
+	fmt.Fprintf(&b, "delay: %s\nlate: emit\nuntil: %s\ncheckpoint_interval: %s\nbatch_size: 256\n", j.Delay, until, cp)
 	b.WriteString("inputs:\n")
 	for _, tp := range j.Topics {
 		fmt.Fprintf(&b, "  - topic: %s\n    time: field\n    time_field: ts\n    time_format: unix_ms\n    key: key\n", tp)
 	}
 	b.WriteString("sinks:\n  - type: jsonl\n    path: \"-\"\n")
-	if j.StdoutBuffer > 0 {
-		fmt.Fprintf(&b, "    buffer_size: %d\n", j.StdoutBuffer)
-	}
 	b.WriteString(j.Sinks)
 	b.WriteString(j.Extra)
 	return b.String()
@@ -388,12 +375,7 @@ type Crasher struct {
 	// ReplayOnly aims every kill at the replay (a run whose replay is seen
 	// done first is killed then), for a job without live traffic.
 	ReplayOnly bool
-	// Checkpoints: a replay target is killed only once the run has
-	// committed this many checkpoints (the status's counter), so that each
-	// restart resumes from a later checkpoint than the run before it, not
-	// from the same one again (0: no such condition).
-	Checkpoints int64
-	Kills       []KillPoint
+	Kills      []KillPoint
 }
 
 // StdoutOutputs parses the stdout JSONL of every run, in order. The last
@@ -590,7 +572,6 @@ func getStatus(url string) (*status, error) {
 // point, evicting the dead member from the group (if any) after each kill.
 // The first kill aims at the replay of the history, the others alternate at
 // random between replay and live (or all aim at the replay: ReplayOnly).
-// Another call goes on with the runs after those of the calls before it.
 func (c *Crasher) Crash(kills int) {
 	c.T.Helper()
 	targets := make([]string, kills)
@@ -601,8 +582,7 @@ func (c *Crasher) Crash(kills int) {
 		}
 	}
 	c.Rng.Shuffle(len(targets)-1, func(i, j int) { targets[i+1], targets[j+1] = targets[j+1], targets[i+1] })
-	for _, target := range targets {
-		run := len(c.Kills) // a later call goes on with the runs
+	for run, target := range targets {
 		// Kill `after` the status is up (replay), or after the replay (live).
 		// A restart replays only what its last checkpoint left, so a replay
 		// target after the first run reads stdout 4× slower and is killed
@@ -643,9 +623,8 @@ func (c *Crasher) Crash(kills int) {
 // killWhen polls the job's status until the kill condition holds, then
 // sends the job sig and waits for it: killed by SIGKILL, or exited 0 after
 // any other signal. A replay target is killed `after` the status server
-// first answers or once the share frac of the replay is read, and once the
-// run has committed c.Checkpoints checkpoints, if the replay is still on by
-// then, else as soon as the replay is seen done; a live
+// first answers or once the share frac of the replay is read, if the replay
+// is still on by then, else as soon as the replay is seen done; a live
 // target `after` the replay is seen done. The kill point's detail gives the
 // planned wait too: a kill much later than planned means the test process
 // (the harness, and the producer with it) stalled, and the status it acted
@@ -674,7 +653,7 @@ func (c *Crasher) killWhen(p *proc, url, target string, after time.Duration, fra
 		if up.IsZero() {
 			up = time.Now()
 		}
-		if !s.ReplayDone && target == "replay" && s.Counters.Checkpoints >= c.Checkpoints && (time.Since(up) >= after || s.done() >= frac) {
+		if !s.ReplayDone && target == "replay" && (time.Since(up) >= after || s.done() >= frac) {
 			k.Phase, k.Detail = "replay", fmt.Sprintf("%v after the status was up (planned %v); %s", time.Since(up).Round(time.Millisecond), after.Round(time.Millisecond), s)
 			break
 		}
