@@ -83,45 +83,57 @@ func setUp(t *testing.T, extraTopics []string, sinks func(dir string, b *Broker)
 
 // setUpGroup is setUp with the job in group ("": in none).
 func setUpGroup(t *testing.T, group string, extraTopics []string, sinks func(dir string, b *Broker) (yaml, extra string)) *crashRun {
-	s := seed(t)
-	h := fnv.New64a()
-	h.Write([]byte(t.Name()))
-	rng := rand.New(rand.NewPCG(uint64(s), h.Sum64()))
 	sc := newScenario()
-	bin := Binary(t)
-	dir := keptDir(t)
 	var topics []string
 	for _, tp := range sc.topics {
 		topics = append(topics, fmt.Sprintf("%s:%d", tp, sc.parts))
 	}
-	b := StartBroker(t, bin, append(topics, extraTopics...)...)
-	r := &crashRun{t: t, seed: s, sc: sc, dir: dir, broker: b}
-	r.prod = NewProducer(t, b, rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), sc.topics, sc.parts, 16, sc.disorder)
+	r, rng := newRun(t, sc, append(topics, extraTopics...))
+	r.prod = NewProducer(t, r.broker, rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), sc.topics, sc.parts, 16, sc.disorder)
 	ctx, cancel := context.WithTimeout(context.Background(), HangGuard)
 	defer cancel()
 	start := time.Now().Add(-time.Hour)
 	if err := r.prod.History(ctx, sc.history, start, 100*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	yaml, extra := sinks(dir, b)
-	job := &Job{Brokers: b.Addr, Group: group, Topics: sc.topics, Delay: sc.delay, Sinks: yaml, Extra: extra}
-	// Fail (or skip) on the job file before any kill.
-	path := filepath.Join(dir, "check.yaml")
+	yaml, extra := sinks(r.dir, r.broker)
+	r.prepare(rng, &Job{Brokers: r.broker.Addr, Group: group, Topics: sc.topics, Delay: sc.delay, Sinks: yaml, Extra: extra})
+	return r
+}
+
+// newRun starts a broker with topics ("name:partitions") for a crash test
+// of scenario sc, and returns the run, without its crasher yet, and the
+// test's random source (from its seed and name).
+func newRun(t *testing.T, sc scenario, topics []string) (*crashRun, *rand.Rand) {
+	s := seed(t)
+	h := fnv.New64a()
+	h.Write([]byte(t.Name()))
+	rng := rand.New(rand.NewPCG(uint64(s), h.Sum64()))
+	bin := Binary(t)
+	dir := keptDir(t)
+	return &crashRun{t: t, seed: s, sc: sc, dir: dir, broker: StartBroker(t, bin, topics...)}, rng
+}
+
+// prepare validates the job file (failing or skipping the test before any
+// kill) and gives the run its crasher, which logs the kill points if the
+// test fails.
+func (r *crashRun) prepare(rng *rand.Rand, job *Job) {
+	t, bin := r.t, Binary(r.t)
+	path := filepath.Join(r.dir, "check.yaml")
 	if err := os.WriteFile(path, []byte(job.YAML("live")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	Validate(t, bin, path)
-	r.c = &Crasher{T: t, Bin: bin, Dir: dir, Job: job, Admin: b.Client(t), Rng: rng, Rate: 1 << 20}
+	r.c = &Crasher{T: t, Bin: bin, Dir: r.dir, Job: job, Admin: r.broker.Client(t), Rng: rng, Rate: 1 << 20}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("FAILED with seed %d; kill points:", s)
+			t.Logf("FAILED with seed %d; kill points:", r.seed)
 			for _, k := range r.c.Kills {
 				t.Log("  ", k)
 			}
-			t.Logf("per-run logs and outputs kept in %s", dir)
+			t.Logf("per-run logs and outputs kept in %s", r.dir)
 		}
 	})
-	return r
 }
 
 // keptDir is the test's work directory (job files, per-run logs and

@@ -20,6 +20,19 @@
 //     and the restart, at the last checkpoint's lower watermark, released
 //     it in order (Mode.Delay); counted too.
 //
+// TestCrashTableKafka and TestCrashTableKafkaState kill a table job (issue
+// 38: orders enriched with lookup("products", value.sku)) during the
+// replay after each start and while the orders are released, so that
+// restarts resume the orders from a checkpoint inside them while they
+// rebuild the table from the table topic's beginning; the exactly-once
+// output must hold every order once, in order, with the product as of its
+// event time (AsOf, the oracle; CheckEnriched), and no table record. The
+// orders' event times lie just ahead of the first start, so that the
+// clock releases them pass after pass, with checkpoints between: the
+// engine checkpoints only between passes, and a history whose records are
+// all due at once is released in one pass, with no checkpoint before its
+// end.
+//
 // On failure the work directory (job files, per-run logs and outputs) is
 // kept and its path logged.
 //

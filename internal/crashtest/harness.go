@@ -383,15 +383,11 @@ type Crasher struct {
 // acknowledged): it is dropped and counted in torn. Any other unparsable
 // line is a problem.
 func (c *Crasher) StdoutOutputs() (outs []Out, torn int, problems []string) {
-	for run := 0; run <= len(c.Kills); run++ {
-		data, err := os.ReadFile(c.stdoutPath(run))
-		if err != nil {
-			return nil, 0, append(problems, err.Error())
-		}
-		if i := bytes.LastIndexByte(data, '\n'); i+1 < len(data) && run < len(c.Kills) {
-			data = data[:i+1]
-			torn++
-		}
+	runs, torn, err := c.StdoutRuns()
+	if err != nil {
+		return nil, 0, []string{err.Error()}
+	}
+	for run, data := range runs {
 		o, ps := ParseJSONL(data)
 		for i := range o {
 			o[i].Where = fmt.Sprintf("stdout of run %d, %s", run, o[i].Where)
@@ -404,11 +400,29 @@ func (c *Crasher) StdoutOutputs() (outs []Out, torn int, problems []string) {
 	return outs, torn, problems
 }
 
+// StdoutRuns returns the stdout of every run, in order, each without the
+// last line of a killed run when the SIGKILL cut it short (it was never
+// acknowledged), counted in torn.
+func (c *Crasher) StdoutRuns() (runs [][]byte, torn int, err error) {
+	for run := 0; run <= len(c.Kills); run++ {
+		data, err := os.ReadFile(c.stdoutPath(run))
+		if err != nil {
+			return nil, 0, err
+		}
+		if i := bytes.LastIndexByte(data, '\n'); i+1 < len(data) && run < len(c.Kills) {
+			data = data[:i+1]
+			torn++
+		}
+		runs = append(runs, data)
+	}
+	return runs, torn, nil
+}
+
 // status is the part of the /status document the crasher reads.
 type status struct {
 	ReplayDone bool `json:"replay_done"`
 	Counters   struct {
-		In, Out, Parked int64
+		In, Out, Parked, Checkpoints int64
 	} `json:"counters"`
 	Progress []struct {
 		Total, Remaining int64
@@ -437,7 +451,7 @@ func (s *status) String() string {
 	if s.WatermarkMs != nil {
 		wm = time.UnixMilli(*s.WatermarkMs).UTC().Format("15:04:05.000")
 	}
-	return fmt.Sprintf("replayed %.0f%%, in %d, out %d, parked %d, watermark %s", 100*s.done(), s.Counters.In, s.Counters.Out, s.Counters.Parked, wm)
+	return fmt.Sprintf("replayed %.0f%%, in %d, out %d, parked %d, %d checkpoints, watermark %s", 100*s.done(), s.Counters.In, s.Counters.Out, s.Counters.Parked, s.Counters.Checkpoints, wm)
 }
 
 // proc is one `signalbox run`.

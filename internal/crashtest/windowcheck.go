@@ -13,6 +13,19 @@ import (
 // whose results CheckWindows checks.
 const WindowAggregates = "    aggregate:\n      count: count()\n      sum_ts: sum(value.ts)\n      min_ts: min(value.ts)\n      max_ts: max(value.ts)\n"
 
+// unwrap returns the value of an envelope (a JSONL line), or b itself
+// when it is no envelope (a bare Kafka value).
+func unwrap(b []byte, where string) ([]byte, error) {
+	var e envelope
+	if err := json.Unmarshal(b, &e); err != nil {
+		return nil, fmt.Errorf("%s: not JSON: %.120s", where, b)
+	}
+	if e.Topic != nil {
+		return e.Value, nil
+	}
+	return b, nil
+}
+
 // WindowResult is one window result read back from a sink.
 type WindowResult struct {
 	Key   string `json:"key"`
@@ -28,12 +41,9 @@ type WindowResult struct {
 // ParseWindowResult reads a window result: a bare one (a Kafka value) or
 // the value of an envelope (a JSONL line).
 func ParseWindowResult(b []byte, where string) (WindowResult, error) {
-	var e envelope
-	if err := json.Unmarshal(b, &e); err != nil {
-		return WindowResult{}, fmt.Errorf("%s: not JSON: %.120s", where, b)
-	}
-	if e.Topic != nil {
-		b = e.Value
+	b, err := unwrap(b, where)
+	if err != nil {
+		return WindowResult{}, err
 	}
 	var r WindowResult
 	if err := json.Unmarshal(b, &r); err != nil || r.Key == "" || r.Start == "" {
