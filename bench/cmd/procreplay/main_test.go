@@ -18,7 +18,7 @@ func TestReplayWritesTheMappedOrders(t *testing.T) {
 	for _, args := range [][]string{{}, {"-job"}, {"-process"}, {"-process", "-at", "ingest"}} {
 		out := filepath.Join(t.TempDir(), "out.jsonl")
 		var stdout strings.Builder
-		if err := run(append([]string{"-n", "30K", "-out", out}, args...), &stdout); err != nil {
+		if err := run(append([]string{"-n", "10K", "-out", out}, args...), &stdout); err != nil {
 			t.Fatal(args, err)
 		}
 		f, err := os.Open(out)
@@ -54,8 +54,8 @@ func TestReplayWritesTheMappedOrders(t *testing.T) {
 			}
 			lines++
 		}
-		want := int64(30_000) - testRecords(30_000, processed)
-		if lines != want || want == 30_000 && processed {
+		want := int64(10_000) - testRecords(10_000, processed)
+		if lines != want || want == 10_000 && processed {
 			t.Fatalf("%v: %d lines, want %d (%s)", args, lines, want, stdout.String())
 		}
 	}
