@@ -125,7 +125,7 @@ func (r *run) engineConfig(ctx context.Context, parkRefs bool) engine.Config {
 	cfg, p := r.cfg, r.p
 	ec := engine.Config{
 		Delay: cfg.delay, Late: latePolicies[cfg.late], MaxFuture: cfg.maxFuture,
-		BatchSize: cfg.batchSize, BatchBytes: cfg.batchBytes, InflightBytes: cfg.inflightBytes,
+		BatchSize: cfg.batchSize, BatchBytes: cfg.batchBytes, InflightBytes: cfg.inflightBytes, MaxSpares: cfg.maxInflight + 1,
 		Align: cfg.align, ParkedLimit: cfg.parkedLimit,
 		Tick: cfg.tick, FlushLinger: cfg.flushLinger, CheckpointEvery: cfg.checkpointEvery, StaleAfter: cfg.staleAfter,
 		UntilEnd: cfg.until == UntilEndOffsets, StopSet: cfg.stopSet, StopAt: cfg.stopAt,

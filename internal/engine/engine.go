@@ -25,6 +25,8 @@ type Config struct {
 	BatchSize     int
 	BatchBytes    int
 	InflightBytes int64
+	// MaxSpares bounds the spare batches kept to fill again (Spare).
+	MaxSpares int
 	// Flow control (align.go): the alignment window and the parked limit
 	// (0: off).
 	Align       time.Duration

@@ -35,8 +35,15 @@ type spares struct {
 }
 
 // Spare gives b, a written out batch's records, back for a later batch;
-// its elements must be cleared.
-func (c *Engine) Spare(b []record.Record) { c.spares.free = append(c.spares.free, b[:0]) }
+// its elements must be cleared. Beyond Config.MaxSpares waiting (0: no
+// bound) it is dropped, left to the garbage collector: as many as can be
+// in flight are enough to refill every batch a burst seals.
+func (c *Engine) Spare(b []record.Record) {
+	if c.cfg.MaxSpares > 0 && len(c.spares.free) >= c.cfg.MaxSpares {
+		return
+	}
+	c.spares.free = append(c.spares.free, b[:0])
+}
 
 // Spares is how many spare batches wait.
 func (c *Engine) Spares() int { return len(c.spares.free) }

@@ -59,3 +59,14 @@ func TestTrimSparesDropsOnlyUnused(t *testing.T) {
 		t.Errorf("a later window dropped spares it used: %d kept, want %d", got, idleSpareBatches)
 	}
 }
+
+// Spares beyond Config.MaxSpares are dropped.
+func TestSparesBounded(t *testing.T) {
+	c := New(&Config{BatchSize: 16, MaxSpares: 3})
+	for range 5 {
+		c.Spare(make([]record.Record, 0, 16))
+	}
+	if got := c.Spares(); got != 3 {
+		t.Fatalf("%d spares kept, want 3", got)
+	}
+}
