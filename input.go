@@ -258,16 +258,16 @@ func bytesOnly(sinks []SinkInfo) bool {
 }
 
 // renderOut is render for a record on its way to the sinks, called by the
-// engine (engine.Config.Render) on its goroutine, unless it was rendered at
+// engine (engine.Config.Render) on its goroutine for a record of dec's
+// input, unless it was rendered at
 // ingest (rendered). A record that was checked at ingest decodes again from
 // the decoder's cache; only one restored from a durable store after a
 // restart, or changed by a Transform, may need the registry, and while the
 // registry cannot answer the engine waits here, with backoff (holding,
 // never skipping; a fatal error stops the run). dead is the dead-letter
 // reason of a record that cannot be decoded.
-func (p *Pipeline) renderOut(ctx context.Context, rec *record.Record) (dead string, err error) {
-	dec := p.decoders.For(rec.Topic)
-	if !dec.Schemad() || dec.Rendered(rec) {
+func (p *Pipeline) renderOut(ctx context.Context, dec *decode.Decoder, rec *record.Record) (dead string, err error) {
+	if dec.Rendered(rec) {
 		return "", nil
 	}
 	var h *decode.HoldError

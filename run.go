@@ -151,7 +151,13 @@ func (r *run) engineConfig(ctx context.Context, parkRefs bool) engine.Config {
 		ec.Tables = append(ec.Tables, engine.Table{Topic: t.Topic, Into: t.Into})
 	}
 	if p.schemad {
-		ec.Render = func(rec *record.Record) (string, error) { return p.renderOut(ctx, rec) }
+		ec.Render = func(topic string) func(*record.Record) (string, error) {
+			dec := p.decoders.For(topic) // once per assigned partition, not per record
+			if !dec.Schemad() {
+				return nil
+			}
+			return func(rec *record.Record) (string, error) { return p.renderOut(ctx, dec, rec) }
+		}
 	}
 	if cfg.logger != nil {
 		ec.Log = cfg.logger.Sugar()

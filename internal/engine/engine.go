@@ -77,11 +77,12 @@ type Config struct {
 	Tables    []Table
 	// Timeless reports whether a topic's records have no event time.
 	Timeless func(topic string) bool
-	// Render decodes a schema'd record's key and value for the sinks as
-	// it is output (nil: no input is schema'd); dead is the dead-letter
-	// reason of a record it cannot decode. It is the one port that may
-	// block (doc.go S1).
-	Render func(rec *record.Record) (dead string, err error)
+	// Render returns what decodes a topic's schema'd records' keys and
+	// values for the sinks as they are output (nil: the topic's input is
+	// not schema'd; Render nil: no input is), asked once per assigned
+	// partition; dead is the dead-letter reason of a record it cannot
+	// decode. It is the one port that may block (doc.go S1).
+	Render func(topic string) func(rec *record.Record) (dead string, err error)
 	// Log receives the engine's log lines (nil: none).
 	Log Logger
 	// Start is when the run started (the clock's time).

@@ -85,7 +85,7 @@ func (c *Engine) park(ps *partState, rec *record.Record) error {
 // output puts rec, of ps, in the current out batch, with its key and value
 // decoded for the sinks when its input is schema'd (render).
 func (c *Engine) output(ps *partState, rec *record.Record) error {
-	if ok, err := c.render(rec); !ok || err != nil {
+	if ok, err := c.render(ps, rec); !ok || err != nil {
 		return err
 	}
 	if c.cfg.Process != nil || c.routed() {
@@ -117,13 +117,13 @@ func (c *Engine) output(ps *partState, rec *record.Record) error {
 	return nil
 }
 
-// render is Config.Render for rec, when there is one: ok is false when
-// rec was dead-lettered instead.
-func (c *Engine) render(rec *record.Record) (ok bool, err error) {
-	if c.cfg.Render == nil {
+// render decodes rec, of ps, for the sinks when its input is schema'd
+// (Config.Render): ok is false when rec was dead-lettered instead.
+func (c *Engine) render(ps *partState, rec *record.Record) (ok bool, err error) {
+	if ps.render == nil {
 		return true, nil
 	}
-	reason, err := c.cfg.Render(rec)
+	reason, err := ps.render(rec)
 	switch {
 	case err != nil:
 		return false, err

@@ -18,6 +18,9 @@ type partState struct {
 	cid catchup.ID
 	// timeless: its input has no event time (Config.Timeless).
 	timeless bool
+	// render decodes its schema'd records for the sinks (Config.Render);
+	// nil: its input is not schema'd.
+	render func(*record.Record) (string, error)
 	task     *task
 	table    TableStore // what its records update (Config.Tables); nil: output
 	offs     *offsets.Partition
@@ -136,6 +139,9 @@ func (c *Engine) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 	}
 	if f, ok := c.floors[a.TopicPartition]; ok && f.Count > 0 {
 		ps.floorCount, ps.floorMin = f.Count, f.MinOffset
+	}
+	if c.cfg.Render != nil {
+		ps.render = c.cfg.Render(a.Topic)
 	}
 	ps.task = c.tasks[a.Partition]
 	if ps.task == nil {

@@ -16,7 +16,7 @@ import (
 // answered without it, whatever the fetch timing. Nothing is parked: its
 // offset is handled at once.
 func (c *Engine) version(ps *partState, rec *record.Record, byData int64) error {
-	if ok, err := c.render(rec); !ok || err != nil {
+	if ok, err := c.render(ps, rec); !ok || err != nil {
 		return err
 	}
 	at := parkedAt(rec.EventTime, byData)
