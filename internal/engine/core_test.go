@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -184,4 +186,39 @@ func oneParked(t *testing.T) (*Engine, record.TopicPartition, time.Time) {
 		t.Fatal(err)
 	}
 	return r, a0, now
+}
+
+// brokenTable is a TableStore whose storage failed (tables.Table.Err).
+type brokenTable struct{ puts int }
+
+func (*brokenTable) Name() string                      { return "products" }
+func (*brokenTable) History() time.Duration            { return time.Hour }
+func (b *brokenTable) Put(string, int64, []byte, bool) { b.puts++ }
+func (*brokenTable) Trim(int64)                        {}
+func (b *brokenTable) Err() error {
+	if b.puts > 0 {
+		return errors.New("pebble: disk full")
+	}
+	return nil
+}
+
+// A table whose storage fails fails the step that put the version
+// (lookups would otherwise answer from a table missing it), naming the
+// table and the cause; nothing is output meanwhile.
+func TestTableStorageFailureFailsTheRun(t *testing.T) {
+	tb := &brokenTable{}
+	r := testCore(t, 2, func(c *Config) { c.Tables = []Table{{Topic: "a", Into: tb}} })
+	a0 := record.TopicPartition{Topic: "a"}
+	recs := records(10)
+	recs[0].Value = []byte(`{"v":1}`)
+	f := record.Fetch{Partitions: []record.PartitionFetch{{TopicPartition: a0, Records: recs, Position: 1, End: 2}}}
+	now := time.UnixMilli(1)
+	r.BeginFetch(&f, now)
+	err := r.TakeFetch(&f, nil, nil, now)
+	if err == nil || !strings.Contains(err.Error(), "table products: pebble: disk full") {
+		t.Fatalf("TakeFetch: %v, want the table's storage error", err)
+	}
+	if tb.puts != 1 || len(r.Ready().Outs) != 0 {
+		t.Fatalf("%d puts, %d out batches; want the one put and nothing out", tb.puts, len(r.Ready().Outs))
+	}
 }
