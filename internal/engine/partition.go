@@ -21,10 +21,10 @@ type partState struct {
 	// render decodes its schema'd records for the sinks (Config.Render);
 	// nil: its input is not schema'd.
 	render func(*record.Record) (string, error)
-	task     *task
-	table    TableStore // what its records update (Config.Tables); nil: output
-	offs     *offsets.Partition
-	late     *LateCounter
+	task   *task
+	table  TableStore // what its records update (Config.Tables); nil: output
+	offs   *offsets.Partition
+	late   *LateCounter
 	// restart: records below restorePos with event time ≤ restoreWM were
 	// already emitted before the restart.
 	restoring  bool
