@@ -64,4 +64,8 @@
 //  8. First and Last pick by event time, ties by the order records were
 //     added (the release order). Sums add float64s in release order
 //     (a session merge adds partial sums): exact for integers up to 2^53.
+//  9. Windows keep no memory of the caller's: Add copies the key and any
+//     First or Last argument it keeps, so the caller may reuse an Item's
+//     bytes (the engine's come from buffers reused for every record), and
+//     Windows.Item reuses one Args slice, so that no record allocates.
 package keyed
