@@ -301,7 +301,7 @@ func (w *Windows) Time() int64 { return w.p.Time() }
 // key's and the arguments' bytes once it returns.
 func (w *Windows) Add(it Item, at int64) (late bool, err error) {
 	before := w.Late
-	err = w.p.Process(string(it.Key), at, it)
+	err = w.p.processBorrowed(it.Key, at, it)
 	return w.Late > before, err
 }
 
@@ -323,12 +323,15 @@ func (w *Windows) fireAt(end int64) int64 {
 func (w *Windows) process(c *Context[State, Item], it Item) error {
 	w.seq++
 	st, _ := c.Get()
+	old := st
 	if w.spec.Kind == Session {
 		st = w.session(c, st, it)
 	} else {
 		st = w.fixed(c, st, it)
 	}
-	if len(st) > 0 {
+	// a MemStore holds old itself: its windows changed in place are seen
+	// without a Put when the slice is the same
+	if len(st) > 0 && (!c.p.inMemory || len(st) != len(old) || &st[0] != &old[0]) {
 		c.Put(st)
 	}
 	return nil

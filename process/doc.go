@@ -69,8 +69,9 @@
 //     type; a number -?d+(.d+)? of at most 15 digits is read, and a double
 //     that such a decimal denotes is written, without strconv's general
 //     algorithms and with its exact results (numbers.go,
-//     TestNumbersAreStrconv); a string of plain ASCII is copied into a
-//     map's result as it is. TestFastPathIsTheInterpreter,
+//     TestNumbersAreStrconv); a string of plain ASCII, and an integer of
+//     at most 15 digits without a leading zero, are copied into a map's
+//     result as they are. TestFastPathIsTheInterpreter,
 //     TestStepsAreTheInterpreter and FuzzEval compare the two paths' bytes
 //     and errors.
 //  8. lookup(name, key), compiled WithTables only, is the value of key in

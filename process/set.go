@@ -51,20 +51,16 @@ type recordID struct {
 	n         int
 }
 
-func idOf(r *record.Record) recordID {
-	doc := Doc(r)
-	return recordID{r, r.Topic, r.Partition, r.Offset, r.EventTime, r.Late, unsafe.SliceData(doc), len(doc)}
-}
-
 // on makes r the set's record, unless it is.
 func (s *Set) on(r *record.Record) {
-	id := idOf(r)
-	if id == s.at {
+	doc := Doc(r)
+	if at := &s.at; r == at.rec && r.Offset == at.offset && r.Partition == at.partition && r.EventTime == at.eventTime &&
+		r.Late == at.late && unsafe.SliceData(doc) == at.doc && len(doc) == at.n && r.Topic == at.topic {
 		return
 	}
 	s.a.clear()
 	s.a.start(r)
-	s.at = id
+	s.at = recordID{r, r.Topic, r.Partition, r.Offset, r.EventTime, r.Late, unsafe.SliceData(doc), len(doc)}
 	for i := range s.memo {
 		m := &s.memo[i]
 		if cap(m.out) > maxPooledBuf {
