@@ -96,4 +96,11 @@
 //  10. Expr.NeedsRelease is true when the expression reads late or a table
 //     (lookup): otherwise it computes the same before parking, on a value
 //     that is JSON as it arrives, as at release.
+//  11. A Set (set.go: a window's where, key and arguments) evaluates each
+//     of its expressions exactly as the expression alone (results, errors
+//     and their texts), sharing only the reads of one record between them:
+//     its doc, the member scan (6) and the activation's buffers, never a
+//     converted `value`, which each evaluation converts anew
+//     (TestSetIsSeparate). Its results are its own memory, reused for the
+//     next record.
 package process
