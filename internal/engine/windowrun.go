@@ -308,7 +308,9 @@ func (wr *windowRun) item(rec *record.Record) (it keyed.Item, ok bool, err error
 			return it, false, err
 		}
 	}
-	it, err = d.Spec.Item(key, rec.EventTime, wr.args)
+	// key and args may be the Window's functions' memory, reused for the
+	// next record: wr.w keeps none of it (keyed invariant 9)
+	it, err = wr.w.Item(key, rec.EventTime, wr.args)
 	if err != nil {
 		return it, false, &windowError{name: "windows." + d.Spec.Name, err: err}
 	}
