@@ -144,6 +144,10 @@ type WindowStats struct {
 	Keys    int   // keys with an open window
 	Results int64 // results emitted
 	Late    int64 // records late for one of their windows: in none of those (keyed invariant 7)
+	// StateBytes is the size of the window's state, about, wherever it
+	// lives: open windows, keys, First and Last values
+	// (keyed.Windows.StateBytes).
+	StateBytes int64
 }
 
 // WithWindow adds a window whose results go to sinks, and to no other

@@ -212,7 +212,7 @@ func TestWindowPerMinuteOverKafka(t *testing.T) {
 			t.Fatalf("raw sink: %d lines for %d records (or a window result in it)", n, len(sales))
 		}
 		st := p.Stats()
-		if len(st.Windows) != 1 || st.Windows[0].Results != int64(len(want)) || st.Windows[0].Open != 0 || st.Windows[0].Late != 0 || st.Out != int64(len(sales)) {
+		if len(st.Windows) != 1 || st.Windows[0].Results != int64(len(want)) || st.Windows[0].Open != 0 || st.Windows[0].Late != 0 || st.Windows[0].StateBytes != 0 || st.Out != int64(len(sales)) {
 			t.Fatalf("stats: %+v, out %d", st.Windows, st.Out)
 		}
 		if run == 0 {

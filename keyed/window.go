@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unsafe"
 )
 
 // Kind is a window's kind.
@@ -246,6 +247,31 @@ type Windows struct {
 	// Open is the number of open windows; Results the results emitted;
 	// Late the records late for at least one of their windows.
 	Open, Results, Late int64
+	// keyBytes and rawBytes are StateBytes' parts: the keys with state
+	// (with keyOverhead each) and the First and Last values kept.
+	keyBytes, rawBytes int64
+}
+
+// keyOverhead is what a key with state costs beyond its bytes, about: a
+// map entry, the string header and the state's slice header.
+const keyOverhead = 64
+
+// StateBytes is the size of the windows' state, about, wherever the store
+// keeps it: each open window (StateCodec's fixed size of a window with
+// its aggregates), each key with state (its bytes and keyOverhead), and
+// the First and Last values kept (their capacity).
+func (w *Windows) StateBytes() int64 {
+	win := int64(unsafe.Sizeof(&window{})+unsafe.Sizeof(window{})) + int64(len(w.spec.Aggregates))*int64(unsafe.Sizeof(slot{}))
+	return w.Open*win + w.keyBytes + max(w.rawBytes, 0) // a store's decoded values may hold less than was counted
+}
+
+// rawCap is what win's First and Last values hold.
+func rawCap(win *window) int64 {
+	n := 0
+	for i := range win.slots {
+		n += cap(win.slots[i].raw)
+	}
+	return int64(n)
 }
 
 // Option is an option of New.
@@ -329,6 +355,9 @@ func (w *Windows) process(c *Context[State, Item], it Item) error {
 	} else {
 		st = w.fixed(c, st, it)
 	}
+	if len(old) == 0 && len(st) > 0 {
+		w.keyBytes += int64(len(it.Key)) + keyOverhead
+	}
 	// a MemStore holds old itself: its windows changed in place are seen
 	// without a Put when the slice is the same
 	if len(st) > 0 && (!c.p.inMemory || len(st) != len(old) || &st[0] != &old[0]) {
@@ -386,6 +415,7 @@ func (w *Windows) session(c *Context[State, Item], st State, it Item) State {
 		}
 	}
 	for _, x := range merged {
+		w.rawBytes -= rawCap(x) // what nw takes of it is counted again
 		nw.start, nw.end = min(nw.start, x.start), max(nw.end, x.end)
 		for i := range nw.slots {
 			w.merge(i, &nw.slots[i], &x.slots[i])
@@ -393,6 +423,7 @@ func (w *Windows) session(c *Context[State, Item], st State, it Item) State {
 		c.DeleteTimer(w.fireAt(x.end))
 		w.Open--
 	}
+	w.rawBytes += rawCap(nw) // what it took of the merged sessions
 	w.add(nw, it)
 	c.SetTimer(w.fireAt(nw.end))
 	i, _ := slices.BinarySearchFunc(kept, nw.start, func(x *window, s int64) int { return cmp.Compare(x.start, s) })
@@ -410,10 +441,12 @@ func (w *Windows) add(win *window, it Item) {
 		if arg.Null {
 			continue
 		}
+		before := cap(sl.raw)
 		w.merge(i, sl, &slot{n: 1, f: arg.Num, raw: arg.JSON, t: it.Time, seq: w.seq})
 		if len(arg.JSON) > 0 && len(sl.raw) > 0 && &sl.raw[0] == &arg.JSON[0] {
 			sl.raw = bytes.Clone(sl.raw) // the caller's memory: Add keeps none of it
 		}
+		w.rawBytes += int64(cap(sl.raw) - before)
 	}
 }
 
@@ -456,12 +489,14 @@ func (w *Windows) onTimer(c *Context[State, Item], t int64) error {
 		n++
 		w.Open--
 		w.Results++
+		w.rawBytes -= rawCap(x)
 		if err := w.emit(w.result([]byte(c.Key()), x)); err != nil {
 			return err
 		}
 	}
 	st = slices.Delete(st, 0, n)
 	if len(st) == 0 {
+		w.keyBytes -= int64(len(c.Key())) + keyOverhead
 		c.Delete()
 	} else {
 		c.Put(st)

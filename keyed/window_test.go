@@ -239,8 +239,8 @@ func TestWindowsMatchOracle(t *testing.T) {
 					if !reflect.DeepEqual(got, want) {
 						t.Fatalf("seed %d: %d results, oracle %d\n got %v\nwant %v", seed, len(got), len(want), got, want)
 					}
-					if w.Open != 0 || w.Keys() != 0 || w.Late != 0 {
-						t.Fatalf("seed %d: after Close: %d open, %d keys, %d late", seed, w.Open, w.Keys(), w.Late)
+					if w.Open != 0 || w.Keys() != 0 || w.Late != 0 || w.StateBytes() != 0 {
+						t.Fatalf("seed %d: after Close: %d open, %d keys, %d late, %d state bytes", seed, w.Open, w.Keys(), w.Late, w.StateBytes())
 					}
 				}
 			})

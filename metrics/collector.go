@@ -56,6 +56,7 @@ var (
 	dWinOpen    = desc("window_open", "Windows open now (emitted once the watermark passes their end plus allowed_lateness), by window name.", "window")
 	dWinKeys    = desc("window_keys", "Keys with an open window, by window name.", "window")
 	dWinResults = desc("window_results_total", "Window results emitted, by window name.", "window")
+	dWinBytes   = desc("window_state_bytes", "Size of a window's state (open windows, their keys, First and Last values), about, wherever it lives, by window name.", "window")
 	dWinLate    = desc("window_late_total", "Records late for one of their windows (already emitted): in none of those windows, by window name.", "window")
 	dTimeless   = desc("records_timeless_total", "Records of time: none inputs passed straight through.")
 	dTableVer   = desc("table_versions_total", "Records of tables' topics applied to their table (tables): never output.")
@@ -93,7 +94,7 @@ var (
 var all = []*prometheus.Desc{
 	dPosition, dSnapshotEnd, dLatestEnd, dBehind, dPhase, dPaused, dHolds, dCommitted, dSchemaHeld, dSchemaHolds,
 	dWatermark, dWatermarkLag, dTaskWatermark, dReplayDone, dRemaining, dETA,
-	dIn, dOut, dDead, dFiltered, dExprFail, dWinOpen, dWinKeys, dWinResults, dWinLate, dTimeless, dTableVer, dBeyond, dSkipped, dFuture, dLate, dLateness,
+	dIn, dOut, dDead, dFiltered, dExprFail, dWinOpen, dWinKeys, dWinBytes, dWinResults, dWinLate, dTimeless, dTableVer, dBeyond, dSkipped, dFuture, dLate, dLateness,
 	dParked, dParkedBytes, dSpilled, dStoreBytes,
 	dSinkRecords, dSinkErrors, dSinkRetries, dSinkRejected, dSinkWrite, dSinkFlush, dSinkBatch, dOutOfOrder, dRelease,
 	dCheckpoints, dCheckpointDur, dCommits, dCommitFails, dCommitSkips, dRebalances, dSinksOpen, dPublished,
@@ -138,6 +139,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, w := range s.Windows {
 		e.gauge(dWinOpen, float64(w.Open), w.Name)
 		e.gauge(dWinKeys, float64(w.Keys), w.Name)
+		e.gauge(dWinBytes, float64(w.StateBytes), w.Name)
 		e.counter(dWinResults, w.Results, w.Name)
 		e.counter(dWinLate, w.Late, w.Name)
 	}

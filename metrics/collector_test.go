@@ -250,7 +250,7 @@ signalbox_partition_schema_held_records{partition="1",topic="orders"} 12
 // TestWindows: each window has its series, by name.
 func TestWindows(t *testing.T) {
 	s := full()
-	s.Windows = []signalbox.WindowStats{{Name: "per_minute", Open: 40, Keys: 39, Results: 2034, Late: 3}}
+	s.Windows = []signalbox.WindowStats{{Name: "per_minute", Open: 40, Keys: 39, Results: 2034, Late: 3, StateBytes: 12345}}
 	want := `
 # HELP signalbox_window_keys Keys with an open window, by window name.
 # TYPE signalbox_window_keys gauge
@@ -261,11 +261,14 @@ signalbox_window_late_total{window="per_minute"} 3
 # HELP signalbox_window_open Windows open now (emitted once the watermark passes their end plus allowed_lateness), by window name.
 # TYPE signalbox_window_open gauge
 signalbox_window_open{window="per_minute"} 40
+# HELP signalbox_window_state_bytes Size of a window's state (open windows, their keys, First and Last values), about, wherever it lives, by window name.
+# TYPE signalbox_window_state_bytes gauge
+signalbox_window_state_bytes{window="per_minute"} 12345
 # HELP signalbox_window_results_total Window results emitted, by window name.
 # TYPE signalbox_window_results_total counter
 signalbox_window_results_total{window="per_minute"} 2034
 `
-	if err := testutil.CollectAndCompare(collector(s), strings.NewReader(want), "signalbox_window_open", "signalbox_window_keys", "signalbox_window_results_total", "signalbox_window_late_total"); err != nil {
+	if err := testutil.CollectAndCompare(collector(s), strings.NewReader(want), "signalbox_window_open", "signalbox_window_keys", "signalbox_window_state_bytes", "signalbox_window_results_total", "signalbox_window_late_total"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -144,4 +144,7 @@ type WindowStats struct {
 	Keys    int
 	Results int64
 	Late    int64
+	// StateBytes is the size of the window's state, about
+	// (keyed.Windows.StateBytes), summed over the scopes.
+	StateBytes int64
 }

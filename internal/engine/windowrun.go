@@ -427,6 +427,7 @@ func (c *Engine) windowStats() []WindowStats {
 		for i, w := range sc.ws {
 			out[i].Open += w.Open
 			out[i].Keys += w.Keys()
+			out[i].StateBytes += w.StateBytes()
 			out[i].Late += w.Late
 		}
 		return nil

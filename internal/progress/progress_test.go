@@ -87,7 +87,7 @@ func TestRunStopsWithContext(t *testing.T) {
 
 func TestStatus(t *testing.T) {
 	in := sample(false)
-	in.Windows = []signalbox.WindowStats{{Name: "per_minute", Open: 40, Keys: 39, Results: 2034, Late: 3}}
+	in.Windows = []signalbox.WindowStats{{Name: "per_minute", Open: 40, Keys: 39, Results: 2034, Late: 3, StateBytes: 3 << 20}}
 	st := FromStats(in)
 	b, err := json.Marshal(st)
 	if err != nil {
@@ -112,7 +112,7 @@ func TestStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"watermark  2023-11-14T22:13:20.000Z", "held by", "orders/2", "replaying, 50 behind", "stock/1", "caught-up", "1.5s",
-		"window     per_minute: 40 open, 39 keys, 2034 results, 3 late records",
+		"window     per_minute: 40 open, 39 keys, 3.0 MiB of state, 2034 results, 3 late records",
 		"build      signalbox " + version.Get().Version + ", commit " + version.Get().Commit} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())

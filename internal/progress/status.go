@@ -49,6 +49,9 @@ type Window struct {
 	Keys    int    `json:"keys"`    // keys with an open window
 	Results int64  `json:"results"` // results emitted
 	Late    int64  `json:"late"`    // records late for one of their windows
+	// StateBytes is the size of the window's state, about
+	// (keyed.Windows.StateBytes), wherever it lives.
+	StateBytes int64 `json:"state_bytes"`
 }
 
 // SchemaHold is one partition held for its schema registry.
@@ -300,7 +303,7 @@ func (s Status) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "expression failed\t%s: %d records dead-lettered\n", expr, c.ExpressionFailed[expr])
 	}
 	for _, w := range s.Windows {
-		fmt.Fprintf(tw, "window\t%s: %d open, %d keys, %d results, %d late records\n", w.Name, w.Open, w.Keys, w.Results, w.Late)
+		fmt.Fprintf(tw, "window\t%s: %d open, %d keys, %s of state, %d results, %d late records\n", w.Name, w.Open, w.Keys, bytesText(w.StateBytes), w.Results, w.Late)
 	}
 	fmt.Fprintf(tw, "parked\t%d records, %s in memory, %d spilled to disk, store %s\n", c.Parked, bytesText(c.ParkedBytes), c.Spilled, bytesText(c.StoreBytes))
 	late := Late{}
@@ -433,7 +436,7 @@ func bytesText(n int64) string {
 func windowsOf(ws []signalbox.WindowStats) []Window {
 	var out []Window
 	for _, w := range ws {
-		out = append(out, Window{Name: w.Name, Open: w.Open, Keys: w.Keys, Results: w.Results, Late: w.Late})
+		out = append(out, Window{Name: w.Name, Open: w.Open, Keys: w.Keys, Results: w.Results, Late: w.Late, StateBytes: w.StateBytes})
 	}
 	return out
 }
