@@ -148,6 +148,8 @@ func printSummary(out io.Writer, s demo.Summary) {
 	row("records", "%d history + %d reference + %d live (%d producer-delayed)", s.HistoryRecords, s.ReferenceRecords, s.LiveRecords, s.ProducerDelayed)
 	row("in / out", "%d / %d (%d still parked at stop)", s.In, s.Out, s.ParkedAtEnd)
 	row("enriched", "%d of %d out with their item as of their event time: %s", s.Enriched, s.Out, demo.EnrichMap)
+	row("window", "%s, tumbling 1h count per key: %d results, %d equal to a recount of the records out, %d repeated, %d still open at stop",
+		demo.WindowName, s.Window.Results, s.Window.Equal, s.Window.Repeats, s.Window.OpenAtStop)
 	row("out of order", "%d", s.OutOfOrder)
 	row("late", "%d", s.Late)
 	lat := func(l demo.Latency) string {

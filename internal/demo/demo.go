@@ -35,6 +35,9 @@ type Summary struct {
 	ReplayPerSecond  float64  `json:"replay_records_per_s"`         // bounded replay, no slow start
 	ReplayRecords    int64    `json:"replay_records"`               // of that bounded replay
 	Took             float64  `json:"took_seconds"`
+	// Window is the demo's window (events per key per hour) against a
+	// recount of the records emitted.
+	Window WindowCheck `json:"window"`
 }
 
 // RunDemo runs the offset gate alone on the reference scenario: it starts an
@@ -52,7 +55,7 @@ func RunDemo(ctx context.Context, o Options, log *zap.Logger) (Summary, error) {
 	if o.Workload.LiveFor == 0 {
 		o.Workload.LiveFor = 5 * time.Second
 	}
-	o.ReferenceTable = true
+	o.ReferenceTable, o.Window = true, true
 	o.EnsureDefaults()
 	if err := o.Validate(); err != nil {
 		return Summary{}, err
@@ -79,7 +82,7 @@ func RunDemo(ctx context.Context, o Options, log *zap.Logger) (Summary, error) {
 	if len(res) == 1 {
 		r := res[0]
 		s.In, s.Out, s.ParkedAtEnd, s.Late, s.OutOfOrder = r.In, r.Out, r.Parked, r.Late, r.OutOfOrder
-		s.Enriched, s.Decoded, s.WriterSchemas = r.Enriched, r.Decoded, r.WriterSchemas
+		s.Enriched, s.Decoded, s.WriterSchemas, s.Window = r.Enriched, r.Decoded, r.WriterSchemas, r.Window
 		s.LiveLatency, s.VisibleLatency, s.ReplaySeconds = r.LiveLatency, r.VisibleLatency, r.ReplaySeconds
 	}
 	s.Took = time.Since(start).Seconds()

@@ -66,6 +66,11 @@ func TestRunDemoSmall(t *testing.T) {
 	if len(s.AvroTopics) != 2 {
 		t.Errorf("Avro topics %v, want 2", s.AvroTopics)
 	}
+	// The window: every result equal to the recount of its window's
+	// records out, none repeated; the live hour is still open at stop.
+	if w := s.Window; w.Results == 0 || w.Equal != w.Results || w.Repeats != 0 || w.OpenAtStop == 0 {
+		t.Errorf("window: %+v; want results, each equal to its recount, none repeated, some open at stop", w)
+	}
 	if s.OutOfOrder > s.Late {
 		t.Errorf("%d out of order but only %d late: a record not flagged late came out of order", s.OutOfOrder, s.Late)
 	}

@@ -70,6 +70,10 @@ type Options struct {
 	// (workload.ReferenceTable) that enriches every event (EnrichMap)
 	// instead of forwarding its records. Default false; RunDemo sets it.
 	ReferenceTable bool `json:"reference_table,omitempty"`
+	// Window adds the demo's window (demoWindow: events per key per hour)
+	// to every lane, checked against a recount of what the lane emitted
+	// (Result.Window). Default false; RunDemo sets it.
+	Window bool `json:"window,omitempty"`
 	// OnPipeline, when set, is called with each ordering lane's strategy
 	// name and stats before the lane runs (the demo serves them on its
 	// admin server).
@@ -130,6 +134,8 @@ type Result struct {
 	// (event time + delay).
 	VisibleLatency Latency `json:"visible_latency_beyond_delay"`
 	ReplaySeconds  float64 `json:"replay_seconds"` // ordering run, slow start included
+	// Window is the demo's window against a recount (Options.Window).
+	Window WindowCheck `json:"window"`
 }
 
 // Throughput is one bounded replay of the history.
@@ -184,6 +190,7 @@ type lane struct {
 	name string
 	p    *signalbox.Pipeline
 	m    *measure
+	win  *windowSink // Options.Window
 	err  error
 	done chan struct{}
 
@@ -229,6 +236,12 @@ func newLane(s Strategy, o *Options, w *workload.Workload, brokers []string, reg
 	if tp != nil {
 		opts = append(opts, signalbox.WithSink(tp.sink))
 	}
+	var ws *windowSink
+	if o.Window {
+		ws = newWindowSink()
+		m.window = ws
+		opts = append(opts, signalbox.WithWindow(demoWindow(), ws))
+	}
 	if o.CheckpointInterval > 0 {
 		opts = append(opts, signalbox.WithCheckpointInterval(o.CheckpointInterval))
 	}
@@ -236,7 +249,7 @@ func newLane(s Strategy, o *Options, w *workload.Workload, brokers []string, reg
 	if err != nil {
 		return nil, err
 	}
-	return &lane{name: s.Name, p: p, m: m, done: make(chan struct{}), tap: tp, readDone: make(chan struct{})}, nil
+	return &lane{name: s.Name, p: p, m: m, win: ws, done: make(chan struct{}), tap: tp, readDone: make(chan struct{})}, nil
 }
 
 // avroDecoder decodes the workload's Avro values with the schemas of the
@@ -299,6 +312,13 @@ func (l *lane) result() Result {
 		OutOfOrder: l.m.ooo, Late: st.LateTotal().Count, LiveLatency: summarize(l.m.lat),
 		Enriched: l.m.enriched, Decoded: l.m.decoded, WriterSchemas: len(l.m.schemas),
 		VisibleLatency: summarize(l.visible), ReplaySeconds: st.ReplayTime.Seconds(),
+	}
+	if l.win != nil {
+		var open int64
+		for _, w := range st.Windows {
+			open += w.Open
+		}
+		r.Window = l.win.check(open)
 	}
 	if timed := l.m.out - l.m.timeless; timed > 0 {
 		r.OutOfOrderPct = 100 * float64(l.m.ooo) / float64(timed)

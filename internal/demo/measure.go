@@ -23,7 +23,8 @@ type measure struct {
 	decoded                         int64          // records with a decoded (schema'd) value
 	schemas                         map[int32]bool // their writer schema ids
 	lastWrite                       time.Time
-	lat                             []float64 // ms beyond the delay
+	lat                             []float64   // ms beyond the delay
+	window                          *windowSink // recounts the timed records (Options.Window)
 }
 
 func newMeasure(liveFrom int64, delay time.Duration) *measure {
@@ -51,6 +52,9 @@ func (m *measure) Write(_ context.Context, batch []record.Record) error {
 		}
 		if r.Late {
 			m.lateFlagged++
+		}
+		if m.window != nil {
+			m.window.count(r)
 		}
 		if r.EventTime < m.maxET {
 			m.ooo++
