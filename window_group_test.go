@@ -2,6 +2,7 @@ package signalbox_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -192,6 +194,44 @@ func TestWindowGroupRestart(t *testing.T) {
 		}
 		groupRestart(t, c, kind, want, job)
 	}
+	job := func(g, raw, minute string) string {
+		return strings.Replace(groupWindowJob(c, g, raw, minute), "tumbling: 1m ", "session: {gap: 20s}", 1)
+	}
+	groupRestart(t, c, "session", sessionOracle(sales, 20_000), job)
+}
+
+// sessionOracle: every session of each sku's sales with qty > 0, records
+// less than gap apart, [first, last + gap).
+func sessionOracle(sales []sale, gap int64) []minuteResult {
+	bySku := map[string][]sale{}
+	for _, s := range sales {
+		if s.qty > 0 {
+			bySku[s.sku] = append(bySku[s.sku], s)
+		}
+	}
+	var out []minuteResult
+	rfc := func(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }
+	for sku, ss := range bySku {
+		slices.SortStableFunc(ss, func(a, b sale) int { return cmp.Compare(a.ts, b.ts) })
+		var cur *minuteResult
+		var last int64
+		for _, s := range ss {
+			if cur == nil || s.ts-last >= gap {
+				if cur != nil {
+					cur.End = rfc(last + gap)
+					out = append(out, *cur)
+				}
+				cur = &minuteResult{Key: sku, Start: rfc(s.ts)}
+			}
+			last = s.ts
+			cur.Count++
+			cur.Qty += int64(s.qty)
+			cur.MaxQty = max(cur.MaxQty, int64(s.qty))
+		}
+		cur.End = rfc(last + gap)
+		out = append(out, *cur)
+	}
+	return out
 }
 
 func groupRestart(t *testing.T, c *embedded.Cluster, kind string, want []minuteResult, job func(g, raw, minute string) string) {

@@ -11,6 +11,7 @@ import (
 	"github.com/signalbox/signalbox/keyed/durable"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sources/script"
+	parked "github.com/signalbox/signalbox/timers/durable"
 )
 
 var countPerSecond = signalbox.Window{Spec: keyed.Spec{Name: "per_second", Kind: keyed.Tumbling, Size: 1000,
@@ -129,21 +130,34 @@ func (s *restoring) Restore(context.Context) (*record.Checkpoint, error) {
 }
 func (s *restoring) FlushCheckpoint(context.Context, record.Checkpoint) error { return nil }
 
-// TestWindowRefusesRestore: session windows cannot resume from a
-// checkpoint yet (their records are not held back): such a run fails,
-// saying why, instead of emitting windows without their earlier records.
+// TestWindowRefusesRestore: windows cannot resume from a durable store's
+// checkpoint (its restart resumes from the stored positions, past the
+// open windows' records; the job file uses the store as scratch with
+// windows, durable.Store.Scratch): such a run fails, saying why, instead
+// of emitting windows without their earlier records.
 func TestWindowRefusesRestore(t *testing.T) {
-	session := countPerSecond
-	session.Spec.Kind, session.Spec.Size, session.Spec.Gap = keyed.Session, 0, 1000
-	p, err := signalbox.New(script.New(3, 7, windowParts(20)...), tsInputs("a"),
-		signalbox.WithSink(&restoring{}), signalbox.WithWindow(session, &collect{}),
-		signalbox.WithClock(ticking()), signalbox.WithUntil(signalbox.UntilEndOffsets))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = p.Run(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "window per_second is a session window") {
-		t.Fatalf("%v", err)
+	dir := t.TempDir()
+	for run := range 2 {
+		store, err := parked.OpenStore(dir, parked.StoreOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := signalbox.New(script.New(3, 7, windowParts(20)...), tsInputs("a"),
+			signalbox.WithSink(&collect{}), signalbox.WithWindow(countPerSecond, &collect{}), signalbox.WithParkedStore(store),
+			signalbox.WithClock(ticking()), signalbox.WithUntil(signalbox.UntilEndOffsets))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = p.Run(context.Background())
+		if cerr := store.Close(); cerr != nil {
+			t.Fatal(cerr)
+		}
+		if run == 0 && err != nil {
+			t.Fatal(err)
+		}
+		if run == 1 && (err == nil || !strings.Contains(err.Error(), "the run has a durable store")) {
+			t.Fatalf("%v", err)
+		}
 	}
 }
 

@@ -147,13 +147,6 @@ func (j *Job) windows(v *validator, build func(s *Sink, path string) (signalbox.
 		}
 		plans = append(plans, windowPlan{w: w, sinks: sinks})
 	}
-	if j.Group != "" {
-		for i := range j.Windows {
-			if j.Windows[i].Session != nil {
-				v.bad(fmt.Sprintf("windows[%d].session", i), "session windows with a group are not supported yet: a member that restarts or takes a task over rebuilds its windows from held-back offsets, which sessions do not hold yet")
-			}
-		}
-	}
 	return plans
 }
 

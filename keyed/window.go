@@ -250,6 +250,7 @@ type Windows struct {
 	// keyBytes and rawBytes are StateBytes' parts: the keys with state
 	// (with keyOverhead each) and the First and Last values kept.
 	keyBytes, rawBytes int64
+	gone               func(key string) // WithKeyGone
 }
 
 // keyOverhead is what a key with state costs beyond its bytes, about: a
@@ -277,7 +278,17 @@ func rawCap(win *window) int64 {
 // Option is an option of New.
 type Option func(*options)
 
-type options struct{ store Store[State] }
+type options struct {
+	store Store[State]
+	gone  func(key string)
+}
+
+// WithKeyGone makes the Windows call gone with a key once none of its
+// windows is open any more (its last one emitted): a caller that holds
+// something for the key's open windows (the engine holds its records'
+// offsets back for session windows, whose end moves) lets go of it then.
+// gone must not keep key beyond the call unless it copies it.
+func WithKeyGone(gone func(key string)) Option { return func(o *options) { o.gone = gone } }
 
 // WithStore makes the Windows keep their state in store (empty) instead of
 // a MemStore, and their timers too if it is a TimerStore: a durable store
@@ -299,7 +310,7 @@ func New(s Spec, emit func(*Result) error, opts ...Option) (*Windows, error) {
 	if o.store == nil {
 		o.store = NewMemStore[State]()
 	}
-	w := &Windows{spec: &s, emit: emit}
+	w := &Windows{spec: &s, emit: emit, gone: o.gone}
 	w.p = NewProcessor[State, Item](windowsFn{w}, o.store)
 	return w, nil
 }
@@ -498,6 +509,9 @@ func (w *Windows) onTimer(c *Context[State, Item], t int64) error {
 	if len(st) == 0 {
 		w.keyBytes -= int64(len(c.Key())) + keyOverhead
 		c.Delete()
+		if w.gone != nil {
+			w.gone(c.Key())
+		}
 	} else {
 		c.Put(st)
 	}

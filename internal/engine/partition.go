@@ -154,7 +154,7 @@ func (c *Engine) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 		ps.task = &task{strat: c.cfg.Strategy(), rel: watermark.MinTime, id: a.Partition}
 		c.tasks[a.Partition] = ps.task
 		if len(c.cfg.Windows) > 0 && c.cfg.InGroup {
-			ps.task.win = c.newScope()
+			ps.task.win = c.newScope(ps.task)
 		}
 		if !m.owned[a.Partition] && m.at != watermark.MinTime && !(c.hasCP && len(c.cfg.Windows) > 0 && !c.cfg.InGroup) {
 			// A task new to the engine starts at the restored watermark:

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/signalbox/signalbox/keyed"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/watermark"
 )
@@ -14,9 +13,51 @@ import (
 // record holds its partition's Low until the windows' time reaches it.
 // last and lastMin cache the entry of the last record's timer: records in
 // release order mostly share it.
+//
+// A session's end moves with its records, so a session window holds by
+// key instead: sess[i] is, for window i, the lowest offset of the
+// partition's records in each key's open sessions, until the key has none
+// (keyed.WithKeyGone).
 type windowHold struct {
 	by            map[int64]int64
 	last, lastMin int64
+	sess          []map[string]int64
+}
+
+// holdKey notes that rec, of ps, joined an open session of key in window
+// i.
+func (c *Engine) holdKey(ps *partState, i int, key []byte, rec *record.Record) {
+	h := &ps.winHold
+	if h.sess == nil {
+		h.sess = make([]map[string]int64, len(c.wins))
+	}
+	m := h.sess[i]
+	if m == nil {
+		m = map[string]int64{}
+		h.sess[i] = m
+	}
+	if o, ok := m[string(key)]; !ok || rec.Offset < o {
+		m[string(key)] = rec.Offset
+	}
+}
+
+// keyGone lets go of key's session holds in window i: its last session in
+// scope sc was emitted.
+func (c *Engine) keyGone(sc *winScope, i int, key string) {
+	drop := func(ps *partState) {
+		if h := ps.winHold.sess; h != nil && h[i] != nil {
+			delete(h[i], key)
+		}
+	}
+	if sc.task != nil {
+		for _, ps := range sc.task.parts {
+			drop(ps)
+		}
+		return
+	}
+	for _, ps := range c.parts {
+		drop(ps)
+	}
 }
 
 // holdRecord notes that rec, of ps, joined windows of wr up to timer.
@@ -41,6 +82,11 @@ func (c *Engine) holdRecord(ps *partState, rec *record.Record, timer int64) {
 // The checkpoints come after a release is over, so every window with a
 // timer at or below the checkpoint's watermark was emitted before it (K4).
 func (c *Engine) windowHeld(ps *partState, low int64) int64 {
+	for _, m := range ps.winHold.sess {
+		for _, o := range m {
+			low = min(low, o)
+		}
+	}
 	h := ps.winHold.by
 	if len(h) == 0 || len(c.wins) == 0 {
 		return low
@@ -110,15 +156,14 @@ func (c *Engine) parkReread(ps *partState, rec *record.Record, byData int64) err
 
 // errWindowsRestore is the error of a run with windows that a checkpoint
 // restores where that is not exact yet (WithWindow).
-var errWindowsRestore = errors.New("signalbox: windows: resuming from a checkpoint is supported only without a durable store and for tumbling and hopping windows: without a group, from a checkpoint sink before the windows start; with a group, when a task's partitions are assigned together")
+var errWindowsRestore = errors.New("signalbox: windows: resuming from a checkpoint is supported only without a durable store: without a group, from a checkpoint sink before the windows start; with a group, when a task's partitions are assigned together")
 
 // windowsResume refuses a restored checkpoint that the windows cannot
 // resume from exactly: a durable store's (its restart re-reads from the
 // stored positions, not the held-back Low), one without a group that
 // neither a checkpoint sink restored nor came before the windows started
-// (the run's one scope would take re-read records behind its time), one
-// that joins a task whose windows already took records, or with session
-// windows (a session's records are not held yet).
+// (the run's one scope would take re-read records behind its time), or
+// one that joins a task whose windows already took records.
 func (c *Engine) windowsResume(assigned []record.PartitionInfo) error {
 	if len(c.cfg.Windows) == 0 {
 		return nil
@@ -142,11 +187,6 @@ func (c *Engine) windowsResume(assigned []record.PartitionInfo) error {
 		return fmt.Errorf("%w: a group's committed checkpoint", errWindowsRestore)
 	case !c.cfg.InGroup && c.winAll != nil && c.winAll.started:
 		return fmt.Errorf("%w: partitions assigned after the windows started", errWindowsRestore)
-	}
-	for i := range c.cfg.Windows {
-		if c.cfg.Windows[i].Spec.Kind == keyed.Session {
-			return fmt.Errorf("%w: window %s is a session window", errWindowsRestore, c.cfg.Windows[i].Spec.Name)
-		}
 	}
 	return nil
 }

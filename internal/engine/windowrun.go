@@ -45,7 +45,8 @@ type winScope struct {
 	// emitted before the checkpoint and are not again (K8).
 	rebuild bool
 	from    int64
-	started bool // a record went in: a restored partition cannot join
+	started bool  // a record went in: a restored partition cannot join
+	task    *task // its task with a group; nil: the run's scope
 	// bound is the highest release watermark applied since the scope was
 	// made: every record of its partitions at or below it was released, so
 	// its windows may advance that far for another scope's record.
@@ -70,15 +71,18 @@ func (c *Engine) windowsStart() {
 
 // newScope makes a scope's windows. A window's Store keeps the state of
 // the run's one scope; a task's scope keeps it in memory.
-func (c *Engine) newScope() *winScope {
+func (c *Engine) newScope(t *task) *winScope {
 	if c.wins == nil {
 		c.windowsStart()
 	}
-	sc := &winScope{ws: make([]*keyed.Windows, len(c.wins)), from: watermark.MinTime, bound: watermark.MinTime}
+	sc := &winScope{ws: make([]*keyed.Windows, len(c.wins)), from: watermark.MinTime, bound: watermark.MinTime, task: t}
 	for i, wr := range c.wins {
 		var opts []keyed.Option
 		if wr.def.Store != nil && !c.cfg.InGroup {
 			opts = append(opts, keyed.WithStore(wr.def.Store))
+		}
+		if wr.def.Spec.Kind == keyed.Session {
+			opts = append(opts, keyed.WithKeyGone(func(key string) { c.keyGone(sc, i, key) }))
 		}
 		w, err := keyed.New(wr.def.Spec, func(r *keyed.Result) error { return c.windowResult(i, sc, r) }, opts...)
 		if err != nil { // validate checked the spec
@@ -95,12 +99,12 @@ func (c *Engine) newScope() *winScope {
 func (c *Engine) scopeOf(ps *partState) *winScope {
 	if c.cfg.InGroup {
 		if ps.task.win == nil {
-			ps.task.win = c.newScope()
+			ps.task.win = c.newScope(ps.task)
 		}
 		return ps.task.win
 	}
 	if c.winAll == nil {
-		c.winAll = c.newScope()
+		c.winAll = c.newScope(nil)
 		c.winAll.rebuild, c.winAll.from = c.hasCP, c.cpWM
 	}
 	return c.winAll
@@ -203,11 +207,16 @@ func (c *Engine) windowsTake(ps *partState, rec *record.Record) (keep bool, err 
 	}
 	for _, wi := range items {
 		w := sc.ws[wi.i]
-		if _, err := w.Add(wi.it, at); err != nil {
+		late, err := w.Add(wi.it, at)
+		if err != nil {
 			return false, err
 		}
 		sc.started = true
-		if timer, ok := w.LastTimer(wi.it.Time); ok && timer > w.Time() {
+		if w.Spec().Kind == keyed.Session {
+			if !late {
+				c.holdKey(ps, wi.i, wi.it.Key, rec)
+			}
+		} else if timer, ok := w.LastTimer(wi.it.Time); ok && timer > w.Time() {
 			c.holdRecord(ps, rec, timer)
 		}
 	}
