@@ -165,9 +165,9 @@ type WindowStats struct {
 // record of a window still open (docs/design.md K5-K9). In a group each
 // task has its own windows (in memory: Store is not used), so Key must be
 // the record's Kafka key (nil). A run restored from a DurableStore's
-// checkpoint, or with session windows, fails at its first assignment:
-// their state before the checkpoint is not rebuilt yet
-// (durable.Store.Scratch spills parked records without a checkpoint).
+// checkpoint fails at its first assignment: its restart resumes from the
+// stored positions, past the open windows' records (durable.Store.Scratch
+// spills parked records without a checkpoint).
 func WithWindow(w Window, sinks ...Sink) Option {
 	return func(c *config) {
 		c.windows = append(c.windows, windowDef{Window: w, first: len(c.sinks), n: len(sinks)})

@@ -51,9 +51,8 @@ func TestWindowValidation(t *testing.T) {
 }
 
 // TestWindowGroupRefused: with a group, a window keyed by anything but
-// the Kafka key is refused, saying why, and so is a session window (its
-// records are not held back for a restore yet); `key: key` is accepted,
-// with state.dir too (docs/design.md, K9).
+// the Kafka key is refused, saying why; `key: key` is accepted, with
+// state.dir and session windows too (docs/design.md, K9).
 func TestWindowGroupRefused(t *testing.T) {
 	doc := "brokers: [localhost:9092]\ngroup: g\ninputs: [{topic: sales, time: field, time_field: ts}]\nsinks: [{type: jsonl, path: a.jsonl}]\n" +
 		"windows:\n  - name: w\n    key: value.sku\n    tumbling: 1m\n    aggregate: {n: count()}\n    sinks: [{type: jsonl, path: w.jsonl}]\n"
@@ -68,12 +67,8 @@ func TestWindowGroupRefused(t *testing.T) {
 	if p := problems(t, ok+"state: {dir: st}\n"); len(p) != 0 {
 		t.Fatalf("with state.dir: %q", p)
 	}
-	p = problems(t, strings.Replace(ok, "tumbling: 1m", "session: {gap: 5m}", 1))
-	if len(p) != 1 || !strings.HasPrefix(p[0], "windows[0].session: session windows with a group are not supported yet") {
-		t.Fatalf("%q", p)
-	}
-	if p := problems(t, strings.Replace(strings.Replace(doc, "group: g\n", "", 1), "tumbling: 1m", "session: {gap: 5m}", 1)); len(p) != 0 {
-		t.Fatalf("a session window without a group: %q", p)
+	if p := problems(t, strings.Replace(ok, "tumbling: 1m", "session: {gap: 5m}", 1)); len(p) != 0 {
+		t.Fatalf("a session window with a group: %q", p)
 	}
 }
 
