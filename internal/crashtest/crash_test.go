@@ -53,6 +53,9 @@ type scenario struct {
 	kills    int
 	delay    time.Duration
 	disorder time.Duration
+	// taskKeys: each key's records in one partition number
+	// (Producer.TaskKeys).
+	taskKeys bool
 }
 
 func newScenario() scenario {
@@ -83,13 +86,18 @@ func setUp(t *testing.T, extraTopics []string, sinks func(dir string, b *Broker)
 
 // setUpGroup is setUp with the job in group ("": in none).
 func setUpGroup(t *testing.T, group string, extraTopics []string, sinks func(dir string, b *Broker) (yaml, extra string)) *crashRun {
-	sc := newScenario()
+	return setUpScenario(t, newScenario(), group, extraTopics, sinks)
+}
+
+// setUpScenario is setUpGroup for the scenario sc.
+func setUpScenario(t *testing.T, sc scenario, group string, extraTopics []string, sinks func(dir string, b *Broker) (yaml, extra string)) *crashRun {
 	var topics []string
 	for _, tp := range sc.topics {
 		topics = append(topics, fmt.Sprintf("%s:%d", tp, sc.parts))
 	}
 	r, rng := newRun(t, sc, append(topics, extraTopics...))
 	r.prod = NewProducer(t, r.broker, rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), sc.topics, sc.parts, 16, sc.disorder)
+	r.prod.TaskKeys = sc.taskKeys
 	ctx, cancel := context.WithTimeout(context.Background(), HangGuard)
 	defer cancel()
 	start := time.Now().Add(-time.Hour)

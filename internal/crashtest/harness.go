@@ -181,6 +181,12 @@ type Producer struct {
 	parts     int32
 	keys      int
 	disorderM int64 // bounded disorder within a partition, ms
+	// TaskKeys puts each key's records in one partition number: key k<n>
+	// only in partition n % parts of every topic, as a producer
+	// partitioning by key does (a group's window keyed by the Kafka key
+	// needs that). Otherwise every partition gets every key. Set it before
+	// producing.
+	TaskKeys bool
 
 	mu   sync.Mutex
 	rng  *rand.Rand
@@ -201,7 +207,11 @@ func NewProducer(t testing.TB, b *Broker, rng *rand.Rand, topics []string, parts
 func (p *Producer) produce(ctx context.Context, topic string, part int32, ts int64, live bool) {
 	p.mu.Lock()
 	ts -= p.rng.Int64N(p.disorderM + 1)
-	key := fmt.Sprintf("k%02d", p.rng.IntN(p.keys))
+	n := p.rng.IntN(p.keys)
+	if p.TaskKeys {
+		n = int(part) + int(p.parts)*p.rng.IntN(max(1, (p.keys-int(part)+int(p.parts)-1)/int(p.parts)))
+	}
+	key := fmt.Sprintf("k%02d", n)
 	id := fmt.Sprintf("%s/%d/%d", topic, part, p.seq)
 	p.seq++
 	p.mu.Unlock()
@@ -375,7 +385,10 @@ type Crasher struct {
 	// ReplayOnly aims every kill at the replay (a run whose replay is seen
 	// done first is killed then), for a job without live traffic.
 	ReplayOnly bool
-	Kills      []KillPoint
+	// FirstAt, when above 0, is the share of the replay read at which the
+	// first run is killed (a replay target), instead of a random point.
+	FirstAt float64
+	Kills   []KillPoint
 }
 
 // StdoutOutputs parses the stdout JSONL of every run, in order. The last
@@ -597,6 +610,9 @@ func (c *Crasher) Crash(kills int) {
 		frac := 2.0 // never
 		if target == "replay" && run == 0 {
 			frac = 0.2 + 0.6*c.Rng.Float64()
+			if c.FirstAt > 0 {
+				frac, after = c.FirstAt, HangGuard
+			}
 		}
 		p := c.start(run, "live", true, rate)
 		url := c.statusURL(p)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,27 +49,109 @@ func TestCrashWindowKafka(t *testing.T) {
 	t.Parallel()
 	r := setUpWindow(t)
 	r.c.ReplayOnly = true
-	kills := r.sc.kills / 2
-	r.c.Crash(kills)
+	r.c.Crash(r.sc.kills / 2)
 	r.c.Finish()
 	produced := r.prod.Records()
 	r.checkStdout(produced)
-	replay, _ := r.c.Phases()
-	t.Logf("seed %d: %d kills, %d during the replay; %d records", r.seed, len(r.c.Kills), replay, len(produced))
-	if replay == 0 {
-		t.Errorf("no kill landed in a replay")
+	r.checkWindows(produced, r.readWindows(produced), WindowMode{})
+}
+
+// The window job in a group (issue 37, second target): the job of
+// setUpWindow keyed by the Kafka key (key: key), each key's records in one
+// task, with state.dir and checkpoint_interval 100ms, in windowGroup.
+const windowGroup = "crashtest-windows"
+
+// setUpWindowGroup sets up the window job in windowGroup with the window
+// sinks sinks(dir) (YAML list items indented by six spaces), extraTopics
+// created too. Every kill aims at the replay of the history, the first one
+// a third of the way through it.
+func setUpWindowGroup(t *testing.T, extraTopics []string, sinks func(dir string) string) *crashRun {
+	sc := newScenario()
+	sc.taskKeys = true
+	r := setUpScenario(t, sc, windowGroup, extraTopics, func(dir string, _ *Broker) (string, string) {
+		return "", fmt.Sprintf("state:\n  dir: %s\n  memory: 64KiB\nwindows:\n  - name: per_second\n    key: key\n    tumbling: 1s\n%s    sinks:\n%s",
+			filepath.Join(dir, "state"), WindowAggregates, sinks(dir))
+	})
+	r.c.Job.CheckpointInterval = 100 * time.Millisecond
+	r.c.ReplayOnly = true
+	r.c.FirstAt = 1.0 / 3
+	return r
+}
+
+// TestCrashWindowGroup: the window job in a group with state.dir, to a
+// JSONL window sink (at-least-once), SIGKILLed a third of the way through
+// the replay of the history and a few more times during the replays after
+// it, each restart resuming from the group's committed checkpoint (the Low
+// offsets held back to the oldest record of an open window: design K6),
+// then run to the end offsets. Every window of the history is in the file,
+// with the oracle's count, sum, min and max; a window emitted again (after
+// the last checkpoint of a killed run) is an exact copy; first emissions
+// are in the order of their ends within each task; the raw records on
+// stdout are complete and in order.
+func TestCrashWindowGroup(t *testing.T) {
+	t.Parallel()
+	const out = "windows.jsonl"
+	r := setUpWindowGroup(t, nil, func(dir string) string {
+		return fmt.Sprintf("      - type: jsonl\n        path: %s\n", filepath.Join(dir, out))
+	})
+	r.c.Crash(4)
+	r.c.Finish()
+	produced := r.prod.Records()
+	r.checkStdout(produced)
+	data, err := os.ReadFile(filepath.Join(r.dir, out))
+	if err != nil {
+		t.Fatal(err)
 	}
-	windows := windowCount(produced)
+	results, problems := ParseWindowJSONL(data, out)
+	r.checkWindows(produced, results, WindowMode{AtLeastOnce: true, PerTask: true}, problems...)
+}
+
+// TestCrashWindowGroupKafka: TestCrashWindowGroup with an exactly-once
+// window sink (transactional Kafka, committing the group's checkpoint in
+// its transactions): read with read_committed, every window is in the
+// output topic exactly once, no copy.
+func TestCrashWindowGroupKafka(t *testing.T) {
+	t.Parallel()
+	r := setUpWindowGroup(t, []string{windowTopic + ":1"}, func(string) string {
+		return fmt.Sprintf("      - type: kafka\n        topic: %s\n        transactional_id: crashtest-windows-group\n", windowTopic)
+	})
+	r.c.Crash(3)
+	r.c.Finish()
+	produced := r.prod.Records()
+	r.checkStdout(produced)
+	r.checkWindows(produced, r.readWindows(produced), WindowMode{PerTask: true})
+}
+
+// readWindows reads the window results of windowTopic with read_committed.
+func (r *crashRun) readWindows(produced []Produced) []WindowResult {
 	var results []WindowResult
-	for _, rec := range readCommittedRecords(t, r.broker, windowTopic, windows) {
+	for _, rec := range readCommittedRecords(r.t, r.broker, windowTopic, windowCount(produced)) {
 		w, err := ParseWindowResult(rec.Value, fmt.Sprintf("%s@%d", rec.Topic, rec.Offset))
 		if err != nil {
-			t.Fatal(err)
+			r.t.Fatal(err)
 		}
 		results = append(results, w)
 	}
-	t.Logf("%d window results, %d windows in the oracle", len(results), windows)
-	for _, p := range CheckWindows(produced, results, windowSize) {
+	return results
+}
+
+// checkWindows checks the window results of a run of 1 s windows whose
+// kills all aimed at the replay (CheckWindows, with extra problems found
+// reading them), and that a kill landed in a replay.
+func (r *crashRun) checkWindows(produced []Produced, results []WindowResult, mode WindowMode, extra ...string) {
+	t := r.t
+	replay, _ := r.c.Phases()
+	distinct := map[[2]string]bool{}
+	for _, w := range results {
+		distinct[[2]string{w.Key, w.Start}] = true
+	}
+	t.Logf("seed %d: %d kills, %d during the replay; %d records; %d window results, %d distinct, %d windows in the oracle",
+		r.seed, len(r.c.Kills), replay, len(produced), len(results), len(distinct), windowCount(produced))
+	if replay == 0 {
+		t.Errorf("no kill landed in a replay")
+	}
+	problems, _ := CheckWindows(produced, results, windowSize, mode)
+	for _, p := range append(extra, problems...) {
 		t.Error(p)
 	}
 }
