@@ -118,7 +118,7 @@ func newRun(t *testing.T, sc scenario, topics []string) (*crashRun, *rand.Rand) 
 	h.Write([]byte(t.Name()))
 	rng := rand.New(rand.NewPCG(uint64(s), h.Sum64()))
 	bin := Binary(t)
-	dir := keptDir(t)
+	dir := KeptDir(t)
 	return &crashRun{t: t, seed: s, sc: sc, dir: dir, broker: StartBroker(t, bin, topics...)}, rng
 }
 
@@ -142,22 +142,6 @@ func (r *crashRun) prepare(rng *rand.Rand, job *Job) {
 			t.Logf("per-run logs and outputs kept in %s", r.dir)
 		}
 	})
-}
-
-// keptDir is the test's work directory (job files, per-run logs and
-// outputs): removed when the test passes, kept for a post-mortem when it
-// fails (t.TempDir would remove it either way).
-func keptDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "signalbox-"+t.Name()+"-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if !t.Failed() {
-			os.RemoveAll(dir)
-		}
-	})
-	return dir
 }
 
 // run produces live traffic while it kills the job sc.kills times, stops

@@ -77,6 +77,22 @@ func moduleRoot() (string, error) {
 	return filepath.Dir(mod), nil
 }
 
+// KeptDir is the test's work directory (job files, per-run logs and
+// outputs): removed when the test passes, kept for a post-mortem when it
+// fails (t.TempDir would remove it either way).
+func KeptDir(t testing.TB) string {
+	dir, err := os.MkdirTemp("", "signalbox-"+t.Name()+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			os.RemoveAll(dir)
+		}
+	})
+	return dir
+}
+
 // Broker is a `signalbox broker` subprocess.
 type Broker struct {
 	Addr string

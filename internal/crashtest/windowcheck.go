@@ -37,6 +37,10 @@ type WindowResult struct {
 	MinTS int64  `json:"min_ts"`
 	MaxTS int64  `json:"max_ts"`
 	Where string `json:"-"`
+	// Source is the output it was read from (ParseWindowJSONL: the file's
+	// name): results of different sources, such as two members' sinks,
+	// have no order between them.
+	Source string `json:"-"`
 }
 
 // ParseWindowResult reads a window result: a bare one (a Kafka value) or
@@ -113,7 +117,11 @@ func CheckWindows(produced []Produced, results []WindowResult, size int64, mode 
 		}
 	}
 	seen := map[id]*WindowResult{}
-	prev := map[int32]*WindowResult{} // the last first emission, per task (PerTask) or in all (-1)
+	type stream struct {
+		source string
+		task   int32 // -1: every task
+	}
+	prev := map[stream]*WindowResult{} // the last first emission
 	for i := range results {
 		r := &results[i]
 		start, err := time.Parse(time.RFC3339Nano, r.Start)
@@ -140,9 +148,9 @@ func CheckWindows(produced []Produced, results []WindowResult, size int64, mode 
 		case !sameResult(*w, *r):
 			problems = append(problems, fmt.Sprintf("%s: window %s %s: %+v, the oracle's %+v", r.Where, r.Key, r.Start, *r, *w))
 		}
-		t := int32(-1)
+		t := stream{r.Source, -1}
 		if mode.PerTask {
-			t = task[r.Key]
+			t.task = task[r.Key]
 		}
 		if p := prev[t]; p != nil && cmp.Or(cmp.Compare(p.End, r.End), cmp.Compare(strconv.Quote(p.Key), strconv.Quote(r.Key))) > 0 {
 			problems = append(problems, fmt.Sprintf("%s: window %s ending %s after %s ending %s (%s): not in the order of their ends, ties by key",
@@ -169,12 +177,13 @@ func CheckWindows(produced []Produced, results []WindowResult, size int64, mode 
 
 // sameResult reports whether two results have the same window and values.
 func sameResult(a, b WindowResult) bool {
-	a.Where, b.Where = "", ""
+	a.Where, b.Where, a.Source, b.Source = "", "", "", ""
 	return a == b
 }
 
-// ParseWindowJSONL reads a JSONL window sink's file: one envelope a line,
-// whose value is a window result. A line that does not parse is a problem.
+// ParseWindowJSONL reads a JSONL window sink's file, named name (the
+// results' Source): one envelope a line, whose value is a window result. A
+// line that does not parse is a problem.
 func ParseWindowJSONL(data []byte, name string) (results []WindowResult, problems []string) {
 	lines := bytes.Split(data, []byte{'\n'})
 	if n := len(lines); n > 0 && len(lines[n-1]) == 0 {
@@ -188,6 +197,7 @@ func ParseWindowJSONL(data []byte, name string) (results []WindowResult, problem
 			problems = append(problems, err.Error())
 			continue
 		}
+		r.Source = name
 		results = append(results, r)
 	}
 	return results, problems

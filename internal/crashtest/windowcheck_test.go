@@ -41,6 +41,12 @@ func TestCheckWindows(t *testing.T) {
 	if p, _ := CheckWindows(produced, []WindowResult{a1, a2, again, b1}, 1000, perTaskAtLeast); len(p) != 0 {
 		t.Errorf("per task, at least once: a's windows then b's: %q", p)
 	}
+	// Two sources (two members' sinks) need no order between them.
+	a2other, a1other := a2, a1
+	a2other.Source, a1other.Source = "m2", "m2"
+	if p, _ := CheckWindows(produced, []WindowResult{a2other, a1, b1, a1other}, 1000, atLeast); len(p) != 0 {
+		t.Errorf("at least once, two sources: %q", p)
+	}
 	for name, c := range map[string]struct {
 		out  []WindowResult
 		mode WindowMode
@@ -58,6 +64,7 @@ func TestCheckWindows(t *testing.T) {
 		"end first":                   {[]WindowResult{a2, a1, b1}, exactly, "not in the order of their ends"},
 		"end first, per task":         {[]WindowResult{a2, b1, a1}, perTask, "not in the order of their ends"},
 		"end first, at least once":    {[]WindowResult{a2, a1, b1, a2}, atLeast, "not in the order of their ends"},
+		"end first, one of sources":   {[]WindowResult{a2other, b1, a1other}, atLeast, "not in the order of their ends"},
 	} {
 		p, _ := CheckWindows(produced, c.out, 1000, c.mode)
 		if !slices.ContainsFunc(p, func(s string) bool { return strings.Contains(s, c.want) }) {
