@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -139,10 +140,10 @@ func (m *windowMember) stop(t *testing.T) {
 	}
 }
 
-// assigned is how many partitions each run of the member was assigned, in
-// all (its log's "partitions assigned" lines).
-func (m *windowMember) assigned(t *testing.T) []int {
-	out := make([]int, m.runs)
+// assigned is how many partitions each run of the member was assigned at
+// each of its assignments (its log's "partitions assigned" lines).
+func (m *windowMember) assigned(t *testing.T) [][]int {
+	out := make([][]int, m.runs)
 	for run := range m.runs {
 		data, err := os.ReadFile(m.log(run))
 		if err != nil {
@@ -154,7 +155,7 @@ func (m *windowMember) assigned(t *testing.T) []int {
 				Count int
 			}
 			if json.Unmarshal(l, &e) == nil && e.Msg == "partitions assigned" {
-				out[run] += e.Count
+				out[run] = append(out[run], e.Count)
 			}
 		}
 	}
@@ -253,8 +254,9 @@ func TestWindowGroupMembers(t *testing.T) {
 	for _, p := range problems {
 		t.Error(p)
 	}
-	if a2[0] == 0 || a1[1] == 0 {
-		t.Errorf("the tasks did not move as planned: m2 was assigned %d partitions, m1 back %d", a2[0], a1[1])
+	// m2's first assignment splits the tasks with m1; m1 back gets some.
+	if len(a2[0]) == 0 || a2[0][0] == 0 || a2[0][0] == winParts || slices.Max(append([]int{0}, a1[1]...)) == 0 {
+		t.Errorf("the tasks did not move as planned: partitions assigned to m2 at each assignment %v, to m1 back %v", a2[0], a1[1])
 	}
 
 	// The raw records: every one at least once in the union.
