@@ -27,6 +27,12 @@ type Plan struct {
 	StateDir string
 	// StateMemory is state.memory in bytes (0: the store's default).
 	StateMemory int64
+	// StateScratch: the store under StateDir only spills parked records
+	// beyond memory and is emptied at each start (durable.Store.Scratch):
+	// a job with windows rebuilds its windows and parked records from
+	// Kafka's held-back offsets or its checkpoint sink's (docs/design.md,
+	// K5-K9), never from the store.
+	StateScratch bool
 	// Tables are the job's tables, open: in pebble under
 	// TablesDir(StateDir) when state.dir is set, else in memory. Close
 	// closes them.
@@ -109,7 +115,7 @@ func (j *Job) Build(log *zap.Logger) (*Plan, error) {
 // build is Build without Validate: what `run` would make of the job if
 // validate let it through.
 func (j *Job) build(log *zap.Logger) (*Plan, error) {
-	p := &Plan{StateDir: j.State.Dir, StateMemory: sizeOrZero(j.State.Memory)}
+	p := &Plan{StateDir: j.State.Dir, StateMemory: sizeOrZero(j.State.Memory), StateScratch: j.State.Dir != "" && len(j.Windows) > 0}
 	if err := j.plan(p, log); err != nil {
 		_ = p.Close() // the tables it opened
 		return nil, err

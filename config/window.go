@@ -141,11 +141,12 @@ func (j *Job) windows(v *validator, build func(s *Sink, path string) (signalbox.
 		}
 		plans = append(plans, windowPlan{w: w, sinks: sinks})
 	}
-	if len(j.Windows) > 0 && j.Group != "" {
-		v.bad("group", "windows with a group are not supported yet: a member that restarts or takes a task over resumes from the committed offsets, and the open windows' records before them would be missing")
-	}
-	if len(j.Windows) > 0 && j.State.Dir != "" {
-		v.bad("state.dir", "windows with state.dir are not supported yet: a restart resumes from the stored checkpoint, and the open windows' records before it would be missing")
+	if j.Group != "" {
+		for i := range j.Windows {
+			if j.Windows[i].Session != nil {
+				v.bad(fmt.Sprintf("windows[%d].session", i), "session windows with a group are not supported yet: a member that restarts or takes a task over rebuilds its windows from held-back offsets, which sessions do not hold yet")
+			}
+		}
 	}
 	return plans
 }

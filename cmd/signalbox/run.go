@@ -73,6 +73,12 @@ func newRunCmd() *cobra.Command {
 				opts := durable.StoreOptions{MemoryBudget: plan.StateMemory}
 				opts.EnsureDefaults()
 				defer tuneRuntime(plan, &opts, log)()
+				if plan.StateScratch && !reset {
+					// Windows rebuild from Kafka: the store only spills.
+					if err := resetState(plan.StateDir, log); err != nil {
+						return runtimeError(err)
+					}
+				}
 				store, err := durable.OpenStore(plan.StateDir, opts)
 				if err != nil {
 					return runtimeError(fmt.Errorf("state.dir: %w (signalbox run --reset-state rebuilds it from Kafka's committed offsets)", err))
@@ -82,7 +88,12 @@ func newRunCmd() *cobra.Command {
 						log.Error("closing the parked state", zap.Error(err))
 					}
 				}()
-				plan.Options = append(plan.Options, signalbox.WithParkedStore(store),
+				var parked signalbox.ParkedStore = store
+				if plan.StateScratch {
+					parked = store.Scratch()
+					plan.Options = append(plan.Options, signalbox.WithParkedLimit(0)) // it spills beyond its budget
+				}
+				plan.Options = append(plan.Options, signalbox.WithParkedStore(parked),
 					signalbox.WithMaxInflightBytes(config.InflightBytes(opts)))
 			}
 			p, err := plan.Pipeline()

@@ -133,9 +133,19 @@ type Engine struct {
 	wm        int64
 	cur       *Out
 	route     uint64 // the routes of the record output is handling (process.go)
-	// wins are the run's windows (window.go), made at the first record.
+	// wins are the run's windows (windowrun.go), made with the first
+	// scope; winAll is the run's one scope without a group (with one,
+	// each task has its own: task.win).
 	wins     []*windowRun
+	winAll   *winScope
 	winItems []winItem
+	// winBuf holds the results of the scopes while windowsTo advances
+	// them (buffering), winTo the last time it advanced them to for a
+	// record; taskList is sortedTasks' buffer.
+	winBuf    []bufResult
+	buffering bool
+	winTo     int64
+	taskList  []*task
 	winHold  windowHold // windowhold.go
 	fx       Effects    // what the steps asked for since the last Advance
 	now      time.Time  // the time of the current step
@@ -191,6 +201,7 @@ func New(cfg *Config) *Engine {
 		store:      cfg.Store,
 		wm:         watermark.MinTime,
 		cpWM:       watermark.MinTime,
+		winTo:      watermark.MinTime,
 		restored:   map[record.TopicPartition]record.PartitionCheckpoint{},
 		fenced:     map[record.TopicPartition]bool{},
 		lateCounts: map[record.TopicPartition]*LateCounter{},

@@ -28,7 +28,7 @@ func (c *Engine) ingest(ps *partState, rec *record.Record, mark error, now time.
 	}
 	byData := ps.dataMark(c.cfg.Delay) // before rec raises the partition's newest event time
 	reread := ps.restoring && ps.table == nil && rec.Offset < ps.restorePos && (rec.Timeless || parkedAt(rec.EventTime, byData) <= ps.restoreWM)
-	if reread && (rec.Timeless || !c.windowsRestored()) {
+	if reread && (rec.Timeless || !c.rebuilds(ps)) {
 		c.stats.Skipped++
 		return nil
 	}

@@ -32,7 +32,7 @@ func (c *Engine) late(ps *partState, rec *record.Record, byData, mark int64) err
 	case LateDeadLetter:
 		return c.dead(rec, "late by "+strconv.FormatInt(lateBy, 10)+"ms")
 	}
-	if mark <= byData || c.windowsRestored() {
+	if mark <= byData || c.rebuilds(ps) {
 		// At byData + 1 (at == byData); or, while the windows rebuild
 		// after a restart, just after the mark, as it would be released
 		// at once: the release is held below the mark meanwhile.

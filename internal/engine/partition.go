@@ -73,6 +73,10 @@ type task struct {
 	wm    int64        // the task's own watermark at the last release
 	parts []*partState // its assigned partitions
 	timed int          // how many of parts are timed
+	id    int32        // its partition number
+	// win is its windows' scope with a group (windowrun.go), made with the
+	// task and let go of with it.
+	win *winScope
 }
 
 // restoredMark is where the partitions of one assignment that are new to the
@@ -145,9 +149,12 @@ func (c *Engine) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 	}
 	ps.task = c.tasks[a.Partition]
 	if ps.task == nil {
-		ps.task = &task{strat: c.cfg.Strategy(), rel: watermark.MinTime}
+		ps.task = &task{strat: c.cfg.Strategy(), rel: watermark.MinTime, id: a.Partition}
 		c.tasks[a.Partition] = ps.task
-		if !m.owned[a.Partition] && m.at != watermark.MinTime && !c.windowsRestored() {
+		if len(c.cfg.Windows) > 0 && c.cfg.InGroup {
+			ps.task.win = c.newScope()
+		}
+		if !m.owned[a.Partition] && m.at != watermark.MinTime && !(c.hasCP && len(c.cfg.Windows) > 0 && !c.cfg.InGroup) {
 			// A task new to the engine starts at the restored watermark:
 			// it releases nothing earlier, and holds G no lower (G7).
 			ps.task.strat.Restore(m.at)
@@ -165,6 +172,7 @@ func (c *Engine) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 	if cp, ok := c.restored[a.TopicPartition]; ok {
 		wm := max(cp.Watermark, c.cpWM)
 		ps.restoring, ps.restorePos, ps.restoreWM = a.Start < cp.Position, cp.Position, wm
+		c.scopeRestored(ps, wm)
 		if ps.restoring {
 			c.restoringN++
 		}
@@ -174,7 +182,7 @@ func (c *Engine) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 			// partition alone starts at its restored watermark.
 			ps.lateAt = max(ps.lateAt, wm)
 		} else {
-			if !c.windowsRestored() { // windows: the re-read records come back in order, by their data
+			if !c.rebuilds(ps) { // windows: the re-read records come back in order, by their data
 				ps.task.strat.Restore(wm)
 			}
 			ps.task.rel = max(ps.task.rel, wm)
@@ -237,7 +245,9 @@ func (c *Engine) revoke(tp record.TopicPartition) {
 	if !ps.timeless {
 		ps.task.timed--
 	}
+	delete(c.winHold, ps)
 	if len(ps.task.parts) == 0 {
+		c.dropScope(ps.task)
 		delete(c.tasks, tp.Partition)
 	}
 	c.event(Event{Kind: EventRevoked, Partition: tp})

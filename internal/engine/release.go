@@ -38,8 +38,13 @@ func (c *Engine) release(now time.Time) {
 		g, c.untilReached = max(c.cfg.StopAt, c.wm), true
 	}
 	c.wm = g
-	if c.windowsRestored() {
+	if len(c.cfg.Windows) > 0 && c.hasCP {
 		c.wm = max(c.wm, c.cpWM) // the windows rebuild below it: a checkpoint still claims it
+	}
+	if len(c.wins) > 0 {
+		// Every scope's records at or below g come out in this release, in
+		// order: its windows may advance that far for another's record.
+		c.scopes(func(sc *winScope) error { sc.bound = max(sc.bound, g); return nil })
 	}
 	if len(c.cfg.Tables) > 0 {
 		c.trimTables(g)
@@ -152,7 +157,7 @@ func (c *Engine) emit(ps *partState, rec *record.Record) error {
 		return nil
 	}
 	if rec.Offset < ps.restorePos && releaseAt(rec) <= ps.restoreWM {
-		if c.windowsRestored() {
+		if c.rebuilds(ps) {
 			return c.windowsReread(ps, rec)
 		}
 		c.stats.Skipped++ // emitted before the restart, per the sink's checkpoint

@@ -37,7 +37,7 @@ func (c *Engine) windowHeld(ps *partState, low int64) int64 {
 	if len(h) == 0 || len(c.wins) == 0 {
 		return low
 	}
-	now := c.wins[0].w.Time() // every window is advanced together
+	now := c.scopeOf(ps).ws[0].Time() // a scope's windows are advanced together
 	for t, o := range h {
 		if t <= now {
 			delete(h, t)
@@ -47,11 +47,6 @@ func (c *Engine) windowHeld(ps *partState, low int64) int64 {
 	}
 	return low
 }
-
-// windowsRestored reports whether the run has windows and restored a
-// checkpoint: its windows are rebuilt from the re-read records, whose
-// release must then follow their data, not the restored watermark.
-func (c *Engine) windowsRestored() bool { return len(c.cfg.Windows) > 0 && c.hasCP }
 
 // windowsReread takes a re-read record that the restored checkpoint says
 // was emitted (the restart skip rule): it goes to the windows, as it did
@@ -104,13 +99,15 @@ func (c *Engine) parkReread(ps *partState, rec *record.Record, byData int64) err
 
 // errWindowsRestore is the error of a run with windows that a checkpoint
 // restores where that is not exact yet (WithWindow).
-var errWindowsRestore = errors.New("signalbox: windows: resuming from a checkpoint is supported only without a group, with a checkpoint sink, without a durable store, and for tumbling and hopping windows")
+var errWindowsRestore = errors.New("signalbox: windows: resuming from a checkpoint is supported only without a durable store and for tumbling and hopping windows: without a group, from a checkpoint sink before the windows start; with a group, when a task's partitions are assigned together")
 
 // windowsResume refuses a restored checkpoint that the windows cannot
 // resume from exactly: a durable store's (its restart re-reads from the
-// stored positions, not the held-back Low), a group's (a task that moves
-// would bring its re-read records to windows already past them), or with
-// session windows (a session's records are not held yet).
+// stored positions, not the held-back Low), one without a group that
+// neither a checkpoint sink restored nor came before the windows started
+// (the run's one scope would take re-read records behind its time), one
+// that joins a task whose windows already took records, or with session
+// windows (a session's records are not held yet).
 func (c *Engine) windowsResume(assigned []record.PartitionInfo) error {
 	if len(c.cfg.Windows) == 0 {
 		return nil
@@ -119,6 +116,9 @@ func (c *Engine) windowsResume(assigned []record.PartitionInfo) error {
 	for _, a := range assigned {
 		if _, ok := c.restored[a.TopicPartition]; ok || a.Checkpoint != nil {
 			restored = true
+			if t := c.tasks[a.Partition]; c.cfg.InGroup && t != nil && t.win != nil && t.win.started {
+				return fmt.Errorf("%w: %s[%d] joins a task whose windows started", errWindowsRestore, a.Topic, a.Partition)
+			}
 		}
 	}
 	if !restored {
@@ -127,11 +127,9 @@ func (c *Engine) windowsResume(assigned []record.PartitionInfo) error {
 	switch {
 	case c.cfg.Durable:
 		return fmt.Errorf("%w: the run has a durable store", errWindowsRestore)
-	case !c.hasCP:
+	case !c.cfg.InGroup && !c.hasCP:
 		return fmt.Errorf("%w: a group's committed checkpoint", errWindowsRestore)
-	case c.cfg.InGroup:
-		return fmt.Errorf("%w: the source reads in a group", errWindowsRestore)
-	case c.wins != nil:
+	case !c.cfg.InGroup && c.winAll != nil && c.winAll.started:
 		return fmt.Errorf("%w: partitions assigned after the windows started", errWindowsRestore)
 	}
 	for i := range c.cfg.Windows {

@@ -6,26 +6,50 @@ package engine
 // results into the out batch, routed to the window's sinks.
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"hash/fnv"
+	"slices"
 	"time"
 	"unicode/utf8"
 
 	"github.com/signalbox/signalbox/keyed"
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/watermark"
 )
 
 // windowRun is one window of a run.
 type windowRun struct {
 	def    *Window
-	w      *keyed.Windows
 	inputs map[string]bool // nil: every input
 	bits   uint64
 	args   [][]byte
-	// suppressed counts the results a restored checkpoint covered: computed
-	// again and not emitted (windowResult), so not in Stats.Windows.
-	suppressed int64
+	// results counts the results emitted (not the ones a restore
+	// suppressed, K8); late counts the late records of scopes let go of.
+	results, late int64
+}
+
+// winScope is the windows of one scope (design K9): the whole run's
+// without a group, where a window spans every partition, or one task's
+// with a group, where a window is keyed by the Kafka key and a task's
+// windows hold only its partitions' records. A scope is made with its
+// task and let go of with it: the member that takes the task over
+// rebuilds it from the held-back offsets.
+type winScope struct {
+	ws []*keyed.Windows // by c.wins index
+	// rebuild: the scope's partitions re-read below a restored checkpoint
+	// and their re-read records come back to the windows in the order of
+	// their data (K7); results whose timer is at or below from were
+	// emitted before the checkpoint and are not again (K8).
+	rebuild bool
+	from    int64
+	started bool // a record went in: a restored partition cannot join
+	// bound is the highest release watermark applied since the scope was
+	// made: every record of its partitions at or below it was released, so
+	// its windows may advance that far for another scope's record.
+	bound int64
 }
 
 // windowsStart makes the run's windows (once per run).
@@ -40,17 +64,114 @@ func (c *Engine) windowsStart() {
 				wr.inputs[in] = true
 			}
 		}
+		c.wins[i] = wr
+	}
+}
+
+// newScope makes a scope's windows. A window's Store keeps the state of
+// the run's one scope; a task's scope keeps it in memory.
+func (c *Engine) newScope() *winScope {
+	if c.wins == nil {
+		c.windowsStart()
+	}
+	sc := &winScope{ws: make([]*keyed.Windows, len(c.wins)), from: watermark.MinTime, bound: watermark.MinTime}
+	for i, wr := range c.wins {
 		var opts []keyed.Option
-		if d.Store != nil {
-			opts = append(opts, keyed.WithStore(d.Store))
+		if wr.def.Store != nil && !c.cfg.InGroup {
+			opts = append(opts, keyed.WithStore(wr.def.Store))
 		}
-		w, err := keyed.New(d.Spec, func(r *keyed.Result) error { return c.windowResult(wr, r) }, opts...)
+		w, err := keyed.New(wr.def.Spec, func(r *keyed.Result) error { return c.windowResult(i, sc, r) }, opts...)
 		if err != nil { // validate checked the spec
 			panic(err)
 		}
-		wr.w = w
-		c.wins[i] = wr
+		sc.ws[i] = w
 	}
+	return sc
+}
+
+// scopeOf is ps's window scope, made at first use: the run's without a
+// group (rebuilt when a checkpoint sink's checkpoint was restored), its
+// task's with one (assign sets what a restore asks).
+func (c *Engine) scopeOf(ps *partState) *winScope {
+	if c.cfg.InGroup {
+		if ps.task.win == nil {
+			ps.task.win = c.newScope()
+		}
+		return ps.task.win
+	}
+	if c.winAll == nil {
+		c.winAll = c.newScope()
+		c.winAll.rebuild, c.winAll.from = c.hasCP, c.cpWM
+	}
+	return c.winAll
+}
+
+// scopes calls fn for every scope of the run.
+func (c *Engine) scopes(fn func(*winScope) error) error {
+	if c.winAll != nil {
+		return fn(c.winAll)
+	}
+	for _, t := range c.sortedTasks() {
+		if t.win != nil {
+			if err := fn(t.win); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// sortedTasks is the tasks in partition order (a scope's results are
+// sorted anyway; the order keeps the calls repeatable).
+func (c *Engine) sortedTasks() []*task {
+	ts := c.taskList[:0]
+	for _, t := range c.tasks {
+		ts = append(ts, t)
+	}
+	slices.SortFunc(ts, func(a, b *task) int { return cmp.Compare(a.id, b.id) })
+	c.taskList = ts
+	return ts
+}
+
+// rebuilds reports whether ps's windows are rebuilt from its re-read
+// records after a restore (K7): they are parked, not skipped, and come
+// back to the windows only, in the order of their data.
+func (c *Engine) rebuilds(ps *partState) bool {
+	switch {
+	case len(c.cfg.Windows) == 0:
+		return false
+	case !c.cfg.InGroup:
+		return c.hasCP
+	default:
+		return ps.task.win != nil && ps.task.win.rebuild
+	}
+}
+
+// scopeRestored notes, at ps's assignment, that its task's windows rebuild
+// from a restored claim with watermark wm: results at or below the lowest
+// such watermark of the task were emitted (K8, K9).
+func (c *Engine) scopeRestored(ps *partState, wm int64) {
+	if len(c.cfg.Windows) == 0 || !c.cfg.InGroup {
+		return
+	}
+	sc := c.scopeOf(ps)
+	if !sc.rebuild {
+		sc.rebuild, sc.from = true, wm
+	} else {
+		sc.from = min(sc.from, wm)
+	}
+}
+
+// dropScope lets go of a revoked task's windows; their late count stays in
+// the run's.
+func (c *Engine) dropScope(t *task) {
+	if t.win == nil {
+		return
+	}
+	for i, w := range t.win.ws {
+		c.wins[i].late += w.Late
+	}
+	t.win = nil
 }
 
 // windowsTake feeds rec, on its way to the sinks (output), to the windows
@@ -58,28 +179,34 @@ func (c *Engine) windowsStart() {
 // first, so that a record whose evaluation fails goes to the dead-letter
 // sink only (keep false) and into no window.
 func (c *Engine) windowsTake(ps *partState, rec *record.Record) (keep bool, err error) {
-	if c.wins == nil {
-		c.windowsStart()
-	}
 	if rec.Timeless {
 		return true, nil
 	}
+	sc := c.scopeOf(ps)
 	items := c.winItems[:0]
-	for _, wr := range c.wins {
+	for i, wr := range c.wins {
 		it, ok, err := wr.item(rec)
 		if err != nil {
 			return false, c.failed(rec, err)
 		}
 		if ok {
-			items = append(items, winItem{wr, it})
+			items = append(items, winItem{i, it})
 		}
 	}
 	at := releaseAt(rec)
+	if len(items) > 0 && c.cfg.InGroup {
+		// The other tasks' windows first, as one scope's would be: every
+		// result due before rec comes out before it, in (end, key) order.
+		if err := c.windowsTo(at-1, true); err != nil {
+			return false, err
+		}
+	}
 	for _, wi := range items {
-		w := wi.wr.w
+		w := sc.ws[wi.i]
 		if _, err := w.Add(wi.it, at); err != nil {
 			return false, err
 		}
+		sc.started = true
 		if timer, ok := w.LastTimer(wi.it.Time); ok && timer > w.Time() {
 			c.holdRecord(ps, rec, timer)
 		}
@@ -89,8 +216,67 @@ func (c *Engine) windowsTake(ps *partState, rec *record.Record) (keep bool, err 
 	return true, nil
 }
 
+// windowsTo advances every scope's windows to t (bounded: to at most the
+// scope's bound) and emits their results in order: per window, by timer,
+// ties by key, across the scopes as within one (keyed invariant 2).
+func (c *Engine) windowsTo(t int64, bounded bool) error {
+	if bounded && t <= c.winTo {
+		return nil
+	}
+	c.winBuf = c.winBuf[:0]
+	c.buffering = true
+	err := c.scopes(func(sc *winScope) error {
+		to := t
+		if bounded {
+			to = min(t, sc.bound)
+		}
+		for _, w := range sc.ws {
+			if err := w.Advance(to); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	c.buffering = false
+	if bounded && err == nil {
+		c.winTo = t
+	}
+	c.flushResults()
+	return err
+}
+
+// flushResults puts the results buffered by windowsTo into the out batch,
+// sorted by window, timer and key.
+func (c *Engine) flushResults() {
+	if len(c.winBuf) == 0 {
+		return
+	}
+	slices.SortStableFunc(c.winBuf, func(a, b bufResult) int {
+		if a.wr != b.wr {
+			return cmp.Compare(a.wr, b.wr)
+		}
+		if a.fire != b.fire {
+			return cmp.Compare(a.fire, b.fire)
+		}
+		return bytes.Compare(a.key, b.key)
+	})
+	for i := range c.winBuf {
+		c.putResult(c.wins[c.winBuf[i].wr], &c.winBuf[i].r)
+	}
+	clear(c.winBuf)
+	c.winBuf = c.winBuf[:0]
+}
+
+// bufResult is a result windowsTo holds until every scope has advanced.
+type bufResult struct {
+	wr   int
+	fire int64
+	key  []byte
+	r    keyed.Result
+}
+
 type winItem struct {
-	wr *windowRun
+	i  int // c.wins index
 	it keyed.Item
 }
 
@@ -150,14 +336,27 @@ func orderKeyJSON(k string) []byte {
 	return b
 }
 
-// windowResult puts one result of wr into the current out batch, routed
-// to wr's sinks only; after a restart, not one the restored checkpoint
-// covers (its timer at or below the restored watermark: emitted before).
-func (c *Engine) windowResult(wr *windowRun, r *keyed.Result) error {
-	if c.windowsRestored() && wr.w.FireAt(r.End) <= c.cpWM {
-		wr.suppressed++
+// windowResult takes one result of window i from scope sc: not one the
+// scope's restored checkpoint covers (its timer at or below the restored
+// watermark: emitted before, K8); buffered while windowsTo advances every
+// scope, else put in the current out batch.
+func (c *Engine) windowResult(i int, sc *winScope, r *keyed.Result) error {
+	fire := sc.ws[i].FireAt(r.End)
+	if sc.rebuild && fire <= sc.from {
 		return nil
 	}
+	if c.buffering {
+		c.winBuf = append(c.winBuf, bufResult{wr: i, fire: fire, key: r.Key, r: *r})
+		return nil
+	}
+	c.putResult(c.wins[i], r)
+	return nil
+}
+
+// putResult puts r, of wr, into the current out batch, routed to wr's
+// sinks only.
+func (c *Engine) putResult(wr *windowRun, r *keyed.Result) {
+	wr.results++
 	off := resultID(r)
 	key := r.Key
 	var s string
@@ -174,7 +373,6 @@ func (c *Engine) windowResult(wr *windowRun, r *keyed.Result) error {
 	if c.cfg.InflightBytes > 0 {
 		c.cur.Bytes += c.cur.Records[len(c.cur.Records)-1].Size()
 	}
-	return nil
 }
 
 // resultID is a result's Offset, a function of its window key and start
@@ -198,32 +396,37 @@ func resultID(r *keyed.Result) int64 {
 // windowsAdvance advances the windows to the release watermark g once a
 // release is over (MaxTime under flushAll: every window is emitted).
 func (c *Engine) windowsAdvance(g int64) error {
-	for _, wr := range c.wins {
-		if err := wr.w.Advance(g); err != nil {
-			return err
-		}
+	if len(c.wins) == 0 {
+		return nil
 	}
-	return nil
+	c.scopes(func(sc *winScope) error { sc.bound = max(sc.bound, g); return nil })
+	return c.windowsTo(g, false)
 }
 
 // windowsClose emits every open window: the end of a bounded run.
 func (c *Engine) windowsClose() error {
-	for _, wr := range c.wins {
-		if err := wr.w.Close(); err != nil {
-			return err
-		}
+	if len(c.wins) == 0 {
+		return nil
 	}
-	return nil
+	return c.windowsTo(watermark.MaxTime, false)
 }
 
-// windowStats is Stats.Windows: a snapshot.
+// windowStats is Stats.Windows: a snapshot, summed over the scopes.
 func (c *Engine) windowStats() []WindowStats {
 	if len(c.wins) == 0 {
 		return nil
 	}
 	out := make([]WindowStats, len(c.wins))
 	for i, wr := range c.wins {
-		out[i] = WindowStats{Name: wr.def.Spec.Name, Open: wr.w.Open, Keys: wr.w.Keys(), Results: wr.w.Results - wr.suppressed, Late: wr.w.Late}
+		out[i] = WindowStats{Name: wr.def.Spec.Name, Results: wr.results, Late: wr.late}
 	}
+	c.scopes(func(sc *winScope) error {
+		for i, w := range sc.ws {
+			out[i].Open += w.Open
+			out[i].Keys += w.Keys()
+			out[i].Late += w.Late
+		}
+		return nil
+	})
 	return out
 }
