@@ -56,10 +56,14 @@ type scenario struct {
 	// taskKeys: each key's records in one partition number
 	// (Producer.TaskKeys).
 	taskKeys bool
+	// from is the history's first event time, from the set-up; step is the
+	// event time between two records of a partition.
+	from, step time.Duration
 }
 
 func newScenario() scenario {
-	s := scenario{topics: []string{"orders", "stock", "prices"}, parts: 3, history: 1500, kills: 12, delay: 2 * time.Second, disorder: 300 * time.Millisecond}
+	s := scenario{topics: []string{"orders", "stock", "prices"}, parts: 3, history: 1500, kills: 12, delay: 2 * time.Second, disorder: 300 * time.Millisecond,
+		from: -time.Hour, step: 100 * time.Millisecond}
 	if testing.Short() {
 		s.history, s.kills = 600, 10
 	}
@@ -75,6 +79,8 @@ type crashRun struct {
 	broker *Broker
 	prod   *Producer
 	c      *Crasher
+	// start is the history's first event time (before disorder).
+	start time.Time
 }
 
 // setUp starts a broker with the scenario's topics (plus extra topics),
@@ -100,8 +106,8 @@ func setUpScenario(t *testing.T, sc scenario, group string, extraTopics []string
 	r.prod.TaskKeys = sc.taskKeys
 	ctx, cancel := context.WithTimeout(context.Background(), HangGuard)
 	defer cancel()
-	start := time.Now().Add(-time.Hour)
-	if err := r.prod.History(ctx, sc.history, start, 100*time.Millisecond); err != nil {
+	r.start = time.Now().Add(sc.from)
+	if err := r.prod.History(ctx, sc.history, r.start, sc.step); err != nil {
 		t.Fatal(err)
 	}
 	yaml, extra := sinks(r.dir, r.broker)

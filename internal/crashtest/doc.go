@@ -36,8 +36,11 @@
 // TestCrashWindowKafka kills a window job (one-second tumbling windows per
 // key; issue 37) in no group during its replays; TestCrashWindowGroup and
 // TestCrashWindowGroupKafka run it in a group with state.dir, keyed by the
-// Kafka key, each key's records in one task (Producer.TaskKeys), the first
-// kill a third of the way through the replay (Crasher.FirstAt). The window
+// Kafka key, each key's records in one task (Producer.TaskKeys), over a
+// history the clock releases after the start, pass after pass with
+// checkpoints between (as the table tests' orders), the first kill once
+// the watermark is past a third of it and the run has checkpointed
+// (Crasher.FirstWatermark): a kill after a checkpoint with windows open. The window
 // output must hold every window of the oracle (CheckWindows: all the
 // records, in one batch) with its values: exactly once for the
 // transactional Kafka sink, at least once for JSONL (a repeat is an exact

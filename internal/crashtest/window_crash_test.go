@@ -53,6 +53,9 @@ func TestCrashWindowKafka(t *testing.T) {
 	r.c.Finish()
 	produced := r.prod.Records()
 	r.checkStdout(produced)
+	if replay, _ := r.c.Phases(); replay == 0 {
+		t.Errorf("no kill landed in a replay")
+	}
 	r.checkWindows(produced, r.readWindows(produced), WindowMode{})
 }
 
@@ -61,33 +64,70 @@ func TestCrashWindowKafka(t *testing.T) {
 // task, with state.dir and checkpoint_interval 100ms, in windowGroup.
 const windowGroup = "crashtest-windows"
 
+// windowSpan is the event time the group window tests' history spans,
+// from windowDelay less a second before the set-up, and windowDelay their
+// delay bound: the clock (less the delay) reaches the history a second
+// after the set-up and releases it pass after pass, each followed by a
+// checkpoint, so that a kill lands after checkpoints whose Low offsets are
+// held back to open windows, and the restart resumes from them. (A
+// history of past event times, all due at once, is released in one pass
+// with no checkpoint before its end: every restart would replay it from
+// the beginning.)
+const (
+	windowSpan  = 6 * time.Second
+	windowDelay = windowSpan * 2 / 3
+)
+
 // setUpWindowGroup sets up the window job in windowGroup with the window
 // sinks sinks(dir) (YAML list items indented by six spaces), extraTopics
-// created too. Every kill aims at the replay of the history, the first one
-// a third of the way through it.
+// created too. The first kill lands once the watermark is past a third of
+// the history and the run has checkpointed, the others at random during
+// the replays after each restart and while the history is released.
 func setUpWindowGroup(t *testing.T, extraTopics []string, sinks func(dir string) string) *crashRun {
 	sc := newScenario()
-	sc.taskKeys = true
+	sc.taskKeys, sc.delay = true, windowDelay
+	sc.from, sc.step = time.Second-windowDelay, windowSpan/time.Duration(sc.history)
 	r := setUpScenario(t, sc, windowGroup, extraTopics, func(dir string, _ *Broker) (string, string) {
 		return "", fmt.Sprintf("state:\n  dir: %s\n  memory: 64KiB\nwindows:\n  - name: per_second\n    key: key\n    tumbling: 1s\n%s    sinks:\n%s",
 			filepath.Join(dir, "state"), WindowAggregates, sinks(dir))
 	})
 	r.c.Job.CheckpointInterval = 100 * time.Millisecond
-	r.c.ReplayOnly = true
-	r.c.FirstAt = 1.0 / 3
+	r.c.FirstWatermark = r.start.Add(windowSpan / 3).UnixMilli()
 	return r
 }
 
+// checkKilledMidWindows fails the test unless a kill landed after a
+// checkpoint of its run, with the watermark inside the history: a restart
+// then resumed from a checkpoint whose windows were open.
+func (r *crashRun) checkKilledMidWindows(produced []Produced) {
+	lo, hi := produced[0].TS, produced[0].TS
+	for _, p := range produced {
+		lo, hi = min(lo, p.TS), max(hi, p.TS)
+	}
+	n := 0
+	for _, k := range r.c.Kills {
+		if k.Checkpoints > 0 && k.Watermark != nil && *k.Watermark > lo && *k.Watermark < hi {
+			n++
+		}
+	}
+	r.t.Logf("%d of %d kills after a checkpoint of their run, the watermark inside the history", n, len(r.c.Kills))
+	if n == 0 {
+		r.t.Errorf("no kill landed after a checkpoint with the watermark inside the history: no restart resumed open windows")
+	}
+}
+
 // TestCrashWindowGroup: the window job in a group with state.dir, to a
-// JSONL window sink (at-least-once), SIGKILLed a third of the way through
-// the replay of the history and a few more times during the replays after
-// it, each restart resuming from the group's committed checkpoint (the Low
-// offsets held back to the oldest record of an open window: design K6),
-// then run to the end offsets. Every window of the history is in the file,
-// with the oracle's count, sum, min and max; a window emitted again (after
-// the last checkpoint of a killed run) is an exact copy; first emissions
-// are in the order of their ends within each task; the raw records on
-// stdout are complete and in order.
+// JSONL window sink (at-least-once), SIGKILLed once the watermark is past
+// a third of the history and the run has checkpointed, and a few more
+// times, during the replays after each restart and while the history is
+// released, each restart resuming from the group's committed checkpoint
+// (the Low offsets held back to the oldest record of an open window:
+// design K6), then run to the end offsets, which closes the windows still
+// open. A kill must land after a checkpoint, with windows open. Every
+// window of the history is in the file, with the oracle's count, sum, min
+// and max; a window emitted again (after the last checkpoint of a killed
+// run) is an exact copy; first emissions are in the order of their ends
+// within each task; the raw records on stdout are complete and in order.
 func TestCrashWindowGroup(t *testing.T) {
 	t.Parallel()
 	const out = "windows.jsonl"
@@ -98,6 +138,7 @@ func TestCrashWindowGroup(t *testing.T) {
 	r.c.Finish()
 	produced := r.prod.Records()
 	r.checkStdout(produced)
+	r.checkKilledMidWindows(produced)
 	data, err := os.ReadFile(filepath.Join(r.dir, out))
 	if err != nil {
 		t.Fatal(err)
@@ -119,6 +160,7 @@ func TestCrashWindowGroupKafka(t *testing.T) {
 	r.c.Finish()
 	produced := r.prod.Records()
 	r.checkStdout(produced)
+	r.checkKilledMidWindows(produced)
 	r.checkWindows(produced, r.readWindows(produced), WindowMode{PerTask: true})
 }
 
@@ -135,9 +177,8 @@ func (r *crashRun) readWindows(produced []Produced) []WindowResult {
 	return results
 }
 
-// checkWindows checks the window results of a run of 1 s windows whose
-// kills all aimed at the replay (CheckWindows, with extra problems found
-// reading them), and that a kill landed in a replay.
+// checkWindows checks the window results of a run of 1 s windows
+// (CheckWindows, with extra problems found reading them).
 func (r *crashRun) checkWindows(produced []Produced, results []WindowResult, mode WindowMode, extra ...string) {
 	t := r.t
 	replay, _ := r.c.Phases()
@@ -147,9 +188,6 @@ func (r *crashRun) checkWindows(produced []Produced, results []WindowResult, mod
 	}
 	t.Logf("seed %d: %d kills, %d during the replay; %d records; %d window results, %d distinct, %d windows in the oracle",
 		r.seed, len(r.c.Kills), replay, len(produced), len(results), len(distinct), windowCount(produced))
-	if replay == 0 {
-		t.Errorf("no kill landed in a replay")
-	}
 	problems, _ := CheckWindows(produced, results, windowSize, mode)
 	for _, p := range append(extra, problems...) {
 		t.Error(p)
