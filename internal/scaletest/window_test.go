@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -140,10 +139,16 @@ func (m *windowMember) stop(t *testing.T) {
 	}
 }
 
-// assigned is how many partitions each run of the member was assigned at
-// each of its assignments (its log's "partitions assigned" lines).
-func (m *windowMember) assigned(t *testing.T) [][]int {
-	out := make([][]int, m.runs)
+// assignment is one "partitions assigned" line of a member's log.
+type assignment struct {
+	At    time.Time `json:"ts"`
+	Count int
+}
+
+// assigned is each run's assignments (its log's "partitions assigned"
+// lines).
+func (m *windowMember) assigned(t *testing.T) [][]assignment {
+	out := make([][]assignment, m.runs)
 	for run := range m.runs {
 		data, err := os.ReadFile(m.log(run))
 		if err != nil {
@@ -151,15 +156,31 @@ func (m *windowMember) assigned(t *testing.T) [][]int {
 		}
 		for l := range bytes.SplitSeq(data, []byte{'\n'}) {
 			var e struct {
-				Msg   string
-				Count int
+				Msg string
+				assignment
 			}
 			if json.Unmarshal(l, &e) == nil && e.Msg == "partitions assigned" {
-				out[run] = append(out[run], e.Count)
+				out[run] = append(out[run], e.assignment)
 			}
 		}
 	}
 	return out
+}
+
+// waitAssigned waits until the assignments of run of m, once there are
+// any, satisfy ok.
+func waitAssigned(t *testing.T, m *windowMember, run int, what string, ok func([]assignment) bool) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for {
+		if as := m.assigned(t)[run]; len(as) > 0 && ok(as) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting %v for %s; %s's assignments %+v:\n%s", hangGuard, what, m, m.assigned(t)[run], m.tail(t))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // tailOf returns the end of a log file.
@@ -223,9 +244,14 @@ func TestWindowGroupMembers(t *testing.T) {
 	m2.start(t, bin)
 	at(winLeave, "m1 leaves")
 	m1.stop(t)
-	at(winBack, "m1 comes back")
+	// A rebalance takes effect at the members' next heartbeat (3 s): m1
+	// comes back once m2 has taken every task, and the traffic goes on
+	// until m1 back owns tasks, and a window more.
+	waitAssigned(t, m2, 0, "m2 to take every task", func(as []assignment) bool { return as[len(as)-1].Count == winParts })
+	at(max(winBack, time.Since(t0)), "m1 comes back")
 	m1.start(t, bin)
-	at(winStop, "the traffic stops")
+	waitAssigned(t, m1, 1, "m1 back to own tasks", func(as []assignment) bool { return as[len(as)-1].Count > 0 })
+	at(max(winStop, time.Since(t0)+winSize), "the traffic stops")
 	stopLive()
 	if err := <-liveErr; err != nil {
 		t.Fatal(err)
@@ -248,15 +274,24 @@ func TestWindowGroupMembers(t *testing.T) {
 	for _, r := range results {
 		distinct[[2]string{r.Key, r.Start}] = true
 	}
-	a1, a2 := m1.assigned(t), m2.assigned(t)
-	t.Logf("%d records; window results: m1 %d, m2 %d, %d distinct, %d repeats; %d windows not checked (a record delayed beyond the bound); partitions assigned: m1 %v, m2 %v",
-		len(produced), len(m1.results(t)), len(m2.results(t)), len(distinct), len(results)-len(distinct), skipped, a1, a2)
+	t.Logf("%d records; window results: m1 %d, m2 %d, %d distinct, %d repeats; %d windows not checked (a record delayed beyond the bound)",
+		len(produced), len(m1.results(t)), len(m2.results(t)), len(distinct), len(results)-len(distinct), skipped)
 	for _, p := range problems {
 		t.Error(p)
 	}
-	// m2's first assignment splits the tasks with m1; m1 back gets some.
-	if len(a2[0]) == 0 || a2[0][0] == 0 || a2[0][0] == winParts || slices.Max(append([]int{0}, a1[1]...)) == 0 {
-		t.Errorf("the tasks did not move as planned: partitions assigned to m2 at each assignment %v, to m1 back %v", a2[0], a1[1])
+	// m2's first assignment splits the tasks with m1 (the waits above
+	// checked the rest).
+	var counts [3][]int
+	for i, as := range [][]assignment{m1.assigned(t)[0], m2.assigned(t)[0], m1.assigned(t)[1]} {
+		var at []string
+		for _, a := range as {
+			counts[i] = append(counts[i], a.Count)
+			at = append(at, fmt.Sprintf("%d at %v", a.Count, a.At.Sub(t0).Round(10*time.Millisecond)))
+		}
+		t.Logf("partitions assigned to %s: %v", []string{"m1", "m2", "m1 back"}[i], at)
+	}
+	if counts[1][0] == winParts {
+		t.Errorf("m2's join did not split the tasks: partitions assigned to m1 %v, to m2 %v", counts[0], counts[1])
 	}
 
 	// The raw records: every one at least once in the union.
