@@ -27,7 +27,9 @@
 // instead (internal/crashtest's Binary and broker): two `signalbox run`
 // members of a group with 2 s tumbling windows keyed by the Kafka key,
 // each with its own state.dir and JSONL sinks, through a join, a clean
-// leave and a return under live traffic. In the union of the members'
+// leave and a return under live traffic, each moving tasks in the middle
+// of their windows (the test waits for each move to show in the members'
+// logs). In the union of the members'
 // window outputs every window is present with the oracle's values
 // (crashtest.CheckWindows); a window emitted by both a task's old and new
 // owner is an exact copy.

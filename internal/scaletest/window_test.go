@@ -197,8 +197,11 @@ func tailOf(t *testing.T, path string) string {
 // of two `signalbox run` members, each with its own state.dir and JSONL
 // sinks. m2 joins after 3 s (tasks move to it in the middle of their
 // windows), m1 leaves cleanly at 7 s (its tasks move to m2) and comes back
-// at 9 s (tasks move back); the traffic stops at 11 s, and both members
-// stop once the last windows are out. In the union of the members' window
+// at 9 s, or once m2 has taken every task if later (tasks move back); the
+// traffic stops at 11 s, or a window after m1 back owns tasks if later (a
+// rebalance takes effect at the members' next heartbeat, up to 3 s after
+// a join or a leave), and both members stop once the last windows are
+// out. In the union of the members' window
 // outputs every window is present, with the oracle's count, sum, min and
 // max; a window emitted twice (by the task's old and new owner) is an
 // exact copy; each member's first emissions are in the order of their
