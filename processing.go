@@ -128,7 +128,8 @@ type Window struct {
 	// keyed/durable's spills to pebble beyond a memory budget. The state is
 	// scratch, rebuilt from the re-read records after a restart like the
 	// in-memory one (a durable store of parked records is refused with
-	// windows, WithWindow). Nil: in memory.
+	// windows, WithWindow). With a group it is not used: each task's
+	// windows are in memory. Nil: in memory.
 	Store keyed.Store[keyed.State]
 	// Args returns a record's argument of each aggregate, by
 	// Spec.Aggregates, as JSON (keyed.Spec.Item); an entry for a Count is
@@ -154,11 +155,15 @@ type WindowStats struct {
 // puts it in the same window), Partition 0 and Offset a 63-bit hash of
 // its key and start (resultID: the same after a restart). The sinks added
 // otherwise receive the released records and no result. A window's sinks
-// count among the MaxRoutedSinks first sinks. A run without a group
-// resumes tumbling and hopping windows exactly from a CheckpointSink's
-// checkpoint (internal/engine windowhold.go); one restored from a group's committed
-// offsets or a DurableStore's, or with session windows, fails: their state
-// before the checkpoint is not restored yet.
+// count among the MaxRoutedSinks first sinks. Tumbling and hopping
+// windows resume exactly from a CheckpointSink's checkpoint, or in a
+// consumer group from the committed offsets, held back to the oldest
+// record of a window still open (docs/design.md K5-K9). In a group each
+// task has its own windows (in memory: Store is not used), so Key must be
+// the record's Kafka key (nil). A run restored from a DurableStore's
+// checkpoint, or with session windows, fails at its first assignment:
+// their state before the checkpoint is not rebuilt yet
+// (durable.Store.Scratch spills parked records without a checkpoint).
 func WithWindow(w Window, sinks ...Sink) Option {
 	return func(c *config) {
 		c.windows = append(c.windows, windowDef{Window: w, first: len(c.sinks), n: len(sinks)})

@@ -68,22 +68,28 @@ type minuteResult struct {
 
 // minuteOracle: every (sku, minute) window of the sales with qty > 0, in
 // the order of ends, then skus.
-func minuteOracle(sales []sale) []minuteResult {
+func minuteOracle(sales []sale) []minuteResult { return hoppingOracle(sales, 60_000) }
+
+// hoppingOracle: every (sku, window) of one-minute windows starting every
+// every ms (every = 60,000: tumbling) of the sales with qty > 0, in the
+// order of ends, then skus.
+func hoppingOracle(sales []sale, every int64) []minuteResult {
 	m := map[[2]string]*minuteResult{}
 	for _, s := range sales {
 		if s.qty <= 0 {
 			continue
 		}
-		start := s.ts - s.ts%60_000
-		k := [2]string{time.UnixMilli(start + 60_000).UTC().Format(time.RFC3339Nano), s.sku}
-		r := m[k]
-		if r == nil {
-			r = &minuteResult{Key: s.sku, Start: time.UnixMilli(start).UTC().Format(time.RFC3339Nano), End: k[0]}
-			m[k] = r
+		for start := s.ts - s.ts%every; start > s.ts-60_000; start -= every {
+			k := [2]string{time.UnixMilli(start + 60_000).UTC().Format(time.RFC3339Nano), s.sku}
+			r := m[k]
+			if r == nil {
+				r = &minuteResult{Key: s.sku, Start: time.UnixMilli(start).UTC().Format(time.RFC3339Nano), End: k[0]}
+				m[k] = r
+			}
+			r.Count++
+			r.Qty += int64(s.qty)
+			r.MaxQty = max(r.MaxQty, int64(s.qty))
 		}
-		r.Count++
-		r.Qty += int64(s.qty)
-		r.MaxQty = max(r.MaxQty, int64(s.qty))
 	}
 	keys := slices.Collect(func(yield func([2]string) bool) {
 		for k := range m {

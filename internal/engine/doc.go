@@ -86,7 +86,9 @@
 //     process.go (the Process and the sinks' wheres: route bits), then the
 //     windows (windowrun.go: keyed.Windows fed in release order, advanced
 //     with the release watermark, their results into the same batches,
-//     routed to the windows' sinks), then the out batch. Tables are
+//     routed to the windows' sinks; one scope for the run without a
+//     group, one per task with one, dropped with the task: design K9),
+//     then the out batch. Tables are
 //     decided before it, as their records are read (table.go: versions
 //     applied from their release position, design O6), and looked up from
 //     a Process at output, when the gate guarantees every version at or
