@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -78,10 +79,13 @@ type WindowMode struct {
 	// record before it was in the log, and it is then late, in no window
 	// (counted in the returned skipped). 0: every window is checked.
 	Delay int64
+	// Every is the step of hopping windows, ms: windows [k·Every,
+	// k·Every + size). 0: tumbling windows of size.
+	Every int64
 }
 
-// CheckWindows checks the results of tumbling windows of size ms keyed by
-// the records' key, aggregated by WindowAggregates, against an oracle that
+// CheckWindows checks the results of tumbling windows of size ms (or
+// hopping ones: WindowMode.Every) keyed by the records' key, aggregated by WindowAggregates, against an oracle that
 // computes every window from the produced records in one batch: every
 // window present exactly once (or, AtLeastOnce, at least once and every
 // repeat an exact copy), with the oracle's values, none that the oracle has
@@ -96,18 +100,23 @@ func CheckWindows(produced []Produced, results []WindowResult, size int64, mode 
 	want := map[id]*WindowResult{}
 	unsure := map[id]bool{}
 	task := map[string]int32{}
+	every := cmp.Or(mode.Every, size)
 	for _, p := range produced {
-		k := id{p.Key, p.TS - ((p.TS%size)+size)%size}
-		w := want[k]
-		if w == nil {
-			w = &WindowResult{Key: p.Key, Start: rfc3339(k.start), End: rfc3339(k.start + size), MinTS: p.TS, MaxTS: p.TS}
-			want[k] = w
-		}
-		w.Count++
-		w.SumTS += p.TS
-		w.MinTS, w.MaxTS = min(w.MinTS, p.TS), max(w.MaxTS, p.TS)
-		if p.delayedBeyond(mode.Delay) {
-			unsure[k] = true
+		// The earliest start with start + size > TS, then every window
+		// starting at or before TS.
+		for start := floorDiv(p.TS-size, every)*every + every; start <= p.TS; start += every {
+			k := id{p.Key, start}
+			w := want[k]
+			if w == nil {
+				w = &WindowResult{Key: p.Key, Start: rfc3339(start), End: rfc3339(start + size), MinTS: p.TS, MaxTS: p.TS}
+				want[k] = w
+			}
+			w.Count++
+			w.SumTS += p.TS
+			w.MinTS, w.MaxTS = min(w.MinTS, p.TS), max(w.MaxTS, p.TS)
+			if p.delayedBeyond(mode.Delay) {
+				unsure[k] = true
+			}
 		}
 		if t, ok := task[p.Key]; !ok {
 			task[p.Key] = p.Partition
@@ -152,7 +161,7 @@ func CheckWindows(produced []Produced, results []WindowResult, size int64, mode 
 		if mode.PerTask {
 			t.task = task[r.Key]
 		}
-		if p := prev[t]; p != nil && cmp.Or(cmp.Compare(p.End, r.End), cmp.Compare(strconv.Quote(p.Key), strconv.Quote(r.Key))) > 0 {
+		if p := prev[t]; p != nil && cmp.Or(cmp.Compare(endMs(p), endMs(r)), cmp.Compare(strconv.Quote(p.Key), strconv.Quote(r.Key))) > 0 {
 			problems = append(problems, fmt.Sprintf("%s: window %s ending %s after %s ending %s (%s): not in the order of their ends, ties by key",
 				r.Where, r.Key, r.End, p.Key, p.End, p.Where))
 		}
@@ -173,6 +182,16 @@ func CheckWindows(produced []Produced, results []WindowResult, size int64, mode 
 		problems = append(problems, fmt.Sprintf("window %s %s missing", k.key, rfc3339(k.start)))
 	}
 	return problems, len(unsure)
+}
+
+// endMs is r's end, Unix ms (RFC 3339 strings do not sort as times: "…:01Z"
+// is after "…:01.5Z"); an end that does not parse sorts first.
+func endMs(r *WindowResult) int64 {
+	end, err := time.Parse(time.RFC3339Nano, r.End)
+	if err != nil {
+		return math.MinInt64
+	}
+	return end.UnixMilli()
 }
 
 // sameResult reports whether two results have the same window and values.
@@ -201,6 +220,15 @@ func ParseWindowJSONL(data []byte, name string) (results []WindowResult, problem
 		results = append(results, r)
 	}
 	return results, problems
+}
+
+// floorDiv is a / b rounded down.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
 }
 
 func rfc3339(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }

@@ -122,3 +122,44 @@ func TestParseWindowJSONL(t *testing.T) {
 		t.Errorf("a good line, a value that is no result, a cut line: %+v, problems %q; want 1 result, 3 problems", rs, p)
 	}
 }
+
+// TestCheckWindowsHopping: with Every, a record is in every window of
+// size that holds it, [k·Every, k·Every + size), and those windows are
+// the oracle's.
+func TestCheckWindowsHopping(t *testing.T) {
+	produced := []Produced{{Key: "a", TS: 1000}, {Key: "a", TS: 1700}, {Key: "a", TS: -200}}
+	w := func(start, end string, count, sum, lo, hi int64) WindowResult {
+		return WindowResult{Key: "a", Start: start, End: end, Count: count, SumTS: sum, MinTS: lo, MaxTS: hi}
+	}
+	want := []WindowResult{
+		w("1969-12-31T23:59:58Z", "1970-01-01T00:00:00Z", 1, -200, -200, -200),
+		w("1969-12-31T23:59:59Z", "1970-01-01T00:00:01Z", 1, -200, -200, -200), // 1000 is its end, not in it
+		w("1970-01-01T00:00:00Z", "1970-01-01T00:00:02Z", 2, 2700, 1000, 1700),
+		w("1970-01-01T00:00:01Z", "1970-01-01T00:00:03Z", 2, 2700, 1000, 1700),
+	}
+	mode := WindowMode{Every: 1000}
+	if p, _ := CheckWindows(produced, want, 2000, mode); len(p) != 0 {
+		t.Errorf("the oracle's own hopping windows: %q", p)
+	}
+	if p, _ := CheckWindows(produced, slices.Delete(slices.Clone(want), 1, 2), 2000, mode); !slices.ContainsFunc(p, func(s string) bool {
+		return strings.Contains(s, "1969-12-31T23:59:59Z missing")
+	}) {
+		t.Errorf("the window starting at -1 s missing: problems %q, want one naming it", p)
+	}
+	if p, _ := CheckWindows(produced, want, 2000, WindowMode{}); len(p) == 0 {
+		t.Errorf("hopping windows pass as tumbling ones")
+	}
+	// Ends at fractions of a second sort as times, not as strings.
+	half := []Produced{{Key: "a", TS: 600}, {Key: "b", TS: 1100}}
+	r := func(key, start, end string, ts int64) WindowResult {
+		return WindowResult{Key: key, Start: "1970-01-01T00:00:" + start + "Z", End: "1970-01-01T00:00:" + end + "Z", Count: 1, SumTS: ts, MinTS: ts, MaxTS: ts}
+	}
+	a1, a15 := r("a", "00", "01", 600), r("a", "00.5", "01.5", 600)
+	b15, b2 := r("b", "00.5", "01.5", 1100), r("b", "01", "02", 1100)
+	if p, _ := CheckWindows(half, []WindowResult{a1, a15, b15, b2}, 1000, WindowMode{Every: 500}); len(p) != 0 {
+		t.Errorf("ends at 1, 1.5, 1.5 and 2 s, in order: %q", p)
+	}
+	if p, _ := CheckWindows(half, []WindowResult{a1, b2, a15, b15}, 1000, WindowMode{Every: 500}); len(p) == 0 {
+		t.Errorf("the end at 2 s before those at 1.5 s passes")
+	}
+}
