@@ -2,6 +2,7 @@ package config
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/keyed"
+	kdurable "github.com/signalbox/signalbox/keyed/durable"
 	"github.com/signalbox/signalbox/process"
 	"github.com/signalbox/signalbox/sources/kafka"
 	"github.com/signalbox/signalbox/tables"
@@ -37,6 +40,9 @@ type Plan struct {
 	// TablesDir(StateDir) when state.dir is set, else in memory. Close
 	// closes them.
 	Tables *tables.Set
+	// windowStores keep the windows' state in pebble under
+	// WindowsDir(StateDir) (state.dir without a group); Close closes them.
+	windowStores []*kdurable.Store[keyed.State]
 	// Sinks are the sinks, unopened, in the job's order. At most one says
 	// it is exactly once (signalbox.SinkInfo); the engine flushes it after
 	// the others at each checkpoint. The dead-letter sink is not among
@@ -180,6 +186,11 @@ func (j *Job) plan(p *Plan, log *zap.Logger) error {
 	if err := v.errs.err(); err != nil {
 		return err
 	}
+	if j.State.Dir != "" && j.Group == "" && len(wins) > 0 {
+		if err := p.openWindowStores(WindowsDir(j.State.Dir), wins); err != nil {
+			return err
+		}
+	}
 	for i, w := range wins {
 		p.Options = append(p.Options, signalbox.WithWindow(w.w, w.sinks...))
 		for _, s := range j.Windows[i].Sinks {
@@ -251,12 +262,17 @@ func (p *Plan) Pipeline(extra ...signalbox.Option) (*signalbox.Pipeline, error) 
 // Close releases what Build opened: the tables' pebble storage, when
 // state.dir is set. The pipeline must not run after.
 func (p *Plan) Close() error {
+	var errs []error
+	for _, s := range p.windowStores {
+		errs = append(errs, s.Close())
+	}
+	p.windowStores = nil
 	if p.Tables == nil {
-		return nil
+		return errors.Join(errs...)
 	}
 	var ts []*tables.Table
 	for _, n := range p.Tables.Names() {
 		ts = append(ts, p.Tables.Table(n))
 	}
-	return closeTables(ts)
+	return errors.Join(append(errs, closeTables(ts))...)
 }

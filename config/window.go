@@ -4,7 +4,10 @@ package config
 // compiles to a signalbox.WithWindow, its expressions by package process.
 
 import (
+	"cmp"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -13,8 +16,10 @@ import (
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/keyed"
+	kdurable "github.com/signalbox/signalbox/keyed/durable"
 	"github.com/signalbox/signalbox/process"
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/timers/durable"
 )
 
 // Window is one entry of `windows`.
@@ -258,4 +263,41 @@ func positive(v *validator, path, val string) int64 {
 		v.bad(path, "%s: must be at least 1ms", val)
 	}
 	return d.Milliseconds()
+}
+
+// WindowsDir is where the windows of a job with state.dir and no group
+// keep their state: beside state.dir, not in it (as TablesDir), one
+// directory per window. It is scratch, emptied at each start: the windows
+// are rebuilt from Kafka (docs/design.md, K5).
+func WindowsDir(stateDir string) string {
+	if stateDir == "" {
+		return ""
+	}
+	return filepath.Clean(stateDir) + "-windows"
+}
+
+// windowsShare is the part of state.memory the windows' stores get, split
+// evenly between them: a quarter; the parked store keeps the rest.
+const windowsShare = 4
+
+// openWindowStores opens a pebble store (keyed/durable) for each window
+// under dir, emptied first, and sets it as the window's Store: the state
+// spills beyond its share of state.memory as parked records do.
+func (p *Plan) openWindowStores(dir string, wins []windowPlan) error {
+	mem := cmp.Or(p.StateMemory, durable.DefaultMemoryBudget)
+	share := mem / windowsShare
+	p.StateMemory = mem - share
+	if err := os.RemoveAll(dir); err != nil {
+		return Errors{{Path: "state.dir", Msg: fmt.Sprintf("emptying the windows' state in %s: %v", dir, err)}}
+	}
+	for i := range wins {
+		st, err := kdurable.Open[keyed.State](filepath.Join(dir, wins[i].w.Spec.Name), keyed.StateCodec{},
+			kdurable.Options{MemoryBudget: share / int64(len(wins))})
+		if err != nil {
+			return Errors{{Path: "state.memory", Msg: fmt.Sprintf("windows[%d]'s state: %v", i, err)}}
+		}
+		p.windowStores = append(p.windowStores, st)
+		wins[i].w.Store = st
+	}
+	return nil
 }

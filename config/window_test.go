@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -84,5 +86,56 @@ func TestWindowAggregateOrder(t *testing.T) {
 	got := j.Windows[0].Aggregate
 	if len(got) != 3 || got[0].Name != "z" || got[1] != (NamedCall{"a", "sum(value.q)"}) || got[2].Name != "m" {
 		t.Fatalf("%+v", got)
+	}
+}
+
+// TestWindowStoresUnderStateDir: with state.dir and no group, each window
+// keeps its state in a pebble store of its own beside state.dir
+// (WindowsDir), emptied at each start (a crash leaves its files behind),
+// with a quarter of state.memory taken from the parked store's; Close
+// removes it. With a group the windows are per task, in memory: no store.
+func TestWindowStoresUnderStateDir(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "st")
+	doc := "brokers: [localhost:9092]\ninputs: [{topic: sales, time: field, time_field: ts}]\nsinks: [{type: jsonl, path: " + filepath.Join(dir, "a.jsonl") + "}]\n" +
+		"state: {dir: " + state + ", memory: 256MiB}\n" +
+		"windows:\n  - name: w\n    key: key\n    tumbling: 1m\n    aggregate: {n: count()}\n    sinks: [{type: jsonl, path: " + filepath.Join(dir, "w.jsonl") + "}]\n"
+	stale := filepath.Join(WindowsDir(state), "w", "000001.sst")
+	if err := os.MkdirAll(filepath.Dir(stale), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stale, []byte("left by a crash"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, group := range []string{"", "group: g\n"} {
+		j, err := Parse([]byte(group + doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := j.Build(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if group != "" {
+			if len(p.windowStores) != 0 || p.StateMemory != 256<<20 {
+				t.Fatalf("with a group: %d window stores, state memory %d", len(p.windowStores), p.StateMemory)
+			}
+			continue
+		}
+		if len(p.windowStores) != 1 || p.StateMemory != 192<<20 {
+			t.Fatalf("%d window stores, parked store's memory %d", len(p.windowStores), p.StateMemory)
+		}
+		if _, err := os.Stat(stale); !os.IsNotExist(err) {
+			t.Fatalf("the crashed run's file is still there: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(WindowsDir(state), "w")); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(WindowsDir(state), "w")); !os.IsNotExist(err) {
+			t.Fatalf("Close left the window's store: %v", err)
+		}
 	}
 }
