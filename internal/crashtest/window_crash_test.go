@@ -21,9 +21,17 @@ const (
 	windowSize  = 1000
 )
 
-func setUpWindow(t *testing.T) *crashRun {
-	return setUpGroup(t, "", []string{windowTopic + ":1"}, func(string, *Broker) (string, string) {
-		return "", fmt.Sprintf("windows:\n  - name: per_second\n    tumbling: 1s\n%s    sinks:\n      - type: kafka\n        topic: %s\n        transactional_id: crashtest-windows\n",
+func setUpWindow(t *testing.T) *crashRun { return setUpWindowState(t, "") }
+
+// setUpWindowState is setUpWindow with state.dir in the work directory
+// and a state.memory of memory ("": no state section).
+func setUpWindowState(t *testing.T, memory string) *crashRun {
+	return setUpGroup(t, "", []string{windowTopic + ":1"}, func(dir string, _ *Broker) (string, string) {
+		state := ""
+		if memory != "" {
+			state = fmt.Sprintf("state:\n  dir: %s\n  memory: %s\n", filepath.Join(dir, "state"), memory)
+		}
+		return "", state + fmt.Sprintf("windows:\n  - name: per_second\n    tumbling: 1s\n%s    sinks:\n      - type: kafka\n        topic: %s\n        transactional_id: crashtest-windows\n",
 			WindowAggregates, windowTopic)
 	})
 }
@@ -47,7 +55,20 @@ func windowCount(produced []Produced) int {
 // windows' ends; the raw records on stdout are complete and in order.
 func TestCrashWindowKafka(t *testing.T) {
 	t.Parallel()
-	r := setUpWindow(t)
+	crashWindowKafka(t, setUpWindow(t))
+}
+
+// TestCrashWindowKafkaState: TestCrashWindowKafka with state.dir and no
+// group, under a memory budget whose windows' share (a quarter) is a few
+// KiB: the windows' state spills to pebble beside state.dir, which every
+// start empties (the windows are rebuilt from Kafka, design K5), and which
+// a SIGKILL leaves behind.
+func TestCrashWindowKafkaState(t *testing.T) {
+	t.Parallel()
+	crashWindowKafka(t, setUpWindowState(t, "8KiB"))
+}
+
+func crashWindowKafka(t *testing.T, r *crashRun) {
 	r.c.ReplayOnly = true
 	r.c.Crash(r.sc.kills / 2)
 	r.c.Finish()
