@@ -113,18 +113,19 @@ func (j *Job) windows(v *validator, build func(s *Sink, path string) (signalbox.
 			}
 		}
 		w.Inputs = jw.Inputs
+		set := new(process.Set) // the where, key and arguments read each record once
 		if jw.Key != "" {
 			if x := compileExpr(v, p+".key", jw.Key, process.Map); x != nil {
-				w.Key = func(r *record.Record) ([]byte, error) { return x.Apply(nil, r) }
+				w.Key = set.Apply(x)
 			}
 		}
 		if j.Group != "" && strings.TrimSpace(jw.Key) != "key" {
 			v.bad(p+".key", "with a group, a window must be keyed by the Kafka key (key: key): each member sees only its partitions, so a key's records must all be in one partition, which only the key the producer partitioned by ensures")
 		}
 		if x := compileExpr(v, p+".where", jw.Where, process.Where); x != nil {
-			w.Where = x.Where()
+			w.Where = set.Bool(x)
 		}
-		jw.aggregates(v, p, &w)
+		jw.aggregates(v, p, &w, set)
 		if len(jw.Sinks) == 0 {
 			v.bad(p+".sinks", "required: a window's results go to its own sinks")
 		}
@@ -179,9 +180,10 @@ func (jw *Window) kind(v *validator, p string, s *keyed.Spec) {
 	}
 }
 
-// aggregates compiles the aggregate calls into w.
-func (jw *Window) aggregates(v *validator, p string, w *signalbox.Window) {
-	same := map[string]func(*record.Record) ([]byte, error){} // an argument's source → its evaluation, shared
+// aggregates compiles the aggregate calls into w, their arguments read
+// with set.
+func (jw *Window) aggregates(v *validator, p string, w *signalbox.Window, set *process.Set) {
+	same := map[string]func(*record.Record) ([]byte, error){} // an argument's source → its evaluation, once per record
 	if _, set := v.lines[p+".aggregate"]; len(jw.Aggregate) == 0 && !set {
 		v.bad(p+".aggregate", "required: at least one, such as count: count()")
 	}
@@ -222,33 +224,9 @@ func (jw *Window) aggregates(v *validator, p string, w *signalbox.Window) {
 			w.Args = append(w.Args, nil)
 			continue
 		}
-		f := lastOf(x)
+		f := set.Apply(x)
 		same[arg] = f
 		w.Args = append(w.Args, f)
-	}
-}
-
-// lastOf evaluates x over a record, once for aggregates that share it
-// (sum(value.qty) and max(value.qty)): the engine asks for every argument
-// of one record in a row, so the last record's answer is remembered, by
-// the record's place (topic, partition, offset).
-func lastOf(x *process.Expr) func(*record.Record) ([]byte, error) {
-	var (
-		at   record.TopicPartition
-		off  int64 = -1
-		last []byte
-	)
-	return func(r *record.Record) ([]byte, error) {
-		if r.Offset == off && r.Partition == at.Partition && r.Topic == at.Topic {
-			return last, nil
-		}
-		b, err := x.Apply(nil, r)
-		if err != nil {
-			off = -1
-			return nil, err
-		}
-		at, off, last = record.TopicPartition{Topic: r.Topic, Partition: r.Partition}, r.Offset, b
-		return b, nil
 	}
 }
 

@@ -64,4 +64,12 @@
 //  8. First and Last pick by event time, ties by the order records were
 //     added (the release order). Sums add float64s in release order
 //     (a session merge adds partial sums): exact for integers up to 2^53.
+//  9. Windows keep no memory of the caller's: Add copies the key (the
+//     Context copies it before the store or the timers can keep it) and
+//     any First or Last argument it keeps, so the caller may reuse an
+//     Item's bytes (the engine's come from buffers reused for every
+//     record); Windows.Item reuses one Args slice. Over a MemStore, whose
+//     states are the Windows' own values, a state changed in place (the
+//     same slice) is not Put again. So a record that opens no window
+//     allocates nothing.
 package keyed

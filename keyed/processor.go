@@ -3,7 +3,11 @@ package keyed
 // The Processor: per-key state and event-time timers over records taken in
 // the engine's release order.
 
-import "math"
+import (
+	"math"
+	"strings"
+	"unsafe"
+)
 
 // MinTime and MaxTime bound event time (milliseconds since the Unix
 // epoch). Advance(MaxTime) is Close.
@@ -93,30 +97,45 @@ type Function[S, I any] interface {
 type Context[S, I any] struct {
 	p   *Processor[S, I]
 	key string
+	// borrowed: key is the caller's memory (processBorrowed), copied
+	// before anything can keep it (own)
+	borrowed bool
+}
+
+// own makes c's key a string of its own.
+func (c *Context[S, I]) own() {
+	if c.borrowed {
+		c.key, c.borrowed = strings.Clone(c.key), false
+	}
 }
 
 // Key is the key of the record or timer being handled.
-func (c *Context[S, I]) Key() string { return c.key }
+func (c *Context[S, I]) Key() string { c.own(); return c.key }
 
 // Time is the Processor's time (Processor.Time).
 func (c *Context[S, I]) Time() int64 { return c.p.time }
 
 // Get returns the key's state.
-func (c *Context[S, I]) Get() (S, bool) { return c.p.store.Get(c.key) }
+func (c *Context[S, I]) Get() (S, bool) {
+	if !c.p.inMemory { // a MemStore's lookup keeps nothing of the key
+		c.own()
+	}
+	return c.p.store.Get(c.key)
+}
 
 // Put sets the key's state.
-func (c *Context[S, I]) Put(s S) { c.p.store.Put(c.key, s) }
+func (c *Context[S, I]) Put(s S) { c.own(); c.p.store.Put(c.key, s) }
 
 // Delete removes the key's state.
-func (c *Context[S, I]) Delete() { c.p.store.Delete(c.key) }
+func (c *Context[S, I]) Delete() { c.own(); c.p.store.Delete(c.key) }
 
 // SetTimer sets an event-time timer at t for the key; setting the same
 // (t, key) twice sets one timer. A timer at or below Time fires before the
 // next record, or at the next Advance, whichever comes first.
-func (c *Context[S, I]) SetTimer(t int64) { c.p.timers.Set(Timer{t, c.key}) }
+func (c *Context[S, I]) SetTimer(t int64) { c.own(); c.p.timers.Set(Timer{t, c.key}) }
 
 // DeleteTimer deletes the key's timer at t, if set.
-func (c *Context[S, I]) DeleteTimer(t int64) { c.p.timers.Delete(Timer{t, c.key}) }
+func (c *Context[S, I]) DeleteTimer(t int64) { c.own(); c.p.timers.Delete(Timer{t, c.key}) }
 
 // Processor runs a Function over records in release order (invariants 1
 // to 4 of the package doc). It is not safe for concurrent use.
@@ -128,12 +147,16 @@ type Processor[S, I any] struct {
 	fails  []Failer
 	time   int64
 	ctx    Context[S, I]
+	// inMemory: the store is a MemStore, whose states are the Function's
+	// own values (a state changed in place needs no Put to be seen)
+	inMemory bool
 }
 
 // NewProcessor returns a Processor of fn over store, at time MinTime. Its
 // timers are the store's if it is a TimerStore, else in memory.
 func NewProcessor[S, I any](fn Function[S, I], store Store[S]) *Processor[S, I] {
 	p := &Processor[S, I]{fn: fn, store: store, time: MinTime}
+	_, p.inMemory = store.(*MemStore[S])
 	if ts, ok := store.(TimerStore); ok {
 		p.timers = ts.Timers()
 	} else {
@@ -186,7 +209,27 @@ func (p *Processor[S, I]) Process(key string, at int64, in I) error {
 			return err
 		}
 	}
-	p.ctx.key = key
+	p.ctx.key, p.ctx.borrowed = key, false
+	return p.process(in)
+}
+
+// processBorrowed is Process with the key's bytes, which the caller may
+// reuse once it returns: the Context copies them before the store or the
+// timers can keep them, so that a record of a key already in a MemStore,
+// whose state changes in place, allocates nothing.
+func (p *Processor[S, I]) processBorrowed(key []byte, at int64, in I) error {
+	if at > MinTime {
+		if err := p.Advance(at - 1); err != nil {
+			return err
+		}
+	}
+	p.ctx.key, p.ctx.borrowed = unsafe.String(unsafe.SliceData(key), len(key)), true
+	err := p.process(in)
+	p.ctx.key, p.ctx.borrowed = "", false // nothing of the caller's kept
+	return err
+}
+
+func (p *Processor[S, I]) process(in I) error {
 	if err := p.fn.Process(&p.ctx, in); err != nil {
 		return err
 	}
@@ -207,7 +250,7 @@ func (p *Processor[S, I]) Advance(wm int64) error {
 		if !ok {
 			return p.err()
 		}
-		p.ctx.key = t.Key
+		p.ctx.key, p.ctx.borrowed = t.Key, false
 		if err := p.fn.OnTimer(&p.ctx, t.At); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ package keyed
 // Function of a Processor.
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -138,7 +139,23 @@ type Item struct {
 // one. It changes no state, so that a record whose arguments fail is in no
 // window.
 func (s *Spec) Item(key []byte, t int64, args [][]byte) (Item, error) {
-	it := Item{Key: key, Time: t, Args: make([]Arg, len(s.Aggregates))}
+	return s.itemIn(make([]Arg, len(s.Aggregates)), key, t, args)
+}
+
+// Item is the Spec's Item (Spec.Item) made in memory of w's own: the Args
+// of the Item it returns are those of the next call's, so that taking a
+// record allocates nothing. Add keeps nothing of an Item's memory.
+func (w *Windows) Item(key []byte, t int64, args [][]byte) (Item, error) {
+	if w.args == nil {
+		w.args = make([]Arg, len(w.spec.Aggregates))
+	}
+	clear(w.args)
+	return w.spec.itemIn(w.args, key, t, args)
+}
+
+// itemIn is Item, its Args in out (zeroed, one per aggregate).
+func (s *Spec) itemIn(out []Arg, key []byte, t int64, args [][]byte) (Item, error) {
+	it := Item{Key: key, Time: t, Args: out}
 	for i, a := range s.Aggregates {
 		if a.Op == Count {
 			continue
@@ -225,6 +242,7 @@ type Windows struct {
 	p    *Processor[State, Item]
 	emit func(*Result) error
 	seq  int64
+	args []Arg // Item's
 	// Open is the number of open windows; Results the results emitted;
 	// Late the records late for at least one of their windows.
 	Open, Results, Late int64
@@ -278,10 +296,12 @@ func (w *Windows) Time() int64 { return w.p.Time() }
 // Add takes one record's Item, released at at (Processor.Process). late
 // reports that a window the record belongs in was already emitted
 // (its End − 1 + Lateness is at or below Time): the record is in none of
-// those, and counted once in Late.
+// those, and counted once in Late. Add keeps nothing of it's memory (a
+// First or Last argument it keeps is copied): the caller may reuse the
+// key's and the arguments' bytes once it returns.
 func (w *Windows) Add(it Item, at int64) (late bool, err error) {
 	before := w.Late
-	err = w.p.Process(string(it.Key), at, it)
+	err = w.p.processBorrowed(it.Key, at, it)
 	return w.Late > before, err
 }
 
@@ -303,12 +323,15 @@ func (w *Windows) fireAt(end int64) int64 {
 func (w *Windows) process(c *Context[State, Item], it Item) error {
 	w.seq++
 	st, _ := c.Get()
+	old := st
 	if w.spec.Kind == Session {
 		st = w.session(c, st, it)
 	} else {
 		st = w.fixed(c, st, it)
 	}
-	if len(st) > 0 {
+	// a MemStore holds old itself: its windows changed in place are seen
+	// without a Put when the slice is the same
+	if len(st) > 0 && (!c.p.inMemory || len(st) != len(old) || &st[0] != &old[0]) {
 		c.Put(st)
 	}
 	return nil
@@ -388,6 +411,9 @@ func (w *Windows) add(win *window, it Item) {
 			continue
 		}
 		w.merge(i, sl, &slot{n: 1, f: arg.Num, raw: arg.JSON, t: it.Time, seq: w.seq})
+		if len(arg.JSON) > 0 && len(sl.raw) > 0 && &sl.raw[0] == &arg.JSON[0] {
+			sl.raw = bytes.Clone(sl.raw) // the caller's memory: Add keeps none of it
+		}
 	}
 }
 

@@ -73,9 +73,34 @@ func run(t *testing.T, k storeKind, s keyed.Spec, rs []rec, rnd *rand.Rand, open
 		out = append(out, d)
 		return nil
 	})
+	var buf []byte // the caller's memory, as the engine's: reused and scribbled on after each Add (invariant 9)
+	args := make([][]byte, len(s.Aggregates))
 	for i, r := range rs {
-		if _, err := w.Add(item(t, &s, r), r.t); err != nil {
+		buf = strconv.AppendQuote(buf[:0], r.key)
+		n := len(buf)
+		buf = strconv.AppendInt(buf, int64(r.qty), 10)
+		q := n
+		n = len(buf)
+		buf = strconv.AppendInt(buf, int64(r.id), 10)
+		for j, a := range s.Aggregates {
+			switch a.Op {
+			case keyed.Count:
+				args[j] = nil
+			case keyed.First, keyed.Last:
+				args[j] = buf[n:]
+			default:
+				args[j] = buf[q:n]
+			}
+		}
+		it, err := w.Item(buf[:q], r.t, args)
+		if err != nil {
 			t.Fatal(err)
+		}
+		if _, err := w.Add(it, r.t); err != nil {
+			t.Fatal(err)
+		}
+		for j := range buf {
+			buf[j] = '9'
 		}
 		// The engine advances the watermark only past records it released:
 		// anywhere in [r.t, next.t − 1].

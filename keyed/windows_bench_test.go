@@ -41,7 +41,7 @@ func benchWindows(b *testing.B, opts ...keyed.Option) {
 	b.ResetTimer()
 	for i := range b.N {
 		t := int64(i) * 5
-		it, err := s.Item(keys[(i*7919)%1000], t, args)
+		it, err := w.Item(keys[(i*7919)%1000], t, args) // the engine's
 		if err != nil {
 			b.Fatal(err)
 		}

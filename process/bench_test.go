@@ -49,3 +49,53 @@ func BenchmarkProcess(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkWindowArgs is the cost per record of issue 37's window key
+// (value.sku) and argument (value.qty, asked for twice: sum and max),
+// each evaluated alone, and with a Set (one activation, one member scan,
+// no allocation), over the same JSON order.
+func BenchmarkWindowArgs(b *testing.B) {
+	r := &record.Record{Topic: "orders", Key: []byte("sku-1"), EventTime: 1700000000123,
+		Value: []byte(`{"ts":1700000000123,"id":"o-000123","sku":"sku-000042","qty":3,"price":7.25,"status":"ok","site":"oslo"}`), ValueJSON: true}
+	key, err := process.Compile("windows[0].key", `value.sku`, process.Map)
+	if err != nil {
+		b.Fatal(err)
+	}
+	qty, err := process.Compile("windows[0].aggregate.qty", `value.qty`, process.Map)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("alone", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := key.Apply(nil, r); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := qty.Apply(nil, r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("set", func(b *testing.B) {
+		var set process.Set
+		k, q := set.Apply(key), set.Apply(qty)
+		recs := make([]record.Record, 2) // the set moves from one to the other
+		recs[0], recs[1] = *r, *r
+		recs[1].Offset = 1
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			rr := &recs[i&1]
+			i++
+			if _, err := k(rr); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := q(rr); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := q(rr); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -69,8 +69,9 @@
 //     type; a number -?d+(.d+)? of at most 15 digits is read, and a double
 //     that such a decimal denotes is written, without strconv's general
 //     algorithms and with its exact results (numbers.go,
-//     TestNumbersAreStrconv); a string of plain ASCII is copied into a
-//     map's result as it is. TestFastPathIsTheInterpreter,
+//     TestNumbersAreStrconv); a string of plain ASCII, and an integer of
+//     at most 15 digits without a leading zero, are copied into a map's
+//     result as they are. TestFastPathIsTheInterpreter,
 //     TestStepsAreTheInterpreter and FuzzEval compare the two paths' bytes
 //     and errors.
 //  8. lookup(name, key), compiled WithTables only, is the value of key in
@@ -95,4 +96,11 @@
 //  10. Expr.NeedsRelease is true when the expression reads late or a table
 //     (lookup): otherwise it computes the same before parking, on a value
 //     that is JSON as it arrives, as at release.
+//  11. A Set (set.go: a window's where, key and arguments) evaluates each
+//     of its expressions exactly as the expression alone (results, errors
+//     and their texts), sharing only the reads of one record between them:
+//     its doc, the member scan (6) and the activation's buffers, never a
+//     converted `value`, which each evaluation converts anew
+//     (TestSetIsSeparate). Its results are its own memory, reused for the
+//     next record.
 package process

@@ -129,18 +129,28 @@ var pool = sync.Pool{New: func() any { return new(activation) }}
 
 func getActivation(r *record.Record) *activation {
 	a := pool.Get().(*activation)
-	a.rec, a.doc, a.json, a.value = r, Doc(r), r.ValueJSON || r.DecodedValue != nil, nil
+	a.start(r)
 	return a
 }
 
-// put returns a to the pool, keeping its buffers but nothing of the
-// record (getActivation sets the rest; a scan starts with reset).
+// start makes a read r: a cleared activation (clear, or a new one).
+func (a *activation) start(r *record.Record) {
+	a.rec, a.doc, a.json, a.value = r, Doc(r), r.ValueJSON || r.DecodedValue != nil, nil
+}
+
+// put returns a to the pool, cleared.
 func (a *activation) put() {
+	a.clear()
+	pool.Put(a)
+}
+
+// clear drops everything of the record, keeping a's buffers (start sets
+// the rest; a scan starts with reset).
+func (a *activation) clear() {
 	if cap(a.buf) > maxPooledBuf {
 		a.buf = nil
 	}
 	a.rec, a.doc, a.value, a.scan.doc, a.shape, a.scanning = nil, nil, nil, nil, shapeUnknown, 0
-	pool.Put(a)
 }
 
 // Doc is the bytes `value` reads from r: the value's JSON rendering when

@@ -351,7 +351,8 @@ func rawFval(v jsonfield.Value) (fval, bool) {
 
 // fieldRender renders value.<path> in a map's result: a string of plain
 // ASCII (no escape in it, none needed: what jsonstr.Append copies as it is)
-// is copied from the value with its quotes, without converting it.
+// is copied from the value with its quotes, and a plain integer (plainInt)
+// as it is, without converting them.
 func fieldRender(path jsonfield.Path, depth int) frender {
 	raw := fieldRaw(path)
 	return func(dst []byte, a *activation) ([]byte, bool) {
@@ -359,7 +360,8 @@ func fieldRender(path jsonfield.Path, depth int) frender {
 		if !ok {
 			return dst, false
 		}
-		if v.Kind == jsonfield.String && plainASCII(v.Raw[1:len(v.Raw)-1]) {
+		if v.Kind == jsonfield.String && plainASCII(v.Raw[1:len(v.Raw)-1]) ||
+			v.Kind == jsonfield.Number && plainInt(v.Raw) {
 			return append(dst, v.Raw...), true
 		}
 		fv, ok := rawFval(v)
@@ -368,6 +370,24 @@ func fieldRender(path jsonfield.Path, depth int) frender {
 		}
 		return appendFval(dst, fv, depth)
 	}
+}
+
+// plainInt reports whether a JSON number is -?(0|[1-9]d*) of at most
+// maxExactDigits digits: it reads as a double that appendFloat writes as
+// those same bytes (-0 as -0).
+func plainInt(b []byte) bool {
+	if len(b) > 0 && b[0] == '-' {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > maxExactDigits || b[0] == '0' && len(b) > 1 {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // plainASCII reports whether the body of a JSON string (with no control

@@ -146,11 +146,10 @@ type Engine struct {
 	buffering bool
 	winTo     int64
 	taskList  []*task
-	winHold   windowHold // windowhold.go
-	fx        Effects    // what the steps asked for since the last Advance
-	now       time.Time  // the time of the current step
-	rel       releasing  // the release under way
-	last      passTimes  // when the last checkpoint was taken and the stats published
+	fx        Effects   // what the steps asked for since the last Advance
+	now       time.Time // the time of the current step
+	rel       releasing // the release under way
+	last      passTimes // when the last checkpoint was taken and the stats published
 	// onRelease is releasedOne, as the store's callback.
 	onRelease func(*record.Record) error
 	spares    spares // batches the sinks gave back (handoff.go)

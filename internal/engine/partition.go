@@ -49,6 +49,8 @@ type partState struct {
 	paused         string
 	holds          bool  // its catch-up phase holds the watermark
 	fetchMax       int64 // newest event time of the answer being handled
+	// winHold holds its Low back for the windows (windowhold.go).
+	winHold windowHold
 	// arrays are the source's record arrays that records parked from this
 	// partition are in, until they go back to it (recycle.go).
 	arrays []parkedArray
@@ -245,7 +247,6 @@ func (c *Engine) revoke(tp record.TopicPartition) {
 	if !ps.timeless {
 		ps.task.timed--
 	}
-	delete(c.winHold, ps)
 	if len(ps.task.parts) == 0 {
 		c.dropScope(ps.task)
 		delete(c.tasks, tp.Partition)

@@ -122,7 +122,10 @@ type Store interface {
 
 // Window is a window computed on the released records: its spec, the
 // topics it takes (none: every timed input), its where, key and aggregate
-// arguments, and Bits, the route of its results (its own sinks).
+// arguments, and Bits, the route of its results (its own sinks). The
+// bytes Key and Args return are used before the next record's evaluation
+// and never kept (windowRun.item, keyed invariant 9): they may be memory
+// the functions reuse.
 type Window struct {
 	Spec   keyed.Spec
 	Inputs []string

@@ -6,26 +6,34 @@ import (
 
 	"github.com/signalbox/signalbox/keyed"
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/watermark"
 )
 
-// windowHold is, per partition, the lowest offset of its records in a
-// window by that window's timer (the last of the record's windows): a
+// windowHold is, for one partition, the lowest offset of its records in
+// a window by that window's timer (the last of the record's windows): a
 // record holds its partition's Low until the windows' time reaches it.
-type windowHold map[*partState]map[int64]int64
+// last and lastMin cache the entry of the last record's timer: records in
+// release order mostly share it.
+type windowHold struct {
+	by            map[int64]int64
+	last, lastMin int64
+}
 
 // holdRecord notes that rec, of ps, joined windows of wr up to timer.
 func (c *Engine) holdRecord(ps *partState, rec *record.Record, timer int64) {
-	if c.winHold == nil {
-		c.winHold = windowHold{}
+	h := &ps.winHold
+	if h.by != nil && timer == h.last && rec.Offset >= h.lastMin {
+		return
 	}
-	h := c.winHold[ps]
-	if h == nil {
-		h = map[int64]int64{}
-		c.winHold[ps] = h
+	if h.by == nil {
+		h.by = map[int64]int64{}
 	}
-	if o, ok := h[timer]; !ok || rec.Offset < o {
-		h[timer] = rec.Offset
+	o, ok := h.by[timer]
+	if !ok || rec.Offset < o {
+		o = rec.Offset
+		h.by[timer] = o
 	}
+	h.last, h.lastMin = timer, o
 }
 
 // windowHeld is low held back to the oldest record of ps in a window not
@@ -33,7 +41,7 @@ func (c *Engine) holdRecord(ps *partState, rec *record.Record, timer int64) {
 // The checkpoints come after a release is over, so every window with a
 // timer at or below the checkpoint's watermark was emitted before it (K4).
 func (c *Engine) windowHeld(ps *partState, low int64) int64 {
-	h := c.winHold[ps]
+	h := ps.winHold.by
 	if len(h) == 0 || len(c.wins) == 0 {
 		return low
 	}
@@ -41,6 +49,9 @@ func (c *Engine) windowHeld(ps *partState, low int64) int64 {
 	for t, o := range h {
 		if t <= now {
 			delete(h, t)
+			if t == ps.winHold.last {
+				ps.winHold.last = watermark.MinTime // the cached entry is gone
+			}
 		} else {
 			low = min(low, o)
 		}

@@ -185,7 +185,7 @@ func (c *Engine) windowsTake(ps *partState, rec *record.Record) (keep bool, err 
 	sc := c.scopeOf(ps)
 	items := c.winItems[:0]
 	for i, wr := range c.wins {
-		it, ok, err := wr.item(rec)
+		it, ok, err := wr.item(rec, sc.ws[i])
 		if err != nil {
 			return false, c.failed(rec, err)
 		}
@@ -280,8 +280,9 @@ type winItem struct {
 	it keyed.Item
 }
 
-// item is wr's Item of rec; ok false when wr does not take rec.
-func (wr *windowRun) item(rec *record.Record) (it keyed.Item, ok bool, err error) {
+// item is wr's Item of rec, made by w (the Windows of rec's scope); ok
+// false when wr does not take rec.
+func (wr *windowRun) item(rec *record.Record, w *keyed.Windows) (it keyed.Item, ok bool, err error) {
 	d := wr.def
 	if wr.inputs != nil && !wr.inputs[rec.Topic] {
 		return it, false, nil
@@ -308,7 +309,9 @@ func (wr *windowRun) item(rec *record.Record) (it keyed.Item, ok bool, err error
 			return it, false, err
 		}
 	}
-	it, err = d.Spec.Item(key, rec.EventTime, wr.args)
+	// key and args may be the Window's functions' memory, reused for the
+	// next record: w keeps none of it (keyed invariant 9)
+	it, err = w.Item(key, rec.EventTime, wr.args)
 	if err != nil {
 		return it, false, &windowError{name: "windows." + d.Spec.Name, err: err}
 	}
