@@ -79,6 +79,10 @@ type WindowMode struct {
 	// record before it was in the log, and it is then late, in no window
 	// (counted in the returned skipped). 0: every window is checked.
 	Delay int64
+	// Late holds the IDs of records a raw output flagged late (late by
+	// timing: the watermark passed them before they were in the log, or
+	// stale evidence); their windows are not checked either.
+	Late map[string]bool
 	// Every is the step of hopping windows, ms: windows [k·Every,
 	// k·Every + size). 0: tumbling windows of size.
 	Every int64
@@ -114,7 +118,7 @@ func CheckWindows(produced []Produced, results []WindowResult, size int64, mode 
 			w.Count++
 			w.SumTS += p.TS
 			w.MinTS, w.MaxTS = min(w.MinTS, p.TS), max(w.MaxTS, p.TS)
-			if p.delayedBeyond(mode.Delay) {
+			if p.delayedBeyond(mode.Delay) || mode.Late[p.ID] {
 				unsure[k] = true
 			}
 		}

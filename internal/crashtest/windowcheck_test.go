@@ -84,7 +84,8 @@ func TestCheckWindows(t *testing.T) {
 // TestCheckWindowsDelayed: with a delay bound, a window holding a live
 // record acknowledged beyond it is not checked, present, absent or
 // different, and is counted; a record acknowledged within the bound, or
-// produced as history, leaves its window checked.
+// produced as history, leaves its window checked; so is a window holding
+// a record flagged late (WindowMode.Late).
 func TestCheckWindowsDelayed(t *testing.T) {
 	produced := []Produced{
 		{Key: "a", TS: 1000, Live: true, Acked: 1200},
@@ -102,6 +103,13 @@ func TestCheckWindowsDelayed(t *testing.T) {
 	}
 	if p, _ := CheckWindows(produced, []WindowResult{a, bWrong, c}, 1000, WindowMode{}); len(p) == 0 {
 		t.Errorf("without a delay bound, b's wrong result passes")
+	}
+	// A record flagged late leaves its window unchecked too.
+	produced[0].ID = "a1"
+	aWrong := a
+	aWrong.Count = 9
+	if p, skipped := CheckWindows(produced, []WindowResult{aWrong, c}, 1000, WindowMode{Delay: 500, Late: map[string]bool{"a1": true}}); len(p) != 0 || skipped != 2 {
+		t.Errorf("a's record flagged late: problems %q, %d skipped; want none, 2 skipped", p, skipped)
 	}
 	if p, _ := CheckWindows(produced, []WindowResult{a}, 1000, mode); !slices.ContainsFunc(p, func(s string) bool { return strings.Contains(s, "window c") }) {
 		t.Errorf("c, a history record's window, missing: problems %q, want one naming it", p)

@@ -89,6 +89,47 @@ func (m *windowMember) results(t *testing.T) []crashtest.WindowResult {
 	return rs
 }
 
+// rawOutputs reads the raw outputs of every run of the members: the IDs of the
+// records in them, and of those flagged late. A SIGKILL may cut a run's
+// last line (never acknowledged): it is dropped. Any other line that does
+// not parse fails the test.
+func rawOutputs(t *testing.T, ms ...*windowMember) (seen, late map[string]bool) {
+	seen, late = map[string]bool{}, map[string]bool{}
+	for _, m := range ms {
+		for run := range m.runs {
+			data, err := os.ReadFile(m.raw(run))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.killed[run] || m.running(run) {
+				data = data[:bytes.LastIndexByte(data, '\n')+1]
+			}
+			outs, ps := crashtest.ParseJSONL(data)
+			for _, p := range ps {
+				t.Errorf("%s raw-%d: %s", m.name, run, p)
+			}
+			for _, o := range outs {
+				seen[o.ID] = true
+				late[o.ID] = late[o.ID] || o.Late
+			}
+		}
+	}
+	return seen, late
+}
+
+// running reports whether run is the member's current run, not stopped.
+func (m *windowMember) running(run int) bool {
+	if run != m.runs-1 {
+		return false
+	}
+	select {
+	case <-m.done:
+		return false
+	default:
+		return true
+	}
+}
+
 // start starts a run of the member; the test's end kills it if it still
 // runs.
 func (m *windowMember) start(t *testing.T, bin string) {
@@ -213,7 +254,8 @@ func tailOf(t *testing.T, path string) string {
 // exact copy; each member's first emissions are in the order of their
 // ends within each task. The raw records are in the union of the members'
 // raw outputs. A window holding a record the producer delayed beyond the
-// delay bound is not checked (it may be late by timing), and counted.
+// delay bound, or one a raw output flagged late, is not checked (late by
+// timing, it may be in no window), and counted.
 //
 // The members' job files, logs and outputs are kept on failure; the
 // seed (SCALETEST_SEED) sets the keys and the disorder, not the timing.
@@ -295,6 +337,7 @@ func windowGroupMembers(t *testing.T, leave syscall.Signal) {
 	mode := crashtest.WindowMode{AtLeastOnce: true, PerTask: true, Delay: delay.Milliseconds()}
 	union := func() []crashtest.WindowResult { return append(m1.results(t), m2.results(t)...) }
 	for deadline := time.Now().Add(winSettle); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		_, mode.Late = rawOutputs(t, m1, m2)
 		if p, _ := crashtest.CheckWindows(produced, union(), winSize.Milliseconds(), mode); len(p) == 0 {
 			break
 		}
@@ -304,13 +347,21 @@ func windowGroupMembers(t *testing.T, leave syscall.Signal) {
 	m2.stop(t, syscall.SIGTERM)
 
 	results := union()
+	seen, late := rawOutputs(t, m1, m2)
+	mode.Late = late
 	problems, skipped := crashtest.CheckWindows(produced, results, winSize.Milliseconds(), mode)
 	distinct := map[[2]string]bool{}
 	for _, r := range results {
 		distinct[[2]string{r.Key, r.Start}] = true
 	}
-	t.Logf("%d records; window results: m1 %d, m2 %d, %d distinct, %d repeats; %d windows not checked (a record delayed beyond the bound)",
-		len(produced), len(m1.results(t)), len(m2.results(t)), len(distinct), len(results)-len(distinct), skipped)
+	nLate := 0
+	for _, l := range late {
+		if l {
+			nLate++
+		}
+	}
+	t.Logf("%d records, %d flagged late; window results: m1 %d, m2 %d, %d distinct, %d repeats; %d windows not checked (a record delayed beyond the bound or flagged late)",
+		len(produced), nLate, len(m1.results(t)), len(m2.results(t)), len(distinct), len(results)-len(distinct), skipped)
 	for _, p := range problems {
 		t.Error(p)
 	}
@@ -330,25 +381,6 @@ func windowGroupMembers(t *testing.T, leave syscall.Signal) {
 	}
 
 	// The raw records: every one at least once in the union.
-	seen := map[string]bool{}
-	for _, m := range []*windowMember{m1, m2} {
-		for run := range m.runs {
-			data, err := os.ReadFile(m.raw(run))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m.killed[run] { // a SIGKILL may cut the last line (never acknowledged)
-				data = data[:bytes.LastIndexByte(data, '\n')+1]
-			}
-			outs, ps := crashtest.ParseJSONL(data)
-			for _, p := range ps {
-				t.Errorf("%s raw-%d: %s", m.name, run, p)
-			}
-			for _, o := range outs {
-				seen[o.ID] = true
-			}
-		}
-	}
 	missing := 0
 	for _, p := range produced {
 		if !seen[p.ID] {
