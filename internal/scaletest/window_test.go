@@ -248,12 +248,11 @@ func tailOf(t *testing.T, path string) string {
 // traffic stops at 11 s, or a window after m1 back owns tasks if later (a
 // rebalance takes effect at the members' next heartbeat, up to 3 s after
 // a join or a leave), and both members stop once the last windows are
-// out. In the union of the members' window
-// outputs every window is present, with the oracle's count, sum, min and
-// max; a window emitted twice (by the task's old and new owner) is an
-// exact copy; each member's first emissions are in the order of their
-// ends within each task. The raw records are in the union of the members'
-// raw outputs. A window holding a record the producer delayed beyond the
+// out. In the union of the members' window outputs every window is
+// present, with the oracle's count, sum, min and max; a window emitted
+// twice (by the task's old and new owner) is an exact copy; each member's
+// first emissions are in the order of their ends within each task. The
+// raw records are in the union of the members' raw outputs. A window holding a record the producer delayed beyond the
 // delay bound, or one a raw output flagged late, is not checked (late by
 // timing, it may be in no window), and counted.
 //
