@@ -53,10 +53,17 @@ type scenario struct {
 	kills    int
 	delay    time.Duration
 	disorder time.Duration
+	// taskKeys: each key's records in one partition number
+	// (Producer.TaskKeys).
+	taskKeys bool
+	// from is the history's first event time, from the set-up; step is the
+	// event time between two records of a partition.
+	from, step time.Duration
 }
 
 func newScenario() scenario {
-	s := scenario{topics: []string{"orders", "stock", "prices"}, parts: 3, history: 1500, kills: 12, delay: 2 * time.Second, disorder: 300 * time.Millisecond}
+	s := scenario{topics: []string{"orders", "stock", "prices"}, parts: 3, history: 1500, kills: 12, delay: 2 * time.Second, disorder: 300 * time.Millisecond,
+		from: -time.Hour, step: 100 * time.Millisecond}
 	if testing.Short() {
 		s.history, s.kills = 600, 10
 	}
@@ -72,6 +79,8 @@ type crashRun struct {
 	broker *Broker
 	prod   *Producer
 	c      *Crasher
+	// start is the history's first event time (before disorder).
+	start time.Time
 }
 
 // setUp starts a broker with the scenario's topics (plus extra topics),
@@ -83,17 +92,22 @@ func setUp(t *testing.T, extraTopics []string, sinks func(dir string, b *Broker)
 
 // setUpGroup is setUp with the job in group ("": in none).
 func setUpGroup(t *testing.T, group string, extraTopics []string, sinks func(dir string, b *Broker) (yaml, extra string)) *crashRun {
-	sc := newScenario()
+	return setUpScenario(t, newScenario(), group, extraTopics, sinks)
+}
+
+// setUpScenario is setUpGroup for the scenario sc.
+func setUpScenario(t *testing.T, sc scenario, group string, extraTopics []string, sinks func(dir string, b *Broker) (yaml, extra string)) *crashRun {
 	var topics []string
 	for _, tp := range sc.topics {
 		topics = append(topics, fmt.Sprintf("%s:%d", tp, sc.parts))
 	}
 	r, rng := newRun(t, sc, append(topics, extraTopics...))
 	r.prod = NewProducer(t, r.broker, rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), sc.topics, sc.parts, 16, sc.disorder)
+	r.prod.TaskKeys = sc.taskKeys
 	ctx, cancel := context.WithTimeout(context.Background(), HangGuard)
 	defer cancel()
-	start := time.Now().Add(-time.Hour)
-	if err := r.prod.History(ctx, sc.history, start, 100*time.Millisecond); err != nil {
+	r.start = time.Now().Add(sc.from)
+	if err := r.prod.History(ctx, sc.history, r.start, sc.step); err != nil {
 		t.Fatal(err)
 	}
 	yaml, extra := sinks(r.dir, r.broker)
@@ -110,7 +124,7 @@ func newRun(t *testing.T, sc scenario, topics []string) (*crashRun, *rand.Rand) 
 	h.Write([]byte(t.Name()))
 	rng := rand.New(rand.NewPCG(uint64(s), h.Sum64()))
 	bin := Binary(t)
-	dir := keptDir(t)
+	dir := KeptDir(t)
 	return &crashRun{t: t, seed: s, sc: sc, dir: dir, broker: StartBroker(t, bin, topics...)}, rng
 }
 
@@ -134,22 +148,6 @@ func (r *crashRun) prepare(rng *rand.Rand, job *Job) {
 			t.Logf("per-run logs and outputs kept in %s", r.dir)
 		}
 	})
-}
-
-// keptDir is the test's work directory (job files, per-run logs and
-// outputs): removed when the test passes, kept for a post-mortem when it
-// fails (t.TempDir would remove it either way).
-func keptDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "signalbox-"+t.Name()+"-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if !t.Failed() {
-			os.RemoveAll(dir)
-		}
-	})
-	return dir
 }
 
 // run produces live traffic while it kills the job sc.kills times, stops

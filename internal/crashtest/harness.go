@@ -77,6 +77,22 @@ func moduleRoot() (string, error) {
 	return filepath.Dir(mod), nil
 }
 
+// KeptDir is the test's work directory (job files, per-run logs and
+// outputs): removed when the test passes, kept for a post-mortem when it
+// fails (t.TempDir would remove it either way).
+func KeptDir(t testing.TB) string {
+	dir, err := os.MkdirTemp("", "signalbox-"+t.Name()+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			os.RemoveAll(dir)
+		}
+	})
+	return dir
+}
+
 // Broker is a `signalbox broker` subprocess.
 type Broker struct {
 	Addr string
@@ -181,6 +197,12 @@ type Producer struct {
 	parts     int32
 	keys      int
 	disorderM int64 // bounded disorder within a partition, ms
+	// TaskKeys puts each key's records in one partition number: key k<n>
+	// only in partition n % parts of every topic, as a producer
+	// partitioning by key does (a group's window keyed by the Kafka key
+	// needs that). Otherwise every partition gets every key. Set it before
+	// producing.
+	TaskKeys bool
 
 	mu   sync.Mutex
 	rng  *rand.Rand
@@ -201,7 +223,11 @@ func NewProducer(t testing.TB, b *Broker, rng *rand.Rand, topics []string, parts
 func (p *Producer) produce(ctx context.Context, topic string, part int32, ts int64, live bool) {
 	p.mu.Lock()
 	ts -= p.rng.Int64N(p.disorderM + 1)
-	key := fmt.Sprintf("k%02d", p.rng.IntN(p.keys))
+	n := p.rng.IntN(p.keys)
+	if p.TaskKeys {
+		n = int(part) + int(p.parts)*p.rng.IntN(max(1, (p.keys-int(part)+int(p.parts)-1)/int(p.parts)))
+	}
+	key := fmt.Sprintf("k%02d", n)
 	id := fmt.Sprintf("%s/%d/%d", topic, part, p.seq)
 	p.seq++
 	p.mu.Unlock()
@@ -341,6 +367,10 @@ type KillPoint struct {
 	Phase  string        // what the last status said at the kill: "replay" or "live"
 	Uptime time.Duration // since the process started
 	Detail string        // the condition met, and the counters of the last status
+	// Checkpoints and Watermark are those of the last status: the run's
+	// flushed checkpoints, and its watermark (Unix ms; nil: -inf).
+	Checkpoints int64
+	Watermark   *int64
 }
 
 func (k KillPoint) String() string {
@@ -375,7 +405,16 @@ type Crasher struct {
 	// ReplayOnly aims every kill at the replay (a run whose replay is seen
 	// done first is killed then), for a job without live traffic.
 	ReplayOnly bool
-	Kills      []KillPoint
+	// FirstWatermark, when set (Unix ms), kills the first run once its
+	// watermark has reached it and the run has flushed a checkpoint (target
+	// "watermark"), instead of during its replay: for a history whose event
+	// times the clock reaches after the start, released pass after pass
+	// with checkpoints between, a kill inside it that a restart resumes
+	// from a checkpoint. (The watermark follows the data during the replay,
+	// with no checkpoint, up to the newest event time less the delay: the
+	// clock releases the rest.)
+	FirstWatermark int64
+	Kills          []KillPoint
 }
 
 // StdoutOutputs parses the stdout JSONL of every run, in order. The last
@@ -597,6 +636,9 @@ func (c *Crasher) Crash(kills int) {
 		frac := 2.0 // never
 		if target == "replay" && run == 0 {
 			frac = 0.2 + 0.6*c.Rng.Float64()
+			if c.FirstWatermark != 0 {
+				target = "watermark"
+			}
 		}
 		p := c.start(run, "live", true, rate)
 		url := c.statusURL(p)
@@ -625,7 +667,8 @@ func (c *Crasher) Crash(kills int) {
 // any other signal. A replay target is killed `after` the status server
 // first answers or once the share frac of the replay is read, if the replay
 // is still on by then, else as soon as the replay is seen done; a live
-// target `after` the replay is seen done. The kill point's detail gives the
+// target `after` the replay is seen done; a watermark target once the
+// watermark has reached FirstWatermark and the run has checkpointed. The kill point's detail gives the
 // planned wait too: a kill much later than planned means the test process
 // (the harness, and the producer with it) stalled, and the status it acted
 // on is that old.
@@ -653,6 +696,15 @@ func (c *Crasher) killWhen(p *proc, url, target string, after time.Duration, fra
 		if up.IsZero() {
 			up = time.Now()
 		}
+		if target == "watermark" {
+			if s.WatermarkMs != nil && *s.WatermarkMs >= c.FirstWatermark && s.Counters.Checkpoints > 0 {
+				k.Phase = map[bool]string{false: "replay", true: "live"}[s.ReplayDone]
+				k.Detail = fmt.Sprintf("%v after the status was up, the watermark past %s after a checkpoint; %s", time.Since(up).Round(time.Millisecond), rfc3339(c.FirstWatermark), s)
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+			continue
+		}
 		if !s.ReplayDone && target == "replay" && (time.Since(up) >= after || s.done() >= frac) {
 			k.Phase, k.Detail = "replay", fmt.Sprintf("%v after the status was up (planned %v); %s", time.Since(up).Round(time.Millisecond), after.Round(time.Millisecond), s)
 			break
@@ -668,7 +720,7 @@ func (c *Crasher) killWhen(p *proc, url, target string, after time.Duration, fra
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	k.Signal = sig
+	k.Signal, k.Checkpoints, k.Watermark = sig, last.Counters.Checkpoints, last.WatermarkMs
 	p.cmd.Process.Signal(sig) //nolint:errcheck // it may have exited: checked below
 	select {
 	case <-p.done:

@@ -18,6 +18,7 @@ import (
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/internal/crashtest"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sinks/jsonl"
 	"github.com/signalbox/signalbox/sources/kafka"
@@ -40,7 +41,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	crashtest.RemoveBinary() // TestWindowGroupMembers runs the binary
+	os.Exit(code)
 }
 
 // memberConfig is the source configuration of the crash test's members.

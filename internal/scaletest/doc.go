@@ -23,6 +23,17 @@
 //     watermark, so history that was never emitted is never released late
 //     just because its task moved to an instance whose watermark is ahead.
 //
+// TestWindowGroupMembers (window_test.go, issue 37) runs the real binary
+// instead (internal/crashtest's Binary and broker): two `signalbox run`
+// members of a group with 2 s tumbling windows keyed by the Kafka key,
+// each with its own state.dir and JSONL sinks, through a join, a clean
+// leave and a return under live traffic, each moving tasks in the middle
+// of their windows (the test waits for each move to show in the members'
+// logs). In the union of the members'
+// window outputs every window is present with the oracle's values
+// (crashtest.CheckWindows); a window emitted by both a task's old and new
+// owner is an exact copy.
+//
 // Sarama's default group strategy is range. With the same member set on
 // every topic and equal partition counts, range gives partition p of every
 // topic to the same member, which is the co-partitioning signalbox needs;
