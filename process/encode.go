@@ -65,10 +65,12 @@ func appendJSON(dst []byte, v ref.Val, depth int) ([]byte, error) {
 	case *types.Err:
 		return dst, v
 	case *jsonObject:
-		if v.full == nil {
-			return appendRaw(dst, v.raw)
+		// Unchanged (CEL values are immutable): its own bytes, members in
+		// the input's order, whether or not an expression converted it.
+		if e, ok := v.full.(errMapper); ok {
+			return dst, e.err.(*types.Err)
 		}
-		return appendMap(dst, v.full, depth)
+		return appendRaw(dst, v.raw)
 	case traits.Mapper:
 		return appendMap(dst, v, depth)
 	case traits.Lister:
