@@ -21,7 +21,9 @@
 //     list(dyn), every number → double, string, bool, null; null for a
 //     record without a value), key (string: the Kafka key; reading it
 //     fails when the key is not UTF-8, key_bytes then reads it
-//     losslessly; a null key reads as ""), key_bytes (bytes), headers
+//     losslessly; a null key reads as ""; a schema'd key,
+//     record.Record.DecodedKey, is its decoded value: a string key's
+//     text, any other key's JSON), key_bytes (bytes), headers
 //     (map(string, bytes), the last header of a name wins), topic
 //     (string), partition and offset (int), event_time (timestamp, the
 //     record's event time; reading it fails for a `time: none` input),

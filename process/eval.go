@@ -4,12 +4,14 @@ package process
 // Bool and Apply, and the cost estimator.
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"cel.dev/cel-go/checker"
 	"cel.dev/cel-go/common/types"
@@ -174,10 +176,11 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		}
 		return a.value, true
 	case "key":
-		if !utf8.Valid(r.Key) {
+		k, ok := keyText(r)
+		if !ok {
 			return types.NewErr("key is not valid UTF-8: read key_bytes"), true
 		}
-		return types.String(r.Key), true
+		return types.String(k), true
 	case "key_bytes":
 		return types.Bytes(r.Key), true
 	case "headers":
@@ -312,4 +315,22 @@ func (estimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 
 func (estimator) EstimateCallCost(function, overloadID string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
 	return nil
+}
+
+// keyText is `key`: the record's key as a string. A schema'd key (its
+// input decodes keys: record.Record.DecodedKey) is its decoded value: a
+// string key's text, any other key's JSON; a plain key is its bytes, and
+// ok is false when they are not UTF-8. The string may share the record's
+// memory.
+func keyText(r *record.Record) (k string, ok bool) {
+	if d := r.DecodedKey; d != nil {
+		if len(d) > 0 && d[0] == '"' {
+			var s string
+			if json.Unmarshal(d, &s) == nil {
+				return s, true
+			}
+		}
+		return unsafe.String(unsafe.SliceData(d), len(d)), true
+	}
+	return unsafe.String(unsafe.SliceData(r.Key), len(r.Key)), utf8.Valid(r.Key)
 }

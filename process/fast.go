@@ -294,8 +294,8 @@ func identNode(name string) fnode {
 		return func(a *activation) (fval, bool) { return fbool(a.rec.Late), true }
 	case "key":
 		return func(a *activation) (fval, bool) {
-			k := a.rec.Key
-			return fval{k: fString, s: unsafe.String(unsafe.SliceData(k), len(k))}, utf8.Valid(k)
+			k, ok := keyText(a.rec)
+			return fval{k: fString, s: k}, ok
 		}
 	}
 	return nil

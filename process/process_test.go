@@ -33,6 +33,10 @@ func TestEval(t *testing.T) {
 	notJSON.Value = []byte(`{"id":`)
 	timeless := order()
 	timeless.Timeless = true
+	avroKey := order() // a schema'd key: its bytes are the wire format's, its decoded value a string
+	avroKey.Key, avroKey.DecodedKey = []byte{0, 0, 0, 0, 7, 10, 's', 'k', 'u', '-', '9'}, []byte(`"sku-9"`)
+	recordKey := order() // a schema'd key whose decoded value is a record
+	recordKey.Key, recordKey.DecodedKey = []byte{0, 0, 0, 0, 8, 14}, []byte(`{"id":7}`)
 	big := order()
 	big.Value = []byte(`{"big":"` + strings.Repeat("x", process.MaxValueBytes) + `"}`)
 	for _, tc := range []struct {
@@ -61,6 +65,9 @@ func TestEval(t *testing.T) {
 		{"int stays int", order(), `{"p": partition, "o": offset}`, `{"o":77,"p":3}`},
 		{"topic", order(), `topic == "orders"`, `true`},
 		{"key", order(), `key`, `"sku-1"`},
+		{"schema'd key", avroKey, `key == "sku-9" ? key : "raw"`, `"sku-9"`},
+		{"schema'd record key", recordKey, `key`, `"{\"id\":7}"`},
+		{"schema'd key's bytes", avroKey, `key_bytes.size()`, `11`},
 		{"key bytes", binKey, `key_bytes`, `"/2s="`},
 		{"header, last wins", order(), `string(headers["source"])`, `"app"`},
 		{"binary header", order(), `headers["trace"] == b"\xff\x00"`, `true`},
