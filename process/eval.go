@@ -244,7 +244,7 @@ func (x *Expr) boolOf(a *activation) (bool, error) {
 	}
 	b, ok := out.(ref.Val).(types.Bool)
 	if !ok { // a dyn expression checked as bool cannot get here; refuse rather than guess
-		return false, x.fail(fmt.Errorf("result %v is not a bool", out))
+		return false, x.fail(fmt.Errorf("result %s is not a bool", describe(out.(ref.Val))))
 	}
 	return bool(b), nil
 }
@@ -333,4 +333,17 @@ func keyText(r *record.Record) (k string, ok bool) {
 		return unsafe.String(unsafe.SliceData(d), len(d)), true
 	}
 	return unsafe.String(unsafe.SliceData(r.Key), len(r.Key)), utf8.Valid(r.Key)
+}
+
+// describe is v for an error message: its CEL type and its JSON, cut to 64
+// bytes ("map {\"a\":1}").
+func describe(v ref.Val) string {
+	j, err := AppendJSON(nil, v)
+	if err != nil {
+		return v.Type().TypeName()
+	}
+	if len(j) > 64 {
+		j = append(j[:61], "..."...)
+	}
+	return v.Type().TypeName() + " " + string(j)
 }

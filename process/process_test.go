@@ -185,7 +185,10 @@ func TestCompileRefuses(t *testing.T) {
 		t.Errorf("a dyn filter is checked when it runs: %v", err)
 	}
 	x, _ := process.Compile("f", `value.active`, process.Filter)
-	if _, err := x.Bool(&record.Record{Value: []byte(`{"active":"yes"}`)}); err == nil || !strings.Contains(err.Error(), "not a bool") {
+	if _, err := x.Bool(&record.Record{Value: []byte(`{"active":"yes"}`)}); err == nil || !strings.Contains(err.Error(), `f: result string "yes" is not a bool`) {
 		t.Errorf("a filter that is not a bool at run time: %v", err)
+	}
+	if _, err := x.Bool(&record.Record{Value: []byte(`{"active":{}}`)}); err == nil || !strings.Contains(err.Error(), `f: result map {} is not a bool`) {
+		t.Errorf("a filter whose result is an object: %v", err)
 	}
 }
