@@ -35,7 +35,17 @@ type sale struct {
 // of event time over all, some with qty 0 (which the window's where
 // drops).
 func salesTopic(topic string, n int, seed uint64) ([]script.Partition, []sale) {
+	return generateSales(topic, n, seed, false)
+}
+
+// generateSales is salesTopic's data; byKey: keyed by sku, as a producer
+// that partitions by key writes it, sku i's records all in partition
+// i mod 3 (42 skus), instead of 40 skus under random keys everywhere.
+func generateSales(topic string, n int, seed uint64, byKey bool) ([]script.Partition, []sale) {
 	rnd := rand.New(rand.NewPCG(seed, 37))
+	if byKey {
+		rnd = rand.New(rand.NewPCG(seed, 38))
+	}
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixMilli()
 	step := int64(50 * 60_000 / (n / 3))
 	var all []sale
@@ -45,10 +55,18 @@ func salesTopic(topic string, n int, seed uint64) ([]script.Partition, []sale) {
 		ts := base
 		for range n / 3 {
 			ts += rnd.Int64N(2 * step)
-			s := sale{sku: fmt.Sprintf("sku-%02d", rnd.IntN(40)), ts: ts, qty: rnd.IntN(10)}
+			sku := rnd.IntN(40)
+			if byKey {
+				sku = 3*(sku%14) + p
+			}
+			s := sale{sku: fmt.Sprintf("sku-%02d", sku), ts: ts, qty: rnd.IntN(10)}
 			all = append(all, s)
+			key := s.sku
+			if !byKey {
+				key = strconv.Itoa(rnd.IntN(1000))
+			}
 			parts[p].Records = append(parts[p].Records, record.Record{
-				Key:   []byte(strconv.Itoa(rnd.IntN(1000))),
+				Key:   []byte(key),
 				Value: fmt.Appendf(nil, `{"sku":%q,"ts":%d,"qty":%d}`, s.sku, s.ts, s.qty),
 			})
 		}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,25 +26,7 @@ import (
 // salesByKey is salesTopic's data keyed by sku, as a producer that
 // partitions by key writes it: sku i's records all in partition i mod 3.
 func salesByKey(topic string, n int, seed uint64) ([]script.Partition, []sale) {
-	rnd := rand.New(rand.NewPCG(seed, 38))
-	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixMilli()
-	step := int64(50 * 60_000 / (n / 3))
-	var all []sale
-	parts := make([]script.Partition, 3)
-	for p := range parts {
-		parts[p].Topic, parts[p].Partition = topic, int32(p)
-		ts := base
-		for range n / 3 {
-			ts += rnd.Int64N(2 * step)
-			s := sale{sku: fmt.Sprintf("sku-%02d", 3*rnd.IntN(14)+p), ts: ts, qty: rnd.IntN(10)}
-			all = append(all, s)
-			parts[p].Records = append(parts[p].Records, record.Record{
-				Key:   []byte(s.sku),
-				Value: fmt.Appendf(nil, `{"sku":%q,"ts":%d,"qty":%d}`, s.sku, s.ts, s.qty),
-			})
-		}
-	}
-	return parts, all
+	return generateSales(topic, n, seed, true)
 }
 
 // produceSmall produces parts in batches of at most 50 records per
