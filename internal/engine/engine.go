@@ -208,6 +208,9 @@ func New(cfg *Config) *Engine {
 		spares:     spares{low: math.MaxInt},
 	}
 	c.cur = &Out{}
+	if ms, ok := cfg.Store.(*memStore); ok {
+		ms.values = len(cfg.Windows) > 0 || cfg.Process != nil || len(cfg.Wheres) > 0
+	}
 	return c
 }
 

@@ -12,6 +12,10 @@ type memStore struct {
 	// passed on (its max was reached): the next Release passes them first.
 	buf  []*record.Record
 	next int
+	// values: the engine reads released values itself (a Process, a
+	// where, a window: New sets it), so Release asks for the values' first
+	// lines too, ahead of the record being emitted.
+	values bool
 }
 
 func newMemStore() *memStore { return &memStore{q: timers.NewQueue(posOf)} }
@@ -57,6 +61,9 @@ func (m *memStore) Release(wm int64, max int, fn func(*record.Record) error) err
 	for i := m.next; i < end; i++ {
 		if j := i + prefetchAhead; j < len(m.buf) {
 			prefetch.Record(m.buf[j])
+		}
+		if j := i + prefetchAhead/2; m.values && j < len(m.buf) {
+			prefetch.Bytes(m.buf[j].Value) // its record's lines were asked for four records ago
 		}
 		r := m.buf[i]
 		m.buf[i], m.next = nil, i+1
