@@ -141,15 +141,15 @@ type Engine struct {
 	winItems []winItem
 	// winBuf holds the results of the scopes while windowsTo advances
 	// them (buffering), winTo the last time it advanced them to for a
-	// record; taskList is sortedTasks' buffer.
-	winBuf    []bufResult
-	buffering bool
-	winTo     int64
-	taskList  []*task
-	fx        Effects   // what the steps asked for since the last Advance
-	now       time.Time // the time of the current step
-	rel       releasing // the release under way
-	last      passTimes // when the last checkpoint was taken and the stats published
+	// record; taskScopes are the tasks' scopes, with a group.
+	winBuf     []bufResult
+	buffering  bool
+	winTo      int64
+	taskScopes []*winScope
+	fx         Effects   // what the steps asked for since the last Advance
+	now        time.Time // the time of the current step
+	rel        releasing // the release under way
+	last       passTimes // when the last checkpoint was taken and the stats published
 	// onRelease is releasedOne, as the store's callback.
 	onRelease func(*record.Record) error
 	spares    spares // batches the sinks gave back (handoff.go)

@@ -75,7 +75,6 @@ type task struct {
 	wm    int64        // the task's own watermark at the last release
 	parts []*partState // its assigned partitions
 	timed int          // how many of parts are timed
-	id    int32        // its partition number
 	// win is its windows' scope with a group (windowrun.go), made with the
 	// task and let go of with it.
 	win *winScope
@@ -151,7 +150,7 @@ func (c *Engine) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 	}
 	ps.task = c.tasks[a.Partition]
 	if ps.task == nil {
-		ps.task = &task{strat: c.cfg.Strategy(), rel: watermark.MinTime, id: a.Partition}
+		ps.task = &task{strat: c.cfg.Strategy(), rel: watermark.MinTime}
 		c.tasks[a.Partition] = ps.task
 		if len(c.cfg.Windows) > 0 && c.cfg.InGroup {
 			ps.task.win = c.newScope(ps.task)

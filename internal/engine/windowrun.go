@@ -76,6 +76,9 @@ func (c *Engine) newScope(t *task) *winScope {
 		c.windowsStart()
 	}
 	sc := &winScope{ws: make([]*keyed.Windows, len(c.wins)), from: watermark.MinTime, bound: watermark.MinTime, task: t}
+	if t != nil {
+		c.taskScopes = append(c.taskScopes, sc)
+	}
 	for i, wr := range c.wins {
 		var opts []keyed.Option
 		if wr.def.Store != nil && !c.cfg.InGroup {
@@ -115,26 +118,12 @@ func (c *Engine) scopes(fn func(*winScope) error) error {
 	if c.winAll != nil {
 		return fn(c.winAll)
 	}
-	for _, t := range c.sortedTasks() {
-		if t.win != nil {
-			if err := fn(t.win); err != nil {
-				return err
-			}
+	for _, sc := range c.taskScopes { // in the order made: results are sorted anyway (windowsTo)
+		if err := fn(sc); err != nil {
+			return err
 		}
 	}
 	return nil
-}
-
-// sortedTasks is the tasks in partition order (a scope's results are
-// sorted anyway; the order keeps the calls repeatable).
-func (c *Engine) sortedTasks() []*task {
-	ts := c.taskList[:0]
-	for _, t := range c.tasks {
-		ts = append(ts, t)
-	}
-	slices.SortFunc(ts, func(a, b *task) int { return cmp.Compare(a.id, b.id) })
-	c.taskList = ts
-	return ts
 }
 
 // rebuilds reports whether ps's windows are rebuilt from its re-read
@@ -175,6 +164,7 @@ func (c *Engine) dropScope(t *task) {
 	for i, w := range t.win.ws {
 		c.wins[i].late += w.Late
 	}
+	c.taskScopes = slices.DeleteFunc(c.taskScopes, func(sc *winScope) bool { return sc == t.win })
 	t.win = nil
 }
 
