@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -97,6 +98,8 @@ type disk struct {
 	lru              list.List
 	cached, cacheMax int64
 	err              error
+	// the table's files and memory (Size), as of the last commit
+	diskBytes, memBytes atomic.Int64
 }
 
 // cachedEntry is an element of disk.lru.
@@ -242,7 +245,17 @@ func (d *disk) commit(force bool) {
 	}
 	if err != nil {
 		d.fail(err)
+		return
 	}
+	d.measure()
+}
+
+// measure updates the table's files and memory (Size) from pebble's
+// metrics.
+func (d *disk) measure() {
+	m := d.db.Metrics()
+	d.diskBytes.Store(int64(m.DiskSpaceUsage()))
+	d.memBytes.Store(int64(m.MemTable.Size) + m.BlockCache.Size + d.cached + int64(d.b.Len()))
 }
 
 // iter is the iterator, seeing every write, bounded to [lower, upper):
@@ -396,17 +409,20 @@ func (d *disk) forget(key string) {
 	}
 }
 
-// put is Table.Put's: the version and its 'x' key written, and a cached
-// entry changed as in memory.
-func (d *disk) put(key string, v version) {
+// put is Table.Put's: key's entry, from the cache or read, changed as in
+// memory, counted in t's size, and cached; the version and its 'x' key
+// written.
+func (d *disk) put(t *Table, key string, v version) {
+	e := d.entry(key)
 	if d.err != nil {
 		return
 	}
-	if el := d.entries[key]; el != nil {
-		e := el.Value.(*cachedEntry).e
-		e.put(v)
-		d.remember(key, e)
+	if e == nil {
+		e = &entry{}
+		t.nkeys.Add(1)
 	}
+	t.count(e.put(v))
+	d.remember(key, e)
 	p := prefix(nil, 'k', key)
 	d.write(d.b.Set(appendTime(p, v.at), encodeVersion(nil, v), nil))
 	d.write(d.b.Set(indexKey(v.at, key), nil, nil))

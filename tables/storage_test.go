@@ -45,10 +45,21 @@ func TestStoragesAgree(t *testing.T) {
 			if m, d := sizes(mem), sizes(dsk); m != d {
 				t.Fatalf("seed %d op %d: memory %s, pebble %s", seed, op, m, d)
 			}
+			checkCounted(t, dsk)
 		}
 		if err := dsk.Err(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// checkCounted fails unless the size a pebble table counts (Size) is the
+// one a scan of pebble reads.
+func checkCounted(t *testing.T, tb *Table) {
+	t.Helper()
+	k, v, b := tb.disk.sizes()
+	if s := tb.Size(); s.Keys != int64(k) || s.Versions != int64(v) || s.Bytes != b {
+		t.Fatalf("pebble counted %d keys, %d versions, %d bytes; it holds %d, %d, %d", s.Keys, s.Versions, s.Bytes, k, v, b)
 	}
 }
 
@@ -193,10 +204,13 @@ func TestPebbleHeapBound(t *testing.T) {
 	if tb.Keys() != n || tb.Versions() != n || tb.Bytes() != int64(n*size) {
 		t.Fatalf("after the trim: %d keys, %d versions, %d bytes; want %d, %d, %d", tb.Keys(), tb.Versions(), tb.Bytes(), n, n, n*size)
 	}
+	if s := tb.Size(); opts.Dir != "" && (s.DiskBytes <= 0 || s.MemoryBytes <= 0 || s.MemoryBytes > int64(budget)) {
+		t.Fatalf("size %+v: want some bytes on disk, and in memory within the budget of %d", s, budget)
+	}
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	t.Logf("%d keys × 2 versions of %d bytes: put in %v + %v, %v a random lookup, trimmed in %v; live heap peak %d MiB, peak RSS %d MiB",
-		n, size, took[0], took[1], looked, trimmed, peak>>20, ru.Maxrss>>10)
+	t.Logf("%d keys × 2 versions of %d bytes: put in %v + %v, %v a random lookup, trimmed in %v; live heap peak %d MiB, peak RSS %d MiB; %+v",
+		n, size, took[0], took[1], looked, trimmed, peak>>20, ru.Maxrss>>10, tb.Size())
 	if peak > uint64(budget+margin) {
 		t.Fatalf("live heap %d MiB, above the budget of %d MiB + %d MiB", peak>>20, budget>>20, margin>>20)
 	}
