@@ -75,7 +75,8 @@ func Open(name string, history time.Duration, opts Options) (*Table, error) {
 //	'x' time uvarint(len(key)) key    the key has a version at time that no trim has seen
 //
 // times big-endian with the sign bit flipped, so that they sort as
-// numbers. A put writes blindly, reading nothing: its version, and its
+// numbers. A put reads the key's entry (cached, or loaded and cached),
+// to count the table's size as in memory, and writes its version and its
 // 'x' key. A trim to bound reads the 'x' keys below bound: the keys with a
 // version a trim may drop, and only those (a key none of whose versions
 // below bound is new since the last trim has at most one there, which a

@@ -15,8 +15,9 @@
 // operations. In memory a new key is two allocations: its entry with
 // room for one version, and its key's bytes followed by its first value's,
 // so that a lookup of a key of one version reads two places. A put in
-// pebble reads nothing; a trim reads an index of the
-// versions put since the last trim, by version time, so it visits only
+// pebble reads the key's entry (from the cache, else from pebble), so that
+// the table's size is counted exactly as in memory; a trim reads an index
+// of the versions put since the last trim, by version time, so it visits only
 // the keys that may have a version to drop (disk's comment says why).
 //
 // The pebble storage is not durable, on purpose: the engine never commits
@@ -45,8 +46,14 @@
 //     (A key forgotten by a trim answers "not found" uncounted.)
 //  5. A Set's names are distinct; a Lookup in a table it does not hold is
 //     an error naming the table.
-//  6. A Table is not safe for concurrent use; Beyond may be read from any
-//     goroutine. The keys and values given to Put are copied.
+//  6. A Table is not safe for concurrent use; Beyond and Size may be read
+//     from any goroutine (Set.Sizes too). The keys and values given to
+//     Put are copied.
+//  8. Size's keys, versions and bytes are exactly what the table holds
+//     (in pebble, what a scan of it reads: TestStoragesAgree), updated by
+//     every Put and Trim; a pebble table's disk and memory bytes are
+//     pebble's metrics as of its last commit, the memory within
+//     Options.MemoryBudget.
 //  7. In pebble, the Go heap a table keeps is bounded by its
 //     Options.MemoryBudget, not by its size (TestPebbleHeapBound). A
 //     storage failure is sticky: Err reports it, and from then on Put and

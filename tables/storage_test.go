@@ -39,7 +39,7 @@ func TestStoragesAgree(t *testing.T) {
 					t.Fatalf("seed %d op %d: AsOf(%s, %d): memory %s, pebble %s", seed, op, key, at, m, d)
 				}
 			}
-			if op%25 != 24 { // sizes read the whole table in pebble
+			if op%25 != 24 { // checkCounted reads the whole table in pebble
 				continue
 			}
 			if m, d := sizes(mem), sizes(dsk); m != d {

@@ -229,9 +229,11 @@ type Size struct {
 	Keys     int64 // keys known
 	Versions int64 // versions kept
 	Bytes    int64 // the bytes of their values
-	// Pebble only (0 in memory): the table's files on disk, and what it
-	// holds in memory (pebble's memtables and block cache, the pending
-	// writes, the cache of entries), as of the last write to pebble.
+	// Pebble says the table is in pebble (Options.Dir); then DiskBytes
+	// are its files, and MemoryBytes what it holds in memory (pebble's
+	// memtables and block cache, the pending writes, the cache of
+	// entries), as of its last write to pebble. Both 0 in memory.
+	Pebble                 bool
 	DiskBytes, MemoryBytes int64
 	// Beyond is Table.Beyond.
 	Beyond int64
@@ -242,7 +244,7 @@ type Size struct {
 func (t *Table) Size() Size {
 	s := Size{Name: t.name, Keys: t.nkeys.Load(), Versions: t.nvers.Load(), Bytes: t.bytes.Load(), Beyond: t.beyond.Load()}
 	if t.disk != nil {
-		s.DiskBytes, s.MemoryBytes = t.disk.diskBytes.Load(), t.disk.memBytes.Load()
+		s.Pebble, s.DiskBytes, s.MemoryBytes = true, t.disk.diskBytes.Load(), t.disk.memBytes.Load()
 	}
 	return s
 }
