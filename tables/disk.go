@@ -101,6 +101,13 @@ type disk struct {
 	err              error
 	// the table's files and memory (Size), as of the last commit
 	diskBytes, memBytes atomic.Int64
+	// the trim pass under way (trim): its bound, the 'x' key it resumes
+	// at (nil: none under way), and whether a put wrote an 'x' key below
+	// its bound behind it; trimMax is how many keys a Trim visits at most
+	trimBound  int64
+	trimFrom   []byte
+	trimBehind bool
+	trimMax    int
 }
 
 // cachedEntry is an element of disk.lru.
@@ -133,6 +140,7 @@ func openDisk(o Options) (*disk, error) {
 		cache:    cache,
 		batchMax: int(min(o.MemoryBudget/32, 16<<20)),
 		cacheMax: o.MemoryBudget / 4,
+		trimMax:  trimKeys,
 		entries:  make(map[string]*list.Element),
 	}
 	po := &pebble.Options{
@@ -426,7 +434,11 @@ func (d *disk) put(t *Table, key string, v version) {
 	d.remember(key, e)
 	p := prefix(nil, 'k', key)
 	d.write(d.b.Set(appendTime(p, v.at), encodeVersion(nil, v), nil))
-	d.write(d.b.Set(indexKey(v.at, key), nil, nil))
+	x := indexKey(v.at, key)
+	d.write(d.b.Set(x, nil, nil))
+	if d.trimFrom != nil && v.at < d.trimBound && bytes.Compare(x, d.trimFrom) < 0 {
+		d.trimBehind = true // the pass under way has gone past it
+	}
 	d.commit(false)
 }
 
@@ -456,17 +468,28 @@ func parseIndex(k []byte) (string, error) {
 // trimChunk is how many 'x' keys a trim reads before it writes.
 const trimChunk = 1024
 
-// trim is Table.Trim's: each key with an 'x' key below bound trimmed as in
-// memory, and the change written.
+// trimKeys is how many keys a Trim visits at most (disk.trimMax): the trim
+// of a large table spreads over the Trims that follow it, each a bounded
+// pause of the engine's goroutine.
+const trimKeys = 4096
+
+// trim is Table.Trim's: it starts a trim pass to bound, or moves the pass
+// under way on to bound, and goes on with it for at most trimMax keys.
+// A pass trims each key with an 'x' key below its bound as in memory, in
+// the 'x' keys' order, and writes the change; it ends when no 'x' key
+// below its bound is left, after a second pass from the start if a put
+// wrote one behind it meanwhile (trimBehind).
 func (d *disk) trim(t *Table, bound int64) {
-	upper := appendTime([]byte{'x'}, bound)
-	from := []byte{'x'}
+	if d.trimFrom == nil {
+		d.trimFrom, d.trimBound = []byte{'x'}, bound
+	}
+	d.trimBound = max(d.trimBound, bound)
 	seen := map[string]bool{}
-	for d.err == nil {
+	for budget := d.trimMax; d.err == nil && budget > 0; {
 		var keys []string
 		clear(seen)
-		it := d.iter(bytes.Clone(from), upper)
-		for ok := it.First(); ok && len(keys) < trimChunk; ok = it.Next() {
+		it := d.iter(bytes.Clone(d.trimFrom), appendTime([]byte{'x'}, d.trimBound))
+		for ok := it.First(); ok && len(keys) < min(trimChunk, budget); ok = it.Next() {
 			key, err := parseIndex(it.Key())
 			if err != nil {
 				d.fail(err)
@@ -478,17 +501,26 @@ func (d *disk) trim(t *Table, bound int64) {
 			}
 			// the next chunk starts after this key: progress even if a
 			// trim left it
-			from = append(append(from[:0], it.Key()...), 0)
+			d.trimFrom = append(append(d.trimFrom[:0], it.Key()...), 0)
 		}
 		if err := it.Error(); err != nil {
 			d.fail(err)
 		}
-		if len(keys) == 0 || d.err != nil {
+		if d.err != nil {
+			return
+		}
+		if len(keys) == 0 { // the pass is over
+			if d.trimBehind {
+				d.trimFrom, d.trimBehind = append(d.trimFrom[:0], 'x'), false
+				continue
+			}
+			d.trimFrom = nil
 			return
 		}
 		for _, key := range keys {
-			d.trimKey(t, key, bound)
+			d.trimKey(t, key, d.trimBound)
 		}
+		budget -= len(keys)
 	}
 }
 

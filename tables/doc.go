@@ -49,14 +49,27 @@
 //  6. A Table is not safe for concurrent use; Beyond and Size may be read
 //     from any goroutine (Set.Sizes too). The keys and values given to
 //     Put are copied.
-//  8. Size's keys, versions and bytes are exactly what the table holds
-//     (in pebble, what a scan of it reads: TestStoragesAgree), updated by
-//     every Put and Trim; a pebble table's disk and memory bytes are
-//     pebble's metrics as of its last commit, the memory within
-//     Options.MemoryBudget.
 //  7. In pebble, the Go heap a table keeps is bounded by its
 //     Options.MemoryBudget, not by its size (TestPebbleHeapBound). A
 //     storage failure is sticky: Err reports it, and from then on Put and
 //     Trim do nothing and AsOf finds nothing, so the caller must check Err
 //     and stop the run.
+//  8. Size's keys, versions and bytes are exactly what the table holds
+//     (in pebble, what a scan of it reads: TestStoragesAgree), updated by
+//     every Put and Trim; a pebble table's disk and memory bytes are
+//     pebble's metrics as of its last commit, the memory within
+//     Options.MemoryBudget.
+//  9. In pebble a Trim visits at most a few thousand keys (trimKeys);
+//     the rest of its trim goes on at the next Trims while Trimming says
+//     one is under way, each Trim moving the trim's bound on to its own.
+//     Meanwhile some keys keep versions the trim will drop: a lookup as
+//     of t ≥ the latest Trim's watermark − history answers as if the trim
+//     were over (and as in memory, TestTrimSpread), one older answers as
+//     before the trim or as after it (invariant 4). Once Trimming is
+//     false again, no key has a version older than the bound but its
+//     newest there (a put behind the trim under way makes it go round
+//     again), as in memory after the same puts and a Trim; only a key
+//     forgotten (invariant 3) may differ, with the same answers as of
+//     t ≥ the bound, as the order of its trim and of a put after it has it
+//     (in memory the trims are whole, in pebble a key's may come after).
 package tables

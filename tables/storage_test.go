@@ -63,6 +63,25 @@ func checkCounted(t *testing.T, tb *Table) {
 	}
 }
 
+// entriesDiffer compares the entries of keys k<from> to k<to−1> in
+// memory and in pebble: their versions, and whether a trim dropped some.
+func entriesDiffer(mem, dsk *Table, from, to int) string {
+	for k := from; k < to; k++ {
+		key := "k" + strconv.Itoa(k)
+		m, d := mem.keys[key], dsk.disk.entry(key)
+		if m == nil || d == nil {
+			if m != d {
+				return fmt.Sprintf("%s: memory %v, pebble %v", key, m, d)
+			}
+			continue
+		}
+		if fmt.Sprint(m.versions, m.trimmed) != fmt.Sprint(d.versions, d.trimmed) {
+			return fmt.Sprintf("%s: memory %v %v, pebble %v %v", key, m.versions, m.trimmed, d.versions, d.trimmed)
+		}
+	}
+	return ""
+}
+
 func sizes(tb *Table) string {
 	return fmt.Sprintf("%d keys, %d versions, %d bytes, %d beyond", tb.Keys(), tb.Versions(), tb.Bytes(), tb.Beyond())
 }
@@ -141,7 +160,8 @@ func envInt(t *testing.T, name string, def int) int {
 // under its budget plus a margin, where the same table in memory takes
 // several times more (its values alone are twice the bound). Every key
 // gets a version, then a second one (the table's topic published again);
-// lookups find each, and a trim drops every first version. Run with
+// lookups find each, and a trim drops every first version (Trims until
+// it is over: it logs how many, and the longest). Run with
 // TABLES_KEYS=10000000 (and TABLES_VALUE=100, bytes per value) to measure
 // a 10M-key table: it logs the times and the peak RSS; TABLES_BUDGET sets
 // the budget (default MinMemoryBudget). TABLES_MEMORY=1 runs it in
@@ -195,7 +215,16 @@ func TestPebbleHeapBound(t *testing.T) {
 	looked := time.Since(start) / time.Duration(lookups)
 	peak = max(peak, liveHeap())
 	start = time.Now()
-	tb.Trim(6000 + time.Hour.Milliseconds()) // drops every first version
+	var trims int
+	var longest time.Duration
+	for trims = 0; trims == 0 || tb.Trimming(); trims++ {
+		t0 := time.Now()
+		tb.Trim(6000 + time.Hour.Milliseconds()) // drops every first version
+		longest = max(longest, time.Since(t0))
+		if trims%64 == 0 {
+			peak = max(peak, liveHeap())
+		}
+	}
 	trimmed := time.Since(start)
 	peak = max(peak, liveHeap())
 	if err := tb.Err(); err != nil {
@@ -209,8 +238,8 @@ func TestPebbleHeapBound(t *testing.T) {
 	}
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	t.Logf("%d keys × 2 versions of %d bytes: put in %v + %v, %v a random lookup, trimmed in %v; live heap peak %d MiB, peak RSS %d MiB; %+v",
-		n, size, took[0], took[1], looked, trimmed, peak>>20, ru.Maxrss>>10, tb.Size())
+	t.Logf("%d keys × 2 versions of %d bytes: put in %v + %v, %v a random lookup, trimmed in %v (%d Trims, the longest %v); live heap peak %d MiB, peak RSS %d MiB; %+v",
+		n, size, took[0], took[1], looked, trimmed, trims, longest, peak>>20, ru.Maxrss>>10, tb.Size())
 	if peak > uint64(budget+margin) {
 		t.Fatalf("live heap %d MiB, above the budget of %d MiB + %d MiB", peak>>20, budget>>20, margin>>20)
 	}
@@ -226,4 +255,90 @@ func liveHeap() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
+}
+
+// TestTrimSpread: a pebble table whose trims are cut short at random
+// (a few keys per Trim, the rest at the next Trims) answers every lookup
+// as of t ≥ the latest Trim's watermark − history as a memory table given
+// the same puts and Trims, whether or not its trim is over (invariant 9);
+// once it is over (Trimming false) it holds the same keys, versions and
+// bytes, and answers every lookup alike, those beyond the history
+// included. Puts go below the bound too, behind a trim under way, but
+// not to the keys with tombstones: a key forgotten by a trim (invariant 3)
+// answers a put below the bound after it as the order of the trim and
+// the put has it (invariant 9); and a key with a tombstone that memory
+// forgot before a put after the bound came, pebble may trim after: it
+// keeps the tombstone, or marks the key trimmed, answering alike as of
+// t ≥ the bound (invariant 4). So the keys with tombstones (k0 to k19)
+// are compared by their answers as of t ≥ the bound only, the others (k20
+// to k39) version by version, and by their answers beyond the history too. When a trim ends, memory trims again: the
+// trim may have seen puts below the bound that came after memory's.
+func TestTrimSpread(t *testing.T) {
+	const history = 50
+	for seed := uint64(1); seed <= 8; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		mem := storages[0].open(t, history*time.Millisecond)
+		dsk := storages[1].open(t, history*time.Millisecond)
+		wm := int64(0)
+		spread, ended, below := 0, 0, 0
+		for op := 0; op < 4000; op++ {
+			k := rng.IntN(40)
+			key := "k" + strconv.Itoa(k)
+			was := dsk.Trimming()
+			switch r := rng.IntN(20); {
+			case r < 8:
+				at := wm - history + rng.Int64N(250) // at or after the bound
+				tomb := k < 20 && rng.IntN(6) == 0
+				if k >= 20 && rng.IntN(3) == 0 {
+					at = wm - history - 1 - rng.Int64N(100) // below it
+					if dsk.Trimming() {
+						below++
+					}
+				}
+				val := []byte(fmt.Sprintf("v%d", rng.IntN(1000)))
+				mem.Put(key, at, val, tomb)
+				dsk.Put(key, at, val, tomb)
+			case r < 10:
+				wm += rng.Int64N(60)
+				mem.Trim(wm)
+				dsk.disk.trimMax = 1 + rng.IntN(4)
+				dsk.Trim(wm)
+			case r < 11 && dsk.Trimming(): // the trim goes on at the same watermark
+				dsk.Trim(wm)
+			default:
+				at := wm - history + rng.Int64N(200)
+				if !dsk.Trimming() && k >= 20 {
+					at -= 150 // beyond the history too, once the trim is over
+				}
+				if m, d := asOf(mem, key, at), asOf(dsk, key, at); m != d {
+					t.Fatalf("seed %d op %d: AsOf(%s, %d), trim under way %v: memory %s, pebble %s; wm %d %s", seed, op, key, at, dsk.Trimming(), m, d, wm, entriesDiffer(mem, dsk, k, k+1))
+				}
+			}
+			if dsk.Trimming() {
+				spread++
+				continue
+			}
+			if was {
+				// the trim just ended: it may have seen puts below the
+				// bound since memory's last trim, which memory trims now
+				mem.Trim(wm)
+			}
+			ended++
+			if m, d := mem.Size(), dsk.Size(); m.Keys != d.Keys || m.Bytes != d.Bytes {
+				t.Fatalf("seed %d op %d: trim over: memory %d keys, %d bytes; pebble %d, %d", seed, op, m.Keys, m.Bytes, d.Keys, d.Bytes)
+			}
+			if op%10 == 0 {
+				if diff := entriesDiffer(mem, dsk, 20, 40); diff != "" {
+					t.Fatalf("seed %d op %d: trim over: %s", seed, op, diff)
+				}
+			}
+		}
+		if err := dsk.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if spread == 0 || ended == 0 || below == 0 {
+			t.Fatalf("seed %d: %d operations with a trim under way, %d without, %d puts below the bound during a trim: want some of each", seed, spread, ended, below)
+		}
+		t.Logf("seed %d: %d operations with a trim under way, %d without, %d puts below the bound during a trim", seed, spread, ended, below)
+	}
 }

@@ -195,7 +195,9 @@ func (t *Table) AsOf(key string, at int64) (value []byte, found bool) {
 
 // Trim drops the versions older than watermark − history, keeping the
 // newest of them for each key (invariant 3). In memory it visits every
-// key; in pebble only the keys with a version to drop.
+// key. In pebble it visits only the keys with a version to drop, and at
+// most a few thousand of them: the rest of the trim goes on at the next
+// Trims, while Trimming (invariant 9).
 func (t *Table) Trim(watermark int64) {
 	bound := watermark - t.history.Milliseconds()
 	if bound > watermark { // overflow near the minimum time
@@ -211,6 +213,11 @@ func (t *Table) Trim(watermark int64) {
 		}
 	}
 }
+
+// Trimming says a trim is under way, to go on at the next Trim (in
+// pebble, invariant 9); the caller should call Trim again soon, with the
+// same watermark or a later one.
+func (t *Table) Trimming() bool { return t.disk != nil && t.disk.trimFrom != nil }
 
 // trimmed trims e and counts it; it reports whether e's key is forgotten.
 func (t *Table) trimmed(e *entry, bound int64) (forget bool) {
