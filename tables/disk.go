@@ -471,7 +471,7 @@ const trimChunk = 1024
 // trimKeys is how many keys a Trim visits at most (disk.trimMax): the trim
 // of a large table spreads over the Trims that follow it, each a bounded
 // pause of the engine's goroutine.
-const trimKeys = 4096
+const trimKeys = 1024
 
 // trim is Table.Trim's: it starts a trim pass to bound, or moves the pass
 // under way on to bound, and goes on with it for at most trimMax keys.

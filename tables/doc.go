@@ -59,7 +59,7 @@
 //     every Put and Trim; a pebble table's disk and memory bytes are
 //     pebble's metrics as of its last commit, the memory within
 //     Options.MemoryBudget.
-//  9. In pebble a Trim visits at most a few thousand keys (trimKeys);
+//  9. In pebble a Trim visits at most about a thousand keys (trimKeys);
 //     the rest of its trim goes on at the next Trims while Trimming says
 //     one is under way, each Trim moving the trim's bound on to its own.
 //     Meanwhile some keys keep versions the trim will drop: a lookup as

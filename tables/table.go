@@ -196,7 +196,7 @@ func (t *Table) AsOf(key string, at int64) (value []byte, found bool) {
 // Trim drops the versions older than watermark − history, keeping the
 // newest of them for each key (invariant 3). In memory it visits every
 // key. In pebble it visits only the keys with a version to drop, and at
-// most a few thousand of them: the rest of the trim goes on at the next
+// most about a thousand of them: the rest of the trim goes on at the next
 // Trims, while Trimming (invariant 9).
 func (t *Table) Trim(watermark int64) {
 	bound := watermark - t.history.Milliseconds()
