@@ -93,11 +93,14 @@ type disk struct {
 	stale bool // b was written since it was refreshed
 	// batchMax is the size at which b is committed.
 	batchMax int
-	// the entries of the keys used last, by key; lru's front is the
-	// newest, cached the bytes they hold (entrySize), at most cacheMax.
+	// the entries of the keys used last, by key, nil for a key looked up
+	// that has none; lru's front is the newest, cached the bytes they
+	// hold (entrySize), at most cacheMax; loads counts the reads of an
+	// entry from pebble.
 	entries          map[string]*list.Element
 	lru              list.List
 	cached, cacheMax int64
+	loads            int64
 	err              error
 	// the table's files and memory (Size), as of the last commit
 	diskBytes, memBytes atomic.Int64
@@ -324,8 +327,10 @@ func appendTime(buf []byte, at int64) []byte {
 func readTime(b []byte) int64 { return int64(binary.BigEndian.Uint64(b) ^ 1<<63) }
 
 // entry is key's entry, from the cache or loaded; nil when the key has
-// none (or after a failure).
-func (d *disk) entry(key string) *entry {
+// none (or after a failure). absent caches that it has none, if so: a
+// lookup's next miss of the key reads nothing (a put makes the key's
+// entry, and a trim never forgets a cached absence, as the key has none).
+func (d *disk) entry(key string, absent bool) *entry {
 	if el := d.entries[key]; el != nil {
 		d.lru.MoveToFront(el)
 		return el.Value.(*cachedEntry).e
@@ -338,7 +343,7 @@ func (d *disk) entry(key string) *entry {
 		d.fail(err)
 		return nil
 	}
-	if e != nil {
+	if e != nil || absent {
 		d.remember(key, e)
 	}
 	return e
@@ -346,6 +351,7 @@ func (d *disk) entry(key string) *entry {
 
 // load reads key's entry from pebble.
 func (d *disk) load(key string) (*entry, error) {
+	d.loads++
 	p := prefix(nil, 'k', key)
 	it := d.iter(p, upperOf(p))
 	var e *entry
@@ -383,6 +389,9 @@ func (d *disk) load(key string) (*entry, error) {
 // entrySize is about what e of key holds in memory, cached.
 func entrySize(key string, e *entry) int64 {
 	n := int64(len(key)) + 160 // the map's, the list's and the entry's
+	if e == nil {
+		return n - 40 // a key known to have none
+	}
 	for _, v := range e.versions {
 		n += int64(len(v.value)) + 40
 	}
@@ -422,7 +431,7 @@ func (d *disk) forget(key string) {
 // memory, counted in t's size, and cached; the version and its 'x' key
 // written.
 func (d *disk) put(t *Table, key string, v version) {
-	e := d.entry(key)
+	e := d.entry(key, false)
 	if d.err != nil {
 		return
 	}
@@ -527,7 +536,7 @@ func (d *disk) trim(t *Table, bound int64) {
 // trimKey trims key, which has an 'x' key below bound: the versions it
 // drops, its 'x' keys below bound and its trimmed mark written.
 func (d *disk) trimKey(t *Table, key string, bound int64) {
-	e := d.entry(key)
+	e := d.entry(key, false)
 	if e == nil {
 		if d.err == nil {
 			d.fail(fmt.Errorf("corrupt: %q is indexed but has no version", key))

@@ -8,7 +8,9 @@
 // A table lives in memory (New, or Open without a Dir: no I/O) or in
 // pebble (Open with Options.Dir): every version on disk, keyed by (key,
 // version time), and in memory only a cache of the entries of the keys
-// used last, and pebble's memtables and block cache, all within
+// used last (and of the keys looked up that it does not have, so that a
+// lookup that misses again reads nothing: a put ends that), and pebble's
+// memtables and block cache, all within
 // Options.MemoryBudget whatever the number of keys. Both storages change
 // and answer a key through the same code (entry), so the invariants below
 // hold alike; the tests run on both and compare them on random

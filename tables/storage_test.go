@@ -68,7 +68,7 @@ func checkCounted(t *testing.T, tb *Table) {
 func entriesDiffer(mem, dsk *Table, from, to int) string {
 	for k := from; k < to; k++ {
 		key := "k" + strconv.Itoa(k)
-		m, d := mem.keys[key], dsk.disk.entry(key)
+		m, d := mem.keys[key], dsk.disk.entry(key, false)
 		if m == nil || d == nil {
 			if m != d {
 				return fmt.Sprintf("%s: memory %v, pebble %v", key, m, d)
@@ -340,5 +340,39 @@ func TestTrimSpread(t *testing.T) {
 			t.Fatalf("seed %d: %d operations with a trim under way, %d without, %d puts below the bound during a trim: want some of each", seed, spread, ended, below)
 		}
 		t.Logf("seed %d: %d operations with a trim under way, %d without, %d puts below the bound during a trim", seed, spread, ended, below)
+	}
+}
+
+// TestMissRemembered: in pebble, a lookup of a key the table does not
+// have reads pebble once, and its next ones read nothing, until a put
+// gives the key a version, which the next lookup finds, and a trim
+// forgets it again; the keys remembered absent count in the cache's
+// budget, which holds.
+func TestMissRemembered(t *testing.T) {
+	tb := storages[1].open(t, 10*time.Millisecond)
+	d := tb.disk
+	miss := func(want string) {
+		t.Helper()
+		for range 3 {
+			if got := asOf(tb, "gone", 100); got != want {
+				t.Fatalf("AsOf(gone) = %s, want %s", got, want)
+			}
+		}
+	}
+	loads := d.loads
+	miss("<none>")
+	if d.loads != loads+1 {
+		t.Fatalf("3 lookups of a key the table does not have read pebble %d times, want once", d.loads-loads)
+	}
+	tb.Put("gone", 50, []byte("back"), false)
+	miss("back")
+	tb.Put("gone", 60, nil, true)
+	tb.Trim(200) // forgets the key: its only version left is a tombstone
+	miss("<none>")
+	for i := range 100 {
+		asOf(tb, "absent-"+strconv.Itoa(i), 100)
+	}
+	if d.cached > d.cacheMax || len(d.entries) != d.lru.Len() {
+		t.Fatalf("cache of %d bytes for %d, %d keys; at most %d", d.cached, len(d.entries), d.lru.Len(), d.cacheMax)
 	}
 }

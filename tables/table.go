@@ -179,7 +179,7 @@ func (t *Table) count(added bool, dbytes int64) {
 func (t *Table) AsOf(key string, at int64) (value []byte, found bool) {
 	var e *entry
 	if t.disk != nil {
-		e = t.disk.entry(key)
+		e = t.disk.entry(key, true)
 	} else {
 		e = t.keys[key]
 	}
