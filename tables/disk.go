@@ -1,9 +1,10 @@
 package tables
 
 // The pebble storage of a table (Options.Dir): every version in pebble,
-// the entries of the keys last used in an in-memory cache bounded by the
-// budget. Nothing is durable: Open wipes the directory, and the engine
-// rebuilds a table by re-reading its topic from the earliest offset.
+// the entries of the keys last used (and the keys looked up that have
+// none) in an in-memory cache bounded by the budget. Nothing is durable:
+// Open wipes the directory, and the engine rebuilds a table by re-reading
+// its topic from the earliest offset.
 
 import (
 	"bytes"
