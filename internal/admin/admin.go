@@ -52,7 +52,8 @@ type Options struct {
 	// Stats returns the pipeline's snapshot (Pipeline.Stats).
 	Stats func() signalbox.Stats
 	// Tables, when set, are the sizes of the job's tables
-	// (tables.Set.Sizes), exported by /metrics (metrics.TableCollector).
+	// (tables.Set.Sizes), exported by /metrics (metrics.TableCollector)
+	// and /status (progress.Status.Tables).
 	Tables func() []tables.Size
 	// StallAfter: see DefaultStallAfter (used when zero).
 	StallAfter time.Duration
@@ -164,7 +165,11 @@ func Handler(o Options) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		enc.Encode(progress.FromStats(o.Stats())) //nolint:errcheck // the client went away
+		st := progress.FromStats(o.Stats())
+		if o.Tables != nil {
+			st.Tables = progress.TablesOf(o.Tables())
+		}
+		enc.Encode(st) //nolint:errcheck // the client went away
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		ok, why := Healthy(o.Stats(), o.Now(), o.StallAfter)

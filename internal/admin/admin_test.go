@@ -189,7 +189,8 @@ func TestBuildOnStatusAndMetrics(t *testing.T) {
 	}
 }
 
-// TestTableSizesOnMetrics: with Tables, /metrics exports each table's size.
+// TestTableSizesOnMetrics: with Tables, /metrics and /status show each
+// table's size.
 func TestTableSizesOnMetrics(t *testing.T) {
 	sizes := func() []tables.Size { return []tables.Size{{Name: "products", Keys: 3, Versions: 4, Bytes: 50}} }
 	h := admin.Handler(admin.Options{Stats: func() signalbox.Stats { return signalbox.Stats{} }, Tables: sizes, Now: time.Now, Logger: zap.NewNop()})
@@ -199,5 +200,14 @@ func TestTableSizesOnMetrics(t *testing.T) {
 		if !strings.Contains(rec.Body.String(), series+"\n") {
 			t.Errorf("/metrics lacks %q", series)
 		}
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/status", nil))
+	var st progress.Status
+	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Tables) != 1 || st.Tables[0].Name != "products" || st.Tables[0].Keys != 3 || st.Tables[0].DiskBytes != nil {
+		t.Errorf("/status tables = %+v, want products' size, in memory", st.Tables)
 	}
 }
