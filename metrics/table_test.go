@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/metrics"
 	"github.com/signalbox/signalbox/process"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sinks/jsonl"
@@ -97,4 +98,73 @@ func runEnrich(t *testing.T, nVersions int, withTable bool) signalbox.Stats {
 		t.Fatal(err)
 	}
 	return p.Stats()
+}
+
+// TestTableSizeMetrics: the size of each table, one in memory and one in
+// pebble, is scraped while the engine's goroutine puts and trims (a data
+// race under -race otherwise), and after, with the keys, versions and
+// bytes the tables hold; the disk and memory series only for pebble.
+func TestTableSizeMetrics(t *testing.T) {
+	mem, err := tables.New("prices", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsk, err := tables.Open("products", time.Hour, tables.Options{Dir: t.TempDir() + "/products", MemoryBudget: tables.MinMemoryBudget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = dsk.Close() }()
+	set, err := tables.NewSet(mem, dsk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := metrics.NewTableCollector(set.Sizes)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 3000 {
+			for _, tb := range []*tables.Table{mem, dsk} {
+				// 1,000 keys, three versions of 5 bytes each, then the
+				// first version of each dropped by a trim
+				tb.Put(fmt.Sprintf("k%03d", i%1000), int64(i/1000), []byte("value"), false)
+			}
+		}
+		for _, tb := range []*tables.Table{mem, dsk} {
+			tb.Trim(2 + time.Hour.Milliseconds()) // bound 2: drops the versions at 0
+		}
+	}()
+	for scraping := true; scraping; {
+		select {
+		case <-done:
+			scraping = false
+		default:
+		}
+		testutil.CollectAndCount(c)
+	}
+	if err := dsk.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP signalbox_table_keys Keys a table holds now.
+# TYPE signalbox_table_keys gauge
+signalbox_table_keys{table="prices"} 1000
+signalbox_table_keys{table="products"} 1000
+# HELP signalbox_table_kept_versions Versions a table keeps now (its history behind the watermark, and the newest before it).
+# TYPE signalbox_table_kept_versions gauge
+signalbox_table_kept_versions{table="prices"} 2000
+signalbox_table_kept_versions{table="products"} 2000
+# HELP signalbox_table_value_bytes Bytes of the values of the versions a table keeps now.
+# TYPE signalbox_table_value_bytes gauge
+signalbox_table_value_bytes{table="prices"} 10000
+signalbox_table_value_bytes{table="products"} 10000
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "signalbox_table_keys", "signalbox_table_kept_versions", "signalbox_table_value_bytes"); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(c, "signalbox_table_disk_bytes", "signalbox_table_memory_bytes"); n != 2 {
+		t.Fatalf("%d disk and memory series; want 2, the pebble table's", n)
+	}
+	if s := dsk.Size(); s.DiskBytes <= 0 || s.MemoryBytes <= 0 || s.MemoryBytes > tables.MinMemoryBudget {
+		t.Fatalf("pebble table's size %+v: want bytes on disk, and in memory within its budget", s)
+	}
 }

@@ -12,6 +12,23 @@ import (
 // versions each, 100-byte values) in each storage; the pebble one has the
 // minimum budget, so that most lookups miss its cache and read pebble.
 func BenchmarkAsOf(b *testing.B) {
+	benchLookups(b, func(names []string, rng *rand.Rand) (string, bool) { return names[rng.IntN(len(names))], true })
+}
+
+// BenchmarkAsOfMissing is BenchmarkAsOf's with keys the table does not
+// have, 10,000 of them at random (orders of products that have none):
+// pebble finds each absent, or remembers that it is.
+func BenchmarkAsOfMissing(b *testing.B) {
+	missing := make([]string, 10_000)
+	for i := range missing {
+		missing[i] = fmt.Sprintf("sku-%09d-gone", i)
+	}
+	benchLookups(b, func(_ []string, rng *rand.Rand) (string, bool) { return missing[rng.IntN(len(missing))], false })
+}
+
+// benchLookups times the lookups of the keys next picks, whose answer
+// is found or "not found", in a table of 200,000 keys in each storage.
+func benchLookups(b *testing.B, next func(names []string, rng *rand.Rand) (key string, found bool)) {
 	const keys = 200_000
 	value := make([]byte, 100)
 	for _, s := range []struct {
@@ -39,8 +56,9 @@ func BenchmarkAsOf(b *testing.B) {
 			rng := rand.New(rand.NewPCG(1, 2))
 			b.ResetTimer()
 			for range b.N {
-				if _, ok := tb.AsOf(names[rng.IntN(keys)], 1500); !ok {
-					b.Fatal("not found")
+				key, want := next(names, rng)
+				if _, ok := tb.AsOf(key, 1500); ok != want {
+					b.Fatalf("%s: found %v, want %v", key, ok, want)
 				}
 			}
 			b.StopTimer()

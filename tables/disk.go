@@ -1,9 +1,10 @@
 package tables
 
 // The pebble storage of a table (Options.Dir): every version in pebble,
-// the entries of the keys last used in an in-memory cache bounded by the
-// budget. Nothing is durable: Open wipes the directory, and the engine
-// rebuilds a table by re-reading its topic from the earliest offset.
+// the entries of the keys last used (and the keys looked up that have
+// none) in an in-memory cache bounded by the budget. Nothing is durable:
+// Open wipes the directory, and the engine rebuilds a table by re-reading
+// its topic from the earliest offset.
 
 import (
 	"bytes"
@@ -14,6 +15,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -74,7 +76,8 @@ func Open(name string, history time.Duration, opts Options) (*Table, error) {
 //	'x' time uvarint(len(key)) key    the key has a version at time that no trim has seen
 //
 // times big-endian with the sign bit flipped, so that they sort as
-// numbers. A put writes blindly, reading nothing: its version, and its
+// numbers. A put reads the key's entry (cached, or loaded and cached),
+// to count the table's size as in memory, and writes its version and its
 // 'x' key. A trim to bound reads the 'x' keys below bound: the keys with a
 // version a trim may drop, and only those (a key none of whose versions
 // below bound is new since the last trim has at most one there, which a
@@ -91,12 +94,24 @@ type disk struct {
 	stale bool // b was written since it was refreshed
 	// batchMax is the size at which b is committed.
 	batchMax int
-	// the entries of the keys used last, by key; lru's front is the
-	// newest, cached the bytes they hold (entrySize), at most cacheMax.
+	// the entries of the keys used last, by key, nil for a key looked up
+	// that has none; lru's front is the newest, cached the bytes they
+	// hold (entrySize), at most cacheMax; loads counts the reads of an
+	// entry from pebble.
 	entries          map[string]*list.Element
 	lru              list.List
 	cached, cacheMax int64
+	loads            int64
 	err              error
+	// the table's files and memory (Size), as of the last commit
+	diskBytes, memBytes atomic.Int64
+	// the trim pass under way (trim): its bound, the 'x' key it resumes
+	// at (nil: none under way), and whether a put wrote an 'x' key below
+	// its bound behind it; trimMax is how many keys a Trim visits at most
+	trimBound  int64
+	trimFrom   []byte
+	trimBehind bool
+	trimMax    int
 }
 
 // cachedEntry is an element of disk.lru.
@@ -129,6 +144,7 @@ func openDisk(o Options) (*disk, error) {
 		cache:    cache,
 		batchMax: int(min(o.MemoryBudget/32, 16<<20)),
 		cacheMax: o.MemoryBudget / 4,
+		trimMax:  trimKeys,
 		entries:  make(map[string]*list.Element),
 	}
 	po := &pebble.Options{
@@ -242,7 +258,17 @@ func (d *disk) commit(force bool) {
 	}
 	if err != nil {
 		d.fail(err)
+		return
 	}
+	d.measure()
+}
+
+// measure updates the table's files and memory (Size) from pebble's
+// metrics.
+func (d *disk) measure() {
+	m := d.db.Metrics()
+	d.diskBytes.Store(int64(m.DiskSpaceUsage()))
+	d.memBytes.Store(int64(m.MemTable.Size) + m.BlockCache.Size + d.cached + int64(d.b.Len()))
 }
 
 // iter is the iterator, seeing every write, bounded to [lower, upper):
@@ -302,8 +328,10 @@ func appendTime(buf []byte, at int64) []byte {
 func readTime(b []byte) int64 { return int64(binary.BigEndian.Uint64(b) ^ 1<<63) }
 
 // entry is key's entry, from the cache or loaded; nil when the key has
-// none (or after a failure).
-func (d *disk) entry(key string) *entry {
+// none (or after a failure). absent caches that it has none, if so: a
+// lookup's next miss of the key reads nothing (a put makes the key's
+// entry, and a trim never forgets a cached absence, as the key has none).
+func (d *disk) entry(key string, absent bool) *entry {
 	if el := d.entries[key]; el != nil {
 		d.lru.MoveToFront(el)
 		return el.Value.(*cachedEntry).e
@@ -316,7 +344,7 @@ func (d *disk) entry(key string) *entry {
 		d.fail(err)
 		return nil
 	}
-	if e != nil {
+	if e != nil || absent {
 		d.remember(key, e)
 	}
 	return e
@@ -324,6 +352,7 @@ func (d *disk) entry(key string) *entry {
 
 // load reads key's entry from pebble.
 func (d *disk) load(key string) (*entry, error) {
+	d.loads++
 	p := prefix(nil, 'k', key)
 	it := d.iter(p, upperOf(p))
 	var e *entry
@@ -361,6 +390,9 @@ func (d *disk) load(key string) (*entry, error) {
 // entrySize is about what e of key holds in memory, cached.
 func entrySize(key string, e *entry) int64 {
 	n := int64(len(key)) + 160 // the map's, the list's and the entry's
+	if e == nil {
+		return n - 40 // a key known to have none
+	}
 	for _, v := range e.versions {
 		n += int64(len(v.value)) + 40
 	}
@@ -396,20 +428,27 @@ func (d *disk) forget(key string) {
 	}
 }
 
-// put is Table.Put's: the version and its 'x' key written, and a cached
-// entry changed as in memory.
-func (d *disk) put(key string, v version) {
+// put is Table.Put's: key's entry, from the cache or read, changed as in
+// memory, counted in t's size, and cached; the version and its 'x' key
+// written.
+func (d *disk) put(t *Table, key string, v version) {
+	e := d.entry(key, false)
 	if d.err != nil {
 		return
 	}
-	if el := d.entries[key]; el != nil {
-		e := el.Value.(*cachedEntry).e
-		e.put(v)
-		d.remember(key, e)
+	if e == nil {
+		e = &entry{}
+		t.nkeys.Add(1)
 	}
+	t.count(e.put(v))
+	d.remember(key, e)
 	p := prefix(nil, 'k', key)
 	d.write(d.b.Set(appendTime(p, v.at), encodeVersion(nil, v), nil))
-	d.write(d.b.Set(indexKey(v.at, key), nil, nil))
+	x := indexKey(v.at, key)
+	d.write(d.b.Set(x, nil, nil))
+	if d.trimFrom != nil && v.at < d.trimBound && bytes.Compare(x, d.trimFrom) < 0 {
+		d.trimBehind = true // the pass under way has gone past it
+	}
 	d.commit(false)
 }
 
@@ -439,17 +478,28 @@ func parseIndex(k []byte) (string, error) {
 // trimChunk is how many 'x' keys a trim reads before it writes.
 const trimChunk = 1024
 
-// trim is Table.Trim's: each key with an 'x' key below bound trimmed as in
-// memory, and the change written.
+// trimKeys is how many keys a Trim visits at most (disk.trimMax): the trim
+// of a large table spreads over the Trims that follow it, each a bounded
+// pause of the engine's goroutine.
+const trimKeys = 1024
+
+// trim is Table.Trim's: it starts a trim pass to bound, or moves the pass
+// under way on to bound, and goes on with it for at most trimMax keys.
+// A pass trims each key with an 'x' key below its bound as in memory, in
+// the 'x' keys' order, and writes the change; it ends when no 'x' key
+// below its bound is left, after a second pass from the start if a put
+// wrote one behind it meanwhile (trimBehind).
 func (d *disk) trim(t *Table, bound int64) {
-	upper := appendTime([]byte{'x'}, bound)
-	from := []byte{'x'}
+	if d.trimFrom == nil {
+		d.trimFrom, d.trimBound = []byte{'x'}, bound
+	}
+	d.trimBound = max(d.trimBound, bound)
 	seen := map[string]bool{}
-	for d.err == nil {
+	for budget := d.trimMax; d.err == nil && budget > 0; {
 		var keys []string
 		clear(seen)
-		it := d.iter(bytes.Clone(from), upper)
-		for ok := it.First(); ok && len(keys) < trimChunk; ok = it.Next() {
+		it := d.iter(bytes.Clone(d.trimFrom), appendTime([]byte{'x'}, d.trimBound))
+		for ok := it.First(); ok && len(keys) < min(trimChunk, budget); ok = it.Next() {
 			key, err := parseIndex(it.Key())
 			if err != nil {
 				d.fail(err)
@@ -461,24 +511,33 @@ func (d *disk) trim(t *Table, bound int64) {
 			}
 			// the next chunk starts after this key: progress even if a
 			// trim left it
-			from = append(append(from[:0], it.Key()...), 0)
+			d.trimFrom = append(append(d.trimFrom[:0], it.Key()...), 0)
 		}
 		if err := it.Error(); err != nil {
 			d.fail(err)
 		}
-		if len(keys) == 0 || d.err != nil {
+		if d.err != nil {
+			return
+		}
+		if len(keys) == 0 { // the pass is over
+			if d.trimBehind {
+				d.trimFrom, d.trimBehind = append(d.trimFrom[:0], 'x'), false
+				continue
+			}
+			d.trimFrom = nil
 			return
 		}
 		for _, key := range keys {
-			d.trimKey(t, key, bound)
+			d.trimKey(t, key, d.trimBound)
 		}
+		budget -= len(keys)
 	}
 }
 
 // trimKey trims key, which has an 'x' key below bound: the versions it
 // drops, its 'x' keys below bound and its trimmed mark written.
 func (d *disk) trimKey(t *Table, key string, bound int64) {
-	e := d.entry(key)
+	e := d.entry(key, false)
 	if e == nil {
 		if d.err == nil {
 			d.fail(fmt.Errorf("corrupt: %q is indexed but has no version", key))

@@ -8,15 +8,18 @@
 // A table lives in memory (New, or Open without a Dir: no I/O) or in
 // pebble (Open with Options.Dir): every version on disk, keyed by (key,
 // version time), and in memory only a cache of the entries of the keys
-// used last, and pebble's memtables and block cache, all within
+// used last (and of the keys looked up that it does not have, so that a
+// lookup that misses again reads nothing: a put ends that), and pebble's
+// memtables and block cache, all within
 // Options.MemoryBudget whatever the number of keys. Both storages change
 // and answer a key through the same code (entry), so the invariants below
 // hold alike; the tests run on both and compare them on random
 // operations. In memory a new key is two allocations: its entry with
 // room for one version, and its key's bytes followed by its first value's,
 // so that a lookup of a key of one version reads two places. A put in
-// pebble reads nothing; a trim reads an index of the
-// versions put since the last trim, by version time, so it visits only
+// pebble reads the key's entry (from the cache, else from pebble), so that
+// the table's size is counted exactly as in memory; a trim reads an index
+// of the versions put since the last trim, by version time, so it visits only
 // the keys that may have a version to drop (disk's comment says why).
 //
 // The pebble storage is not durable, on purpose: the engine never commits
@@ -45,11 +48,30 @@
 //     (A key forgotten by a trim answers "not found" uncounted.)
 //  5. A Set's names are distinct; a Lookup in a table it does not hold is
 //     an error naming the table.
-//  6. A Table is not safe for concurrent use; Beyond may be read from any
-//     goroutine. The keys and values given to Put are copied.
+//  6. A Table is not safe for concurrent use; Beyond and Size may be read
+//     from any goroutine (Set.Sizes too). The keys and values given to
+//     Put are copied.
 //  7. In pebble, the Go heap a table keeps is bounded by its
 //     Options.MemoryBudget, not by its size (TestPebbleHeapBound). A
 //     storage failure is sticky: Err reports it, and from then on Put and
 //     Trim do nothing and AsOf finds nothing, so the caller must check Err
 //     and stop the run.
+//  8. Size's keys, versions and bytes are exactly what the table holds
+//     (in pebble, what a scan of it reads: TestStoragesAgree), updated by
+//     every Put and Trim; a pebble table's disk and memory bytes are
+//     pebble's metrics as of its last commit, the memory within
+//     Options.MemoryBudget.
+//  9. In pebble a Trim visits at most about a thousand keys (trimKeys);
+//     the rest of its trim goes on at the next Trims while Trimming says
+//     one is under way, each Trim moving the trim's bound on to its own.
+//     Meanwhile some keys keep versions the trim will drop: a lookup as
+//     of t ≥ the latest Trim's watermark − history answers as if the trim
+//     were over (and as in memory, TestTrimSpread), one older answers as
+//     before the trim or as after it (invariant 4). Once Trimming is
+//     false again, no key has a version older than the bound but its
+//     newest there (a put behind the trim under way makes it go round
+//     again), as in memory after the same puts and a Trim; only a key
+//     forgotten (invariant 3) may differ, with the same answers as of
+//     t ≥ the bound, as the order of its trim and of a put after it has it
+//     (in memory the trims are whole, in pebble a key's may come after).
 package tables

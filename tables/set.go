@@ -36,6 +36,16 @@ func (s *Set) Names() []string {
 	return ns
 }
 
+// Sizes are the tables' sizes (Table.Size), by name. Unlike Lookup, it may
+// be called from any goroutine.
+func (s *Set) Sizes() []Size {
+	ss := make([]Size, 0, len(s.byName))
+	for _, n := range s.Names() {
+		ss = append(ss, s.byName[n].Size())
+	}
+	return ss
+}
+
 // Lookup is the table name's AsOf(key, at); an unknown name is an error.
 func (s *Set) Lookup(name, key string, at int64) (value []byte, found bool, err error) {
 	t := s.byName[name]

@@ -98,10 +98,9 @@ type Table struct {
 	history time.Duration
 	keys    map[string]*entry // in memory: every key; nil with disk
 	disk    *disk
-	nkeys   int
-	nvers   int
-	bytes   int64
-	beyond  atomic.Int64
+	// the table's size, written by its goroutine, read from any (Size)
+	nkeys, nvers, bytes atomic.Int64
+	beyond              atomic.Int64
 }
 
 // New returns an empty table named name, kept in memory, that keeps
@@ -136,7 +135,7 @@ func (t *Table) Put(key string, at int64, value []byte, tomb bool) {
 		if !tomb {
 			v.value = append(make([]byte, 0, len(value)), value...)
 		}
-		t.disk.put(key, v)
+		t.disk.put(t, key, v)
 		return
 	}
 	e := t.keys[key]
@@ -161,16 +160,16 @@ func (t *Table) Put(key string, at int64, value []byte, tomb bool) {
 	eo.versions = eo.one[:0]
 	e = &eo.entry
 	t.keys[unsafe.String(unsafe.SliceData(kv), len(key))] = e
-	t.nkeys++
+	t.nkeys.Add(1)
 	t.count(e.put(v))
 }
 
 // count adds a put's outcome to the table's size.
 func (t *Table) count(added bool, dbytes int64) {
 	if added {
-		t.nvers++
+		t.nvers.Add(1)
 	}
-	t.bytes += dbytes
+	t.bytes.Add(dbytes)
 }
 
 // AsOf returns key's value as of time at (invariant 1): found is false
@@ -180,7 +179,7 @@ func (t *Table) count(added bool, dbytes int64) {
 func (t *Table) AsOf(key string, at int64) (value []byte, found bool) {
 	var e *entry
 	if t.disk != nil {
-		e = t.disk.entry(key)
+		e = t.disk.entry(key, true)
 	} else {
 		e = t.keys[key]
 	}
@@ -196,7 +195,9 @@ func (t *Table) AsOf(key string, at int64) (value []byte, found bool) {
 
 // Trim drops the versions older than watermark − history, keeping the
 // newest of them for each key (invariant 3). In memory it visits every
-// key; in pebble only the keys with a version to drop.
+// key. In pebble it visits only the keys with a version to drop, and at
+// most about a thousand of them: the rest of the trim goes on at the next
+// Trims, while Trimming (invariant 9).
 func (t *Table) Trim(watermark int64) {
 	bound := watermark - t.history.Milliseconds()
 	if bound > watermark { // overflow near the minimum time
@@ -213,43 +214,54 @@ func (t *Table) Trim(watermark int64) {
 	}
 }
 
+// Trimming says a trim is under way, to go on at the next Trim (in
+// pebble, invariant 9); the caller should call Trim again soon, with the
+// same watermark or a later one.
+func (t *Table) Trimming() bool { return t.disk != nil && t.disk.trimFrom != nil }
+
 // trimmed trims e and counts it; it reports whether e's key is forgotten.
 func (t *Table) trimmed(e *entry, bound int64) (forget bool) {
 	dropped, dbytes, forget := e.trim(bound)
-	t.nvers -= dropped
-	t.bytes -= dbytes
+	t.nvers.Add(-int64(dropped))
+	t.bytes.Add(-dbytes)
 	if forget {
-		t.nkeys--
+		t.nkeys.Add(-1)
 	}
 	return forget
 }
 
-// Keys, Versions and Bytes are the table's size: keys known, versions
-// kept, and the bytes of their values. In pebble, where a put reads
-// nothing, each reads the whole table: they are for tests and tools.
-func (t *Table) Keys() int {
-	if t.disk != nil {
-		k, _, _ := t.disk.sizes()
-		return k
-	}
-	return t.nkeys
+// Size is a table's size at one moment (Table.Size).
+type Size struct {
+	Name     string
+	Keys     int64 // keys known
+	Versions int64 // versions kept
+	Bytes    int64 // the bytes of their values
+	// Pebble says the table is in pebble (Options.Dir); then DiskBytes
+	// are its files, and MemoryBytes what it holds in memory (pebble's
+	// memtables and block cache, the pending writes, the cache of
+	// entries), as of its last write to pebble. Both 0 in memory.
+	Pebble                 bool
+	DiskBytes, MemoryBytes int64
+	// Beyond is Table.Beyond.
+	Beyond int64
 }
 
-func (t *Table) Versions() int {
+// Size is the table's size now. Unlike the table's other methods, it may
+// be called from any goroutine, even after Close (the last size).
+func (t *Table) Size() Size {
+	s := Size{Name: t.name, Keys: t.nkeys.Load(), Versions: t.nvers.Load(), Bytes: t.bytes.Load(), Beyond: t.beyond.Load()}
 	if t.disk != nil {
-		_, v, _ := t.disk.sizes()
-		return v
+		s.Pebble, s.DiskBytes, s.MemoryBytes = true, t.disk.diskBytes.Load(), t.disk.memBytes.Load()
 	}
-	return t.nvers
+	return s
 }
 
-func (t *Table) Bytes() int64 {
-	if t.disk != nil {
-		_, _, b := t.disk.sizes()
-		return b
-	}
-	return t.bytes
-}
+// Keys, Versions and Bytes are Size's.
+func (t *Table) Keys() int { return int(t.nkeys.Load()) }
+
+func (t *Table) Versions() int { return int(t.nvers.Load()) }
+
+func (t *Table) Bytes() int64 { return t.bytes.Load() }
 
 // Beyond counts the lookups older than the history kept (invariant 4).
 func (t *Table) Beyond() int64 { return t.beyond.Load() }

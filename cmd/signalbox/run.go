@@ -143,7 +143,11 @@ func newRunCmd() *cobra.Command {
 			defer stop()
 			context.AfterFunc(ctx, stop) // a second signal kills at once
 			if addr != admin.Off {
-				srv, err := admin.Start(admin.Options{Addr: addr, Setting: setting, Stats: p.Stats, Logger: log})
+				ao := admin.Options{Addr: addr, Setting: setting, Stats: p.Stats, Logger: log}
+				if plan.Tables != nil {
+					ao.Tables = plan.Tables.Sizes
+				}
+				srv, err := admin.Start(ao)
 				if err != nil {
 					return runtimeError(err)
 				}

@@ -21,6 +21,7 @@ import (
 	"github.com/signalbox/signalbox/internal/progress"
 	"github.com/signalbox/signalbox/internal/version"
 	"github.com/signalbox/signalbox/metrics"
+	"github.com/signalbox/signalbox/tables"
 )
 
 // DefaultAddr is the admin address when the job and the flags name none:
@@ -50,6 +51,10 @@ type Options struct {
 	Setting string
 	// Stats returns the pipeline's snapshot (Pipeline.Stats).
 	Stats func() signalbox.Stats
+	// Tables, when set, are the sizes of the job's tables
+	// (tables.Set.Sizes), exported by /metrics (metrics.TableCollector)
+	// and /status (progress.Status.Tables).
+	Tables func() []tables.Size
 	// StallAfter: see DefaultStallAfter (used when zero).
 	StallAfter time.Duration
 	// Now is the wall clock; nil means time.Now.
@@ -151,13 +156,20 @@ func Handler(o Options) http.Handler {
 	build := version.Get()
 	reg.MustRegister(metrics.NewCollector(o.Stats, o.Now), metrics.NewBuildInfo(build.Version, build.Commit, build.GoVersion),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if o.Tables != nil {
+		reg.MustRegister(metrics.NewTableCollector(o.Tables))
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: zap.NewStdLog(o.Logger)}))
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		enc.Encode(progress.FromStats(o.Stats())) //nolint:errcheck // the client went away
+		st := progress.FromStats(o.Stats())
+		if o.Tables != nil {
+			st.Tables = progress.TablesOf(o.Tables())
+		}
+		enc.Encode(st) //nolint:errcheck // the client went away
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		ok, why := Healthy(o.Stats(), o.Now(), o.StallAfter)

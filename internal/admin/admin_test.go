@@ -20,6 +20,7 @@ import (
 	"github.com/signalbox/signalbox/internal/progress"
 	"github.com/signalbox/signalbox/internal/version"
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/tables"
 )
 
 func TestListenAddr(t *testing.T) {
@@ -185,5 +186,28 @@ func TestBuildOnStatusAndMetrics(t *testing.T) {
 	series := fmt.Sprintf("signalbox_build_info{commit=%q,goversion=%q,version=%q} 1\n", want.Commit, want.GoVersion, want.Version)
 	if m := get("/metrics"); !strings.Contains(m, series) {
 		t.Errorf("/metrics lacks %q", series)
+	}
+}
+
+// TestTableSizesOnMetrics: with Tables, /metrics and /status show each
+// table's size.
+func TestTableSizesOnMetrics(t *testing.T) {
+	sizes := func() []tables.Size { return []tables.Size{{Name: "products", Keys: 3, Versions: 4, Bytes: 50}} }
+	h := admin.Handler(admin.Options{Stats: func() signalbox.Stats { return signalbox.Stats{} }, Tables: sizes, Now: time.Now, Logger: zap.NewNop()})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, series := range []string{`signalbox_table_keys{table="products"} 3`, `signalbox_table_kept_versions{table="products"} 4`, `signalbox_table_value_bytes{table="products"} 50`} {
+		if !strings.Contains(rec.Body.String(), series+"\n") {
+			t.Errorf("/metrics lacks %q", series)
+		}
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/status", nil))
+	var st progress.Status
+	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Tables) != 1 || st.Tables[0].Name != "products" || st.Tables[0].Keys != 3 || st.Tables[0].DiskBytes != nil {
+		t.Errorf("/status tables = %+v, want products' size, in memory", st.Tables)
 	}
 }

@@ -3,7 +3,8 @@
 //
 // Lifecycle: Start listens (the listen error names the setting the address
 // came from) and serves in a goroutine; Close shuts it down. Everything it
-// serves comes from the pipeline's Stats snapshots.
+// serves comes from the pipeline's Stats snapshots, and, for a job with
+// tables, from their sizes (Options.Tables, safe from any goroutine).
 //
 // Invariants:
 //

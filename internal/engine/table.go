@@ -41,9 +41,15 @@ func (c *Engine) version(ps *partState, rec *record.Record, byData int64) error 
 // as a fraction of its history: a trim scans every key.
 const trimEvery = 16
 
+// trimming is a TableStore whose Trim does a bounded part of the work and
+// goes on at the next Trim (*tables.Table in pebble): Trimming says a trim
+// is under way.
+type trimming interface{ Trimming() bool }
+
 // trimTables drops the versions the tables no longer need at watermark g
-// (TableStore.Trim), each once g moved by a sixteenth of its history. A
-// table whose storage failed fails the release (ReleaseMore).
+// (TableStore.Trim), each once g moved by a sixteenth of its history, or
+// at every release while its trim is under way (trimming). A table whose
+// storage failed fails the release (ReleaseMore).
 func (c *Engine) trimTables(g int64) {
 	if g == watermark.MinTime {
 		return
@@ -56,7 +62,8 @@ func (c *Engine) trimTables(g int64) {
 	}
 	for i, t := range c.cfg.Tables {
 		step := max(t.Into.History()/trimEvery, time.Millisecond).Milliseconds()
-		if c.trimmedAt[i] == watermark.MinTime || g-c.trimmedAt[i] >= step {
+		tr, ok := t.Into.(trimming)
+		if c.trimmedAt[i] == watermark.MinTime || g-c.trimmedAt[i] >= step || ok && tr.Trimming() {
 			t.Into.Trim(g)
 			c.trimmedAt[i] = g
 		}

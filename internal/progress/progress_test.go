@@ -16,6 +16,7 @@ import (
 	"github.com/signalbox/signalbox/catchup"
 	"github.com/signalbox/signalbox/internal/version"
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/tables"
 	"github.com/signalbox/signalbox/watermark"
 )
 
@@ -89,6 +90,8 @@ func TestStatus(t *testing.T) {
 	in := sample(false)
 	in.Windows = []signalbox.WindowStats{{Name: "per_minute", Open: 40, Keys: 39, Results: 2034, Late: 3, StateBytes: 3 << 20}}
 	st := FromStats(in)
+	st.Tables = TablesOf([]tables.Size{{Name: "prices", Keys: 3, Versions: 4, Bytes: 50},
+		{Name: "products", Keys: 1000, Versions: 2000, Bytes: 10 << 10, Pebble: true, DiskBytes: 3 << 20, MemoryBytes: 5 << 20, Beyond: 7}})
 	b, err := json.Marshal(st)
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +116,8 @@ func TestStatus(t *testing.T) {
 	}
 	for _, want := range []string{"watermark  2023-11-14T22:13:20.000Z", "held by", "orders/2", "replaying, 50 behind", "stock/1", "caught-up", "1.5s",
 		"window     per_minute: 40 open, 39 keys, 3.0 MiB of state, 2034 results, 3 late records",
+		"table      prices: 3 keys, 4 versions, 50 B of values, in memory; 0 lookups beyond its history",
+		"table      products: 1000 keys, 2000 versions, 10.0 KiB of values, in pebble: 3.0 MiB on disk, 5.0 MiB in memory; 7 lookups beyond its history",
 		"build      signalbox " + version.Get().Version + ", commit " + version.Get().Commit} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())

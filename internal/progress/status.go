@@ -14,6 +14,7 @@ import (
 	"github.com/signalbox/signalbox/catchup"
 	"github.com/signalbox/signalbox/internal/version"
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/tables"
 	"github.com/signalbox/signalbox/watermark"
 )
 
@@ -40,6 +41,37 @@ type Status struct {
 	// Windows is each window's activity (signalbox.Stats.Windows), in the
 	// job file's order; omitted without windows.
 	Windows []Window `json:"windows,omitempty"`
+	// Tables is each table's size (tables.Table.Size), by name: the
+	// admin server sets it (TablesOf) for a job with tables; omitted
+	// without.
+	Tables []Table `json:"tables,omitempty"`
+}
+
+// Table is one table's size now.
+type Table struct {
+	Name     string `json:"name"`
+	Keys     int64  `json:"keys"`
+	Versions int64  `json:"versions"` // versions kept
+	Bytes    int64  `json:"bytes"`    // their values'
+	// DiskBytes and MemoryBytes are a table's in pebble (state.dir),
+	// null for a table in memory.
+	DiskBytes   *int64 `json:"disk_bytes"`
+	MemoryBytes *int64 `json:"memory_bytes"`
+	// Beyond counts the lookups older than its history.
+	Beyond int64 `json:"lookups_beyond_history"`
+}
+
+// TablesOf is the status of tables of sizes ss.
+func TablesOf(ss []tables.Size) []Table {
+	var out []Table
+	for _, s := range ss {
+		t := Table{Name: s.Name, Keys: s.Keys, Versions: s.Versions, Bytes: s.Bytes, Beyond: s.Beyond}
+		if s.Pebble {
+			t.DiskBytes, t.MemoryBytes = &s.DiskBytes, &s.MemoryBytes
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 // Window is one window's activity.
@@ -304,6 +336,13 @@ func (s Status) WriteText(w io.Writer) error {
 	}
 	for _, w := range s.Windows {
 		fmt.Fprintf(tw, "window\t%s: %d open, %d keys, %s of state, %d results, %d late records\n", w.Name, w.Open, w.Keys, bytesText(w.StateBytes), w.Results, w.Late)
+	}
+	for _, t := range s.Tables {
+		where := "in memory"
+		if t.DiskBytes != nil && t.MemoryBytes != nil {
+			where = fmt.Sprintf("in pebble: %s on disk, %s in memory", bytesText(*t.DiskBytes), bytesText(*t.MemoryBytes))
+		}
+		fmt.Fprintf(tw, "table\t%s: %d keys, %d versions, %s of values, %s; %d lookups beyond its history\n", t.Name, t.Keys, t.Versions, bytesText(t.Bytes), where, t.Beyond)
 	}
 	fmt.Fprintf(tw, "parked\t%d records, %s in memory, %d spilled to disk, store %s\n", c.Parked, bytesText(c.ParkedBytes), c.Spilled, bytesText(c.StoreBytes))
 	late := Late{}
