@@ -470,6 +470,7 @@ type status struct {
 	Windows     []struct {
 		Name                      string
 		Open, Keys, Results, Late int64
+		StateBytes                int64 `json:"state_bytes"`
 	} `json:"windows"`
 }
 

@@ -265,8 +265,8 @@ func TestWindowObservability(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	w := last.Windows[0]
-	if w.Name != "per_second" || w.Open != 0 || w.Keys != 0 || w.Late != 0 {
-		t.Errorf("status: %+v, want per_second with 0 open, 0 keys, 0 late", w)
+	if w.Name != "per_second" || w.Open != 0 || w.Keys != 0 || w.Late != 0 || w.StateBytes != 0 {
+		t.Errorf("status: %+v, want per_second with 0 open, 0 keys, 0 late, 0 state bytes", w)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -284,6 +284,7 @@ func TestWindowObservability(t *testing.T) {
 		fmt.Sprintf(`signalbox_window_results_total{window="per_second"} %d`, want),
 		`signalbox_window_open{window="per_second"} 0`,
 		`signalbox_window_keys{window="per_second"} 0`,
+		`signalbox_window_state_bytes{window="per_second"} 0`,
 		`signalbox_window_late_total{window="per_second"} 0`,
 	} {
 		if !strings.Contains(string(body), line+"\n") {
