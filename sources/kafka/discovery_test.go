@@ -211,6 +211,7 @@ func TestGroupOpenFailsWithCause(t *testing.T) {
 // failing search holds the watermark, it never advances it. It resumes
 // once rounds succeed again.
 func TestDiscoveryFailureHoldsEvidence(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, embedded.WithTopic("a", 1))
 	mustProduce(t, c, recs("a", 0, 3, "v")...)
 	core, logs := observer.New(zapcore.WarnLevel)
