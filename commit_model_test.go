@@ -142,6 +142,7 @@ func modelRecords(rng *rand.Rand) []script.Partition {
 func filtered(r *record.Record) bool { return r.Offset%11 == 5 }
 
 func TestCommitNeverPassesUnacknowledgedRecords(t *testing.T) {
+	t.Parallel()
 	policies := []signalbox.LatePolicy{signalbox.LateEmit, signalbox.LateDrop, signalbox.LateDeadLetter}
 	commits, midway := 0, 0 // commits, and those that fall inside a partition
 	for seed := range uint64(60) {

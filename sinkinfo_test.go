@@ -139,6 +139,7 @@ func runPlainKafka(t *testing.T, c *embedded.Cluster, done func(checkpoints int6
 // Restore found nothing and the restart re-emitted every released record
 // above the first parked one.)
 func TestPlainKafkaSinkCleanStopsReemitNothing(t *testing.T) {
+	t.Parallel()
 	const n = 200
 	c := plainKafkaCluster(t, n)
 	released := int64(n * plainKafkaParts) // the old records

@@ -211,6 +211,7 @@ func (s *cancelSink) Write(ctx context.Context, recs []record.Record) error {
 // topic b's fetches go unanswered nothing is emitted and the job runs on;
 // once they are answered it emits the range and stops.
 func TestReplayTimeRangeHeldByTheGate(t *testing.T) {
+	t.Parallel()
 	c, from, to, ctx := rangeSetup(t)
 	release := c.DelayFetches("b", time.Hour)
 	defer release()
