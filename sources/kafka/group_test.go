@@ -387,6 +387,7 @@ func TestStartAtAppliesToTheFirstAssignmentOnly(t *testing.T) {
 // own consumer opens fetch sessions), through a rebalance, a topic a
 // pattern finds while the source runs, and a partition added later.
 func TestGroupClientNeverFetches(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, embedded.WithTopic("ev-a", 2))
 	var ours, theirs atomic.Int64
 	kf := c.Kfake()
