@@ -225,6 +225,7 @@ func stallFor(d time.Duration) *slowSink {
 // sink stalls the engine holds released records of about n bytes, not
 // (maxInflight+2) full batches; the output stays complete and in order.
 func TestInflightBytesBoundReleasedBatches(t *testing.T) {
+	t.Parallel()
 	size := int64((&record.Record{Topic: "in", Key: []byte("k0"), Value: make([]byte, 64), OrderKey: "k0"}).Size())
 	const perBatch = 32 // records per batch the byte bound allows, against bpBatch (256)
 	s := stallFor(time.Second)
@@ -248,6 +249,7 @@ func TestInflightBytesBoundReleasedBatches(t *testing.T) {
 // holds what the configuration allows, the rest stays in the source, and
 // after the sink recovers the output is complete and in order.
 func TestSlowSinkPausesTheSource(t *testing.T) {
+	t.Parallel()
 	s := &slowSink{stallAt: 3, stalled: make(chan struct{}), resume: make(chan struct{})}
 	src := newBacklog(s)
 	var atStall, atResume, pollsAtStall, pollsAtResume atomic.Int64
@@ -293,6 +295,7 @@ func TestSlowSinkPausesTheSource(t *testing.T) {
 // output is complete, in order, without duplicates (a throttled Write
 // accepted nothing), and the engine's holding stays under the bound.
 func TestThrottledSinkLosesAndReordersNothing(t *testing.T) {
+	t.Parallel()
 	s := &slowSink{throttle: func(call int) bool {
 		return call >= 5 && call < 8 || call >= 60 && call < 62 || call >= 200 && call < 203
 	}}

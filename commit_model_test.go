@@ -142,110 +142,117 @@ func modelRecords(rng *rand.Rand) []script.Partition {
 func filtered(r *record.Record) bool { return r.Offset%11 == 5 }
 
 func TestCommitNeverPassesUnacknowledgedRecords(t *testing.T) {
+	t.Parallel()
 	policies := []signalbox.LatePolicy{signalbox.LateEmit, signalbox.LateDrop, signalbox.LateDeadLetter}
-	commits, midway := 0, 0 // commits, and those that fall inside a partition
-	for seed := range uint64(60) {
-		rng := rand.New(rand.NewPCG(seed, 4))
-		parts := modelRecords(rng)
-		policy := policies[seed%3]
-		l := &ledger{acked: map[string]map[coord]bool{}, late: map[coord]bool{}}
-		newSink := func(name string) *modelSink {
-			l.acked[name] = map[coord]bool{}
-			s := &modelSink{name: name, l: l}
-			if seed%4 == 0 {
-				s.failIn = 1 + rng.IntN(20)
-			}
-			return s
-		}
-		out1, dead := newSink("out1"), newSink("dead")
-		out2 := &modelCheckpointSink{*newSink("out2")}
+	var commits, midway atomic.Int64 // commits, and those that fall inside a partition
+	// Each seed's run mostly waits (ticks, retries): the seeds run in parallel.
+	t.Run("seeds", func(t *testing.T) {
+		for seed := range uint64(60) {
+			t.Run(fmt.Sprint(seed), func(t *testing.T) {
+				t.Parallel()
+				rng := rand.New(rand.NewPCG(seed, 4))
+				parts := modelRecords(rng)
+				policy := policies[seed%3]
+				l := &ledger{acked: map[string]map[coord]bool{}, late: map[coord]bool{}}
+				newSink := func(name string) *modelSink {
+					l.acked[name] = map[coord]bool{}
+					s := &modelSink{name: name, l: l}
+					if seed%4 == 0 {
+						s.failIn = 1 + rng.IntN(20)
+					}
+					return s
+				}
+				out1, dead := newSink("out1"), newSink("dead")
+				out2 := &modelCheckpointSink{*newSink("out2")}
 
-		byTP := map[record.TopicPartition][]record.Record{}
-		for _, p := range parts {
-			byTP[p.TopicPartition] = p.Records
-		}
-		// acked reports whether every sink in names acknowledged c.
-		acked := func(c coord, names ...string) bool {
-			for _, n := range names {
-				if !l.acked[n][c] {
-					return false
+				byTP := map[record.TopicPartition][]record.Record{}
+				for _, p := range parts {
+					byTP[p.TopicPartition] = p.Records
 				}
-			}
-			return true
-		}
-		src := &checkedSource{Source: script.New(seed, 1+int(seed%9), parts...)}
-		src.check = func(offsets map[record.TopicPartition]int64) {
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			commits++
-			for tpc, o := range offsets {
-				if recs := byTP[tpc]; o > recs[0].Offset && o <= recs[len(recs)-1].Offset {
-					midway++
+				// acked reports whether every sink in names acknowledged c.
+				acked := func(c coord, names ...string) bool {
+					for _, n := range names {
+						if !l.acked[n][c] {
+							return false
+						}
+					}
+					return true
 				}
-				for i := range byTP[tpc] {
-					r := &byTP[tpc][i]
-					if r.Offset >= o {
-						break
-					}
-					c := coord{tpc, r.Offset}
-					var ok bool
-					switch {
-					case filtered(r):
-						ok = true
-					case string(r.Value) == "not json":
-						ok = acked(c, "dead")
-					case l.late[c] && policy == signalbox.LateDrop:
-						ok = true
-					case l.late[c] && policy == signalbox.LateDeadLetter:
-						ok = acked(c, "dead")
-					default:
-						ok = acked(c, "out1", "out2")
-					}
-					if !ok {
-						l.fails = append(l.fails, fmt.Sprintf("seed %d (late %s): committed %s/%d@%d passes record %d, not acknowledged by every sink",
-							seed, policy, tpc.Topic, tpc.Partition, o, r.Offset))
-						return
-					}
-				}
-			}
-		}
-		var tick atomic.Int64 // a clock that moves 1 ms per reading
-		p, err := signalbox.New(src,
-			signalbox.WithInputs(signalbox.Input{Topic: "a", Time: signalbox.TimeFromField, TimeField: "ts"}, signalbox.Input{Topic: "ref", Time: signalbox.TimeNone}),
-			signalbox.WithDelay(20*time.Millisecond), signalbox.WithLatePolicy(policy),
-			signalbox.WithFilter(func(r *record.Record) bool { return !filtered(r) }),
-			signalbox.WithClock(func() time.Time { return time.UnixMilli(tick.Add(1)) }),
-			signalbox.WithMaxFuture(0), // the clock starts at the epoch, the records do not
-			signalbox.WithCheckpointInterval(3*time.Millisecond),
-			signalbox.WithBatchSize(1+int(seed%7)), signalbox.WithMaxInflightBatches(1+int(seed%3)),
-			signalbox.WithSink(out1), signalbox.WithSink(out2), signalbox.WithDeadLetter(dead),
-			signalbox.WithObserver(func(e signalbox.Event) {
-				if e.Kind == signalbox.EventLate {
+				src := &checkedSource{Source: script.New(seed, 1+int(seed%9), parts...)}
+				src.check = func(offsets map[record.TopicPartition]int64) {
 					l.mu.Lock()
-					l.late[coord{e.Partition, e.Offset}] = true
-					l.mu.Unlock()
+					defer l.mu.Unlock()
+					commits.Add(1)
+					for tpc, o := range offsets {
+						if recs := byTP[tpc]; o > recs[0].Offset && o <= recs[len(recs)-1].Offset {
+							midway.Add(1)
+						}
+						for i := range byTP[tpc] {
+							r := &byTP[tpc][i]
+							if r.Offset >= o {
+								break
+							}
+							c := coord{tpc, r.Offset}
+							var ok bool
+							switch {
+							case filtered(r):
+								ok = true
+							case string(r.Value) == "not json":
+								ok = acked(c, "dead")
+							case l.late[c] && policy == signalbox.LateDrop:
+								ok = true
+							case l.late[c] && policy == signalbox.LateDeadLetter:
+								ok = acked(c, "dead")
+							default:
+								ok = acked(c, "out1", "out2")
+							}
+							if !ok {
+								l.fails = append(l.fails, fmt.Sprintf("seed %d (late %s): committed %s/%d@%d passes record %d, not acknowledged by every sink",
+									seed, policy, tpc.Topic, tpc.Partition, o, r.Offset))
+								return
+							}
+						}
+					}
 				}
-			}),
-			signalbox.WithUntil(signalbox.UntilEndOffsets))
-		if err != nil {
-			t.Fatal(err)
+				var tick atomic.Int64 // a clock that moves 1 ms per reading
+				p, err := signalbox.New(src,
+					signalbox.WithInputs(signalbox.Input{Topic: "a", Time: signalbox.TimeFromField, TimeField: "ts"}, signalbox.Input{Topic: "ref", Time: signalbox.TimeNone}),
+					signalbox.WithDelay(20*time.Millisecond), signalbox.WithLatePolicy(policy),
+					signalbox.WithFilter(func(r *record.Record) bool { return !filtered(r) }),
+					signalbox.WithClock(func() time.Time { return time.UnixMilli(tick.Add(1)) }),
+					signalbox.WithMaxFuture(0), // the clock starts at the epoch, the records do not
+					signalbox.WithCheckpointInterval(3*time.Millisecond),
+					signalbox.WithBatchSize(1+int(seed%7)), signalbox.WithMaxInflightBatches(1+int(seed%3)),
+					signalbox.WithSink(out1), signalbox.WithSink(out2), signalbox.WithDeadLetter(dead),
+					signalbox.WithObserver(func(e signalbox.Event) {
+						if e.Kind == signalbox.EventLate {
+							l.mu.Lock()
+							l.late[coord{e.Partition, e.Offset}] = true
+							l.mu.Unlock()
+						}
+					}),
+					signalbox.WithUntil(signalbox.UntilEndOffsets))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := runBounded(t, p); err != nil {
+					t.Fatalf("seed %d: %v", seed, err)
+				}
+				if len(l.fails) > 0 {
+					t.Fatalf("%d violations, first: %s", len(l.fails), l.fails[0])
+				}
+				// A bounded run ends with everything acknowledged and committed.
+				for _, sp := range parts {
+					end := sp.Records[len(sp.Records)-1].Offset + 1
+					if got := src.Committed()[sp.TopicPartition]; got != end {
+						t.Fatalf("seed %d: final commit of %v = %d, want the end offset %d", seed, sp.TopicPartition, got, end)
+					}
+				}
+			})
 		}
-		if err := runBounded(t, p); err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
-		}
-		if len(l.fails) > 0 {
-			t.Fatalf("%d violations, first: %s", len(l.fails), l.fails[0])
-		}
-		// A bounded run ends with everything acknowledged and committed.
-		for _, sp := range parts {
-			end := sp.Records[len(sp.Records)-1].Offset + 1
-			if got := src.Committed()[sp.TopicPartition]; got != end {
-				t.Fatalf("seed %d: final commit of %v = %d, want the end offset %d", seed, sp.TopicPartition, got, end)
-			}
-		}
-	}
-	t.Logf("%d commits checked, %d of them inside a partition", commits, midway)
-	if midway == 0 {
+	})
+	t.Logf("%d commits checked, %d of them inside a partition", commits.Load(), midway.Load())
+	if midway.Load() == 0 {
 		t.Fatal("every commit was at a partition's start or end: the check is vacuous")
 	}
 }

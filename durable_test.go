@@ -97,6 +97,7 @@ func durablePipeline(t *testing.T, parts []script.Partition, store *durable.Stor
 func TestDurableRestartLosesNothing(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			t.Parallel() // pebble's syncs: each seed mostly waits
 			dir := t.TempDir()
 			parts := heldBack(seed, 300)
 			open := func() *durable.Store {

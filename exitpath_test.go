@@ -315,6 +315,7 @@ func TestPostgresRejectionGoesToDeadLetter(t *testing.T) {
 // each retry at warn with the sink and attempt, dead-letters the document
 // with the server's reason, and indexes everything else.
 func TestBulkRejectionAndRetryWarnings(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, embedded.WithTopic("in", 3))
 	const n, bad = 600, 301
 	produceExit(t, c, n, func(i int) string {

@@ -116,6 +116,7 @@ func (d *demandingSource) WantEvidence(at time.Time) {
 // reaches it), so the source can answer right then rather than after its long
 // poll; once nothing is parked, it withdraws the demand.
 func TestEvidenceIsDemandedWhenARecordIsDue(t *testing.T) {
+	t.Parallel()
 	et := time.Now().Add(300 * time.Millisecond).UnixMilli()
 	part := script.Partition{TopicPartition: tp("a", 0), Records: []record.Record{tsRecord("a", 0, 0, "k", et)}}
 	src := &demandingSource{Source: script.New(1, 1, part)}

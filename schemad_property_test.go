@@ -91,6 +91,7 @@ func avroSet(t *testing.T, seed uint64, v1, v2 int) ([]script.Partition, []recor
 // give byte-identical JSONL output: the decoded records sorted by the total
 // order; none late, none dead-lettered.
 func TestSchemadInterleavingsGiveIdenticalOutput(t *testing.T) {
+	t.Parallel()
 	r := formatstest.NewRegistry(t)
 	v1 := r.Register(t, "inv-value", sr.Schema{Schema: invV1})
 	v2 := r.Register(t, "inv-value", sr.Schema{Schema: invV2})

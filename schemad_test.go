@@ -326,6 +326,7 @@ func TestSchemadLaneEndToEnd(t *testing.T) {
 // registry is back, every record arrives once, in order, none late, none
 // dead-lettered but the two bad ones.
 func TestSchemadRegistryOutageHolds(t *testing.T) {
+	t.Parallel()
 	c, r, l := heldLane(t)
 	dir := t.TempDir()
 	out, dead := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "dead.jsonl")
@@ -479,6 +480,7 @@ func TestSchemadLaneSinks(t *testing.T) {
 // runs together have every good record (at least once), and the second has
 // them in order, none late.
 func TestSchemadStopWhileHeld(t *testing.T) {
+	t.Parallel()
 	c, r, l := heldLane(t)
 	dir := t.TempDir()
 	out1, out2, dead := filepath.Join(dir, "out1.jsonl"), filepath.Join(dir, "out2.jsonl"), filepath.Join(dir, "dead.jsonl")

@@ -38,6 +38,7 @@ func (u *unpausable) Poll(ctx context.Context) (record.Fetch, error) {
 // holding everything the source has; once the registry is back every record
 // arrives once, in order, none late or dead-lettered.
 func TestSchemaHoldBoundedWithoutPauser(t *testing.T) {
+	t.Parallel()
 	const n, batch = 80_000, 100
 	if signalbox.HeldUnpausedLimit != 16384 {
 		t.Fatalf("HeldUnpausedLimit is %d; docs/design.md and Pauser's comment say 16,384", signalbox.HeldUnpausedLimit)

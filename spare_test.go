@@ -14,11 +14,14 @@ import (
 
 // The backlog source (backpressure_test.go) with bulkParts partitions of
 // bulkPer records, fetched bulkFetch at a time, event times rising equally
-// in every partition, so that each fetch releases whole batches.
+// in every partition, so that each fetch releases whole batches. bulkPer is
+// 4 fetches: 131,072 records in all, twice what 16 in-flight batches of
+// 4,096 hold, so a stalled sink still lets them all fill (16 fetches cost
+// 16 s of CI under -race and showed nothing more).
 const (
 	bulkParts = bpParts
 	bulkFetch = 8192
-	bulkPer   = 16 * bulkFetch
+	bulkPer   = 4 * bulkFetch
 )
 
 // countSink counts what it accepts and keeps nothing; its third Write

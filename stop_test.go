@@ -263,8 +263,10 @@ func stopReport(t *testing.T, sink string, rep *crashtest.Report, problems ...st
 // TestStopRestartJSONL: a group job with a JSONL file sink, stopped cleanly
 // and restarted many times, writes every record exactly once.
 func TestStopRestartJSONL(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(2) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
 			out := filepath.Join(t.TempDir(), "out.jsonl")
 			produced := stopRestart(t, stopCluster(t), seed, 6, fmt.Sprintf("  - {type: jsonl, path: %s}\n", out))
 			checkJSONL(t, out, produced)
@@ -279,8 +281,10 @@ func TestStopRestartJSONL(t *testing.T) {
 // checkpoint and the restart re-emitted thousands). Run returns nil after a
 // cancellation and ErrDeadline after a deadline.
 func TestStopByDeadlineOrCancel(t *testing.T) {
+	t.Parallel()
 	for _, deadline := range []bool{false, true} {
 		t.Run(map[bool]string{false: "cancel", true: "deadline"}[deadline], func(t *testing.T) {
+			t.Parallel()
 			out := filepath.Join(t.TempDir(), "out.jsonl")
 			produced := stopRestartBy(t, stopCluster(t), 3, 2, fmt.Sprintf("  - {type: jsonl, path: %s}\n", out), deadline)
 			checkJSONL(t, out, produced)
@@ -307,6 +311,7 @@ func TestStopRestartPostgres(t *testing.T) {
 // TestStopRestartKafka: the same with the exactly-once Kafka sink (one
 // output partition, read with read_committed) and a JSONL file beside it.
 func TestStopRestartKafka(t *testing.T) {
+	t.Parallel()
 	c := stopCluster(t, "out")
 	out := filepath.Join(t.TempDir(), "out.jsonl")
 	produced := stopRestart(t, c, 8, 6, fmt.Sprintf("  - {type: jsonl, path: %s}\n"+
@@ -329,6 +334,7 @@ func TestStopRestartKafka(t *testing.T) {
 // a server that speaks the _bulk protocol and keeps every document it is
 // sent, in order: each record is sent exactly once.
 func TestStopRestartBulk(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var docs [][]byte
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/embedded"
 	"github.com/signalbox/signalbox/record"
@@ -25,6 +27,13 @@ var rangeBase = time.Now().Add(-7 * 24 * time.Hour).Truncate(time.Minute)
 // Each record is a batch of its own.
 func produceRange(t *testing.T, c *embedded.Cluster) {
 	t.Helper()
+	// One client, each record acknowledged before the next is sent (a
+	// client per record, c.Produce, made it 2 s).
+	cl, err := kgo.NewClient(append(c.ClientOptions(), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
 	for _, topic := range []string{"a", "b"} {
 		var half time.Duration
 		if topic == "b" {
@@ -33,7 +42,7 @@ func produceRange(t *testing.T, c *embedded.Cluster) {
 		for i := range 40 {
 			r := embedded.Record(topic, 0, fmt.Sprintf("%s%d", topic, i), fmt.Sprintf(`{"i":%d}`, i))
 			r.Timestamp = rangeBase.Add(time.Duration(i)*time.Minute + half)
-			if err := c.Produce(context.Background(), r); err != nil {
+			if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -202,6 +211,7 @@ func (s *cancelSink) Write(ctx context.Context, recs []record.Record) error {
 // topic b's fetches go unanswered nothing is emitted and the job runs on;
 // once they are answered it emits the range and stops.
 func TestReplayTimeRangeHeldByTheGate(t *testing.T) {
+	t.Parallel()
 	c, from, to, ctx := rangeSetup(t)
 	release := c.DelayFetches("b", time.Hour)
 	defer release()

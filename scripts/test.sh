@@ -37,7 +37,6 @@ fi
 eval "$($SUDO bash .ci/postgres.sh | tail -n 1)"
 export SIGNALBOX_PG_DSN
 
-go vet ./...
 unformatted=$(gofmt -l .)
 if [ -n "$unformatted" ]; then
 	echo "test.sh: not gofmt-clean:" >&2
@@ -45,8 +44,28 @@ if [ -n "$unformatted" ]; then
 	exit 1
 fi
 
+# go vet runs beside the tests, niced: much of the tests' time is spent
+# waiting (timeouts, brokers, child processes), and vet's half minute of
+# CPU fits in it. Its verdict is reported, and fails the script, once the
+# tests end.
+vet_out=$(mktemp)
+nice -n 10 go vet ./... >"$vet_out" 2>&1 &
+vet_pid=$!
+trap 'kill "$vet_pid" 2>/dev/null || true; rm -f "$vet_out"' EXIT
+
 # -p 2: two cores; the Kafka and PostgreSQL suites each start real servers.
-go test -race -count=1 -p 2 -timeout 15m ./... "$@"
+test_status=0
+go test -race -count=1 -p 2 -timeout 15m ./... "$@" || test_status=$?
+vet_status=0
+wait "$vet_pid" || vet_status=$?
+cat "$vet_out" >&2
+if [ "$vet_status" != 0 ]; then
+	echo "test.sh: go vet failed" >&2
+	exit 1
+fi
+if [ "$test_status" != 0 ]; then
+	exit "$test_status"
+fi
 # Allocation counts are meaningless under the race detector: run those
 # tests once more without it.
 go test -count=1 -run 'Allocs' ./timers/... "$@"

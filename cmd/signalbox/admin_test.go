@@ -117,6 +117,7 @@ next:
 // endpoints, promtool's verdict on /metrics, a real Prometheus server's
 // scrape of it, and `signalbox status`.
 func TestAdminServerOnALiveJob(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
 	defer cancel()
 	c, err := embedded.Start(embedded.WithTopic("events", 2))
@@ -286,6 +287,7 @@ admin: {addr: %q}
 // admin server, and promtool accepts its /metrics. The delay is long so
 // that a loaded machine does not make live records late (demo_test.go).
 func TestDemoServesMetrics(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
 	defer cancel()
 	var logs syncBuffer

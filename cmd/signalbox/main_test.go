@@ -26,12 +26,18 @@ import (
 	"github.com/signalbox/signalbox/embedded"
 	"github.com/signalbox/signalbox/internal/admin"
 	"github.com/signalbox/signalbox/internal/startup/startuptest"
+	"github.com/signalbox/signalbox/internal/waitpar"
 	"github.com/signalbox/signalbox/watermark"
 )
 
 // hangGuard bounds a test that talks to a broker; it is never expected to
 // fire.
 const hangGuard = 45 * time.Second
+
+// TestMain: the tests that call t.Parallel here wait on start-up timeouts,
+// a demo's live phase and a Prometheus scrape, not on the CPU: they all run
+// at once (internal/waitpar).
+func TestMain(m *testing.M) { os.Exit(waitpar.Main(m, 8)) }
 
 // cli runs the CLI in-process.
 func cli(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
@@ -446,10 +452,12 @@ func TestRunThatNeverStartedLogsNoWatermark(t *testing.T) {
 // accepts connections and never answers exits within startup_timeout (one
 // deadline for the Kafka sink and the source), naming the broker.
 func TestRunSilentBrokerFailsWithinStartupTimeout(t *testing.T) {
+	t.Parallel()
 	addr := startuptest.SilentBroker(t)
 	const bound = 2 * time.Second
 	for _, sink := range []string{"{type: jsonl}", "{type: kafka, topic: out}"} {
 		t.Run(sink, func(t *testing.T) {
+			t.Parallel()
 			job := writeFile(t, "job.yaml", "brokers: ["+addr+"]\nstartup_timeout: 2s\ngroup: g\n"+
 				"inputs: [{topic: orders, time: timestamp}]\ndelay: 1s\nsinks: ["+sink+"]\n")
 			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
@@ -472,9 +480,11 @@ func TestRunSilentBrokerFailsWithinStartupTimeout(t *testing.T) {
 // startup_timeout but together exceed it, and `run` fails; with a larger
 // startup_timeout the same job runs to the end.
 func TestRunSinkAndSourceShareOneStartupDeadline(t *testing.T) {
+	t.Parallel()
 	const step = 1500 * time.Millisecond
 	for _, bound := range []string{"2s", "30s"} {
 		t.Run(bound, func(t *testing.T) {
+			t.Parallel()
 			c, err := embedded.Start(embedded.WithTopic("orders", 1), embedded.WithTopic("out", 1))
 			if err != nil {
 				t.Fatal(err)

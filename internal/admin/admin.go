@@ -37,10 +37,13 @@ const DefaultStallAfter = time.Minute
 
 // The connection timeouts.
 const (
-	readTimeout  = 10 * time.Second
 	writeTimeout = 30 * time.Second
 	idleTimeout  = 60 * time.Second
 )
+
+// readTimeout is the connection read timeout: a variable only so that the
+// test of idle connections (export_test.go) need not wait 10 s.
+var readTimeout = 10 * time.Second
 
 // Options configure the server.
 type Options struct {

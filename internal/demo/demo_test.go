@@ -2,11 +2,13 @@ package demo
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/signalbox/signalbox/internal/waitpar"
 	"github.com/signalbox/signalbox/internal/workload"
 )
 
@@ -30,7 +32,13 @@ func small(visible string) Options {
 // not flagged late, every live record released seen by the reader, every
 // record of the two Avro topics decoded (through both writer schemas of the
 // mid-topic evolution) and none dead-lettered. It asserts no timing.
+// TestMain: each demo run spends most of its time in its live phase,
+// waiting for the clock: the runs go in parallel, all at once
+// (internal/waitpar).
+func TestMain(m *testing.M) { os.Exit(waitpar.Main(m, 4)) }
+
 func TestRunDemoSmall(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s, err := RunDemo(ctx, small(VisibleJSONL), zaptest.NewLogger(t))
@@ -85,8 +93,10 @@ func TestRunDemoSmall(t *testing.T) {
 // sink carries no late flag, so the reader may also count late ones, and
 // at-least-once may repeat some).
 func TestVisibleKafka(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{VisibleKafka, VisibleKafkaTxn} {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			o := small(kind)

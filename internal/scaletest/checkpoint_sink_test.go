@@ -20,6 +20,7 @@ import (
 // checkpoint, not from the one it read when it started: a read_committed
 // reader of the output topic sees every input record exactly once.
 func TestGroupTransactionalSinkTakeover(t *testing.T) {
+	t.Parallel()
 	const out = "ordered-out"
 	c, err := embedded.Start(embedded.WithTopic(topicA, nParts), embedded.WithTopic(topicB, nParts), embedded.WithTopic(out, nParts))
 	if err != nil {

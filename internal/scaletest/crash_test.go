@@ -19,6 +19,7 @@ import (
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/embedded"
 	"github.com/signalbox/signalbox/internal/crashtest"
+	"github.com/signalbox/signalbox/internal/waitpar"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sinks/jsonl"
 	"github.com/signalbox/signalbox/sources/kafka"
@@ -41,7 +42,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	code := m.Run()
+	// The end-to-end tests (t.Parallel) mostly wait on throttled sinks,
+	// session timeouts and rebalances: they all run at once.
+	code := waitpar.Main(m, 8)
 	crashtest.RemoveBinary() // TestWindowGroupMembers runs the binary
 	os.Exit(code)
 }
@@ -128,6 +131,7 @@ func (ch *child) lines(t *testing.T) []line {
 // afterwards in a new process and takes tasks back: its stale parked
 // records must not come out twice out of order, nor be lost.
 func TestCrashedMemberTakenOver(t *testing.T) {
+	t.Parallel()
 	for _, withState := range []bool{false, true} {
 		t.Run(map[bool]string{false: "jsonl", true: "jsonl+state.dir"}[withState], func(t *testing.T) {
 			c, err := embedded.Start(embedded.WithTopic(topicA, nParts), embedded.WithTopic(topicB, nParts),

@@ -145,6 +145,7 @@ func covered(seen map[record.TopicPartition]map[int64]int, end map[record.TopicP
 // instance), per instance and task with a group of two instances, where
 // task 2 has no stock partition (unequal counts).
 func TestDiscoveryLive(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		mode     string
 		interval time.Duration

@@ -486,6 +486,7 @@ func (i *instance) out(t testing.TB) func() []line { return func() []line { retu
 // (rebalance), later A stops gracefully (rebalance: B takes everything),
 // while a producer keeps writing live records.
 func TestScaleRebalance(t *testing.T) {
+	t.Parallel()
 	c, err := embedded.Start(embedded.WithTopic(topicA, nParts), embedded.WithTopic(topicB, nParts))
 	if err != nil {
 		t.Fatal(err)

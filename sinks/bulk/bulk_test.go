@@ -77,6 +77,7 @@ func TestNewestVersionWins(t *testing.T) {
 				failRate = 0 // no transient item failures: every poisoned doc is reported
 			}
 			t.Run(fmt.Sprintf("%s/seed%d", v.name, seed), func(t *testing.T) {
+				t.Parallel()
 				es, srv := newFakeES(t, seed)
 				es.set(func(f *fakeES) { f.itemFailRate, f.burstEvery, f.burstLen, f.poison = failRate, 5, 2, true })
 				var rejected []int

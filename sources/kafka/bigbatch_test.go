@@ -198,6 +198,7 @@ func TestLargestBatch(t *testing.T) {
 // it comes before the partition's next answer. Answers of the usual size
 // are not held (TestHandledGateSparesUsualAnswers).
 func TestHandledGate(t *testing.T) {
+	t.Parallel()
 	const batches, n = 4, 1000 // one batch per answer (about 90 KB each)
 	c := startCluster(t, embedded.WithTopic("gate", 1))
 	produceBatches(t, c, "gate", 1, batches, n)

@@ -66,6 +66,7 @@ func TestDiscoverNewPartition(t *testing.T) {
 // topic that does not match is not; a deleted topic is revoked with a
 // warning, once, and not fetched again.
 func TestDiscoverPatternAndDeletedTopic(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, embedded.WithTopic("ev-1", 1), embedded.WithTopic("other", 1))
 	mustProduce(t, c, recs("ev-1", 0, 2, "one")...)
 	core, logs := observer.New(zapcore.WarnLevel)
@@ -211,6 +212,7 @@ func TestGroupOpenFailsWithCause(t *testing.T) {
 // failing search holds the watermark, it never advances it. It resumes
 // once rounds succeed again.
 func TestDiscoveryFailureHoldsEvidence(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, embedded.WithTopic("a", 1))
 	mustProduce(t, c, recs("a", 0, 3, "v")...)
 	core, logs := observer.New(zapcore.WarnLevel)

@@ -82,8 +82,10 @@ func TestGroupRestartAndDeleteRecords(t *testing.T) {
 // end: nothing is lost. Static membership (GroupInstanceID) does not keep a
 // dead member's partitions beyond the session timeout either.
 func TestGroupCrashedMemberTakenOver(t *testing.T) {
+	t.Parallel()
 	for _, static := range []bool{false, true} {
 		t.Run(map[bool]string{false: "dynamic", true: "static"}[static], func(t *testing.T) {
+			t.Parallel()
 			c := startCluster(t, embedded.WithTopic("a", 2), embedded.WithTopic("b", 2),
 				embedded.WithKfakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
 			for _, topic := range []string{"a", "b"} {
@@ -153,6 +155,7 @@ func TestGroupCrashedMemberTakenOver(t *testing.T) {
 // Static membership: a member that restarts within the session timeout
 // gets its partitions back, and the other member is not rebalanced.
 func TestStaticMemberRestartKeepsOthers(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, embedded.WithTopic("a", 2))
 	cfg := func(id string) Config {
 		return Config{Brokers: c.Addrs(), Topics: []string{"a"}, Group: "static", GroupInstanceID: id, ClientID: id}
@@ -190,6 +193,7 @@ func TestStaticMemberRestartKeepsOthers(t *testing.T) {
 // the next Assigned (invariant 5), so the caller never keeps a partition
 // that moved.
 func TestRevokeNotTakenInTimeIsDeliveredLater(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, embedded.WithTopic("a", 2))
 	cfg := func(id string) Config {
 		return Config{Brokers: c.Addrs(), Topics: []string{"a"}, Group: "slow", ClientID: id, RevokeTimeout: 200 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond}
@@ -383,6 +387,7 @@ func TestStartAtAppliesToTheFirstAssignmentOnly(t *testing.T) {
 // own consumer opens fetch sessions), through a rebalance, a topic a
 // pattern finds while the source runs, and a partition added later.
 func TestGroupClientNeverFetches(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, embedded.WithTopic("ev-a", 2))
 	var ours, theirs atomic.Int64
 	kf := c.Kfake()

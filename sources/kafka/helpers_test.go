@@ -3,16 +3,23 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/internal/waitpar"
 	"github.com/signalbox/signalbox/record"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // hangGuard bounds every wait in these tests; it only fires on a hang.
 const hangGuard = 45 * time.Second
+
+// TestMain: the tests that call t.Parallel here wait (start-up timeouts,
+// session timeouts, rebalances) and barely use the CPU, so they all run
+// at once (internal/waitpar).
+func TestMain(m *testing.M) { os.Exit(waitpar.Main(m, 16)) }
 
 func startCluster(t testing.TB, opts ...embedded.Option) *embedded.Cluster {
 	t.Helper()

@@ -139,6 +139,7 @@ func TestLegacySetThenBatch(t *testing.T) {
 // timestamp (none under magic 0), and then waits for more rather than
 // fetching again at once.
 func TestOnlyLegacySets(t *testing.T) {
+	t.Parallel()
 	const logAppend = 1_650_000_000_000
 	c := startCluster(t, embedded.WithTopic("old", 1))
 	produceBatches(t, c, "old", 1, 4, 5)
@@ -176,6 +177,7 @@ func TestOnlyLegacySets(t *testing.T) {
 // delivers nothing past it and is fetched again only after a backoff, not
 // in a loop.
 func TestUndecodableLegacySetFailsPartition(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, embedded.WithTopic("old", 1))
 	produceBatches(t, c, "old", 1, 2, 5)
 	lp := startLegacyProxy(t, c, "old", map[int64][]byte{

@@ -81,6 +81,7 @@ func TestOpenTransactionSnapshotIsLSO(t *testing.T) {
 
 // Empty partitions are assigned with End == Start and deliver nothing.
 func TestEmptyPartitions(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, embedded.WithTopic("empty", 3))
 	col := openAssigned(t, 3, Config{Brokers: c.Addrs(), Topics: []string{"empty"}})
 	for tp, a := range col.assigned {

@@ -64,8 +64,10 @@ func checkStartupFailure(t *testing.T, err error, took time.Duration, wait, addr
 // answers fails start-up within StartupTimeout, with and without a group,
 // and the error names it.
 func TestSilentBrokerFailsStartup(t *testing.T) {
+	t.Parallel()
 	for _, group := range []string{"", "g"} {
 		t.Run("group="+group, func(t *testing.T) {
+			t.Parallel()
 			addr := startuptest.SilentBroker(t)
 			src, err := New(Config{Brokers: []string{addr}, Topics: []string{"t"}, Group: group, StartupTimeout: startupBound})
 			if err != nil {
@@ -109,6 +111,7 @@ func slow(c *embedded.Cluster, key kmsg.Key, d time.Duration) {
 // the snapshot, the group join, the committed-offset fetch — and the error
 // names the step and the broker.
 func TestStalledStartupStepFails(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		group string
 		key   kmsg.Key
@@ -125,6 +128,7 @@ func TestStalledStartupStepFails(t *testing.T) {
 		{"g", kmsg.ListOffsets, 0, "ListOffsets"},
 	} {
 		t.Run(fmt.Sprintf("group=%s/%s/%d", tc.group, tc.key.Name(), tc.skip), func(t *testing.T) {
+			t.Parallel()
 			c := startCluster(t, embedded.WithTopic("t", 1))
 			stall(t, c, tc.key, tc.skip)
 			// The join's wait for a rebalance is not counted, up to
@@ -144,9 +148,11 @@ func TestStalledStartupStepFails(t *testing.T) {
 // StartupTimeout but together exceed it fail the start-up; the same steps
 // with a larger bound succeed.
 func TestStartupStepsShareOneDeadline(t *testing.T) {
+	t.Parallel()
 	const step = 700 * time.Millisecond // metadata ×2 and ListOffsets ×2: 2.8s
 	for _, group := range []string{"", "g"} {
 		t.Run("group="+group, func(t *testing.T) {
+			t.Parallel()
 			for _, bound := range []time.Duration{startupBound, hangGuard - 10*time.Second} {
 				c := startCluster(t, embedded.WithTopic("t", 1))
 				slow(c, kmsg.Metadata, step)
@@ -173,6 +179,7 @@ func TestStartupStepsShareOneDeadline(t *testing.T) {
 // job's one start-up deadline, already partly spent on its sinks) bounds
 // the source's start-up when it is earlier than StartupTimeout.
 func TestStartupDeadlineFromContext(t *testing.T) {
+	t.Parallel()
 	addr := startuptest.SilentBroker(t)
 	src, err := New(Config{Brokers: []string{addr}, Topics: []string{"t"}}) // default bound, 30s
 	if err != nil {
@@ -187,6 +194,7 @@ func TestStartupDeadlineFromContext(t *testing.T) {
 // another member is slow to rejoin is the rebalance, not a silent broker:
 // it may outlast StartupTimeout, up to RebalanceTimeout.
 func TestStartupJoinWaitsForRebalance(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, embedded.WithTopic("t", 2))
 	const revoke = 3 * startupBound // how long A keeps the rebalance waiting
 	a := openSource(t, Config{Brokers: c.Addrs(), Topics: []string{"t"}, Group: "g",
@@ -225,8 +233,10 @@ func TestStartupJoinWaitsForRebalance(t *testing.T) {
 // the slack: the abandoned step's client is closed in the background, not
 // after the read timeout that still holds its request.
 func TestCanceledStartupReturnsPromptly(t *testing.T) {
+	t.Parallel()
 	for _, group := range []string{"", "g"} {
 		t.Run("group="+group, func(t *testing.T) {
+			t.Parallel()
 			c := startCluster(t, embedded.WithTopic("t", 1))
 			key := kmsg.ListOffsets
 			if group != "" {

@@ -17,6 +17,7 @@ import (
 // them, the new owner reads every record from the committed offset, and the
 // partition the old owner keeps is delivered whole once it is resumed.
 func TestRevokeWhileRecordsAreKeptBack(t *testing.T) {
+	t.Parallel()
 	const n = 2000
 	c := startCluster(t, embedded.WithTopic("a", 2),
 		embedded.WithKfakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))

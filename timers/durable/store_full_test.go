@@ -51,7 +51,7 @@ func runUntilFull(t *testing.T, wl *workload, fillUp func(), n int) {
 	if !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("got %v, want ErrDiskFull", err)
 	}
-	t.Logf("surfaced: %v", err)
+	t.Logf("surfaced after %d records: %v", wl.offset, err)
 	if err := wl.s.Checkpoint(record.Checkpoint{}, nil); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("failure is not sticky: Checkpoint = %v", err)
 	}
@@ -89,12 +89,12 @@ func TestStoreDiskFull(t *testing.T) {
 // It needs the right to mount (root); elsewhere it is skipped.
 func TestStoreDiskFullTmpfs(t *testing.T) {
 	root := t.TempDir()
-	if err := syscall.Mount("tmpfs", root, "tmpfs", 0, "size=48m"); err != nil {
+	if err := syscall.Mount("tmpfs", root, "tmpfs", 0, "size=24m"); err != nil {
 		t.Skipf("cannot mount a tmpfs: %v", err)
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(root, syscall.MNT_DETACH) })
 	filler := filepath.Join(root, "filler")
-	if err := os.WriteFile(filler, make([]byte, 24<<20), 0o600); err != nil {
+	if err := os.WriteFile(filler, make([]byte, 12<<20), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(root, "state")
