@@ -4,9 +4,10 @@
 // keyed stays pure (no I/O); everything that touches pebble lives here.
 //
 // The state is scratch: a Store starts empty in a directory of its own
-// and forgets it on Close. A run without a group rebuilds its windows by
-// replaying from its start (docs/design.md); checkpointing this state with
-// the sink's checkpoint is not built here.
+// and forgets it on Close. A restart rebuilds the windows from Kafka,
+// from the start or from offsets held back to the oldest record of a
+// window still open (docs/design.md K5-K9), so nothing here is
+// checkpointed: the state can never be ahead of the last checkpoint.
 //
 // Invariants:
 //
