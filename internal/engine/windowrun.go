@@ -1,9 +1,11 @@
 package engine
 
-// The engine's part of windows (WithWindow): each run's keyed.Windows,
+// The engine's part of windows (WithWindow): the keyed.Windows of each
+// scope (the run's without a group, each task's with one: design K9),
 // fed as a record is output (windowsTake), advanced when a release is over
 // (windowsAdvance), closed at the end of a bounded run (windowsClose); the
-// results into the out batch, routed to the window's sinks.
+// results into the out batch, in one (window, end, key) order across the
+// scopes, routed to the window's sinks.
 
 import (
 	"bytes"
