@@ -58,6 +58,12 @@ type transcriptSource struct {
 	events    []string
 }
 
+// groupSource is a transcriptSource that reads in a consumer group
+// (GroupReader), as the Kafka source with a group does.
+type groupSource struct{ *transcriptSource }
+
+func (groupSource) Group() (string, *record.GroupMember) { return "transcript", nil }
+
 // seekingSource is a transcriptSource that is a Seeker, as the Kafka
 // source is: a job with a DurableStore needs one.
 type seekingSource struct{ *transcriptSource }

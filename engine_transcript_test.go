@@ -36,7 +36,7 @@ import (
 // Commands (ids are topic/partition; times are ms since the epoch):
 //
 //	new [delay=<ms>] [late=emit|dead-letter|drop] [checkpoint-sink] [durable] [align=<ms>]
-//	    [max-future=<ms>] [live] [no-dead-letter]
+//	    [max-future=<ms>] [live] [no-dead-letter] [window=<ms>] [group]
 //	                                                a new job (a new group: nothing committed, the
 //	                                                clock at the epoch); with checkpoint-sink the sink
 //	                                                stores the checkpoint (CheckpointSink, as
@@ -48,7 +48,11 @@ import (
 //	                                                off), max-future the poison guard's bound (default
 //	                                                1h); live runs until the script is done instead of
 //	                                                to the end offsets; no-dead-letter configures no
-//	                                                dead-letter sink
+//	                                                dead-letter sink; window adds a tumbling window of
+//	                                                that size counting each key's records (the
+//	                                                ordering key), its results printed under windows;
+//	                                                group makes the source read in a consumer group
+//	                                                (GroupReader): each task has its windows
 //	assign <id> [start=<n>] end=<n>                 the start-up end-offset snapshot (the first Fetch)
 //	fetch <id> pos=<n> [end=<n>] [records=(<off>@<ms>[:key], ...)] [fail]
 //	                                                a Fetch of one partition
@@ -127,6 +131,8 @@ type engineScript struct {
 	tempDir   func() string      // a new directory, removed when the transcript is done
 	storeDir  string             // durable: the DurableStore's directory ("": none)
 	storeFail int                // durable: checkpoints stored before Checkpoint fails; -1: never
+	window    int64              // a tumbling window's size (ms); 0: none
+	group     bool               // the source reads in a consumer group
 }
 
 func (e *engineScript) exec(t *testing.T, td *datadriven.TestData) string {
@@ -137,7 +143,7 @@ func (e *engineScript) exec(t *testing.T, td *datadriven.TestData) string {
 		for _, a := range []struct {
 			key string
 			v   *int64
-		}{{"delay", &e.delay}, {"align", &e.align}, {"max-future", &e.maxFuture}} {
+		}{{"delay", &e.delay}, {"align", &e.align}, {"max-future", &e.maxFuture}, {"window", &e.window}} {
 			if td.HasArg(a.key) {
 				td.ScanArgs(t, a.key, a.v)
 			}
@@ -147,7 +153,7 @@ func (e *engineScript) exec(t *testing.T, td *datadriven.TestData) string {
 			td.ScanArgs(t, "late", &s)
 			e.late = signalbox.LatePolicy(s)
 		}
-		e.cpSink, e.live, e.noDead = td.HasArg("checkpoint-sink"), td.HasArg("live"), td.HasArg("no-dead-letter")
+		e.cpSink, e.live, e.noDead, e.group = td.HasArg("checkpoint-sink"), td.HasArg("live"), td.HasArg("no-dead-letter"), td.HasArg("group")
 		if td.HasArg("durable") {
 			e.storeDir = e.tempDir()
 		}
@@ -402,6 +408,15 @@ func (e *engineScript) run(t *testing.T) string {
 		opts = append(opts, signalbox.WithMaxFuture(time.Duration(e.maxFuture)*time.Millisecond))
 	}
 	var source signalbox.Source = src
+	if e.group {
+		source = &groupSource{src}
+	}
+	wins := &collect{}
+	if e.window > 0 {
+		w := countPerSecond
+		w.Spec.Size = e.window
+		opts = append(opts, signalbox.WithWindow(w, wins))
+	}
 	if e.storeDir != "" {
 		store, err := durable.OpenStore(e.storeDir, durable.StoreOptions{})
 		if err != nil {
@@ -436,7 +451,7 @@ func (e *engineScript) run(t *testing.T) string {
 	if cps != nil {
 		e.cp = cps.checkpoint()
 	}
-	return e.report(p, out, dead, events, effects, runErr)
+	return e.report(p, out, dead, wins, events, effects, runErr)
 }
 
 // stepThrough runs p on this goroutine as Run would, stepping its engine
@@ -477,7 +492,7 @@ func stepThrough(ctx context.Context, p *signalbox.Pipeline, src *transcriptSour
 }
 
 // report prints what a run put out.
-func (e *engineScript) report(p *signalbox.Pipeline, out *failingSink, dead *collect, events, effects []string, runErr error) string {
+func (e *engineScript) report(p *signalbox.Pipeline, out *failingSink, dead, wins *collect, events, effects []string, runErr error) string {
 	var b strings.Builder
 	section := func(name string, lines []string) {
 		fmt.Fprintf(&b, "%s:", name)
@@ -492,6 +507,16 @@ func (e *engineScript) report(p *signalbox.Pipeline, out *failingSink, dead *col
 	section("effects", effects)
 	section("released", out.lines())
 	section("dead-letter", dead.lines())
+	if e.window > 0 {
+		var ws []string
+		wins.mu.Lock()
+		rs := slices.Clone(wins.records)
+		wins.mu.Unlock()
+		for _, r := range rs {
+			ws = append(ws, fmt.Sprintf("%s t=%d %s", r.Key, r.EventTime, r.Value))
+		}
+		section("windows", ws)
+	}
 	st := p.Stats()
 	var late []string
 	for _, id := range slices.SortedFunc(maps.Keys(st.Late), record.TopicPartition.Compare) {
