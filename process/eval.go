@@ -4,6 +4,7 @@ package process
 // Bool and Apply, and the cost estimator.
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -324,6 +325,10 @@ func (estimator) EstimateCallCost(function, overloadID string, target *checker.A
 // memory.
 func keyText(r *record.Record) (k string, ok bool) {
 	if d := r.DecodedKey; d != nil {
+		if len(d) >= 2 && d[0] == '"' && bytes.IndexByte(d[1:len(d)-1], '\\') < 0 && bytes.IndexByte(d[1:len(d)-1], '"') < 0 {
+			d = d[1 : len(d)-1] // no escape: the text is the bytes between the quotes
+			return unsafe.String(unsafe.SliceData(d), len(d)), true
+		}
 		if len(d) > 0 && d[0] == '"' {
 			var s string
 			if json.Unmarshal(d, &s) == nil {

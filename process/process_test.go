@@ -37,6 +37,8 @@ func TestEval(t *testing.T) {
 	avroKey.Key, avroKey.DecodedKey = []byte{0, 0, 0, 0, 7, 10, 's', 'k', 'u', '-', '9'}, []byte(`"sku-9"`)
 	recordKey := order() // a schema'd key whose decoded value is a record
 	recordKey.Key, recordKey.DecodedKey = []byte{0, 0, 0, 0, 8, 14}, []byte(`{"id":7}`)
+	escapedKey := order() // a schema'd string key with an escape: unquoted
+	escapedKey.Key, escapedKey.DecodedKey = []byte{0, 0, 0, 0, 7, 6, 'a', '"', 'b'}, []byte(`"a\"b"`)
 	big := order()
 	big.Value = []byte(`{"big":"` + strings.Repeat("x", process.MaxValueBytes) + `"}`)
 	for _, tc := range []struct {
@@ -68,6 +70,7 @@ func TestEval(t *testing.T) {
 		{"schema'd key", avroKey, `key == "sku-9" ? key : "raw"`, `"sku-9"`},
 		{"schema'd record key", recordKey, `key`, `"{\"id\":7}"`},
 		{"schema'd key's bytes", avroKey, `key_bytes.size()`, `11`},
+		{"schema'd key with an escape", escapedKey, `key == "a\"b"`, `true`},
 		{"key bytes", binKey, `key_bytes`, `"/2s="`},
 		{"header, last wins", order(), `string(headers["source"])`, `"app"`},
 		{"binary header", order(), `headers["trace"] == b"\xff\x00"`, `true`},
