@@ -1,0 +1,15 @@
+// Command salesgen writes the data and the two job files of the window
+// measurement from a broker (docs/bench.md, "From a broker, as users run
+// it"): n generated sales, about 120 bytes of JSON each, 1,000 skus, event
+// times over 200 minutes, one file per partition of lines `sku|value` for
+// `kcat -P -K'|'`, and plain.yaml (the ordered replay into a JSONL file
+// until the end offsets) and window.yaml (the same with issue 37's
+// per-minute window per sku).
+//
+// Invariants:
+//
+//  1. The output is a function of the flags alone (a fixed seed): two runs
+//     write the same bytes.
+//  2. Each partition's file is in event-time order; every line's key is
+//     its value's sku.
+package main

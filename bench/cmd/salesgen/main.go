@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "salesgen:", err)
+		os.Exit(2)
+	}
+}
+
+func run(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("salesgen", flag.ContinueOnError)
+	n := fs.Int("n", 4_000_000, "sales to write, over all partitions")
+	parts := fs.Int("partitions", 3, "partitions: one file each")
+	out := fs.String("out", "", "directory to write into (required)")
+	brokers := fs.String("brokers", "127.0.0.1:19092", "the jobs' broker")
+	topic := fs.String("topic", "sales", "the jobs' topic")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" || *n < *parts || *parts < 1 {
+		return fmt.Errorf("-out is required, and -n must be at least -partitions (at least 1)")
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	if err := writeSales(*out, *n, *parts); err != nil {
+		return err
+	}
+	for _, j := range []struct{ name, extra string }{{"plain.yaml", ""}, {"window.yaml", windowSection(*out)}} {
+		if err := os.WriteFile(filepath.Join(*out, j.name), []byte(job(*brokers, *topic, *out)+j.extra), 0o644); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "%d sales in %s/sales0.txt .. sales%d.txt; jobs %s/plain.yaml and window.yaml\n", *n, *out, *parts-1, *out)
+	return nil
+}
+
+// writeSales writes n sales over parts files, each in event-time order.
+func writeSales(dir string, n, parts int) error {
+	rnd := rand.New(rand.NewPCG(7, 37))
+	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixMilli()
+	step := int64(200*60_000*parts) / int64(n)
+	ws := make([]*bufio.Writer, parts)
+	fs := make([]*os.File, parts)
+	ts := make([]int64, parts)
+	for p := range parts {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("sales%d.txt", p)))
+		if err != nil {
+			return err
+		}
+		fs[p], ws[p], ts[p] = f, bufio.NewWriterSize(f, 1<<20), base
+	}
+	for i := range n {
+		p := i % parts
+		ts[p] += rnd.Int64N(2*step + 1)
+		sku := fmt.Sprintf("sku-%03d", rnd.IntN(1000))
+		fmt.Fprintf(ws[p], "%s|{\"id\":\"o%d\",\"sku\":%q,\"ts\":%d,\"qty\":%d,\"price\":%d.%02d,\"status\":\"ok\"}\n",
+			sku, i, sku, ts[p], rnd.IntN(10), 1+rnd.IntN(99), rnd.IntN(100))
+	}
+	for p := range parts {
+		if err := ws[p].Flush(); err != nil {
+			return err
+		}
+		if err := fs[p].Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// job is the plain job: the topic with event time in ts, into raw.jsonl
+// in dir, until the end offsets, no admin server.
+func job(brokers, topic, dir string) string {
+	return fmt.Sprintf(`brokers: [%s]
+start: earliest
+inputs:
+  - {topic: %s, time: field, time_field: ts, time_format: unix_ms}
+until: end-offsets
+admin: {addr: "off"}
+sinks:
+  - {type: jsonl, path: %s}
+`, brokers, topic, filepath.Join(dir, "raw.jsonl"))
+}
+
+// windowSection is issue 37's per-minute window per sku, into minute.jsonl.
+func windowSection(dir string) string {
+	return fmt.Sprintf(`windows:
+  - name: per_minute
+    key: value.sku
+    tumbling: 1m
+    aggregate: {count: count(), qty: sum(value.qty), max_qty: max(value.qty)}
+    sinks:
+      - {type: jsonl, path: %s}
+`, filepath.Join(dir, "minute.jsonl"))
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/signalbox/signalbox/config"
+)
+
+// TestSalesgen: two runs write the same bytes (invariant 1); each line's
+// key is its value's sku and each file is in event-time order (2); both
+// job files pass validate.
+func TestSalesgen(t *testing.T) {
+	var first [][]byte
+	for range 2 {
+		dir := t.TempDir()
+		if err := run([]string{"-n", "3000", "-out", dir}, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		var files [][]byte
+		lines := 0
+		for _, name := range []string{"sales0.txt", "sales1.txt", "sales2.txt"} {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, b)
+			last := int64(0)
+			for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+				key, value, ok := strings.Cut(l, "|")
+				var v struct {
+					SKU string `json:"sku"`
+					TS  int64  `json:"ts"`
+				}
+				if !ok || json.Unmarshal([]byte(value), &v) != nil || v.SKU != key || v.TS < last {
+					t.Fatalf("%s: line %q (previous event time %d)", name, l, last)
+				}
+				last = v.TS
+				lines++
+			}
+		}
+		if lines != 3000 {
+			t.Fatalf("%d lines, want 3000", lines)
+		}
+		for _, name := range []string{"plain.yaml", "window.yaml"} {
+			doc, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			j, err := config.Parse(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := j.Validate(); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if name == "window.yaml" && len(j.Windows) != 1 {
+				t.Fatalf("window.yaml has %d windows", len(j.Windows))
+			}
+		}
+		if first == nil {
+			first = files
+			continue
+		}
+		for i := range files {
+			if !bytes.Equal(files[i], first[i]) {
+				t.Fatalf("sales%d.txt differs between two runs", i)
+			}
+		}
+	}
+}
