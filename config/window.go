@@ -119,8 +119,8 @@ func (j *Job) windows(v *validator, build func(s *Sink, path string) (signalbox.
 				w.Key = set.Apply(x)
 			}
 		}
-		if j.Group != "" && strings.TrimSpace(jw.Key) != "key" {
-			v.bad(p+".key", "with a group, a window must be keyed by the Kafka key (key: key): each member sees only its partitions, so a key's records must all be in one partition, which only the key the producer partitioned by ensures")
+		if j.Group != "" && !j.kafkaKeyed(jw) {
+			v.bad(p+".key", "with a group, a window must be keyed by the Kafka key (key: key, key: key_bytes, or no key when its inputs order by the Kafka key): each member sees only its partitions, so a key's records must all be in one partition, which only the key the producer partitioned by ensures")
 		}
 		if x := compileExpr(v, p+".where", jw.Where, process.Where); x != nil {
 			w.Where = set.Bool(x)
@@ -271,4 +271,30 @@ func (p *Plan) openWindowStores(dir string, wins []windowPlan) error {
 		wins[i].w.Store = st
 	}
 	return nil
+}
+
+// kafkaKeyed reports whether jw's key is the records' Kafka key: `key` or
+// `key_bytes` (a function of the key's bytes, which the producer
+// partitioned by), or no key (the ordering key) when every input jw takes
+// orders by the Kafka key (inputs[i].key unset or `key`). A binary key is
+// refused by `key` (not UTF-8: the record is dead-lettered); no key or
+// `key_bytes` take it.
+func (j *Job) kafkaKeyed(jw *Window) bool {
+	switch strings.TrimSpace(jw.Key) {
+	case "key", "key_bytes":
+		return true
+	case "":
+	default:
+		return false
+	}
+	for i := range j.Inputs {
+		in := &j.Inputs[i]
+		if len(jw.Inputs) > 0 && !slices.Contains(jw.Inputs, in.Topic) {
+			continue
+		}
+		if in.Key != "" && in.Key != "key" {
+			return false
+		}
+	}
+	return true
 }

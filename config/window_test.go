@@ -51,18 +51,30 @@ func TestWindowValidation(t *testing.T) {
 }
 
 // TestWindowGroupRefused: with a group, a window keyed by anything but
-// the Kafka key is refused, saying why; `key: key` is accepted, with
+// the Kafka key is refused, saying why; `key: key`, `key: key_bytes` and no
+// key over inputs ordered by the Kafka key are accepted, with
 // state.dir and session windows too (docs/design.md, K9).
 func TestWindowGroupRefused(t *testing.T) {
 	doc := "brokers: [localhost:9092]\ngroup: g\ninputs: [{topic: sales, time: field, time_field: ts}]\nsinks: [{type: jsonl, path: a.jsonl}]\n" +
 		"windows:\n  - name: w\n    key: value.sku\n    tumbling: 1m\n    aggregate: {n: count()}\n    sinks: [{type: jsonl, path: w.jsonl}]\n"
 	p := problems(t, doc)
-	if len(p) != 1 || !strings.HasPrefix(p[0], "windows[0].key: with a group, a window must be keyed by the Kafka key (key: key)") {
+	if len(p) != 1 || !strings.HasPrefix(p[0], "windows[0].key: with a group, a window must be keyed by the Kafka key (key: key, key: key_bytes, or no key") {
 		t.Fatalf("%q", p)
 	}
 	ok := strings.Replace(doc, "key: value.sku", "key: key", 1)
 	if p := problems(t, ok); len(p) != 0 {
 		t.Fatalf("%q", p)
+	}
+	// The Kafka key's bytes, or the ordering key when it is the Kafka key:
+	// a binary key is taken too.
+	for _, key := range []string{"key: key_bytes", "where: 'true'"} {
+		if p := problems(t, strings.Replace(doc, "key: value.sku", key, 1)); len(p) != 0 {
+			t.Fatalf("%s: %q", key, p)
+		}
+	}
+	byField := strings.Replace(strings.Replace(doc, "time_field: ts}", "time_field: ts, key: field, key_field: sku}", 1), "key: value.sku", "where: 'true'", 1)
+	if p := problems(t, byField); len(p) != 1 || !strings.HasPrefix(p[0], "windows[0].key: with a group") {
+		t.Fatalf("no key, an input ordered by a field: %q", p)
 	}
 	if p := problems(t, ok+"state: {dir: st}\n"); len(p) != 0 {
 		t.Fatalf("with state.dir: %q", p)
