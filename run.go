@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -142,10 +143,10 @@ func (r *run) engineConfig(ctx context.Context, parkRefs bool) engine.Config {
 		ec.Wheres = append(ec.Wheres, w)
 	}
 	for i := range cfg.windows {
-		d := &cfg.windows[i]
-		args := make([]func(*record.Record) ([]byte, error), len(d.Args))
-		copy(args, d.Args)
-		ec.Windows = append(ec.Windows, engine.Window{Spec: d.Spec, Inputs: d.Inputs, Where: d.Where, Key: d.Key, Args: args, Bits: d.bits(), Store: d.Store})
+		ec.Windows = append(ec.Windows, cfg.windows[i].engine())
+	}
+	if runtime.GOMAXPROCS(0) > 1 {
+		ec.Spawn = func(f func()) { go f() }
 	}
 	for _, t := range cfg.tables {
 		ec.Tables = append(ec.Tables, engine.Table{Topic: t.Topic, Into: t.Into})

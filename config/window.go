@@ -113,19 +113,19 @@ func (j *Job) windows(v *validator, build func(s *Sink, path string) (signalbox.
 			}
 		}
 		w.Inputs = jw.Inputs
-		set := new(process.Set) // the where, key and arguments read each record once
+		var xs windowExprs
 		if jw.Key != "" {
-			if x := compileExpr(v, p+".key", jw.Key, process.Map); x != nil {
-				w.Key = set.Apply(x)
-			}
+			xs.key = compileExpr(v, p+".key", jw.Key, process.Map)
 		}
 		if j.Group != "" && !j.kafkaKeyed(jw) {
 			v.bad(p+".key", "with a group, a window must be keyed by the Kafka key (key: key, key: key_bytes, or no key when its inputs order by the Kafka key): each member sees only its partitions, so a key's records must all be in one partition, which only the key the producer partitioned by ensures")
 		}
-		if x := compileExpr(v, p+".where", jw.Where, process.Where); x != nil {
-			w.Where = set.Bool(x)
+		xs.where = compileExpr(v, p+".where", jw.Where, process.Where)
+		jw.aggregates(v, p, &w, &xs)
+		xs.bind(&w)
+		if !xs.release() {
+			w.Fork = func() signalbox.Window { f := w; xs.bind(&f); return f }
 		}
-		jw.aggregates(v, p, &w, set)
 		if len(jw.Sinks) == 0 {
 			v.bad(p+".sinks", "required: a window's results go to its own sinks")
 		}
@@ -175,8 +175,8 @@ func (jw *Window) kind(v *validator, p string, s *keyed.Spec) {
 
 // aggregates compiles the aggregate calls into w, their arguments read
 // with set.
-func (jw *Window) aggregates(v *validator, p string, w *signalbox.Window, set *process.Set) {
-	same := map[string]func(*record.Record) ([]byte, error){} // an argument's source → its evaluation, once per record
+func (jw *Window) aggregates(v *validator, p string, w *signalbox.Window, xs *windowExprs) {
+	same := map[string]int{} // an argument's source → the aggregate that evaluates it, once per record
 	if _, set := v.lines[p+".aggregate"]; len(jw.Aggregate) == 0 && !set {
 		v.bad(p+".aggregate", "required: at least one, such as count: count()")
 	}
@@ -196,31 +196,68 @@ func (jw *Window) aggregates(v *validator, p string, w *signalbox.Window, set *p
 		}
 		w.Spec.Aggregates = append(w.Spec.Aggregates, keyed.Aggregate{Name: a.Name, Op: op})
 		arg := strings.TrimSpace(m[2])
+		xs.args, xs.same = append(xs.args, nil), append(xs.same, len(xs.args))
 		if op == keyed.Count {
 			if arg != "" {
 				v.bad(ap, "count() takes no argument")
 			}
-			w.Args = append(w.Args, nil)
 			continue
 		}
 		if arg == "" {
 			v.bad(ap, "%s needs an argument, such as %s(value.qty)", op, op)
-			w.Args = append(w.Args, nil)
 			continue
 		}
-		if f := same[arg]; f != nil {
-			w.Args = append(w.Args, f)
+		i := len(xs.args) - 1
+		if s, ok := same[arg]; ok {
+			xs.same[i] = s
 			continue
 		}
-		x := compileExpr(v, ap, arg, process.Map)
-		if x == nil {
-			w.Args = append(w.Args, nil)
-			continue
+		if xs.args[i] = compileExpr(v, ap, arg, process.Map); xs.args[i] != nil {
+			same[arg] = i
 		}
-		f := set.Apply(x)
-		same[arg] = f
-		w.Args = append(w.Args, f)
 	}
+}
+
+// windowExprs are a window's compiled where, key and arguments (nil when
+// absent or not compiled); same[i] is the argument whose evaluation
+// argument i shares (i itself, or an earlier one with the same source).
+type windowExprs struct {
+	where, key *process.Expr
+	args       []*process.Expr
+	same       []int
+}
+
+// bind sets w's Where, Key and Args to functions of xs over one new
+// process.Set: the where, key and arguments read each record once. Each
+// bind's functions share no memory with another's (signalbox.Window.Fork).
+func (xs *windowExprs) bind(w *signalbox.Window) {
+	set := new(process.Set)
+	w.Where, w.Key, w.Args = nil, nil, make([]func(*record.Record) ([]byte, error), len(xs.args))
+	if xs.key != nil {
+		w.Key = set.Apply(xs.key)
+	}
+	if xs.where != nil {
+		w.Where = set.Bool(xs.where)
+	}
+	for i, x := range xs.args {
+		switch s := xs.same[i]; {
+		case s != i:
+			w.Args[i] = w.Args[s]
+		case x != nil:
+			w.Args[i] = set.Apply(x)
+		}
+	}
+}
+
+// release reports whether one of xs reads what only the run's goroutine
+// may (process.Expr.NeedsRelease: a table, or late): then no fork.
+func (xs *windowExprs) release() bool {
+	for _, x := range append([]*process.Expr{xs.where, xs.key}, xs.args...) {
+		if x != nil && x.NeedsRelease() {
+			return true
+		}
+	}
+	return false
 }
 
 // positive is the duration at path, in ms: required, and above 0.

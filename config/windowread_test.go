@@ -50,8 +50,14 @@ func TestWindowReadsOnceAsSeparately(t *testing.T) {
 			t.Fatalf("%+v: %v", jw, v.errs)
 		}
 		once := plans[0].w
+		if once.Fork == nil {
+			t.Fatalf("%+v: no Fork, though no expression reads a table or late", jw)
+		}
 		alone := once
 		alone.Where, alone.Key, alone.Args = nil, nil, make([]func(*record.Record) ([]byte, error), len(once.Args))
+		alone.Fork = nil
+		here := once // every record evaluated on the run's goroutine
+		here.Fork = nil
 		compile := func(path, src string, k process.Kind) *process.Expr {
 			x, err := process.Compile(path, src, k)
 			if err != nil {
@@ -75,7 +81,7 @@ func TestWindowReadsOnceAsSeparately(t *testing.T) {
 		var parts []script.Partition
 		for p := range 2 {
 			sp := script.Partition{TopicPartition: record.TopicPartition{Topic: "orders", Partition: int32(p)}}
-			for o := range 40 {
+			for o := range 100 { // 200 records: one release a helper shares (design K10)
 				val := fmt.Sprintf(`{"ts":%d,"sku":%s,"qty":%s,"status":%s,"n":%s}`, 1_000_000+o*97+p*13,
 					field(rng, `"sku-1"`, `"sku-2"`, `7`, `null`, `{"a":1}`), field(rng, `3`, `2.5`, `-1`, `"3"`, `null`, `1e400`, `true`),
 					field(rng, `"ok"`, `"test"`, `1`), field(rng, `{"x":1}`, `{"x":"s"}`, `[1,2]`, `4`))
@@ -95,6 +101,9 @@ func TestWindowReadsOnceAsSeparately(t *testing.T) {
 		a, b := runWindow(t, once, parts), runWindow(t, alone, parts)
 		if a != b {
 			t.Fatalf("trial %d, %+v: read once:\n%s\nevaluated alone:\n%s", trial, jw, a, b)
+		}
+		if c := runWindow(t, here, parts); c != a {
+			t.Fatalf("trial %d, %+v: evaluated ahead (Fork):\n%s\non the run's goroutine only:\n%s", trial, jw, a, c)
 		}
 		for k, what := range []string{`"topic":"w"`, `windows[0].where: `, `windows[0].key: `, `windows[0].aggregate.`, `windows.w.aggregate.`} {
 			seen[k] += strings.Count(a, what)
@@ -116,7 +125,8 @@ func runWindow(t *testing.T, w signalbox.Window, parts []script.Partition) strin
 		signalbox.WithInputs(signalbox.Input{Topic: "orders", Time: signalbox.TimeFromField, TimeField: "ts"}),
 		signalbox.WithSink(sink(&raw)), signalbox.WithWindow(w, sink(&win)), signalbox.WithDeadLetter(sink(&dead)),
 		signalbox.WithClock(func() time.Time { return time.UnixMilli(1) }), signalbox.WithMaxFuture(0),
-		signalbox.WithUntil(signalbox.UntilEndOffsets))
+		signalbox.WithUntil(signalbox.UntilEndOffsets),
+		signalbox.WithDelay(time.Hour)) // one release at the end, long enough to share with a helper
 	if err != nil {
 		t.Fatal(err)
 	}

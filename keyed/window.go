@@ -154,6 +154,14 @@ func (w *Windows) Item(key []byte, t int64, args [][]byte) (Item, error) {
 	return w.spec.itemIn(w.args, key, t, args)
 }
 
+// ItemIn is Item made in out, one Arg per aggregate, which it zeroes
+// first: for a caller that keeps Items of several records at once (the
+// engine's evaluation ahead, design K10).
+func (s *Spec) ItemIn(out []Arg, key []byte, t int64, args [][]byte) (Item, error) {
+	clear(out)
+	return s.itemIn(out[:len(s.Aggregates)], key, t, args)
+}
+
 // itemIn is Item, its Args in out (zeroed, one per aggregate).
 func (s *Spec) itemIn(out []Arg, key []byte, t int64, args [][]byte) (Item, error) {
 	it := Item{Key: key, Time: t, Args: out}

@@ -48,7 +48,10 @@
 //     be pebble) and Config.Render, which decodes a schema'd value for the
 //     sinks and may wait for the registry (design B4) for a record that was
 //     not decoded as it was read (restored from a durable store, or changed
-//     by a Transform).
+//     by a Transform). One port runs pure work beside a step:
+//     Config.Spawn, through which a long release chunk's window items are
+//     evaluated ahead (ahead.go, design K10); a step waits at most for
+//     one block's evaluation, and what comes out does not depend on it.
 //   - S2. The driver does the effects at fixed points: after each of a
 //     Fetch's two steps, after each release chunk that another may follow,
 //     at the end of a pass, and after Finish; within a field in the order

@@ -83,6 +83,15 @@ type Config struct {
 	// partition; dead is the dead-letter reason of a record it cannot
 	// decode. It is the one port that may block (doc.go S1).
 	Render func(topic string) func(rec *record.Record) (dead string, err error)
+	// Spawn, when set, runs f on a goroutine of its own: the one way the
+	// engine has work done beside its step (doc.go S1), the windows'
+	// evaluation of a long release chunk ahead of the step (ahead.go,
+	// design K10). f is pure computation and ends by itself; it may go on
+	// after the step that started it, on released records the store has
+	// not passed on yet, which the engine claims before it does. A step
+	// waits at most for one block of it. Nil: the step evaluates
+	// everything itself.
+	Spawn func(f func())
 	// Log receives the engine's log lines (nil: none).
 	Log Logger
 	// Start is when the run started (the clock's time).
@@ -139,6 +148,15 @@ type Engine struct {
 	wins     []*windowRun
 	winAll   *winScope
 	winItems []winItem
+	// ahead is the release chunk whose window items a helper evaluates
+	// (ahead.go), nil when none, aheadNext the next chunk's; aheadBlk is
+	// the block of ahead the engine is in, aheadFilled whether the helper
+	// filled it; aheadSpares are chunks done with, reused once their
+	// helper has exited.
+	ahead, aheadNext *aheadChunk
+	aheadSpares      []*aheadChunk
+	aheadBlk         int
+	aheadFilled      bool
 	// winBuf holds the results of the scopes while windowsTo advances
 	// them (buffering), winTo the last time it advanced them to for a
 	// record; taskScopes are the tasks' scopes, with a group.
@@ -210,6 +228,9 @@ func New(cfg *Config) *Engine {
 	c.cur = &Out{}
 	if ms, ok := cfg.Store.(*memStore); ok {
 		ms.values = len(cfg.Windows) > 0 || cfg.Process != nil || len(cfg.Wheres) > 0
+		if c.aheadOK() {
+			ms.ahead = c.aheadStart
+		}
 	}
 	return c
 }

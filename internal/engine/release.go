@@ -77,7 +77,9 @@ func (c *Engine) ReleaseMore() (more bool, err error) {
 	if c.onRelease == nil {
 		c.onRelease = c.releasedOne // once: a method value allocates
 	}
-	if err := c.store.Release(c.rel.g, c.cfg.BatchSize, c.onRelease); err != nil {
+	err = c.store.Release(c.rel.g, c.cfg.BatchSize, c.onRelease)
+	c.aheadEnd()
+	if err != nil {
 		c.rel.active = false
 		return false, err
 	}
@@ -85,6 +87,7 @@ func (c *Engine) ReleaseMore() (more bool, err error) {
 		return true, nil
 	}
 	c.rel.active = false
+	c.aheadDone()
 	if c.rel.flush {
 		c.flushed(c.rel.last)
 	}
@@ -99,6 +102,9 @@ func (c *Engine) ReleaseMore() (more bool, err error) {
 // releasedOne is released, counted for ReleaseMore.
 func (c *Engine) releasedOne(rec *record.Record) error {
 	c.rel.n++
+	if c.ahead != nil {
+		c.aheadAt(c.rel.n - 1)
+	}
 	c.rel.last = max(c.rel.last, releaseAt(rec))
 	return c.released(rec)
 }

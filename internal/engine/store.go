@@ -16,6 +16,10 @@ type memStore struct {
 	// where, a window: New sets it), so Release asks for the values' first
 	// lines too, ahead of the record being emitted.
 	values bool
+	// ahead, when set, is told each chunk Release is about to pass on,
+	// recs[:n], and what follows it (the engine's evaluation ahead,
+	// ahead.go).
+	ahead func(recs []*record.Record, n int)
 }
 
 func newMemStore() *memStore { return &memStore{q: timers.NewQueue(posOf)} }
@@ -43,20 +47,24 @@ func (m *memStore) Park(_ timers.Pos, r *record.Record) error {
 	return nil
 }
 
+// prefetchAhead is how many released records ahead of the one being
+// emitted the release loop asks the CPU to load (internal/prefetch).
+const prefetchAhead = 8
+
 // Release takes everything due from the queue at once, in whole buckets
 // (the queue's fast path, which a max would turn off), and passes on at
 // most max of it; the rest goes first at the next call, which the engine
 // makes with the same watermark (it finishes one release before the next).
 func (m *memStore) Release(wm int64, max int, fn func(*record.Record) error) error {
-	// How many released records ahead of the one being emitted the loop
-	// asks the CPU to load (internal/prefetch).
-	const prefetchAhead = 8
 	if m.next == len(m.buf) {
 		m.buf, m.next = m.q.PopUntil(wm, 0, m.buf[:0]), 0
 	}
 	end := len(m.buf)
 	if max > 0 {
 		end = min(end, m.next+max)
+	}
+	if m.ahead != nil {
+		m.ahead(m.buf[m.next:], end-m.next)
 	}
 	for i := m.next; i < end; i++ {
 		if j := i + prefetchAhead; j < len(m.buf) {

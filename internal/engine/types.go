@@ -135,6 +135,13 @@ type Window struct {
 	Bits   uint64
 	// Store keeps the window's state (nil: in memory, keyed.MemStore).
 	Store keyed.Store[keyed.State]
+	// Fork, when set, returns the window again with a Where, Key and Args
+	// that share no memory with these or with another Fork's, and that
+	// give the same results: a helper goroutine evaluates a long release's
+	// records with them, ahead of the engine (ahead.go, design K10). Each
+	// fork is used by one goroutine at a time. Nil: the engine evaluates
+	// every record itself.
+	Fork func() Window
 }
 
 // WindowStats is one window's activity.

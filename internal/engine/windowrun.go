@@ -180,8 +180,16 @@ func (c *Engine) windowsTake(ps *partState, rec *record.Record) (keep bool, err 
 	}
 	sc := c.scopeOf(ps)
 	items := c.winItems[:0]
+	ahead := c.aheadItems(rec)
 	for i, wr := range c.wins {
-		it, ok, err := wr.item(rec, sc.ws[i])
+		var it keyed.Item
+		var ok bool
+		var err error
+		if ahead != nil {
+			it, ok, err = ahead[i].it, ahead[i].ok, ahead[i].err
+		} else {
+			it, ok, err = wr.item(rec, sc.ws[i])
+		}
 		if err != nil {
 			return false, c.failed(rec, err)
 		}
@@ -284,39 +292,54 @@ type winItem struct {
 // item is wr's Item of rec, made by w (the Windows of rec's scope); ok
 // false when wr does not take rec.
 func (wr *windowRun) item(rec *record.Record, w *keyed.Windows) (it keyed.Item, ok bool, err error) {
-	d := wr.def
-	if wr.inputs != nil && !wr.inputs[rec.Topic] {
-		return it, false, nil
-	}
-	if d.Where != nil {
-		if ok, err := d.Where(rec); err != nil || !ok {
-			return it, false, err
-		}
-	}
-	var key []byte
-	if d.Key != nil {
-		if key, err = d.Key(rec); err != nil {
-			return it, false, err
-		}
-	} else {
-		key = orderKeyJSON(rec.OrderKey)
-	}
-	for i, a := range d.Spec.Aggregates {
-		wr.args[i] = nil
-		if a.Op == keyed.Count {
-			continue
-		}
-		if wr.args[i], err = d.Args[i](rec); err != nil {
-			return it, false, err
-		}
+	key, ok, err := wr.eval(wr.def, rec, wr.args)
+	if !ok || err != nil {
+		return it, false, err
 	}
 	// key and args may be the Window's functions' memory, reused for the
 	// next record: w keeps none of it (keyed invariant 9)
 	it, err = w.Item(key, rec.EventTime, wr.args)
+	return wr.itemErr(it, err)
+}
+
+// itemErr is an Item and its error as item returns them.
+func (wr *windowRun) itemErr(it keyed.Item, err error) (keyed.Item, bool, error) {
 	if err != nil {
-		return it, false, &windowError{name: "windows." + d.Spec.Name, err: err}
+		return it, false, &windowError{name: "windows." + wr.def.Spec.Name, err: err}
 	}
 	return it, true, nil
+}
+
+// eval evaluates wr's where, key and arguments on rec with ev's functions
+// (wr.def's, or a fork's: Window.Fork), the arguments into args (one per
+// aggregate, nil for a Count): ok false when wr does not take rec. The key
+// and arguments are the functions' memory, valid until their next call.
+func (wr *windowRun) eval(ev *Window, rec *record.Record, args [][]byte) (key []byte, ok bool, err error) {
+	if wr.inputs != nil && !wr.inputs[rec.Topic] {
+		return nil, false, nil
+	}
+	if ev.Where != nil {
+		if ok, err := ev.Where(rec); err != nil || !ok {
+			return nil, false, err
+		}
+	}
+	if ev.Key != nil {
+		if key, err = ev.Key(rec); err != nil {
+			return nil, false, err
+		}
+	} else {
+		key = orderKeyJSON(rec.OrderKey)
+	}
+	for i, a := range ev.Spec.Aggregates {
+		args[i] = nil
+		if a.Op == keyed.Count {
+			continue
+		}
+		if args[i], err = ev.Args[i](rec); err != nil {
+			return nil, false, err
+		}
+	}
+	return key, true, nil
 }
 
 // windowError is an argument that does not fit its aggregate.

@@ -1,0 +1,278 @@
+package engine
+
+// Evaluating a release chunk's window items ahead of the engine (design
+// K10): while the engine takes a chunk's records into the windows in
+// order, a helper (started through Config.Spawn) evaluates the windows'
+// where, key and arguments of the same records, and of the next chunk's,
+// with the windows' forks (Window.Fork). A chunk is cut into blocks of
+// aheadBlock records; each block is either the helper's or the engine's,
+// whichever claims it first (a compare-and-swap), so no record is evaluated
+// twice, and the helper skips a block the engine took, to stay ahead of it.
+// The engine takes a block's items when the helper has filled it (waiting
+// if it is being filled) and evaluates the records of a block it claimed
+// itself as it always does. The items are the same
+// either way (the forks give the same results, and keyed.Spec.ItemIn is
+// Windows.Item's), so what comes out does not depend on who evaluated: only
+// how soon.
+
+import (
+	"runtime"
+	"sync/atomic"
+
+	"github.com/signalbox/signalbox/internal/prefetch"
+	"github.com/signalbox/signalbox/keyed"
+	"github.com/signalbox/signalbox/record"
+)
+
+// aheadBlock is how many records a claim covers: enough that claims are
+// rare (one compare-and-swap per block on each side), few enough that the
+// engine seldom waits for a block the helper is filling.
+const aheadBlock = 64
+
+// A block's states.
+const (
+	blockFree   int32 = iota // claimed by no one yet
+	blockHelper              // the helper is filling it
+	blockEngine              // the engine's: it evaluates the records itself
+	blockDone                // filled by the helper: its items are ready
+)
+
+// aheadChunk is one release chunk evaluated ahead, with the helper's own
+// forks of the windows. A chunk is reused only once its helper has exited.
+type aheadChunk struct {
+	recs   []*record.Record // the chunk's records, a copy (the store clears its own)
+	runs   []*windowRun     // the engine's windows (inputs, spec: read only)
+	forks  []Window         // the helper's functions, by window
+	args   [][]byte         // the helper's arguments buffer
+	blocks []aheadBlockOf
+	exited atomic.Bool
+}
+
+// aheadBlockOf is one block's state and its records' items.
+type aheadBlockOf struct {
+	state atomic.Int32
+	items []aheadItem // by record in the block, then by window
+	args  []keyed.Arg // the items' Args
+	mem   []byte      // the items' keys and First/Last arguments
+}
+
+// aheadItem is one window's item of one record, as windowRun.item returns
+// it.
+type aheadItem struct {
+	it  keyed.Item
+	ok  bool
+	err error
+}
+
+// aheadOK reports whether the windows can be evaluated ahead: each has a
+// fork, a helper can be started, and nothing changes a released record
+// before the windows read it (no Process, no schema'd value decoded at
+// release).
+func (c *Engine) aheadOK() bool {
+	if c.cfg.Spawn == nil || c.cfg.Process != nil || c.cfg.Render != nil || len(c.cfg.Windows) == 0 {
+		return false
+	}
+	for i := range c.cfg.Windows {
+		if c.cfg.Windows[i].Fork == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// aheadStart is the store about to pass on the chunk recs[:n] of recs,
+// the records it released and has not passed on yet (memStore.ahead): the
+// chunk's evaluation was started at the last chunk, or starts now, and the
+// next chunk's starts too, so that the helper works ahead of the engine
+// across the two (its records stay in the store, untouched, until the
+// engine claims them).
+func (c *Engine) aheadStart(recs []*record.Record, n int) {
+	if c.wins == nil {
+		c.windowsStart()
+	}
+	cur, next := recs[:n], recs[n:min(len(recs), 2*n)]
+	if ch := c.aheadNext; ch != nil && len(ch.recs) == len(cur) && ch.recs[0] == cur[0] {
+		c.ahead = ch
+	} else {
+		c.ahead, c.aheadBlk = c.aheadNext, -1
+		c.aheadEnd() // another chunk than foreseen
+		c.ahead = c.aheadChunkOf(cur)
+	}
+	c.aheadBlk, c.aheadFilled = -1, false
+	c.aheadNext = c.aheadChunkOf(next)
+}
+
+// aheadChunkOf starts evaluating recs, nil when too short to share.
+func (c *Engine) aheadChunkOf(recs []*record.Record) *aheadChunk {
+	if len(recs) < 2*aheadBlock {
+		return nil
+	}
+	var ch *aheadChunk
+	for i, sp := range c.aheadSpares {
+		if sp.exited.Load() {
+			ch = sp
+			c.aheadSpares = append(c.aheadSpares[:i], c.aheadSpares[i+1:]...)
+			break
+		}
+	}
+	if ch == nil {
+		ch = &aheadChunk{runs: c.wins, args: make([][]byte, c.maxAggregates())}
+		for i := range c.cfg.Windows {
+			ch.forks = append(ch.forks, c.cfg.Windows[i].Fork())
+		}
+	}
+	ch.exited.Store(false)
+	ch.recs = append(ch.recs[:0], recs...)
+	nb := (len(recs) + aheadBlock - 1) / aheadBlock
+	if cap(ch.blocks) < nb {
+		ch.blocks = make([]aheadBlockOf, nb)
+	}
+	ch.blocks = ch.blocks[:nb]
+	for i := range ch.blocks {
+		ch.blocks[i].state.Store(blockFree)
+	}
+	c.cfg.Spawn(ch.run)
+	return ch
+}
+
+// maxAggregates is the most aggregates a window has.
+func (c *Engine) maxAggregates() int {
+	n := 0
+	for i := range c.cfg.Windows {
+		n = max(n, len(c.cfg.Windows[i].Spec.Aggregates))
+	}
+	return n
+}
+
+// run is the helper: it fills the chunk's blocks from the first, skipping
+// those the engine claimed, so that it stays ahead of the engine.
+func (ch *aheadChunk) run() {
+	defer ch.exited.Store(true)
+	for b := range ch.blocks {
+		blk := &ch.blocks[b]
+		if blk.state.CompareAndSwap(blockFree, blockHelper) {
+			ch.fill(b)
+			blk.state.Store(blockDone)
+		}
+	}
+}
+
+// fill evaluates block b's records for every window.
+func (ch *aheadChunk) fill(b int) {
+	blk := &ch.blocks[b]
+	recs := ch.recs[b*aheadBlock : min(len(ch.recs), (b+1)*aheadBlock)]
+	nw, na := len(ch.runs), len(ch.args)
+	if n := len(recs) * nw; cap(blk.items) < n {
+		blk.items, blk.args = make([]aheadItem, n), make([]keyed.Arg, n*na)
+	}
+	blk.items, blk.args = blk.items[:len(recs)*nw], blk.args[:len(recs)*nw*na]
+	blk.mem = blk.mem[:0]
+	for r, rec := range recs {
+		// ask for the records and values ahead, as memStore.Release does
+		// (only the block's: the helper reads no other record)
+		if j := r + prefetchAhead; j < len(recs) {
+			prefetch.Record(recs[j])
+		}
+		if j := r + prefetchAhead/2; j < len(recs) {
+			prefetch.Bytes(recs[j].Value)
+		}
+		for w, wr := range ch.runs {
+			k := r*nw + w
+			it := &blk.items[k]
+			*it = aheadItem{}
+			if rec.Timeless {
+				continue // windowsTake takes none
+			}
+			key, ok, err := wr.eval(&ch.forks[w], rec, ch.args)
+			if !ok || err != nil {
+				it.err = err
+				continue
+			}
+			key = blk.keep(key)
+			spec := &wr.def.Spec
+			item, err := spec.ItemIn(blk.args[k*na:(k+1)*na], key, rec.EventTime, ch.args)
+			for a := range item.Args {
+				if item.Args[a].JSON != nil {
+					item.Args[a].JSON = blk.keep(item.Args[a].JSON)
+				}
+			}
+			it.it, it.ok, it.err = wr.itemErr(item, err)
+		}
+	}
+}
+
+// keep copies b into the block's memory, which is never moved: a copy that
+// does not fit starts a new array, and the earlier copies keep theirs.
+func (blk *aheadBlockOf) keep(b []byte) []byte {
+	if len(b) > cap(blk.mem)-len(blk.mem) {
+		blk.mem = make([]byte, 0, max(4096, len(b)))
+	}
+	n := len(blk.mem)
+	blk.mem = append(blk.mem, b...)
+	return blk.mem[n:len(blk.mem):len(blk.mem)]
+}
+
+// aheadAt is the engine reaching the chunk's record i (releasedOne): at a
+// block's first record it claims the block, or waits for the helper to
+// finish filling it, so that the helper never reads a record the engine
+// has passed on.
+func (c *Engine) aheadAt(i int) {
+	if i%aheadBlock != 0 {
+		return
+	}
+	b := i / aheadBlock
+	c.aheadBlk, c.aheadFilled = b, c.claim(b)
+}
+
+// claim takes block b for the engine, or, when the helper has it, waits
+// until it is filled: filled reports the latter.
+func (c *Engine) claim(b int) (filled bool) {
+	blk := &c.ahead.blocks[b]
+	if blk.state.CompareAndSwap(blockFree, blockEngine) {
+		return false
+	}
+	for blk.state.Load() == blockHelper {
+		runtime.Gosched() // at most one block's evaluation
+	}
+	return true
+}
+
+// aheadItems is rec's items, by window, when the helper evaluated them; nil
+// when the engine evaluates rec itself.
+func (c *Engine) aheadItems(rec *record.Record) []aheadItem {
+	if c.ahead == nil || !c.aheadFilled {
+		return nil
+	}
+	i := c.rel.n - 1
+	if i < 0 || i >= len(c.ahead.recs) || c.ahead.recs[i] != rec || i/aheadBlock != c.aheadBlk {
+		return nil
+	}
+	nw := len(c.wins)
+	k := (i % aheadBlock) * nw
+	return c.ahead.blocks[c.aheadBlk].items[k : k+nw]
+}
+
+// aheadEnd ends the chunk (ReleaseMore, whether or not the release went
+// through it all): every block the engine did not reach is claimed, or
+// waited for, so that the helper reads none of the chunk's records from
+// here on. The chunk is kept for reuse once its helper has exited.
+func (c *Engine) aheadEnd() {
+	if c.ahead == nil {
+		return
+	}
+	for b := c.aheadBlk + 1; b < len(c.ahead.blocks); b++ {
+		c.claim(b)
+	}
+	if len(c.aheadSpares) < 4 {
+		c.aheadSpares = append(c.aheadSpares, c.ahead)
+	}
+	c.ahead, c.aheadBlk, c.aheadFilled = nil, -1, false
+}
+
+// aheadDone ends the chunks at the end of a release: the next one too,
+// which no chunk follows.
+func (c *Engine) aheadDone() {
+	c.aheadEnd()
+	c.ahead, c.aheadNext = c.aheadNext, nil
+	c.aheadEnd()
+}

@@ -1,0 +1,152 @@
+package signalbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/keyed"
+	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/sources/script"
+)
+
+// aheadFns are a window's where, key and arguments over values such as
+// {"key":"k3","ts":…,"n":4}, each returning memory it reuses at the next
+// call, as package process's Set does; calls counts the key's calls.
+func aheadFns(calls *atomic.Int64) signalbox.Window {
+	var kb, nb []byte
+	member := func(r *record.Record, name string) (json.RawMessage, error) {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(r.Value, &m); err != nil {
+			return nil, err
+		}
+		return m[name], nil
+	}
+	key := func(r *record.Record) ([]byte, error) {
+		calls.Add(1)
+		v, err := member(r, "key")
+		if err == nil && string(v) == `"bad"` {
+			err = errors.New("a bad key")
+		}
+		kb = append(kb[:0], v...)
+		return kb, err
+	}
+	n := func(r *record.Record) ([]byte, error) {
+		v, err := member(r, "n")
+		nb = append(nb[:0], v...)
+		return nb, err
+	}
+	where := func(r *record.Record) (bool, error) { return r.Offset%7 != 3, nil }
+	return signalbox.Window{Where: where, Key: key, Args: []func(*record.Record) ([]byte, error){nil, n, n, key}}
+}
+
+// aheadWindow is a tumbling count, sum, max and last per key, its
+// functions aheadFns', with a Fork when forks is not nil (counting the
+// forks' key calls there).
+func aheadWindow(main, forks *atomic.Int64) signalbox.Window {
+	w := aheadFns(main)
+	w.Spec = keyed.Spec{Name: "ahead", Kind: keyed.Tumbling, Size: 1000, Aggregates: []keyed.Aggregate{
+		{Name: "n", Op: keyed.Count}, {Name: "sum", Op: keyed.Sum}, {Name: "max", Op: keyed.Max}, {Name: "last", Op: keyed.Last}}}
+	if forks != nil {
+		w.Fork = func() signalbox.Window {
+			f := aheadFns(forks)
+			f.Spec = w.Spec
+			return f
+		}
+	}
+	return w
+}
+
+// aheadParts: four partitions of topic a, each of n records of keys k0..k5
+// (one in 97 "bad", whose key fails; one in 89 with n "x", not a number),
+// event times rising by 0 to 60 ms, from rng.
+func aheadParts(rng *rand.Rand, n int) []script.Partition {
+	var parts []script.Partition
+	for p := range int32(4) {
+		sp := script.Partition{TopicPartition: tp("a", p)}
+		ts := int64(1_000_000)
+		for i := range n {
+			ts += rng.Int64N(61)
+			key := fmt.Sprintf("k%d", rng.IntN(6))
+			if rng.IntN(97) == 0 {
+				key = "bad"
+			}
+			num := fmt.Sprint(rng.IntN(100))
+			if rng.IntN(89) == 0 {
+				num = `"x"`
+			}
+			sp.Records = append(sp.Records, record.Record{Topic: "a", Partition: p, Offset: int64(i), Key: []byte(key),
+				Value: fmt.Appendf(nil, `{"key":%q,"ts":%d,"n":%s}`, key, ts, num)})
+		}
+		parts = append(parts, sp)
+	}
+	return parts
+}
+
+// TestWindowAheadSameResults (design K10): a window with a Fork, whose
+// records a helper goroutine evaluates ahead of the run's, gives exactly
+// the results, released records and dead letters of the same window
+// without one, whatever the fetches' interleaving and the release chunk
+// size (one chunk and several a release; the block the engine and the
+// helper meet in anywhere). The helper must have evaluated some records:
+// otherwise the test proves nothing.
+func TestWindowAheadSameResults(t *testing.T) {
+	var helped int64
+	for seed := uint64(1); seed <= 9; seed++ {
+		batch := []int{150, 1000, 4096}[seed%3]
+		run := func(ahead bool) (string, int64) {
+			var main, forks atomic.Int64
+			var fk *atomic.Int64
+			if ahead {
+				fk = &forks
+			}
+			raw, win, dead := &collect{}, &collect{}, &collect{}
+			p, err := signalbox.New(script.New(seed, 1+int(seed%5)*40, aheadParts(rand.New(rand.NewPCG(seed, 1)), 700)...), tsInputs("a"),
+				signalbox.WithSink(raw),
+				signalbox.WithWindow(aheadWindow(&main, fk), win),
+				signalbox.WithDeadLetter(dead),
+				signalbox.WithBatchSize(batch),
+				signalbox.WithClock(ticking()),
+				signalbox.WithUntil(signalbox.UntilEndOffsets),
+			)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			for _, r := range win.records {
+				fmt.Fprintf(&b, "result %s %s\n", r.Key, r.Value)
+			}
+			for _, r := range raw.records {
+				fmt.Fprintf(&b, "raw %d@%d\n", r.Partition, r.Offset)
+			}
+			for _, r := range dead.records {
+				i := slices.IndexFunc(r.Headers, func(h record.Header) bool { return h.Key == record.ReasonHeader })
+				fmt.Fprintf(&b, "dead %d@%d %s\n", r.Partition, r.Offset, r.Headers[i].Value)
+			}
+			if len(win.records) == 0 || len(dead.records) == 0 {
+				t.Fatalf("seed %d: %d results, %d dead letters: the scenario lost its point", seed, len(win.records), len(dead.records))
+			}
+			return b.String(), forks.Load()
+		}
+		want, _ := run(false)
+		got, n := run(true)
+		helped += n
+		if got != want {
+			t.Fatalf("seed %d, batch %d: evaluated ahead, the run differs:\n%s", seed, batch, firstDiff([]byte(got), []byte(want)))
+		}
+	}
+	t.Logf("records evaluated by forks: %d", helped)
+	if helped == 0 {
+		t.Fatal("no record was evaluated by a fork: the helper never ran")
+	}
+}
