@@ -145,6 +145,9 @@ func (r *run) engineConfig(ctx context.Context, parkRefs bool) engine.Config {
 	for i := range cfg.windows {
 		ec.Windows = append(ec.Windows, cfg.windows[i].engine())
 	}
+	if fork := cfg.processFork; fork != nil {
+		ec.ProcessFork = func() func(*record.Record) (bool, error) { return fork() }
+	}
 	if runtime.GOMAXPROCS(0) > 1 {
 		ec.Spawn = func(f func()) { go f() }
 	}

@@ -90,32 +90,59 @@ func aheadParts(rng *rand.Rand, n int) []script.Partition {
 	return parts
 }
 
+// aheadProcess is a Process that drops one record in 11, fails one in 13
+// and otherwise rewrites the value (n: "1" before its digits), in a new
+// array; calls counts its calls.
+func aheadProcess(calls *atomic.Int64) signalbox.Process {
+	return func(r *record.Record) (bool, error) {
+		calls.Add(1)
+		switch {
+		case r.Offset%11 == 0:
+			return false, nil
+		case r.Offset%13 == 5:
+			return false, errors.New("a failing process")
+		}
+		r.Value = []byte(strings.Replace(string(r.Value), `"n":`, `"n":1`, 1))
+		return true, nil
+	}
+}
+
 // TestWindowAheadSameResults (design K10): a window with a Fork, whose
 // records a helper goroutine evaluates ahead of the run's, gives exactly
 // the results, released records and dead letters of the same window
 // without one, whatever the fetches' interleaving and the release chunk
 // size (one chunk and several a release; the block the engine and the
-// helper meet in anywhere). The helper must have evaluated some records:
-// otherwise the test proves nothing.
+// helper meet in anywhere); the same with a Process before the window,
+// with and without a fork (WithProcessFork). The helper must have
+// evaluated some records: otherwise the test proves nothing.
 func TestWindowAheadSameResults(t *testing.T) {
-	var helped int64
-	for seed := uint64(1); seed <= 9; seed++ {
+	var helped, processed int64
+	for seed := uint64(1); seed <= 12; seed++ {
 		batch := []int{150, 1000, 4096}[seed%3]
+		withProcess := seed > 6
 		run := func(ahead bool) (string, int64) {
-			var main, forks atomic.Int64
+			var main, forks, procs, procForks atomic.Int64
 			var fk *atomic.Int64
 			if ahead {
 				fk = &forks
 			}
 			raw, win, dead := &collect{}, &collect{}, &collect{}
-			p, err := signalbox.New(script.New(seed, 1+int(seed%5)*40, aheadParts(rand.New(rand.NewPCG(seed, 1)), 700)...), tsInputs("a"),
+			opts := []signalbox.Option{tsInputs("a"),
 				signalbox.WithSink(raw),
 				signalbox.WithWindow(aheadWindow(&main, fk), win),
 				signalbox.WithDeadLetter(dead),
 				signalbox.WithBatchSize(batch),
 				signalbox.WithClock(ticking()),
 				signalbox.WithUntil(signalbox.UntilEndOffsets),
-			)
+			}
+			switch {
+			case withProcess && ahead:
+				opts = append(opts, signalbox.WithProcessFork(aheadProcess(&procs), func() signalbox.Process { return aheadProcess(&procForks) }))
+			case withProcess:
+				opts = append(opts, signalbox.WithProcess(aheadProcess(&procs)))
+			}
+			defer func() { processed += procForks.Load() }()
+			p, err := signalbox.New(script.New(seed, 1+int(seed%5)*40, aheadParts(rand.New(rand.NewPCG(seed, 1)), 700)...), opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,8 +172,7 @@ func TestWindowAheadSameResults(t *testing.T) {
 			t.Fatalf("seed %d, batch %d: evaluated ahead, the run differs:\n%s", seed, batch, firstDiff([]byte(got), []byte(want)))
 		}
 	}
-	t.Logf("records evaluated by forks: %d", helped)
-	if helped == 0 {
-		t.Fatal("no record was evaluated by a fork: the helper never ran")
+	if helped == 0 || processed == 0 {
+		t.Fatalf("records evaluated by a window's forks: %d, by a Process's: %d; want some of each", helped, processed)
 	}
 }

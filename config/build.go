@@ -168,7 +168,7 @@ func (j *Job) plan(p *Plan, log *zap.Logger) error {
 		p.Options = append(p.Options, withTables)
 		v.lookup = []process.Option{process.WithTables(set)}
 	}
-	proc, wheres := j.processing(&v)
+	proc, fork, wheres := j.processing(&v)
 	if err := v.errs.err(); err != nil {
 		return err // never a sink without its where
 	}
@@ -179,8 +179,11 @@ func (j *Job) plan(p *Plan, log *zap.Logger) error {
 		}
 		p.Options = append(p.Options, signalbox.WithSink(s))
 	}
-	if proc != nil {
-		p.Options = append(p.Options, signalbox.WithProcess(proc))
+	switch {
+	case proc != nil && tablesBudget > 0:
+		p.Options = append(p.Options, signalbox.WithProcess(proc)) // a lookup in pebble caches: no fork beside it
+	case proc != nil:
+		p.Options = append(p.Options, signalbox.WithProcessFork(proc, fork))
 	}
 	wins := j.windows(&v, func(s *Sink, _ string) (signalbox.Sink, error) { return j.buildSink(s) })
 	if err := v.errs.err(); err != nil {

@@ -65,9 +65,10 @@ func (p *Process) steps(v *validator, path string) process.Steps {
 }
 
 // processing is what the job's expressions compile to: the pipeline's
-// Process (nil when there is none) and each sink's where (nil for a sink
+// Process (nil when there is none), a maker of more of it (each a fork:
+// signalbox.WithProcessFork), and each sink's where (nil for a sink
 // without one), with every problem in v.
-func (j *Job) processing(v *validator) (signalbox.Process, []*process.Expr) {
+func (j *Job) processing(v *validator) (signalbox.Process, func() signalbox.Process, []*process.Expr) {
 	wheres := make([]*process.Expr, len(j.Sinks))
 	for i, s := range j.Sinks {
 		wheres[i] = compileExpr(v, fmt.Sprintf("sinks[%d].where", i), s.Where, process.Where)
@@ -84,16 +85,17 @@ func (j *Job) processing(v *validator) (signalbox.Process, []*process.Expr) {
 		some = some || s.Filter != nil || s.Map != nil
 	}
 	if !some {
-		return nil, wheres
+		return nil, nil, wheres
 	}
-	return j.inputSteps(byInput, job), wheres
+	fork := func() signalbox.Process { return j.inputSteps(byInput, job) }
+	return fork(), fork, wheres
 }
 
 // inputSteps is the Process that runs a record's input's steps, then the
 // job's. A record's input is the one whose topic is the record's, else
 // the first whose topic_pattern matches it (as the engine finds it); the
-// answer is remembered per topic. The engine calls a Process from its one
-// goroutine only.
+// answer is remembered per topic, so one Process is used by one goroutine
+// at a time: a fork is another inputSteps.
 func (j *Job) inputSteps(byInput []process.Steps, job process.Steps) signalbox.Process {
 	known := map[string]signalbox.Process{}
 	return func(r *record.Record) (bool, error) {

@@ -40,10 +40,11 @@ const (
 // aheadChunk is one release chunk evaluated ahead, with the helper's own
 // forks of the windows. A chunk is reused only once its helper has exited.
 type aheadChunk struct {
-	recs   []*record.Record // the chunk's records, a copy (the store clears its own)
-	runs   []*windowRun     // the engine's windows (inputs, spec: read only)
-	forks  []Window         // the helper's functions, by window
-	args   [][]byte         // the helper's arguments buffer
+	recs   []*record.Record                   // the chunk's records, a copy (the store clears its own)
+	runs   []*windowRun                       // the engine's windows (inputs, spec: read only)
+	forks  []Window                           // the helper's functions, by window
+	proc   func(*record.Record) (bool, error) // the helper's Process fork; nil: no Process
+	args   [][]byte                           // the helper's arguments buffer
 	blocks []aheadBlockOf
 	exited atomic.Bool
 }
@@ -51,9 +52,18 @@ type aheadChunk struct {
 // aheadBlockOf is one block's state and its records' items.
 type aheadBlockOf struct {
 	state atomic.Int32
+	procs []aheadProc // by record in the block, with a Process
 	items []aheadItem // by record in the block, then by window
 	args  []keyed.Arg // the items' Args
 	mem   []byte      // the items' keys and First/Last arguments
+}
+
+// aheadProc is the Process's outcome on one record: the record as it
+// left it, and its results.
+type aheadProc struct {
+	rec  record.Record
+	keep bool
+	err  error
 }
 
 // aheadItem is one window's item of one record, as windowRun.item returns
@@ -64,12 +74,12 @@ type aheadItem struct {
 	err error
 }
 
-// aheadOK reports whether the windows can be evaluated ahead: each has a
-// fork, a helper can be started, and nothing changes a released record
-// before the windows read it (no Process, no schema'd value decoded at
-// release).
+// aheadOK reports whether the Process and the windows can be evaluated
+// ahead: there is one of them, each has a fork, a helper can be started,
+// and no schema'd value is decoded at release (Render).
 func (c *Engine) aheadOK() bool {
-	if c.cfg.Spawn == nil || c.cfg.Process != nil || c.cfg.Render != nil || len(c.cfg.Windows) == 0 {
+	if c.cfg.Spawn == nil || c.cfg.Render != nil || c.cfg.Process == nil && len(c.cfg.Windows) == 0 ||
+		c.cfg.Process != nil && c.cfg.ProcessFork == nil {
 		return false
 	}
 	for i := range c.cfg.Windows {
@@ -91,19 +101,23 @@ func (c *Engine) aheadStart(recs []*record.Record, n int) {
 		c.windowsStart()
 	}
 	cur, next := recs[:n], recs[n:min(len(recs), 2*n)]
+	if len(c.cfg.Tables) > 0 {
+		next = nil // a fork may look a table up: not beside the ingest that puts versions
+	}
 	if ch := c.aheadNext; ch != nil && len(ch.recs) == len(cur) && ch.recs[0] == cur[0] {
 		c.ahead = ch
 	} else {
 		c.ahead, c.aheadBlk = c.aheadNext, -1
 		c.aheadEnd() // another chunk than foreseen
-		c.ahead = c.aheadChunkOf(cur)
+		c.ahead = c.aheadChunkOf(cur, false)
 	}
 	c.aheadBlk, c.aheadFilled = -1, false
-	c.aheadNext = c.aheadChunkOf(next)
+	c.aheadNext = c.aheadChunkOf(next, true)
 }
 
-// aheadChunkOf starts evaluating recs, nil when too short to share.
-func (c *Engine) aheadChunkOf(recs []*record.Record) *aheadChunk {
+// aheadChunkOf starts evaluating recs (the next chunk's: next), nil when
+// too short to share.
+func (c *Engine) aheadChunkOf(recs []*record.Record, next bool) *aheadChunk {
 	if len(recs) < 2*aheadBlock {
 		return nil
 	}
@@ -120,6 +134,9 @@ func (c *Engine) aheadChunkOf(recs []*record.Record) *aheadChunk {
 		for i := range c.cfg.Windows {
 			ch.forks = append(ch.forks, c.cfg.Windows[i].Fork())
 		}
+		if c.cfg.Process != nil {
+			ch.proc = c.cfg.ProcessFork()
+		}
 	}
 	ch.exited.Store(false)
 	ch.recs = append(ch.recs[:0], recs...)
@@ -131,7 +148,11 @@ func (c *Engine) aheadChunkOf(recs []*record.Record) *aheadChunk {
 	for i := range ch.blocks {
 		ch.blocks[i].state.Store(blockFree)
 	}
-	c.cfg.Spawn(ch.run)
+	if next {
+		c.cfg.Spawn(ch.runAhead)
+	} else {
+		c.cfg.Spawn(ch.run)
+	}
 	return ch
 }
 
@@ -144,17 +165,38 @@ func (c *Engine) maxAggregates() int {
 	return n
 }
 
-// run is the helper: it fills the chunk's blocks from the first, skipping
-// those the engine claimed, so that it stays ahead of the engine.
+// run is the helper of a chunk the engine is about to go through: it
+// fills the chunk's blocks from the last, until it meets the first one the
+// engine claimed; the engine goes from the first, so each does part of the
+// chunk, and the engine waits at most for the block they meet in.
 func (ch *aheadChunk) run() {
 	defer ch.exited.Store(true)
-	for b := range ch.blocks {
-		blk := &ch.blocks[b]
-		if blk.state.CompareAndSwap(blockFree, blockHelper) {
-			ch.fill(b)
-			blk.state.Store(blockDone)
+	for b := len(ch.blocks) - 1; b >= 0; b-- {
+		if !ch.take(b) {
+			return
 		}
 	}
+}
+
+// runAhead is the helper of the next chunk, which the engine reaches only
+// after this one: it fills the blocks from the first, skipping any the
+// engine claimed, to stay ahead of it.
+func (ch *aheadChunk) runAhead() {
+	defer ch.exited.Store(true)
+	for b := range ch.blocks {
+		ch.take(b)
+	}
+}
+
+// take claims and fills block b, unless the engine claimed it.
+func (ch *aheadChunk) take(b int) bool {
+	blk := &ch.blocks[b]
+	if !blk.state.CompareAndSwap(blockFree, blockHelper) {
+		return false
+	}
+	ch.fill(b)
+	blk.state.Store(blockDone)
+	return true
 }
 
 // fill evaluates block b's records for every window.
@@ -167,6 +209,9 @@ func (ch *aheadChunk) fill(b int) {
 	}
 	blk.items, blk.args = blk.items[:len(recs)*nw], blk.args[:len(recs)*nw*na]
 	blk.mem = blk.mem[:0]
+	if ch.proc != nil && cap(blk.procs) < len(recs) {
+		blk.procs = make([]aheadProc, aheadBlock)
+	}
 	for r, rec := range recs {
 		// ask for the records and values ahead, as memStore.Release does
 		// (only the block's: the helper reads no other record)
@@ -175,6 +220,15 @@ func (ch *aheadChunk) fill(b int) {
 		}
 		if j := r + prefetchAhead/2; j < len(recs) {
 			prefetch.Bytes(recs[j].Value)
+		}
+		if ch.proc != nil {
+			pr := &blk.procs[r]
+			pr.rec = *rec
+			pr.keep, pr.err = ch.proc(&pr.rec)
+			if !pr.keep || pr.err != nil {
+				continue // the windows do not see it
+			}
+			rec = &pr.rec // the windows see the record as the Process left it
 		}
 		for w, wr := range ch.runs {
 			k := r*nw + w
@@ -237,19 +291,41 @@ func (c *Engine) claim(b int) (filled bool) {
 	return true
 }
 
-// aheadItems is rec's items, by window, when the helper evaluated them; nil
-// when the engine evaluates rec itself.
-func (c *Engine) aheadItems(rec *record.Record) []aheadItem {
+// aheadOf is rec's place in the block the helper filled: ok false when
+// the engine evaluates rec itself.
+func (c *Engine) aheadOf(rec *record.Record) (blk *aheadBlockOf, r int, ok bool) {
 	if c.ahead == nil || !c.aheadFilled {
-		return nil
+		return nil, 0, false
 	}
 	i := c.rel.n - 1
 	if i < 0 || i >= len(c.ahead.recs) || c.ahead.recs[i] != rec || i/aheadBlock != c.aheadBlk {
+		return nil, 0, false
+	}
+	return &c.ahead.blocks[c.aheadBlk], i % aheadBlock, true
+}
+
+// aheadItems is rec's items, by window, when the helper evaluated them; nil
+// when the engine evaluates rec itself.
+func (c *Engine) aheadItems(rec *record.Record) []aheadItem {
+	blk, r, ok := c.aheadOf(rec)
+	if !ok {
 		return nil
 	}
 	nw := len(c.wins)
-	k := (i % aheadBlock) * nw
-	return c.ahead.blocks[c.aheadBlk].items[k : k+nw]
+	return blk.items[r*nw : (r+1)*nw]
+}
+
+// aheadProcess is the Process's outcome on rec when the helper ran it:
+// rec becomes the record as the Process left it. ok false when the engine
+// runs the Process itself.
+func (c *Engine) aheadProcess(rec *record.Record) (keep bool, err error, ok bool) {
+	blk, r, ok := c.aheadOf(rec)
+	if !ok || c.ahead.proc == nil {
+		return false, nil, false
+	}
+	pr := &blk.procs[r]
+	*rec = pr.rec
+	return pr.keep, pr.err, true
 }
 
 // aheadEnd ends the chunk (ReleaseMore, whether or not the release went

@@ -92,6 +92,13 @@ type Config struct {
 	// waits at most for one block of it. Nil: the step evaluates
 	// everything itself.
 	Spawn func(f func())
+	// ProcessFork, when set, returns Process again, sharing no memory with
+	// it or another fork's: a helper runs one on a release chunk's records
+	// ahead of the step (ahead.go), on a copy of each record, which the
+	// step then takes as Process would have left it. A fork may read the
+	// tables: with tables, the helper works within a step only, where no
+	// version is put.
+	ProcessFork func() func(*record.Record) (bool, error)
 	// Log receives the engine's log lines (nil: none).
 	Log Logger
 	// Start is when the run started (the clock's time).

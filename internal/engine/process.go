@@ -15,7 +15,10 @@ func (c *Engine) process(rec *record.Record) (keep bool, err error) {
 		orig = *rec // the dead-letter sink gets the record as it came
 	}
 	if p := c.cfg.Process; p != nil {
-		ok, err := p(rec)
+		ok, err, ahead := c.aheadProcess(rec)
+		if !ahead {
+			ok, err = p(rec)
+		}
 		if err != nil {
 			return false, c.failed(rec, err)
 		}

@@ -159,7 +159,8 @@ func replay(o options) (int64, error) {
 		}
 		switch o.at {
 		case "release":
-			opts = append(opts, signalbox.WithProcess(process.Steps{Filter: filter, Map: mapx}.Process()))
+			steps := process.Steps{Filter: filter, Map: mapx} // a fork each, as package config gives signalbox run
+			opts = append(opts, signalbox.WithProcessFork(steps.Process(), steps.Process))
 		case "ingest":
 			// Steps in a signalbox.Filter: before parking, the value hot
 			// from decoding; an estimate only (a Filter may not change the
