@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -259,14 +260,16 @@ func isCanceled(err error) bool {
 }
 
 // pacedSink is a raw sink that takes its time with each batch, so that a
-// member is still in the middle of its windows when the group changes.
+// member is still in the middle of its windows when the group changes;
+// while stalled is set, its next Write waits that long first.
 type pacedSink struct {
 	collect
-	per time.Duration
+	per     time.Duration
+	stalled atomic.Int64 // nanoseconds, once
 }
 
 func (s *pacedSink) Write(ctx context.Context, b []record.Record) error {
-	time.Sleep(s.per)
+	time.Sleep(s.per + time.Duration(s.stalled.Swap(0)))
 	return s.collect.Write(ctx, b)
 }
 
@@ -282,8 +285,20 @@ func (s *pacedSink) len() int {
 // task that moves is re-read by its new owner from the held-back
 // committed offset and its windows rebuilt (design K9). Every window is
 // in the union of the members' outputs, with the oracle's values, once.
+// The same when the first member's sink stalls for 1.5 s just as the
+// second joins: the revoke's barrier waits for it (S4), and the tasks
+// move only once what it released is written and committed.
 func TestWindowGroupTakeover(t *testing.T) {
-	t.Parallel() // it mostly waits
+	t.Parallel()
+	for _, stall := range []time.Duration{0, 1500 * time.Millisecond} {
+		t.Run(fmt.Sprint("stall=", stall), func(t *testing.T) {
+			t.Parallel() // it mostly waits
+			testWindowGroupTakeover(t, stall)
+		})
+	}
+}
+
+func testWindowGroupTakeover(t *testing.T, stall time.Duration) {
 	c := startCluster(t, embedded.WithTopic("sales", 3))
 	parts, sales := salesByKey("sales", 9_000, 6)
 	produceSmall(t, c, parts)
@@ -328,6 +343,7 @@ func TestWindowGroupTakeover(t *testing.T) {
 	a = start("a")
 	b = a
 	wait("a reads", a, func() bool { return a.raw.len() >= 500 })
+	a.raw.stalled.Store(int64(stall))
 	b = start("b")
 	wait("b takes a task", b, func() bool { return b.raw.len() >= 300 })
 	aResults := results(a)
