@@ -91,7 +91,9 @@
 //     with the release watermark, their results into the same batches,
 //     routed to the windows' sinks; one scope for the run without a
 //     group, one per task with one, dropped with the task: design K9),
-//     then the out batch. Tables are
+//     then the out batch. In a long release the Process and the windows'
+//     evaluation may have been done ahead, on a helper (ahead.go, design
+//     K10): output takes the same results either way. Tables are
 //     decided before it, as their records are read (table.go: versions
 //     applied from their release position, design O6), and looked up from
 //     a Process at output, when the gate guarantees every version at or
@@ -114,5 +116,6 @@
 //   - checkpoint.go: checkpoints and the restored ones; store.go: the
 //     in-memory Store.
 //   - process.go, windowrun.go, windowhold.go, table.go: processing,
-//     windows (and windows across restarts), tables.
+//     windows (and windows across restarts), tables; ahead.go: their
+//     evaluation ahead of the step on a helper.
 package engine
