@@ -10,11 +10,13 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/keyed"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sources/script"
+	"github.com/signalbox/signalbox/tables"
 )
 
 // aheadFns are a window's where, key and arguments over values such as
@@ -92,8 +94,9 @@ func aheadParts(rng *rand.Rand, n int) []script.Partition {
 
 // aheadProcess is a Process that drops one record in 11, fails one in 13
 // and otherwise rewrites the value (n: "1" before its digits), in a new
-// array; calls counts its calls.
-func aheadProcess(calls *atomic.Int64) signalbox.Process {
+// array, adding the key's version in table as of the record's event time
+// when there is a table; calls counts its calls.
+func aheadProcess(calls *atomic.Int64, table *tables.Table) signalbox.Process {
 	return func(r *record.Record) (bool, error) {
 		calls.Add(1)
 		switch {
@@ -102,9 +105,31 @@ func aheadProcess(calls *atomic.Int64) signalbox.Process {
 		case r.Offset%13 == 5:
 			return false, errors.New("a failing process")
 		}
-		r.Value = []byte(strings.Replace(string(r.Value), `"n":`, `"n":1`, 1))
+		v := strings.Replace(string(r.Value), `"n":`, `"n":1`, 1)
+		if table != nil {
+			version, ok := table.AsOf(string(r.Key), r.EventTime)
+			if !ok {
+				version = []byte("null")
+			}
+			v = v[:len(v)-1] + `,"version":` + string(version) + "}"
+		}
+		r.Value = []byte(v)
 		return true, nil
 	}
+}
+
+// aheadTable is a table topic of n versions of keys k0..k5 at random
+// event times over aheadParts' span.
+func aheadTable(rng *rand.Rand, n int) script.Partition {
+	sp := script.Partition{TopicPartition: tp("prod", 0)}
+	ts := int64(1_000_000)
+	for i := range n {
+		ts += rng.Int64N(200)
+		key := fmt.Sprintf("k%d", rng.IntN(6))
+		sp.Records = append(sp.Records, record.Record{Topic: "prod", Partition: 0, Offset: int64(i), Key: []byte(key),
+			Value: fmt.Appendf(nil, `{"v":%d,"ts":%d}`, i, ts)})
+	}
+	return sp
 }
 
 // TestWindowAheadSameResults (design K10): a window with a Fork, whose
@@ -113,13 +138,14 @@ func aheadProcess(calls *atomic.Int64) signalbox.Process {
 // without one, whatever the fetches' interleaving and the release chunk
 // size (one chunk and several a release; the block the engine and the
 // helper meet in anywhere); the same with a Process before the window,
-// with and without a fork (WithProcessFork). The helper must have
-// evaluated some records: otherwise the test proves nothing.
+// with and without a fork (WithProcessFork), and with a Process that looks
+// a table up, whose versions arrive between the releases. The helper must
+// have evaluated some records: otherwise the test proves nothing.
 func TestWindowAheadSameResults(t *testing.T) {
 	var helped, processed int64
 	for seed := uint64(1); seed <= 12; seed++ {
 		batch := []int{150, 1000, 4096}[seed%3]
-		withProcess := seed > 6
+		withProcess, withTable := seed > 4, seed > 8
 		run := func(ahead bool) (string, int64) {
 			var main, forks, procs, procForks atomic.Int64
 			var fk *atomic.Int64
@@ -127,7 +153,18 @@ func TestWindowAheadSameResults(t *testing.T) {
 				fk = &forks
 			}
 			raw, win, dead := &collect{}, &collect{}, &collect{}
-			opts := []signalbox.Option{tsInputs("a"),
+			parts := aheadParts(rand.New(rand.NewPCG(seed, 1)), 700)
+			var table *tables.Table
+			inputs := tsInputs("a")
+			if withTable {
+				var err error
+				if table, err = tables.New("prod", 24*time.Hour); err != nil {
+					t.Fatal(err)
+				}
+				parts = append(parts, aheadTable(rand.New(rand.NewPCG(seed, 2)), 300))
+				inputs = tsInputs("a", "prod")
+			}
+			opts := []signalbox.Option{inputs,
 				signalbox.WithSink(raw),
 				signalbox.WithWindow(aheadWindow(&main, fk), win),
 				signalbox.WithDeadLetter(dead),
@@ -137,12 +174,15 @@ func TestWindowAheadSameResults(t *testing.T) {
 			}
 			switch {
 			case withProcess && ahead:
-				opts = append(opts, signalbox.WithProcessFork(aheadProcess(&procs), func() signalbox.Process { return aheadProcess(&procForks) }))
+				opts = append(opts, signalbox.WithProcessFork(aheadProcess(&procs, table), func() signalbox.Process { return aheadProcess(&procForks, table) }))
 			case withProcess:
-				opts = append(opts, signalbox.WithProcess(aheadProcess(&procs)))
+				opts = append(opts, signalbox.WithProcess(aheadProcess(&procs, table)))
+			}
+			if table != nil {
+				opts = append(opts, signalbox.WithTables(signalbox.Table{Topic: "prod", Into: table}))
 			}
 			defer func() { processed += procForks.Load() }()
-			p, err := signalbox.New(script.New(seed, 1+int(seed%5)*40, aheadParts(rand.New(rand.NewPCG(seed, 1)), 700)...), opts...)
+			p, err := signalbox.New(script.New(seed, 1+int(seed%5)*40, parts...), opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +194,7 @@ func TestWindowAheadSameResults(t *testing.T) {
 				fmt.Fprintf(&b, "result %s %s\n", r.Key, r.Value)
 			}
 			for _, r := range raw.records {
-				fmt.Fprintf(&b, "raw %d@%d\n", r.Partition, r.Offset)
+				fmt.Fprintf(&b, "raw %s %d@%d %s\n", r.Topic, r.Partition, r.Offset, r.Value)
 			}
 			for _, r := range dead.records {
 				i := slices.IndexFunc(r.Headers, func(h record.Header) bool { return h.Key == record.ReasonHeader })

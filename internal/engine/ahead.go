@@ -101,9 +101,6 @@ func (c *Engine) aheadStart(recs []*record.Record, n int) {
 		c.windowsStart()
 	}
 	cur, next := recs[:n], recs[n:min(len(recs), 2*n)]
-	if len(c.cfg.Tables) > 0 {
-		next = nil // a fork may look a table up: not beside the ingest that puts versions
-	}
 	if ch := c.aheadNext; ch != nil && len(ch.recs) == len(cur) && ch.recs[0] == cur[0] {
 		c.ahead = ch
 	} else {
@@ -343,6 +340,16 @@ func (c *Engine) aheadEnd() {
 		c.aheadSpares = append(c.aheadSpares, c.ahead)
 	}
 	c.ahead, c.aheadBlk, c.aheadFilled = nil, -1, false
+}
+
+// aheadJoin ends the next chunk's evaluation before the tables change (a
+// version put, a trim): a fork may look them up. The driver finishes a
+// release before it takes a fetch or starts a pass (doc.go), so there is
+// none then; this holds whatever the driver does.
+func (c *Engine) aheadJoin() {
+	if c.aheadNext != nil {
+		c.aheadDone()
+	}
 }
 
 // aheadDone ends the chunks at the end of a release: the next one too,
