@@ -18,6 +18,11 @@ type MemStore = engine.MemStore
 // NewMemStore returns an empty in-memory store.
 func NewMemStore() *MemStore { return engine.NewMemStore() }
 
+// WithSpawn sets how the helper that evaluates ahead is started (design
+// K10): window_ahead_test.go runs it at once, before the engine goes on,
+// or never.
+func WithSpawn(spawn func(f func())) Option { return func(c *config) { c.spawn = spawn } }
+
 // Stepper drives a Pipeline's engine core on the caller's goroutine, one
 // Fetch at a time, as Run's loop does but with no poller, no sink
 // goroutine and no timer: each Step handles a Fetch, runs the pass after

@@ -148,7 +148,10 @@ func (r *run) engineConfig(ctx context.Context, parkRefs bool) engine.Config {
 	if fork := cfg.processFork; fork != nil {
 		ec.ProcessFork = func() func(*record.Record) (bool, error) { return fork() }
 	}
-	if runtime.GOMAXPROCS(0) > 1 {
+	switch {
+	case cfg.spawn != nil:
+		ec.Spawn = cfg.spawn
+	case runtime.GOMAXPROCS(0) > 1:
 		ec.Spawn = func(f func()) { go f() }
 	}
 	for _, t := range cfg.tables {

@@ -137,14 +137,19 @@ func aheadTable(rng *rand.Rand, n int) script.Partition {
 // the results, released records and dead letters of the same window
 // without one, whatever the fetches' interleaving and the release chunk
 // size (one chunk and several a release; the block the engine and the
-// helper meet in anywhere); the same with a Process before the window,
+// helper meet in anywhere; the helper run at once, or never); the same
+// with a Process before the window,
 // with and without a fork (WithProcessFork), and with a Process that looks
 // a table up, whose versions arrive between the releases. The helper must
 // have evaluated some records: otherwise the test proves nothing.
 func TestWindowAheadSameResults(t *testing.T) {
 	var helped, processed int64
-	for seed := uint64(1); seed <= 12; seed++ {
+	for seed := uint64(1); seed <= 15; seed++ {
 		batch := []int{150, 1000, 4096}[seed%3]
+		// the helper on a goroutine of its own; or run at once, filling
+		// every block before the engine goes on; or never run, the engine
+		// claiming every block
+		spawn := []func(func()){nil, func(f func()) { f() }, func(func()) {}}[seed%5%3]
 		withProcess, withTable := seed > 4, seed > 8
 		run := func(ahead bool) (string, int64) {
 			var main, forks, procs, procForks atomic.Int64
@@ -180,6 +185,9 @@ func TestWindowAheadSameResults(t *testing.T) {
 			}
 			if table != nil {
 				opts = append(opts, signalbox.WithTables(signalbox.Table{Topic: "prod", Into: table}))
+			}
+			if ahead && spawn != nil {
+				opts = append(opts, signalbox.WithSpawn(spawn))
 			}
 			defer func() { processed += procForks.Load() }()
 			p, err := signalbox.New(script.New(seed, 1+int(seed%5)*40, parts...), opts...)
