@@ -93,9 +93,9 @@ type processing struct {
 	// spawn starts the helper that evaluates ahead (engine.Config.Spawn);
 	// nil: a goroutine of its own when GOMAXPROCS is above 1 (tests set
 	// it, export_test.go).
-	spawn func(func())
-	wheres      []Where // by sink index, up to the last routed sink
-	windows     []windowDef
+	spawn   func(func())
+	wheres  []Where // by sink index, up to the last routed sink
+	windows []windowDef
 	// rawRoute, with windows, has the bit of every sink that receives
 	// every released record (no where, not a window's): validateWindows.
 	rawRoute uint64
