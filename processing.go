@@ -150,8 +150,16 @@ type Window struct {
 	// scratch, rebuilt from the re-read records after a restart like the
 	// in-memory one (a durable store of parked records is refused with
 	// windows, WithWindow). With a group it is not used: each task's
-	// windows are in memory. Nil: in memory.
+	// windows have their own (TaskStore). Nil: in memory.
 	Store keyed.Store[keyed.State]
+	// TaskStore, when set, makes the store of one task's windows in a
+	// consumer group (its partition number, and how many tasks the member
+	// holds as it is made, to size it by), and what lets go of it when the
+	// member lets go of the task (a revoke); an error fails the run. The
+	// state is scratch, rebuilt from the re-read records as in memory.
+	// Package config opens a keyed/durable store per task under
+	// state.dir. Nil: each task's windows are in memory.
+	TaskStore func(task int32, tasks int) (st keyed.Store[keyed.State], release func(), err error)
 	// Args returns a record's argument of each aggregate, by
 	// Spec.Aggregates, as JSON (keyed.Spec.Item); an entry for a Count is
 	// not called and may be nil.
@@ -229,7 +237,7 @@ func (d *windowDef) bits() uint64 {
 // engine is the window as the engine takes it.
 func (d *windowDef) engine() engine.Window {
 	w := engineWindow(d.Window)
-	w.Bits, w.Store = d.bits(), d.Store
+	w.Bits, w.Store, w.TaskStore = d.bits(), d.Store, d.TaskStore
 	if fork := d.Fork; fork != nil {
 		w.Fork = func() engine.Window { return engineWindow(fork()) }
 	}

@@ -43,6 +43,9 @@ type Plan struct {
 	// windowStores keep the windows' state in pebble under
 	// WindowsDir(StateDir) (state.dir without a group); Close closes them.
 	windowStores []*kdurable.Store[keyed.State]
+	// taskStores are the open stores of the tasks' windows (state.dir with
+	// a group), which a revoke closes; Close closes the rest.
+	taskStores *taskStores
 	// Sinks are the sinks, unopened, in the job's order. At most one says
 	// it is exactly once (signalbox.SinkInfo); the engine flushes it after
 	// the others at each checkpoint. The dead-letter sink is not among
@@ -189,8 +192,12 @@ func (j *Job) plan(p *Plan, log *zap.Logger) error {
 	if err := v.errs.err(); err != nil {
 		return err
 	}
-	if j.State.Dir != "" && j.Group == "" && len(wins) > 0 {
-		if err := p.openWindowStores(WindowsDir(j.State.Dir), wins); err != nil {
+	if j.State.Dir != "" && len(wins) > 0 {
+		open := p.openWindowStores
+		if j.Group != "" {
+			open = p.taskWindowStores
+		}
+		if err := open(WindowsDir(j.State.Dir), wins); err != nil {
 			return err
 		}
 	}
@@ -270,6 +277,9 @@ func (p *Plan) Close() error {
 		errs = append(errs, s.Close())
 	}
 	p.windowStores = nil
+	if p.taskStores != nil {
+		errs = append(errs, p.taskStores.closeAll())
+	}
 	if p.Tables == nil {
 		return errors.Join(errs...)
 	}

@@ -5,12 +5,14 @@ package config
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -308,6 +310,82 @@ func (p *Plan) openWindowStores(dir string, wins []windowPlan) error {
 		wins[i].w.Store = st
 	}
 	return nil
+}
+
+// taskWindowStores is openWindowStores in a group: each task's windows
+// keep their state in a keyed/durable store of their own, under
+// dir/<window>/task-<partition>, made when the member takes the task and
+// closed (its files removed) when it lets go of it. A store gets the
+// window's share of state.memory divided by the tasks the member holds as
+// it is made, and at least minTaskWindowBudget: a member that takes more
+// tasks later may hold up to that many more budgets' worth.
+func (p *Plan) taskWindowStores(dir string, wins []windowPlan) error {
+	mem := cmp.Or(p.StateMemory, durable.DefaultMemoryBudget)
+	share := mem / windowsShare
+	p.StateMemory = mem - share
+	if err := os.RemoveAll(dir); err != nil {
+		return Errors{{Path: "state.dir", Msg: fmt.Sprintf("emptying the windows' state in %s: %v", dir, err)}}
+	}
+	p.taskStores = &taskStores{open: map[*kdurable.Store[keyed.State]]bool{}}
+	for i := range wins {
+		wdir := filepath.Join(dir, wins[i].w.Spec.Name)
+		budget := share / int64(len(wins))
+		wins[i].w.TaskStore = func(task int32, tasks int) (keyed.Store[keyed.State], func(), error) {
+			tdir := filepath.Join(wdir, fmt.Sprint("task-", task))
+			if err := os.RemoveAll(tdir); err != nil {
+				return nil, nil, err
+			}
+			st, err := kdurable.Open[keyed.State](tdir, keyed.StateCodec{},
+				kdurable.Options{MemoryBudget: max(budget/int64(tasks), minTaskWindowBudget)})
+			if err != nil {
+				return nil, nil, err
+			}
+			p.taskStores.add(st)
+			return st, func() { p.taskStores.close(st) }, nil
+		}
+	}
+	return nil
+}
+
+// minTaskWindowBudget is the least memory a task's window store gets
+// (pebble's memtables need some), as tables.MinMemoryBudget for a table.
+const minTaskWindowBudget = 4 << 20
+
+// taskStores are the tasks' open window stores: made and closed on the
+// run's goroutine, the rest closed by Plan.Close after the run.
+type taskStores struct {
+	mu   sync.Mutex
+	open map[*kdurable.Store[keyed.State]]bool
+	errs []error // of closes at a revoke
+}
+
+func (t *taskStores) add(st *kdurable.Store[keyed.State]) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.open[st] = true
+}
+
+// close closes st, keeping its error for closeAll.
+func (t *taskStores) close(st *kdurable.Store[keyed.State]) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.open[st] {
+		delete(t.open, st)
+		if err := st.Close(); err != nil {
+			t.errs = append(t.errs, err)
+		}
+	}
+}
+
+// closeAll closes every store still open, and returns every close's error.
+func (t *taskStores) closeAll() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for st := range t.open {
+		t.errs = append(t.errs, st.Close())
+	}
+	clear(t.open)
+	return errors.Join(t.errs...)
 }
 
 // kafkaKeyed reports whether jw's key is the records' Kafka key: `key` or

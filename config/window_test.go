@@ -1,10 +1,18 @@
 package config
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/embedded"
 )
 
 // TestWindowValidation: every window mistake is refused at its field, with
@@ -124,8 +132,12 @@ func TestWindowStoresUnderStateDir(t *testing.T) {
 			t.Fatal(err)
 		}
 		if group != "" {
-			if len(p.windowStores) != 0 || p.StateMemory != 256<<20 {
-				t.Fatalf("with a group: %d window stores, state memory %d", len(p.windowStores), p.StateMemory)
+			// one store per task, made as a task is taken (taskWindowStores)
+			if len(p.windowStores) != 0 || p.taskStores == nil || p.StateMemory != 192<<20 {
+				t.Fatalf("with a group: %d window stores, task stores %v, parked store's memory %d", len(p.windowStores), p.taskStores, p.StateMemory)
+			}
+			if err := p.Close(); err != nil {
+				t.Fatal(err)
 			}
 			continue
 		}
@@ -144,5 +156,85 @@ func TestWindowStoresUnderStateDir(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(WindowsDir(state), "w")); !os.IsNotExist(err) {
 			t.Fatalf("Close left the window's store: %v", err)
 		}
+	}
+}
+
+// TestTaskWindowStores: with a group and state.dir, each task's windows
+// keep their state in a pebble store of their own under
+// WindowsDir(state)/<window>/task-<partition>, open while the member holds
+// the task, gone once the plan is closed; the results are those of the
+// same job with the state in memory.
+func TestTaskWindowStores(t *testing.T) {
+	c, err := embedded.Start(embedded.WithTopic("sales", 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var recs []*kgo.Record
+	for i := range 3000 {
+		k := fmt.Sprint("k", i%7)
+		p := int32(i % 7 % 3) // each key in one partition
+		recs = append(recs, embedded.Record("sales", p, k, fmt.Sprintf(`{"ts":%d,"qty":%d}`, future+int64(i)*37, i%5)))
+	}
+	if err := c.Produce(context.Background(), recs...); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	state := filepath.Join(dir, "st")
+	run := func(name, stateSection string) (string, *Plan, *signalbox.Pipeline) {
+		out := filepath.Join(dir, name+".jsonl")
+		doc := fmt.Sprintf(`brokers: [%s]
+group: %s
+inputs: [{topic: sales, time: field, time_field: ts}]
+until: end-offsets
+sinks: [{type: jsonl, path: %s}]
+%swindows:
+  - name: w
+    key: key
+    tumbling: 10s
+    aggregate: {n: count(), qty: sum(value.qty)}
+    sinks: [{type: jsonl, path: %s}]
+`, c.Addrs()[0], name, filepath.Join(dir, name+".raw"), stateSection, out)
+		p, err := build(t, doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := p.Pipeline()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := pl.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b), p, pl
+	}
+	want, mp, _ := run("memory", "")
+	if err := mp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, p, pl := run("pebble", "state: {dir: "+state+", memory: 64MiB}\n")
+	for task := range 3 {
+		tdir := filepath.Join(WindowsDir(state), "w", fmt.Sprint("task-", task))
+		if ents, err := os.ReadDir(tdir); err != nil || len(ents) == 0 {
+			t.Fatalf("task %d's windows have no store under %s: %v", task, tdir, err)
+		}
+	}
+	if ws := pl.Stats().Windows; len(ws) != 1 || ws[0].Results == 0 || ws[0].StateBytes < 0 {
+		t.Fatalf("window stats: %+v", ws)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(WindowsDir(state), "w", "task-0")); !os.IsNotExist(err) {
+		t.Fatalf("Close left a task's store: %v", err)
+	}
+	if got != want || strings.Count(got, "\n") < 20 {
+		t.Fatalf("results in pebble:\n%.600s\nin memory:\n%.600s", got, want)
 	}
 }

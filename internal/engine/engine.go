@@ -160,6 +160,11 @@ type Engine struct {
 	// the block of ahead the engine is in, aheadFilled whether the helper
 	// filled it; aheadSpares are chunks done with, reused once their
 	// helper has exited.
+	// taskCount is how many tasks the engine holds after the assignment
+	// under way (tasksAfter); winErr is the first task window store that
+	// did not open (newScope).
+	taskCount        int
+	winErr           error
 	ahead, aheadNext *aheadChunk
 	aheadSpares      []*aheadChunk
 	aheadBlk         int

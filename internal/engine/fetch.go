@@ -55,8 +55,12 @@ func (c *Engine) TakeFetch(f *record.Fetch, marks map[*record.Record]error, rest
 	if err := c.windowsResume(f.Assigned); err != nil {
 		return err
 	}
+	c.taskCount = c.tasksAfter(f.Assigned)
 	for _, a := range f.Assigned {
 		c.assign(a, m, now)
+	}
+	if c.winErr != nil {
+		return c.winErr // a task's window store did not open
 	}
 	if len(f.Assigned) > 0 {
 		// A DurableStore's restored records count in the first assignment
@@ -119,4 +123,18 @@ func (c *Engine) take(pf *record.PartitionFetch, marks map[*record.Record]error,
 		ps.task.strat.SetPhase(ps.wid, st.Phase, st.Behind, now)
 	}
 	return nil
+}
+
+// tasksAfter is how many tasks the engine holds once assigned are
+// assigned too: what a task's window store is sized by (Window.TaskStore).
+func (c *Engine) tasksAfter(assigned []record.PartitionInfo) int {
+	n := len(c.tasks)
+	seen := map[int32]bool{}
+	for _, a := range assigned {
+		if c.tasks[a.Partition] == nil && !seen[a.Partition] {
+			seen[a.Partition] = true
+			n++
+		}
+	}
+	return n
 }

@@ -70,6 +70,7 @@ type partState struct {
 // instance's other tasks; order is per task (per key), as docs/design.md
 // invariants W7 and G7 state.
 type task struct {
+	id    int32 // its partition number
 	strat strategy.Strategy
 	rel   int64        // highest G applied while owned: records at or below it are late
 	wm    int64        // the task's own watermark at the last release
@@ -150,7 +151,7 @@ func (c *Engine) assign(a record.PartitionInfo, m restoredMark, now time.Time) {
 	}
 	ps.task = c.tasks[a.Partition]
 	if ps.task == nil {
-		ps.task = &task{strat: c.cfg.Strategy(), rel: watermark.MinTime}
+		ps.task = &task{id: a.Partition, strat: c.cfg.Strategy(), rel: watermark.MinTime}
 		c.tasks[a.Partition] = ps.task
 		if len(c.cfg.Windows) > 0 && c.cfg.InGroup {
 			ps.task.win = c.newScope(ps.task)

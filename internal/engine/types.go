@@ -135,6 +135,10 @@ type Window struct {
 	Bits   uint64
 	// Store keeps the window's state (nil: in memory, keyed.MemStore).
 	Store keyed.Store[keyed.State]
+	// TaskStore, in a group, makes the store of one task's windows (its
+	// partition number, and how many tasks the member holds as it is
+	// made), and what lets go of it when the task does (nil: in memory).
+	TaskStore func(task int32, tasks int) (st keyed.Store[keyed.State], release func(), err error)
 	// Fork, when set, returns the window again with a Where, Key and Args
 	// that share no memory with these or with another Fork's, and that
 	// give the same results: a helper goroutine evaluates a long release's

@@ -12,6 +12,7 @@ import (
 	"cmp"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"slices"
 	"time"
@@ -47,8 +48,9 @@ type winScope struct {
 	// emitted before the checkpoint and are not again (K8).
 	rebuild bool
 	from    int64
-	started bool  // a record went in: a restored partition cannot join
-	task    *task // its task with a group; nil: the run's scope
+	started bool     // a record went in: a restored partition cannot join
+	task    *task    // its task with a group; nil: the run's scope
+	release []func() // lets go of the task's stores (Window.TaskStore)
 	// bound is the highest release watermark applied since the scope was
 	// made: every record of its partitions at or below it was released, so
 	// its windows may advance that far for another scope's record.
@@ -83,8 +85,17 @@ func (c *Engine) newScope(t *task) *winScope {
 	}
 	for i, wr := range c.wins {
 		var opts []keyed.Option
-		if wr.def.Store != nil && !c.cfg.InGroup {
+		switch {
+		case wr.def.Store != nil && !c.cfg.InGroup:
 			opts = append(opts, keyed.WithStore(wr.def.Store))
+		case wr.def.TaskStore != nil && t != nil:
+			st, release, err := wr.def.TaskStore(t.id, max(1, c.taskCount))
+			if err != nil {
+				c.winErr = cmp.Or(c.winErr, fmt.Errorf("windows[%d] (%s): task %d's state: %w", i, wr.def.Spec.Name, t.id, err))
+				break // in memory; the step fails (TakeFetch)
+			}
+			sc.release = append(sc.release, release)
+			opts = append(opts, keyed.WithStore(st))
 		}
 		if wr.def.Spec.Kind == keyed.Session {
 			opts = append(opts, keyed.WithKeyGone(func(key string) { c.keyGone(sc, i, key) }))
@@ -167,6 +178,9 @@ func (c *Engine) dropScope(t *task) {
 		c.wins[i].late += w.Late
 	}
 	c.taskScopes = slices.DeleteFunc(c.taskScopes, func(sc *winScope) bool { return sc == t.win })
+	for _, release := range t.win.release {
+		release()
+	}
 	t.win = nil
 }
 
@@ -179,6 +193,9 @@ func (c *Engine) windowsTake(ps *partState, rec *record.Record) (keep bool, err 
 		return true, nil
 	}
 	sc := c.scopeOf(ps)
+	if c.winErr != nil {
+		return false, c.winErr // a task's window store did not open
+	}
 	items := c.winItems[:0]
 	ahead := c.aheadItems(rec)
 	for i, wr := range c.wins {
