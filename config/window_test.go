@@ -237,4 +237,30 @@ sinks: [{type: jsonl, path: %s}]
 	if got != want || strings.Count(got, "\n") < 20 {
 		t.Fatalf("results in pebble:\n%.600s\nin memory:\n%.600s", got, want)
 	}
+
+	// A task's store that cannot be made fails the run, naming it: here a
+	// file where the window's directory goes.
+	doc := fmt.Sprintf("brokers: [%s]\ngroup: broken\ninputs: [{topic: sales, time: field, time_field: ts}]\nuntil: end-offsets\n"+
+		"sinks: [{type: jsonl, path: %s}]\nstate: {dir: %s}\nwindows:\n  - {name: w, key: key, tumbling: 10s, aggregate: {n: count()}, sinks: [{type: jsonl, path: %s}]}\n",
+		c.Addrs()[0], filepath.Join(dir, "b.raw"), state, filepath.Join(dir, "b.jsonl"))
+	bp, err := build(t, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bp.Close()
+	if err := os.MkdirAll(WindowsDir(state), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(WindowsDir(state), "w"), []byte("in the way"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bpl, err := bp.Pipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := bpl.Run(ctx); err == nil || !strings.Contains(err.Error(), "windows[0] (w): task ") {
+		t.Fatalf("a task's store that cannot be made: %v, want the run's error naming it", err)
+	}
 }
