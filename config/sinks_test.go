@@ -97,6 +97,13 @@ func TestBuildPostgresReadsDSNFromEnvironment(t *testing.T) {
 // runJob builds and runs doc to its end offsets, and returns its pipeline.
 func runJob(t *testing.T, doc string) *signalbox.Pipeline {
 	t.Helper()
+	_, pl := runPlan(t, doc)
+	return pl
+}
+
+// runPlan is runJob that also returns the plan, for the caller to close.
+func runPlan(t *testing.T, doc string) (*Plan, *signalbox.Pipeline) {
+	t.Helper()
 	p, err := build(t, doc)
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +117,7 @@ func runJob(t *testing.T, doc string) *signalbox.Pipeline {
 	if err := pl.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return pl
+	return p, pl
 }
 
 // future is an event time ahead of the processing-time watermark that ends

@@ -294,11 +294,9 @@ const windowsShare = 4
 // under dir, emptied first, and sets it as the window's Store: the state
 // spills beyond its share of state.memory as parked records do.
 func (p *Plan) openWindowStores(dir string, wins []windowPlan) error {
-	mem := cmp.Or(p.StateMemory, durable.DefaultMemoryBudget)
-	share := mem / windowsShare
-	p.StateMemory = mem - share
-	if err := os.RemoveAll(dir); err != nil {
-		return Errors{{Path: "state.dir", Msg: fmt.Sprintf("emptying the windows' state in %s: %v", dir, err)}}
+	share, err := p.windowsState(dir)
+	if err != nil {
+		return err
 	}
 	for i := range wins {
 		st, err := kdurable.Open[keyed.State](filepath.Join(dir, wins[i].w.Spec.Name), keyed.StateCodec{},
@@ -312,6 +310,18 @@ func (p *Plan) openWindowStores(dir string, wins []windowPlan) error {
 	return nil
 }
 
+// windowsState empties dir, the windows' state directory, and takes the
+// windows' share of state.memory from the parked store's.
+func (p *Plan) windowsState(dir string) (share int64, err error) {
+	mem := cmp.Or(p.StateMemory, durable.DefaultMemoryBudget)
+	share = mem / windowsShare
+	p.StateMemory = mem - share
+	if err := os.RemoveAll(dir); err != nil {
+		return 0, Errors{{Path: "state.dir", Msg: fmt.Sprintf("emptying the windows' state in %s: %v", dir, err)}}
+	}
+	return share, nil
+}
+
 // taskWindowStores is openWindowStores in a group: each task's windows
 // keep their state in a keyed/durable store of their own, under
 // dir/<window>/task-<partition>, made when the member takes the task and
@@ -320,11 +330,9 @@ func (p *Plan) openWindowStores(dir string, wins []windowPlan) error {
 // it is made, and at least minTaskWindowBudget: a member that takes more
 // tasks later may hold up to that many more budgets' worth.
 func (p *Plan) taskWindowStores(dir string, wins []windowPlan) error {
-	mem := cmp.Or(p.StateMemory, durable.DefaultMemoryBudget)
-	share := mem / windowsShare
-	p.StateMemory = mem - share
-	if err := os.RemoveAll(dir); err != nil {
-		return Errors{{Path: "state.dir", Msg: fmt.Sprintf("emptying the windows' state in %s: %v", dir, err)}}
+	share, err := p.windowsState(dir)
+	if err != nil {
+		return err
 	}
 	p.taskStores = &taskStores{open: map[*kdurable.Store[keyed.State]]bool{}}
 	for i := range wins {

@@ -195,19 +195,7 @@ sinks: [{type: jsonl, path: %s}]
     aggregate: {n: count(), qty: sum(value.qty)}
     sinks: [{type: jsonl, path: %s}]
 `, c.Addrs()[0], name, filepath.Join(dir, name+".raw"), stateSection, out)
-		p, err := build(t, doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl, err := p.Pipeline()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := pl.Run(ctx); err != nil {
-			t.Fatal(err)
-		}
+		p, pl := runPlan(t, doc)
 		b, err := os.ReadFile(out)
 		if err != nil {
 			t.Fatal(err)
