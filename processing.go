@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/signalbox/signalbox/internal/engine"
 	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/keyed"
 	"github.com/signalbox/signalbox/record"
@@ -232,23 +231,6 @@ func (d *windowDef) bits() uint64 {
 		b |= 1 << i
 	}
 	return b
-}
-
-// engine is the window as the engine takes it.
-func (d *windowDef) engine() engine.Window {
-	w := engineWindow(d.Window)
-	w.Bits, w.Store, w.TaskStore = d.bits(), d.Store, d.TaskStore
-	if fork := d.Fork; fork != nil {
-		w.Fork = func() engine.Window { return engineWindow(fork()) }
-	}
-	return w
-}
-
-// engineWindow is w's spec, inputs and functions as the engine takes them.
-func engineWindow(w Window) engine.Window {
-	args := make([]func(*record.Record) ([]byte, error), len(w.Args))
-	copy(args, w.Args)
-	return engine.Window{Spec: w.Spec, Inputs: w.Inputs, Where: w.Where, Key: w.Key, Args: args}
 }
 
 // validateWindows is validate's part for WithWindow; it also sets
