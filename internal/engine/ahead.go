@@ -1,19 +1,21 @@
 package engine
 
-// Evaluating a release chunk's window items ahead of the engine (design
-// K10): while the engine takes a chunk's records into the windows in
-// order, a helper (started through Config.Spawn) evaluates the windows'
-// where, key and arguments of the same records, and of the next chunk's,
-// with the windows' forks (Window.Fork). A chunk is cut into blocks of
-// aheadBlock records; each block is either the helper's or the engine's,
-// whichever claims it first (a compare-and-swap), so no record is evaluated
-// twice, and the helper skips a block the engine took, to stay ahead of it.
-// The engine takes a block's items when the helper has filled it (waiting
-// if it is being filled) and evaluates the records of a block it claimed
-// itself as it always does. The items are the same
-// either way (the forks give the same results, and keyed.Spec.ItemIn is
-// Windows.Item's), so what comes out does not depend on who evaluated: only
-// how soon.
+// Evaluating a release chunk's Process and window items ahead of the
+// engine (design K10): while the engine takes a chunk's records in order, a
+// helper (started through Config.Spawn) runs the Process fork on copies of
+// the same records and evaluates the windows' where, key and arguments of
+// them with the windows' forks (Window.Fork); another helper does the same
+// for the next chunk. A chunk is cut into blocks of aheadBlock records; each
+// block is either a helper's or the engine's, whichever claims it first (a
+// compare-and-swap), so no record is evaluated twice. The engine takes a
+// block's results when the helper has filled it (waiting if it is being
+// filled), and evaluates the records of a block it claimed itself as it
+// always does. The current chunk's helper goes from its end back, the next
+// chunk's forward, skipping the blocks the engine took. The results are the
+// same either way (the forks give the same results, keyed.Spec.ItemIn is
+// Windows.Item's, and the engine takes the Process's copy as the Process
+// would have left the record), so what comes out does not depend on who
+// evaluated: only how soon.
 
 import (
 	"runtime"
@@ -38,7 +40,8 @@ const (
 )
 
 // aheadChunk is one release chunk evaluated ahead, with the helper's own
-// forks of the windows. A chunk is reused only once its helper has exited.
+// forks of the Process and the windows. A chunk is reused only once its
+// helper has exited.
 type aheadChunk struct {
 	recs   []*record.Record                   // the chunk's records, a copy (the store clears its own)
 	runs   []*windowRun                       // the engine's windows (inputs, spec: read only)
@@ -196,7 +199,8 @@ func (ch *aheadChunk) take(b int) bool {
 	return true
 }
 
-// fill evaluates block b's records for every window.
+// fill runs the Process on block b's records, and evaluates them for
+// every window.
 func (ch *aheadChunk) fill(b int) {
 	blk := &ch.blocks[b]
 	recs := ch.recs[b*aheadBlock : min(len(ch.recs), (b+1)*aheadBlock)]
