@@ -1,10 +1,11 @@
-// Command salesgen writes the data and the two job files of the window
-// measurement from a broker (docs/bench.md, "From a broker, as users run
-// it"): n generated sales, about 120 bytes of JSON each, 1,000 skus, event
-// times over 200 minutes, one file per partition of lines `sku|value` for
-// `kcat -P -K'|'`, and plain.yaml (the ordered replay into a JSONL file
-// until the end offsets) and window.yaml (the same with issue 37's
-// per-minute window per sku).
+// Command salesgen writes the data and the job files of the window and
+// processing measurements from a broker (docs/bench.md, "From a broker, as
+// users run it"): n generated sales, about 120 bytes of JSON each, 1,000
+// skus, event times over 200 minutes, one file per partition of lines
+// `sku|value` for `kcat -P -K'|'`, and plain.yaml (the ordered replay into
+// a JSONL file until the end offsets), window.yaml (the same with issue
+// 37's per-minute window per sku) and process.yaml (the same with issue
+// 36's filter and three-field map).
 //
 // Invariants:
 //

@@ -37,12 +37,12 @@ func run(args []string, stdout io.Writer) error {
 	if err := writeSales(*out, *n, *parts); err != nil {
 		return err
 	}
-	for _, j := range []struct{ name, extra string }{{"plain.yaml", ""}, {"window.yaml", windowSection(*out)}} {
+	for _, j := range []struct{ name, extra string }{{"plain.yaml", ""}, {"window.yaml", windowSection(*out)}, {"process.yaml", processSection}} {
 		if err := os.WriteFile(filepath.Join(*out, j.name), []byte(job(*brokers, *topic, *out)+j.extra), 0o644); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(stdout, "%d sales in %s/sales0.txt .. sales%d.txt; jobs %s/plain.yaml and window.yaml\n", *n, *out, *parts-1, *out)
+	fmt.Fprintf(stdout, "%d sales in %s/sales0.txt .. sales%d.txt; jobs %s/plain.yaml, window.yaml and process.yaml\n", *n, *out, *parts-1, *out)
 	return nil
 }
 
@@ -92,6 +92,12 @@ sinks:
   - {type: jsonl, path: %s}
 `, brokers, topic, filepath.Join(dir, "raw.jsonl"))
 }
+
+// processSection is issue 36's filter and three-field map.
+const processSection = `process:
+  filter: 'value.status != "test"'
+  map: '{"id": value.id, "sku": value.sku, "total": value.qty * value.price}'
+`
 
 // windowSection is issue 37's per-minute window per sku, into minute.jsonl.
 func windowSection(dir string) string {

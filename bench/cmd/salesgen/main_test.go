@@ -13,8 +13,8 @@ import (
 )
 
 // TestSalesgen: two runs write the same bytes (invariant 1); each line's
-// key is its value's sku and each file is in event-time order (2); both
-// job files pass validate.
+// key is its value's sku and each file is in event-time order (2); the
+// job files (plain, window, process) pass validate.
 func TestSalesgen(t *testing.T) {
 	var first [][]byte
 	for range 2 {
@@ -47,7 +47,7 @@ func TestSalesgen(t *testing.T) {
 		if lines != 3000 {
 			t.Fatalf("%d lines, want 3000", lines)
 		}
-		for _, name := range []string{"plain.yaml", "window.yaml"} {
+		for _, name := range []string{"plain.yaml", "window.yaml", "process.yaml"} {
 			doc, err := os.ReadFile(filepath.Join(dir, name))
 			if err != nil {
 				t.Fatal(err)
@@ -61,6 +61,9 @@ func TestSalesgen(t *testing.T) {
 			}
 			if name == "window.yaml" && len(j.Windows) != 1 {
 				t.Fatalf("window.yaml has %d windows", len(j.Windows))
+			}
+			if name == "process.yaml" && (j.Process == nil || j.Process.Filter == "" || j.Process.Map == "") {
+				t.Fatalf("process.yaml has no filter and map: %+v", j.Process)
 			}
 		}
 		if first == nil {
