@@ -140,10 +140,12 @@ func aheadTable(rng *rand.Rand, n int) script.Partition {
 // helper meet in anywhere; the helper run at once, or never); the same
 // with a Process before the window,
 // with and without a fork (WithProcessFork), and with a Process that looks
-// a table up, whose versions arrive between the releases. The helper must
+// a table up, whose versions arrive between the releases; and without a
+// dead-letter sink, where the first bad record ends the run with the same
+// error whoever evaluated it (a fatal error mid-release). The helper must
 // have evaluated some records: otherwise the test proves nothing.
 func TestWindowAheadSameResults(t *testing.T) {
-	var helped, processed int64
+	var helped, processed, failed int64
 	for seed := uint64(1); seed <= 15; seed++ {
 		batch := []int{150, 1000, 4096}[seed%3]
 		// the helper on a goroutine of its own; or run at once, filling
@@ -151,6 +153,7 @@ func TestWindowAheadSameResults(t *testing.T) {
 		// claiming every block
 		spawn := []func(func()){nil, func(f func()) { f() }, func(func()) {}}[seed%5%3]
 		withProcess, withTable := seed > 4, seed > 8
+		noDead := seed%4 == 0 // no dead-letter sink: the first bad record ends the run
 		run := func(ahead bool) (string, int64) {
 			var main, forks, procs, procForks atomic.Int64
 			var fk *atomic.Int64
@@ -172,7 +175,6 @@ func TestWindowAheadSameResults(t *testing.T) {
 			opts := []signalbox.Option{inputs,
 				signalbox.WithSink(raw),
 				signalbox.WithWindow(aheadWindow(&main, fk), win),
-				signalbox.WithDeadLetter(dead),
 				signalbox.WithBatchSize(batch),
 				signalbox.WithClock(ticking()),
 				signalbox.WithUntil(signalbox.UntilEndOffsets),
@@ -189,12 +191,21 @@ func TestWindowAheadSameResults(t *testing.T) {
 			if ahead && spawn != nil {
 				opts = append(opts, signalbox.WithSpawn(spawn))
 			}
+			if !noDead {
+				opts = append(opts, signalbox.WithDeadLetter(dead))
+			}
 			defer func() { processed += procForks.Load() }()
 			p, err := signalbox.New(script.New(seed, 1+int(seed%5)*40, parts...), opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := p.Run(context.Background()); err != nil {
+			if err := p.Run(context.Background()); noDead {
+				if !errors.Is(err, signalbox.ErrNoDeadLetter) {
+					t.Fatalf("seed %d, no dead-letter sink: %v, want the first bad record's error", seed, err)
+				}
+				failed++
+				return "error: " + err.Error(), forks.Load() // which record, and why: the same whoever evaluated
+			} else if err != nil {
 				t.Fatal(err)
 			}
 			var b strings.Builder
@@ -219,6 +230,9 @@ func TestWindowAheadSameResults(t *testing.T) {
 		if got != want {
 			t.Fatalf("seed %d, batch %d: evaluated ahead, the run differs:\n%s", seed, batch, firstDiff([]byte(got), []byte(want)))
 		}
+	}
+	if failed != 2*3 { // seeds 4, 8 and 12, with and without forks
+		t.Fatalf("%d runs ended on a bad record without a dead-letter sink, want 6", failed)
 	}
 	if helped == 0 || processed == 0 {
 		t.Fatalf("records evaluated by a window's forks: %d, by a Process's: %d; want some of each", helped, processed)

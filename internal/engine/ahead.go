@@ -346,9 +346,11 @@ func (c *Engine) aheadEnd() {
 	c.ahead, c.aheadBlk, c.aheadFilled = nil, -1, false
 }
 
-// aheadJoin ends the next chunk's evaluation before the tables change (a
-// version put, a trim): a fork may look them up. The driver finishes a
-// release before it takes a fetch or starts a pass (doc.go), so there is
+// aheadJoin ends the next chunk's evaluation before any step but
+// ReleaseMore (TakeFetch, a pass's release): a helper then runs only
+// beside the release it belongs to, never beside a revoke, a record
+// parked, a table version put or a table trimmed, which a fork may look
+// up. The driver finishes a release before either (doc.go), so there is
 // none then; this holds whatever the driver does.
 func (c *Engine) aheadJoin() {
 	if c.aheadNext != nil {

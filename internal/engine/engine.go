@@ -96,8 +96,8 @@ type Config struct {
 	// it or another fork's: a helper runs one on a release chunk's records
 	// ahead of the step (ahead.go), on a copy of each record, which the
 	// step then takes as Process would have left it. A fork may read the
-	// tables: no helper runs while a version is put or a table trimmed
-	// (aheadJoin).
+	// tables: no helper runs beside any step but ReleaseMore (aheadJoin),
+	// and versions are put and tables trimmed only in those.
 	ProcessFork func() func(*record.Record) (bool, error)
 	// Log receives the engine's log lines (nil: none).
 	Log Logger

@@ -42,6 +42,7 @@ func (c *Engine) BeginFetch(f *record.Fetch, now time.Time) {
 // ones (restored is the checkpoint sink's checkpoint read for them,
 // readRestored), and ingests each partition's records and evidence.
 func (c *Engine) TakeFetch(f *record.Fetch, marks map[*record.Record]error, restored *record.Checkpoint, now time.Time) error {
+	c.aheadJoin() // revokes, versions put, records parked: no helper beside them (ahead.go)
 	for _, tp := range f.Revoked {
 		c.revoke(tp)
 	}
@@ -55,7 +56,9 @@ func (c *Engine) TakeFetch(f *record.Fetch, marks map[*record.Record]error, rest
 	if err := c.windowsResume(f.Assigned); err != nil {
 		return err
 	}
-	c.taskCount = c.tasksAfter(f.Assigned)
+	if len(f.Assigned) > 0 && c.cfg.InGroup && len(c.cfg.Windows) > 0 {
+		c.taskCount = c.tasksAfter(f.Assigned)
+	}
 	for _, a := range f.Assigned {
 		c.assign(a, m, now)
 	}

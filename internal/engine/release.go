@@ -18,6 +18,7 @@ import (
 // processing-time fallback must not run ahead of what the broker has been
 // asked (record invariant 4).
 func (c *Engine) release(now time.Time) {
+	c.aheadJoin() // a new pass: nothing is evaluated ahead beside it (ahead.go)
 	if c.stamped && c.evidence.Before(now) {
 		now = c.evidence
 	}

@@ -29,7 +29,6 @@ func (c *Engine) version(ps *partState, rec *record.Record, byData int64) error 
 	if value != nil && rec.DecodedValue == nil && !rec.ValueJSON && !jsonfield.Scan(value, nil).Valid {
 		return c.dead(rec, "table "+ps.table.Name()+": the value is not JSON") // lookup reads JSON (B1)
 	}
-	c.aheadJoin()
 	ps.table.Put(rec.OrderKey, at, value, rec.Value == nil)
 	if err := ps.table.Err(); err != nil {
 		return fmt.Errorf("table %s: %w", ps.table.Name(), err) // its storage failed: lookups would be wrong
@@ -55,7 +54,6 @@ func (c *Engine) trimTables(g int64) {
 	if g == watermark.MinTime {
 		return
 	}
-	c.aheadJoin()
 	if c.trimmedAt == nil {
 		c.trimmedAt = make([]int64, len(c.cfg.Tables))
 		for i := range c.trimmedAt {
