@@ -344,7 +344,7 @@ func (p *Plan) taskWindowStores(dir string, wins []windowPlan) error {
 				return nil, nil, err
 			}
 			st, err := kdurable.Open[keyed.State](tdir, keyed.StateCodec{},
-				kdurable.Options{MemoryBudget: max(budget/int64(tasks), minTaskWindowBudget)})
+				kdurable.Options{MemoryBudget: taskWindowBudget(budget, tasks)})
 			if err != nil {
 				return nil, nil, err
 			}
@@ -358,6 +358,12 @@ func (p *Plan) taskWindowStores(dir string, wins []windowPlan) error {
 // minTaskWindowBudget is the least memory a task's window store gets
 // (pebble's memtables need some), as tables.MinMemoryBudget for a table.
 const minTaskWindowBudget = 4 << 20
+
+// taskWindowBudget is the memory of one task's store of a window whose
+// share of state.memory is budget, made while the member holds tasks.
+func taskWindowBudget(budget int64, tasks int) int64 {
+	return max(budget/int64(max(tasks, 1)), minTaskWindowBudget)
+}
 
 // taskStores are the tasks' open window stores: made and closed on the
 // run's goroutine, the rest closed by Plan.Close after the run.

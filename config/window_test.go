@@ -252,3 +252,22 @@ sinks: [{type: jsonl, path: %s}]
 		t.Fatalf("a task's store that cannot be made: %v, want the run's error naming it", err)
 	}
 }
+
+// TestTaskWindowBudget: a task's window store gets the window's share
+// divided by the tasks held, and at least 4 MiB (docs/config.md, State).
+func TestTaskWindowBudget(t *testing.T) {
+	for _, c := range []struct {
+		budget int64
+		tasks  int
+		want   int64
+	}{
+		{48 << 20, 3, 16 << 20},
+		{48 << 20, 24, 4 << 20}, // 2 MiB: the floor
+		{16 << 10, 1, 4 << 20},  // state.memory of 64 KiB
+		{48 << 20, 0, 48 << 20},
+	} {
+		if got := taskWindowBudget(c.budget, c.tasks); got != c.want {
+			t.Errorf("taskWindowBudget(%d, %d) = %d, want %d", c.budget, c.tasks, got, c.want)
+		}
+	}
+}
