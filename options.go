@@ -510,3 +510,16 @@ func (c *config) validateRanges() []error {
 	check("flush_linger", c.flushLinger >= 0 && c.flushLinger <= MaxFlushLinger, c.flushLinger, "must be ≥ 0 and at most 1h")
 	return append(append(errs, c.validateTables()...), c.validateProcess()...)
 }
+
+// WithProcessHint gives the Process (WithProcessFork's) a hint: before the
+// Process runs on a block of a long release's records, on the run's
+// goroutine or the helper's (design K10), hint is called with the block,
+// to ask the CPU for memory the Process will read at random, such as a
+// table's index (package process's Hints, tables.Table.HintKey): the
+// cache misses of a block's lookups then come together rather than one
+// after the other. It must change nothing, be safe to call from several
+// goroutines at once, and only read what the Process reads: what it does
+// changes no result. Default none.
+func WithProcessHint(hint func(recs []*record.Record)) Option {
+	return func(c *config) { c.processHint = hint }
+}

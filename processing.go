@@ -89,6 +89,7 @@ func WithRoutedSink(s Sink, where Where) Option {
 type processing struct {
 	process     Process
 	processFork func() Process
+	processHint func(recs []*record.Record) // WithProcessHint
 	// spawn starts the helper that evaluates ahead (engine.Config.Spawn);
 	// nil: a goroutine of its own when GOMAXPROCS is above 1 (tests set
 	// it, export_test.go).

@@ -147,6 +147,7 @@ func (r *run) engineConfig(ctx context.Context, parkRefs bool) engine.Config {
 	}
 	if fork := cfg.processFork; fork != nil {
 		ec.ProcessFork = func() func(*record.Record) (bool, error) { return fork() }
+		ec.ProcessHint = cfg.processHint
 	}
 	switch {
 	case cfg.spawn != nil:

@@ -142,10 +142,13 @@ func aheadTable(rng *rand.Rand, n int) script.Partition {
 // with and without a fork (WithProcessFork), and with a Process that looks
 // a table up, whose versions arrive between the releases; and without a
 // dead-letter sink, where the first bad record ends the run with the same
-// error whoever evaluated it (a fatal error mid-release). The helper must
+// error whoever evaluated it (a fatal error mid-release); with a fork, the
+// Process's hint (WithProcessHint) is given the blocks, a table's lookups
+// hinted at, which changes nothing. The helper must
 // have evaluated some records: otherwise the test proves nothing.
 func TestWindowAheadSameResults(t *testing.T) {
 	var helped, processed, failed int64
+	var hinted atomic.Int64 // blocks hinted at (WithProcessHint)
 	for seed := uint64(1); seed <= 15; seed++ {
 		batch := []int{150, 1000, 4096}[seed%3]
 		// the helper on a goroutine of its own; or run at once, filling
@@ -181,7 +184,18 @@ func TestWindowAheadSameResults(t *testing.T) {
 			}
 			switch {
 			case withProcess && ahead:
-				opts = append(opts, signalbox.WithProcessFork(aheadProcess(&procs, table), func() signalbox.Process { return aheadProcess(&procForks, table) }))
+				opts = append(opts, signalbox.WithProcessFork(aheadProcess(&procs, table), func() signalbox.Process { return aheadProcess(&procForks, table) }),
+					signalbox.WithProcessHint(func(recs []*record.Record) {
+						if len(recs) == 0 || len(recs) > 64 {
+							t.Errorf("a hint at %d records, want a block of 1 to 64", len(recs))
+						}
+						hinted.Add(1)
+						if table != nil { // as package process's Hints does
+							for _, r := range recs {
+								table.HintValue(table.HintKey(string(r.Key)))
+							}
+						}
+					}))
 			case withProcess:
 				opts = append(opts, signalbox.WithProcess(aheadProcess(&procs, table)))
 			}
@@ -234,7 +248,7 @@ func TestWindowAheadSameResults(t *testing.T) {
 	if failed != 2*3 { // seeds 4, 8 and 12, with and without forks
 		t.Fatalf("%d runs ended on a bad record without a dead-letter sink, want 6", failed)
 	}
-	if helped == 0 || processed == 0 {
-		t.Fatalf("records evaluated by a window's forks: %d, by a Process's: %d; want some of each", helped, processed)
+	if helped == 0 || processed == 0 || hinted.Load() == 0 {
+		t.Fatalf("records evaluated by a window's forks: %d, by a Process's: %d, blocks hinted at: %d; want some of each", helped, processed, hinted.Load())
 	}
 }

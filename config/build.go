@@ -171,7 +171,7 @@ func (j *Job) plan(p *Plan, log *zap.Logger) error {
 		p.Options = append(p.Options, withTables)
 		v.lookup = []process.Option{process.WithTables(set)}
 	}
-	proc, fork, wheres := j.processing(&v)
+	proc, fork, hint, wheres := j.processing(&v)
 	if err := v.errs.err(); err != nil {
 		return err // never a sink without its where
 	}
@@ -187,6 +187,9 @@ func (j *Job) plan(p *Plan, log *zap.Logger) error {
 		p.Options = append(p.Options, signalbox.WithProcess(proc)) // a lookup in pebble caches: no fork beside it
 	case proc != nil:
 		p.Options = append(p.Options, signalbox.WithProcessFork(proc, fork))
+		if hint != nil {
+			p.Options = append(p.Options, signalbox.WithProcessHint(hint))
+		}
 	}
 	wins := j.windows(&v, func(s *Sink, _ string) (signalbox.Sink, error) { return j.buildSink(s) })
 	if err := v.errs.err(); err != nil {

@@ -66,9 +66,10 @@ func (p *Process) steps(v *validator, path string) process.Steps {
 
 // processing is what the job's expressions compile to: the pipeline's
 // Process (nil when there is none), a maker of more of it (each a fork:
-// signalbox.WithProcessFork), and each sink's where (nil for a sink
-// without one), with every problem in v.
-func (j *Job) processing(v *validator) (signalbox.Process, func() signalbox.Process, []*process.Expr) {
+// signalbox.WithProcessFork), the hint of its lookups (process.Hints, nil
+// without: signalbox.WithProcessHint), and each sink's where (nil for a
+// sink without one), with every problem in v.
+func (j *Job) processing(v *validator) (signalbox.Process, func() signalbox.Process, func([]*record.Record), []*process.Expr) {
 	wheres := make([]*process.Expr, len(j.Sinks))
 	for i, s := range j.Sinks {
 		wheres[i] = compileExpr(v, fmt.Sprintf("sinks[%d].where", i), s.Where, process.Where)
@@ -85,10 +86,10 @@ func (j *Job) processing(v *validator) (signalbox.Process, func() signalbox.Proc
 		some = some || s.Filter != nil || s.Map != nil
 	}
 	if !some {
-		return nil, nil, wheres
+		return nil, nil, nil, wheres
 	}
 	fork := func() signalbox.Process { return j.inputSteps(byInput, job) }
-	return fork(), fork, wheres
+	return fork(), fork, process.Hints(append(byInput, job)...), wheres
 }
 
 // inputSteps is the Process that runs a record's input's steps, then the

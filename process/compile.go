@@ -113,6 +113,11 @@ type Expr struct {
 	render frender
 
 	release bool // it reads late or a table (NeedsRelease)
+
+	// hints are the fast path's lookups, whose keys Hints reads ahead;
+	// hinter is their tables' Hinter, nil when they have none.
+	hints  []lookupHint
+	hinter Hinter
 }
 
 // Compile compiles src, named name (the job file's path to it, e.g.
@@ -171,13 +176,17 @@ func Compile(name, src string, k Kind, opts ...Option) (*Expr, error) {
 		c := fastCompilerOf(base)
 		if o.tables != nil {
 			cc := *c
-			cc.tables = o.tables
+			cc.tables, cc.hints = o.tables, &x.hints
 			c = &cc
+			x.hinter, _ = o.tables.(Hinter)
 		}
 		if k == Map {
 			x.render = c.render(ast.NativeRep().Expr(), 0)
 		} else {
 			x.fast = c.node(ast.NativeRep().Expr())
+		}
+		if x.fast == nil && x.render == nil {
+			x.hints = nil // compiled into closures that never run
 		}
 	}
 	return x, nil

@@ -136,7 +136,8 @@ func appendFval(dst []byte, v fval, depth int) ([]byte, bool) {
 // the standard library's implementations of the operators.
 type fastCompiler struct {
 	bindings map[string]*functions.Overload
-	tables   Tables // lookup's, nil without (lookup.go)
+	tables   Tables        // lookup's, nil without (lookup.go)
+	hints    *[]lookupHint // the lookups compiled, for Expr.hints (with tables)
 }
 
 func newFastCompiler(e *cel.Env) *fastCompiler {

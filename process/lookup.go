@@ -15,6 +15,9 @@ import (
 	"cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
+
+	"github.com/signalbox/signalbox/internal/prefetch"
+	"github.com/signalbox/signalbox/record"
 )
 
 // Tables is what lookup reads: package tables' Set implements it. Lookup
@@ -148,26 +151,20 @@ func (c *fastCompiler) lookup(call ast.CallExpr) fnode {
 	if key == nil {
 		return nil
 	}
+	if c.hints != nil {
+		*c.hints = append(*c.hints, lookupHint{table: string(name), key: key})
+	}
 	t := c.tables
 	return func(a *activation) (fval, bool) {
 		kv, ok := key(a)
 		if !ok {
 			return fval{}, false
 		}
-		var k string
-		switch kv.k {
-		case fNull:
+		k, null, ok := fastKey(kv)
+		switch {
+		case null:
 			return fval{k: fNull}, true
-		case fString:
-			k = kv.s
-		case fInt:
-			k = strconv.FormatInt(kv.i, 10)
-		case fDouble:
-			if kv.f != math.Trunc(kv.f) || math.Abs(kv.f) >= 1<<53 {
-				return fval{}, false
-			}
-			k = strconv.FormatInt(int64(kv.f), 10)
-		default:
+		case !ok:
 			return fval{}, false
 		}
 		asOf := a.rec.EventTime
@@ -184,5 +181,101 @@ func (c *fastCompiler) lookup(call ast.CallExpr) fnode {
 			return fval{k: fObject, s: unsafe.String(unsafe.SliceData(v), len(v))}, true
 		}
 		return fromVal(convertDoc(v))
+	}
+}
+
+// fastKey is the fast path's lookup key of kv, as lookupKey reads it;
+// null says it is null (no version); ok false: the fast path gives up.
+func fastKey(kv fval) (k string, null, ok bool) {
+	switch kv.k {
+	case fNull:
+		return "", true, false
+	case fString:
+		return kv.s, false, true
+	case fInt:
+		return strconv.FormatInt(kv.i, 10), false, true
+	case fDouble:
+		if kv.f != math.Trunc(kv.f) || math.Abs(kv.f) >= 1<<53 {
+			return "", false, false
+		}
+		return strconv.FormatInt(int64(kv.f), 10), false, true
+	}
+	return "", false, false
+}
+
+// Hinter is what a Tables may also do (package tables' Set does): ask
+// the CPU for the memory a Lookup of key in table will read, in two
+// steps (tables.Table.HintKey, then HintValue with its hash), so that
+// the lookups of many records wait for memory together. Hints change
+// nothing; they run while no version is put.
+type Hinter interface {
+	HintKey(table, key string) (h uint64)
+	HintValue(table string, h uint64)
+}
+
+// lookupHint is a lookup the fast path compiled: its table and its key.
+type lookupHint struct {
+	table string
+	key   fnode
+}
+
+// maxHinted is how many lookups one call of a Hints function hints at
+// (those after are not).
+const maxHinted = 256
+
+// Hints returns what asks, for a block of records the steps are about to
+// run on, for the memory of their lookups (Hinter): it evaluates each
+// lookup's key on each record, as given, and hints at its table's slot,
+// then, once all are asked for, at the keys' bytes. So the lookups' cache
+// misses come together, ahead of the evaluation, rather than one after
+// the other in it. A key that cannot be read is skipped; nothing is
+// changed. It is safe to call from several goroutines at once, and nil
+// when the steps look nothing up on the fast path of a Hinter.
+func Hints(steps ...Steps) func(recs []*record.Record) {
+	var xs []*Expr
+	for _, s := range steps {
+		for _, x := range []*Expr{s.Filter, s.Map} {
+			if x != nil && len(x.hints) > 0 && x.hinter != nil {
+				xs = append(xs, x)
+			}
+		}
+	}
+	if len(xs) == 0 {
+		return nil
+	}
+	return func(recs []*record.Record) {
+		var hs [maxHinted]struct {
+			x *Expr
+			i int
+			h uint64
+		}
+		for _, r := range recs { // the records and their values too, together
+			prefetch.Record(r)
+		}
+		for _, r := range recs {
+			prefetch.Bytes(r.Value)
+		}
+		n := 0
+		a := pool.Get().(*activation) // cleared
+		for _, r := range recs {
+			a.start(r)
+			for _, x := range xs {
+				for i, l := range x.hints {
+					kv, ok := l.key(a)
+					if !ok {
+						continue
+					}
+					if k, _, ok := fastKey(kv); ok && n < maxHinted {
+						hs[n].x, hs[n].i, hs[n].h = x, i, x.hinter.HintKey(l.table, k)
+						n++
+					}
+				}
+			}
+			a.clear()
+		}
+		pool.Put(a)
+		for _, h := range hs[:n] {
+			h.x.hinter.HintValue(h.x.hints[h.i].table, h.h)
+		}
 	}
 }

@@ -154,3 +154,78 @@ func TestNeedsRelease(t *testing.T) {
 		t.Error("empty Steps need the release")
 	}
 }
+
+// hinted is a Tables that records the hints it is given (process.Hinter).
+type hinted struct {
+	*tables.Set
+	keys   []string
+	values []string
+	before int // keys hinted before the first value
+}
+
+func (h *hinted) HintKey(table, key string) uint64 {
+	h.keys = append(h.keys, table+"/"+key)
+	return uint64(len(h.keys))
+}
+
+func (h *hinted) HintValue(table string, n uint64) {
+	if len(h.values) == 0 {
+		h.before = len(h.keys)
+	}
+	h.values = append(h.values, h.keys[n-1])
+}
+
+// TestHints: Hints reads each lookup's key on each record of a block
+// (a number key as its decimal text, as lookup does), hints at every
+// key's slot before any key's bytes, skips the records whose key it
+// cannot read (no such field, an object, null), and changes no record;
+// steps without a lookup have no hints.
+func TestHints(t *testing.T) {
+	h := &hinted{Set: products(t)}
+	x, err := process.Compile("process.map", `{"id": value.id, "product": lookup("products", value.sku)}`, process.Map, process.WithTables(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := process.Compile("process.filter", `lookup("products", key) != null`, process.Filter, process.WithTables(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []*record.Record
+	for _, v := range []string{`{"sku":"sku-1"}`, `{"sku":42}`, `{"id":"no sku"}`, `{"sku":{"a":1}}`, `{"sku":null}`, `[1]`, `{"sku":"sku-9"}`} {
+		recs = append(recs, &record.Record{Topic: "orders", Key: []byte("k"), EventTime: 5, Value: []byte(v)})
+	}
+	hint := process.Hints(process.Steps{Filter: f, Map: x})
+	if hint == nil {
+		t.Fatal("no hints for steps with lookups")
+	}
+	hint(recs)
+	want := []string{"products/k", "products/sku-1", "products/k", "products/42", "products/k", "products/k", "products/k", "products/k", "products/k", "products/sku-9"}
+	if strings.Join(h.keys, " ") != strings.Join(want, " ") || strings.Join(h.values, " ") != strings.Join(want, " ") {
+		t.Fatalf("hinted keys %v then values %v, want %v for both", h.keys, h.values, want)
+	}
+	if h.before != len(want) {
+		t.Fatalf("%d keys hinted before the first value, want all %d", h.before, len(want))
+	}
+	for i, v := range []string{`{"sku":"sku-1"}`, `{"sku":42}`, `{"id":"no sku"}`, `{"sku":{"a":1}}`, `{"sku":null}`, `[1]`, `{"sku":"sku-9"}`} {
+		if string(recs[i].Value) != v || recs[i].EventTime != 5 || string(recs[i].Key) != "k" {
+			t.Fatalf("record %d changed: %+v", i, recs[i])
+		}
+	}
+	plain, err := process.Compile("process.map", `{"id": value.id}`, process.Map, process.WithTables(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if process.Hints(process.Steps{Map: plain}) != nil {
+		t.Fatal("hints for steps that look nothing up")
+	}
+	if process.Hints(process.Steps{Map: x}) == nil {
+		t.Fatal("a Hinter's lookups, no hints")
+	}
+	nohint, err := process.Compile("process.map", `{"p": lookup("products", value.sku)}`, process.Map, process.WithTables(products(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if process.Hints(process.Steps{Map: nohint}) == nil {
+		t.Fatal("tables.Set is a Hinter: want hints")
+	}
+}

@@ -60,7 +60,7 @@ func Open(name string, history time.Duration, opts Options) (*Table, error) {
 		return nil, err
 	}
 	if opts.Dir == "" {
-		t.keys = make(map[string]*entry)
+		t.mem = newMem()
 		return t, nil
 	}
 	if t.disk, err = openDisk(opts); err != nil {

@@ -14,9 +14,17 @@
 // Options.MemoryBudget whatever the number of keys. Both storages change
 // and answer a key through the same code (entry), so the invariants below
 // hold alike; the tests run on both and compare them on random
-// operations. In memory a new key is two allocations: its entry with
-// room for one version, and its key's bytes followed by its first value's,
-// so that a lookup of a key of one version reads two places. A put in
+// operations. In memory (mem.go) the keys are in an open-addressing index
+// whose slots hold no pointer, the key's hash and its one version beside
+// it, and the keys' and values' bytes in an arena of big chunks: a new key
+// allocates nothing of its own, the garbage collector visits none of it,
+// and a lookup of a key of one version reads two places, its slot and
+// its key's bytes followed by its value's (a key of several versions keeps
+// them in an entry, as pebble's cache does). HintKey and HintValue ask
+// for those two places ahead of a lookup, so that the lookups of a block
+// of records wait for memory together (package process's Hints); on
+// Linux the index and the arena's big chunks ask for huge pages, so that
+// random lookups in a big table miss the TLB far less. A put in
 // pebble reads the key's entry (from the cache, else from pebble), so that
 // the table's size is counted exactly as in memory; a trim reads an index
 // of the versions put since the last trim, by version time, so it visits only
@@ -74,4 +82,10 @@
 //     forgotten (invariant 3) may differ, with the same answers as of
 //     t ≥ the bound, as the order of its trim and of a put after it has it
 //     (in memory the trims are whole, in pebble a key's may come after).
+//  10. In memory the index is at most half full and finds every key it
+//     holds; the arena holds at most about twice the bytes of the keys
+//     and values in use (it is compacted when it holds more given up than
+//     in use), and a compaction moves bytes only within a Put or Trim, so
+//     an AsOf's value stays valid until the next one (TestMemIsTheModel).
+//     Hints change nothing and read only what a lookup reads.
 package tables

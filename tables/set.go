@@ -55,3 +55,19 @@ func (s *Set) Lookup(name, key string, at int64) (value []byte, found bool, err 
 	v, ok := t.AsOf(key, at)
 	return v, ok, nil
 }
+
+// HintKey is the table name's HintKey(key): 0, doing nothing, for an
+// unknown name.
+func (s *Set) HintKey(name, key string) uint64 {
+	if t := s.byName[name]; t != nil {
+		return t.HintKey(key)
+	}
+	return 0
+}
+
+// HintValue is the table name's HintValue(h).
+func (s *Set) HintValue(name string, h uint64) {
+	if t := s.byName[name]; t != nil {
+		t.HintValue(h)
+	}
+}

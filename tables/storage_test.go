@@ -68,7 +68,7 @@ func checkCounted(t *testing.T, tb *Table) {
 func entriesDiffer(mem, dsk *Table, from, to int) string {
 	for k := from; k < to; k++ {
 		key := "k" + strconv.Itoa(k)
-		m, d := mem.keys[key], dsk.disk.entry(key, false)
+		m, d := mem.mem.entryOf(key), dsk.disk.entry(key, false)
 		if m == nil || d == nil {
 			if m != d {
 				return fmt.Sprintf("%s: memory %v, pebble %v", key, m, d)

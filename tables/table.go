@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
-	"unsafe"
 )
 
 // version is one version of a key: valid from at (ms) on; tomb marks a
@@ -83,20 +82,12 @@ func (e *entry) trim(bound int64) (dropped int, dbytes int64, forget bool) {
 	return dropped, dbytes, false
 }
 
-// entryOne is an entry with room for its first version beside it: a key
-// of one version (most keys of most tables) is one allocation, and its
-// lookup reads the version where it read the entry (memory only).
-type entryOne struct {
-	entry
-	one [1]version
-}
-
 // Table is one versioned table, kept in memory (New) or in pebble
 // (Open with a Dir).
 type Table struct {
 	name    string
 	history time.Duration
-	keys    map[string]*entry // in memory: every key; nil with disk
+	mem     *mem // in memory; nil with disk
 	disk    *disk
 	// the table's size, written by its goroutine, read from any (Size)
 	nkeys, nvers, bytes atomic.Int64
@@ -138,30 +129,14 @@ func (t *Table) Put(key string, at int64, value []byte, tomb bool) {
 		t.disk.put(t, key, v)
 		return
 	}
-	e := t.keys[key]
-	if e != nil {
-		if !tomb {
-			v.value = append(make([]byte, 0, len(value)), value...)
-		}
-		t.count(e.put(v))
-		return
-	}
-	// A new key: its bytes and the value's in one allocation (key may
-	// alias a record's memory), so that a lookup's comparison of the key
-	// brings the value's first bytes into the cache; neither is ever
-	// written into (AsOf's values are read-only).
-	kv := make([]byte, len(key)+len(value))
-	copy(kv, key)
 	if !tomb {
-		copy(kv[len(key):], value)
-		v.value = kv[len(key):len(kv):len(kv)]
+		v.value = value // the storage copies it
 	}
-	eo := &entryOne{}
-	eo.versions = eo.one[:0]
-	e = &eo.entry
-	t.keys[unsafe.String(unsafe.SliceData(kv), len(key))] = e
-	t.nkeys.Add(1)
-	t.count(e.put(v))
+	newKey, added, dbytes := t.mem.put(key, v)
+	if newKey {
+		t.nkeys.Add(1)
+	}
+	t.count(added, dbytes)
 }
 
 // count adds a put's outcome to the table's size.
@@ -177,20 +152,44 @@ func (t *Table) count(added bool, dbytes int64) {
 // tombstone. The value must not be written into; it is valid until the
 // next Put or Trim. With pebble, after a failure (Err) nothing is found.
 func (t *Table) AsOf(key string, at int64) (value []byte, found bool) {
-	var e *entry
+	var v version
+	var ok, beyond bool
 	if t.disk != nil {
-		e = t.disk.entry(key, true)
+		e := t.disk.entry(key, true)
+		if e == nil {
+			return nil, false
+		}
+		v, ok, beyond = e.asOf(at)
 	} else {
-		e = t.keys[key]
+		v, ok, beyond = t.mem.asOf(key, at)
 	}
-	if e == nil {
-		return nil, false
-	}
-	v, ok, beyond := e.asOf(at)
 	if beyond {
 		t.beyond.Add(1)
 	}
 	return v.value, ok && !v.tomb
+}
+
+// HintKey asks the CPU for the first memory a lookup of key reads, so
+// that lookups of many keys wait for memory together rather than one
+// after the other: call it for each key a little ahead of its AsOf, then
+// HintValue with the hash it returns, then AsOf. Hints change nothing and
+// read nothing a Put or Trim writes, so they may run on any goroutine
+// while no Put or Trim does; in pebble they do nothing (h is 0).
+func (t *Table) HintKey(key string) (h uint64) {
+	if t.mem == nil {
+		return 0
+	}
+	h32 := t.mem.hash(key)
+	t.mem.hintSlot(h32)
+	return uint64(h32)
+}
+
+// HintValue asks the CPU for the bytes of the key whose HintKey returned
+// h, and its value's, once its slot is at hand (see HintKey).
+func (t *Table) HintValue(h uint64) {
+	if t.mem != nil && h != 0 {
+		t.mem.hintBytes(uint32(h))
+	}
 }
 
 // Trim drops the versions older than watermark − history, keeping the
@@ -207,11 +206,7 @@ func (t *Table) Trim(watermark int64) {
 		t.disk.trim(t, bound)
 		return
 	}
-	for k, e := range t.keys {
-		if t.trimmed(e, bound) {
-			delete(t.keys, k)
-		}
-	}
+	t.mem.trim(bound, t.counted)
 }
 
 // Trimming says a trim is under way, to go on at the next Trim (in
@@ -222,12 +217,17 @@ func (t *Table) Trimming() bool { return t.disk != nil && t.disk.trimFrom != nil
 // trimmed trims e and counts it; it reports whether e's key is forgotten.
 func (t *Table) trimmed(e *entry, bound int64) (forget bool) {
 	dropped, dbytes, forget := e.trim(bound)
+	t.counted(dropped, dbytes, forget)
+	return forget
+}
+
+// counted counts a trim's outcome for one key.
+func (t *Table) counted(dropped int, dbytes int64, forget bool) {
 	t.nvers.Add(-int64(dropped))
 	t.bytes.Add(-dbytes)
 	if forget {
 		t.nkeys.Add(-1)
 	}
-	return forget
 }
 
 // Size is a table's size at one moment (Table.Size).
@@ -279,7 +279,7 @@ func (t *Table) Err() error {
 // must not be used after.
 func (t *Table) Close() error {
 	if t.disk == nil {
-		t.keys = nil
+		t.mem = nil
 		return nil
 	}
 	return t.disk.close()

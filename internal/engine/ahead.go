@@ -47,6 +47,7 @@ type aheadChunk struct {
 	runs   []*windowRun                       // the engine's windows (inputs, spec: read only)
 	forks  []Window                           // the helper's functions, by window
 	proc   func(*record.Record) (bool, error) // the helper's Process fork; nil: no Process
+	hint   func([]*record.Record)             // Config.ProcessHint, with proc
 	args   [][]byte                           // the helper's arguments buffer
 	blocks []aheadBlockOf
 	exited atomic.Bool
@@ -135,7 +136,7 @@ func (c *Engine) aheadChunkOf(recs []*record.Record, next bool) *aheadChunk {
 			ch.forks = append(ch.forks, c.cfg.Windows[i].Fork())
 		}
 		if c.cfg.Process != nil {
-			ch.proc = c.cfg.ProcessFork()
+			ch.proc, ch.hint = c.cfg.ProcessFork(), c.cfg.ProcessHint
 		}
 	}
 	ch.exited.Store(false)
@@ -213,6 +214,9 @@ func (ch *aheadChunk) fill(b int) {
 	if ch.proc != nil && cap(blk.procs) < len(recs) {
 		blk.procs = make([]aheadProc, aheadBlock)
 	}
+	if ch.hint != nil {
+		ch.hint(recs)
+	}
 	for r, rec := range recs {
 		// ask for the records and values ahead, as memStore.Release does
 		// (only the block's: the helper reads no other record)
@@ -277,6 +281,9 @@ func (c *Engine) aheadAt(i int) {
 	}
 	b := i / aheadBlock
 	c.aheadBlk, c.aheadFilled = b, c.claim(b)
+	if h := c.ahead.hint; h != nil && !c.aheadFilled {
+		h(c.ahead.recs[i:min(len(c.ahead.recs), i+aheadBlock)]) // the step runs the Process on them
+	}
 }
 
 // claim takes block b for the engine, or, when the helper has it, waits

@@ -99,6 +99,12 @@ type Config struct {
 	// tables: no helper runs beside any step but ReleaseMore (aheadJoin),
 	// and versions are put and tables trimmed only in those.
 	ProcessFork func() func(*record.Record) (bool, error)
+	// ProcessHint, when set with ProcessFork, is called with each block of
+	// a chunk evaluated ahead before the Process runs on it, by the helper
+	// or the step, whichever has the block (ahead.go): it asks the CPU for
+	// memory the Process will read, changes nothing, and may run on
+	// several goroutines at once.
+	ProcessHint func(recs []*record.Record)
 	// Log receives the engine's log lines (nil: none).
 	Log Logger
 	// Start is when the run started (the clock's time).
