@@ -82,10 +82,12 @@
 //     forgotten (invariant 3) may differ, with the same answers as of
 //     t ≥ the bound, as the order of its trim and of a put after it has it
 //     (in memory the trims are whole, in pebble a key's may come after).
-//  10. In memory the index is at most half full and finds every key it
-//     holds; the arena holds at most about twice the bytes of the keys
-//     and values in use (it is compacted when it holds more given up than
-//     in use), and a compaction moves bytes only within a Put or Trim, so
-//     an AsOf's value stays valid until the next one (TestMemIsTheModel).
-//     Hints change nothing and read only what a lookup reads.
+//  10. In memory the index is at most three quarters full and finds
+//     every key it holds; the arena holds exactly the bytes of the keys
+//     and values in use (every value in it) plus those given up, at most
+//     about twice as many (it is compacted when it holds more given up
+//     than in use); a compaction moves bytes only within a Put or Trim,
+//     so an AsOf's value stays valid until the next one
+//     (TestMemIsTheModel). Hints change nothing and read only what a
+//     lookup reads.
 package tables

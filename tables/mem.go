@@ -11,9 +11,9 @@ import (
 )
 
 // mem keeps a table's keys in an open-addressing index (linear probing,
-// at most three quarters full): a slot holds its key's hash, where its key's bytes
-// are in the arena, and the key's version when it has only one; the
-// value's bytes follow the key's there. So a lookup of a key of one
+// at most three quarters full): a slot holds its key's hash, where its
+// key's bytes are in the arena, and the key's version when it has only
+// one; the value's bytes follow the key's there. So a lookup of a key of one
 // version reads two places, its slot and its bytes, and a slot holds no
 // pointer: the index and the arena are memory the garbage collector does
 // not scan, whatever the number of keys. A key of several versions keeps
@@ -91,13 +91,23 @@ func (m *mem) hintSlot(h uint32) {
 }
 
 // hintBytes asks the CPU for the bytes of the key of hash h and its
-// value, when that key is in the slot where its lookup starts (most keys
-// are: the index is at most half full).
+// value, when that key is among the hintProbe slots where its lookup
+// starts (most keys are; the first of them hintSlot asked for).
 func (m *mem) hintBytes(h uint32) {
-	if s := &m.slots[int(h)&(len(m.slots)-1)]; s.hash == h {
-		prefetch.Bytes(m.arena.bytes(s.kv, s.klen+s.vlen))
+	mask := len(m.slots) - 1
+	for i, n := int(h)&mask, 0; n < hintProbe; i, n = (i+1)&mask, n+1 {
+		switch s := &m.slots[i]; s.hash {
+		case h:
+			prefetch.Bytes(m.arena.bytes(s.kv, s.klen+s.vlen))
+			return
+		case 0:
+			return
+		}
 	}
 }
+
+// hintProbe is how many slots hintBytes looks at: two cache lines' worth.
+const hintProbe = 4
 
 // entry is slot i's versions as an entry: exts' own for a multi slot,
 // else one made for the call (its value aliasing the arena).
