@@ -123,7 +123,7 @@ func appendMap(dst []byte, m traits.Mapper, depth int) ([]byte, error) {
 
 // appendRaw appends a valid JSON document on one line.
 func appendRaw(dst []byte, raw []byte) ([]byte, error) {
-	if bytes.IndexAny(raw, "\r\n") < 0 {
+	if bytes.IndexByte(raw, '\n') < 0 && bytes.IndexByte(raw, '\r') < 0 { // IndexAny goes byte by byte
 		return append(dst, raw...), nil
 	}
 	var b bytes.Buffer

@@ -229,3 +229,33 @@ func TestHints(t *testing.T) {
 		t.Fatal("tables.Set is a Hinter: want hints")
 	}
 }
+
+// TestObjectsOnOneLine: an object passed through into a map's result, a
+// table's version or a member of the value, comes out on one line
+// whatever line breaks it had (\n, \r or both), as the sinks need.
+func TestObjectsOnOneLine(t *testing.T) {
+	tb, err := tables.New("products", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.Put("a", 0, []byte("{\n  \"name\": \"pen\"\n}"), false)
+	tb.Put("b", 0, []byte("{\r  \"name\": \"ink\"\r}"), false)
+	set, err := tables.NewSet(tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := process.Compile("process.map", `{"p": lookup("products", value.sku), "o": value.obj}`, process.Map, process.WithTables(set))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ value, want string }{
+		{"{\"sku\":\"a\",\"obj\":{\"x\":\r\n1}}", `{"o":{"x":1},"p":{"name":"pen"}}`},
+		{"{\"sku\":\"b\",\"obj\":{\"x\":\r1}}", `{"o":{"x":1},"p":{"name":"ink"}}`},
+		{`{"sku":"a","obj":{"x":1}}`, `{"o":{"x":1},"p":{"name":"pen"}}`},
+	} {
+		got, err := x.Apply(nil, &record.Record{Topic: "orders", EventTime: 5, Value: []byte(c.value)})
+		if err != nil || string(got) != c.want {
+			t.Fatalf("%q: %s (%v), want %s", c.value, got, err, c.want)
+		}
+	}
+}
