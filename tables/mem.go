@@ -18,7 +18,8 @@ import (
 // pointer: the index and the arena are memory the garbage collector does
 // not scan, whatever the number of keys. A key of several versions keeps
 // them in an entry of exts, as in pebble's cache (the same code changes
-// and answers both: entry), their values in the arena too.
+// and answers both: entry), their values in the arena too, until a trim
+// leaves it one.
 type mem struct {
 	seed  maphash.Seed
 	slots []slot // a power of two long, at most 2³² slots; hash 0: free
@@ -26,8 +27,9 @@ type mem struct {
 	arena arena
 	exts  []entry // the entries of keys of several versions, by slot.at
 	free  []int64 // exts' indexes not in use
-	// compactions counts the arena's compactions (tests)
-	compactions int
+	// compactions and inlined count the arena's compactions and the keys
+	// made one-version slots again (tests)
+	compactions, inlined int
 }
 
 // slot is one key, in 32 bytes: hash (never 0 when in use: its low bits
@@ -218,8 +220,11 @@ func (m *mem) trim(bound int64, counted func(dropped int, dbytes int64, forget b
 			m.arena.drop(dbytes) // the dropped versions' values
 		}
 		if !forget {
-			if !s.is(multi) { // one version before bound stays: unchanged
+			switch {
+			case !s.is(multi): // one version before bound stays: unchanged
 				s.set(trimmed, e.trimmed)
+			case len(e.versions) == 1:
+				m.inline(s)
 			}
 			i++
 			continue
@@ -232,6 +237,23 @@ func (m *mem) trim(bound int64, counted func(dropped int, dbytes int64, forget b
 		m.remove(i) // a later key may move into i: look at i again
 	}
 	m.compacted()
+}
+
+// inline makes the multi slot s, whose entry a trim left one version,
+// a slot of one version again: its key's bytes and its value's together
+// in the arena, its entry freed.
+func (m *mem) inline(s *slot) {
+	ext := s.at
+	e := &m.exts[ext]
+	v := e.versions[0]
+	m.arena.drop(int64(s.klen) + int64(len(v.value)))
+	s.kv, s.vlen = m.arena.add(m.arena.str(s.kv, s.klen), v.value) // the old bytes stay where they are until a compaction
+	s.at, s.flags = v.at, 0
+	s.set(tomb, v.tomb)
+	s.set(trimmed, e.trimmed)
+	*e = entry{}
+	m.free = append(m.free, ext)
+	m.inlined++
 }
 
 // remove frees slot i, moving back the keys after it that probed past it
