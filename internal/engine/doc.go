@@ -52,6 +52,8 @@
 //     Config.Spawn, through which a long release chunk's window items are
 //     evaluated ahead (ahead.go, design K10); a step waits at most for
 //     one block's evaluation, and what comes out does not depend on it.
+//     Config.ProcessHint, called on each block before its Process runs
+//     (design K11), only asks the CPU for memory: it changes nothing.
 //   - S2. The driver does the effects at fixed points: after each of a
 //     Fetch's two steps, after each release chunk that another may follow,
 //     at the end of a pass, and after Finish; within a field in the order
