@@ -147,11 +147,17 @@ func (c *fastCompiler) lookup(call ast.CallExpr) fnode {
 	if !ok {
 		return nil
 	}
+	hinted := 0
+	if c.hints != nil {
+		hinted = len(*c.hints)
+	}
 	key := c.node(args[1])
 	if key == nil {
 		return nil
 	}
-	if c.hints != nil {
+	// a key that looks a table up itself is not hinted: reading it would
+	// be a lookup, counted (tables.Table.Beyond)
+	if c.hints != nil && len(*c.hints) == hinted {
 		*c.hints = append(*c.hints, lookupHint{table: string(name), key: key})
 	}
 	t := c.tables

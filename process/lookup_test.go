@@ -179,7 +179,8 @@ func (h *hinted) HintValue(table string, n uint64) {
 // (a number key as its decimal text, as lookup does), hints at every
 // key's slot before any key's bytes, skips the records whose key it
 // cannot read (no such field, an object, null), and changes no record;
-// steps without a lookup have no hints.
+// a lookup whose key is itself a lookup is not hinted (reading its key
+// would be a lookup); steps without a lookup have no hints.
 func TestHints(t *testing.T) {
 	h := &hinted{Set: products(t)}
 	x, err := process.Compile("process.map", `{"id": value.id, "product": lookup("products", value.sku)}`, process.Map, process.WithTables(h))
@@ -220,6 +221,15 @@ func TestHints(t *testing.T) {
 	}
 	if process.Hints(process.Steps{Map: x}) == nil {
 		t.Fatal("a Hinter's lookups, no hints")
+	}
+	nested, err := process.Compile("process.map", `{"p": lookup("products", lookup("products", value.sku))}`, process.Map, process.WithTables(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.keys, h.values = nil, nil
+	process.Hints(process.Steps{Map: nested})(recs[1:2]) // sku 42, whose version is "answer"
+	if strings.Join(h.keys, " ") != "products/42" {
+		t.Fatalf("a lookup keyed by a lookup: hinted %v, want only the inner lookup's key (reading the outer's would look up)", h.keys)
 	}
 	nohint, err := process.Compile("process.map", `{"p": lookup("products", value.sku)}`, process.Map, process.WithTables(products(t)))
 	if err != nil {
