@@ -202,3 +202,25 @@ func TestSlotSize(t *testing.T) {
 		t.Fatalf("a slot is %d bytes, want 32", n)
 	}
 }
+
+// TestAfterCloseInMemory: an in-memory table closed answers nothing and
+// trims nothing, as its map did, rather than fail (a lookup racing a
+// shutdown).
+func TestAfterCloseInMemory(t *testing.T) {
+	tb, err := New("t", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.Put("k", 1, []byte(`1`), false)
+	if err := tb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := tb.AsOf("k", 5); ok || v != nil {
+		t.Fatalf("after Close: %q %v, want nothing", v, ok)
+	}
+	tb.Trim(10)
+	if h := tb.HintKey("k"); h != 0 {
+		t.Fatalf("after Close: hint %d, want 0", h)
+	}
+	tb.HintValue(1)
+}

@@ -160,7 +160,7 @@ func (t *Table) AsOf(key string, at int64) (value []byte, found bool) {
 			return nil, false
 		}
 		v, ok, beyond = e.asOf(at)
-	} else {
+	} else if t.mem != nil { // nil after Close: nothing found, as the map it was found nothing
 		v, ok, beyond = t.mem.asOf(key, at)
 	}
 	if beyond {
@@ -206,7 +206,9 @@ func (t *Table) Trim(watermark int64) {
 		t.disk.trim(t, bound)
 		return
 	}
-	t.mem.trim(bound, t.counted)
+	if t.mem != nil {
+		t.mem.trim(bound, t.counted)
+	}
 }
 
 // Trimming says a trim is under way, to go on at the next Trim (in
