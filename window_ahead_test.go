@@ -144,11 +144,14 @@ func aheadTable(rng *rand.Rand, n int) script.Partition {
 // dead-letter sink, where the first bad record ends the run with the same
 // error whoever evaluated it (a fatal error mid-release); with a fork, the
 // Process's hint (WithProcessHint) is given the blocks, a table's lookups
-// hinted at, which changes nothing. The helper must
+// hinted at, which changes nothing; and with a slow helper, whose blocks
+// the engine reaches while it fills them, the engine fills other blocks
+// meanwhile (it steals), which changes nothing either. The helper must
 // have evaluated some records: otherwise the test proves nothing.
 func TestWindowAheadSameResults(t *testing.T) {
 	var helped, processed, failed int64
 	var hinted atomic.Int64 // blocks hinted at (WithProcessHint)
+	stolenBefore, slowRuns := signalbox.StolenBlocks(), 0
 	for seed := uint64(1); seed <= 15; seed++ {
 		batch := []int{150, 1000, 4096}[seed%3]
 		// the helper on a goroutine of its own; or run at once, filling
@@ -156,6 +159,10 @@ func TestWindowAheadSameResults(t *testing.T) {
 		// claiming every block
 		spawn := []func(func()){nil, func(f func()) { f() }, func(func()) {}}[seed%5%3]
 		withProcess, withTable := seed > 4, seed > 8
+		// the helper on its own goroutine, its Process slow: the engine
+		// reaches a block the helper holds, and fills another meanwhile
+		// (steal)
+		slow := withProcess && spawn == nil
 		noDead := seed%4 == 0 // no dead-letter sink: the first bad record ends the run
 		run := func(ahead bool) (string, int64) {
 			var main, forks, procs, procForks atomic.Int64
@@ -184,7 +191,17 @@ func TestWindowAheadSameResults(t *testing.T) {
 			}
 			switch {
 			case withProcess && ahead:
-				opts = append(opts, signalbox.WithProcessFork(aheadProcess(&procs, table), func() signalbox.Process { return aheadProcess(&procForks, table) }),
+				fork := func() signalbox.Process {
+					p := aheadProcess(&procForks, table)
+					if !slow {
+						return p
+					}
+					return func(r *record.Record) (bool, error) {
+						time.Sleep(100 * time.Microsecond)
+						return p(r)
+					}
+				}
+				opts = append(opts, signalbox.WithProcessFork(aheadProcess(&procs, table), fork),
 					signalbox.WithProcessHint(func(recs []*record.Record) {
 						if len(recs) == 0 || len(recs) > 64 {
 							t.Errorf("a hint at %d records, want a block of 1 to 64", len(recs))
@@ -240,6 +257,9 @@ func TestWindowAheadSameResults(t *testing.T) {
 		}
 		want, _ := run(false)
 		got, n := run(true)
+		if slow {
+			slowRuns++
+		}
 		helped += n
 		if got != want {
 			t.Fatalf("seed %d, batch %d: evaluated ahead, the run differs:\n%s", seed, batch, firstDiff([]byte(got), []byte(want)))
@@ -247,6 +267,9 @@ func TestWindowAheadSameResults(t *testing.T) {
 	}
 	if failed != 2*3 { // seeds 4, 8 and 12, with and without forks
 		t.Fatalf("%d runs ended on a bad record without a dead-letter sink, want 6", failed)
+	}
+	if stolen := signalbox.StolenBlocks() - stolenBefore; slowRuns > 0 && stolen == 0 {
+		t.Fatalf("%d runs with a slow helper, and the engine filled no block while it waited for one", slowRuns)
 	}
 	if helped == 0 || processed == 0 || hinted.Load() == 0 {
 		t.Fatalf("records evaluated by a window's forks: %d, by a Process's: %d, blocks hinted at: %d; want some of each", helped, processed, hinted.Load())

@@ -8,9 +8,10 @@ package engine
 // for the next chunk. A chunk is cut into blocks of aheadBlock records; each
 // block is either a helper's or the engine's, whichever claims it first (a
 // compare-and-swap), so no record is evaluated twice. The engine takes a
-// block's results when the helper has filled it (waiting if it is being
-// filled), and evaluates the records of a block it claimed itself as it
-// always does. The current chunk's helper goes from its end back, the next
+// block's results when the helper has filled it (while it is being
+// filled, the engine fills an unclaimed block of its own with forks of
+// its own: steal), and evaluates the records of a block it claimed
+// itself as it always does. The current chunk's helper goes from its end back, the next
 // chunk's forward, skipping the blocks the engine took. The results are the
 // same either way (the forks give the same results, keyed.Spec.ItemIn is
 // Windows.Item's, and the engine takes the Process's copy as the Process
@@ -43,14 +44,21 @@ const (
 // forks of the Process and the windows. A chunk is reused only once its
 // helper has exited.
 type aheadChunk struct {
-	recs   []*record.Record                   // the chunk's records, a copy (the store clears its own)
-	runs   []*windowRun                       // the engine's windows (inputs, spec: read only)
-	forks  []Window                           // the helper's functions, by window
-	proc   func(*record.Record) (bool, error) // the helper's Process fork; nil: no Process
-	hint   func([]*record.Record)             // Config.ProcessHint, with proc
-	args   [][]byte                           // the helper's arguments buffer
+	recs []*record.Record // the chunk's records, a copy (the store clears its own)
+	aheadForks
 	blocks []aheadBlockOf
 	exited atomic.Bool
+}
+
+// aheadForks are what fills a block: one goroutine's forks of the
+// Process and the windows, and its buffer. A chunk's helper has its own;
+// the engine has its own too, for the blocks it steals (steal).
+type aheadForks struct {
+	runs  []*windowRun                       // the engine's windows (inputs, spec: read only)
+	forks []Window                           // the functions, by window
+	proc  func(*record.Record) (bool, error) // the Process fork; nil: no Process
+	hint  func([]*record.Record)             // Config.ProcessHint, with proc
+	args  [][]byte                           // the arguments buffer
 }
 
 // aheadBlockOf is one block's state and its records' items.
@@ -131,13 +139,7 @@ func (c *Engine) aheadChunkOf(recs []*record.Record, next bool) *aheadChunk {
 		}
 	}
 	if ch == nil {
-		ch = &aheadChunk{runs: c.wins, args: make([][]byte, c.maxAggregates())}
-		for i := range c.cfg.Windows {
-			ch.forks = append(ch.forks, c.cfg.Windows[i].Fork())
-		}
-		if c.cfg.Process != nil {
-			ch.proc, ch.hint = c.cfg.ProcessFork(), c.cfg.ProcessHint
-		}
+		ch = &aheadChunk{aheadForks: c.newForks()}
 	}
 	ch.exited.Store(false)
 	ch.recs = append(ch.recs[:0], recs...)
@@ -155,6 +157,18 @@ func (c *Engine) aheadChunkOf(recs []*record.Record, next bool) *aheadChunk {
 		c.cfg.Spawn(ch.run)
 	}
 	return ch
+}
+
+// newForks makes a goroutine's own forks of the Process and the windows.
+func (c *Engine) newForks() aheadForks {
+	f := aheadForks{runs: c.wins, args: make([][]byte, c.maxAggregates())}
+	for i := range c.cfg.Windows {
+		f.forks = append(f.forks, c.cfg.Windows[i].Fork())
+	}
+	if c.cfg.Process != nil {
+		f.proc, f.hint = c.cfg.ProcessFork(), c.cfg.ProcessHint
+	}
+	return f
 }
 
 // maxAggregates is the most aggregates a window has.
@@ -195,27 +209,27 @@ func (ch *aheadChunk) take(b int) bool {
 	if !blk.state.CompareAndSwap(blockFree, blockHelper) {
 		return false
 	}
-	ch.fill(b)
+	ch.fill(b, &ch.aheadForks)
 	blk.state.Store(blockDone)
 	return true
 }
 
 // fill runs the Process on block b's records, and evaluates them for
-// every window.
-func (ch *aheadChunk) fill(b int) {
+// every window, with f's forks.
+func (ch *aheadChunk) fill(b int, f *aheadForks) {
 	blk := &ch.blocks[b]
 	recs := ch.recs[b*aheadBlock : min(len(ch.recs), (b+1)*aheadBlock)]
-	nw, na := len(ch.runs), len(ch.args)
+	nw, na := len(f.runs), len(f.args)
 	if n := len(recs) * nw; cap(blk.items) < n {
 		blk.items, blk.args = make([]aheadItem, n), make([]keyed.Arg, n*na)
 	}
 	blk.items, blk.args = blk.items[:len(recs)*nw], blk.args[:len(recs)*nw*na]
 	blk.mem = blk.mem[:0]
-	if ch.proc != nil && cap(blk.procs) < len(recs) {
+	if f.proc != nil && cap(blk.procs) < len(recs) {
 		blk.procs = make([]aheadProc, aheadBlock)
 	}
-	if ch.hint != nil {
-		ch.hint(recs)
+	if f.hint != nil {
+		f.hint(recs)
 	}
 	for r, rec := range recs {
 		// ask for the records and values ahead, as memStore.Release does
@@ -226,30 +240,30 @@ func (ch *aheadChunk) fill(b int) {
 		if j := r + prefetchAhead/2; j < len(recs) {
 			prefetch.Bytes(recs[j].Value)
 		}
-		if ch.proc != nil {
+		if f.proc != nil {
 			pr := &blk.procs[r]
 			pr.rec = *rec
-			pr.keep, pr.err = ch.proc(&pr.rec)
+			pr.keep, pr.err = f.proc(&pr.rec)
 			if !pr.keep || pr.err != nil {
 				continue // the windows do not see it
 			}
 			rec = &pr.rec // the windows see the record as the Process left it
 		}
-		for w, wr := range ch.runs {
+		for w, wr := range f.runs {
 			k := r*nw + w
 			it := &blk.items[k]
 			*it = aheadItem{}
 			if rec.Timeless {
 				continue // windowsTake takes none
 			}
-			key, ok, err := wr.eval(&ch.forks[w], rec, ch.args)
+			key, ok, err := wr.eval(&f.forks[w], rec, f.args)
 			if !ok || err != nil {
 				it.err = err
 				continue
 			}
 			key = blk.keep(key)
 			spec := &wr.def.Spec
-			item, err := spec.ItemIn(blk.args[k*na:(k+1)*na], key, rec.EventTime, ch.args)
+			item, err := spec.ItemIn(blk.args[k*na:(k+1)*na], key, rec.EventTime, f.args)
 			for a := range item.Args {
 				if item.Args[a].JSON != nil {
 					item.Args[a].JSON = blk.keep(item.Args[a].JSON)
@@ -287,16 +301,55 @@ func (c *Engine) aheadAt(i int) {
 }
 
 // claim takes block b for the engine, or, when the helper has it, waits
-// until it is filled: filled reports the latter.
+// until it is filled: filled reports the latter. While it waits it fills
+// blocks no one has claimed yet itself (steal), and yields only when
+// there are none.
 func (c *Engine) claim(b int) (filled bool) {
 	blk := &c.ahead.blocks[b]
 	if blk.state.CompareAndSwap(blockFree, blockEngine) {
 		return false
 	}
 	for blk.state.Load() == blockHelper {
-		runtime.Gosched() // at most one block's evaluation
+		if !c.steal() {
+			runtime.Gosched() // at most one block's evaluation
+		}
 	}
 	return true
+}
+
+// stolen counts the blocks engines stole, in this process (StolenBlocks).
+var stolen atomic.Int64
+
+// StolenBlocks is how many blocks engines evaluated while waiting for a
+// helper (steal), in this process: for tests and profiling.
+func StolenBlocks() int64 { return stolen.Load() }
+
+// steal fills, with the engine's own forks, the last block no one has
+// claimed of the chunk the engine is in, else of the next chunk, as a
+// helper would (the helpers skip a block claimed): the engine, waiting for
+// a helper, evaluates what it will take later rather than wait idle.
+// ok false: there was none.
+func (c *Engine) steal() (ok bool) {
+	for _, ch := range []*aheadChunk{c.ahead, c.aheadNext} {
+		if ch == nil {
+			continue
+		}
+		for b := len(ch.blocks) - 1; b > c.aheadBlk || ch != c.ahead && b >= 0; b-- {
+			blk := &ch.blocks[b]
+			if blk.state.Load() != blockFree || !blk.state.CompareAndSwap(blockFree, blockHelper) {
+				continue
+			}
+			if c.stealForks == nil {
+				f := c.newForks()
+				c.stealForks = &f
+			}
+			ch.fill(b, c.stealForks)
+			blk.state.Store(blockDone)
+			stolen.Add(1)
+			return true
+		}
+	}
+	return false
 }
 
 // aheadOf is rec's place in the block the helper filled: ok false when

@@ -173,6 +173,7 @@ type Engine struct {
 	winErr           error
 	ahead, aheadNext *aheadChunk
 	aheadSpares      []*aheadChunk
+	stealForks       *aheadForks // the engine's own forks, for the blocks it steals (made at the first)
 	aheadBlk         int
 	aheadFilled      bool
 	// winBuf holds the results of the scopes while windowsTo advances
