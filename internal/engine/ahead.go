@@ -294,7 +294,7 @@ func (c *Engine) aheadAt(i int) {
 		return
 	}
 	b := i / aheadBlock
-	c.aheadBlk, c.aheadFilled = b, c.claim(b)
+	c.aheadBlk, c.aheadFilled = b, c.claim(b, true)
 	if h := c.ahead.hint; h != nil && !c.aheadFilled {
 		h(c.ahead.recs[i:min(len(c.ahead.recs), i+aheadBlock)]) // the step runs the Process on them
 	}
@@ -302,15 +302,16 @@ func (c *Engine) aheadAt(i int) {
 
 // claim takes block b for the engine, or, when the helper has it, waits
 // until it is filled: filled reports the latter. While it waits it fills
-// blocks no one has claimed yet itself (steal), and yields only when
-// there are none.
-func (c *Engine) claim(b int) (filled bool) {
+// blocks no one has claimed yet itself when it may (steal: the engine is
+// going through the chunk, not ending it), and yields only when there are
+// none.
+func (c *Engine) claim(b int, maySteal bool) (filled bool) {
 	blk := &c.ahead.blocks[b]
 	if blk.state.CompareAndSwap(blockFree, blockEngine) {
 		return false
 	}
 	for blk.state.Load() == blockHelper {
-		if !c.steal() {
+		if !maySteal || !c.steal() {
 			runtime.Gosched() // at most one block's evaluation
 		}
 	}
@@ -398,7 +399,7 @@ func (c *Engine) aheadEnd() {
 		return
 	}
 	for b := c.aheadBlk + 1; b < len(c.ahead.blocks); b++ {
-		c.claim(b)
+		c.claim(b, false) // the chunk ends: nothing of it to steal
 	}
 	if len(c.aheadSpares) < 4 {
 		c.aheadSpares = append(c.aheadSpares, c.ahead)
