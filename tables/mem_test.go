@@ -224,3 +224,46 @@ func TestAfterCloseInMemory(t *testing.T) {
 	}
 	tb.HintValue(1)
 }
+
+// FuzzMemIsTheModel is TestMemIsTheModel's check driven by the fuzzer:
+// each 4 bytes of the input are an operation (a put, a tombstone, a trim,
+// a hinted lookup) on one of 64 keys, with version times and value sizes
+// of its choosing; after each, the table answers and counts as the model,
+// and at the end its index and arena hold exactly the model's keys and
+// bytes. go test -fuzz FuzzMemIsTheModel ./tables
+func FuzzMemIsTheModel(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 1, 2, 3, 0, 1, 9, 3, 2, 0, 0, 0, 3, 1, 2, 3})
+	f.Add(bytes.Repeat([]byte{0, 7, 40, 200, 1, 7, 41, 0, 2, 0, 90, 0, 3, 7, 50, 0}, 20))
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		tb, err := New("t", 50*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := &refTable{keys: map[string]*entry{}}
+		wm := int64(0)
+		for i := 0; i+4 <= len(ops) && i < 4*5000; i += 4 {
+			op, key := ops[i]%4, fmt.Sprint("k", ops[i+1]%64)
+			at, size := wm-100+int64(ops[i+2])*2, int(ops[i+3])*20
+			switch op {
+			case 0, 1:
+				val := bytes.Repeat([]byte{'a' + ops[i+1]%26}, size)
+				tb.Put(key, at, val, op == 1)
+				ref.put(key, at, val, op == 1)
+			case 2:
+				wm += int64(ops[i+2])
+				tb.Trim(wm)
+				ref.trim(wm - 50)
+			default:
+				tb.HintValue(tb.HintKey(key))
+				if got, want := asOf(tb, key, at), ref.asOf(key, at); got != want {
+					t.Fatalf("op %d: AsOf(%s, %d) = %.20q, want %.20q", i/4, key, at, got, want)
+				}
+			}
+			if tb.Keys() != len(ref.keys) || int64(tb.Versions()) != ref.nvers || tb.Bytes() != ref.bytes || tb.Beyond() != ref.beyond {
+				t.Fatalf("op %d: %s; the model: %d keys, %d versions, %d bytes, %d beyond",
+					i/4, sizes(tb), len(ref.keys), ref.nvers, ref.bytes, ref.beyond)
+			}
+		}
+		checkIndex(t, tb.mem, ref)
+	})
+}
