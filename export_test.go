@@ -24,8 +24,8 @@ func NewMemStore() *MemStore { return engine.NewMemStore() }
 func WithSpawn(spawn func(f func())) Option { return func(c *config) { c.spawn = spawn } }
 
 // StolenBlocks is how many blocks engines evaluated while waiting for a
-// helper, in this process (engine.StolenBlocks).
-func StolenBlocks() int64 { return engine.StolenBlocks() }
+// helper, in this process (engine.Ahead).
+func StolenBlocks() int64 { return engine.Ahead().Stolen }
 
 // Stepper drives a Pipeline's engine core on the caller's goroutine, one
 // Fetch at a time, as Run's loop does but with no poller, no sink

@@ -128,6 +128,9 @@ func (c *Engine) aheadStart(recs []*record.Record, n int) {
 // too short to share.
 func (c *Engine) aheadChunkOf(recs []*record.Record, next bool) *aheadChunk {
 	if len(recs) < 2*aheadBlock {
+		if !next {
+			aheadCounts.short.Add(int64(len(recs)))
+		}
 		return nil
 	}
 	var ch *aheadChunk
@@ -295,6 +298,11 @@ func (c *Engine) aheadAt(i int) {
 	}
 	b := i / aheadBlock
 	c.aheadBlk, c.aheadFilled = b, c.claim(b, true)
+	if c.aheadFilled {
+		aheadCounts.filled.Add(1)
+	} else {
+		aheadCounts.own.Add(1)
+	}
 	if h := c.ahead.hint; h != nil && !c.aheadFilled {
 		h(c.ahead.recs[i:min(len(c.ahead.recs), i+aheadBlock)]) // the step runs the Process on them
 	}
@@ -312,18 +320,30 @@ func (c *Engine) claim(b int, maySteal bool) (filled bool) {
 	}
 	for blk.state.Load() == blockHelper {
 		if !maySteal || !c.steal() {
+			aheadCounts.waits.Add(1)
 			runtime.Gosched() // at most one block's evaluation
 		}
 	}
 	return true
 }
 
-// stolen counts the blocks engines stole, in this process (StolenBlocks).
-var stolen atomic.Int64
+// AheadCounts are counts of evaluation ahead, over every engine of the
+// process (Ahead): for tests and profiling, by block, not by record.
+type AheadCounts struct {
+	Filled int64 // blocks the engine took filled: by a helper, or by itself while it waited (Stolen)
+	Own    int64 // blocks the engine claimed and evaluated as it released them
+	Stolen int64 // blocks the engine filled while it waited for a helper (steal)
+	Waits  int64 // times the engine yielded, waiting for a helper, with nothing to steal
+	Short  int64 // released records in chunks too short to evaluate ahead
+}
 
-// StolenBlocks is how many blocks engines evaluated while waiting for a
-// helper (steal), in this process: for tests and profiling.
-func StolenBlocks() int64 { return stolen.Load() }
+var aheadCounts struct{ filled, own, stolen, waits, short atomic.Int64 }
+
+// Ahead is the process's AheadCounts so far.
+func Ahead() AheadCounts {
+	a := &aheadCounts
+	return AheadCounts{Filled: a.filled.Load(), Own: a.own.Load(), Stolen: a.stolen.Load(), Waits: a.waits.Load(), Short: a.short.Load()}
+}
 
 // steal fills, with the engine's own forks, the last block no one has
 // claimed of the chunk the engine is in, else of the next chunk, as a
@@ -346,7 +366,7 @@ func (c *Engine) steal() (ok bool) {
 			}
 			ch.fill(b, c.stealForks)
 			blk.state.Store(blockDone)
-			stolen.Add(1)
+			aheadCounts.stolen.Add(1)
 			return true
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/internal/engine"
 	"github.com/signalbox/signalbox/process"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sinks/jsonl"
@@ -126,8 +127,11 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 	wall, cpu := time.Since(start), cpuTime()-cpu0
-	_, err = fmt.Fprintf(stdout, "%s records=%d keys=%d written=%d wall=%.3fs cpu=%.3fs cpu-ns/record=%.0f\n",
-		label, o.n, o.keys, written, wall.Seconds(), cpu.Seconds(), float64(cpu.Nanoseconds())/float64(o.n))
+	a := engine.Ahead()
+	_, err = fmt.Fprintf(stdout, "%s records=%d keys=%d written=%d wall=%.3fs cpu=%.3fs cpu-ns/record=%.0f"+
+		" ahead-blocks: filled=%d own=%d stolen=%d waits=%d short-chunk-records=%d\n",
+		label, o.n, o.keys, written, wall.Seconds(), cpu.Seconds(), float64(cpu.Nanoseconds())/float64(o.n),
+		a.Filled, a.Own, a.Stolen, a.Waits, a.Short)
 	return err
 }
 
