@@ -325,10 +325,14 @@ func (p *Plan) windowsState(dir string) (share int64, err error) {
 // taskWindowStores is openWindowStores in a group: each task's windows
 // keep their state in a keyed/durable store of their own, under
 // dir/<window>/task-<partition>, made when the member takes the task and
-// closed (its files removed) when it lets go of it. A store gets the
-// window's share of state.memory divided by the tasks the member holds as
-// it is made, and at least minTaskWindowBudget: a member that takes more
-// tasks later may hold up to that many more budgets' worth.
+// closed (its files removed) when it lets go of it. The stores of a
+// window share its part of state.memory: each is made with that part
+// divided by the tasks the member holds (at least minTaskWindowBudget),
+// and whenever the member takes or lets go of a task, the in-memory part
+// of every open store of the window (its cache and timers, most of a
+// store's memory) is set anew to that division (taskWindows.balance).
+// Only the pebble memtables and cache of a store made while the member
+// held fewer tasks keep their larger size.
 func (p *Plan) taskWindowStores(dir string, wins []windowPlan) error {
 	share, err := p.windowsState(dir)
 	if err != nil {
@@ -337,19 +341,23 @@ func (p *Plan) taskWindowStores(dir string, wins []windowPlan) error {
 	p.taskStores = &taskStores{open: map[*kdurable.Store[keyed.State]]bool{}}
 	for i := range wins {
 		wdir := filepath.Join(dir, wins[i].w.Spec.Name)
-		budget := share / int64(len(wins))
+		tw := &taskWindows{budget: share / int64(len(wins))}
 		wins[i].w.TaskStore = func(task int32, tasks int) (keyed.Store[keyed.State], func(), error) {
 			tdir := filepath.Join(wdir, fmt.Sprint("task-", task))
 			if err := os.RemoveAll(tdir); err != nil {
 				return nil, nil, err
 			}
 			st, err := kdurable.Open[keyed.State](tdir, keyed.StateCodec{},
-				kdurable.Options{MemoryBudget: taskWindowBudget(budget, tasks)})
+				kdurable.Options{MemoryBudget: taskWindowBudget(tw.budget, tasks)})
 			if err != nil {
 				return nil, nil, err
 			}
 			p.taskStores.add(st)
-			return st, func() { p.taskStores.close(st) }, nil
+			tw.taken(st, tasks)
+			return st, func() {
+				tw.let(st)
+				p.taskStores.close(st)
+			}, nil
 		}
 	}
 	return nil
@@ -363,6 +371,39 @@ const minTaskWindowBudget = 4 << 20
 // share of state.memory is budget, made while the member holds tasks.
 func taskWindowBudget(budget int64, tasks int) int64 {
 	return max(budget/int64(max(tasks, 1)), minTaskWindowBudget)
+}
+
+// taskWindows are one window's open task stores, which share its budget.
+// Used on the run's goroutine only (Window.TaskStore and its release).
+type taskWindows struct {
+	budget int64
+	tasks  int // the tasks the member holds, as last told
+	open   []*kdurable.Store[keyed.State]
+}
+
+// taken adds st, made while the member holds tasks, and balances.
+func (tw *taskWindows) taken(st *kdurable.Store[keyed.State], tasks int) {
+	tw.open = append(tw.open, st)
+	tw.tasks = tasks
+	tw.balance()
+}
+
+// let removes st, which the member lets go of, and balances the others.
+func (tw *taskWindows) let(st *kdurable.Store[keyed.State]) {
+	if i := slices.Index(tw.open, st); i >= 0 {
+		tw.open = slices.Delete(tw.open, i, i+1)
+		tw.tasks--
+		tw.balance()
+	}
+}
+
+// balance gives every open store the in-memory part of the budget
+// divided by the tasks held (or the stores open, if more).
+func (tw *taskWindows) balance() {
+	c, t := kdurable.InMemory(taskWindowBudget(tw.budget, max(tw.tasks, len(tw.open))))
+	for _, st := range tw.open {
+		st.SetMemory(c, t)
+	}
 }
 
 // taskStores are the tasks' open window stores: made and closed on the

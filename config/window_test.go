@@ -13,6 +13,8 @@ import (
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/keyed"
+	kdurable "github.com/signalbox/signalbox/keyed/durable"
 )
 
 // TestWindowValidation: every window mistake is refused at its field, with
@@ -270,4 +272,55 @@ func TestTaskWindowBudget(t *testing.T) {
 			t.Errorf("taskWindowBudget(%d, %d) = %d, want %d", c.budget, c.tasks, got, c.want)
 		}
 	}
+}
+
+// TestTaskWindowsShareTheBudget: a window's task stores share its part of
+// state.memory as the member takes and lets go of tasks: each store made
+// or kept holds the in-memory part of that part divided by the tasks held,
+// so that taking more tasks later does not add budgets.
+func TestTaskWindowsShareTheBudget(t *testing.T) {
+	p := &Plan{StateMemory: 256 << 20}
+	wins := []windowPlan{{w: signalbox.Window{Spec: keyed.Spec{Name: "w"}}}}
+	if err := p.taskWindowStores(filepath.Join(t.TempDir(), "windows"), wins); err != nil {
+		t.Fatal(err)
+	}
+	defer p.taskStores.closeAll()
+	share := int64(256<<20) / windowsShare
+	type held struct {
+		st      *kdurable.Store[keyed.State]
+		release func()
+	}
+	var stores []held
+	take := func(task int32, tasks int) {
+		t.Helper()
+		st, release, err := wins[0].w.TaskStore(task, tasks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, held{st.(*kdurable.Store[keyed.State]), release})
+	}
+	check := func(when string, tasks int) {
+		t.Helper()
+		wc, wt := kdurable.InMemory(share / int64(tasks))
+		var sum int64
+		for _, h := range stores {
+			c, tm, _, _ := h.st.Memory()
+			if c != wc || tm != wt {
+				t.Fatalf("%s: a store's cache and timers may hold %d and %d bytes, want %d and %d", when, c, tm, wc, wt)
+			}
+			sum += c + tm
+		}
+		if ac, at := kdurable.InMemory(share); sum > ac+at {
+			t.Fatalf("%s: the stores may hold %d bytes in memory, above the window's %d", when, sum, ac+at)
+		}
+	}
+	take(0, 1)
+	check("one task", 1)
+	for task := range int32(3) {
+		take(task+1, 4)
+	}
+	check("three more tasks taken later", 4)
+	stores[0].release()
+	stores = stores[1:]
+	check("one let go of", 3)
 }

@@ -180,3 +180,53 @@ func TestTimerQueue(t *testing.T) {
 		}
 	})
 }
+
+// TestSetMemory: a durable Store whose bounds are lowered spills at once
+// what is over them (cache and timers), keeps every state and timer
+// (read back from pebble), and stays within the new bounds as it is used;
+// raised again, it keeps more in memory. InMemory is what Open gives by
+// default.
+func TestSetMemory(t *testing.T) {
+	k := storeKind{name: "durable", opts: &durable.Options{MemoryBudget: 16 << 20}}
+	s := open[int](t, k, intCodec{})
+	wc, wt := durable.InMemory(16 << 20)
+	if c, tm, _, _ := s.Memory(); c != wc || tm != wt {
+		t.Fatalf("Open's bounds %d, %d are not InMemory's %d, %d", c, tm, wc, wt)
+	}
+	q := s.Timers()
+	for i := range 2000 {
+		s.Put(strconv.Itoa(i), i)
+		q.Set(keyed.Timer{At: int64(i), Key: strconv.Itoa(i)})
+	}
+	if _, _, cb, tb := s.Memory(); cb < 64<<10 || tb < 16<<10 {
+		t.Fatalf("before: cache %d, timers %d bytes: the test needs them in memory", cb, tb)
+	}
+	s.SetMemory(8<<10, 2<<10)
+	check := func(when string) {
+		t.Helper()
+		cl, tl, cb, tb := s.Memory()
+		if cl != 8<<10 || tl != 2<<10 || cb > cl || tb > tl {
+			t.Fatalf("%s: bounds %d, %d; holds %d, %d bytes", when, cl, tl, cb, tb)
+		}
+	}
+	check("after SetMemory")
+	for i := range 2000 {
+		if v, ok := s.Get(strconv.Itoa(i)); !ok || v != i {
+			t.Fatalf("key %d: %d %v after the spill", i, v, ok)
+		}
+	}
+	s.Put("new", -1)
+	check("after a Get of every key and a Put")
+	for i := range 2000 {
+		if tm, ok := q.Due(1 << 40); !ok || tm.At != int64(i) {
+			t.Fatalf("timer %d: got %v %v", i, tm, ok)
+		}
+	}
+	s.SetMemory(1<<20, 1<<20)
+	for i := range 2000 {
+		s.Get(strconv.Itoa(i))
+	}
+	if _, _, cb, _ := s.Memory(); cb < 64<<10 {
+		t.Fatalf("raised to 1 MiB, the cache holds %d bytes", cb)
+	}
+}

@@ -27,7 +27,9 @@
 //     pebble's memtables and block cache are sized from
 //     Options.MemoryBudget as the parked store's are
 //     (timers/durable.StoreOptions); the cache is created two memtables
-//     larger, as pebble reserves its memtables in it.
+//     larger, as pebble reserves its memtables in it. SetMemory changes
+//     the two bounds of a Store in use (spilling at once what is over
+//     them); pebble's sizes stay as Open made them.
 //  4. An error of pebble or of the Codec is sticky (Err): every later
 //     call is a no-op, and the keyed.Processor returns it.
 package durable

@@ -95,12 +95,12 @@ func Open[S any](dir string, codec Codec[S], o Options) (*Store[S], error) {
 	if err := po.Validate(); err != nil {
 		return nil, err
 	}
-	in := po.InMemoryBudget()
+	cacheBytes, timerBytes := inMemory(po)
 	if o.CacheBytes <= 0 {
-		o.CacheBytes = in * 3 / 4
+		o.CacheBytes = cacheBytes
 	}
 	if o.TimerBytes <= 0 {
-		o.TimerBytes = in / 4
+		o.TimerBytes = timerBytes
 	}
 	if o.FilterMinKeys <= 0 {
 		o.FilterMinKeys = 1 << 12
@@ -140,6 +140,39 @@ func Open[S any](dir string, codec Codec[S], o Options) (*Store[S], error) {
 	s := &Store[S]{codec: codec, db: db, cache: cache, fs: o.FS, dir: dir, m: map[string]*entry[S]{}, limit: o.CacheBytes, filter: newFilter(db, o.FilterMinKeys)}
 	s.timers = &Timers{db: db, err: &s.err, filter: s.filter, mem: keyed.NewMemTimers(), limit: o.TimerBytes, readAhead: o.TimerReadAhead}
 	return s, nil
+}
+
+// InMemory is what a Store of memory budget gets by default for its cache
+// and its in-memory timers (Options.CacheBytes and TimerBytes): three
+// quarters and a quarter of the in-memory part of the budget.
+func InMemory(budget int64) (cacheBytes, timerBytes int64) {
+	po := parked.StoreOptions{MemoryBudget: budget}
+	po.EnsureDefaults()
+	return inMemory(po)
+}
+
+func inMemory(po parked.StoreOptions) (cacheBytes, timerBytes int64) {
+	in := po.InMemoryBudget()
+	return in * 3 / 4, in / 4
+}
+
+// SetMemory changes what the cache and the in-memory timers may hold
+// (Options.CacheBytes and TimerBytes; at least 1 each) and spills what is
+// over the new bounds at once; pebble's memtables and block cache keep the
+// sizes Open gave them. So a member's stores can share one budget as it
+// takes and lets go of tasks.
+func (s *Store[S]) SetMemory(cacheBytes, timerBytes int64) {
+	s.limit, s.timers.limit = max(cacheBytes, 1), max(timerBytes, 1)
+	s.evict(s.limit)
+	for q := s.timers; q.bytes > q.limit && q.mem.Len() > 0 && *q.err == nil; {
+		q.spill()
+	}
+}
+
+// Memory is what the cache and the in-memory timers may hold, and what
+// they hold now.
+func (s *Store[S]) Memory() (cacheLimit, timerLimit, cacheBytes, timerBytes int64) {
+	return s.limit, s.timers.limit, s.bytes, s.timers.bytes
 }
 
 // Close closes pebble and removes the directory.
