@@ -15,13 +15,67 @@ import (
 // release order mostly share it.
 //
 // A session's end moves with its records, so a session window holds by
-// key instead: sess[i] is, for window i, the lowest offset of the
+// key instead: sess[i] holds, for window i, the lowest offset of the
 // partition's records in each key's open sessions, until the key has none
 // (keyed.WithKeyGone).
 type windowHold struct {
 	by            map[int64]int64
 	last, lastMin int64
-	sess          []map[string]int64
+	sess          []*sessionHold
+}
+
+// sessionHold is one session window's holds on a partition: by key, and
+// counted by bucket of holdBucket offsets, so that a checkpoint's claim
+// reads the least bucket with a key instead of walking every key.
+type sessionHold struct {
+	keys    map[string]int64 // key → the offset of its oldest record in its open sessions
+	buckets map[int64]int32  // keys by their offset's bucket (offset / holdBucket)
+	least   int64            // the least bucket with keys; -1: to be found (and none when buckets is empty)
+}
+
+// holdBucket is how many offsets a bucket of session holds covers: a
+// checkpoint claims the first offset of the least bucket holding a key,
+// so that a restart re-reads at most holdBucket - 1 records more than
+// the keys need (re-read records that were emitted only rebuild their
+// windows, K7 and K8).
+const holdBucket = 4096
+
+func newSessionHold() *sessionHold {
+	return &sessionHold{keys: map[string]int64{}, buckets: map[int64]int32{}, least: -1}
+}
+
+func (s *sessionHold) add(o int64) {
+	b := o / holdBucket
+	s.buckets[b]++
+	if s.least >= 0 && b < s.least || len(s.buckets) == 1 {
+		s.least = b
+	}
+}
+
+func (s *sessionHold) remove(o int64) {
+	b := o / holdBucket
+	if s.buckets[b]--; s.buckets[b] == 0 {
+		delete(s.buckets, b)
+		if b == s.least {
+			s.least = -1
+		}
+	}
+}
+
+// low is the first offset of the least bucket holding a key; ok is false
+// when no key is held.
+func (s *sessionHold) low() (o int64, ok bool) {
+	if len(s.buckets) == 0 {
+		return 0, false
+	}
+	if s.least < 0 {
+		for b := range s.buckets {
+			if s.least < 0 || b < s.least {
+				s.least = b
+			}
+		}
+	}
+	return s.least * holdBucket, true
 }
 
 // holdKey notes that rec, of ps, joined an open session of key in window
@@ -29,16 +83,24 @@ type windowHold struct {
 func (c *Engine) holdKey(ps *partState, i int, key []byte, rec *record.Record) {
 	h := &ps.winHold
 	if h.sess == nil {
-		h.sess = make([]map[string]int64, len(c.wins))
+		h.sess = make([]*sessionHold, len(c.wins))
 	}
-	m := h.sess[i]
-	if m == nil {
-		m = map[string]int64{}
-		h.sess[i] = m
+	s := h.sess[i]
+	if s == nil {
+		s = newSessionHold()
+		h.sess[i] = s
 	}
-	if o, ok := m[string(key)]; !ok || rec.Offset < o {
-		m[string(key)] = rec.Offset
+	o, ok := s.keys[string(key)]
+	switch {
+	case !ok:
+		s.keys[string(key)] = rec.Offset
+	case rec.Offset < o:
+		s.remove(o)
+		s.keys[string(key)] = rec.Offset
+	default:
+		return
 	}
+	s.add(rec.Offset)
 }
 
 // keyGone lets go of key's session holds in window i: its last session in
@@ -46,7 +108,10 @@ func (c *Engine) holdKey(ps *partState, i int, key []byte, rec *record.Record) {
 func (c *Engine) keyGone(sc *winScope, i int, key string) {
 	drop := func(ps *partState) {
 		if h := ps.winHold.sess; h != nil && h[i] != nil {
-			delete(h[i], key)
+			if o, ok := h[i].keys[key]; ok {
+				delete(h[i].keys, key)
+				h[i].remove(o)
+			}
 		}
 	}
 	if sc.task != nil {
@@ -81,10 +146,15 @@ func (c *Engine) holdRecord(ps *partState, rec *record.Record, timer int64) {
 // emitted yet (timer above the windows' time): what a checkpoint commits.
 // The checkpoints come after a release is over, so every window with a
 // timer at or below the checkpoint's watermark was emitted before it (K4).
+// A session window's hold is its least bucket's first offset (sessionHold),
+// never below where ps was assigned.
 func (c *Engine) windowHeld(ps *partState, low int64) int64 {
-	for _, m := range ps.winHold.sess {
-		for _, o := range m {
-			low = min(low, o)
+	for _, s := range ps.winHold.sess {
+		if s == nil {
+			continue
+		}
+		if o, ok := s.low(); ok {
+			low = min(low, max(o, ps.start))
 		}
 	}
 	h := ps.winHold.by
