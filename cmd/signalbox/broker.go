@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -16,7 +17,7 @@ import (
 )
 
 func newBrokerCmd() *cobra.Command {
-	var addr, registryAddr string
+	var addr, registryAddr, certOut, saslMech, saslUser, saslPasswordEnv string
 	var partitions, brokers int
 	var topics []string
 	cmd := &cobra.Command{
@@ -42,6 +43,23 @@ func newBrokerCmd() *cobra.Command {
 				}
 				opts = append(opts, embedded.WithTopic(name, n))
 			}
+			user, err := brokerUser(saslMech, saslUser, saslPasswordEnv)
+			if err != nil {
+				return usageError(err)
+			}
+			if user != nil {
+				opts = append(opts, embedded.WithUser(user.Mechanism, user.Name, user.Password))
+			}
+			if certOut != "" {
+				cert, err := embedded.SelfSignedTLS()
+				if err != nil {
+					return runtimeError(err)
+				}
+				if err := os.WriteFile(certOut, cert.CertPEM, 0o644); err != nil {
+					return usageError(fmt.Errorf("--tls-cert-out: %w", err))
+				}
+				opts = append(opts, embedded.WithTLS(cert.Server, cert.Client))
+			}
 			log := logger(cmd)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -64,8 +82,35 @@ func newBrokerCmd() *cobra.Command {
 	f.IntVar(&partitions, "partitions", 3, "partitions of auto-created topics")
 	f.IntVar(&brokers, "brokers", 1, "brokers in the cluster, all in this process; the first listens on --addr, the others on the following ports (any free port with port 0), and their addresses are printed comma-separated")
 	f.StringArrayVar(&topics, "topic", nil, "pre-create a topic, name:partitions (repeatable)")
+	f.StringVar(&certOut, "tls-cert-out", "", "serve TLS on every broker with a fresh self-signed certificate (a day's, for 127.0.0.1 and localhost), written in PEM to this file for clients to trust: the job file's tls.ca_file, kcat's ssl.ca.location (the schema registry stays plain HTTP)")
+	f.StringVar(&saslMech, "sasl-mechanism", embedded.MechanismScramSHA256, "with --sasl-user: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+	f.StringVar(&saslUser, "sasl-user", "", "require SASL: the one user's name (with --sasl-password-env)")
+	f.StringVar(&saslPasswordEnv, "sasl-password-env", "", "with --sasl-user: the name of the environment variable holding the user's password, as the job file's sasl.password_env")
 	f.StringVar(&registryAddr, "registry-addr", "", "listen address of the schema registry, whose URL is printed on the line after the brokers' addresses; empty: --addr's host on port 8081, or any free port when --addr's port is 0; \"off\": no registry")
 	return cmd
+}
+
+// brokerUser is the user --sasl-user asks for (nil without it), its
+// password read from the environment variable --sasl-password-env names.
+func brokerUser(mech, name, env string) (*embedded.User, error) {
+	switch {
+	case name == "" && env == "":
+		return nil, nil
+	case name == "":
+		return nil, errors.New("--sasl-password-env: needs --sasl-user")
+	case env == "":
+		return nil, errors.New("--sasl-user: needs --sasl-password-env, the name of the variable holding the password")
+	}
+	switch mech {
+	case embedded.MechanismPlain, embedded.MechanismScramSHA256, embedded.MechanismScramSHA512:
+	default:
+		return nil, fmt.Errorf("--sasl-mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", mech)
+	}
+	pw := os.Getenv(env)
+	if pw == "" {
+		return nil, fmt.Errorf("--sasl-password-env: the environment variable %s is unset or empty", env)
+	}
+	return &embedded.User{Mechanism: mech, Name: name, Password: pw}, nil
 }
 
 // registryListen is where the schema registry listens ("" for none): flag
