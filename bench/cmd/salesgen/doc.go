@@ -5,7 +5,9 @@
 // `sku|value` for `kcat -P -K'|'`, and plain.yaml (the ordered replay into
 // a JSONL file until the end offsets), window.yaml (the same with issue
 // 37's per-minute window per sku) and process.yaml (the same with issue
-// 36's filter and three-field map).
+// 36's filter and three-field map). With -tls-ca and -sasl-user the jobs
+// speak TLS and SCRAM-SHA-256 to a broker that asks for them (`signalbox
+// broker --tls-cert-out --sasl-user`).
 //
 // Invariants:
 //

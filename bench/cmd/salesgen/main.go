@@ -25,8 +25,14 @@ func run(args []string, stdout io.Writer) error {
 	out := fs.String("out", "", "directory to write into (required)")
 	brokers := fs.String("brokers", "127.0.0.1:19092", "the jobs' broker")
 	topic := fs.String("topic", "sales", "the jobs' topic")
+	caFile := fs.String("tls-ca", "", "the jobs speak TLS to the broker, trusting this PEM file (signalbox broker --tls-cert-out)")
+	saslUser := fs.String("sasl-user", "", "the jobs authenticate with SCRAM-SHA-256 as this user (signalbox broker --sasl-user)")
+	saslEnv := fs.String("sasl-password-env", "", "with -sasl-user: the environment variable holding the password")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if (*saslUser == "") != (*saslEnv == "") {
+		return fmt.Errorf("-sasl-user and -sasl-password-env go together")
 	}
 	if *out == "" || *n < *parts || *parts < 1 {
 		return fmt.Errorf("-out is required, and -n must be at least -partitions (at least 1)")
@@ -38,7 +44,7 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 	for _, j := range []struct{ name, extra string }{{"plain.yaml", ""}, {"window.yaml", windowSection(*out)}, {"process.yaml", processSection}} {
-		if err := os.WriteFile(filepath.Join(*out, j.name), []byte(job(*brokers, *topic, *out)+j.extra), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(*out, j.name), []byte(job(*brokers, *topic, *out)+security(*caFile, *saslUser, *saslEnv)+j.extra), 0o644); err != nil {
 			return err
 		}
 	}
@@ -91,6 +97,18 @@ admin: {addr: "off"}
 sinks:
   - {type: jsonl, path: %s}
 `, brokers, topic, filepath.Join(dir, "raw.jsonl"))
+}
+
+// security is the jobs' tls and sasl sections, empty without them.
+func security(caFile, user, passwordEnv string) string {
+	var s string
+	if caFile != "" {
+		s += fmt.Sprintf("tls: {enabled: true, ca_file: %s}\n", caFile)
+	}
+	if user != "" {
+		s += fmt.Sprintf("sasl: {mechanism: SCRAM-SHA-256, user: %s, password_env: %s}\n", user, passwordEnv)
+	}
+	return s
 }
 
 // processSection is issue 36's filter and three-field map.

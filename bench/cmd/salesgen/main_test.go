@@ -14,12 +14,17 @@ import (
 
 // TestSalesgen: two runs write the same bytes (invariant 1); each line's
 // key is its value's sku and each file is in event-time order (2); the
-// job files (plain, window, process) pass validate.
+// job files (plain, window, process) pass validate, the second run's
+// with TLS and SASL.
 func TestSalesgen(t *testing.T) {
 	var first [][]byte
-	for range 2 {
+	for run2 := range 2 {
 		dir := t.TempDir()
-		if err := run([]string{"-n", "3000", "-out", dir}, io.Discard); err != nil {
+		args := []string{"-n", "3000", "-out", dir}
+		if run2 == 1 {
+			args = append(args, "-tls-ca", "/tmp/broker.pem", "-sasl-user", "bench", "-sasl-password-env", "SALES_PASSWORD")
+		}
+		if err := run(args, io.Discard); err != nil {
 			t.Fatal(err)
 		}
 		var files [][]byte
@@ -64,6 +69,9 @@ func TestSalesgen(t *testing.T) {
 			}
 			if name == "process.yaml" && (j.Process == nil || j.Process.Filter == "" || j.Process.Map == "") {
 				t.Fatalf("process.yaml has no filter and map: %+v", j.Process)
+			}
+			if secured := strings.Contains(string(doc), "ca_file: /tmp/broker.pem") && strings.Contains(string(doc), "password_env: SALES_PASSWORD"); secured != (run2 == 1) {
+				t.Fatalf("%s, run %d: tls and sasl sections %v:\n%s", name, run2, secured, doc)
 			}
 		}
 		if first == nil {
