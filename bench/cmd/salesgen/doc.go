@@ -7,7 +7,9 @@
 // 37's per-minute window per sku) and process.yaml (the same with issue
 // 36's filter and three-field map). With -tls-ca and -sasl-user the jobs
 // speak TLS and SCRAM-SHA-256 to a broker that asks for them (`signalbox
-// broker --tls-cert-out --sasl-user`).
+// broker --tls-cert-out --sasl-user`); -produce also produces the sales
+// there with franz-go (librdkafka, hence kcat, does not authenticate to
+// the embedded broker: it answers SASL handshakes of version 1 only).
 //
 // Invariants:
 //

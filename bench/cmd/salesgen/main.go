@@ -2,13 +2,22 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 func main() {
@@ -28,6 +37,8 @@ func run(args []string, stdout io.Writer) error {
 	caFile := fs.String("tls-ca", "", "the jobs speak TLS to the broker, trusting this PEM file (signalbox broker --tls-cert-out)")
 	saslUser := fs.String("sasl-user", "", "the jobs authenticate with SCRAM-SHA-256 as this user (signalbox broker --sasl-user)")
 	saslEnv := fs.String("sasl-password-env", "", "with -sasl-user: the environment variable holding the password")
+	produce := fs.Bool("produce", false, "also produce the sales into -topic at -brokers with franz-go (the jobs' tls and sasl too), each file into its partition: for a broker that librdkafka (kcat) cannot authenticate to")
+	batch := fs.Int("batch", 1<<20, "with -produce: the producer's batch bytes (ProducerBatchMaxBytes)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -45,6 +56,11 @@ func run(args []string, stdout io.Writer) error {
 	}
 	for _, j := range []struct{ name, extra string }{{"plain.yaml", ""}, {"window.yaml", windowSection(*out)}, {"process.yaml", processSection}} {
 		if err := os.WriteFile(filepath.Join(*out, j.name), []byte(job(*brokers, *topic, *out)+security(*caFile, *saslUser, *saslEnv)+j.extra), 0o644); err != nil {
+			return err
+		}
+	}
+	if *produce {
+		if err := produceSales(*out, *parts, *brokers, *topic, *caFile, *saslUser, *saslEnv, *batch); err != nil {
 			return err
 		}
 	}
@@ -83,6 +99,59 @@ func writeSales(dir string, n, parts int) error {
 		}
 	}
 	return nil
+}
+
+// produceSales produces each partition's file (lines key|value) into
+// that partition of topic, over TLS and SCRAM-SHA-256 when asked.
+func produceSales(dir string, parts int, brokers, topic, caFile, user, passwordEnv string, batch int) error {
+	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchMaxBytes(int32(batch)), kgo.MaxBufferedRecords(100_000)}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("-tls-ca %s: no certificate in it", caFile)
+		}
+		opts = append(opts, kgo.DialTLSConfig(&tls.Config{RootCAs: pool}))
+	}
+	if user != "" {
+		opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: os.Getenv(passwordEnv)}.AsSha256Mechanism()))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	var (
+		mu    sync.Mutex
+		first error
+	)
+	for p := range parts {
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("sales%d.txt", p)))
+		if err != nil {
+			return err
+		}
+		for line := range bytes.Lines(b) {
+			k, v, _ := bytes.Cut(bytes.TrimSuffix(line, []byte("\n")), []byte("|"))
+			cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: int32(p), Key: k, Value: v}, func(_ *kgo.Record, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil && first == nil {
+					first = err
+				}
+			})
+		}
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return first
 }
 
 // job is the plain job: the topic with event time in ts, into raw.jsonl

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"os"
@@ -9,7 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/signalbox/signalbox/config"
+	"github.com/signalbox/signalbox/embedded"
 )
 
 // TestSalesgen: two runs write the same bytes (invariant 1); each line's
@@ -84,4 +89,43 @@ func TestSalesgen(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestProduce: -produce writes every sale into its partition of a broker
+// that asks for TLS and SCRAM, as the jobs are told to speak to it.
+func TestProduce(t *testing.T) {
+	cert, err := embedded.SelfSignedTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := embedded.Start(embedded.WithTopic("sales", 3), embedded.WithTLS(cert.Server, cert.Client),
+		embedded.WithUser(embedded.MechanismScramSHA256, "bench", "pw-for-the-test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(ca, cert.CertPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SALES_PASSWORD", "pw-for-the-test")
+	if err := run([]string{"-n", "3000", "-out", dir, "-brokers", c.Addrs()[0], "-produce", "-batch", "16384",
+		"-tls-ca", ca, "-sasl-user", "bench", "-sasl-password-env", "SALES_PASSWORD"}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(c.ClientOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(context.Background(), "sales")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil || o.Offset != 1000 {
+			t.Errorf("partition %d ends at %d (%v), want 1000: its file's lines", o.Partition, o.Offset, o.Err)
+		}
+	})
 }
