@@ -23,9 +23,15 @@ func runChild(c config, stdout io.Writer) error {
 		return fmt.Errorf("-child: want one shape, got %d", len(c.shapes))
 	}
 	sh := c.shapes[0]
+	b := remote{addrs: strings.Split(c.brokers, ","), shape: sh, ca: c.ca}
+	if c.child != brokerChild {
+		if err := b.trust(); err != nil {
+			return err
+		}
+	}
 	switch c.child {
 	case franz:
-		n, err := franzConsume(context.Background(), remote{addrs: strings.Split(c.brokers, ","), shape: sh}, strings.Split(c.topics, ","))
+		n, err := franzConsume(context.Background(), b, strings.Split(c.topics, ","))
 		if err != nil {
 			return err
 		}
@@ -35,7 +41,7 @@ func runChild(c config, stdout io.Writer) error {
 		if c.file == "" {
 			return fmt.Errorf("-child %s: -file not given", franzJSONL)
 		}
-		n, err := jsonlCopy(context.Background(), remote{addrs: strings.Split(c.brokers, ","), shape: sh}, strings.Split(c.topics, ","), c.file)
+		n, err := jsonlCopy(context.Background(), b, strings.Split(c.topics, ","), c.file)
 		if err != nil {
 			return err
 		}
@@ -49,11 +55,25 @@ func runChild(c config, stdout io.Writer) error {
 
 // serveBroker runs the embedded cluster of shape sh with the topics of
 // c.topics (name:partitions) until signalled; it prints the brokers'
-// addresses on a line, then with -avro its schema registry's URL.
+// addresses on a line, then with -avro its schema registry's URL. A TLS
+// shape serves a fresh self-signed certificate, written to c.ca first.
 func serveBroker(c config, sh shape, stdout io.Writer) error {
 	opts := []embedded.Option{embedded.WithBrokers(sh.Brokers)}
 	if sh.SASL {
 		opts = append(opts, embedded.WithUser(embedded.MechanismScramSHA256, saslUser, saslPassword))
+	}
+	if sh.TLS {
+		cert, err := embedded.SelfSignedTLS()
+		if err != nil {
+			return err
+		}
+		if c.ca == "" {
+			return fmt.Errorf("-child %s: a TLS shape needs -ca", brokerChild)
+		}
+		if err := os.WriteFile(c.ca, cert.CertPEM, 0o644); err != nil {
+			return err
+		}
+		opts = append(opts, embedded.WithTLS(cert.Server, cert.Client))
 	}
 	if c.avro {
 		opts = append(opts, embedded.WithSchemaRegistry("127.0.0.1:0"))

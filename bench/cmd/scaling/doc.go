@@ -8,10 +8,12 @@
 // A shape is the producer's batch bytes when the history is written
 // (-batch; 16 KiB is Kafka's default batch.size, 1 MiB about franz-go's
 // default ProducerBatchMaxBytes), whether the broker requires
-// SASL/SCRAM-SHA-256 (-sasl) and how many brokers it has (-broker-count);
-// -shapes lists several, each measured at every size. For each size and
-// shape it starts one broker process (this binary as `-child broker`: the
-// embedded kfake cluster, with the SCRAM user under -sasl), produces the
+// SASL/SCRAM-SHA-256 (-sasl), whether it speaks TLS (the shape's +tls)
+// and how many brokers it has (-broker-count); -shapes lists several, each
+// measured at every size. For each size and shape it starts one broker
+// process (this binary as `-child broker`: the embedded kfake cluster,
+// with the SCRAM user under -sasl, and under +tls a self-signed
+// certificate that it writes to a file every client trusts), produces the
 // history into it (8 topics × 3 partitions of ~100-byte JSON values, event
 // time in field ts and as the Kafka timestamp, ≤ 200 ms disorder inside a
 // partition, 1000 keys, plus the reference topic), then runs each consumer

@@ -55,6 +55,7 @@ type config struct {
 	brokers     string        // child: broker addresses
 	topics      string        // child: topics (the broker: name:partitions)
 	file        string        // child: the JSONL copy's output file
+	ca          string        // child: the certificate file a TLS shape's broker writes and its consumers trust
 }
 
 func parseFlags(args []string) (config, error) {
@@ -69,7 +70,7 @@ func parseFlags(args []string) (config, error) {
 	nbrokers := fs.Int("broker-count", 1, "brokers in the broker process; the partitions' leaders are spread over them")
 	batch := fs.String("batch", "16KiB", "producer batch bytes of the history (KiB or MiB suffix): 16KiB is Kafka's default batch.size, 1MiB franz-go's default ProducerBatchMaxBytes")
 	useSASL := fs.Bool("sasl", false, "the broker requires SASL/SCRAM-SHA-256; every consumer (franz-go and signalbox's job file `sasl:`) and the producer authenticate")
-	shapes := fs.String("shapes", "", "comma-separated shapes, each measured at every size and shown side by side in one table: batch bytes, then +sasl and +Nbrokers, e.g. 16KiB,1MiB,1MiB+sasl,1MiB+3brokers; replaces -batch, -sasl and -broker-count")
+	shapes := fs.String("shapes", "", "comma-separated shapes, each measured at every size and shown side by side in one table: batch bytes, then +sasl, +tls and +Nbrokers, e.g. 16KiB,1MiB,1MiB+sasl+tls,1MiB+3brokers; replaces -batch, -sasl and -broker-count")
 	fs.StringVar(&c.jsonOut, "json", "", "also write the results (rows, samples, provenance) to this file and their chart next to it (same name, .svg); empty: none")
 	fs.StringVar(&c.replot, "replot", "", "redraw the chart of this results file (written by -json) next to it, and do nothing else")
 	fs.DurationVar(&c.checkpoint, "checkpoint", 0, "signalbox's checkpoint_interval (0: its default)")
@@ -83,6 +84,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.brokers, "brokers", "", "internal: the child's brokers")
 	fs.StringVar(&c.topics, "topics", "", "internal: the child's topics")
 	fs.StringVar(&c.file, "file", "", "internal: the file the "+franzJSONL+" child writes")
+	fs.StringVar(&c.ca, "ca", "", "internal: the certificate file of a TLS shape's broker (it writes it, the consumers trust it)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -416,7 +418,7 @@ func measureSize(ctx context.Context, c config, size int64, sh shape, tmp string
 			if consumer == franzAvro {
 				child, topics = franz, append(w.AvroTwinTopics(), workload.ReferenceTopic)
 			}
-			args := []string{"-child", child, "-shapes", sh.String(), "-brokers", strings.Join(addrs, ","), "-topics", strings.Join(topics, ",")}
+			args := []string{"-child", child, "-shapes", sh.String(), "-brokers", strings.Join(addrs, ","), "-topics", strings.Join(topics, ","), "-ca", b.ca}
 			if writesFile(consumer) {
 				os.Remove(sink)
 				args = append(args, "-file", sink)
@@ -552,6 +554,9 @@ func procCPU(pid int) (time.Duration, error) {
 // function that stops it.
 func startBroker(sh shape, w *workload.Workload, registry bool, logPath string) (remote, int, func(), error) {
 	b := remote{shape: sh}
+	if sh.TLS {
+		b.ca = filepath.Join(filepath.Dir(logPath), "broker-ca.pem")
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return b, 0, nil, err
@@ -560,7 +565,7 @@ func startBroker(sh shape, w *workload.Workload, registry bool, logPath string) 
 	for _, t := range w.AllTopics() {
 		ts = append(ts, fmt.Sprintf("%s:%d", t, partitions))
 	}
-	args := []string{"-child", brokerChild, "-shapes", sh.String(), "-topics", strings.Join(ts, ",")}
+	args := []string{"-child", brokerChild, "-shapes", sh.String(), "-topics", strings.Join(ts, ","), "-ca", b.ca}
 	if registry {
 		args = append(args, "-avro")
 	}
@@ -589,6 +594,10 @@ func startBroker(sh shape, w *workload.Workload, registry bool, logPath string) 
 		return b, 0, nil, fmt.Errorf("the broker process printed no address (see %s): %w", logPath, err)
 	}
 	b.addrs = strings.Split(strings.TrimSpace(line), ",")
+	if err := b.trust(); err != nil { // written before it listens
+		stop()
+		return b, 0, nil, err
+	}
 	if registry {
 		if line, err = lines.ReadString('\n'); err != nil {
 			stop()
@@ -610,6 +619,9 @@ func writeJob(dir, mode string, br remote, w *workload.Workload, c config) (stri
 	fmt.Fprintf(&b, "brokers: %s\nstart: earliest\n", q)
 	if br.shape.SASL {
 		fmt.Fprintf(&b, "sasl:\n  mechanism: SCRAM-SHA-256\n  user: %s\n  password_env: %s\n", saslUser, passwordEnv)
+	}
+	if br.shape.TLS {
+		fmt.Fprintf(&b, "tls:\n  enabled: true\n  ca_file: %s\n", br.ca)
 	}
 	if readsAvro(mode) {
 		fmt.Fprintf(&b, "schema_registry:\n  url: %s\ninputs:\n", br.url)

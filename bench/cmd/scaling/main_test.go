@@ -72,7 +72,7 @@ func TestTinyRun(t *testing.T) {
 	profiles := t.TempDir()
 	js := filepath.Join(t.TempDir(), "scaling.json")
 	if err := run([]string{"-sizes", "2400", "-rounds", "1", "-profile-size", "2400", "-profile-dir", profiles, "-trace", "-out", md, "-signalbox", bin, "-vs-gogc", "100",
-		"-shapes", "16KiB+2brokers,1MiB+sasl", "-json", js}, &out); err != nil {
+		"-shapes", "16KiB+2brokers,1MiB+sasl+tls", "-json", js}, &out); err != nil {
 		t.Fatal(err)
 	}
 	doc, err := os.ReadFile(md)
@@ -88,7 +88,7 @@ func TestTinyRun(t *testing.T) {
 		t.Errorf("the A/B note does not say the -vs runs' GOGC:\n%s", out.String())
 	}
 	for _, c := range consumers {
-		for _, sh := range []string{"| 16KiB | none | 2 |", "| 1MiB | SCRAM-SHA-256 | 1 |"} {
+		for _, sh := range []string{"| 16KiB | none | 2 |", "| 1MiB | SCRAM-SHA-256, TLS | 1 |"} {
 			if !strings.Contains(out.String(), "| 3K "+sh+" "+labels[c]+" |") {
 				t.Errorf("no row for %s in shape %s (3400 records):\n%s", c, sh, out.String())
 			}
@@ -98,7 +98,7 @@ func TestTinyRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Rows) != 2*len(consumers) || len(res.Runs) != 2 || !strings.Contains(res.Provenance.Command, "-shapes 16KiB+2brokers,1MiB+sasl") {
+	if len(res.Rows) != 2*len(consumers) || len(res.Runs) != 2 || !strings.Contains(res.Provenance.Command, "-shapes 16KiB+2brokers,1MiB+sasl+tls") {
 		t.Errorf("results file: %d rows, %d runs, command %q; want %d rows of 2 shapes", len(res.Rows), len(res.Runs), res.Provenance.Command, 2*len(consumers))
 	}
 	for _, r := range res.Rows { // the headline: each JSONL job against the copy of the same round
@@ -120,7 +120,7 @@ func TestTinyRun(t *testing.T) {
 		t.Errorf("%d CPU profiles in the section, want one per mode and shape (4):\n%s", n, out.String())
 	}
 	for _, mode := range []string{sbTimestamp, sbField} {
-		for _, name := range []string{mode + "-16KiB+2brokers.pprof", mode + "-1MiB+sasl.allocs.pprof", mode + "-1MiB+sasl.trace"} {
+		for _, name := range []string{mode + "-16KiB+2brokers.pprof", mode + "-1MiB+sasl+tls.allocs.pprof", mode + "-1MiB+sasl+tls.trace"} {
 			if st, err := os.Stat(filepath.Join(profiles, name)); err != nil || st.Size() == 0 {
 				t.Errorf("profile %s not kept in -profile-dir (%v)", name, err)
 			}

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -12,11 +15,13 @@ import (
 )
 
 // shape is how the history is laid out and reached: the producer's batch
-// bytes, SCRAM-SHA-256 authentication or none, and the brokers in the
-// broker process. Every consumer of a run reads the same shape.
+// bytes, SCRAM-SHA-256 authentication or none, TLS or plaintext, and the
+// brokers in the broker process. Every consumer of a run reads the same
+// shape.
 type shape struct {
 	Batch   int  `json:"batch_bytes"`
 	SASL    bool `json:"sasl"`
+	TLS     bool `json:"tls,omitempty"`
 	Brokers int  `json:"brokers"`
 }
 
@@ -35,8 +40,8 @@ const (
 // defaultShape is the reference data: 16 KiB batches, no SASL, one broker.
 var defaultShape = shape{Batch: workload.BatchBytes, Brokers: 1}
 
-// parseShape parses a shape: batch bytes, then optional "+sasl" and
-// "+Nbrokers", e.g. "16KiB", "1MiB+sasl", "1MiB+3brokers".
+// parseShape parses a shape: batch bytes, then optional "+sasl", "+tls"
+// and "+Nbrokers", e.g. "16KiB", "1MiB+sasl+tls", "1MiB+3brokers".
 func parseShape(s string) (shape, error) {
 	parts := strings.Split(strings.TrimSpace(s), "+")
 	b, err := parseBytes(parts[0])
@@ -57,6 +62,8 @@ func parseShape(s string) (shape, error) {
 		switch {
 		case p == "sasl":
 			sh.SASL = true
+		case p == "tls":
+			sh.TLS = true
 		case kind == "brokers":
 			n, err := strconv.Atoi(strings.TrimSuffix(p, "brokers"))
 			if err != nil || n < 1 {
@@ -64,7 +71,7 @@ func parseShape(s string) (shape, error) {
 			}
 			sh.Brokers = n
 		default:
-			return shape{}, fmt.Errorf("shape %q: %q: want sasl or Nbrokers", s, p)
+			return shape{}, fmt.Errorf("shape %q: %q: want sasl, tls or Nbrokers", s, p)
 		}
 	}
 	if err := checkBatch(sh.Batch); err != nil {
@@ -87,16 +94,24 @@ func (s shape) String() string {
 	if s.SASL {
 		out += "+sasl"
 	}
+	if s.TLS {
+		out += "+tls"
+	}
 	if s.Brokers != 1 {
 		out += fmt.Sprintf("+%dbrokers", s.Brokers)
 	}
 	return out
 }
 
-// authLabel is the shape's authentication, for the table.
+// authLabel is the shape's authentication and encryption, for the table.
 func (s shape) authLabel() string {
-	if s.SASL {
+	switch {
+	case s.SASL && s.TLS:
+		return "SCRAM-SHA-256, TLS"
+	case s.SASL:
 		return "SCRAM-SHA-256"
+	case s.TLS:
+		return "TLS"
 	}
 	return "none"
 }
@@ -139,16 +154,42 @@ func (s shape) clientAuth() []kgo.Opt {
 }
 
 // remote is a broker process of some shape, with its schema registry's URL
-// ("" without): where the history is produced (workload.Broker).
+// ("" without) and, for a TLS shape, the file of the certificate it serves
+// and the client configuration that trusts it: where the history is
+// produced (workload.Broker).
 type remote struct {
 	addrs []string
 	url   string
 	shape shape
+	ca    string
+	tls   *tls.Config
 }
 
 // ClientOptions implements workload.Broker.
 func (r remote) ClientOptions() []kgo.Opt {
-	return append([]kgo.Opt{kgo.SeedBrokers(r.addrs...)}, r.shape.clientAuth()...)
+	opts := append([]kgo.Opt{kgo.SeedBrokers(r.addrs...)}, r.shape.clientAuth()...)
+	if r.tls != nil {
+		opts = append(opts, kgo.DialTLSConfig(r.tls))
+	}
+	return opts
+}
+
+// trust sets r's client TLS configuration from its certificate file, for
+// a TLS shape.
+func (r *remote) trust() error {
+	if !r.shape.TLS {
+		return nil
+	}
+	pem, err := os.ReadFile(r.ca)
+	if err != nil {
+		return fmt.Errorf("the broker's certificate: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return fmt.Errorf("the broker's certificate: no certificate in %s", r.ca)
+	}
+	r.tls = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return nil
 }
 
 // RegistryURL implements workload.SchemaRegistry.

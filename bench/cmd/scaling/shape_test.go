@@ -17,6 +17,8 @@ func TestParseShape(t *testing.T) {
 		"1MiB+sasl":            {Batch: 1 << 20, SASL: true, Brokers: 1},
 		"1MiB+3brokers":        {Batch: 1 << 20, Brokers: 3},
 		" 64KiB+3brokers+sasl": {Batch: 64 << 10, SASL: true, Brokers: 3},
+		"1MiB+tls":             {Batch: 1 << 20, TLS: true, Brokers: 1},
+		"1MiB+tls+sasl":        {Batch: 1 << 20, SASL: true, TLS: true, Brokers: 1},
 		"4096":                 {Batch: 4096, Brokers: 1},
 	} {
 		got, err := parseShape(in)
@@ -33,7 +35,8 @@ func TestParseShape(t *testing.T) {
 		"16kb":                   "want a positive size",
 		"2MiB":                   "message.max.bytes",
 		"512":                    "between 1KiB",
-		"1MiB+tls":               `"tls": want sasl or Nbrokers`,
+		"1MiB+ssl":               `"ssl": want sasl, tls or Nbrokers`,
+		"1MiB+tls+tls":           "tls given twice",
 		"1MiB+0brokers":          "broker count of at least 1",
 		"1MiB+sasl+sasl":         "sasl given twice",
 		"1MiB+2brokers+3brokers": "brokers given twice",
@@ -54,7 +57,7 @@ func TestParseFlagsShapes(t *testing.T) {
 		t.Fatalf("no shape flags: %+v, %v; want the 16 KiB, no-SASL, one-broker reference data", c.shapes, err)
 	}
 	c, err = parseFlags([]string{"-shapes", "16KiB,1MiB,1MiB+sasl,1MiB+3brokers"})
-	want := []shape{{16 << 10, false, 1}, {1 << 20, false, 1}, {1 << 20, true, 1}, {1 << 20, false, 3}}
+	want := []shape{{Batch: 16 << 10, Brokers: 1}, {Batch: 1 << 20, Brokers: 1}, {Batch: 1 << 20, SASL: true, Brokers: 1}, {Batch: 1 << 20, Brokers: 3}}
 	if err != nil || len(c.shapes) != len(want) {
 		t.Fatalf("-shapes: %+v, %v", c.shapes, err)
 	}
@@ -82,23 +85,27 @@ func TestParseFlagsShapes(t *testing.T) {
 
 // TestWriteJobSASL: with a SASL shape the job authenticates with
 // SCRAM-SHA-256 as the broker's user, the password named by its variable,
-// never written into the file; without, the job has no sasl block.
+// never written into the file; without, the job has no sasl block. With a
+// TLS shape it speaks TLS, trusting the broker's certificate file.
 func TestWriteJobSASL(t *testing.T) {
 	w, err := workload.New(workloadOptions(240, false, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	for _, sasl := range []bool{true, false} {
-		b := remote{addrs: []string{"127.0.0.1:9"}, shape: shape{Batch: 1 << 20, SASL: sasl, Brokers: 1}}
+	for _, sh := range []shape{{Batch: 1 << 20, SASL: true, Brokers: 1}, {Batch: 1 << 20, Brokers: 1}, {Batch: 1 << 20, SASL: true, TLS: true, Brokers: 1}} {
+		b := remote{addrs: []string{"127.0.0.1:9"}, shape: sh, ca: "/tmp/the-ca.pem"}
 		path, err := writeJob(dir, sbField, b, w, config{delay: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 		job, _ := os.ReadFile(path)
 		wantBlock := "sasl:\n  mechanism: SCRAM-SHA-256\n  user: " + saslUser + "\n  password_env: " + passwordEnv + "\n"
-		if strings.Contains(string(job), wantBlock) != sasl || strings.Contains(string(job), saslPassword) {
-			t.Errorf("SASL %v: job file:\n%s", sasl, job)
+		if strings.Contains(string(job), wantBlock) != sh.SASL || strings.Contains(string(job), saslPassword) {
+			t.Errorf("%s: job file:\n%s", sh, job)
+		}
+		if strings.Contains(string(job), "tls:\n  enabled: true\n  ca_file: /tmp/the-ca.pem\n") != sh.TLS {
+			t.Errorf("%s: job file:\n%s", sh, job)
 		}
 	}
 }
