@@ -1,15 +1,19 @@
 // Command salesgen writes the data and the job files of the window and
 // processing measurements from a broker (docs/bench.md, "From a broker, as
-// users run it"): n generated sales, about 120 bytes of JSON each, 1,000
-// skus, event times over 200 minutes, one file per partition of lines
+// users run it"): n generated sales, about 120 bytes of JSON each, -keys
+// skus (1,000), event times over 200 minutes, one file per partition of lines
 // `sku|value` for `kcat -P -K'|'`, and plain.yaml (the ordered replay into
 // a JSONL file until the end offsets), window.yaml (the same with issue
 // 37's per-minute window per sku) and process.yaml (the same with issue
-// 36's filter and three-field map). With -tls-ca and -sasl-user the jobs
-// speak TLS and SCRAM-SHA-256 to a broker that asks for them (`signalbox
-// broker --tls-cert-out --sasl-user`); -produce also produces the sales
-// there with franz-go (librdkafka, hence kcat, does not authenticate to
-// the embedded broker: it answers SASL handshakes of version 1 only).
+// 36's filter and three-field map); with -products also products.txt (one
+// version of each sku, for the topic products) and lookup.yaml (issue 38:
+// the plain job with the table products and the map {id, product:
+// lookup("products", value.sku)}); -keys sets how many skus. With -tls-ca
+// and -sasl-user the jobs speak TLS and SCRAM-SHA-256 to a broker that
+// asks for them (`signalbox broker --tls-cert-out --sasl-user`); -produce
+// also produces the sales there with franz-go (librdkafka, hence kcat,
+// does not authenticate to the embedded broker: it answers SASL handshakes
+// of version 1 only).
 //
 // Invariants:
 //

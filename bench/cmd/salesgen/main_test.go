@@ -27,7 +27,7 @@ func TestSalesgen(t *testing.T) {
 		dir := t.TempDir()
 		args := []string{"-n", "3000", "-out", dir}
 		if run2 == 1 {
-			args = append(args, "-tls-ca", "/tmp/broker.pem", "-sasl-user", "bench", "-sasl-password-env", "SALES_PASSWORD")
+			args = append(args, "-tls-ca", "/tmp/broker.pem", "-sasl-user", "bench", "-sasl-password-env", "SALES_PASSWORD", "-products")
 		}
 		if err := run(args, io.Discard); err != nil {
 			t.Fatal(err)
@@ -57,7 +57,30 @@ func TestSalesgen(t *testing.T) {
 		if lines != 3000 {
 			t.Fatalf("%d lines, want 3000", lines)
 		}
-		for _, name := range []string{"plain.yaml", "window.yaml", "process.yaml"} {
+		names := []string{"plain.yaml", "window.yaml", "process.yaml"}
+		if run2 == 1 {
+			names = append(names, "lookup.yaml")
+			b, err := os.ReadFile(filepath.Join(dir, "products.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			skus := map[string]bool{}
+			for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+				key, value, _ := strings.Cut(l, "|")
+				var v struct {
+					SKU string `json:"sku"`
+					TS  int64  `json:"ts"`
+				}
+				if json.Unmarshal([]byte(value), &v) != nil || v.SKU != key || v.TS != saleBase-60_000 || skus[key] {
+					t.Fatalf("products.txt: line %q", l)
+				}
+				skus[key] = true
+			}
+			if len(skus) != 1000 {
+				t.Fatalf("products.txt has %d skus, want 1000", len(skus))
+			}
+		}
+		for _, name := range names {
 			doc, err := os.ReadFile(filepath.Join(dir, name))
 			if err != nil {
 				t.Fatal(err)
@@ -71,6 +94,9 @@ func TestSalesgen(t *testing.T) {
 			}
 			if name == "window.yaml" && len(j.Windows) != 1 {
 				t.Fatalf("window.yaml has %d windows", len(j.Windows))
+			}
+			if name == "lookup.yaml" && (len(j.Tables) != 1 || j.Process == nil || !strings.Contains(j.Process.Map, `lookup("products", value.sku)`)) {
+				t.Fatalf("lookup.yaml has no table and lookup:\n%s", doc)
 			}
 			if name == "process.yaml" && (j.Process == nil || j.Process.Filter == "" || j.Process.Map == "") {
 				t.Fatalf("process.yaml has no filter and map: %+v", j.Process)
@@ -98,7 +124,7 @@ func TestProduce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := embedded.Start(embedded.WithTopic("sales", 3), embedded.WithTLS(cert.Server, cert.Client),
+	c, err := embedded.Start(embedded.WithTopic("sales", 3), embedded.WithTopic("products", 3), embedded.WithTLS(cert.Server, cert.Client),
 		embedded.WithUser(embedded.MechanismScramSHA256, "bench", "pw-for-the-test"))
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +136,7 @@ func TestProduce(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("SALES_PASSWORD", "pw-for-the-test")
-	if err := run([]string{"-n", "3000", "-out", dir, "-brokers", c.Addrs()[0], "-produce", "-batch", "16384",
+	if err := run([]string{"-n", "3000", "-out", dir, "-brokers", c.Addrs()[0], "-produce", "-batch", "16384", "-products", "-keys", "50",
 		"-tls-ca", ca, "-sasl-user", "bench", "-sasl-password-env", "SALES_PASSWORD"}, io.Discard); err != nil {
 		t.Fatal(err)
 	}
@@ -119,13 +145,14 @@ func TestProduce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(context.Background(), "sales")
+	ends, err := kadm.NewClient(cl).ListEndOffsets(context.Background(), "sales", "products")
 	if err != nil {
 		t.Fatal(err)
 	}
+	want := map[string]int64{"sales": 1000, "products": 17} // 50 products over 3 partitions: 17, 17, 16
 	ends.Each(func(o kadm.ListedOffset) {
-		if o.Err != nil || o.Offset != 1000 {
-			t.Errorf("partition %d ends at %d (%v), want 1000: its file's lines", o.Partition, o.Offset, o.Err)
+		if o.Err != nil || o.Offset != want[o.Topic] && !(o.Topic == "products" && o.Partition == 2 && o.Offset == 16) {
+			t.Errorf("%s[%d] ends at %d (%v), want its file's lines", o.Topic, o.Partition, o.Offset, o.Err)
 		}
 	})
 }
