@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"flag"
 	"fmt"
 	"io"
@@ -18,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/signalbox/signalbox/bench/harness"
 )
 
 func main() {
@@ -141,15 +141,11 @@ func produceSales(dir string, parts int, brokers, topic, caFile, user, passwordE
 	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchMaxBytes(int32(batch)), kgo.MaxBufferedRecords(100_000)}
 	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
+		trust, err := harness.TrustCA(caFile)
 		if err != nil {
-			return err
+			return fmt.Errorf("-tls-ca: %w", err)
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("-tls-ca %s: no certificate in it", caFile)
-		}
-		opts = append(opts, kgo.DialTLSConfig(&tls.Config{RootCAs: pool}))
+		opts = append(opts, trust)
 	}
 	if user != "" {
 		opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: os.Getenv(passwordEnv)}.AsSha256Mechanism()))

@@ -1,16 +1,14 @@
 package main
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/signalbox/signalbox/bench/harness"
 	"github.com/signalbox/signalbox/internal/workload"
 )
 
@@ -162,14 +160,14 @@ type remote struct {
 	url   string
 	shape shape
 	ca    string
-	tls   *tls.Config
+	tls   kgo.Opt // trusts ca; nil for a plaintext shape
 }
 
 // ClientOptions implements workload.Broker.
 func (r remote) ClientOptions() []kgo.Opt {
 	opts := append([]kgo.Opt{kgo.SeedBrokers(r.addrs...)}, r.shape.clientAuth()...)
 	if r.tls != nil {
-		opts = append(opts, kgo.DialTLSConfig(r.tls))
+		opts = append(opts, r.tls)
 	}
 	return opts
 }
@@ -180,15 +178,11 @@ func (r *remote) trust() error {
 	if !r.shape.TLS {
 		return nil
 	}
-	pem, err := os.ReadFile(r.ca)
+	trust, err := harness.TrustCA(r.ca)
 	if err != nil {
 		return fmt.Errorf("the broker's certificate: %w", err)
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return fmt.Errorf("the broker's certificate: no certificate in %s", r.ca)
-	}
-	r.tls = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	r.tls = trust
 	return nil
 }
 
