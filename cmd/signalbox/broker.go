@@ -43,7 +43,7 @@ func newBrokerCmd() *cobra.Command {
 				}
 				opts = append(opts, embedded.WithTopic(name, n))
 			}
-			user, err := brokerUser(saslMech, saslUser, saslPasswordEnv)
+			user, err := brokerUser(saslMech, cmd.Flags().Changed("sasl-mechanism"), saslUser, saslPasswordEnv)
 			if err != nil {
 				return usageError(err)
 			}
@@ -91,9 +91,12 @@ func newBrokerCmd() *cobra.Command {
 }
 
 // brokerUser is the user --sasl-user asks for (nil without it), its
-// password read from the environment variable --sasl-password-env names.
-func brokerUser(mech, name, env string) (*embedded.User, error) {
+// password read from the environment variable --sasl-password-env names;
+// mechSet says --sasl-mechanism was given.
+func brokerUser(mech string, mechSet bool, name, env string) (*embedded.User, error) {
 	switch {
+	case name == "" && env == "" && mechSet:
+		return nil, errors.New("--sasl-mechanism: needs --sasl-user and --sasl-password-env")
 	case name == "" && env == "":
 		return nil, nil
 	case name == "":

@@ -106,6 +106,7 @@ func TestBrokerCommandUserFlags(t *testing.T) {
 	}{
 		{[]string{"--sasl-user", "u"}, "--sasl-user: needs --sasl-password-env"},
 		{[]string{"--sasl-password-env", "X"}, "--sasl-password-env: needs --sasl-user"},
+		{[]string{"--sasl-mechanism", "PLAIN"}, "--sasl-mechanism: needs --sasl-user"},
 		{[]string{"--sasl-user", "u", "--sasl-password-env", "BROKER_TEST_EMPTY"}, "BROKER_TEST_EMPTY is unset or empty"},
 		{[]string{"--sasl-user", "u", "--sasl-password-env", "PATH", "--sasl-mechanism", "GSSAPI"}, `--sasl-mechanism "GSSAPI"`},
 	} {

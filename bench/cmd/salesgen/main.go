@@ -148,7 +148,11 @@ func produceSales(dir string, parts int, brokers, topic, caFile, user, passwordE
 		opts = append(opts, trust)
 	}
 	if user != "" {
-		opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: os.Getenv(passwordEnv)}.AsSha256Mechanism()))
+		pw := os.Getenv(passwordEnv)
+		if pw == "" {
+			return fmt.Errorf("-sasl-password-env: the environment variable %s is unset or empty", passwordEnv)
+		}
+		opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pw}.AsSha256Mechanism()))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {

@@ -149,6 +149,11 @@ func TestProduce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Setenv("SALES_EMPTY", "")
+	if err := run([]string{"-n", "30", "-out", t.TempDir(), "-brokers", c.Addrs()[0], "-produce",
+		"-sasl-user", "bench", "-sasl-password-env", "SALES_EMPTY"}, io.Discard); err == nil || !strings.Contains(err.Error(), "SALES_EMPTY is unset or empty") {
+		t.Errorf("an empty password: %v, want the variable named", err)
+	}
 	want := map[string]int64{"sales": 1000, "products": 17} // 50 products over 3 partitions: 17, 17, 16
 	ends.Each(func(o kadm.ListedOffset) {
 		if o.Err != nil || o.Offset != want[o.Topic] && !(o.Topic == "products" && o.Partition == 2 && o.Offset == 16) {
