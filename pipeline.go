@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/signalbox/signalbox/internal/decode"
+	"github.com/signalbox/signalbox/internal/early"
 	"github.com/signalbox/signalbox/internal/engine"
 	"github.com/signalbox/signalbox/internal/strategy"
 	"github.com/signalbox/signalbox/internal/topicpattern"
@@ -35,6 +36,12 @@ type Pipeline struct {
 	decoders *decode.Set // the inputs, compiled
 	schemad  bool        // some input has a ValueDecoder and a sink wants JSON: output renders (renderOut)
 	markJSON bool        // a sink trusts record.Record.ValueJSON and no transform clears it: prepare marks values
+	// The poller's (prepare): each topic's early processing (nil: none),
+	// and the members of the value it decoded last, and its helper's
+	// (prepareSplit).
+	earlyOf       map[string]early.Func
+	members       decode.Members
+	helperMembers decode.Members
 
 	mu    sync.Mutex
 	stats Stats
@@ -84,6 +91,9 @@ func New(src Source, opts ...Option) (*Pipeline, error) {
 	}
 	p.schemad = p.schemad && (!bytesOnly(p.cfg.sinkInfo) || p.cfg.process != nil || p.cfg.routed()) // a Process and a Where read the JSON
 	p.markJSON = p.cfg.transform == nil && embedsValueJSON(p.cfg.sinkInfo)
+	if p.cfg.process == nil || p.cfg.filter != nil || p.cfg.transform != nil {
+		p.cfg.early = nil // a Filter or Transform runs after prepare: the Process reads what they leave
+	}
 	p.setRenderIngest()
 	if p.cfg.strategy == nil {
 		delay := p.cfg.delay

@@ -8,10 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/signalbox/signalbox/internal/decode"
+	"github.com/signalbox/signalbox/internal/early"
 	"github.com/signalbox/signalbox/internal/engine"
 	"github.com/signalbox/signalbox/internal/jsonfield"
 	"github.com/signalbox/signalbox/record"
@@ -123,19 +126,26 @@ func (r *run) pollSource(ctx context.Context, raw chan<- polled) {
 // nil when there are none, which is the common case. A record a
 // ValueDecoder cannot decode yet starts a hold of its partition, and the
 // records of a held partition join the hold (hold.go); the error is the
-// context's, when it ends, or a fatal decoder error (retry.IsFatal).
+// context's, when it ends, or a fatal decoder error (retry.IsFatal). The
+// records of the topics with early processing are prepared in two halves
+// at once (prepareSplit).
 func (p *Pipeline) prepare(ctx context.Context, f *record.Fetch, h *holds) (map[*record.Record]error, error) {
 	var marks map[*record.Record]error
+	var split []*record.PartitionFetch
 	h.forget(f)
 	for i := range f.Partitions {
 		pf := &f.Partitions[i]
 		if h.absorb(pf) || len(pf.Records) == 0 {
 			continue
 		}
-		dec := p.decoders.For(pf.Topic)
+		dec, ef := p.decoders.For(pf.Topic), p.earlyFor(pf.Topic)
+		if ef != nil && p.cfg.metaFilter == nil && !dec.Schemad() && runtime.GOMAXPROCS(0) > 1 {
+			split = append(split, pf)
+			continue
+		}
 		for j := range pf.Records {
 			rec := &pf.Records[j]
-			err := p.prepareRecord(ctx, dec, rec)
+			err := p.prepareRecord(ctx, dec, ef, &p.members, rec)
 			if err == nil {
 				continue
 			}
@@ -156,15 +166,83 @@ func (p *Pipeline) prepare(ctx context.Context, f *record.Fetch, h *holds) (map[
 			marks[rec] = err
 		}
 	}
-	return marks, nil
+	return p.prepareSplit(ctx, split, marks), nil
+}
+
+// splitAt is the fewest records prepareSplit hands half of to a helper.
+const splitAt = 256
+
+// prepareSplit prepares the records of split, partitions of JSON inputs
+// with early processing and no meta filter, whose decoding neither holds
+// nor fails the run: every error is a record's dead-letter reason, added
+// to marks. The second half of the records goes to a goroutine of its
+// own, beside the poller's first half: decoding them and their processing
+// is the poller's work that takes the longest.
+func (p *Pipeline) prepareSplit(ctx context.Context, split []*record.PartitionFetch, marks map[*record.Record]error) map[*record.Record]error {
+	n := 0
+	for _, pf := range split {
+		n += len(pf.Records)
+	}
+	half := func(m *decode.Members, from, to int) map[*record.Record]error {
+		var marks map[*record.Record]error
+		at := 0
+		for _, pf := range split {
+			lo, hi := max(from-at, 0), min(to-at, len(pf.Records))
+			at += len(pf.Records)
+			if lo >= hi {
+				continue
+			}
+			dec, ef := p.decoders.For(pf.Topic), p.earlyOf[pf.Topic] // earlyFor's, already asked
+			for j := lo; j < hi; j++ {
+				if err := p.prepareRecord(ctx, dec, ef, m, &pf.Records[j]); err != nil {
+					if marks == nil {
+						marks = make(map[*record.Record]error)
+					}
+					marks[&pf.Records[j]] = err
+				}
+			}
+		}
+		return marks
+	}
+	mid := n
+	if n >= splitAt {
+		mid = n / 2
+	}
+	var second map[*record.Record]error
+	done := make(chan struct{})
+	if mid < n {
+		go func() {
+			defer close(done)
+			second = half(&p.helperMembers, mid, n)
+		}()
+	} else {
+		close(done)
+	}
+	first := half(&p.members, 0, mid)
+	<-done
+	for _, m := range []map[*record.Record]error{first, second} {
+		for r, err := range m {
+			if marks == nil {
+				marks = make(map[*record.Record]error)
+			}
+			marks[r] = err
+		}
+	}
+	return marks
 }
 
 // prepareRecord is prepare for one record: engine.ErrFiltered, or decode's error.
 // A decoded record's value is marked record.Record.ValueJSON here when a
 // sink trusts the mark and decoding did not validate the value already.
-func (p *Pipeline) prepareRecord(ctx context.Context, dec *decode.Decoder, rec *record.Record) error {
+// ef, when not nil, is the record's topic's early processing
+// (internal/early): it runs on the decoded record, with the members of its
+// value that the decoding's scan found.
+func (p *Pipeline) prepareRecord(ctx context.Context, dec *decode.Decoder, ef early.Func, m *decode.Members, rec *record.Record) error {
 	if mf := p.cfg.metaFilter; mf != nil && !mf(rec) {
 		return engine.ErrFiltered
+	}
+	if ef != nil && !dec.Schemad() {
+		return prepareEarly(ctx, dec, ef, m, rec)
 	}
 	if err := dec.Decode(ctx, rec); err != nil {
 		return err
@@ -174,6 +252,50 @@ func (p *Pipeline) prepareRecord(ctx context.Context, dec *decode.Decoder, rec *
 		rec.ValueJSON = d.Valid && !d.Multiline
 	}
 	return nil
+}
+
+// prepareEarly is prepareRecord with early processing: the value is
+// scanned once, for its event time or key if the input reads one from it,
+// else for its members alone (into m), and validated on the way.
+func prepareEarly(ctx context.Context, dec *decode.Decoder, ef early.Func, m *decode.Members, rec *record.Record) error {
+	if err := dec.DecodeMembers(ctx, rec, m); err != nil {
+		return err
+	}
+	if !dec.NeedsJSON() && rec.Value != nil {
+		var d jsonfield.Doc
+		d, m.Spans, m.OK = jsonfield.ScanMembers(rec.Value, nil, m.Spans[:0])
+		rec.ValueJSON = d.Valid && !d.Multiline
+	}
+	ef(rec, m)
+	return nil
+}
+
+// The option that sets config.early: package config's processing as
+// records are decoded (internal/early: not part of the API).
+func init() {
+	early.With = func(forTopic func(string) early.Func) any {
+		return Option(func(c *config) { c.early = forTopic })
+	}
+}
+
+// earlyFor is topic's early processing, nil when none: never a table's
+// (its records are versions, not processed).
+func (p *Pipeline) earlyFor(topic string) early.Func {
+	if p.cfg.early == nil {
+		return nil
+	}
+	if ef, ok := p.earlyOf[topic]; ok {
+		return ef
+	}
+	var ef early.Func
+	if !slices.ContainsFunc(p.cfg.tables, func(t Table) bool { return t.Topic == topic }) {
+		ef = p.cfg.early(topic)
+	}
+	if p.earlyOf == nil {
+		p.earlyOf = map[string]early.Func{}
+	}
+	p.earlyOf[topic] = ef
+	return ef
 }
 
 // The three pieces of sending a record to the dead-letter sink, shared by

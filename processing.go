@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/signalbox/signalbox/internal/early"
 	"github.com/signalbox/signalbox/internal/fielderr"
 	"github.com/signalbox/signalbox/keyed"
 	"github.com/signalbox/signalbox/record"
@@ -60,7 +61,8 @@ func WithProcess(p Process) Option { return func(c *config) { c.process, c.proce
 // beside nothing else of the run's that writes what it reads; it may
 // look tables up (WithTables) only if their AsOf changes nothing (the
 // in-memory tables.New's), as no version is put while it runs. Package
-// config gives one to a job's process unless its tables are in pebble.
+// config gives one to a job's process unless its tables are in pebble
+// or it runs as records are decoded (docs/design.md K12).
 func WithProcessFork(p Process, fork func() Process) Option {
 	return func(c *config) { c.process, c.processFork = p, fork }
 }
@@ -94,7 +96,8 @@ type processing struct {
 	// nil: a goroutine of its own when GOMAXPROCS is above 1 (tests set
 	// it, export_test.go).
 	spawn   func(func())
-	wheres  []Where // by sink index, up to the last routed sink
+	early   func(topic string) early.Func // package config's, per topic (poll.go)
+	wheres  []Where                       // by sink index, up to the last routed sink
 	windows []windowDef
 	// rawRoute, with windows, has the bit of every sink that receives
 	// every released record (no where, not a window's): validateWindows.

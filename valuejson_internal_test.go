@@ -33,7 +33,7 @@ func FuzzPrepareMarksValueJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, value []byte) {
 		value = append([]byte{}, value...) // a payload, never a tombstone
 		r := record.Record{Topic: "t", Offset: 3, Key: []byte("k"), Value: value, Timestamp: time.UnixMilli(1_700_000_000_123)}
-		if err := p.prepareRecord(context.Background(), dec, &r); err != nil {
+		if err := p.prepareRecord(context.Background(), dec, nil, nil, &r); err != nil {
 			t.Fatal(err)
 		}
 		want := utf8.Valid(value) && json.Valid(value) && !bytes.ContainsAny(value, "\r\n")

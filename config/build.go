@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/internal/early"
 	"github.com/signalbox/signalbox/keyed"
 	kdurable "github.com/signalbox/signalbox/keyed/durable"
 	"github.com/signalbox/signalbox/process"
@@ -171,25 +172,30 @@ func (j *Job) plan(p *Plan, log *zap.Logger) error {
 		p.Options = append(p.Options, withTables)
 		v.lookup = []process.Option{process.WithTables(set)}
 	}
-	proc, fork, hint, wheres := j.processing(&v)
+	pr := j.processing(&v)
 	if err := v.errs.err(); err != nil {
 		return err // never a sink without its where
 	}
 	for i, s := range p.Sinks {
-		if wheres[i] != nil {
-			p.Options = append(p.Options, signalbox.WithRoutedSink(s, wheres[i].Where()))
+		if pr.wheres[i] != nil {
+			p.Options = append(p.Options, signalbox.WithRoutedSink(s, pr.wheres[i].Where()))
 			continue
 		}
 		p.Options = append(p.Options, signalbox.WithSink(s))
 	}
 	switch {
-	case proc != nil && tablesBudget > 0:
-		p.Options = append(p.Options, signalbox.WithProcess(proc)) // a lookup in pebble caches: no fork beside it
-	case proc != nil:
-		p.Options = append(p.Options, signalbox.WithProcessFork(proc, fork))
-		if hint != nil {
-			p.Options = append(p.Options, signalbox.WithProcessHint(hint))
+	case pr.proc != nil && (tablesBudget > 0 || pr.allEarly):
+		// a lookup in pebble caches: no fork beside it; and a process
+		// that runs early leaves nothing to do ahead at release
+		p.Options = append(p.Options, signalbox.WithProcess(pr.proc))
+	case pr.proc != nil:
+		p.Options = append(p.Options, signalbox.WithProcessFork(pr.proc, pr.fork))
+		if pr.hint != nil {
+			p.Options = append(p.Options, signalbox.WithProcessHint(pr.hint))
 		}
+	}
+	if pr.early != nil {
+		p.Options = append(p.Options, early.With(pr.early).(signalbox.Option))
 	}
 	wins := j.windows(&v, func(s *Sink, _ string) (signalbox.Sink, error) { return j.buildSink(s) })
 	if err := v.errs.err(); err != nil {

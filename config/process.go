@@ -9,6 +9,8 @@ import (
 	"fmt"
 
 	"github.com/signalbox/signalbox"
+	"github.com/signalbox/signalbox/internal/decode"
+	"github.com/signalbox/signalbox/internal/early"
 	"github.com/signalbox/signalbox/internal/topicpattern"
 	"github.com/signalbox/signalbox/process"
 	"github.com/signalbox/signalbox/record"
@@ -64,12 +66,25 @@ func (p *Process) steps(v *validator, path string) process.Steps {
 	}
 }
 
-// processing is what the job's expressions compile to: the pipeline's
-// Process (nil when there is none), a maker of more of it (each a fork:
-// signalbox.WithProcessFork), the hint of its lookups (process.Hints, nil
-// without: signalbox.WithProcessHint), and each sink's where (nil for a
-// sink without one), with every problem in v.
-func (j *Job) processing(v *validator) (signalbox.Process, func() signalbox.Process, func([]*record.Record), []*process.Expr) {
+// processing is what the job's expressions compile to (Job.processing).
+type processing struct {
+	proc signalbox.Process        // the pipeline's Process, nil when there is none
+	fork func() signalbox.Process // a maker of more of it (each a fork: signalbox.WithProcessFork)
+	hint func([]*record.Record)   // the hint of its lookups (process.Hints; nil without: signalbox.WithProcessHint)
+	// early is the processing of a topic's records as they are decoded
+	// (internal/early; nil for a topic whose processing runs at release),
+	// allEarly that every topic's does: proc then only gives the results
+	// early found, and needs no fork.
+	early    func(topic string) early.Func
+	allEarly bool
+	wheres   []*process.Expr // each sink's where (nil for a sink without one)
+}
+
+// earlyProcessing turns early processing on (tests turn it off to compare).
+var earlyProcessing = true
+
+// processing compiles the job's expressions, with every problem in v.
+func (j *Job) processing(v *validator) processing {
 	wheres := make([]*process.Expr, len(j.Sinks))
 	for i, s := range j.Sinks {
 		wheres[i] = compileExpr(v, fmt.Sprintf("sinks[%d].where", i), s.Where, process.Where)
@@ -86,27 +101,66 @@ func (j *Job) processing(v *validator) (signalbox.Process, func() signalbox.Proc
 		some = some || s.Filter != nil || s.Map != nil
 	}
 	if !some {
-		return nil, nil, nil, wheres
+		return processing{wheres: wheres}
 	}
 	fork := func() signalbox.Process { return j.inputSteps(byInput, job) }
-	return fork(), fork, process.Hints(append(byInput, job)...), wheres
+	p := processing{proc: fork(), fork: fork, hint: process.Hints(append(byInput, job)...), wheres: wheres}
+	if !earlyProcessing {
+		return p
+	}
+	p.allEarly = true
+	for i := -1; i < len(j.Inputs); i++ {
+		_, ok := j.earlySteps(i, byInput, job)
+		p.allEarly = p.allEarly && ok
+	}
+	p.early = func(topic string) early.Func {
+		e, ok := j.earlySteps(j.inputOf(topic), byInput, job)
+		if !ok {
+			return nil
+		}
+		return func(r *record.Record, m *decode.Members) { e.Prepare(r, m.Spans, m.OK) }
+	}
+	return p
+}
+
+// earlySteps is the chain of input i's records (-1: a topic no input
+// declares) as an Early, when it may run as they are decoded: it reads
+// nothing known only at release (process.NewEarly), and the input's key
+// and value are the record's bytes, its value JSON (a schema'd key or
+// value is rendered at release).
+func (j *Job) earlySteps(i int, byInput []process.Steps, job process.Steps) (process.Early, bool) {
+	in := process.Steps{}
+	if i >= 0 {
+		if f := j.Inputs[i].Format; f != "" && f != "json" || j.Inputs[i].KeyFormat != "" {
+			return process.Early{}, false
+		}
+		in = byInput[i]
+	}
+	return process.NewEarly(in, job)
 }
 
 // inputSteps is the Process that runs a record's input's steps, then the
 // job's. A record's input is the one whose topic is the record's, else
 // the first whose topic_pattern matches it (as the engine finds it); the
 // answer is remembered per topic, so one Process is used by one goroutine
-// at a time: a fork is another inputSteps.
+// at a time: a fork is another inputSteps. For a topic whose steps run
+// early (earlySteps), it gives the result they found as the record was
+// decoded (process.Early.Release).
 func (j *Job) inputSteps(byInput []process.Steps, job process.Steps) signalbox.Process {
 	known := map[string]signalbox.Process{}
 	return func(r *record.Record) (bool, error) {
 		p, ok := known[r.Topic]
 		if !ok {
-			in := process.Steps{}
-			if i := j.inputOf(r.Topic); i >= 0 {
-				in = byInput[i]
+			i := j.inputOf(r.Topic)
+			if e, ok := j.earlySteps(i, byInput, job); ok && earlyProcessing {
+				p = e.Release
+			} else {
+				in := process.Steps{}
+				if i >= 0 {
+					in = byInput[i]
+				}
+				p = process.Chain(in, job)
 			}
-			p = process.Chain(in, job)
 			known[r.Topic] = p
 		}
 		return p(r)

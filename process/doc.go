@@ -105,4 +105,13 @@
 //     converted `value`, which each evaluation converts anew
 //     (TestSetIsSeparate). Its results are its own memory, reused for the
 //     next record.
+//  12. An Early (early.go) gives what its chain gives, whatever happened
+//     between Prepare and Release: Prepare leaves the record's value as it
+//     was and keeps the chain's result in DecodedValue (the mapped value,
+//     or a mark of a drop or of a record kept unchanged, neither of which
+//     is JSON, so a copy reads the same); Release applies it, and runs
+//     the chain when there is none (Prepare failed, or a store did not
+//     keep it). The members Prepare reads are those of the decoder's scan
+//     (jsonfield.ScanMembers), Get's by jsonfield's invariants 5 and 6.
+//     Chain leaves a record it fails on as it came (TestEarlyIsTheChain).
 package process

@@ -89,6 +89,18 @@ func (a *activation) member(key string) (jsonfield.Value, error) {
 	return a.scan.find(key)
 }
 
+// prefill gives a's member scan the members of its doc found by another
+// scan (jsonfield.ScanMembers, ok): all of them, of a valid object. find
+// then reads them as it reads the members it scanned itself
+// (jsonfield's invariants 5 and 6: they are the members Get reads).
+// The scan reads spans themselves, capped (never appended to), until the
+// activation is cleared.
+func (a *activation) prefill(spans []jsonfield.Span) {
+	a.shape, a.scanning = shapeObject, 1
+	s := &a.scan
+	s.doc, s.pos, s.done, s.bad, s.ms = a.doc, len(a.doc), true, false, spans[:len(spans):len(spans)]
+}
+
 // docShape is what an activation's doc is.
 type docShape uint8
 
@@ -153,7 +165,7 @@ func (a *activation) clear() {
 	if cap(a.buf) > maxPooledBuf {
 		a.buf = nil
 	}
-	a.rec, a.doc, a.value, a.scan.doc, a.shape, a.scanning = nil, nil, nil, nil, shapeUnknown, 0
+	a.rec, a.doc, a.value, a.scan.doc, a.scan.ms, a.shape, a.scanning = nil, nil, nil, nil, nil, shapeUnknown, 0
 }
 
 // Doc is the bytes `value` reads from r: the value's JSON rendering when

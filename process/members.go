@@ -26,25 +26,23 @@ type memberScan struct {
 	pos  int      // where the next member (or the closing brace) starts
 	done bool     // the scan reached the end of the object, or a malformed member
 	bad  bool     // ... a malformed one
-	ms   []member // the members scanned so far
+	ms   []member // the members scanned so far (or another scan's: prefill)
+	own  []member // the buffer ms is when the scan is this one's
 }
 
 // member is a scanned member: its quoted key and its value, as offsets
-// into the doc (no pointers: appending one needs no write barrier).
-type member struct {
-	ks, ke, vs, ve uint32
-	kind           jsonfield.Kind
-	escaped        bool // the key has escapes
-}
+// into the doc (no pointers: appending one needs no write barrier), as
+// jsonfield.ScanMembers records them (activation.prefill).
+type member = jsonfield.Span
 
 func (s *memberScan) value(m *member) jsonfield.Value {
-	return jsonfield.Value{Kind: m.kind, Raw: s.doc[m.vs:m.ve:m.ve]}
+	return jsonfield.Value{Kind: m.Kind, Raw: s.doc[m.ValueStart:m.ValueEnd:m.ValueEnd]}
 }
 
 // reset starts a scan of doc, which must begin (after whitespace) with '{'
 // for find to find anything, and be shorter than 4 GiB.
 func (s *memberScan) reset(doc []byte) {
-	*s = memberScan{doc: doc, ms: s.ms[:0]}
+	*s = memberScan{doc: doc, ms: s.own[:0], own: s.own}
 	i := skipSpace(doc, 0)
 	if i >= len(doc) || doc[i] != '{' || uint64(len(doc)) > math.MaxUint32 {
 		s.done, s.bad = true, true
@@ -63,8 +61,8 @@ func (s *memberScan) reset(doc []byte) {
 func (s *memberScan) find(key string) (jsonfield.Value, error) {
 	for i := range s.ms { // keyIs, by hand: too big to inline
 		m := &s.ms[i]
-		if m.escaped && s.escapedKeyIs(m, key) ||
-			!m.escaped && int(m.ke-m.ks) == len(key)+2 && string(s.doc[m.ks+1:m.ke-1]) == key {
+		if m.Escaped && s.escapedKeyIs(m, key) ||
+			!m.Escaped && int(m.KeyEnd-m.KeyStart) == len(key)+2 && string(s.doc[m.KeyStart+1:m.KeyEnd-1]) == key {
 			return s.value(m), nil
 		}
 	}
@@ -129,10 +127,11 @@ func (s *memberScan) next() (m *member, ok bool) {
 	n := len(s.ms)
 	if n == cap(s.ms) {
 		s.ms = append(s.ms, member{})
+		s.own = s.ms[:0]
 	}
 	s.ms = s.ms[:n+1]
 	m = &s.ms[n]
-	m.ks, m.ke, m.vs, m.ve, m.kind, m.escaped = uint32(ks), uint32(ke), uint32(vs), uint32(ve), kind, escaped
+	m.KeyStart, m.KeyEnd, m.ValueStart, m.ValueEnd, m.Kind, m.Escaped = uint32(ks), uint32(ke), uint32(vs), uint32(ve), kind, escaped
 	next, closed, ok := after(doc, ve, '}')
 	// !ok: Get would have returned this member had it been the key; a
 	// read of any later key is malformed
@@ -147,14 +146,14 @@ func (s *memberScan) fail() (*member, bool) {
 
 // keyIs reports whether m's key, unescaped, is key.
 func (s *memberScan) keyIs(m *member, key string) bool {
-	if m.escaped {
+	if m.Escaped {
 		return s.escapedKeyIs(m, key)
 	}
-	return int(m.ke-m.ks) == len(key)+2 && string(s.doc[m.ks+1:m.ke-1]) == key
+	return int(m.KeyEnd-m.KeyStart) == len(key)+2 && string(s.doc[m.KeyStart+1:m.KeyEnd-1]) == key
 }
 
 func (s *memberScan) escapedKeyIs(m *member, key string) bool {
-	k, err := jsonfield.Value{Kind: jsonfield.String, Raw: s.doc[m.ks:m.ke]}.Text()
+	k, err := jsonfield.Value{Kind: jsonfield.String, Raw: s.doc[m.KeyStart:m.KeyEnd]}.Text()
 	return err == nil && k == key
 }
 

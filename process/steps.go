@@ -59,11 +59,18 @@ func SetValue(r *record.Record, v []byte) {
 }
 
 // Chain runs each Steps in turn (an input's, then the job's); a record one
-// of them drops goes no further.
+// of them drops goes no further. On an error r is unchanged, as it came
+// (what an input's map made of it undone): the dead-letter sink gets the
+// record's own value.
 func Chain(steps ...Steps) signalbox.Process {
 	return func(r *record.Record) (bool, error) {
+		value, decoded, schemaID, valueJSON := r.Value, r.DecodedValue, r.ValueSchemaID, r.ValueJSON
 		for _, s := range steps {
-			if ok, err := s.Run(r); !ok || err != nil {
+			ok, err := s.Run(r)
+			if err != nil {
+				r.Value, r.DecodedValue, r.ValueSchemaID, r.ValueJSON = value, decoded, schemaID, valueJSON
+			}
+			if !ok || err != nil {
 				return false, err
 			}
 		}

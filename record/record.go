@@ -50,7 +50,10 @@ type Record struct {
 	// engine sets these for sinks that write JSON, at ingest (or at
 	// release, when a Transform runs or the durable store kept only the
 	// bytes). Nil and 0 when the input has no such decoder, or when every
-	// sink writes original bytes.
+	// sink writes original bytes. A JSON input's record whose processing
+	// ran as it was decoded (package config, docs/design.md K12) holds its
+	// result in DecodedValue from then until its release, where the
+	// Process takes it: no sink and no dead letter ever sees it.
 	DecodedKey   []byte // the key as JSON
 	DecodedValue []byte // the value as JSON
 

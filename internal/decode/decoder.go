@@ -159,7 +159,29 @@ func (d *Decoder) Decode(ctx context.Context, r *record.Record) error {
 	if d.in.Decoder != nil || d.in.KeyDecoder != nil {
 		return d.decodeSchemad(ctx, r)
 	}
-	return d.decodeJSON(r)
+	return d.decodeJSON(r, nil)
+}
+
+// Members is what DecodeMembers records of a value: the spans of its
+// top-level object's members, and whether they are all of them
+// (jsonfield.ScanMembers' ok).
+type Members struct {
+	Spans []jsonfield.Span
+	OK    bool
+}
+
+// DecodeMembers is Decode that also records, in m, the members of the
+// value's top-level object when decoding scans the value (NeedsJSON: a
+// time or key field): m.Spans is reset, then filled, and m.OK reports
+// that they are all the members of a valid object (jsonfield.ScanMembers;
+// false when the value was not scanned). The scan is the one Decode makes:
+// the members cost no second pass.
+func (d *Decoder) DecodeMembers(ctx context.Context, r *record.Record, m *Members) error {
+	m.Spans, m.OK = m.Spans[:0], false
+	if d.in.Decoder != nil || d.in.KeyDecoder != nil {
+		return d.decodeSchemad(ctx, r)
+	}
+	return d.decodeJSON(r, m)
 }
 
 // setTime fills r.Timeless and r.EventTime from the input's settings and
@@ -181,12 +203,14 @@ func (d *Decoder) setTime(r *record.Record, t int64, err error) error {
 	return nil
 }
 
-// decodeJSON is decode for an input whose value is JSON (or opaque bytes).
-func (d *Decoder) decodeJSON(r *record.Record) error {
+// decodeJSON is decode for an input whose value is JSON (or opaque bytes),
+// recording the value's members in m when it scans the value (m nil: not
+// asked).
+func (d *Decoder) decodeJSON(r *record.Record, m *Members) error {
 	var t int64
 	var err error
 	if !d.timeless {
-		t, err = d.eventTime(r)
+		t, err = d.eventTime(r, m)
 	}
 	if err := d.setTime(r, t, err); err != nil {
 		return err
@@ -201,7 +225,7 @@ func (d *Decoder) decodeJSON(r *record.Record) error {
 		if d.in.Time == TimeFromField {
 			v, err = jsonfield.Get(r.Value, d.keyPath) // the time field's scan validated the value
 		} else {
-			v, err = d.field(r, d.keyPath)
+			v, err = d.field(r, d.keyPath, m)
 		}
 		if err != nil {
 			return fmt.Errorf("key field %q: %w", d.in.KeyField, err)
@@ -217,8 +241,9 @@ func (d *Decoder) decodeJSON(r *record.Record) error {
 	return nil
 }
 
-// eventTime decodes r's event time in milliseconds, not yet range-checked.
-func (d *Decoder) eventTime(r *record.Record) (int64, error) {
+// eventTime decodes r's event time in milliseconds, not yet range-checked
+// (m: as field's).
+func (d *Decoder) eventTime(r *record.Record, m *Members) (int64, error) {
 	switch d.in.Time {
 	case TimeFromTimestamp:
 		if r.Timestamp.IsZero() {
@@ -240,7 +265,7 @@ func (d *Decoder) eventTime(r *record.Record) (int64, error) {
 	if r.Value == nil {
 		return 0, fmt.Errorf("tombstone: no value to read the event time field %q from", d.in.TimeField)
 	}
-	v, err := d.field(r, d.timePath)
+	v, err := d.field(r, d.timePath, m)
 	if err != nil {
 		return 0, fmt.Errorf("event time field %q: %w", d.in.TimeField, err)
 	}
@@ -263,9 +288,15 @@ func (d *Decoder) eventTime(r *record.Record) (int64, error) {
 // validates the whole value: a valid value on one line is marked
 // record.Record.ValueJSON, so that a sink embedding it does not scan it
 // again. An invalid value gets Get's answer (it reads up to the field
-// only), so validation never changes which records decode.
-func (d *Decoder) field(r *record.Record, path jsonfield.Path) (jsonfield.Value, error) {
-	doc := jsonfield.Scan(r.Value, path)
+// only), so validation never changes which records decode. With m, the
+// pass records the value's members too (jsonfield.ScanMembers).
+func (d *Decoder) field(r *record.Record, path jsonfield.Path, m *Members) (jsonfield.Value, error) {
+	var doc jsonfield.Doc
+	if m != nil {
+		doc, m.Spans, m.OK = jsonfield.ScanMembers(r.Value, path, m.Spans)
+	} else {
+		doc = jsonfield.Scan(r.Value, path)
+	}
 	if !doc.Valid {
 		return jsonfield.Get(r.Value, path)
 	}

@@ -26,4 +26,8 @@
 //     (CheckValue), and rendered again later (Render).
 //  6. A Decoder is safe for concurrent use once compiled; SetRenderIngest
 //     is called before the first record.
+//  7. DecodeMembers decodes exactly as Decode, and records the value's
+//     members in the same pass; the Members it fills are only for the
+//     record it was given, until its next call (each caller keeps its
+//     own).
 package decode

@@ -77,7 +77,7 @@ func (d *Decoder) decodeSchemad(ctx context.Context, r *record.Record) error {
 		}
 	}
 	if d.in.Decoder == nil {
-		if err := d.decodeJSON(r); err != nil {
+		if err := d.decodeJSON(r, nil); err != nil {
 			return err
 		}
 	} else {
@@ -146,7 +146,7 @@ func (d *Decoder) fromDecoded(r *record.Record, val value.Decoded) error {
 // is its instant; a number or string goes through the time format.
 func (d *Decoder) decodedTime(r *record.Record, val value.Decoded) (int64, error) {
 	if d.in.Time != TimeFromField {
-		return d.eventTime(r)
+		return d.eventTime(r, nil)
 	}
 	if r.Value == nil {
 		return 0, fmt.Errorf("tombstone: no value to read the event time field %q from", d.in.TimeField)

@@ -48,7 +48,8 @@ func oldValid(v []byte) (valid, multiline bool) {
 }
 
 // BenchmarkScan compares the old validation (oldValid, plus Get for the
-// field) with one Scan:
+// field) with one Scan, and with one ScanMembers (the top-level members
+// recorded on the way):
 //
 //	go test -run '^$' -bench Scan -benchmem -count 6 ./internal/jsonfield/
 func BenchmarkScan(b *testing.B) {
@@ -63,6 +64,7 @@ func BenchmarkScan(b *testing.B) {
 		{"object1K", benchObject, metaTS},
 	} {
 		doc := []byte(c.doc)
+		var spans []Span // ScanMembers': kept from one call to the next
 		if d := Scan(doc, c.path); !d.Valid || d.Err != nil {
 			b.Fatalf("%s: %+v", c.name, d)
 		}
@@ -78,6 +80,11 @@ func BenchmarkScan(b *testing.B) {
 				return ok && err == nil
 			}},
 			{"scan-field", func() bool { d := Scan(doc, c.path); return d.Valid && d.Err == nil }},
+			{"scan-field+members", func() bool {
+				d, sp, ok := ScanMembers(doc, c.path, spans[:0])
+				spans = sp
+				return ok && d.Err == nil
+			}},
 		} {
 			b.Run(c.name+"/"+v.name, func(b *testing.B) {
 				b.SetBytes(int64(len(doc)))

@@ -1,7 +1,9 @@
 // Package jsonfield reads JSON documents on the hot path without decoding
 // them: Get extracts one field (an event time, a key), and Scan validates a
 // whole document in one pass and finds a field on the way, so that a value
-// parsed for its event time need not be validated again by the sinks.
+// parsed for its event time need not be validated again by the sinks;
+// ScanMembers also records where the top-level members are, so that
+// processing need not scan the value again.
 //
 // Invariants:
 //
@@ -26,4 +28,10 @@
 //     exactly Get(doc, Path{key}) (same kind, same bytes at the same
 //     address, same error) for every key: one scan serves many reads.
 //     FuzzMembers checks it.
+//  6. ScanMembers(doc, path, spans)'s Doc is Scan(doc, path)'s, and it
+//     keeps the spans it was given. When it reports ok, doc is Valid, its
+//     value an object, and the spans it appended are exactly the members
+//     Members(nil, doc) returns (the same keys and values at the same
+//     offsets, in order); it reports ok for every Valid object nested at
+//     most 256 levels deep. FuzzScan checks it (checkScan).
 package jsonfield

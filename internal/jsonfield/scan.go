@@ -2,6 +2,7 @@ package jsonfield
 
 import (
 	"encoding/binary"
+	"math"
 	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -40,8 +41,46 @@ const maxNesting = 10000
 // in place rather than copied (Doc is too large to stay in registers).
 func Scan(doc []byte, path Path) (d Doc) {
 	var stack [4]uint64 // 256 levels; deeper documents take scanDeep
-	scan(&d, doc, path, stack[:])
+	scan(&d, doc, path, stack[:], nil)
 	return d
+}
+
+// Span is where one member of a document's top-level object is, as byte
+// offsets into the document: its key, quoted as written (with its
+// escapes), at [KeyStart, KeyEnd), and its value at [ValueStart,
+// ValueEnd).
+type Span struct {
+	KeyStart, KeyEnd, ValueStart, ValueEnd uint32
+	Kind                                   Kind
+	Escaped                                bool // the key has escapes
+}
+
+// ScanMembers is Scan that also appends to spans a Span for each member of
+// the document's top-level object, in order, repeated keys included. ok
+// reports that those are exactly the members Members finds (invariant 6):
+// the document is Valid, its value an object, nested at most 256 levels
+// deep and shorter than 4 GiB. When ok is false, what it appended is
+// unspecified. It allocates only to grow spans.
+func ScanMembers(doc []byte, path Path, spans []Span) (d Doc, out []Span, ok bool) {
+	var stack [4]uint64
+	if uint64(len(doc)) > math.MaxUint32 {
+		scan(&d, doc, path, stack[:], nil)
+		return d, spans, false
+	}
+	rec := recording{spans: spans, base: len(spans)}
+	scan(&d, doc, path, stack[:], &rec)
+	i := 0
+	for i < len(doc) && doc[i] <= ' ' {
+		i++
+	}
+	return d, rec.spans, d.Valid && !rec.deep && i < len(doc) && doc[i] == '{'
+}
+
+// recording is where scan records the top-level members (ScanMembers).
+type recording struct {
+	spans []Span
+	base  int  // len(spans) before the scan
+	deep  bool // the document took scanDeep, which records nothing
 }
 
 // scanDeep rescans into *d a document nested more than 256 levels deep,
@@ -50,10 +89,13 @@ func Scan(doc []byte, path Path) (d Doc) {
 // common case does not zero 1.25 KiB of stack.
 //
 //go:noinline
-func scanDeep(d *Doc, doc []byte, path Path) {
+func scanDeep(d *Doc, doc []byte, path Path, rec *recording) {
 	var stack [(maxNesting + 63) / 64]uint64
 	*d = Doc{}
-	scan(d, doc, path, stack[:])
+	if rec != nil {
+		rec.spans, rec.deep = rec.spans[:rec.base], true
+	}
+	scan(d, doc, path, stack[:], nil)
 }
 
 // search is scan's state for finding the field.
@@ -69,6 +111,13 @@ type search struct {
 	vs       int  // where the field's value starts
 	ks       int  // where the key being scanned starts
 	esc      bool // the key being scanned has escapes
+
+	// The top-level object's members, when recorded (ScanMembers; nil:
+	// not recording), and the member under way (open): its key.
+	rec      *recording
+	mks, mke int
+	mesc     bool
+	open     bool
 }
 
 // The states of the path search.
@@ -85,10 +134,10 @@ const (
 // It is one function with gotos rather than calls on purpose: Go's calling
 // convention has no callee-saved registers, so every call in the loop (one
 // per string) would spill and reload the scanner's state.
-func scan(d *Doc, doc []byte, path Path, stack []uint64) {
+func scan(d *Doc, doc []byte, path Path, stack []uint64, rec *recording) {
 	// The search's state lives in memory (the struct's address is taken),
 	// so that the registers go to the scanning loop's own variables.
-	s := &search{path: path, stack: stack, state: settled, keyDepth: -1, watch: -1}
+	s := &search{path: path, stack: stack, state: settled, keyDepth: -1, watch: -1, rec: rec}
 	var (
 		n      = len(doc)
 		i      int
@@ -164,7 +213,7 @@ value: // doc[i] (i < n) starts a value enclosed by depth containers
 			goto end
 		}
 		if depth>>6 >= len(s.stack) {
-			scanDeep(d, doc, path)
+			scanDeep(d, doc, path, s.rec)
 			return
 		}
 		closer = c
@@ -278,6 +327,9 @@ end: // a value ends at i
 	if c != closer {
 		return
 	}
+	if depth == 1 && s.open { // the top-level object's last member ends (ScanMembers)
+		s.member(doc, i)
+	}
 	i++
 	if depth--; depth > 0 && s.stack[(depth-1)>>6]>>((depth-1)&63)&1 == 0 {
 		closer = ']'
@@ -390,6 +442,12 @@ look: // c = doc[i] is not plain
 	goto str
 
 member: // a key ends at i
+	if depth == 1 && s.rec != nil { // a member of the top-level object (ScanMembers)
+		if s.open { // the one before it ends
+			s.member(doc, s.ks)
+		}
+		s.mks, s.mke, s.mesc, s.open = s.ks, i, s.esc, true
+	}
 	if depth == s.keyDepth {
 		// Without escapes the key is its bytes (and the comparison of
 		// different lengths costs no call).
@@ -409,6 +467,36 @@ member: // a key ends at i
 	}
 	ml = ml || nl
 	goto value
+}
+
+// member records the member under way, whose key ends at mke and whose
+// value ends before j: the next key's quote, or the object's closing
+// brace, with whitespace and a comma between. The document is valid up
+// to j.
+func (s *search) member(doc []byte, j int) {
+	vs := s.mke
+	for doc[vs] != ':' {
+		vs++
+	}
+	for vs++; doc[vs] <= ' '; vs++ {
+	}
+	for j--; doc[j] <= ' '; j-- {
+	}
+	if doc[j] == ',' {
+		for j--; doc[j] <= ' '; j-- {
+		}
+	}
+	// written field by field in place: a Span built on the stack and
+	// copied is read back before its stores are done (a stall)
+	sp := s.rec.spans
+	n := len(sp)
+	if n == cap(sp) {
+		sp = append(sp, Span{})
+	}
+	sp = sp[:n+1]
+	m := &sp[n]
+	m.KeyStart, m.KeyEnd, m.ValueStart, m.ValueEnd, m.Kind, m.Escaped = uint32(s.mks), uint32(s.mke), uint32(vs), uint32(j+1), kindAt(doc[vs]), s.mesc
+	s.rec.spans, s.open = sp, false
 }
 
 // The literals, read as little-endian words ("false" without its 'f').

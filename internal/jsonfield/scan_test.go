@@ -35,7 +35,67 @@ func checkScan(t *testing.T, doc []byte, path Path) Doc {
 		unsafe.SliceData(d.Field.Raw) != unsafe.SliceData(v.Raw) {
 		t.Fatalf("Scan(%.200q, %q).Field = %d %q; Get: %d %q", doc, path, d.Field.Kind, d.Field.Raw, v.Kind, v.Raw)
 	}
+	checkSpans(t, doc, path, d)
 	return d
+}
+
+// checkSpans holds ScanMembers of a valid doc to invariant 6: Scan's Doc,
+// the spans it was given kept, and, when ok, the spans of Members'
+// members after them.
+func checkSpans(t *testing.T, doc []byte, path Path, d Doc) {
+	t.Helper()
+	prior := []Span{{KeyStart: 7}}
+	md, spans, ok := ScanMembers(doc, path, prior)
+	if md.Valid != d.Valid || md.Multiline != d.Multiline || md.Err != d.Err || md.Field.Kind != d.Field.Kind ||
+		len(md.Field.Raw) != len(d.Field.Raw) || unsafe.SliceData(md.Field.Raw) != unsafe.SliceData(d.Field.Raw) {
+		t.Fatalf("ScanMembers(%.200q, %q) = %+v; Scan: %+v", doc, path, md, d)
+	}
+	if len(spans) == 0 || spans[0] != prior[0] {
+		t.Fatalf("ScanMembers(%.200q) lost the spans it was given", doc)
+	}
+	object := bytes.HasPrefix(bytes.TrimLeft(doc, " \t\r\n"), []byte("{"))
+	if want := d.Valid && object && depthOf(doc) <= 256; ok != want {
+		t.Fatalf("ScanMembers(%.200q): ok %v, want %v", doc, ok, want)
+	}
+	if !ok {
+		return
+	}
+	spans = spans[1:]
+	ms, err := Members(nil, doc)
+	if err != nil {
+		t.Fatalf("ScanMembers(%.200q) ok, Members: %v", doc, err)
+	}
+	if len(spans) != len(ms) {
+		t.Fatalf("ScanMembers(%.200q): %d spans, Members: %d", doc, len(spans), len(ms))
+	}
+	at := func(b []byte) uint32 {
+		return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b))) - uintptr(unsafe.Pointer(unsafe.SliceData(doc))))
+	}
+	for i, m := range ms {
+		want := Span{at(m.Key), at(m.Key) + uint32(len(m.Key)), at(m.Value.Raw), at(m.Value.Raw) + uint32(len(m.Value.Raw)), m.Value.Kind, m.Escaped}
+		if spans[i] != want {
+			t.Fatalf("ScanMembers(%.200q): span %d %+v, Members: %+v (%q)", doc, i, spans[i], want, m.Key)
+		}
+	}
+}
+
+// depthOf is the deepest nesting of arrays and objects in a valid doc.
+func depthOf(doc []byte) int {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	depth, most := 0, 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return most
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+			most = max(most, depth)
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+	}
 }
 
 func TestScan(t *testing.T) {

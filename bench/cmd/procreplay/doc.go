@@ -6,6 +6,7 @@
 //	go build -o /tmp/procreplay ./bench/cmd/procreplay
 //	/usr/bin/time -v /tmp/procreplay -n 4M                 # plain
 //	/usr/bin/time -v /tmp/procreplay -n 4M -process        # filter + map
+//	/usr/bin/time -v /tmp/procreplay -n 4M -process -job   # the same, a job file's process
 //	/usr/bin/time -v /tmp/procreplay -n 4M -window         # plain + issue 37's window
 //	/usr/bin/time -v /tmp/procreplay -n 4M -job           # plain, from a job file
 //	/usr/bin/time -v /tmp/procreplay -n 4M -job -keys 1M  # the same, skus over 1M keys
@@ -41,6 +42,10 @@
 // processing there would save. It is not what `signalbox run` does, and
 // not a use a Filter allows (a Filter must not change the record): an
 // estimate of a root-package change only.
+//
+// -process -job runs the filter and map as a job file's `process`, built
+// by package config as `signalbox run` builds it: as records are decoded
+// (docs/design.md K12).
 //
 // -window and -lookup build the replay's options from a job file with
 // package config (config.Job.Build), as `signalbox run` does (jobfile.go):

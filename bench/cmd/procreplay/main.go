@@ -58,7 +58,7 @@ func run(args []string, stdout io.Writer) error {
 	n := fs.String("n", "4M", "records to generate (suffix K or M)")
 	fs.IntVar(&o.batch, "batch", 500, "records per fetch (one partition's)")
 	fs.StringVar(&o.mode, "mode", "replay", "replay: the ordered replay; source: drain the generator only")
-	fs.BoolVar(&o.process, "process", false, "run issue 36's filter and three-field map (package process)")
+	fs.BoolVar(&o.process, "process", false, "run issue 36's filter and three-field map (package process; with -job, the job file's process, as signalbox run runs it)")
 	fs.StringVar(&o.at, "at", "release", "with -process, where it runs: release (signalbox.WithProcess, as `signalbox run` does) or ingest (before parking, inside a signalbox.Filter: an estimate of running it there, see doc.go)")
 	fs.StringVar(&o.out, "out", os.DevNull, "the JSONL sink's file")
 	keys := fs.String("keys", "1000", "distinct skus (suffix K or M); with -lookup, the products table's keys")
@@ -83,14 +83,16 @@ func run(args []string, stdout io.Writer) error {
 	if o.batch < 1 {
 		return errors.New("-batch: must be at least 1")
 	}
-	if o.process && (o.window || o.lookup || o.job) {
-		return errors.New("-process: not with -window, -lookup or -job")
+	if o.process && (o.window || o.lookup) {
+		return errors.New("-process: not with -window or -lookup")
 	}
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}
 	label := "plain"
 	switch {
+	case o.process && o.job:
+		label = "filter+map3@job"
 	case o.process:
 		label = "filter+map3@" + o.at
 	case o.window && o.lookup:

@@ -1,0 +1,137 @@
+package config
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/signalbox/signalbox/embedded"
+)
+
+// TestEarlyProcessingIsRelease runs one job twice over the same topics,
+// its processing run as records are decoded (the default for JSON inputs
+// that read neither late nor a table) and at release only, under each
+// late policy: every output file is byte for byte the same. The data has
+// what early processing must not change: test records the filter drops,
+// a map that fails (a string qty), a where that fails (a string x), late
+// records (dead-lettered, or emitted out of turn), an input whose map
+// makes what the job's filter then fails on, and an input read at release
+// (raw: not JSON), and one whose event time is the Kafka timestamp (its
+// value scanned for processing alone); and once more early with the parked records in pebble
+// beyond a tiny budget. The dead-letter sink gets each record's own bytes.
+func TestEarlyProcessingIsRelease(t *testing.T) {
+	c, err := embedded.Start(embedded.WithTopic("orders", 2), embedded.WithTopic("o-x", 1), embedded.WithTopic("raw", 1), embedded.WithTopic("stamped", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var recs []*kgo.Record
+	originals := map[string]bool{}
+	add := func(topic string, part int32, value string) {
+		originals[value] = true
+		recs = append(recs, embedded.Record(topic, part, "k", value))
+	}
+	for i := range 800 { // enough that a fetch is prepared in two halves (prepareSplit)
+		ts := future + int64(i*50)
+		if i%20 == 19 {
+			ts -= 5000 // late by the data: 5 s behind its partition, the delay 1 s
+		}
+		qty, x, status := fmt.Sprint(i%5+1), fmt.Sprint(i%4), "ok"
+		switch {
+		case i%13 == 5:
+			qty = `"3"`
+		case i%11 == 7:
+			x = `"x"`
+		case i%6 == 0:
+			status = "test"
+		}
+		add("orders", int32(i%2), fmt.Sprintf(`{"ts":%d,"id":"o%d","qty":%s,"price":%d.5,"x":%s,"status":%q}`, ts, i, qty, i%7, x, status))
+		if i%4 == 0 {
+			add("o-x", 0, fmt.Sprintf(`{"ts":%d,"id":"p%d","qty":2,"price":1.5,"x":1,"status":"ok","drop":%v}`, ts, i, i%8 == 0))
+			add("raw", 0, fmt.Sprintf(`{"ts":%d,"id":"r%d","qty":1,"price":30,"x":3,"status":"ok"}`, ts, i))
+			add("stamped", 0, fmt.Sprintf(`{"id":"s%d","qty":%s,"price":2,"x":%s,"status":%q}`, i, qty, x, status))
+		}
+	}
+	if err := c.Produce(context.Background(), recs...); err != nil {
+		t.Fatal(err)
+	}
+	job := func(late, state string) string {
+		return fmt.Sprintf(`%s
+brokers: [%s]
+inputs:
+  - {topic: orders, time: field, time_field: ts}
+  - topic_pattern: 'o-.*'
+    time: field
+    time_field: ts
+    process: {map: '{"ts": value.ts, "id": value.id, "qty": value.qty, "price": value.price, "x": value.x, "keep": !value.drop}'}
+  - {topic: raw, format: raw}
+  - {topic: stamped}
+delay: 1s
+late: %s
+until: end-offsets
+process:
+  filter: 'value.status != "test"'
+  map: '{"id": value.id, "total": value.qty * value.price, "x": value.x}'
+sinks:
+  - {type: jsonl, path: all.jsonl}
+  - {type: jsonl, path: big.jsonl, where: 'value.x > 1.0 && value.total >= 10.0'}
+dead_letter: {type: jsonl, path: dlq.jsonl}
+`, state, c.Addrs()[0], late)
+	}
+	run := func(t *testing.T, late string, early bool, state string) map[string]string {
+		t.Helper()
+		earlyProcessing = early
+		defer func() { earlyProcessing = true }()
+		t.Chdir(t.TempDir())
+		runJob(t, job(late, state))
+		out := map[string]string{}
+		for _, f := range []string{"all.jsonl", "big.jsonl", "dlq.jsonl"} {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[f] = string(b)
+		}
+		return out
+	}
+	for _, late := range []string{"dead-letter", "emit"} {
+		t.Run(late, func(t *testing.T) {
+			atRelease, early := run(t, late, false, ""), run(t, late, true, "")
+			// parked records in pebble beyond a small budget, where the
+			// store does not keep what early processing found
+			spilled := run(t, late, true, "state: {dir: parked, memory: 1KiB}")
+			for f, want := range atRelease {
+				if early[f] != want || spilled[f] != want {
+					t.Errorf("%s, processing early:\n%s\nearly, spilled:\n%s\nat release:\n%s", f, early[f], spilled[f], want)
+				}
+			}
+			dlq := readLines(t, writeTemp(t, early["dlq.jsonl"]))
+			t.Logf("%d all, %d big, %d dead", strings.Count(early["all.jsonl"], "\n"), strings.Count(early["big.jsonl"], "\n"), len(dlq))
+			reasons := map[string]int{}
+			for _, l := range dlq {
+				if !originals[string(l.Value)] {
+					t.Errorf("dead letter %s (%s): not a record's own bytes", l.Value, l.Reason)
+				}
+				reasons[strings.SplitN(l.Reason, ":", 2)[0]]++
+			}
+			if reasons["process.map"] == 0 || reasons["sinks[1].where"] == 0 || reasons["process.filter"] == 0 ||
+				late == "dead-letter" && len(dlq) == reasons["process.map"]+reasons["sinks[1].where"]+reasons["process.filter"] {
+				t.Errorf("dead letters by reason %v: the data must fail the map, the where and the filter, and be late", reasons)
+			}
+		})
+	}
+}
+
+// writeTemp writes s to a file of its own and returns its path.
+func writeTemp(t *testing.T, s string) string {
+	t.Helper()
+	f := t.TempDir() + "/f"
+	if err := os.WriteFile(f, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
