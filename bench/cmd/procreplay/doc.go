@@ -39,9 +39,9 @@
 // -at ingest runs the same Steps before parking instead, inside a
 // signalbox.Filter (on the engine goroutine, right after the record was
 // decoded, its value still in cache), to estimate what running the
-// processing there would save. It is not what `signalbox run` does, and
-// not a use a Filter allows (a Filter must not change the record): an
-// estimate of a root-package change only.
+// processing there would save. It is not what `signalbox run` does (that
+// is -process -job), and not a use a Filter allows (a Filter must not
+// change the record): an estimate only.
 //
 // -process -job runs the filter and map as a job file's `process`, built
 // by package config as `signalbox run` builds it: as records are decoded
