@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -42,6 +43,7 @@ type Pipeline struct {
 	earlyOf       map[string]early.Func
 	members       decode.Members
 	helperMembers decode.Members
+	splits        bool // a helper may share early processing: no meta filter, more than one core
 
 	mu    sync.Mutex
 	stats Stats
@@ -94,6 +96,7 @@ func New(src Source, opts ...Option) (*Pipeline, error) {
 	if p.cfg.process == nil || p.cfg.filter != nil || p.cfg.transform != nil {
 		p.cfg.early = nil // a Filter or Transform runs after prepare: the Process reads what they leave
 	}
+	p.splits = p.cfg.metaFilter == nil && runtime.GOMAXPROCS(0) > 1 // a meta filter never runs beside itself
 	p.setRenderIngest()
 	if p.cfg.strategy == nil {
 		delay := p.cfg.delay

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -139,7 +138,7 @@ func (p *Pipeline) prepare(ctx context.Context, f *record.Fetch, h *holds) (map[
 			continue
 		}
 		dec, ef := p.decoders.For(pf.Topic), p.earlyFor(pf.Topic)
-		if ef != nil && p.cfg.metaFilter == nil && !dec.Schemad() && runtime.GOMAXPROCS(0) > 1 {
+		if ef != nil && p.splits && !dec.Schemad() {
 			split = append(split, pf)
 			continue
 		}
@@ -179,6 +178,9 @@ const splitAt = 256
 // own, beside the poller's first half: decoding them and their processing
 // is the poller's work that takes the longest.
 func (p *Pipeline) prepareSplit(ctx context.Context, split []*record.PartitionFetch, marks map[*record.Record]error) map[*record.Record]error {
+	if len(split) == 0 {
+		return marks
+	}
 	n := 0
 	for _, pf := range split {
 		n += len(pf.Records)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -12,17 +13,18 @@ import (
 	"github.com/signalbox/signalbox/embedded"
 )
 
-// TestEarlyProcessingIsRelease runs one job twice over the same topics,
-// its processing run as records are decoded (the default for JSON inputs
-// that read neither late nor a table) and at release only, under each
-// late policy: every output file is byte for byte the same. The data has
+// TestEarlyProcessingIsRelease runs one job over the same topics with its
+// processing run at release only, and as records are decoded (the default
+// for JSON inputs that read neither late nor a table), under each late
+// policy: every output file is byte for byte the same. The data has
 // what early processing must not change: test records the filter drops,
 // a map that fails (a string qty), a where that fails (a string x), late
 // records (dead-lettered, or emitted out of turn), an input whose map
 // makes what the job's filter then fails on, and an input read at release
 // (raw: not JSON), and one whose event time is the Kafka timestamp (its
-// value scanned for processing alone); and once more early with the parked records in pebble
-// beyond a tiny budget. The dead-letter sink gets each record's own bytes.
+// value scanned for processing alone); and once more early with the parked
+// records in pebble beyond a tiny budget, and on one core (the poller
+// alone). The dead-letter sink gets each record's own bytes.
 func TestEarlyProcessingIsRelease(t *testing.T) {
 	c, err := embedded.Start(embedded.WithTopic("orders", 2), embedded.WithTopic("o-x", 1), embedded.WithTopic("raw", 1), embedded.WithTopic("stamped", 1))
 	if err != nil {
@@ -104,9 +106,13 @@ dead_letter: {type: jsonl, path: dlq.jsonl}
 			// parked records in pebble beyond a small budget, where the
 			// store does not keep what early processing found
 			spilled := run(t, late, true, "state: {dir: parked, memory: 1KiB}")
+			// on one core: the poller alone, no helper (prepareSplit)
+			procs := runtime.GOMAXPROCS(1)
+			oneCore := run(t, late, true, "")
+			runtime.GOMAXPROCS(procs)
 			for f, want := range atRelease {
-				if early[f] != want || spilled[f] != want {
-					t.Errorf("%s, processing early:\n%s\nearly, spilled:\n%s\nat release:\n%s", f, early[f], spilled[f], want)
+				if early[f] != want || spilled[f] != want || oneCore[f] != want {
+					t.Errorf("%s, processing early:\n%s\nearly, spilled:\n%s\nearly, one core:\n%s\nat release:\n%s", f, early[f], spilled[f], oneCore[f], want)
 				}
 			}
 			dlq := readLines(t, writeTemp(t, early["dlq.jsonl"]))
