@@ -135,3 +135,54 @@ func TestEarlyIsTheChain(t *testing.T) {
 		t.Fatal("a filter that reads late runs early")
 	}
 }
+
+// FuzzEarly: any value, as the run gives it to Prepare (with the members
+// of a decoder's scan, or without), and any chain of the issue's filter
+// and map with an input map before them: Release gives the chain's result.
+//
+//	go test ./process -run '^$' -fuzz FuzzEarly -fuzztime 60s
+func FuzzEarly(f *testing.F) {
+	f.Add([]byte(`{"ts":1,"id":"o-1","sku":"s","qty":3,"price":7.25,"status":"ok"}`), true, uint8(3))
+	f.Add([]byte(`{"id":"o-1","id":2,"\u0073ku":"x","qty":"3","status":"test"}`), true, uint8(7))
+	f.Add([]byte(`[1,{"qty":2}]`), false, uint8(1))
+	f.Add([]byte(`{"qty":1e400,"price":`), true, uint8(5))
+	compile := func(k process.Kind, src string) *process.Expr {
+		x, err := process.Compile("process.x", src, k)
+		if err != nil {
+			f.Fatal(err)
+		}
+		return x
+	}
+	filter := compile(process.Filter, `value.status != "test"`)
+	mapx := compile(process.Map, `{"id": value.id, "sku": value.sku, "total": value.qty * value.price}`)
+	inMap := compile(process.Map, `{"id": value.id, "sku": value.sku, "qty": value.qty, "price": 2.5, "status": value.status}`)
+	f.Fuzz(func(t *testing.T, v []byte, members bool, shape uint8) {
+		var in, job process.Steps
+		if shape&1 != 0 {
+			job.Filter = filter
+		}
+		if shape&2 != 0 {
+			job.Map = mapx
+		}
+		if shape&4 != 0 {
+			in.Map = inMap
+		}
+		e, ok := process.NewEarly(in, job)
+		if !ok {
+			t.Fatal("not early")
+		}
+		orig := record.Record{Topic: "orders", Value: v}
+		want := orig
+		k1, e1 := process.Chain(in, job)(&want)
+		got := orig
+		_, spans, scanned := jsonfield.ScanMembers(v, nil, nil)
+		e.Prepare(&got, spans, scanned && members)
+		if !bytes.Equal(got.Value, v) {
+			t.Fatalf("Prepare changed the value %q to %q", v, got.Value)
+		}
+		k2, e2 := e.Release(&got)
+		if k1 != k2 || fmt.Sprint(e1) != fmt.Sprint(e2) || (k1 || e1 != nil) && !bytes.Equal(want.Value, got.Value) {
+			t.Fatalf("%q: chain %v %v %q; early %v %v %q", v, k1, e1, want.Value, k2, e2, got.Value)
+		}
+	})
+}
