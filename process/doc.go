@@ -113,5 +113,6 @@
 //     the chain when there is none (Prepare failed, or a store did not
 //     keep it). The members Prepare reads are those of the decoder's scan
 //     (jsonfield.ScanMembers), Get's by jsonfield's invariants 5 and 6.
-//     Chain leaves a record it fails on as it came (TestEarlyIsTheChain).
+//     Chain leaves a record it fails on as it came (TestEarlyIsTheChain,
+//     FuzzEarly).
 package process
