@@ -53,3 +53,29 @@ func ExampleHints() {
 	// {"topic":"orders","partition":0,"offset":0,"key":null,"event_time":"1970-01-01T00:00:01.000Z","event_time_ms":1000,"value":{"id":"o-1","product":{"name":"pen"}},"late":false}
 	// {"topic":"orders","partition":0,"offset":1,"key":null,"event_time":"1970-01-01T00:00:02.000Z","event_time_ms":2000,"value":{"id":"o-2","product":null},"late":false}
 }
+
+// A filter and a map split in two, as a job file's process runs for a JSON
+// input: Prepare as the record is decoded (here without the decoder's
+// members: it then scans the value itself), which leaves the value as it
+// was, and Release at release, which applies the result Prepare kept.
+func ExampleEarly() {
+	filter, _ := process.Compile("process.filter", `value.status != "test"`, process.Filter)
+	mapx, _ := process.Compile("process.map", `{"id": value.id, "total": value.qty * value.price}`, process.Map)
+	early, ok := process.NewEarly(process.Steps{Filter: filter, Map: mapx})
+	if !ok {
+		fmt.Println("reads late or a table: runs at release")
+		return
+	}
+	for _, v := range []string{`{"id":"o-1","qty":3,"price":7.25,"status":"ok"}`, `{"id":"o-2","qty":1,"price":2,"status":"test"}`} {
+		r := record.Record{Topic: "orders", Value: []byte(v)}
+		early.Prepare(&r, nil, false)
+		fmt.Printf("parked: %s\n", r.Value)
+		keep, err := early.Release(&r)
+		fmt.Printf("released: kept %v, %s, %v\n", keep, r.Value, err)
+	}
+	// Output:
+	// parked: {"id":"o-1","qty":3,"price":7.25,"status":"ok"}
+	// released: kept true, {"id":"o-1","total":21.75}, <nil>
+	// parked: {"id":"o-2","qty":1,"price":2,"status":"test"}
+	// released: kept false, {"id":"o-2","qty":1,"price":2,"status":"test"}, <nil>
+}
