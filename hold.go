@@ -204,7 +204,7 @@ func (h *holds) retry(ctx context.Context, tp record.TopicPartition, hp *held, n
 	var hold *decode.HoldError
 	for _, rec := range hp.recs {
 		out = append(out, rec)
-		err := h.r.p.prepareRecord(ctx, dec, h.r.p.earlyFor(tp.Topic), &h.r.p.members, &out[len(out)-1])
+		err := h.r.p.prepareRecord(ctx, dec, nil, nil, &out[len(out)-1]) // held: schema'd, never processed early
 		if errors.As(err, &hold) {
 			out = out[:len(out)-1]
 			break

@@ -141,3 +141,38 @@ func writeTemp(t *testing.T, s string) string {
 	}
 	return f
 }
+
+// TestEarlyOnlyWhatReadsNothingOfTheRelease: a chain runs as records are
+// decoded only for a JSON input (format json or left out, the key's own
+// bytes) whose steps, and the job's, read neither late nor a table. A
+// schema'd key or value is rendered at release, so `key` and `value`
+// would read other bytes before it.
+func TestEarlyOnlyWhatReadsNothingOfTheRelease(t *testing.T) {
+	for _, c := range []struct {
+		input, job string
+		early      bool
+	}{
+		{`{topic: a}`, `{filter: 'value.x > 1.0'}`, true},
+		{`{topic: a, format: json, process: {map: '{"x": value.x}'}}`, `{filter: 'key == "k"'}`, true},
+		{`{topic: a, format: raw}`, `{filter: 'value.x > 1.0'}`, false},
+		{`{topic: a, format: avro}`, `{filter: 'value.x > 1.0'}`, false},
+		{`{topic: a, format: protobuf}`, `{filter: 'value.x > 1.0'}`, false},
+		{`{topic: a, format: json_schema}`, `{filter: 'value.x > 1.0'}`, false},
+		{`{topic: a, key_format: avro}`, `{filter: 'key == "k"'}`, false},
+		{`{topic: a}`, `{filter: '!late'}`, false},
+		{`{topic: a, process: {filter: 'late'}}`, `{map: '{"x": 1}'}`, false},
+	} {
+		j, err := Parse([]byte(fmt.Sprintf("brokers: [h:1]\ninputs: [%s]\nprocess: %s\nsinks: [{type: jsonl, path: o.jsonl}]\n", c.input, c.job)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := &validator{}
+		pr := j.processing(v)
+		if err := v.errs.err(); err != nil {
+			t.Fatalf("%s, %s: %v", c.input, c.job, err)
+		}
+		if got := pr.early != nil && pr.early("a") != nil; got != c.early || pr.allEarly != c.early {
+			t.Errorf("input %s, process %s: early %v (all %v), want %v", c.input, c.job, got, pr.allEarly, c.early)
+		}
+	}
+}

@@ -22,6 +22,10 @@ var benchValue = func() string {
 	return string(append(b, `"}`...))
 }()
 
+// benchOrder is issue 36's order (bench/cmd/procreplay's values): seven
+// members, the event time first.
+const benchOrder = `{"ts":1700000000123,"id":"o-0000123","sku":"sku-000042","qty":3,"price":7.25,"status":"ok","site":"oslo"}`
+
 // benchObject is a ~1 KiB object with nested objects and arrays, escapes and
 // non-ASCII text, its time field nested (meta.ts).
 var benchObject = `{"id":"7f3c9a2e-51b4-4c1d-9e6f-0a8b2c4d6e8f","type":"order.updated","source":"shop/eu-west-1",` +
@@ -61,6 +65,7 @@ func BenchmarkScan(b *testing.B) {
 		path Path
 	}{
 		{"value100", benchValue, ts},
+		{"order7", benchOrder, ts},
 		{"object1K", benchObject, metaTS},
 	} {
 		doc := []byte(c.doc)
