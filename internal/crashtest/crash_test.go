@@ -278,7 +278,10 @@ func stopJSONL(t *testing.T, spill bool) {
 }
 
 // TestCrashPostgres: exactly-once. The table holds every record once, in
-// order of its insertion sequence.
+// order of its insertion sequence. The job filters and maps its records
+// (earlyProcess): JSON values and expressions that read nothing of the
+// release, so they run as records are decoded (docs/design.md K12), and a
+// kill loses that result with the run; every row holds the mapped value.
 func TestCrashPostgres(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.DSN(t)
@@ -299,7 +302,7 @@ func TestCrashPostgres(t *testing.T) {
 	drop()
 	t.Cleanup(drop)
 	r := setUp(t, nil, func(string, *Broker) (string, string) {
-		return fmt.Sprintf("  - type: postgres\n    dsn_env: SIGNALBOX_PG_DSN\n    table: %s\n", table), ""
+		return fmt.Sprintf("  - type: postgres\n    dsn_env: SIGNALBOX_PG_DSN\n    table: %s\n", table), earlyProcess
 	})
 	produced := r.run()
 	outs, err := PostgresOutputs(ctx, conn, table)
@@ -307,7 +310,22 @@ func TestCrashPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	report(t, "postgres sink", Check(produced, outs, Mode{ExactlyOnce: true}))
+	var unmapped int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE value->>'mapped' IS DISTINCT FROM 'true' OR value->>'id' <> value->>'was'`).Scan(&unmapped); err != nil {
+		t.Fatal(err)
+	}
+	if unmapped > 0 {
+		t.Errorf("postgres sink: %d of %d rows do not hold the mapped value", unmapped, len(outs))
+	}
 }
+
+// earlyProcess is the process section of TestCrashPostgres's job: a
+// filter that keeps every record and a map that reshapes each value,
+// both evaluated as records are decoded.
+const earlyProcess = `process:
+  filter: 'value.id != ""'
+  map: '{"id": value.id, "ts": value.ts, "k": value.k, "was": value.id, "mapped": true}'
+`
 
 // TestCrashKafka: exactly-once Kafka→Kafka. The output topic (one
 // partition, so the order is global), read with read_committed, holds
