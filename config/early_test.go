@@ -2,14 +2,18 @@ package config
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/embedded"
 )
 
@@ -175,4 +179,163 @@ func TestEarlyOnlyWhatReadsNothingOfTheRelease(t *testing.T) {
 			t.Errorf("input %s, process %s: early %v (all %v), want %v", c.input, c.job, got, pr.allEarly, c.early)
 		}
 	}
+}
+
+// TestEarlyProcessingThroughRebalances: two members of a group whose job
+// filters and maps as records are decoded. The first runs alone, the
+// second joins, then the first leaves cleanly and comes back: every
+// partition is revoked from a member with records prepared and parked, and
+// re-read by another. In the union of the members' outputs every record
+// the filter keeps is present, and every line holds exactly its own
+// record's mapped value: nothing prepared for one owner reaches another's
+// output as another record's, the raw value, or a dropped record.
+func TestEarlyProcessingThroughRebalances(t *testing.T) {
+	c, err := embedded.Start(embedded.WithTopic("sales", 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	t.Chdir(t.TempDir())
+	job := func(out string) string {
+		return fmt.Sprintf(`
+brokers: [%s]
+group: early-moves
+inputs: [{topic: sales, time: field, time_field: ts}]
+delay: 100ms
+process:
+  filter: 'value.status != "test"'
+  map: '{"id": value.id, "n": value.n, "tag": value.sku + "/" + value.id}'
+sinks: [{type: jsonl, path: %s}]
+`, c.Addrs()[0], out)
+	}
+	ctx, stop := context.WithTimeout(context.Background(), 60*time.Second)
+	defer stop()
+	type member struct {
+		pl   *signalbox.Pipeline
+		stop context.CancelFunc
+		done chan error
+	}
+	start := func(out string) *member {
+		t.Helper()
+		p, err := build(t, job(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Kafka.HeartbeatInterval = 100 * time.Millisecond // a member sees a rebalance sooner than 3 s
+		pl, err := p.Pipeline()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mctx, mstop := context.WithCancel(ctx)
+		m := &member{pl: pl, stop: mstop, done: make(chan error, 1)}
+		go func() { m.done <- pl.Run(mctx) }()
+		return m
+	}
+	leave := func(m *member) {
+		t.Helper()
+		m.stop()
+		if err := <-m.done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+	}
+	owns := func(m *member, n int) func() bool {
+		return func() bool { return len(m.pl.Stats().Partitions) == n }
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for !ok() {
+			if ctx.Err() != nil {
+				t.Fatalf("waiting for %s: %v", what, ctx.Err())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	base := time.Now().Add(-10 * time.Minute).UnixMilli() // event times already past
+	kept, next := map[int]string{}, 0
+	produce := func(n int) {
+		t.Helper()
+		var recs []*kgo.Record
+		for range n {
+			i := next
+			next++
+			status := "ok"
+			if i%7 == 3 {
+				status = "test"
+			} else {
+				kept[i] = fmt.Sprintf(`{"id":"o%d","n":%d,"tag":"s%d/o%d"}`, i, i*3, i%9, i)
+			}
+			recs = append(recs, embedded.Record("sales", int32(i%4), fmt.Sprint("s", i%9),
+				fmt.Sprintf(`{"id":"o%d","sku":"s%d","ts":%d,"n":%d,"status":%q,"pad":"%0128d"}`, i, i%9, base+int64(i), i*3, status, i)))
+		}
+		if err := c.Produce(ctx, recs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const step = 3000
+	outputs := func() map[int]bool { // the records in whole lines so far
+		seen := map[int]bool{}
+		for _, f := range []string{"m0.jsonl", "m1.jsonl", "m2.jsonl"} {
+			data, _ := os.ReadFile(f)
+			lines := strings.Split(string(data), "\n")
+			for _, l := range lines[:len(lines)-1] {
+				var e envelopeLine
+				if json.Unmarshal([]byte(l), &e) == nil {
+					seen[int(e.EventTimeMs-base)] = true
+				}
+			}
+		}
+		return seen
+	}
+	m0 := start("m0.jsonl")
+	waitFor("the first member with every partition", owns(m0, 4))
+	produce(step)
+	m1 := start("m1.jsonl")
+	produce(step) // while the second joins: partitions move mid-stream
+	waitFor("the members sharing the partitions", func() bool { return owns(m0, 2)() && owns(m1, 2)() })
+	produce(step)
+	leave(m0)
+	produce(step) // while the first's partitions move to the second
+	waitFor("the second member with every partition", owns(m1, 4))
+	m2 := start("m2.jsonl")
+	produce(step)
+	waitFor("the members sharing the partitions again", func() bool { return owns(m1, 2)() && owns(m2, 2)() })
+	waitFor("every kept record out", func() bool { return len(outputs()) >= len(kept) })
+	leave(m1)
+	leave(m2)
+	seen := map[int]int{}
+	byPart := map[int32]map[string]bool{} // the members that output a partition's records
+	for _, f := range []string{"m0.jsonl", "m1.jsonl", "m2.jsonl"} {
+		for _, l := range readLines(t, f) {
+			if byPart[l.Partition] == nil {
+				byPart[l.Partition] = map[string]bool{}
+			}
+			byPart[l.Partition][f] = true
+			i := int(l.EventTimeMs - base)
+			want, ok := kept[i]
+			switch {
+			case !ok:
+				t.Errorf("%s: record %d (%s) output, but the filter drops it", f, i, l.Value)
+			case string(l.Value) != want:
+				t.Errorf("%s: record %d is %s, want %s", f, i, l.Value, want)
+			}
+			seen[i]++
+		}
+	}
+	dups := 0
+	for i := range kept {
+		if seen[i] == 0 {
+			t.Errorf("record %d never output", i)
+		}
+		dups += max(0, seen[i]-1)
+	}
+	moved := 0
+	for _, ms := range byPart {
+		if len(ms) > 1 {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Errorf("no partition's records were output by two members: nothing moved mid-stream (%v)", byPart)
+	}
+	t.Logf("%d records, %d kept, %d output again after a move (at least once without a checkpoint sink), %d of 4 partitions output by more than one member", next, len(kept), dups, moved)
 }
