@@ -73,8 +73,9 @@ type processing struct {
 	hint func([]*record.Record)   // the hint of its lookups (process.Hints; nil without: signalbox.WithProcessHint)
 	// early is the processing of a topic's records as they are decoded
 	// (internal/early; nil for a topic whose processing runs at release),
-	// allEarly that every topic's does: proc then only gives the results
-	// early found, and needs no fork.
+	// allEarly that every topic's does, whole (no template's lookups left
+	// for the release): proc then only gives the results early found, and
+	// needs no fork.
 	early    func(topic string) early.Func
 	allEarly bool
 	wheres   []*process.Expr // each sink's where (nil for a sink without one)
@@ -110,8 +111,8 @@ func (j *Job) processing(v *validator) processing {
 	}
 	p.allEarly = true
 	for i := -1; i < len(j.Inputs); i++ {
-		_, ok := j.earlySteps(i, byInput, job)
-		p.allEarly = p.allEarly && ok
+		e, ok := j.earlySteps(i, byInput, job)
+		p.allEarly = p.allEarly && ok && e.Complete() // a template's lookups are made at release
 	}
 	p.early = func(topic string) early.Func {
 		e, ok := j.earlySteps(j.inputOf(topic), byInput, job)
@@ -125,7 +126,8 @@ func (j *Job) processing(v *validator) processing {
 
 // earlySteps is the chain of input i's records (-1: a topic no input
 // declares) as an Early, when it may run as they are decoded: it reads
-// nothing known only at release (process.NewEarly), and the input's key
+// nothing known only at release but the lookups of its last map that a
+// template leaves holes for (process.NewEarly), and the input's key
 // and value are the record's bytes, its value JSON (a schema'd key or
 // value is rendered at release).
 func (j *Job) earlySteps(i int, byInput []process.Steps, job process.Steps) (process.Early, bool) {

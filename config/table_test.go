@@ -15,6 +15,7 @@ import (
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/process"
 )
 
 // TestTableJobEndToEnd is issue 38's target against the embedded broker:
@@ -27,9 +28,15 @@ import (
 // the product versions produced after the orders (in offset and wall-clock
 // order) are still seen: the gate, not the fetch order, decides. The same
 // with state.dir: the table in pebble (TablesDir), with its files while
-// the job runs and none once the plan is closed.
+// the job runs and none once the plan is closed; and with the map run at
+// release only, not as a template as orders are decoded.
 func TestTableJobEndToEnd(t *testing.T) {
 	t.Run("memory", func(t *testing.T) {
+		testTableJob(t, "", func(doc string) *signalbox.Pipeline { return runJob(t, doc) })
+	})
+	t.Run("at release", func(t *testing.T) { // not as a template as records are decoded
+		earlyProcessing = false
+		defer func() { earlyProcessing = true }()
 		testTableJob(t, "", func(doc string) *signalbox.Pipeline { return runJob(t, doc) })
 	})
 	t.Run("pebble", func(t *testing.T) {
@@ -506,6 +513,39 @@ windows:
 	for k := range got {
 		if _, ok := want[k]; !ok {
 			t.Errorf("unexpected window %s: %d", k, got[k])
+		}
+	}
+}
+
+// TestLookupMapRunsEarlyAsATemplate: issue 38's map reads a table, known
+// only at release, through a lookup whose key reads nothing of it: it runs
+// as its orders are decoded, leaving its lookup to the release (a
+// template: process invariant 13), so the Process still runs at release,
+// with forks (allEarly false). A lookup nested in what it reads does not.
+func TestLookupMapRunsEarlyAsATemplate(t *testing.T) {
+	for _, c := range []struct {
+		mapx  string
+		early bool
+	}{
+		{`{"id": value.id, "product": lookup("products", value.sku)}`, true},
+		{`{"id": value.id, "name": lookup("products", value.sku).name}`, false},
+		{`{"id": value.id, "late": late, "product": lookup("products", value.sku)}`, false},
+	} {
+		j, err := Parse([]byte(fmt.Sprintf("brokers: [h:1]\ninputs: [{topic: orders}]\ntables: [{name: products, topic: products}]\nprocess: {map: '%s'}\nsinks: [{type: jsonl, path: o.jsonl}]\n", c.mapx)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		set, _, err := j.tableSet("", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := &validator{lookup: []process.Option{process.WithTables(set)}}
+		pr := j.processing(v)
+		if err := v.errs.err(); err != nil {
+			t.Fatalf("%s: %v", c.mapx, err)
+		}
+		if got := pr.early != nil && pr.early("orders") != nil; got != c.early || pr.allEarly {
+			t.Errorf("%s: early %v (all %v), want %v (all false)", c.mapx, got, pr.allEarly, c.early)
 		}
 	}
 }

@@ -118,6 +118,13 @@ type Expr struct {
 	// hinter is their tables' Hinter, nil when they have none.
 	hints  []lookupHint
 	hinter Hinter
+
+	// partial renders a map that reads the release only through lookups
+	// of keys that do not as a template with a hole for each of them
+	// (partial.go), nil otherwise; holes are the lookups, tables theirs.
+	partial prender
+	holes   []phole
+	tables  Tables
 }
 
 // Compile compiles src, named name (the job file's path to it, e.g.
@@ -182,6 +189,12 @@ func Compile(name, src string, k Kind, opts ...Option) (*Expr, error) {
 		}
 		if k == Map {
 			x.render = c.render(ast.NativeRep().Expr(), 0)
+			if x.render != nil && x.release && o.tables != nil {
+				var holes []phole
+				if p := c.partial(ast.NativeRep().Expr(), 0, &holes); p != nil && len(holes) > 0 {
+					x.partial, x.holes, x.tables = p, holes, o.tables
+				}
+			}
 		} else {
 			x.fast = c.node(ast.NativeRep().Expr())
 		}

@@ -97,7 +97,8 @@
 //     again once carved.
 //  10. Expr.NeedsRelease is true when the expression reads late or a table
 //     (lookup): otherwise it computes the same before parking, on a value
-//     that is JSON as it arrives, as at release.
+//     that is JSON as it arrives, as at release (and so do the parts of a
+//     map that read neither: 13).
 //  11. A Set (set.go: a window's where, key and arguments) evaluates each
 //     of its expressions exactly as the expression alone (results, errors
 //     and their texts), sharing only the reads of one record between them:
@@ -115,4 +116,16 @@
 //     (jsonfield.ScanMembers), Get's by jsonfield's invariants 5 and 6.
 //     Chain leaves a record it fails on as it came (TestEarlyIsTheChain,
 //     FuzzEarly).
+//  13. A map that reads the release only through lookups whose keys read
+//     nothing of it (Expr.partial: lookups with a literal table name, as
+//     map values at any depth or the whole result, beside expressions that
+//     read nothing of the release) runs in an Early as a template
+//     (partial.go), when it is the chain's last step: Prepare renders it on
+//     the fast path with a hole for each lookup and its key (a null key
+//     rendered as the lookup renders it), and keeps that in DecodedValue
+//     under a mark no JSON value starts with; Release makes the lookups, as
+//     of the record's event time, into the holes, rendered as the fast
+//     path renders a lookup, or, when the fast path gives up on one, runs
+//     the chain. Hints reads a template's keys instead of the value's.
+//     What Release gives is the chain's (TestTemplateIsTheChain, FuzzEarly).
 package process

@@ -11,6 +11,7 @@ import (
 	"github.com/signalbox/signalbox/internal/jsonfield"
 	"github.com/signalbox/signalbox/process"
 	"github.com/signalbox/signalbox/record"
+	"github.com/signalbox/signalbox/tables"
 )
 
 // TestEarlyIsTheChain runs random chains (an input's steps, then the
@@ -73,7 +74,7 @@ func TestEarlyIsTheChain(t *testing.T) {
 		}
 		return []byte(b.String() + "}")
 	}
-	var early, kept, dropped, failed int
+	var o outcomes
 	for range 20000 {
 		pick := func(xs []*process.Expr) *process.Expr {
 			if rng.IntN(2) == 0 {
@@ -103,34 +104,9 @@ func TestEarlyIsTheChain(t *testing.T) {
 		if unsafe.SliceData(got.Value) != unsafe.SliceData(orig.Value) || len(got.Value) != len(orig.Value) || got.ValueJSON != orig.ValueJSON {
 			t.Fatalf("Prepare over %s changed the value: %q", v, got.Value)
 		}
-		switch rng.IntN(4) {
-		case 0:
-			got.DecodedValue = nil // not kept by the store
-		case 1:
-			got.DecodedValue = bytes.Clone(got.DecodedValue) // copied by it
-		}
-		if got.DecodedValue != nil {
-			early++
-		}
-		k2, e2 := e.Release(&got)
-		same := !k1 && e1 == nil || // dropped: what is left of it goes nowhere
-			bytes.Equal(want.Value, got.Value) && want.ValueJSON == got.ValueJSON && got.DecodedValue == nil
-		if k1 != k2 || fmt.Sprint(e1) != fmt.Sprint(e2) || !same {
-			t.Fatalf("%v then %v over %s: chain %v %v %s; early %v %v %s (decoded %q)", in, job, v, k1, e1, want.Value, k2, e2, got.Value, got.DecodedValue)
-		}
-		switch {
-		case e1 != nil:
-			failed++
-		case k1:
-			kept++
-		default:
-			dropped++
-		}
+		o.release(t, rng, e, &got, &want, k1, e1, fmt.Sprintf("%v then %v over %s", in, job, v))
 	}
-	t.Logf("%d prepared, %d kept, %d dropped, %d failed", early, kept, dropped, failed)
-	if early < 5000 || kept < 2000 || dropped < 1000 || failed < 1000 {
-		t.Fatalf("%d prepared, %d kept, %d dropped, %d failed: the test checks too little", early, kept, dropped, failed)
-	}
+	o.enough(t, 5000, 2000, 1000, 1000)
 	if _, ok := process.NewEarly(process.Steps{Filter: compile(process.Filter, `!late`)[0]}); ok {
 		t.Fatal("a filter that reads late runs early")
 	}
@@ -138,7 +114,8 @@ func TestEarlyIsTheChain(t *testing.T) {
 
 // FuzzEarly: any value, as the run gives it to Prepare (with the members
 // of a decoder's scan, or without), and any chain of the issue's filter
-// and map with an input map before them: Release gives the chain's result.
+// and map (or a map with lookups, left as a template) with an input map
+// before them: Release gives the chain's result.
 //
 //	go test ./process -run '^$' -fuzz FuzzEarly -fuzztime 60s
 func FuzzEarly(f *testing.F) {
@@ -156,6 +133,17 @@ func FuzzEarly(f *testing.F) {
 	filter := compile(process.Filter, `value.status != "test"`)
 	mapx := compile(process.Map, `{"id": value.id, "sku": value.sku, "total": value.qty * value.price}`)
 	inMap := compile(process.Map, `{"id": value.id, "sku": value.sku, "qty": value.qty, "price": 2.5, "status": value.status}`)
+	// with a lookup: a template (invariant 13)
+	set := productsTable(f, func(tb *tables.Table) {
+		tb.Put("s", 0, []byte(`{"name":"pen"}`), false)
+		tb.Put("x", 5, []byte(`"x"`), false)
+	})
+	lookupMap, err := process.Compile("process.map", `{"id": value.id, "p": lookup("products", value.sku), "q": {"r": lookup("products", value.qty)}}`, process.Map, process.WithTables(set))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte(`{"id":"o-1","sku":"s","qty":3}`), true, uint8(9))
+	f.Add([]byte(`{"id":"o-1","sku":"x","qty":"s","status":"ok"}`), false, uint8(13))
 	f.Fuzz(func(t *testing.T, v []byte, members bool, shape uint8) {
 		var in, job process.Steps
 		if shape&1 != 0 {
@@ -164,6 +152,9 @@ func FuzzEarly(f *testing.F) {
 		if shape&2 != 0 {
 			job.Map = mapx
 		}
+		if shape&8 != 0 {
+			job.Map = lookupMap
+		}
 		if shape&4 != 0 {
 			in.Map = inMap
 		}
@@ -171,7 +162,7 @@ func FuzzEarly(f *testing.F) {
 		if !ok {
 			t.Fatal("not early")
 		}
-		orig := record.Record{Topic: "orders", Value: v}
+		orig := record.Record{Topic: "orders", Value: v, EventTime: int64(shape >> 4)}
 		want := orig
 		k1, e1 := process.Chain(in, job)(&want)
 		got := orig
@@ -185,4 +176,139 @@ func FuzzEarly(f *testing.F) {
 			t.Fatalf("%q: chain %v %v %q; early %v %v %q", v, k1, e1, want.Value, k2, e2, got.Value)
 		}
 	})
+}
+
+// TestTemplateIsTheChain: a chain whose last map reads the release only
+// through lookups of keys that do not runs early as a template (doc.go
+// invariant 13): Prepare renders all but the lookups, Release makes them
+// into the holes; what Release gives is the chain's, over random orders of
+// random event times (a version exactly at the time, before the first,
+// after a tombstone, a `time: none` record), keys of every kind (a
+// string, an integral number, a fraction, null, missing, an unknown one),
+// table values of every kind, lookups nested in maps or the whole result,
+// an input map before, a filter beside, the template kept, copied or lost.
+func TestTemplateIsTheChain(t *testing.T) {
+	set := productsTable(t, func(tb *tables.Table) {
+		tb.Put("sku-2", 50, []byte(`"two"`), false)
+		tb.Put("sku-2", 250, []byte(`[1,{"b":2}]`), false)
+		tb.Put("42", 0, []byte(`42.50`), false)
+		tb.Put("x\"y", 0, []byte(`{"q":"\u00e9"}`), false)
+	})
+	compile := func(k process.Kind, src string) *process.Expr {
+		x, err := process.Compile("process.x", src, k, process.WithTables(set))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	maps := []*process.Expr{
+		compile(process.Map, `{"id": value.id, "product": lookup("products", value.sku)}`),
+		compile(process.Map, `{"p": {"a": lookup("products", value.sku), "n": value.qty * 2.0}, "k": lookup("products", value.n), "id": value.id}`),
+		compile(process.Map, `lookup("products", value.sku)`),
+		compile(process.Map, `{"a": lookup("products", value.sku), "b": lookup("products", value.sku), "s": value.sku}`),
+	}
+	filter := compile(process.Filter, `value.qty > 1.0`)
+	inMap := compile(process.Map, `{"id": value.id, "sku": value.sku, "n": value.n, "qty": value.qty}`)
+	for _, src := range []string{`{"x": lookup("products", value.sku).name}`, `{"id": value.id, "l": late}`, `{"p": lookup("products", lookup("products", value.sku))}`} {
+		if _, ok := process.NewEarly(process.Steps{Map: compile(process.Map, src)}); ok {
+			t.Errorf("%s runs early", src)
+		}
+	}
+	if _, ok := process.NewEarly(process.Steps{Map: maps[0]}, process.Steps{Filter: filter}); ok {
+		t.Error("a lookup before another step runs early")
+	}
+	rng := rand.New(rand.NewPCG(38, 13))
+	skus := []string{`"sku-1"`, `"sku-2"`, `"nope"`, `42`, `42.0`, `1.5`, `null`, `"x\"y"`, `"sku-\u0031"`, `true`}
+	var o outcomes
+	for range 20000 {
+		var b strings.Builder
+		b.WriteString("{")
+		for _, m := range rng.Perm(4) {
+			if rng.IntN(8) == 0 {
+				continue
+			}
+			if b.Len() > 1 {
+				b.WriteString(",")
+			}
+			switch m {
+			case 0:
+				fmt.Fprintf(&b, `"id":"o%d"`, rng.IntN(100))
+			case 1:
+				fmt.Fprintf(&b, `"sku":%s`, skus[rng.IntN(len(skus))])
+			case 2:
+				fmt.Fprintf(&b, `"n":%s`, skus[rng.IntN(len(skus))])
+			case 3:
+				fmt.Fprintf(&b, `"qty":%s`, []string{"1", "2.5", `"3"`, "4"}[rng.IntN(4)])
+			}
+		}
+		v := []byte(b.String() + "}")
+		var in, job process.Steps
+		if rng.IntN(3) == 0 {
+			in.Map = inMap
+		}
+		if rng.IntN(2) == 0 {
+			job.Filter = filter
+		}
+		job.Map = maps[rng.IntN(len(maps))]
+		e, ok := process.NewEarly(in, job)
+		if !ok || e.Complete() {
+			t.Fatalf("%s: not early with a template", job.Map.Name())
+		}
+		orig := record.Record{Topic: "orders", EventTime: int64(rng.IntN(400)), Value: v, ValueJSON: rng.IntN(2) == 0}
+		orig.Timeless = rng.IntN(10) == 0
+		want := orig
+		k1, e1 := process.Chain(in, job)(&want)
+		got := orig
+		_, spans, scanned := jsonfield.ScanMembers(v, nil, nil)
+		e.Prepare(&got, spans, scanned && rng.IntN(3) > 0)
+		if !bytes.Equal(got.Value, v) {
+			t.Fatalf("Prepare changed the value %s to %s", v, got.Value)
+		}
+		o.release(t, rng, e, &got, &want, k1, e1, fmt.Sprintf("%v then %v over %s at %d", in, job, v, orig.EventTime))
+	}
+	o.enough(t, 5000, 5000, 1000, 500)
+}
+
+// outcomes counts what the chains of a test did to its records.
+type outcomes struct{ prepared, kept, dropped, failed int }
+
+// release runs Release on got, which Prepare prepared, after losing or
+// copying what Prepare kept in it (as a store may), and fails t unless it
+// gives what the chain gave want: k1, e1 and the record (what is left of
+// a dropped one goes nowhere).
+func (o *outcomes) release(t *testing.T, rng *rand.Rand, e process.Early, got, want *record.Record, k1 bool, e1 error, what string) {
+	t.Helper()
+	if got.DecodedValue != nil {
+		o.prepared++
+	}
+	switch rng.IntN(4) {
+	case 0:
+		got.DecodedValue = nil // not kept by the store
+	case 1:
+		got.DecodedValue = bytes.Clone(got.DecodedValue) // copied by it
+	}
+	k2, e2 := e.Release(got)
+	same := !k1 && e1 == nil ||
+		bytes.Equal(want.Value, got.Value) && want.ValueJSON == got.ValueJSON && got.DecodedValue == nil
+	if k1 != k2 || fmt.Sprint(e1) != fmt.Sprint(e2) || !same {
+		t.Fatalf("%s: chain %v %v %s; early %v %v %s (decoded %q)", what, k1, e1, want.Value, k2, e2, got.Value, got.DecodedValue)
+	}
+	switch {
+	case e1 != nil:
+		o.failed++
+	case k1:
+		o.kept++
+	default:
+		o.dropped++
+	}
+}
+
+// enough fails t when o counts fewer of each than given: the test would
+// check too little.
+func (o *outcomes) enough(t *testing.T, prepared, kept, dropped, failed int) {
+	t.Helper()
+	t.Logf("%d prepared, %d kept, %d dropped, %d failed", o.prepared, o.kept, o.dropped, o.failed)
+	if o.prepared < prepared || o.kept < kept || o.dropped < dropped || o.failed < failed {
+		t.Fatal("the test checks too little")
+	}
 }

@@ -41,6 +41,8 @@ type activation struct {
 	buf      []byte
 	// values is where Steps.Run carves new values from (newValue).
 	values []byte
+	// tmpl is the template Early makes (partial.go).
+	tmpl ptemplate
 }
 
 // valueChunk is the size of the chunks new values are carved from; a value
@@ -164,6 +166,9 @@ func (a *activation) put() {
 func (a *activation) clear() {
 	if cap(a.buf) > maxPooledBuf {
 		a.buf = nil
+	}
+	if cap(a.tmpl.blob) > maxPooledBuf || cap(a.tmpl.lit) > maxPooledBuf {
+		a.tmpl = ptemplate{}
 	}
 	a.rec, a.doc, a.value, a.scan.doc, a.scan.ms, a.shape, a.scanning = nil, nil, nil, nil, nil, shapeUnknown, 0
 }

@@ -181,36 +181,12 @@ func (c *fastCompiler) render(e ast.Expr, depth int) frender {
 			return appendFval(dst, v, depth)
 		}
 	}
-	type entry struct {
-		key string // quoted
-		k   string
-		val frender
-	}
-	var entries []entry
-	for _, en := range e.AsMap().Entries() {
-		if en.Kind() != ast.MapEntryKind || en.AsMapEntry().IsOptional() {
-			return nil
-		}
-		me := en.AsMapEntry()
-		if me.Key().Kind() != ast.LiteralKind {
-			return nil
-		}
-		k, ok := me.Key().AsLiteral().(types.String)
-		if !ok {
-			return nil
-		}
-		val := c.render(me.Value(), depth+1)
-		if val == nil {
-			return nil
-		}
-		q, _ := jsonstr.Append(nil, string(k))
-		entries = append(entries, entry{string(q), string(k), val})
-	}
-	slices.SortFunc(entries, func(a, b entry) int { return cmp.Compare(a.k, b.k) })
-	for i := 1; i < len(entries); i++ {
-		if entries[i].k == entries[i-1].k {
-			return nil // a repeated key is cel-go's error
-		}
+	entries, ok := mapEntries(e, func(v ast.Expr) (frender, bool) {
+		r := c.render(v, depth+1)
+		return r, r != nil
+	})
+	if !ok {
+		return nil
 	}
 	return func(dst []byte, a *activation) ([]byte, bool) {
 		dst = append(dst, '{')
@@ -226,6 +202,48 @@ func (c *fastCompiler) render(e ast.Expr, depth int) frender {
 		}
 		return append(dst, '}'), true
 	}
+}
+
+// mapEntry is an entry of a map literal that a map's result renders: its
+// key, quoted and as it is, and its value compiled.
+type mapEntry[R any] struct {
+	key string // quoted
+	k   string
+	val R
+}
+
+// mapEntries compiles the entries of the map literal e with val, sorted by
+// key once here; ok is false when an entry is optional, a key is not a
+// constant string or is repeated (cel-go's error), or val gives up on a
+// value.
+func mapEntries[R any](e ast.Expr, val func(ast.Expr) (R, bool)) ([]mapEntry[R], bool) {
+	var entries []mapEntry[R]
+	for _, en := range e.AsMap().Entries() {
+		if en.Kind() != ast.MapEntryKind || en.AsMapEntry().IsOptional() {
+			return nil, false
+		}
+		me := en.AsMapEntry()
+		if me.Key().Kind() != ast.LiteralKind {
+			return nil, false
+		}
+		k, ok := me.Key().AsLiteral().(types.String)
+		if !ok {
+			return nil, false
+		}
+		v, ok := val(me.Value())
+		if !ok {
+			return nil, false
+		}
+		q, _ := jsonstr.Append(nil, string(k))
+		entries = append(entries, mapEntry[R]{string(q), string(k), v})
+	}
+	slices.SortFunc(entries, func(a, b mapEntry[R]) int { return cmp.Compare(a.k, b.k) })
+	for i := 1; i < len(entries); i++ {
+		if entries[i].k == entries[i-1].k {
+			return nil, false
+		}
+	}
+	return entries, true
 }
 
 // node compiles e, or returns nil when e is not a fast shape. The bare

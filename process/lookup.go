@@ -173,21 +173,27 @@ func (c *fastCompiler) lookup(call ast.CallExpr) fnode {
 		case !ok:
 			return fval{}, false
 		}
-		asOf := a.rec.EventTime
-		if a.rec.Timeless {
-			asOf = math.MaxInt64
-		}
-		v, found, err := t.Lookup(string(name), k, asOf)
-		switch {
-		case err != nil:
-			return fval{}, false
-		case !found:
-			return fval{k: fNull}, true
-		case isObject(v):
-			return fval{k: fObject, s: unsafe.String(unsafe.SliceData(v), len(v))}, true
-		}
-		return fromVal(convertDoc(v))
+		return lookupVal(t, string(name), k, a.rec)
 	}
+}
+
+// lookupVal is the fast path's value of key k in table name as of r's
+// event time; ok is false when it gives up.
+func lookupVal(t Tables, name, k string, r *record.Record) (fval, bool) {
+	asOf := r.EventTime
+	if r.Timeless {
+		asOf = math.MaxInt64
+	}
+	v, found, err := t.Lookup(name, k, asOf)
+	switch {
+	case err != nil:
+		return fval{}, false
+	case !found:
+		return fval{k: fNull}, true
+	case isObject(v):
+		return fval{k: fObject, s: unsafe.String(unsafe.SliceData(v), len(v))}, true
+	}
+	return fromVal(convertDoc(v))
 }
 
 // fastKey is the fast path's lookup key of kv, as lookupKey reads it;
@@ -249,31 +255,53 @@ func Hints(steps ...Steps) func(recs []*record.Record) {
 	if len(xs) == 0 {
 		return nil
 	}
+	// tx is the map whose templates (invariant 13) the records may hold,
+	// when exactly one of the steps makes them: their keys are read there
+	// (with more, a template's keys go unhinted)
+	var tx *Expr
+	for _, x := range xs {
+		if x.partial != nil && tx != nil {
+			tx = nil
+			break
+		}
+		if x.partial != nil {
+			tx = x
+		}
+	}
 	return func(recs []*record.Record) {
 		var hs [maxHinted]struct {
-			x *Expr
-			i int
-			h uint64
+			hinter Hinter
+			table  string
+			h      uint64
 		}
 		for _, r := range recs { // the records and their values too, together
 			prefetch.Record(r)
 		}
 		for _, r := range recs {
-			prefetch.Bytes(r.Value)
+			prefetch.Bytes(Doc(r))
 		}
 		n := 0
+		hint := func(hinter Hinter, table, k string) {
+			if n < maxHinted {
+				hs[n].hinter, hs[n].table, hs[n].h = hinter, table, hinter.HintKey(table, k)
+				n++
+			}
+		}
 		a := pool.Get().(*activation) // cleared
 		for _, r := range recs {
+			if tx != nil && isTemplate(r.DecodedValue) {
+				tx.templateKeys(r.DecodedValue, func(table, k string) { hint(tx.hinter, table, k) })
+				continue
+			}
 			a.start(r)
 			for _, x := range xs {
-				for i, l := range x.hints {
+				for _, l := range x.hints {
 					kv, ok := l.key(a)
 					if !ok {
 						continue
 					}
-					if k, _, ok := fastKey(kv); ok && n < maxHinted {
-						hs[n].x, hs[n].i, hs[n].h = x, i, x.hinter.HintKey(l.table, k)
-						n++
+					if k, _, ok := fastKey(kv); ok {
+						hint(x.hinter, l.table, k)
 					}
 				}
 			}
@@ -281,7 +309,7 @@ func Hints(steps ...Steps) func(recs []*record.Record) {
 		}
 		pool.Put(a)
 		for _, h := range hs[:n] {
-			h.x.hinter.HintValue(h.x.hints[h.i].table, h.h)
+			h.hinter.HintValue(h.table, h.h)
 		}
 	}
 }

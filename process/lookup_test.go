@@ -13,6 +13,14 @@ import (
 // products is a table with versions of sku-1 at 100 and 200, a tombstone
 // at 300, and sku 42 (a number key) at 0.
 func products(t *testing.T) *tables.Set {
+	return productsTable(t, func(tb *tables.Table) {
+		tb.Put("42", 0, []byte(`"answer"`), false)
+	})
+}
+
+// productsTable is a set of the one table products: sku-1's versions as
+// products has them, and what more adds.
+func productsTable(t testing.TB, more func(*tables.Table)) *tables.Set {
 	t.Helper()
 	tb, err := tables.New("products", time.Hour)
 	if err != nil {
@@ -21,7 +29,7 @@ func products(t *testing.T) *tables.Set {
 	tb.Put("sku-1", 100, []byte(`{"name":"pen","price":1.5}`), false)
 	tb.Put("sku-1", 200, []byte(`{"name":"pen","price":2}`), false)
 	tb.Put("sku-1", 300, nil, true)
-	tb.Put("42", 0, []byte(`"answer"`), false)
+	more(tb)
 	s, err := tables.NewSet(tb)
 	if err != nil {
 		t.Fatal(err)
