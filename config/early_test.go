@@ -148,9 +148,10 @@ func writeTemp(t *testing.T, s string) string {
 
 // TestEarlyOnlyWhatReadsNothingOfTheRelease: a chain runs as records are
 // decoded only for a JSON input (format json or left out, the key's own
-// bytes) whose steps, and the job's, read neither late nor a table. A
-// schema'd key or value is rendered at release, so `key` and `value`
-// would read other bytes before it.
+// bytes) whose steps, and the job's, read neither late nor a table (but
+// through the lookups a template leaves to the release:
+// TestLookupMapRunsEarlyAsATemplate). A schema'd key or value is rendered
+// at release, so `key` and `value` would read other bytes before it.
 func TestEarlyOnlyWhatReadsNothingOfTheRelease(t *testing.T) {
 	for _, c := range []struct {
 		input, job string
