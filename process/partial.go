@@ -122,11 +122,10 @@ func (c *fastCompiler) partial(e ast.Expr, depth int, holes *[]phole) prender {
 			return ok
 		}
 	}
-	switch e.Kind() {
-	case ast.CallKind:
+	if e.Kind() == ast.CallKind {
 		return c.partialLookup(e.AsCall(), depth, holes)
-	case ast.MapKind:
-	default:
+	}
+	if e.Kind() != ast.MapKind {
 		return nil
 	}
 	entries, ok := mapEntries(e, func(v ast.Expr) (prender, bool) {
