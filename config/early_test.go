@@ -244,12 +244,7 @@ sinks: [{type: jsonl, path: %s}]
 	}
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		for !ok() {
-			if ctx.Err() != nil {
-				t.Fatalf("waiting for %s: %v", what, ctx.Err())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitUntil(t, ctx, what, ok)
 	}
 	base := time.Now().Add(-10 * time.Minute).UnixMilli() // event times already past
 	kept, next := map[int]string{}, 0
@@ -339,4 +334,16 @@ sinks: [{type: jsonl, path: %s}]
 		t.Errorf("no partition's records were output by two members: nothing moved mid-stream (%v)", byPart)
 	}
 	t.Logf("%d records, %d kept, %d output again after a move (at least once without a checkpoint sink), %d of 4 partitions output by more than one member", next, len(kept), dups, moved)
+}
+
+// waitUntil polls ok every 10 ms until it holds, and fails t, naming
+// what it waited for, when ctx ends first.
+func waitUntil(t *testing.T, ctx context.Context, what string, ok func() bool) {
+	t.Helper()
+	for !ok() {
+		if ctx.Err() != nil {
+			t.Fatalf("waiting for %s: %v", what, ctx.Err())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

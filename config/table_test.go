@@ -328,12 +328,7 @@ sinks: [{type: jsonl, path: %s}]
 	}
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		for !ok() {
-			if runCtx.Err() != nil {
-				t.Fatalf("waiting for %s: %v", what, runCtx.Err())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitUntil(t, runCtx, what, ok)
 	}
 	waitFor("both members with two orders partitions and the whole table each", func() bool {
 		for _, pl := range pls {
