@@ -125,7 +125,8 @@
 //     rendered as the lookup renders it), and keeps that in DecodedValue
 //     under a mark no JSON value starts with; Release makes the lookups, as
 //     of the record's event time, into the holes, rendered as the fast
-//     path renders a lookup, or, when the fast path gives up on one, runs
-//     the chain. Hints reads a template's keys instead of the value's.
+//     path renders a lookup, or, when the fast path gives up on one (or the
+//     template has a hole the map does not: another map's), runs the
+//     chain. Hints reads a template's keys instead of the value's.
 //     What Release gives is the chain's (TestTemplateIsTheChain, FuzzEarly).
 package process

@@ -267,6 +267,22 @@ func TestTemplateIsTheChain(t *testing.T) {
 		o.release(t, rng, e, &got, &want, k1, e1, fmt.Sprintf("%v then %v over %s at %d", in, job, v, orig.EventTime))
 	}
 	o.enough(t, 5000, 5000, 1000, 500)
+
+	// a template another map made (an Early's Release given a record
+	// another Early prepared): Release runs its own chain, never reads a
+	// hole it does not have
+	two, one := process.Steps{Map: maps[1]}, process.Steps{Map: maps[0]}
+	e2, _ := process.NewEarly(two)
+	e1, _ := process.NewEarly(one)
+	v := []byte(`{"id":"o1","sku":"sku-1","n":42,"qty":2}`)
+	got := record.Record{Topic: "orders", EventTime: 150, Value: v}
+	e2.Prepare(&got, nil, false)
+	want := got
+	want.DecodedValue = nil
+	k1, err1 := process.Chain(one)(&want)
+	if k2, err2 := e1.Release(&got); k1 != k2 || fmt.Sprint(err1) != fmt.Sprint(err2) || !bytes.Equal(want.Value, got.Value) {
+		t.Errorf("another map's template: %v %v %s, want the chain's %v %v %s", k2, err2, got.Value, k1, err1, want.Value)
+	}
 }
 
 // outcomes counts what the chains of a test did to its records.

@@ -219,6 +219,9 @@ func (x *Expr) fill(dst, d []byte, r *record.Record) ([]byte, bool) {
 		n, k = binary.Uvarint(d)
 		key := d[k : k+int(n)]
 		d = d[k+int(n):]
+		if h > uint64(len(x.holes)) {
+			return dst, false // another map's template: x runs anew
+		}
 		ph := &x.holes[h-1]
 		v, ok := lookupVal(x.tables, ph.table, unsafe.String(unsafe.SliceData(key), len(key)), r)
 		if !ok {
@@ -244,6 +247,9 @@ func (x *Expr) templateKeys(d []byte, fn func(table, key string)) {
 		n, k = binary.Uvarint(d)
 		key := d[k : k+int(n)]
 		d = d[k+int(n):]
+		if h > uint64(len(x.holes)) {
+			return // another map's template: its keys go unhinted
+		}
 		fn(x.holes[h-1].table, unsafe.String(unsafe.SliceData(key), len(key)))
 	}
 }
