@@ -183,7 +183,8 @@ func TestEarlyOnlyWhatReadsNothingOfTheRelease(t *testing.T) {
 }
 
 // TestEarlyProcessingThroughRebalances: two members of a group whose job
-// filters and maps as records are decoded. The first runs alone, the
+// filters and maps as records are decoded, the map's lookup of a table
+// left to the release (a template). The first runs alone, the
 // second joins, then the first leaves cleanly and comes back: every
 // partition is revoked from a member with records prepared and parked, and
 // re-read by another. In the union of the members' outputs every record
@@ -191,7 +192,7 @@ func TestEarlyOnlyWhatReadsNothingOfTheRelease(t *testing.T) {
 // record's mapped value: nothing prepared for one owner reaches another's
 // output as another record's, the raw value, or a dropped record.
 func TestEarlyProcessingThroughRebalances(t *testing.T) {
-	c, err := embedded.Start(embedded.WithTopic("sales", 4))
+	c, err := embedded.Start(embedded.WithTopic("sales", 4), embedded.WithTopic("products", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,15 +203,32 @@ func TestEarlyProcessingThroughRebalances(t *testing.T) {
 brokers: [%s]
 group: early-moves
 inputs: [{topic: sales, time: field, time_field: ts}]
+tables: [{name: products, topic: products}]
 delay: 100ms
 process:
   filter: 'value.status != "test"'
-  map: '{"id": value.id, "n": value.n, "tag": value.sku + "/" + value.id}'
+  map: '{"id": value.id, "n": value.n, "tag": value.sku + "/" + value.id, "p": lookup("products", value.sku)}'
 sinks: [{type: jsonl, path: %s}]
 `, c.Addrs()[0], out)
 	}
 	ctx, stop := context.WithTimeout(context.Background(), 60*time.Second)
 	defer stop()
+	base := time.Now().Add(-10 * time.Minute).UnixMilli() // event times already past
+	var products []*kgo.Record
+	for s := range 8 { // sku s8 has no product: null
+		r := embedded.Record("products", 0, fmt.Sprint("s", s), fmt.Sprintf(`{"s":%d}`, s))
+		r.Timestamp = time.UnixMilli(base - 60_000) // a minute before every sale
+		products = append(products, r)
+	}
+	if err := c.Produce(ctx, products...); err != nil {
+		t.Fatal(err)
+	}
+	product := func(i int) string {
+		if i%9 == 8 {
+			return "null"
+		}
+		return fmt.Sprintf(`{"s":%d}`, i%9)
+	}
 	type member struct {
 		pl   *signalbox.Pipeline
 		stop context.CancelFunc
@@ -239,14 +257,21 @@ sinks: [{type: jsonl, path: %s}]
 			t.Fatal(err)
 		}
 	}
-	owns := func(m *member, n int) func() bool {
-		return func() bool { return len(m.pl.Stats().Partitions) == n }
+	owns := func(m *member, n int) func() bool { // of sales (every member reads the whole table)
+		return func() bool {
+			sales := 0
+			for _, ps := range m.pl.Stats().Partitions {
+				if ps.ID.Input == "sales" {
+					sales++
+				}
+			}
+			return sales == n
+		}
 	}
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
 		waitUntil(t, ctx, what, ok)
 	}
-	base := time.Now().Add(-10 * time.Minute).UnixMilli() // event times already past
 	kept, next := map[int]string{}, 0
 	produce := func(n int) {
 		t.Helper()
@@ -258,7 +283,7 @@ sinks: [{type: jsonl, path: %s}]
 			if i%7 == 3 {
 				status = "test"
 			} else {
-				kept[i] = fmt.Sprintf(`{"id":"o%d","n":%d,"tag":"s%d/o%d"}`, i, i*3, i%9, i)
+				kept[i] = fmt.Sprintf(`{"id":"o%d","n":%d,"p":%s,"tag":"s%d/o%d"}`, i, i*3, product(i), i%9, i)
 			}
 			recs = append(recs, embedded.Record("sales", int32(i%4), fmt.Sprint("s", i%9),
 				fmt.Sprintf(`{"id":"o%d","sku":"s%d","ts":%d,"n":%d,"status":%q,"pad":"%0128d"}`, i, i%9, base+int64(i), i*3, status, i)))
