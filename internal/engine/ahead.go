@@ -241,7 +241,7 @@ func (ch *aheadChunk) fill(b int, f *aheadForks) {
 			prefetch.Record(recs[j])
 		}
 		if j := r + prefetchAhead/2; j < len(recs) {
-			prefetch.Bytes(recs[j].Value)
+			prefetch.Bytes(readAtRelease(recs[j]))
 		}
 		if f.proc != nil {
 			pr := &blk.procs[r]

@@ -22,6 +22,16 @@ type memStore struct {
 	ahead func(recs []*record.Record, n int)
 }
 
+// readAtRelease is the bytes of r a release reads first: the value as
+// decoded or processed ahead (record.Record.DecodedValue: a Process's
+// result, or an Avro value's JSON) when there is one, else the value.
+func readAtRelease(r *record.Record) []byte {
+	if r.DecodedValue != nil {
+		return r.DecodedValue
+	}
+	return r.Value
+}
+
 func newMemStore() *memStore { return &memStore{q: timers.NewQueue(posOf)} }
 
 // posOf is a record's place in the release order: the Pos the engine parks
@@ -71,7 +81,7 @@ func (m *memStore) Release(wm int64, max int, fn func(*record.Record) error) err
 			prefetch.Record(m.buf[j])
 		}
 		if j := i + prefetchAhead/2; m.values && j < len(m.buf) {
-			prefetch.Bytes(m.buf[j].Value) // its record's lines were asked for four records ago
+			prefetch.Bytes(readAtRelease(m.buf[j])) // its record's lines were asked for four records ago
 		}
 		r := m.buf[i]
 		m.buf[i], m.next = nil, i+1
