@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"syscall"
@@ -67,6 +68,7 @@ func run(args []string, stdout io.Writer) error {
 	fs.StringVar(&o.winOut, "window-out", "/dev/zero", "with -window, the JSONL file of the window's results (not -out's: a job's sinks each need their own file)")
 	fs.BoolVar(&o.lookup, "lookup", false, "issue 38: a products table of -keys keys read first from its topic, and the map {id, product: lookup(\"products\", value.sku)} (a job file's, package config)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	traceFile := fs.String("trace", "", "write an execution trace of the run to this file (go tool trace; -pprof=sync shows where each goroutine waited)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -114,6 +116,17 @@ func run(args []string, stdout io.Writer) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer trace.Stop()
 	}
 	var written int64
 	cpu0, start := cpuTime(), time.Now()

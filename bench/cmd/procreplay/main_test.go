@@ -185,3 +185,20 @@ func productNumber(sku string) string {
 	n, _ := strconv.Atoi(strings.TrimPrefix(sku, "sku-"))
 	return strconv.Itoa(n)
 }
+
+// TestTraceIsWritten: -trace leaves an execution trace of the run, which
+// go tool trace reads (its header, then the run's events).
+func TestTraceIsWritten(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "run.trace")
+	var stdout strings.Builder
+	if err := run([]string{"-n", "2K", "-trace", file}, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), "go 1.") || len(b) < 1024 {
+		t.Fatalf("the trace is %d bytes, starting %q: no execution trace", len(b), b[:min(len(b), 16)])
+	}
+}
