@@ -106,27 +106,16 @@ func run(args []string, stdout io.Writer) error {
 	case o.job:
 		label = "plain@job"
 	}
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
+	for _, r := range []struct {
+		file  string
+		start func(io.Writer) error
+		stop  func()
+	}{{*cpuprofile, pprof.StartCPUProfile, pprof.StopCPUProfile}, {*traceFile, trace.Start, trace.Stop}} {
+		stop, err := recordRun(r.file, r.start, r.stop)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
-	if *traceFile != "" {
-		f, err := os.Create(*traceFile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := trace.Start(f); err != nil {
-			return err
-		}
-		defer trace.Stop()
+		defer stop()
 	}
 	var written int64
 	cpu0, start := cpuTime(), time.Now()
@@ -250,4 +239,22 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// recordRun starts a recording of the run (a CPU profile, an execution
+// trace) into file, none when file is ""; stop ends it and closes the
+// file.
+func recordRun(file string, start func(io.Writer) error, stop func()) (func(), error) {
+	if file == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := start(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { stop(); f.Close() }, nil
 }
