@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/embedded"
+	"github.com/signalbox/signalbox/record"
 )
 
 // TestEarlyProcessingIsRelease runs one job over the same topics with its
@@ -190,14 +193,44 @@ func TestEarlyOnlyWhatReadsNothingOfTheRelease(t *testing.T) {
 // re-read by another. In the union of the members' outputs every record
 // the filter keeps is present, and every line holds exactly its own
 // record's mapped value: nothing prepared for one owner reaches another's
-// output as another record's, the raw value, or a dropped record.
+// output as another record's, the raw value, or a dropped record. The
+// same when one of the first member's sinks stalls for 1.5 s and the
+// second joins while it does: the revoke waits for what the first
+// released, with more records prepared and parked behind the stall.
 func TestEarlyProcessingThroughRebalances(t *testing.T) {
+	for _, stall := range []time.Duration{0, 1500 * time.Millisecond} {
+		t.Run(fmt.Sprint("stall=", stall), func(t *testing.T) {
+			t.Parallel() // it mostly waits
+			testEarlyProcessingThroughRebalances(t, stall)
+		})
+	}
+}
+
+// stallingSink is a second sink for a job's records, which it discards;
+// once stall is set, its next Write waits that long first, and holds the
+// run's writes up as long.
+type stallingSink struct {
+	stall atomic.Int64 // nanoseconds, once
+}
+
+func (s *stallingSink) Open(context.Context) error { return nil }
+
+func (s *stallingSink) Write(context.Context, []record.Record) error {
+	time.Sleep(time.Duration(s.stall.Swap(0)))
+	return nil
+}
+
+func (s *stallingSink) Flush(context.Context) error { return nil }
+
+func (s *stallingSink) Close() error { return nil }
+
+func testEarlyProcessingThroughRebalances(t *testing.T, stall time.Duration) {
 	c, err := embedded.Start(embedded.WithTopic("sales", 4), embedded.WithTopic("products", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	t.Chdir(t.TempDir())
+	dir := t.TempDir() // the members' files (not Chdir: the two cases run at once)
 	job := func(out string) string {
 		return fmt.Sprintf(`
 brokers: [%s]
@@ -209,7 +242,7 @@ process:
   filter: 'value.status != "test"'
   map: '{"id": value.id, "n": value.n, "tag": value.sku + "/" + value.id, "p": lookup("products", value.sku)}'
 sinks: [{type: jsonl, path: %s}]
-`, c.Addrs()[0], out)
+`, c.Addrs()[0], filepath.Join(dir, out))
 	}
 	ctx, stop := context.WithTimeout(context.Background(), 60*time.Second)
 	defer stop()
@@ -231,6 +264,7 @@ sinks: [{type: jsonl, path: %s}]
 	}
 	type member struct {
 		pl   *signalbox.Pipeline
+		sink *stallingSink
 		stop context.CancelFunc
 		done chan error
 	}
@@ -241,12 +275,13 @@ sinks: [{type: jsonl, path: %s}]
 			t.Fatal(err)
 		}
 		p.Kafka.HeartbeatInterval = 100 * time.Millisecond // a member sees a rebalance sooner than 3 s
-		pl, err := p.Pipeline()
+		sink := new(stallingSink)
+		pl, err := p.Pipeline(signalbox.WithSink(sink))
 		if err != nil {
 			t.Fatal(err)
 		}
 		mctx, mstop := context.WithCancel(ctx)
-		m := &member{pl: pl, stop: mstop, done: make(chan error, 1)}
+		m := &member{pl: pl, sink: sink, stop: mstop, done: make(chan error, 1)}
 		go func() { m.done <- pl.Run(mctx) }()
 		return m
 	}
@@ -296,7 +331,7 @@ sinks: [{type: jsonl, path: %s}]
 	outputs := func() map[int]bool { // the records in whole lines so far
 		seen := map[int]bool{}
 		for _, f := range []string{"m0.jsonl", "m1.jsonl", "m2.jsonl"} {
-			data, _ := os.ReadFile(f)
+			data, _ := os.ReadFile(filepath.Join(dir, f))
 			lines := strings.Split(string(data), "\n")
 			for _, l := range lines[:len(lines)-1] {
 				var e envelopeLine
@@ -310,6 +345,9 @@ sinks: [{type: jsonl, path: %s}]
 	m0 := start("m0.jsonl")
 	waitFor("the first member with every partition", owns(m0, 4))
 	produce(step)
+	m0.sink.stall.Store(int64(stall))
+	produce(step) // the first member alone: its sink stalls on them
+	waitFor("the first member's sink stalling", func() bool { return m0.sink.stall.Load() == 0 })
 	m1 := start("m1.jsonl")
 	produce(step) // while the second joins: partitions move mid-stream
 	waitFor("the members sharing the partitions", func() bool { return owns(m0, 2)() && owns(m1, 2)() })
@@ -326,7 +364,7 @@ sinks: [{type: jsonl, path: %s}]
 	seen := map[int]int{}
 	byPart := map[int32]map[string]bool{} // the members that output a partition's records
 	for _, f := range []string{"m0.jsonl", "m1.jsonl", "m2.jsonl"} {
-		for _, l := range readLines(t, f) {
+		for _, l := range readLines(t, filepath.Join(dir, f)) {
 			if byPart[l.Partition] == nil {
 				byPart[l.Partition] = map[string]bool{}
 			}
