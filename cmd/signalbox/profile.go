@@ -3,47 +3,12 @@ package main
 import (
 	"cmp"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"runtime/trace"
 	"sync"
 	"time"
 )
-
-// startCPUProfile writes a CPU profile of the rest of the process to path
-// (`signalbox run --cpuprofile`, a hidden flag for the scaling benchmark);
-// the returned function stops it and closes the file.
-func startCPUProfile(path string) (stop func() error, err error) {
-	return startRecording("--cpuprofile", path, pprof.StartCPUProfile, pprof.StopCPUProfile)
-}
-
-// startTrace writes an execution trace of the rest of the process to path
-// (`signalbox run --trace`, a hidden flag for the scaling benchmark:
-// `go tool trace` shows what each goroutine waited for); the returned
-// function stops it and closes the file.
-func startTrace(path string) (stop func() error, err error) {
-	return startRecording("--trace", path, trace.Start, trace.Stop)
-}
-
-// startRecording creates path and starts a recording into it (a bad path or
-// a recording already running fails at once, naming flag); the returned
-// function ends the recording and closes the file.
-func startRecording(flag, path string, start func(io.Writer) error, end func()) (stop func() error, err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
-	}
-	if err := start(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s: %w", flag, err)
-	}
-	return func() error {
-		end()
-		return f.Close()
-	}, nil
-}
 
 // startAllocProfile creates path now (a bad path fails before the run) and
 // returns the function that writes the process's allocation profile into it

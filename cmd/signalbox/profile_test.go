@@ -96,39 +96,3 @@ func TestAllocProfile(t *testing.T) {
 		t.Errorf("missing directory: %v, want an error naming --allocprofile", err)
 	}
 }
-
-// TestRecordings checks that --cpuprofile and --trace write their file
-// (an execution trace starts with its "go 1." header), and that a bad path,
-// or a recording of the same kind already running, fails at once naming
-// the flag.
-func TestRecordings(t *testing.T) {
-	for _, tc := range []struct {
-		flag  string
-		start func(string) (func() error, error)
-		check func(t *testing.T, path string)
-	}{
-		{"--cpuprofile", startCPUProfile, checkProfile},
-		{"--trace", startTrace, func(t *testing.T, path string) {
-			b, err := os.ReadFile(path)
-			if err != nil || !bytes.HasPrefix(b, []byte("go 1.")) {
-				t.Errorf("%s: not an execution trace (%v): %.16q", path, err, b)
-			}
-		}},
-	} {
-		path := filepath.Join(t.TempDir(), "rec")
-		stop, err := tc.start(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tc.start(filepath.Join(t.TempDir(), "second")); err == nil || !strings.Contains(err.Error(), tc.flag) {
-			t.Errorf("a second %s while one runs: %v, want an error naming the flag", tc.flag, err)
-		}
-		if err := stop(); err != nil {
-			t.Fatal(err)
-		}
-		tc.check(t, path)
-		if _, err := tc.start(filepath.Join(t.TempDir(), "no", "dir", "rec")); err == nil || !strings.Contains(err.Error(), tc.flag) {
-			t.Errorf("missing directory: %v, want an error naming %s", err, tc.flag)
-		}
-	}
-}

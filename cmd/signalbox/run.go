@@ -18,6 +18,7 @@ import (
 	"github.com/signalbox/signalbox/internal/admin"
 	"github.com/signalbox/signalbox/internal/logging"
 	"github.com/signalbox/signalbox/internal/progress"
+	"github.com/signalbox/signalbox/internal/recording"
 	"github.com/signalbox/signalbox/internal/startup"
 	"github.com/signalbox/signalbox/sources/kafka"
 	"github.com/signalbox/signalbox/timers/durable"
@@ -101,13 +102,13 @@ func newRunCmd() *cobra.Command {
 				return usageError(err)
 			}
 			for _, rec := range []struct {
-				path  string
-				start func(string) (func() error, error)
-			}{{cpuProfile, startCPUProfile}, {traceFile, startTrace}} {
+				flag, path string
+				start      func(flag, path string) (func() error, error)
+			}{{"--cpuprofile", cpuProfile, recording.CPUProfile}, {"--trace", traceFile, recording.Trace}} {
 				if rec.path == "" {
 					continue
 				}
-				stopRecording, err := rec.start(rec.path)
+				stopRecording, err := rec.start(rec.flag, rec.path)
 				if err != nil {
 					return usageError(err)
 				}

@@ -8,8 +8,6 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"runtime/pprof"
-	"runtime/trace"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/signalbox/signalbox"
 	"github.com/signalbox/signalbox/internal/engine"
+	"github.com/signalbox/signalbox/internal/recording"
 	"github.com/signalbox/signalbox/process"
 	"github.com/signalbox/signalbox/record"
 	"github.com/signalbox/signalbox/sinks/jsonl"
@@ -107,11 +106,13 @@ func run(args []string, stdout io.Writer) error {
 		label = "plain@job"
 	}
 	for _, r := range []struct {
-		file  string
-		start func(io.Writer) error
-		stop  func()
-	}{{*cpuprofile, pprof.StartCPUProfile, pprof.StopCPUProfile}, {*traceFile, trace.Start, trace.Stop}} {
-		stop, err := recordRun(r.file, r.start, r.stop)
+		flag, path string
+		start      func(flag, path string) (func() error, error)
+	}{{"-cpuprofile", *cpuprofile, recording.CPUProfile}, {"-trace", *traceFile, recording.Trace}} {
+		if r.path == "" {
+			continue
+		}
+		stop, err := r.start(r.flag, r.path)
 		if err != nil {
 			return err
 		}
@@ -239,22 +240,4 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// recordRun starts a recording of the run (a CPU profile, an execution
-// trace) into file, none when file is ""; stop ends it and closes the
-// file.
-func recordRun(file string, start func(io.Writer) error, stop func()) (func(), error) {
-	if file == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(file)
-	if err != nil {
-		return nil, err
-	}
-	if err := start(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { stop(); f.Close() }, nil
 }

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/signalbox/signalbox/config"
+	"github.com/signalbox/signalbox/internal/recording"
 	"github.com/signalbox/signalbox/keyed"
 	"github.com/signalbox/signalbox/keyed/durable"
 	parked "github.com/signalbox/signalbox/timers/durable"
@@ -45,12 +46,11 @@ func main() {
 	flag.StringVar(&heapProfile, "heapprofile", "", "write a heap profile here when every key has an open window")
 	flag.Parse()
 	if *prof != "" {
-		f, err := os.Create(*prof)
+		stop, err := recording.CPUProfile("-cpuprofile", *prof)
 		if err != nil {
 			log.Fatal(err)
 		}
-		_ = pprof.StartCPUProfile(f)
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	budget, err := mib(*budgetS)
 	if err != nil {
