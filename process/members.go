@@ -59,10 +59,14 @@ func (s *memberScan) reset(doc []byte) {
 // find is the first member whose unescaped key is key, as jsonfield.Get
 // finds it.
 func (s *memberScan) find(key string) (jsonfield.Value, error) {
-	for i := range s.ms { // keyIs, by hand: too big to inline
-		m := &s.ms[i]
-		if m.Escaped && s.escapedKeyIs(m, key) ||
-			!m.Escaped && int(m.KeyEnd-m.KeyStart) == len(key)+2 && string(s.doc[m.KeyStart+1:m.KeyEnd-1]) == key {
+	ms, doc, n := s.ms, s.doc, uint32(len(key)+2) // in locals: the loop reloads nothing
+	for i := range ms { // keyIs, by hand: too big to inline
+		m := &ms[i]
+		if m.Escaped {
+			if s.escapedKeyIs(m, key) {
+				return s.value(m), nil
+			}
+		} else if m.KeyEnd-m.KeyStart == n && string(doc[m.KeyStart+1:m.KeyEnd-1]) == key {
 			return s.value(m), nil
 		}
 	}
