@@ -276,15 +276,30 @@ func (x *Expr) Apply(dst []byte, r *record.Record) ([]byte, error) {
 }
 
 func (x *Expr) apply(dst []byte, a *activation) ([]byte, error) {
-	if x.render != nil && a.bounded() {
-		// rendered in the activation's buffer, then copied once: dst
-		// (nil for a record's new value) grows once, to the exact size
-		buf, ok := x.render(a.buf[:0], a)
-		a.buf = buf[:0]
-		if ok && len(buf) <= MaxValueBytes {
-			return append(dst, buf...), nil
-		}
+	// rendered in the activation's buffer, then copied once: dst grows
+	// once, to the exact size
+	if buf, ok := x.renderFast(a); ok {
+		return append(dst, buf...), nil
 	}
+	return x.applySlow(dst, a)
+}
+
+// renderFast is the fast path's rendering of the result, in the
+// activation's buffer (valid until its next use); ok is false when the
+// fast path gave up, or the result is longer than MaxValueBytes.
+func (x *Expr) renderFast(a *activation) ([]byte, bool) {
+	if x.render == nil || !a.bounded() {
+		return nil, false
+	}
+	buf, ok := x.render(a.buf[:0], a)
+	if cap(buf) <= maxPooledBuf {
+		a.buf = buf[:0]
+	}
+	return buf, ok && len(buf) <= MaxValueBytes
+}
+
+// applySlow is apply through cel-go.
+func (x *Expr) applySlow(dst []byte, a *activation) ([]byte, error) {
 	n := len(dst)
 	out, err := x.eval(a)
 	if err != nil {
@@ -304,7 +319,10 @@ func (x *Expr) apply(dst []byte, a *activation) ([]byte, error) {
 // activation's buffer, then copied into memory of its own
 // (activation.newValue).
 func (x *Expr) newValue(a *activation) ([]byte, error) {
-	buf, err := x.apply(a.buf[:0], a)
+	if buf, ok := x.renderFast(a); ok {
+		return a.newValue(buf), nil // one copy, from the buffer it was rendered in
+	}
+	buf, err := x.applySlow(a.buf[:0], a)
 	if cap(buf) <= maxPooledBuf {
 		a.buf = buf[:0]
 	}
