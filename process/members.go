@@ -59,8 +59,10 @@ func (s *memberScan) reset(doc []byte) {
 // find is the first member whose unescaped key is key, as jsonfield.Get
 // finds it.
 func (s *memberScan) find(key string) (jsonfield.Value, error) {
-	ms, doc, n := s.ms, s.doc, uint32(len(key)+2) // in locals: the loop reloads nothing
-	for i := range ms { // keyIs, by hand: too big to inline
+	// keyIs, by hand (too big to inline), over the members and document
+	// in locals: the loop reloads nothing
+	ms, doc, n := s.ms, s.doc, uint32(len(key)+2)
+	for i := range ms {
 		m := &ms[i]
 		if m.Escaped {
 			if s.escapedKeyIs(m, key) {
