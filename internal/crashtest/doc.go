@@ -22,9 +22,11 @@
 //
 // TestCrashTableKafka and TestCrashTableKafkaState kill a table job (issue
 // 38: orders enriched with lookup("products", value.sku)) during the
-// replay after each start and while the orders are released, so that
-// restarts resume the orders from a checkpoint inside them while they
-// rebuild the table from the table topic's beginning; the exactly-once
+// replay after each start and while the orders are released (the first
+// run once a sixth of them is released and checkpointed:
+// Crasher.FirstWatermark), so that restarts resume the orders from a
+// checkpoint inside them while they rebuild the table from the table
+// topic's beginning; the exactly-once
 // output must hold every order once, in order, with the product as of its
 // event time (AsOf, the oracle; CheckEnriched), and no table record. The
 // orders' event times lie just ahead of the first start, so that the

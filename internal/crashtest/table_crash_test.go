@@ -172,7 +172,8 @@ func (d *tableData) coverage() (exact, msAfter, before, afterTomb int) {
 // their product as of their event time, to an exactly-once sink
 // (transactional Kafka) in no group, SIGKILLed again and again, during the
 // replay that follows each start (the table's re-reading, the orders'
-// catch-up) and while the orders are released, then run with until:
+// catch-up) and while the orders are released (the first run once a
+// sixth of them is released and checkpointed), then run with until:
 // end-offsets. Each restart rebuilds the table by re-reading its topic from
 // the earliest offset (design O6, R11) while the orders resume from the
 // sink's checkpoint, inside them. The output topic, read with
@@ -222,6 +223,11 @@ func crashTable(t *testing.T, state bool) {
 	}
 	r.prepare(rng, &Job{Brokers: r.broker.Addr, Topics: []string{ordersTopic}, Delay: sc.delay, Extra: extra,
 		Sinks: fmt.Sprintf("  - type: kafka\n    topic: %s\n    transactional_id: %s\n    group: %s\n", enrichedTopic, tableTxnID, tableTxnID)})
+	// The first run is killed once a sixth of the orders is released and
+	// checkpointed, so that at least one restart resumes from a checkpoint
+	// inside them whatever the machine's speed (random kill points alone
+	// can all land before a run's first checkpoint); the others at random.
+	r.c.FirstWatermark = start + releaseSpan.Milliseconds()/6
 	r.c.Crash(sc.kills / 2)
 	if _, err := os.Stat(tableMarker); state && err != nil {
 		t.Errorf("after the kills, no table in pebble that the next start must wipe: %v", err)
