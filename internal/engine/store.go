@@ -13,8 +13,9 @@ type memStore struct {
 	buf  []*record.Record
 	next int
 	// values: the engine reads released values itself (a Process, a
-	// where, a window: New sets it), so Release asks for the values' first
-	// lines too, ahead of the record being emitted.
+	// where, a window: New sets it), so Release asks for the first lines
+	// of what it reads of each (readAtRelease) too, ahead of the record
+	// being emitted.
 	values bool
 	// ahead, when set, is told each chunk Release is about to pass on,
 	// recs[:n], and what follows it (the engine's evaluation ahead,
