@@ -21,6 +21,7 @@ import (
 
 var (
 	binOnce sync.Once
+	binDir  string // removed once the tests end (TestMain)
 	binPath string
 	binErr  error
 )
@@ -29,12 +30,11 @@ var (
 func testBinary(t *testing.T) string {
 	t.Helper()
 	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "scaling-test-")
-		if err != nil {
-			binErr = err
+		binDir, binErr = os.MkdirTemp("", "scaling-test-")
+		if binErr != nil {
 			return
 		}
-		binPath, binErr = build(dir)
+		binPath, binErr = build(binDir)
 	})
 	if binErr != nil {
 		t.Fatal(binErr)
@@ -49,7 +49,11 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir) // the built signalbox: 65 MB a run otherwise left in the temporary directory
+	}
+	os.Exit(code)
 }
 
 // TestTinyRun runs the whole benchmark on a tiny history, one round, with a
