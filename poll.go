@@ -138,7 +138,7 @@ func (p *Pipeline) prepare(ctx context.Context, f *record.Fetch, h *holds) (map[
 			continue
 		}
 		dec, ef := p.decoders.For(pf.Topic), p.earlyFor(pf.Topic)
-		if ef != nil && p.splits && !dec.Schemad() {
+		if ef != nil && p.splits {
 			split = append(split, pf)
 			continue
 		}
@@ -159,10 +159,7 @@ func (p *Pipeline) prepare(ctx context.Context, f *record.Fetch, h *holds) (map[
 			if retry.IsFatal(err) {
 				return nil, err
 			}
-			if marks == nil {
-				marks = make(map[*record.Record]error)
-			}
-			marks[rec] = err
+			marks = mark(marks, rec, err)
 		}
 	}
 	return p.prepareSplit(ctx, split, marks), nil
@@ -197,10 +194,7 @@ func (p *Pipeline) prepareSplit(ctx context.Context, split []*record.PartitionFe
 			dec, ef := p.decoders.For(pf.Topic), p.earlyOf[pf.Topic] // earlyFor's, already asked
 			for j := lo; j < hi; j++ {
 				if err := p.prepareRecord(ctx, dec, ef, m, &pf.Records[j]); err != nil {
-					if marks == nil {
-						marks = make(map[*record.Record]error)
-					}
-					marks[&pf.Records[j]] = err
+					marks = mark(marks, &pf.Records[j], err)
 				}
 			}
 		}
@@ -224,12 +218,19 @@ func (p *Pipeline) prepareSplit(ctx context.Context, split []*record.PartitionFe
 	<-done
 	for _, m := range []map[*record.Record]error{first, second} {
 		for r, err := range m {
-			if marks == nil {
-				marks = make(map[*record.Record]error)
-			}
-			marks[r] = err
+			marks = mark(marks, r, err)
 		}
 	}
+	return marks
+}
+
+// mark adds r's dead-letter reason to marks, made when nil (the common
+// case: no record fails).
+func mark(marks map[*record.Record]error, r *record.Record, err error) map[*record.Record]error {
+	if marks == nil {
+		marks = make(map[*record.Record]error)
+	}
+	marks[r] = err
 	return marks
 }
 
@@ -243,7 +244,7 @@ func (p *Pipeline) prepareRecord(ctx context.Context, dec *decode.Decoder, ef ea
 	if mf := p.cfg.metaFilter; mf != nil && !mf(rec) {
 		return engine.ErrFiltered
 	}
-	if ef != nil && !dec.Schemad() {
+	if ef != nil {
 		return prepareEarly(ctx, dec, ef, m, rec)
 	}
 	if err := dec.Decode(ctx, rec); err != nil {
@@ -281,7 +282,8 @@ func init() {
 }
 
 // earlyFor is topic's early processing, nil when none: never a table's
-// (its records are versions, not processed).
+// (its records are versions, not processed), nor a schema'd input's (its
+// value is rendered at release).
 func (p *Pipeline) earlyFor(topic string) early.Func {
 	if p.cfg.early == nil {
 		return nil
@@ -290,7 +292,7 @@ func (p *Pipeline) earlyFor(topic string) early.Func {
 		return ef
 	}
 	var ef early.Func
-	if !slices.ContainsFunc(p.cfg.tables, func(t Table) bool { return t.Topic == topic }) {
+	if !slices.ContainsFunc(p.cfg.tables, func(t Table) bool { return t.Topic == topic }) && !p.decoders.For(topic).Schemad() {
 		ef = p.cfg.early(topic)
 	}
 	if p.earlyOf == nil {

@@ -201,25 +201,36 @@ func (x *Expr) template(a *activation) []byte {
 	return t.end()
 }
 
-// fill appends the result of x's template d (as template made it) for r:
-// its literal bytes, and each hole's lookup as the fast path renders it;
-// ok is false when the fast path gives up on a lookup, or the result is
-// longer than MaxValueBytes (then x must be evaluated anew, as apply
-// would).
+// tmplReader reads a template (as template made it) part by part.
+type tmplReader struct{ d []byte }
+
+// next is the template's next literal bytes, then the hole after them:
+// its index in Expr.holes plus one, and its key; h 0 ends the template.
+func (t *tmplReader) next() (lit []byte, h uint64, key []byte) {
+	n, k := binary.Uvarint(t.d)
+	lit, t.d = t.d[k:k+int(n)], t.d[k+int(n):]
+	h, k = binary.Uvarint(t.d)
+	if t.d = t.d[k:]; h == 0 {
+		return lit, 0, nil
+	}
+	n, k = binary.Uvarint(t.d)
+	key, t.d = t.d[k:k+int(n)], t.d[k+int(n):]
+	return lit, h, key
+}
+
+// fill appends the result of x's template d for r: its literal bytes, and
+// each hole's lookup as the fast path renders it; ok is false when the
+// fast path gives up on a lookup, or the result is longer than
+// MaxValueBytes (then x must be evaluated anew, as apply would).
 func (x *Expr) fill(dst, d []byte, r *record.Record) ([]byte, bool) {
-	d = d[1:] // the mark
+	t := tmplReader{d[1:]} // after the mark
 	for {
-		n, k := binary.Uvarint(d)
-		dst, d = append(dst, d[k:k+int(n)]...), d[k+int(n):]
-		h, k := binary.Uvarint(d)
-		d = d[k:]
-		if h == 0 {
+		lit, h, key := t.next()
+		dst = append(dst, lit...)
+		switch {
+		case h == 0:
 			return dst, len(dst) <= MaxValueBytes
-		}
-		n, k = binary.Uvarint(d)
-		key := d[k : k+int(n)]
-		d = d[k+int(n):]
-		if h > uint64(len(x.holes)) {
+		case h > uint64(len(x.holes)):
 			return dst, false // another map's template: x runs anew
 		}
 		ph := &x.holes[h-1]
@@ -235,20 +246,11 @@ func (x *Expr) fill(dst, d []byte, r *record.Record) ([]byte, bool) {
 
 // templateKeys calls fn with each hole's table and key of x's template d.
 func (x *Expr) templateKeys(d []byte, fn func(table, key string)) {
-	d = d[1:]
+	t := tmplReader{d[1:]}
 	for {
-		n, k := binary.Uvarint(d)
-		d = d[k+int(n):]
-		h, k := binary.Uvarint(d)
-		d = d[k:]
-		if h == 0 {
-			return
-		}
-		n, k = binary.Uvarint(d)
-		key := d[k : k+int(n)]
-		d = d[k+int(n):]
-		if h > uint64(len(x.holes)) {
-			return // another map's template: its keys go unhinted
+		_, h, key := t.next()
+		if h == 0 || h > uint64(len(x.holes)) {
+			return // the end, or another map's template: its keys go unhinted
 		}
 		fn(x.holes[h-1].table, unsafe.String(unsafe.SliceData(key), len(key)))
 	}
