@@ -53,6 +53,13 @@ nice -n 10 go vet ./... >"$vet_out" 2>&1 &
 vet_pid=$!
 trap 'kill "$vet_pid" 2>/dev/null || true; rm -f "$vet_out"' EXIT
 
+# The race detector sleeps 1 s as each race-built process exits
+# (atexit_sleep_ms, 1000 by default), to catch the races of goroutines
+# still running then: about 75 test binaries, and the race-built children
+# some tests run, add over half a minute of sleep. 100 ms still gives such
+# goroutines a moment. A GORACE given from outside is kept as it is.
+export GORACE="${GORACE:-atexit_sleep_ms=100}"
+
 # -p 2: two cores; the Kafka and PostgreSQL suites each start real servers.
 test_status=0
 go test -race -count=1 -p 2 -timeout 15m ./... "$@" || test_status=$?
