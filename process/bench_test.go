@@ -15,16 +15,8 @@ import (
 // a JSON order of 120 bytes; by-hand is early's floor, the same work
 // written in Go for this record (docs/bench.md, "The floor").
 func BenchmarkProcess(b *testing.B) {
-	r := &record.Record{Topic: "orders", Key: []byte("sku-1"), EventTime: 1700000000123,
-		Value: []byte(`{"ts":1700000000123,"id":"o-000123","sku":"sku-000042","qty":3,"price":7.25,"status":"ok","site":"oslo"}`), ValueJSON: true}
-	filter, err := process.Compile("process.filter", `value.status != "test"`, process.Filter)
-	if err != nil {
-		b.Fatal(err)
-	}
-	mapx, err := process.Compile("process.map", `{"id": value.id, "sku": value.sku, "total": value.qty * value.price}`, process.Map)
-	if err != nil {
-		b.Fatal(err)
-	}
+	r := issue36Order(`"ok"`)
+	filter, mapx := issue36Exprs(b)
 	b.Run("filter", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -76,7 +68,7 @@ func BenchmarkProcess(b *testing.B) {
 		}
 		var buf, slab []byte
 		if got, keep := byHand(buf[:0], r.Value, spans); !keep || string(got) != string(want) {
-			b.Fatalf("by hand %s, the map %s", got, want)
+			b.Fatalf("by hand %s, the map %s", got, want) // TestByHandIsTheChain
 		}
 		b.ReportAllocs()
 		for b.Loop() {
@@ -110,8 +102,7 @@ func BenchmarkProcess(b *testing.B) {
 // each evaluated alone, and with a Set (one activation, one member scan,
 // no allocation), over the same JSON order.
 func BenchmarkWindowArgs(b *testing.B) {
-	r := &record.Record{Topic: "orders", Key: []byte("sku-1"), EventTime: 1700000000123,
-		Value: []byte(`{"ts":1700000000123,"id":"o-000123","sku":"sku-000042","qty":3,"price":7.25,"status":"ok","site":"oslo"}`), ValueJSON: true}
+	r := issue36Order(`"ok"`)
 	key, err := process.Compile("windows[0].key", `value.sku`, process.Map)
 	if err != nil {
 		b.Fatal(err)
@@ -153,6 +144,52 @@ func BenchmarkWindowArgs(b *testing.B) {
 			}
 		}
 	})
+}
+
+// issue36Order is BenchmarkProcess's JSON order of 120 bytes, its status
+// the JSON string status.
+func issue36Order(status string) *record.Record {
+	return &record.Record{Topic: "orders", Key: []byte("sku-1"), EventTime: 1700000000123,
+		Value: []byte(`{"ts":1700000000123,"id":"o-000123","sku":"sku-000042","qty":3,"price":7.25,"status":` + status + `,"site":"oslo"}`), ValueJSON: true}
+}
+
+// issue36Exprs are issue 36's filter and map, compiled.
+func issue36Exprs(tb testing.TB) (filter, mapx *process.Expr) {
+	filter, err := process.Compile("process.filter", `value.status != "test"`, process.Filter)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	mapx, err = process.Compile("process.map", `{"id": value.id, "sku": value.sku, "total": value.qty * value.price}`, process.Map)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return filter, mapx
+}
+
+// TestByHandIsTheChain holds BenchmarkProcess/by-hand to the work it
+// stands for: over the benchmark's order, and the same order with status
+// "test", byHand keeps and drops what the filter does, and its value is
+// the map's, byte for byte.
+func TestByHandIsTheChain(t *testing.T) {
+	filter, mapx := issue36Exprs(t)
+	for _, status := range []string{`"ok"`, `"test"`} {
+		r := issue36Order(status)
+		_, spans, ok := jsonfield.ScanMembers(r.Value, nil, nil)
+		if !ok {
+			t.Fatal("no members")
+		}
+		got, keep := byHand(nil, r.Value, spans)
+		want, err := filter.Bool(r)
+		if err != nil || keep != want {
+			t.Fatalf("status %s: by hand keeps %v, the filter %v (%v)", status, keep, want, err)
+		}
+		if !keep {
+			continue
+		}
+		if v, err := mapx.Apply(nil, r); err != nil || string(got) != string(v) {
+			t.Errorf("status %s: by hand %s, the map %s (%v)", status, got, v, err)
+		}
+	}
 }
 
 // byHand is BenchmarkProcess's filter and map written for its record by

@@ -104,7 +104,14 @@ func newRunCmd() *cobra.Command {
 			for _, rec := range []struct {
 				flag, path string
 				start      func(flag, path string) (func() error, error)
-			}{{"--cpuprofile", cpuProfile, recording.CPUProfile}, {"--trace", traceFile, recording.Trace}} {
+			}{
+				{"--cpuprofile", cpuProfile, recording.CPUProfile},
+				{"--trace", traceFile, recording.Trace},
+				{"--allocprofile", allocProfile, recording.AllocProfile},
+				{"--heapprofile", heapProfile, func(flag, path string) (func() error, error) {
+					return recording.HeapProfiles(flag, path, heapEvery)
+				}},
+			} {
 				if rec.path == "" {
 					continue
 				}
@@ -114,29 +121,7 @@ func newRunCmd() *cobra.Command {
 				}
 				defer func() {
 					if err := stopRecording(); err != nil {
-						log.Warn("profile or trace not written", zap.String("file", rec.path), zap.Error(err))
-					}
-				}()
-			}
-			if allocProfile != "" {
-				writeAllocs, err := startAllocProfile(allocProfile)
-				if err != nil {
-					return usageError(err)
-				}
-				defer func() {
-					if err := writeAllocs(); err != nil {
-						log.Warn("allocation profile not written", zap.Error(err))
-					}
-				}()
-			}
-			if heapProfile != "" {
-				stopHeap, err := startHeapProfiles(heapProfile, heapEvery)
-				if err != nil {
-					return usageError(err)
-				}
-				defer func() {
-					if err := stopHeap(); err != nil {
-						log.Warn("heap profile not written", zap.Error(err))
+						log.Warn("profile or trace not written", zap.String("flag", rec.flag), zap.String("file", rec.path), zap.Error(err))
 					}
 				}()
 			}
